@@ -1,0 +1,65 @@
+# The README's commands live here. Everything installs what it needs: a virtualenv in .venv and the local
+# control plane built from source into the per-user cache (~/.cache/tfop).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+CLUSTER_DIR ?= .local/cluster
+# Extra arguments for `tfop run`, e.g. make run ARGS="--threads 8"
+ARGS ?=
+# Extra arguments for pytest, e.g. make test PYTEST_ARGS="-k crd"
+PYTEST_ARGS ?=
+
+.PHONY: help venv controlplane cluster-up cluster-down cluster-status cluster-destroy run test unit integration \
+	e2e lint crd clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
+
+$(VENV)/.installed: setup.cfg pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -e '.[test]'
+	touch $@
+
+venv: $(VENV)/.installed ## create .venv with tfop and the test tools
+
+controlplane: ## build (first time: tens of minutes) or reuse the pinned Kubernetes, etcd and kwok binaries
+	@bash hack/build-controlplane.sh >/dev/null
+
+cluster-up: controlplane ## start the local cluster (idempotent); prints the kubeconfig
+	@$(PYTHON) hack/local_cluster.py up --dir $(CLUSTER_DIR)
+
+cluster-down: ## stop the local cluster, keeping its data
+	@$(PYTHON) hack/local_cluster.py down --dir $(CLUSTER_DIR)
+
+cluster-destroy: ## stop the local cluster and delete its data
+	@$(PYTHON) hack/local_cluster.py destroy --dir $(CLUSTER_DIR)
+
+cluster-status: ## show which local cluster components run
+	@$(PYTHON) hack/local_cluster.py status --dir $(CLUSTER_DIR)
+
+run: venv ## run the operator against $$KUBECONFIG, or against the local cluster (started if needed)
+	@bash hack/run.sh $(ARGS)
+
+test: venv controlplane ## run every test: unit, integration and e2e against a real local control plane
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+unit: venv ## run the unit tests only (no cluster)
+	$(PY) -m pytest test/unit $(PYTEST_ARGS)
+
+integration: venv controlplane ## run the integration tests only
+	$(PY) -m pytest test/integration $(PYTEST_ARGS)
+
+e2e: venv controlplane ## run the end-to-end tests only
+	$(PY) -m pytest test/e2e $(PYTEST_ARGS)
+
+lint: venv ## type-check (mypy --strict)
+	$(PY) -m mypy
+
+crd: venv controlplane ## regenerate crd/ from hack/crd-template.yaml and the local apiserver's PodTemplateSpec
+	$(PY) hack/gen_crd.py
+
+clean: ## remove the virtualenv and local state (the control-plane cache in ~/.cache/tfop stays)
+	-$(PYTHON) hack/local_cluster.py destroy --dir $(CLUSTER_DIR)
+	rm -rf $(VENV) .local .pytest_cache .mypy_cache *.egg-info

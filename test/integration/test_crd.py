@@ -1,0 +1,170 @@
+"""The checked-in TFJob CRD against the real apiserver: it installs, accepts what users write, rejects bad input
+with a message naming the field, and prints useful columns."""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from local_cluster import LocalCluster
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
+
+
+def tfjob(name: str = "job", **replica_specs: Any) -> dict[str, Any]:
+    specs = replica_specs or {"Worker": {"replicas": 2, "template": pod_template()}}
+    return {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": name},
+            "spec": {"tfReplicaSpecs": specs}}
+
+
+def pod_template(container: str = "tensorflow") -> dict[str, Any]:
+    return {"spec": {"containers": [{"name": container, "image": "tensorflow/tensorflow:2.21.0"}]}}
+
+
+def create(cluster: LocalCluster, namespace: str, manifest: dict[str, Any] | str, dry_run: bool = True) -> Any:
+    text = manifest if isinstance(manifest, str) else json.dumps(manifest)
+    args = ["create", "-n", namespace, "-f", "-"] + (["--dry-run=server"] if dry_run else [])
+    return cluster.kubectl(*args, input=text, check=False)
+
+
+def with_spec(job: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    job = copy.deepcopy(job)
+    job["spec"].update(fields)
+    return job
+
+
+def test_crd_is_established_with_names_and_columns(cluster: LocalCluster, tfjob_crd: Path) -> None:
+    crd = json.loads(cluster.kubectl("get", "crd", "tfjobs.kubeflow.org", "-o", "json").stdout)
+    assert {"type": "Established", "status": "True"}.items() <= next(
+        c for c in crd["status"]["conditions"] if c["type"] == "Established").items()
+    names = crd["spec"]["names"]
+    assert (names["kind"], names["plural"], names["shortNames"], names["categories"]) == (
+        "TFJob", "tfjobs", ["tfjob"], ["kubeflow"])
+    version = crd["spec"]["versions"][0]
+    assert (crd["spec"]["scope"], version["name"], version["subresources"]) == ("Namespaced", "v1", {"status": {}})
+    print(f"CRD installed on kube-apiserver {cluster.version()}", file=sys.stderr)
+
+
+def test_checked_in_crd_matches_the_apiservers_pod_schema(cluster: LocalCluster) -> None:
+    import gen_crd
+
+    openapi = cluster.api("GET", "/openapi/v3/api/v1")
+    expected = gen_crd.render(openapi, f"kube-apiserver {cluster.version()}")
+    assert gen_crd.OUTPUT.read_text() == expected, "crd/ is stale: run `make crd`"
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[e.stem for e in EXAMPLES])
+def test_every_example_is_accepted(cluster: LocalCluster, tfjob_crd: Path, namespace: str, example: Path) -> None:
+    result = create(cluster, namespace, example.read_text(), dry_run=False)
+    assert result.returncode == 0, result.stderr
+    assert "tfjob.kubeflow.org/" in result.stdout
+
+
+ACCEPTED = {
+    "seeds-style upper-case keys": tfjob(MASTER={"replicas": 1, "template": pod_template()},
+                                         WORKER={"replicas": 2, "template": pod_template()}),
+    "lower-case keys": tfjob(chief={"template": pod_template()}, worker={"template": pod_template()}),
+    "PS without a tensorflow container": tfjob(Worker={"template": pod_template()},
+                                               PS={"replicas": 2, "template": pod_template("server")}),
+    "zero replicas": tfjob(Worker={"replicas": 0, "template": pod_template()}),
+    # 63 = len("a" * 46) + len("-evaluator-") + len(runtime id: 4) + len("-9")
+    "longest name that fits": tfjob("a" * 46, Evaluator={"replicas": 10, "template": pod_template()}),
+    "every run policy field": with_spec(tfjob(), runPolicy={
+        "cleanPodPolicy": "All", "ttlSecondsAfterFinished": 0, "activeDeadlineSeconds": 60, "backoffLimit": 0,
+        "suspend": False, "schedulingPolicy": {"minAvailable": 3, "queue": "q", "priorityClass": "high",
+                                               "minResources": {"cpu": "4", "nvidia.com/gpu": 2},
+                                               "scheduleTimeoutSeconds": 30}},
+        successPolicy="AllWorkers", enableDynamicWorker=True),
+}
+
+
+@pytest.mark.parametrize("manifest", ACCEPTED.values(), ids=ACCEPTED.keys())
+def test_valid_variants_are_accepted(cluster: LocalCluster, tfjob_crd: Path, namespace: str,
+                                     manifest: dict[str, Any]) -> None:
+    result = create(cluster, namespace, manifest)
+    assert result.returncode == 0, result.stderr
+
+
+REJECTED: dict[str, tuple[dict[str, Any], list[str]]] = {
+    "unknown replica type": (
+        tfjob(Worker={"template": pod_template()}, Trainer={"template": pod_template()}),
+        ["spec.tfReplicaSpecs has an unknown replica type"]),
+    "chief and master": (
+        tfjob(Chief={"template": pod_template()}, Master={"template": pod_template()}),
+        ["spec.tfReplicaSpecs", "Chief or a Master, not both"]),
+    "two chiefs": (
+        tfjob(Chief={"replicas": 2, "template": pod_template()}),
+        ["spec.tfReplicaSpecs.Chief.replicas must be 0 or 1"]),
+    "negative replicas": (
+        tfjob(Worker={"replicas": -1, "template": pod_template()}),
+        ["spec.tfReplicaSpecs.Worker.replicas", "greater than or equal to 0"]),
+    "replicas not a number": (
+        tfjob(Worker={"replicas": "three", "template": pod_template()}),
+        ["spec.tfReplicaSpecs.Worker.replicas", "must be of type integer"]),
+    "unknown restart policy": (
+        tfjob(Worker={"restartPolicy": "Sometimes", "template": pod_template()}),
+        ["spec.tfReplicaSpecs.Worker.restartPolicy", "Unsupported value"]),
+    "worker without a tensorflow container": (
+        tfjob(Worker={"template": pod_template("trainer")}),
+        ["spec.tfReplicaSpecs.Worker.template.spec.containers must include a container named tensorflow"]),
+    "chief without a template": (
+        tfjob(Chief={"replicas": 1}),
+        ["spec.tfReplicaSpecs.Chief.template.spec.containers must include a container named tensorflow"]),
+    "same type twice in different case": (
+        tfjob(Worker={"template": pod_template()}, worker={"template": pod_template()}),
+        ["spec.tfReplicaSpecs names a replica type twice"]),
+    "no replica specs": (tfjob(), ["spec.tfReplicaSpecs"]),
+    "name too long for child names": (
+        tfjob("a" * 47, Evaluator={"replicas": 10, "template": pod_template()}),
+        ["metadata.name is too long"]),
+    "name with a dot": (tfjob("mnist.v2"), ["metadata.name must be a DNS-1035 label"]),
+    "name starting with a digit": (tfjob("2mnist"), ["metadata.name must be a DNS-1035 label"]),
+    "unknown clean pod policy": (
+        with_spec(tfjob(), runPolicy={"cleanPodPolicy": "Sometimes"}),
+        ["spec.runPolicy.cleanPodPolicy", "Unsupported value"]),
+    "negative backoff limit": (
+        with_spec(tfjob(), runPolicy={"backoffLimit": -1}), ["spec.runPolicy.backoffLimit"]),
+    "zero active deadline": (
+        with_spec(tfjob(), runPolicy={"activeDeadlineSeconds": 0}), ["spec.runPolicy.activeDeadlineSeconds"]),
+    "negative ttl": (
+        with_spec(tfjob(), runPolicy={"ttlSecondsAfterFinished": -5}), ["spec.runPolicy.ttlSecondsAfterFinished"]),
+    "unknown success policy": (
+        with_spec(tfjob(), successPolicy="AnyWorker"), ["spec.successPolicy", "Unsupported value"]),
+    "bad min resources quantity": (
+        with_spec(tfjob(), runPolicy={"schedulingPolicy": {"minResources": {"cpu": "lots"}}}),
+        ["spec.runPolicy.schedulingPolicy.minResources.cpu"]),
+}
+REJECTED["no replica specs"][0]["spec"]["tfReplicaSpecs"] = {}
+
+
+@pytest.mark.parametrize("manifest,fragments", REJECTED.values(), ids=REJECTED.keys())
+def test_invalid_manifests_are_rejected_naming_the_field(
+        cluster: LocalCluster, tfjob_crd: Path, namespace: str, manifest: dict[str, Any],
+        fragments: list[str]) -> None:
+    result = create(cluster, namespace, manifest)
+    assert result.returncode != 0, f"accepted: {yaml.safe_dump(manifest)}"
+    for fragment in fragments:
+        assert fragment in result.stderr
+
+
+def test_kubectl_get_prints_the_printer_columns(cluster: LocalCluster, tfjob_crd: Path, namespace: str) -> None:
+    assert create(cluster, namespace, tfjob("columns"), dry_run=False).returncode == 0
+    status = {"state": "Running", "phase": "Running", "replicaSummary": "1/2", "runtimeId": "abcd",
+              "reason": "TFJobRunning"}
+    cluster.kubectl("patch", "tfjob", "columns", "-n", namespace, "--subresource=status", "--type=merge",
+                    "-p", json.dumps({"status": status}))
+    header, row = cluster.kubectl("get", "tfjobs", "-n", namespace).stdout.splitlines()
+    assert header.split() == ["NAME", "STATE", "REPLICAS", "AGE"]
+    assert row.split()[:3] == ["columns", "Running", "1/2"]
+    header, row = cluster.kubectl("get", "tfjob", "-n", namespace, "-o", "wide").stdout.splitlines()
+    assert header.split() == ["NAME", "STATE", "REPLICAS", "AGE", "PHASE", "REASON", "RUNTIME-ID"]
+    assert row.split()[4:] == ["Running", "TFJobRunning", "abcd"]
+    # The `kubeflow` category lists TFJobs with other Kubeflow kinds.
+    assert "tfjob.kubeflow.org/columns" in cluster.kubectl("get", "kubeflow", "-n", namespace, "-o", "name").stdout

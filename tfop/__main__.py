@@ -1,0 +1,3 @@
+from tfop.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""The TFJob API as data: constants, defaulting, validation. Pure: imports nothing of ours, does no I/O."""
