@@ -1,0 +1,616 @@
+"""Table tests of plan(): each rule of the reconcile as rows of (state in -> actions, status, events out)."""
+
+from __future__ import annotations
+
+import copy
+import random
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+
+from tfop.api.runtime_id import child_name, runtime_id
+from tfop.controller.reconcile import JobCounters, Plan, PlannerConfig, plan
+from tfop.controller.resources import selector_labels
+
+NOW = datetime(2026, 11, 21, 10, 0, 0, tzinfo=timezone.utc)
+T0 = "2026-11-21T10:00:00Z"
+JOB_NAME = "mnist"
+UID = "uid-1"
+RID = runtime_id(UID)
+
+
+# ---------------------------------------------------------------- builders
+
+def container(name: str = "tensorflow", **extra: Any) -> dict[str, Any]:
+    return {"name": name, "image": "tensorflow/tensorflow:2.16.1", **extra}
+
+
+def make_job(replicas: dict[str, int] | None = None, *, policy: str | None = None, name: str = JOB_NAME,
+             uid: str = UID, generation: int = 1, run_policy: dict[str, Any] | None = None,
+             status: dict[str, Any] | None = None, **spec: Any) -> dict[str, Any]:
+    """A TFJob as the apiserver returns it (not defaulted): Worker 2 and PS 1 unless told otherwise."""
+    replica_specs: dict[str, Any] = {}
+    for replica_type, count in (replicas or {"Worker": 2, "PS": 1}).items():
+        replica_specs[replica_type] = {"replicas": count, "template": {"spec": {"containers": [container()]}}}
+        if policy is not None:
+            replica_specs[replica_type]["restartPolicy"] = policy
+    job: dict[str, Any] = {
+        "apiVersion": "kubeflow.org/v1", "kind": "TFJob",
+        "metadata": {"name": name, "namespace": "ns", "uid": uid, "generation": generation},
+        "spec": {"tfReplicaSpecs": replica_specs, **spec},
+    }
+    if run_policy is not None:
+        job["spec"]["runPolicy"] = run_policy
+    if status is not None:
+        job["status"] = status
+    return job
+
+
+def name_of(replica_type: str, index: int, job_name: str = JOB_NAME) -> str:
+    return child_name(job_name, replica_type, RID, index)
+
+
+def make_pod(replica_type: str, index: int, phase: str = "Running", *, exit_code: int | None = None,
+             reason: str = "", restarts: int = 0, terminating: bool = False, uid: str | None = None,
+             pod_reason: str | None = None) -> dict[str, Any]:
+    """A pod of the default job as the cache shows it; the tensorflow container's state follows the phase."""
+    name = name_of(replica_type, index)
+    metadata: dict[str, Any] = {"name": name, "namespace": "ns", "uid": uid or f"pod-{name}",
+                                "labels": selector_labels(JOB_NAME, replica_type, RID, index)}
+    if terminating:
+        metadata["deletionTimestamp"] = T0
+    state: dict[str, Any] = {"waiting": {"reason": "ContainerCreating"}} if phase == "Pending" else {}
+    if phase == "Running":
+        state = {"running": {"startedAt": T0}}
+    if exit_code is not None:
+        state = {"terminated": {"exitCode": exit_code, "reason": reason}}
+    status: dict[str, Any] = {"phase": phase,
+                              "containerStatuses": [{"name": "tensorflow", "restartCount": restarts, "state": state}]}
+    if pod_reason:
+        status["reason"] = pod_reason
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "status": status}
+
+
+def make_service(replica_type: str, index: int, *, terminating: bool = False) -> dict[str, Any]:
+    name = name_of(replica_type, index)
+    metadata: dict[str, Any] = {"name": name, "namespace": "ns", "uid": f"svc-{name}",
+                                "labels": selector_labels(JOB_NAME, replica_type, RID, index)}
+    if terminating:
+        metadata["deletionTimestamp"] = T0
+    return {"apiVersion": "v1", "kind": "Service", "metadata": metadata, "spec": {"clusterIP": "None"}}
+
+
+def services_for(replicas: dict[str, int] | None = None) -> list[dict[str, Any]]:
+    return [make_service(replica_type, index)
+            for replica_type, count in (replicas or {"Worker": 2, "PS": 1}).items() for index in range(count)]
+
+
+def running_pods(replicas: dict[str, int] | None = None) -> list[dict[str, Any]]:
+    return [make_pod(replica_type, index)
+            for replica_type, count in (replicas or {"Worker": 2, "PS": 1}).items() for index in range(count)]
+
+
+def settled(job: dict[str, Any], pods: list[dict[str, Any]] | None = None,
+            services: list[dict[str, Any]] | None = None, now: datetime = NOW) -> dict[str, Any]:
+    """The job with the status its plan writes: how it looks to the next reconcile."""
+    result = plan(job, pods or [], services or [], now, PlannerConfig())
+    job = copy.deepcopy(job)
+    if result.status is not None:
+        job["status"] = result.status
+    return job
+
+
+def condition(result: Plan, condition_type: str) -> tuple[str, str] | None:
+    assert result.status is not None
+    for entry in result.status.get("conditions", []):
+        if entry["type"] == condition_type:
+            return entry["status"], entry["reason"]
+    return None
+
+
+def message(result: Plan, condition_type: str) -> str:
+    assert result.status is not None
+    return next(entry["message"] for entry in result.status["conditions"] if entry["type"] == condition_type)
+
+
+# ---------------------------------------------------------------- the table
+
+KEEP = object()  # "do not check this field"
+
+
+@dataclass
+class Case:
+    job: dict[str, Any]
+    pods: list[dict[str, Any]] = field(default_factory=list)
+    services: list[dict[str, Any]] | None = None  # None: every desired service exists
+    now: datetime = NOW
+    create_pods: Any = KEEP  # expected names, sorted
+    create_services: Any = KEEP
+    delete_pods: Any = KEEP
+    delete_services: Any = KEEP
+    conditions: dict[str, tuple[str, str] | None] = field(default_factory=dict)
+    events: Any = KEEP  # expected reasons, in order
+    counters: Any = KEEP
+    requeue_after: Any = KEEP
+    delete_job: bool = False
+    status: dict[str, Any] = field(default_factory=dict)  # expected top-level status values (None: absent)
+    messages: dict[str, list[str]] = field(default_factory=dict)  # condition type -> fragments of its message
+    unchanged_status: bool = False
+
+
+def at(minutes: float) -> datetime:
+    return NOW + timedelta(minutes=minutes)
+
+
+def started(job: dict[str, Any], pods: list[dict[str, Any]] | None = None, now: datetime = NOW) -> dict[str, Any]:
+    """The job after a reconcile that saw `pods` (all running by default) and all services."""
+    replicas = {key: value["replicas"] for key, value in job["spec"]["tfReplicaSpecs"].items()}
+    return settled(job, running_pods(replicas) if pods is None else pods, services_for(replicas), now)
+
+
+W0, W1, W2, PS0 = name_of("Worker", 0), name_of("Worker", 1), name_of("Worker", 2), name_of("PS", 0)
+CHIEF0 = name_of("Chief", 0)
+ALL3 = sorted([W0, W1, PS0])
+CREATED = {"type": "Created", "status": "True", "reason": "TFJobCreated", "message": "TFJob ns/mnist is created.",
+           "observedGeneration": 1, "lastTransitionTime": T0, "lastUpdateTime": T0}
+COUNTED = make_job(status={"startTime": T0, "conditions": [CREATED], "replicaStatuses": {"Worker": {
+    "active": 1, "succeeded": 0, "failed": 0, "restarts": 1, "retiredRestarts": 1,
+    "retiredPodUIDs": ["old-w1"]}, "PS": {"active": 1, "succeeded": 0, "failed": 0, "restarts": 0}}})
+
+CREATION = {
+    "fresh job creates every pod and service": Case(
+        make_job(), services=[], create_pods=ALL3, create_services=ALL3, delete_pods=[], events=["TFJobCreated"],
+        counters=JobCounters(created=1), conditions={"Created": ("True", "TFJobCreated"),
+                                                     "Running": ("False", "TFJobPending")},
+        status={"startTime": T0, "runtimeId": RID, "phase": "Creating", "state": "Running", "replicaSummary": "0/3"}),
+    "all children present: nothing to create": Case(
+        started(make_job()), running_pods(), create_pods=[], create_services=[], delete_pods=[], delete_services=[],
+        events=[], unchanged_status=True),
+    "only the missing pod is created": Case(
+        started(make_job()), [make_pod("Worker", 0), make_pod("PS", 0)], create_pods=[W1], create_services=[]),
+    "only the missing service is created": Case(
+        started(make_job()), running_pods(), [make_service("Worker", 0), make_service("PS", 0)],
+        create_pods=[], create_services=[W1]),
+    "scale down deletes the pods and services above the new count": Case(
+        started(make_job({"Worker": 1, "PS": 1})), [*running_pods({"Worker": 3, "PS": 1})],
+        services_for({"Worker": 3, "PS": 1}), create_pods=[], delete_pods=sorted([W1, W2]),
+        delete_services=sorted([W1, W2])),
+    "scale down leaves children already terminating alone": Case(
+        started(make_job({"Worker": 1})), [make_pod("Worker", 0), make_pod("Worker", 1, terminating=True)],
+        [make_service("Worker", 0), make_service("Worker", 1, terminating=True)], delete_pods=[],
+        delete_services=[], create_pods=[]),
+    "a replica type removed from the spec loses its pods": Case(
+        make_job({"Worker": 1}), [make_pod("Worker", 0), make_pod("PS", 0)],
+        [make_service("Worker", 0), make_service("PS", 0)], create_pods=[], delete_pods=[PS0], delete_services=[PS0]),
+    "a terminating pod is neither recreated nor a failure": Case(
+        started(make_job()), [make_pod("Worker", 0), make_pod("Worker", 1, "Failed", exit_code=1, terminating=True),
+                              make_pod("PS", 0)],
+        create_pods=[], delete_pods=[], conditions={"Failed": None}),
+    "a pod with a foreign name is deleted, its slot filled": Case(
+        started(make_job({"Worker": 1})), [{**make_pod("Worker", 0), "metadata": {
+            **make_pod("Worker", 0)["metadata"], "name": "mnist-worker-0", "uid": "foreign"}}],
+        services_for({"Worker": 1}), create_pods=[W0], delete_pods=["mnist-worker-0"]),
+    "a job being deleted is left to the garbage collector": Case(
+        {**make_job(), "metadata": {**make_job()["metadata"], "deletionTimestamp": T0}},
+        create_pods=[], create_services=[], delete_pods=[], events=[], unchanged_status=True),
+    "a pod whose service is terminating waits for it": Case(
+        started(make_job({"Worker": 1})), running_pods({"Worker": 1}), [make_service("Worker", 0, terminating=True)],
+        create_services=[], delete_services=[]),
+}
+
+EXIT_CODES = {
+    "ExitCode 137 (OOMKilled) recreates the pod once the old one is gone": Case(
+        started(make_job()), [make_pod("Worker", 0), make_pod("Worker", 1, "Failed", exit_code=137,
+                                                               reason="OOMKilled"), make_pod("PS", 0)],
+        create_pods=[], delete_pods=[W1], delete_services=[], events=["TFJobRestarting"],
+        counters=JobCounters(restarted=1), conditions={"Restarting": ("True", "TFJobRestarting"),
+                                                      "Running": ("False", "TFJobRestarting"), "Failed": None},
+        messages={"Restarting": ["Worker 1", "137", "OOMKilled"]}),
+    "ExitCode 128 and 255 are retryable too": Case(
+        started(make_job({"Worker": 2})), [make_pod("Worker", 0, "Failed", exit_code=128),
+                                           make_pod("Worker", 1, "Failed", exit_code=255)],
+        delete_pods=sorted([W0, W1]), counters=JobCounters(restarted=2)),
+    "ExitCode 1 fails the job with the replica, code and reason": Case(
+        started(make_job()), [make_pod("Worker", 0), make_pod("Worker", 1, "Failed", exit_code=1, reason="Error"),
+                              make_pod("PS", 0)],
+        create_pods=[], delete_pods=sorted([W0, PS0]), events=["TFJobFailed"], counters=JobCounters(failed=1),
+        conditions={"Failed": ("True", "TFJobFailed"), "Running": ("False", "TFJobFailed")},
+        messages={"Failed": ["Worker 1", "exited with code 1", "(Error)"]},
+        status={"completionTime": T0, "state": "Failed", "phase": "CleanUp"}),
+    "ExitCode 127 is permanent": Case(
+        started(make_job({"Worker": 1})), [make_pod("Worker", 0, "Failed", exit_code=127)],
+        conditions={"Failed": ("True", "TFJobFailed")}),
+    "ExitCode 0 in a Failed pod (a sidecar failed) is a success": Case(
+        started(make_job({"Worker": 1})), [make_pod("Worker", 0, "Failed", exit_code=0)],
+        conditions={"Succeeded": ("True", "TFJobSucceeded")}),
+    "ExitCode pod evicted before its container ended is recreated": Case(
+        started(make_job({"Worker": 1})), [make_pod("Worker", 0, "Failed", pod_reason="Evicted")],
+        delete_pods=[W0], messages={"Restarting": ["Worker 0", "Evicted"]}),
+    "OnFailure: a Failed pod (node lost) is recreated, its restarts in place retired with it": Case(
+        started(make_job({"Worker": 1}, policy="OnFailure"), [make_pod("Worker", 0, restarts=2)]),
+        [make_pod("Worker", 0, "Failed", exit_code=1, restarts=2, pod_reason="NodeLost")], delete_pods=[W0],
+        conditions={"Restarting": ("True", "TFJobRestarting"), "Failed": None}, counters=JobCounters(restarted=1),
+        status={"replicaStatuses": {"Worker": {"active": 0, "succeeded": 0, "failed": 0, "restarts": 3,
+                                               "retiredRestarts": 3, "retiredPodUIDs": [f"pod-{W0}"]}}}),
+    "Always: a Failed pod is recreated": Case(
+        started(make_job({"Worker": 1}, policy="Always")), [make_pod("Worker", 0, "Failed", exit_code=2)],
+        delete_pods=[W0], conditions={"Failed": None}),
+    "OnFailure: restarts in place are counted and announced": Case(
+        started(make_job({"Worker": 1}, policy="OnFailure")), [make_pod("Worker", 0, restarts=2)],
+        delete_pods=[], events=["TFJobRestarting"], counters=JobCounters(restarted=2),
+        conditions={"Running": ("True", "TFJobRunning")}),
+    "Never: a failed pod fails the job": Case(
+        started(make_job({"Worker": 2}, policy="Never")), [make_pod("Worker", 0),
+                                                            make_pod("Worker", 1, "Failed", exit_code=137)],
+        conditions={"Failed": ("True", "TFJobFailed")}, delete_pods=[W0]),
+    "Never: a failed worker is tolerated with enableDynamicWorker": Case(
+        started(make_job({"Worker": 2}, policy="Never", enableDynamicWorker=True)),
+        [make_pod("Worker", 0), make_pod("Worker", 1, "Failed", exit_code=1)],
+        create_pods=[], delete_pods=[], conditions={"Failed": None, "Running": ("True", "TFJobRunning")}),
+    "enableDynamicWorker does not excuse a failed chief": Case(
+        started(make_job({"Chief": 1, "Worker": 1}, enableDynamicWorker=True)),
+        [make_pod("Chief", 0, "Failed", exit_code=3), make_pod("Worker", 0)],
+        conditions={"Failed": ("True", "TFJobFailed")}, messages={"Failed": ["Chief 0", "code 3"]}),
+}
+
+BACKOFF = {
+    "restarts in place beyond backoffLimit fail the job": Case(
+        started(make_job({"Worker": 2}, policy="OnFailure", run_policy={"backoffLimit": 2})),
+        [make_pod("Worker", 0, restarts=2), make_pod("Worker", 1, restarts=1)],
+        conditions={"Failed": ("True", "BackoffLimitExceeded")}, events=["TFJobRestarting", "BackoffLimitExceeded"],
+        delete_pods=sorted([W0, W1]), messages={"Failed": ["3 times", "backoffLimit of 2"]}),
+    "restarts up to backoffLimit are allowed": Case(
+        started(make_job({"Worker": 2}, policy="OnFailure", run_policy={"backoffLimit": 2})),
+        [make_pod("Worker", 0, restarts=1), make_pod("Worker", 1, restarts=1)], conditions={"Failed": None}),
+    "backoffLimit 0: the first recreation is one too many": Case(
+        started(make_job({"Worker": 1}, run_policy={"backoffLimit": 0})),
+        [make_pod("Worker", 0, "Failed", exit_code=137)], create_pods=[], delete_pods=[],
+        conditions={"Failed": ("True", "BackoffLimitExceeded"), "Restarting": None}),
+    "recreations retired in status count against backoffLimit": Case(
+        make_job(run_policy={"backoffLimit": 1}, status=COUNTED["status"]),
+        [make_pod("Worker", 0), make_pod("Worker", 1, "Failed", exit_code=137), make_pod("PS", 0)],
+        conditions={"Failed": ("True", "BackoffLimitExceeded")}),
+    "a terminating pod already counted is not counted again": Case(
+        COUNTED, [make_pod("Worker", 0), make_pod("Worker", 1, "Failed", exit_code=137, terminating=True,
+                                                  uid="old-w1"), make_pod("PS", 0)],
+        create_pods=[], delete_pods=[], events=[], counters=JobCounters(), status={"replicaStatuses": {
+            "Worker": {"active": 1, "succeeded": 0, "failed": 0, "restarts": 1, "retiredRestarts": 1,
+                       "retiredPodUIDs": ["old-w1"]},
+            "PS": {"active": 1, "succeeded": 0, "failed": 0, "restarts": 0}}}),
+    "a failed pod found terminating but not counted (status lost) is counted once": Case(
+        started(make_job()), [make_pod("Worker", 0), make_pod("Worker", 1, "Failed", exit_code=137, terminating=True,
+                                                               restarts=0), make_pod("PS", 0)],
+        delete_pods=[], events=["TFJobRestarting"], counters=JobCounters(restarted=1)),
+    "a counted pod whose delete failed is deleted again, not counted again": Case(
+        COUNTED, [make_pod("Worker", 0), make_pod("Worker", 1, "Failed", exit_code=137, uid="old-w1"),
+                  make_pod("PS", 0)],
+        delete_pods=[W1], events=[], counters=JobCounters()),
+    "the ledger forgets uids of pods that are gone, keeping their count": Case(
+        COUNTED, [make_pod("Worker", 0), make_pod("PS", 0)], create_pods=[W1], events=[],
+        status={"replicaStatuses": {"Worker": {"active": 1, "succeeded": 0, "failed": 0, "restarts": 1,
+                                               "retiredRestarts": 1},
+                                    "PS": {"active": 1, "succeeded": 0, "failed": 0, "restarts": 0}}}),
+}
+
+DEADLINE_JOB = make_job({"Worker": 2}, run_policy={"activeDeadlineSeconds": 600})
+DEADLINE = {
+    "a fresh job with a deadline is requeued for exactly that deadline": Case(
+        DEADLINE_JOB, requeue_after=600.0, status={"startTime": T0}),
+    "a running job is requeued for the rest of its deadline": Case(
+        started(DEADLINE_JOB), running_pods({"Worker": 2}), now=at(5), requeue_after=300.0),
+    "past the deadline the job fails and every pod goes, finished ones too": Case(
+        started(DEADLINE_JOB), [make_pod("Worker", 0), make_pod("Worker", 1, "Succeeded", exit_code=0)],
+        now=at(10), conditions={"Failed": ("True", "DeadlineExceeded")}, events=["DeadlineExceeded"],
+        delete_pods=sorted([W0, W1]), delete_services=sorted([W0, W1]), create_pods=[],
+        counters=JobCounters(failed=1), requeue_after=None),
+    "the deadline counts from startTime, not from now": Case(
+        started(DEADLINE_JOB, now=at(-9)), running_pods({"Worker": 2}), now=at(1.5),
+        conditions={"Failed": ("True", "DeadlineExceeded")}),
+    "a suspended job has no deadline timer": Case(
+        make_job({"Worker": 1}, run_policy={"activeDeadlineSeconds": 60, "suspend": True}), requeue_after=None),
+}
+
+FINISHED_AT = settled(make_job({"Worker": 1}, run_policy={"ttlSecondsAfterFinished": 60}, status={
+    "startTime": T0, "completionTime": T0, "conditions": [
+        CREATED, {"type": "Succeeded", "status": "True", "reason": "TFJobSucceeded", "message": "done",
+         "lastTransitionTime": T0}]}))
+TTL = {
+    "before its TTL a finished job is requeued for the rest": Case(
+        FINISHED_AT, now=at(0.5), requeue_after=30.0, delete_job=False),
+    "once its TTL passed the job is deleted": Case(
+        FINISHED_AT, now=at(1), delete_job=True, events=["TTLExpired"], counters=JobCounters(deleted=1),
+        requeue_after=None),
+    "TTL 0 still lets the final status be written first": Case(
+        started(make_job({"Worker": 1}, run_policy={"ttlSecondsAfterFinished": 0})),
+        [make_pod("Worker", 0, "Succeeded", exit_code=0)], delete_job=False, requeue_after=0.0,
+        conditions={"Succeeded": ("True", "TFJobSucceeded")}),
+    "no TTL: a finished job is never requeued": Case(
+        {**FINISHED_AT, "spec": make_job({"Worker": 1})["spec"]}, now=at(60), requeue_after=None,
+        delete_job=False),
+}
+
+SUCCESS = {
+    "the chief's success ends the job; Running pods are cleaned up": Case(
+        started(make_job({"Chief": 1, "Worker": 2})),
+        [make_pod("Chief", 0, "Succeeded", exit_code=0), make_pod("Worker", 0), make_pod("Worker", 1)],
+        services_for({"Chief": 1, "Worker": 2}), conditions={"Succeeded": ("True", "TFJobSucceeded"),
+                                                             "Running": ("False", "TFJobSucceeded")},
+        delete_pods=sorted([W0, W1]), delete_services=sorted([W0, W1]), events=["TFJobSucceeded"],
+        counters=JobCounters(successful=1), status={"completionTime": T0, "phase": "CleanUp", "state": "Succeeded"}),
+    "a Master is a chief too": Case(
+        started(make_job({"Master": 1, "Worker": 1})), [make_pod("Master", 0, "Succeeded", exit_code=0),
+                                                        make_pod("Worker", 0)],
+        services_for({"Master": 1, "Worker": 1}), conditions={"Succeeded": ("True", "TFJobSucceeded")}),
+    "with a chief, worker 0's success is not the job's": Case(
+        started(make_job({"Chief": 1, "Worker": 1})), [make_pod("Chief", 0),
+                                                       make_pod("Worker", 0, "Succeeded", exit_code=0)],
+        services_for({"Chief": 1, "Worker": 1}), conditions={"Succeeded": None, "Running": ("True", "TFJobRunning")}),
+    "without a chief, worker 0 decides": Case(
+        started(make_job()), [make_pod("Worker", 0, "Succeeded", exit_code=0), make_pod("Worker", 1),
+                              make_pod("PS", 0)],
+        conditions={"Succeeded": ("True", "TFJobSucceeded")}, delete_pods=sorted([W1, PS0])),
+    "without a chief, worker 1's success alone is not enough": Case(
+        started(make_job()), [make_pod("Worker", 0), make_pod("Worker", 1, "Succeeded", exit_code=0),
+                              make_pod("PS", 0)], conditions={"Succeeded": None}),
+    "AllWorkers waits for every worker": Case(
+        started(make_job(successPolicy="AllWorkers")), [make_pod("Worker", 0, "Succeeded", exit_code=0),
+                                                         make_pod("Worker", 1), make_pod("PS", 0)],
+        conditions={"Succeeded": None, "Running": ("True", "TFJobRunning")}),
+    "AllWorkers succeeds with the last worker": Case(
+        started(make_job(successPolicy="AllWorkers")), [make_pod("Worker", 0, "Succeeded", exit_code=0),
+                                                         make_pod("Worker", 1, "Succeeded", exit_code=0),
+                                                         make_pod("PS", 0)],
+        conditions={"Succeeded": ("True", "TFJobSucceeded")}, delete_pods=[PS0], delete_services=[PS0]),
+    "cleanPodPolicy All deletes finished pods too, and they still count in the final tally": Case(
+        started(make_job(run_policy={"cleanPodPolicy": "All"})),
+        [make_pod("Worker", 0, "Succeeded", exit_code=0), make_pod("Worker", 1), make_pod("PS", 0)],
+        delete_pods=ALL3, delete_services=ALL3, status={"replicaSummary": "0/3", "replicaStatuses": {
+            "Worker": {"active": 0, "succeeded": 1, "failed": 0, "restarts": 0},
+            "PS": {"active": 0, "succeeded": 0, "failed": 0, "restarts": 0}}}),
+    "cleanPodPolicy None keeps everything": Case(
+        started(make_job(run_policy={"cleanPodPolicy": "None"})),
+        [make_pod("Worker", 0, "Succeeded", exit_code=0), make_pod("Worker", 1), make_pod("PS", 0)],
+        delete_pods=[], delete_services=[], status={"phase": "Done"}),
+    "a finished job never recreates the pods deleted after it": Case(
+        FINISHED_AT, [], [], create_pods=[], create_services=[], now=at(0.1), unchanged_status=True),
+    "a finished job keeps cleaning up what runs again": Case(
+        FINISHED_AT, [make_pod("Worker", 0)], [make_service("Worker", 0)], now=at(0.1), delete_pods=[W0],
+        delete_services=[W0], events=[], status={"phase": "CleanUp"}),
+    "a finished job's phase settles to Done once cleaned up": Case(
+        {**FINISHED_AT, "status": {**FINISHED_AT["status"], "phase": "CleanUp", "state": "Succeeded"}},
+        services=[], now=at(0.1), status={"phase": "Done", "reason": "TFJobSucceeded"}, events=[]),
+}
+
+SUSPENDED_JOB = make_job(run_policy={"suspend": True})
+SUSPEND = {
+    "suspending deletes every pod and service and stops the clock": Case(
+        {**started(make_job()), "spec": SUSPENDED_JOB["spec"]}, running_pods(), delete_pods=ALL3,
+        delete_services=ALL3, create_pods=[], events=["TFJobSuspended"],
+        conditions={"Suspended": ("True", "TFJobSuspended"), "Running": ("False", "TFJobSuspended")},
+        status={"startTime": None, "phase": "CleanUp", "replicaSummary": "0/3"}),
+    "a job created suspended creates nothing": Case(
+        SUSPENDED_JOB, services=[], create_pods=[], create_services=[], events=["TFJobCreated", "TFJobSuspended"],
+        status={"startTime": None, "phase": "Creating", "reason": "TFJobSuspended"}),
+    "a suspended job with nothing left changes nothing": Case(
+        settled(SUSPENDED_JOB), services=[], unchanged_status=True, events=[], delete_pods=[]),
+    "resuming restarts the clock even if a startTime was left behind": Case(
+        make_job({"Worker": 1}, status={**settled(SUSPENDED_JOB)["status"], "startTime": "2026-11-20T10:00:00Z"}),
+        services=[], create_pods=[W0], status={"startTime": T0}, events=["TFJobResumed"]),
+    "resuming recreates the children and restarts the clock": Case(
+        {**settled(SUSPENDED_JOB, now=at(-30)), "spec": make_job()["spec"]}, create_pods=ALL3, create_services=ALL3,
+        services=[], events=["TFJobResumed"], conditions={"Suspended": ("False", "TFJobResumed")},
+        status={"startTime": T0}),
+}
+
+STATUS = {
+    "Running only when every pod runs; the pending ones are counted": Case(
+        started(make_job()), [make_pod("Worker", 0), make_pod("Worker", 1, "Pending"), make_pod("PS", 0, "Pending")],
+        conditions={"Running": ("False", "TFJobPending")}, messages={"Running": ["2 of 3", "2 Pending"]},
+        status={"phase": "Creating", "replicaSummary": "1/3"}),
+    "all pods running: Running, announced once": Case(
+        started(make_job(), [make_pod("Worker", 0, "Pending"), make_pod("Worker", 1), make_pod("PS", 0)]),
+        running_pods(), conditions={"Running": ("True", "TFJobRunning")}, events=["TFJobRunning"],
+        status={"phase": "Running", "state": "Running", "reason": "TFJobRunning", "replicaSummary": "3/3"}),
+    "replicaStatuses count active, succeeded and failed pods per type": Case(
+        started(make_job({"Worker": 3, "PS": 1}, enableDynamicWorker=True, policy="Never")),
+        [make_pod("Worker", 0), make_pod("Worker", 1, "Succeeded", exit_code=0),
+         make_pod("Worker", 2, "Failed", exit_code=1), make_pod("PS", 0, "Pending")],
+        services_for({"Worker": 3, "PS": 1}), status={"replicaStatuses": {
+            "Worker": {"active": 1, "succeeded": 1, "failed": 1, "restarts": 0},
+            "PS": {"active": 1, "succeeded": 0, "failed": 0, "restarts": 0}}}),
+    "a restart in progress: Running false says so; Restarting stays until all run": Case(
+        settled(started(make_job()), [make_pod("Worker", 0), make_pod("Worker", 1, "Failed", exit_code=143),
+                                      make_pod("PS", 0)], services_for()),
+        [make_pod("Worker", 0), make_pod("Worker", 1, "Pending", uid="new-w1"), make_pod("PS", 0)],
+        conditions={"Restarting": ("True", "TFJobRestarting"), "Running": ("False", "TFJobRestarting")}, events=[]),
+    "a restart is over when every pod runs again": Case(
+        settled(started(make_job()), [make_pod("Worker", 0), make_pod("Worker", 1, "Failed", exit_code=143),
+                                      make_pod("PS", 0)], services_for()),
+        [make_pod("Worker", 0), make_pod("Worker", 1, uid="new-w1"), make_pod("PS", 0)],
+        conditions={"Restarting": ("False", "TFJobRunning"), "Running": ("True", "TFJobRunning")},
+        events=["TFJobRunning"], status={"replicaStatuses": {
+            "Worker": {"active": 2, "succeeded": 0, "failed": 0, "restarts": 1, "retiredRestarts": 1},
+            "PS": {"active": 1, "succeeded": 0, "failed": 0, "restarts": 0}}}),
+}
+
+INVALID = {
+    "an invalid spec fails the job with the field named, creating nothing": Case(
+        make_job({"Worker": "three"}), services=[], create_pods=[], create_services=[],
+        events=["TFJobCreated", "InvalidSpec"],
+        conditions={"Failed": ("True", "InvalidSpec")}, counters=JobCounters(created=1, failed=1),
+        messages={"Failed": ["spec.tfReplicaSpecs[Worker].replicas", "must be an integer"]},
+        status={"state": "Failed", "phase": "Failed"}),
+    "an invalid job is not re-announced while its spec stays the same": Case(
+        settled(make_job({"Worker": "three"})), services=[], events=[], unchanged_status=True, create_pods=[]),
+    "an edit that is still invalid is reported again": Case(
+        {**settled(make_job({"Worker": "three"})), "metadata": {**make_job()["metadata"], "generation": 2},
+         "spec": make_job({"Worker": -1})["spec"]},
+        events=["InvalidSpec"], counters=JobCounters(), messages={"Failed": ["must not be negative"]}),
+    "an edit that fixes the spec runs the job": Case(
+        {**settled(make_job({"Worker": "three"})), "metadata": {**make_job()["metadata"], "generation": 2},
+         "spec": make_job()["spec"]}, services=[], create_pods=ALL3,
+        conditions={"Failed": ("False", "InvalidSpecCorrected")},
+        status={"completionTime": None, "state": "Running", "startTime": T0}),
+    "a job turned invalid stops its running pods": Case(
+        {**started(make_job()), "metadata": {**make_job()["metadata"], "generation": 2},
+         "spec": make_job({"Worker": 2, "Boss": 1})["spec"]}, running_pods(),
+        delete_pods=ALL3, conditions={"Failed": ("True", "InvalidSpec")}, messages={"Failed": ["'Boss'"]}),
+    "a job without uid cannot name its children": Case(
+        {**make_job(), "metadata": {"name": JOB_NAME, "namespace": "ns"}}, create_pods=[],
+        conditions={"Failed": ("True", "InvalidSpec")}, messages={"Failed": ["metadata.uid"]}),
+}
+
+TABLE = {**CREATION, **EXIT_CODES, **BACKOFF, **DEADLINE, **TTL, **SUCCESS, **SUSPEND, **STATUS, **INVALID}
+
+
+def _names(children: list[Any]) -> list[str]:
+    return sorted(child["metadata"]["name"] if isinstance(child, dict) else child.name for child in children)
+
+
+@pytest.mark.parametrize("case", list(TABLE.values()), ids=list(TABLE))
+def test_plan(case: Case) -> None:
+    services = services_for({key: value["replicas"] for key, value in case.job["spec"]["tfReplicaSpecs"].items()
+                             if isinstance(value.get("replicas"), int) and value["replicas"] >= 0}
+                            ) if case.services is None else case.services
+    before = copy.deepcopy((case.job, case.pods, services))
+    result = plan(case.job, case.pods, services, case.now, PlannerConfig())
+    assert (case.job, case.pods, services) == before, "plan() must not mutate its input"
+    for attribute in ("create_pods", "create_services", "delete_pods", "delete_services"):
+        if getattr(case, attribute) is not KEEP:
+            assert _names(getattr(result, attribute)) == getattr(case, attribute), attribute
+    if case.events is not KEEP:
+        assert [event.reason for event in result.events] == case.events
+    if case.counters is not KEEP:
+        assert result.counters == case.counters
+    if case.requeue_after is not KEEP:
+        assert result.requeue_after == case.requeue_after
+    assert result.delete_job == case.delete_job
+    if case.unchanged_status or case.delete_job:
+        assert result.status is None
+        return
+    if not (case.conditions or case.messages or case.status):
+        return
+    assert result.status is not None
+    for condition_type, expected in case.conditions.items():
+        assert condition(result, condition_type) == expected, condition_type
+    for condition_type, fragments in case.messages.items():
+        for fragment in fragments:
+            assert fragment in message(result, condition_type)
+    for key, expected in case.status.items():
+        assert result.status.get(key) == expected, key
+    assert result.status["lastReconcileTime"] == case.now.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# A plan whose TTL timer is already due deletes the job on the next pass: that is progress, not a repeat.
+REPEATABLE = {key: case for key, case in TABLE.items() if not case.delete_job and case.requeue_after != 0.0}
+
+
+@pytest.mark.parametrize("case", list(REPEATABLE.values()), ids=list(REPEATABLE))
+def test_planning_again_on_the_written_status_changes_nothing(case: Case) -> None:
+    """Idempotence: with the status a plan wrote and the same children, the next plan has nothing to say."""
+    services = case.services if case.services is not None else services_for(
+        {key: value["replicas"] for key, value in case.job["spec"]["tfReplicaSpecs"].items()
+         if isinstance(value.get("replicas"), int) and value["replicas"] >= 0})
+    first = plan(case.job, case.pods, services, case.now, PlannerConfig())
+    job = copy.deepcopy(case.job)
+    if first.status is not None:
+        job["status"] = first.status
+    second = plan(job, case.pods, services, case.now, PlannerConfig())
+    assert second.status is None
+    assert second.events == []
+    assert second.counters == JobCounters()
+    assert _names(second.create_pods) == _names(first.create_pods)  # what the cache does not show yet, again
+    assert _names(second.delete_pods) == _names(first.delete_pods)
+
+
+def test_a_job_runs_from_creation_to_success_and_deletion() -> None:
+    """The rules together, reconcile after reconcile, as the cache would show the job."""
+    job = make_job({"Worker": 2}, run_policy={"ttlSecondsAfterFinished": 30})
+    first = plan(job, [], [], NOW)
+    assert _names(first.create_pods) == sorted([W0, W1])
+    job = settled(job)
+    pending = [make_pod("Worker", 0, "Pending"), make_pod("Worker", 1, "Pending")]
+    job = settled(job, pending, services_for({"Worker": 2}), at(0.1))
+    running = plan(job, running_pods({"Worker": 2}), services_for({"Worker": 2}), at(0.2))
+    assert [event.reason for event in running.events] == ["TFJobRunning"]
+    job = settled(job, running_pods({"Worker": 2}), services_for({"Worker": 2}), at(0.2))
+    done = plan(job, [make_pod("Worker", 0, "Succeeded", exit_code=0), make_pod("Worker", 1)],
+                services_for({"Worker": 2}), at(1))
+    assert done.counters == JobCounters(successful=1) and done.requeue_after == 30.0
+    assert _names(done.delete_pods) == [W1]
+    assert done.status is not None and done.status["completionTime"] == "2026-11-21T10:01:00Z"
+    job = settled(job, [make_pod("Worker", 0, "Succeeded", exit_code=0), make_pod("Worker", 1)],
+                  services_for({"Worker": 2}), at(1))
+    assert plan(job, [make_pod("Worker", 0, "Succeeded", exit_code=0)], [make_service("Worker", 0)],
+                at(1.4)).requeue_after == pytest.approx(6.0)
+    gone = plan(job, [make_pod("Worker", 0, "Succeeded", exit_code=0)], [make_service("Worker", 0)], at(1.5))
+    assert gone.delete_job and gone.counters == JobCounters(deleted=1)
+
+
+def test_an_exit_code_job_restarts_until_backoff_limit() -> None:
+    """Each recreation is counted once, however often the cache shows the old pod (the Go operator counts none
+    of them, so such a job restarts forever). The count lives in the status, so an operator restart keeps it."""
+    job = started(make_job({"Worker": 1}, run_policy={"backoffLimit": 2}), [make_pod("Worker", 0)])
+    services = services_for({"Worker": 1})
+
+    def step(pods: list[dict[str, Any]]) -> Plan:
+        nonlocal job
+        result = plan(job, pods, services, NOW)
+        if result.status is not None:
+            job = {**job, "status": result.status}
+        return result
+
+    for attempt in (1, 2):
+        failed = make_pod("Worker", 0, "Failed", exit_code=137, uid=f"w0-{attempt}")
+        assert _names(step([failed]).delete_pods) == [W0]
+        terminating = {**failed, "metadata": {**failed["metadata"], "deletionTimestamp": T0}}
+        assert step([terminating]).counters == JobCounters()
+        assert _names(step([]).create_pods) == [W0]
+        assert job["status"]["replicaStatuses"]["Worker"]["restarts"] == attempt
+    last = step([make_pod("Worker", 0, "Failed", exit_code=137, uid="w0-3")])
+    assert condition(last, "Failed") == ("True", "BackoffLimitExceeded")
+    assert last.delete_pods == [] and last.create_pods == []  # cleanPodPolicy Running keeps a failed pod
+
+
+def test_a_new_generation_is_recorded_on_the_conditions_a_plan_sets() -> None:
+    job = {**started(make_job()), "metadata": {**make_job()["metadata"], "generation": 2}}
+    result = plan(job, running_pods(), services_for(), at(1))
+    assert result.status is not None
+    generations = {entry["type"]: entry["observedGeneration"] for entry in result.status["conditions"]}
+    assert generations == {"Created": 1, "Running": 2}
+    running = next(entry for entry in result.status["conditions"] if entry["type"] == "Running")
+    assert running["lastTransitionTime"] == T0 and running["lastUpdateTime"] == "2026-11-21T10:01:00Z"
+
+
+def test_tf_config_addresses_use_the_configured_domain() -> None:
+    result = plan(make_job({"Worker": 2}), [], [], NOW, PlannerConfig(service_domain="svc.cluster.local"))
+    env = result.create_pods[0]["spec"]["containers"][0]["env"]
+    assert f"{W0}.ns.svc.cluster.local:2222" in env[0]["value"]
+
+
+GARBAGE = [None, "", "x", -1, 0, 3.5, True, [], {}, [1], {"a": None}]
+
+
+def _mutations(rng: random.Random, value: Any, depth: int = 0) -> Any:
+    """`value` with a few fields, anywhere in it, replaced by values of the wrong type."""
+    if isinstance(value, dict):
+        mutated = {key: _mutations(rng, item, depth + 1) for key, item in value.items()}
+        if mutated and rng.random() < 0.3:
+            mutated[rng.choice(sorted(mutated))] = rng.choice(GARBAGE)
+        return mutated
+    if isinstance(value, list):
+        return [_mutations(rng, item, depth + 1) for item in value]
+    return rng.choice(GARBAGE) if rng.random() < 0.05 else value
+
+
+@pytest.mark.parametrize("seed", range(150))
+def test_plan_never_raises_on_malformed_input(seed: int) -> None:
+    rng = random.Random(seed)
+    base = started(make_job({"Chief": 1, "Worker": 2, "PS": 1}, run_policy={"backoffLimit": 3,
+                                                                            "activeDeadlineSeconds": 60}))
+    job = _mutations(rng, base)
+    pods = [_mutations(rng, pod) for pod in running_pods({"Chief": 1, "Worker": 2, "PS": 1})]
+    result = plan(job, [pod for pod in pods if isinstance(pod, dict)], [], NOW)
+    assert isinstance(result, Plan)

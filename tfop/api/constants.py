@@ -1,0 +1,96 @@
+"""Names and values of the TFJob API (kubeflow.org/v1) and of the labels tfop puts on a job's children."""
+
+from __future__ import annotations
+
+from typing import Final
+
+GROUP: Final = "kubeflow.org"
+VERSION: Final = "v1"
+API_VERSION: Final = f"{GROUP}/{VERSION}"
+PLURAL: Final = "tfjobs"
+KIND: Final = "TFJob"
+
+# Replica types, spelled as the API spells them (keys of spec.tfReplicaSpecs after defaulting).
+REPLICA_CHIEF: Final = "Chief"
+REPLICA_MASTER: Final = "Master"
+REPLICA_WORKER: Final = "Worker"
+REPLICA_PS: Final = "PS"
+REPLICA_EVALUATOR: Final = "Evaluator"
+REPLICA_TYPES: Final = (REPLICA_CHIEF, REPLICA_MASTER, REPLICA_WORKER, REPLICA_PS, REPLICA_EVALUATOR)
+CHIEF_REPLICA_TYPES: Final = (REPLICA_CHIEF, REPLICA_MASTER)
+
+DEFAULT_CONTAINER_NAME: Final = "tensorflow"
+DEFAULT_PORT_NAME: Final = "tfjob-port"
+DEFAULT_PORT: Final = 2222
+TF_CONFIG_ENV: Final = "TF_CONFIG"
+
+# Children are Services too, so their names must be DNS-1035 labels.
+MAX_CHILD_NAME_LENGTH: Final = 63
+
+LABEL_JOB_NAME: Final = "training.kubeflow.org/job-name"
+LABEL_REPLICA_TYPE: Final = "training.kubeflow.org/replica-type"
+LABEL_REPLICA_INDEX: Final = "training.kubeflow.org/replica-index"
+LABEL_RUNTIME_ID: Final = "training.kubeflow.org/runtime-id"
+LABEL_OPERATOR_NAME: Final = "training.kubeflow.org/operator-name"
+LABEL_JOB_ROLE: Final = "training.kubeflow.org/job-role"
+OPERATOR_NAME: Final = "tfop"
+JOB_ROLE_MASTER: Final = "master"
+
+RESTART_POLICY_ALWAYS: Final = "Always"
+RESTART_POLICY_ON_FAILURE: Final = "OnFailure"
+RESTART_POLICY_NEVER: Final = "Never"
+RESTART_POLICY_EXIT_CODE: Final = "ExitCode"
+RESTART_POLICIES: Final = (
+    RESTART_POLICY_ALWAYS, RESTART_POLICY_ON_FAILURE, RESTART_POLICY_NEVER, RESTART_POLICY_EXIT_CODE,
+)
+
+CLEAN_POD_POLICY_ALL: Final = "All"
+CLEAN_POD_POLICY_RUNNING: Final = "Running"
+CLEAN_POD_POLICY_NONE: Final = "None"
+CLEAN_POD_POLICIES: Final = (CLEAN_POD_POLICY_ALL, CLEAN_POD_POLICY_RUNNING, CLEAN_POD_POLICY_NONE)
+
+SUCCESS_POLICY_DEFAULT: Final = ""
+SUCCESS_POLICY_ALL_WORKERS: Final = "AllWorkers"
+SUCCESS_POLICIES: Final = (SUCCESS_POLICY_DEFAULT, SUCCESS_POLICY_ALL_WORKERS)
+
+CONDITION_CREATED: Final = "Created"
+CONDITION_RUNNING: Final = "Running"
+CONDITION_RESTARTING: Final = "Restarting"
+CONDITION_SUCCEEDED: Final = "Succeeded"
+CONDITION_FAILED: Final = "Failed"
+CONDITION_SUSPENDED: Final = "Suspended"
+
+# Condition and event reasons: CamelCase so `kubectl get events | grep` finds them.
+REASON_CREATED: Final = "TFJobCreated"
+REASON_PENDING: Final = "TFJobPending"
+REASON_RUNNING: Final = "TFJobRunning"
+REASON_RESTARTING: Final = "TFJobRestarting"
+REASON_SUCCEEDED: Final = "TFJobSucceeded"
+REASON_FAILED: Final = "TFJobFailed"
+REASON_BACKOFF_LIMIT_EXCEEDED: Final = "BackoffLimitExceeded"
+REASON_DEADLINE_EXCEEDED: Final = "DeadlineExceeded"
+REASON_INVALID_SPEC: Final = "InvalidSpec"
+REASON_SPEC_CORRECTED: Final = "InvalidSpecCorrected"
+REASON_SUSPENDED: Final = "TFJobSuspended"
+REASON_RESUMED: Final = "TFJobResumed"
+REASON_TTL_EXPIRED: Final = "TTLExpired"
+
+EVENT_NORMAL: Final = "Normal"
+EVENT_WARNING: Final = "Warning"
+
+# Summary fields the older API versions had (kubectl columns still show them).
+PHASE_CREATING: Final = "Creating"
+PHASE_RUNNING: Final = "Running"
+PHASE_CLEANUP: Final = "CleanUp"
+PHASE_FAILED: Final = "Failed"
+PHASE_DONE: Final = "Done"
+STATE_RUNNING: Final = "Running"
+STATE_SUCCEEDED: Final = "Succeeded"
+STATE_FAILED: Final = "Failed"
+
+# Pod phases, as the kubelet reports them.
+POD_PENDING: Final = "Pending"
+POD_RUNNING: Final = "Running"
+POD_SUCCEEDED: Final = "Succeeded"
+POD_FAILED: Final = "Failed"
+POD_UNKNOWN: Final = "Unknown"

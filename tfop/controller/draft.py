@@ -1,0 +1,148 @@
+"""A plan being built: a working copy of the job's status plus the actions decided so far.
+
+Events and counters for condition transitions are derived here, once, by comparing the conditions the job had with
+the ones the plan leaves: the rules in reconcile only set conditions and never have to remember to announce them.
+"""
+
+from __future__ import annotations
+
+import copy
+from datetime import datetime
+from typing import Any
+
+from tfop.api.constants import (
+    CONDITION_CREATED,
+    CONDITION_FAILED,
+    CONDITION_RUNNING,
+    CONDITION_SUCCEEDED,
+    CONDITION_SUSPENDED,
+    EVENT_NORMAL,
+    EVENT_WARNING,
+    REASON_RESUMED,
+)
+from tfop.api.fields import integer, mapping, text
+from tfop.api.timestamps import as_utc, format_time
+from tfop.controller.plan_types import ChildRef, JobCounters, JobEvent, Plan, PlannerConfig
+from tfop.controller.status import (
+    TRUE,
+    condition_is_true,
+    conditions_of,
+    find_condition,
+    is_terminating,
+    set_condition,
+    summary,
+)
+
+LAST_RECONCILE_TIME = "lastReconcileTime"
+
+
+class PlanDraft:
+    def __init__(self, job: dict[str, Any], now: datetime, config: PlannerConfig) -> None:
+        metadata = mapping(job.get("metadata"))
+        self.now = as_utc(now)
+        self.config = config
+        self.job_ref = f"TFJob {text(metadata.get('namespace')) or ''}/{text(metadata.get('name')) or ''}"
+        self.generation = integer(metadata.get("generation"))
+        self._old_status = job.get("status")
+        self.status: dict[str, Any] = copy.deepcopy(mapping(self._old_status))
+        self._old_conditions = conditions_of(self._old_status)
+        self.conditions = list(self._old_conditions)
+        self.create_pods: list[dict[str, Any]] = []
+        self.create_services: list[dict[str, Any]] = []
+        self.delete_pods: list[ChildRef] = []
+        self.delete_services: list[ChildRef] = []
+        self.events: list[JobEvent] = []
+        self.requeue_after: float | None = None
+        self.delete_job = False
+        self.restarts = 0  # new restarts seen by this plan (in place and recreations)
+        self.cleaning_up = False  # a finished or suspended job still has children going away
+
+    def set_condition(self, condition_type: str, *, true: bool, reason: str, message: str) -> None:
+        self.conditions = set_condition(self.conditions, condition_type, true=true, reason=reason, message=message,
+                                        now=self.now, generation=self.generation)
+
+    def clear_condition(self, condition_type: str, *, reason: str, message: str) -> None:
+        """Sets a condition False, but only if the job has it: absent already means not true."""
+        if find_condition(self.conditions, condition_type) is not None:
+            self.set_condition(condition_type, true=False, reason=reason, message=message)
+
+    def is_true(self, condition_type: str) -> bool:
+        return condition_is_true(self.conditions, condition_type)
+
+    def condition(self, condition_type: str) -> dict[str, Any] | None:
+        return find_condition(self.conditions, condition_type)
+
+    def event(self, event_type: str, reason: str, message: str) -> None:
+        self.events.append(JobEvent(event_type, reason, message))
+
+    def requeue(self, seconds: float) -> None:
+        seconds = max(seconds, 0.0)
+        self.requeue_after = seconds if self.requeue_after is None else min(self.requeue_after, seconds)
+
+    def delete_pod(self, pod: dict[str, Any]) -> None:
+        self.delete_pods.append(ChildRef.of(pod))
+
+    def delete_service(self, service: dict[str, Any]) -> None:
+        self.delete_services.append(ChildRef.of(service))
+
+    def set_time(self, key: str) -> None:
+        """Stamps a status timestamp with the plan's `now`."""
+        self.status[key] = format_time(self.now)
+
+    def note_cleanup(self, pods: list[dict[str, Any]], services: list[dict[str, Any]]) -> None:
+        """A finished or suspended job is cleaning up while it deletes children or waits for them to go."""
+        self.cleaning_up = bool(self.delete_pods or self.delete_services
+                                or any(is_terminating(child) for child in [*pods, *services]))
+
+    def finalize(self) -> Plan:
+        if self.conditions or "conditions" in self.status:
+            self.status["conditions"] = self.conditions
+        self.status.update(summary(self.conditions, cleaning_up=self.cleaning_up))
+        events, counters = self._transitions()
+        status: dict[str, Any] | None = None
+        if not self.delete_job and _without_reconcile_time(self.status) != _without_reconcile_time(self._old_status):
+            # Stamped only alongside a real change, so an idle job is never re-patched.
+            self.set_time(LAST_RECONCILE_TIME)
+            status = self.status
+        return Plan(self.create_pods, self.create_services, self.delete_pods, self.delete_services, status,
+                    events, self.requeue_after, self.delete_job, counters)
+
+    def _transitions(self) -> tuple[list[JobEvent], JobCounters]:
+        became = {condition_type for condition_type in
+                  (CONDITION_CREATED, CONDITION_RUNNING, CONDITION_SUCCEEDED, CONDITION_FAILED, CONDITION_SUSPENDED)
+                  if self.is_true(condition_type) and not condition_is_true(self._old_conditions, condition_type)}
+        before: list[JobEvent] = []
+        after: list[JobEvent] = []
+        if CONDITION_CREATED in became:
+            before.append(self._condition_event(CONDITION_CREATED, EVENT_NORMAL))
+        if CONDITION_SUSPENDED in became:
+            before.append(self._condition_event(CONDITION_SUSPENDED, EVENT_NORMAL))
+        elif condition_is_true(self._old_conditions, CONDITION_SUSPENDED) and not self.is_true(CONDITION_SUSPENDED):
+            before.append(JobEvent(EVENT_NORMAL, REASON_RESUMED, f"{self.job_ref} is resumed."))
+        if CONDITION_RUNNING in became:
+            after.append(self._condition_event(CONDITION_RUNNING, EVENT_NORMAL))
+        if CONDITION_SUCCEEDED in became:
+            after.append(self._condition_event(CONDITION_SUCCEEDED, EVENT_NORMAL))
+        failed, old_failed = self.condition(CONDITION_FAILED), find_condition(self._old_conditions, CONDITION_FAILED)
+        # A failed job whose new spec is invalid in a new way is announced again.
+        if failed is not None and failed.get("status") == TRUE and (
+                CONDITION_FAILED in became or old_failed is None or old_failed.get("message") != failed.get("message")):
+            after.append(self._condition_event(CONDITION_FAILED, EVENT_WARNING))
+        counters = JobCounters(
+            created=int(CONDITION_CREATED in became),
+            deleted=int(self.delete_job),
+            successful=int(CONDITION_SUCCEEDED in became),
+            failed=int(CONDITION_FAILED in became),
+            restarted=self.restarts,
+        )
+        return [*before, *self.events, *after], counters
+
+    def _condition_event(self, condition_type: str, event_type: str) -> JobEvent:
+        condition = self.condition(condition_type) or {}
+        return JobEvent(event_type, str(condition.get("reason", "")), str(condition.get("message", "")))
+
+
+def _without_reconcile_time(status: object) -> object:
+    if not isinstance(status, dict):
+        return status
+    return {key: value for key, value in status.items() if key != LAST_RECONCILE_TIME}

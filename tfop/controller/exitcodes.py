@@ -1,0 +1,59 @@
+"""Exit codes of the `tensorflow` container and what they mean for the job.
+
+The TFJob contract since its first version: 0 succeeded, 1-127 is a permanent error (a bug, a bad argument),
+128-255 is retryable (killed by a signal: OOM killer, preemption, node shutdown).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from tfop.api.constants import DEFAULT_CONTAINER_NAME
+from tfop.api.fields import integer, items, mapping, mapping_at, text
+
+
+class ExitClass(enum.Enum):
+    SUCCEEDED = "Succeeded"
+    PERMANENT = "Permanent"
+    RETRYABLE = "Retryable"
+
+
+def classify_exit_code(code: int) -> ExitClass:
+    """Codes outside 0-255 cannot come from a process; treat them as permanent rather than retry forever."""
+    if code == 0:
+        return ExitClass.SUCCEEDED
+    if 128 <= code <= 255:
+        return ExitClass.RETRYABLE
+    return ExitClass.PERMANENT
+
+
+@dataclass(frozen=True)
+class Termination:
+    """How a container last ended, as the kubelet reported it."""
+
+    exit_code: int
+    reason: str = ""  # e.g. OOMKilled, Error, Completed
+    message: str = ""
+
+    @property
+    def exit_class(self) -> ExitClass:
+        return classify_exit_code(self.exit_code)
+
+    def describe(self) -> str:
+        """e.g. `exited with code 137 (OOMKilled)`."""
+        return f"exited with code {self.exit_code}" + (f" ({self.reason})" if self.reason else "")
+
+
+def container_termination(pod: object, container_name: str = DEFAULT_CONTAINER_NAME) -> Termination | None:
+    """The container's current termination, or for a container the kubelet restarted in place its last one."""
+    for status in items(mapping_at(pod, "status").get("containerStatuses")):
+        if mapping(status).get("name") != container_name:
+            continue
+        for state_key in ("state", "lastState"):
+            terminated = mapping_at(status, state_key, "terminated")
+            exit_code = integer(terminated.get("exitCode"))
+            if exit_code is not None:
+                return Termination(exit_code, text(terminated.get("reason")) or "",
+                                   text(terminated.get("message")) or "")
+    return None

@@ -1,0 +1,90 @@
+"""The end of a TFJob's life: finishing it, cleaning up its children, and deleting it when its TTL has passed.
+
+These work on the raw child lists and read the spec leniently, because an invalid job finishes this way too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tfop.api.constants import (
+    CLEAN_POD_POLICIES,
+    CLEAN_POD_POLICY_ALL,
+    CLEAN_POD_POLICY_NONE,
+    CLEAN_POD_POLICY_RUNNING,
+    CONDITION_FAILED,
+    CONDITION_RESTARTING,
+    CONDITION_RUNNING,
+    EVENT_NORMAL,
+    POD_FAILED,
+    POD_SUCCEEDED,
+    REASON_DEADLINE_EXCEEDED,
+    REASON_TTL_EXPIRED,
+)
+from tfop.api.fields import integer, mapping, mapping_at, text
+from tfop.api.timestamps import parse_time
+from tfop.controller.draft import PlanDraft
+from tfop.controller.status import is_terminating, pod_phase
+
+COMPLETION_TIME = "completionTime"
+
+
+def finish(draft: PlanDraft, condition_type: str, reason: str, message: str) -> None:
+    """Marks the job Succeeded or Failed now; its children are cleaned up by `keep_finished` in the same plan."""
+    draft.set_condition(condition_type, true=True, reason=reason, message=message)
+    draft.set_condition(CONDITION_RUNNING, true=False, reason=reason, message=message)
+    draft.clear_condition(CONDITION_RESTARTING, reason=reason, message=message)
+    if parse_time(draft.status.get(COMPLETION_TIME)) is None:
+        draft.set_time(COMPLETION_TIME)
+
+
+def keep_finished(draft: PlanDraft, job: dict[str, Any], pods: list[dict[str, Any]],
+                  services: list[dict[str, Any]], *, just_finished: bool) -> None:
+    """What a finished job still needs, on every reconcile: its children cleaned up as runPolicy says (never
+    recreated), and deletion once ttlSecondsAfterFinished has passed."""
+    run_policy = mapping_at(job, "spec", "runPolicy")
+    failed = draft.condition(CONDITION_FAILED) or {}
+    # A deadline is about resources as much as time: nothing of the job may keep running past it.
+    policy = (CLEAN_POD_POLICY_ALL if failed.get("reason") == REASON_DEADLINE_EXCEEDED
+              else clean_pod_policy(run_policy.get("cleanPodPolicy")))
+    clean_up(draft, pods, services, policy)
+    draft.note_cleanup(pods, services)
+    completion = parse_time(draft.status.get(COMPLETION_TIME))
+    if completion is None:  # a status written by someone else; finishing now is the best we know
+        draft.set_time(COMPLETION_TIME)
+        completion = draft.now
+    ttl = integer(run_policy.get("ttlSecondsAfterFinished"))
+    if ttl is None or ttl < 0:
+        return
+    remaining = (completion - draft.now).total_seconds() + ttl
+    if remaining > 0 or just_finished:
+        # Even an expired TTL waits one reconcile after finishing, so the final status is written and seen.
+        draft.requeue(remaining)
+        return
+    draft.delete_job = True
+    draft.event(EVENT_NORMAL, REASON_TTL_EXPIRED,
+                f"{draft.job_ref} finished at {draft.status[COMPLETION_TIME]}; deleting it because its "
+                f"ttlSecondsAfterFinished of {ttl}s has passed.")
+
+
+def clean_pod_policy(value: object) -> str:
+    policy = text(value)
+    return policy if policy in CLEAN_POD_POLICIES and policy is not None else CLEAN_POD_POLICY_RUNNING
+
+
+def clean_up(draft: PlanDraft, pods: list[dict[str, Any]], services: list[dict[str, Any]], policy: str) -> None:
+    """Deletes the pods the policy names (All; Running: those not finished; None) and the services of every pod
+    that is not kept. A Service and its Pod share their name."""
+    if policy == CLEAN_POD_POLICY_NONE:
+        return
+    kept: set[str] = set()
+    for pod in pods:
+        if is_terminating(pod):
+            continue
+        if policy == CLEAN_POD_POLICY_ALL or pod_phase(pod) not in (POD_SUCCEEDED, POD_FAILED):
+            draft.delete_pod(pod)
+        else:
+            kept.add(str(mapping(pod.get("metadata")).get("name")))
+    for service in services:
+        if not is_terminating(service) and mapping(service.get("metadata")).get("name") not in kept:
+            draft.delete_service(service)

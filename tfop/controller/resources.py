@@ -1,0 +1,253 @@
+"""The desired Pod and headless Service of each replica of a TFJob, and TF_CONFIG.
+
+Everything here expects a job that went through apply_defaults and passed validate: it indexes the fields
+validation guarantees.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from tfop.api.constants import (
+    API_VERSION,
+    CHIEF_REPLICA_TYPES,
+    DEFAULT_CONTAINER_NAME,
+    DEFAULT_PORT,
+    DEFAULT_PORT_NAME,
+    JOB_ROLE_MASTER,
+    KIND,
+    LABEL_JOB_NAME,
+    LABEL_JOB_ROLE,
+    LABEL_OPERATOR_NAME,
+    LABEL_REPLICA_INDEX,
+    LABEL_REPLICA_TYPE,
+    LABEL_RUNTIME_ID,
+    OPERATOR_NAME,
+    REPLICA_TYPES,
+    REPLICA_WORKER,
+    RESTART_POLICY_EXIT_CODE,
+    RESTART_POLICY_NEVER,
+    TF_CONFIG_ENV,
+)
+from tfop.api.defaults import canonical_replica_type
+from tfop.api.fields import items, mapping, text
+from tfop.api.runtime_id import child_name, runtime_id
+
+__all__ = [
+    "DEFAULT_SERVICE_DOMAIN", "DesiredChildren", "ReplicaSlot", "child_name", "desired_pod", "desired_service",
+    "job_runtime_id", "owner_reference", "pod_restart_policy", "replica_count", "replica_slot_of",
+    "selector_labels", "tf_config", "tf_task_type", "total_replicas",
+]
+
+
+DEFAULT_SERVICE_DOMAIN = "svc"
+
+
+@dataclass(frozen=True, order=True)
+class ReplicaSlot:
+    """One replica of a job: the place a single Pod and Service fill."""
+
+    replica_type: str
+    index: int
+
+
+def job_runtime_id(job: dict[str, Any]) -> str:
+    return runtime_id(job["metadata"]["uid"])
+
+
+def replica_count(job: dict[str, Any], replica_type: str) -> int:
+    replica = mapping(job["spec"]["tfReplicaSpecs"].get(replica_type))
+    count = replica.get("replicas", 0)
+    return count if isinstance(count, int) else 0
+
+
+def total_replicas(job: dict[str, Any]) -> int:
+    return sum(replica_count(job, replica_type) for replica_type in job["spec"]["tfReplicaSpecs"])
+
+
+def pod_restart_policy(replica_policy: str) -> str:
+    """ExitCode is the operator's policy, not the kubelet's: the pod must not restart in place, so the operator
+    sees the exit code and decides."""
+    return RESTART_POLICY_NEVER if replica_policy == RESTART_POLICY_EXIT_CODE else replica_policy
+
+
+def tf_task_type(replica_type: str) -> str:
+    """TensorFlow 2 accepts only chief/worker/ps/evaluator (multi_worker_util rejects `master`), so a Master is
+    the chief."""
+    return "chief" if replica_type in CHIEF_REPLICA_TYPES else replica_type.lower()
+
+
+def selector_labels(job_name: str, replica_type: str, runtime_id: str, index: int) -> dict[str, str]:
+    """The labels that single out one replica's pod; a Service selects exactly its pod with them."""
+    return {
+        LABEL_JOB_NAME: job_name,
+        LABEL_REPLICA_TYPE: replica_type.lower(),
+        LABEL_REPLICA_INDEX: str(index),
+        LABEL_RUNTIME_ID: runtime_id,
+    }
+
+
+def owner_reference(job: dict[str, Any]) -> dict[str, Any]:
+    metadata = job["metadata"]
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "name": metadata["name"],
+        "uid": metadata["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def replica_slot_of(child: dict[str, Any], job_name: str, runtime_id: str) -> ReplicaSlot | None:
+    """The slot a Pod or Service fills, read from its labels; None unless its name is the one tfop gives that
+    slot (a child made by someone else, or by an older operator, fills no slot)."""
+    metadata = mapping(child.get("metadata"))
+    labels = mapping(metadata.get("labels"))
+    replica_type = canonical_replica_type(labels.get(LABEL_REPLICA_TYPE))
+    index_label = text(labels.get(LABEL_REPLICA_INDEX)) or ""
+    if replica_type is None or not index_label.isascii() or not index_label.isdigit():
+        return None
+    index = int(index_label)
+    if metadata.get("name") != child_name(job_name, replica_type, runtime_id, index):
+        return None
+    return ReplicaSlot(replica_type, index)
+
+
+class DesiredChildren:
+    """Builds the children of one job; what all of them share (TF_CONFIG's cluster, owner, labels) is computed
+    once, so building a thousand pods stays linear in the cluster size per pod."""
+
+    def __init__(self, job: dict[str, Any], service_domain: str = DEFAULT_SERVICE_DOMAIN) -> None:
+        self._job = job
+        self._name: str = job["metadata"]["name"]
+        self._namespace: str = job["metadata"]["namespace"]
+        self._runtime_id = job_runtime_id(job)
+        self._owner = owner_reference(job)
+        self._domain = service_domain.strip(".")
+        self._master = self._master_slot()
+        self._cluster = self._tf_cluster() if total_replicas(job) > 1 else None
+
+    def pod(self, replica_type: str, index: int) -> dict[str, Any]:
+        replica = self._job["spec"]["tfReplicaSpecs"][replica_type]
+        template = copy.deepcopy(replica["template"])
+        template_metadata = mapping(template.get("metadata"))
+        metadata: dict[str, Any] = {
+            "name": child_name(self._name, replica_type, self._runtime_id, index),
+            "namespace": self._namespace,
+            "labels": {**mapping(template_metadata.get("labels")), **self._labels(replica_type, index)},
+            "ownerReferences": [dict(self._owner)],
+        }
+        if template_metadata.get("annotations"):
+            metadata["annotations"] = template_metadata["annotations"]
+        spec = template["spec"]
+        spec["restartPolicy"] = pod_restart_policy(replica["restartPolicy"])
+        if self._cluster is not None:
+            container = _tensorflow_container(spec)
+            if container is not None:
+                _set_env(container, TF_CONFIG_ENV, tf_config(self._cluster, replica_type, index))
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+
+    def service(self, replica_type: str, index: int) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {
+                "name": child_name(self._name, replica_type, self._runtime_id, index),
+                "namespace": self._namespace,
+                "labels": self._labels(replica_type, index),
+                "ownerReferences": [dict(self._owner)],
+            },
+            "spec": {
+                "clusterIP": "None",
+                "selector": selector_labels(self._name, replica_type, self._runtime_id, index),
+                "ports": self._service_ports(replica_type),
+                # TensorFlow processes dial their peers while starting; a readiness probe in the user's template
+                # must not hide a peer's address until it is ready, or the cluster never comes up.
+                "publishNotReadyAddresses": True,
+            },
+        }
+
+    def _labels(self, replica_type: str, index: int) -> dict[str, str]:
+        labels = selector_labels(self._name, replica_type, self._runtime_id, index)
+        labels[LABEL_OPERATOR_NAME] = OPERATOR_NAME
+        if ReplicaSlot(replica_type, index) == self._master:
+            labels[LABEL_JOB_ROLE] = JOB_ROLE_MASTER
+        return labels
+
+    def _master_slot(self) -> ReplicaSlot | None:
+        """The chief (Chief or Master) if the job has one, else worker 0."""
+        for replica_type in (*CHIEF_REPLICA_TYPES, REPLICA_WORKER):
+            if replica_count(self._job, replica_type) > 0:
+                return ReplicaSlot(replica_type, 0)
+        return None
+
+    def _tf_cluster(self) -> dict[str, list[str]]:
+        cluster: dict[str, list[str]] = {}
+        for replica_type in REPLICA_TYPES:
+            count = replica_count(self._job, replica_type)
+            if count <= 0:
+                continue
+            port = _tf_port(self._job["spec"]["tfReplicaSpecs"][replica_type])
+            suffix = f".{self._domain}" if self._domain else ""
+            cluster[tf_task_type(replica_type)] = [
+                f"{child_name(self._name, replica_type, self._runtime_id, index)}.{self._namespace}{suffix}:{port}"
+                for index in range(count)
+            ]
+        return cluster
+
+    def _service_ports(self, replica_type: str) -> list[dict[str, Any]]:
+        container = _tensorflow_container(self._job["spec"]["tfReplicaSpecs"][replica_type]["template"]["spec"])
+        if container is None:  # a PS may leave out the tensorflow container; TF servers listen on the default
+            return [{"name": DEFAULT_PORT_NAME, "port": DEFAULT_PORT, "targetPort": DEFAULT_PORT}]
+        ports = []
+        for port in items(container.get("ports")):
+            if isinstance(port, dict) and port.get("name"):
+                service_port = {"name": port["name"], "port": port["containerPort"],
+                                "targetPort": port["containerPort"]}
+                if port.get("protocol"):
+                    service_port["protocol"] = port["protocol"]
+                ports.append(service_port)
+        return ports
+
+
+def desired_pod(job: dict[str, Any], replica_type: str, index: int,
+                service_domain: str = DEFAULT_SERVICE_DOMAIN) -> dict[str, Any]:
+    return DesiredChildren(job, service_domain).pod(replica_type, index)
+
+
+def desired_service(job: dict[str, Any], replica_type: str, index: int) -> dict[str, Any]:
+    return DesiredChildren(job).service(replica_type, index)
+
+
+def tf_config(cluster: dict[str, list[str]], replica_type: str, index: int) -> str:
+    """Sorted keys and no spaces: the same job always yields the same pod spec."""
+    config = {"cluster": cluster, "task": {"type": tf_task_type(replica_type), "index": index},
+              "environment": "cloud"}
+    return json.dumps(config, sort_keys=True, separators=(",", ":"))
+
+
+def _tf_port(replica: dict[str, Any]) -> int:
+    container = _tensorflow_container(replica["template"]["spec"])
+    for port in items(container.get("ports") if container is not None else None):
+        if mapping(port).get("name") == DEFAULT_PORT_NAME and isinstance(port.get("containerPort"), int):
+            return int(port["containerPort"])
+    return DEFAULT_PORT
+
+
+def _tensorflow_container(pod_spec: dict[str, Any]) -> dict[str, Any] | None:
+    for container in items(pod_spec.get("containers")):
+        if mapping(container).get("name") == DEFAULT_CONTAINER_NAME:
+            return container  # type: ignore[no-any-return]
+    return None
+
+
+def _set_env(container: dict[str, Any], name: str, value: str) -> None:
+    """Replaces any value the user gave: the operator owns TF_CONFIG, and a stale or hand-written cluster would
+    make the processes of one job disagree about who their peers are."""
+    env = [variable for variable in items(container.get("env")) if mapping(variable).get("name") != name]
+    env.append({"name": name, "value": value})
+    container["env"] = env

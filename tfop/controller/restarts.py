@@ -1,0 +1,81 @@
+"""Counting the restarts of a replica type against backoffLimit.
+
+Restarts happen in two places: the kubelet restarts containers in place (restartCount on the pod), and the
+operator deletes a failed pod to recreate it. A pod's restartCount dies with the pod, so when a pod goes away its
+restarts are "retired" into the job's status, together with one restart for the recreation. The uids of retired
+pods that the cache still shows (terminating) are kept too, so seeing the same pod again, in the next reconcile or
+after an operator restart, does not count it twice. Both live in replicaStatuses[type]:
+`retiredRestarts` and `retiredPodUIDs`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tfop.api.constants import POD_FAILED
+from tfop.api.fields import integer, items, mapping, text
+from tfop.controller.status import is_terminating, pod_phase, pod_restart_count
+
+RETIRED_RESTARTS = "retiredRestarts"
+RETIRED_POD_UIDS = "retiredPodUIDs"
+
+
+@dataclass(frozen=True)
+class RestartLedger:
+    retired: int = 0
+    pod_uids: tuple[str, ...] = ()
+
+    @classmethod
+    def from_replica_status(cls, replica_status: object) -> RestartLedger:
+        entry = mapping(replica_status)
+        retired = max(integer(entry.get(RETIRED_RESTARTS)) or 0, 0)
+        uids = tuple(uid for uid in items(entry.get(RETIRED_POD_UIDS)) if isinstance(uid, str))
+        return cls(retired, uids)
+
+    def status_fields(self) -> dict[str, Any]:
+        """Left out while empty, so a job that never restarted keeps a plain status."""
+        fields: dict[str, Any] = {}
+        if self.retired:
+            fields[RETIRED_RESTARTS] = self.retired
+        if self.pod_uids:
+            fields[RETIRED_POD_UIDS] = list(self.pod_uids)
+        return fields
+
+
+@dataclass(frozen=True)
+class RestartCount:
+    ledger: RestartLedger
+    total: int  # retired restarts plus the in-place restarts of the pods still alive
+    recreated: list[dict[str, Any]] = field(default_factory=list)  # failed pods retired now, to be replaced
+
+
+def count_restarts(ledger: RestartLedger, pods: Iterable[dict[str, Any]], *, deleting: set[str],
+                   recreating: set[str]) -> RestartCount:
+    """`pods` are all the cache's pods of one replica type; `deleting` the uids this plan deletes, of which
+    `recreating` are failed pods deleted to be replaced. A pod found terminating that failed is a replacement
+    too: the plan that deleted it may not have saved its status."""
+    retired = ledger.retired
+    counted = set(ledger.pod_uids)
+    alive = 0
+    recreated: list[dict[str, Any]] = []
+    present: set[str] = set()
+    for pod in pods:
+        uid = text(mapping(pod.get("metadata")).get("uid")) or ""
+        present.add(uid)
+        if uid in counted:
+            continue
+        restarts = pod_restart_count(pod)
+        terminating = is_terminating(pod)
+        if not terminating and uid not in deleting:
+            alive += restarts
+            continue
+        replaced = uid in recreating or (terminating and pod_phase(pod) == POD_FAILED)
+        retired += restarts + (1 if replaced else 0)
+        counted.add(uid)
+        if replaced:
+            recreated.append(pod)
+    # A uid the cache no longer shows belongs to a pod that is gone for good: it can never be seen again.
+    kept = tuple(sorted(uid for uid in counted if uid in present))
+    return RestartCount(RestartLedger(retired, kept), retired + alive, recreated)

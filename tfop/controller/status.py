@@ -1,0 +1,124 @@
+"""TFJob status pieces: conditions, replica statuses, the summary fields, and reading a pod's state.
+
+Conditions follow metav1.Condition. Setting a condition to what it already says returns an equal list, so an
+unchanged status compares equal and is never re-patched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from tfop.api.constants import (
+    CONDITION_CREATED,
+    CONDITION_FAILED,
+    CONDITION_RUNNING,
+    CONDITION_SUCCEEDED,
+    CONDITION_SUSPENDED,
+    PHASE_CLEANUP,
+    PHASE_CREATING,
+    PHASE_DONE,
+    PHASE_FAILED,
+    PHASE_RUNNING,
+    POD_FAILED,
+    POD_PENDING,
+    POD_RUNNING,
+    POD_SUCCEEDED,
+    STATE_FAILED,
+    STATE_RUNNING,
+    STATE_SUCCEEDED,
+)
+from tfop.api.fields import integer, items, mapping, mapping_at, text
+from tfop.api.timestamps import format_time
+
+TRUE = "True"
+FALSE = "False"
+
+
+def conditions_of(status: object) -> list[dict[str, Any]]:
+    """The well-formed conditions of a status (entries that are not objects with a type are dropped)."""
+    return [condition for condition in items(mapping(status).get("conditions"))
+            if isinstance(condition, dict) and isinstance(condition.get("type"), str)]
+
+
+def find_condition(conditions: Iterable[dict[str, Any]], condition_type: str) -> dict[str, Any] | None:
+    return next((condition for condition in conditions if condition.get("type") == condition_type), None)
+
+
+def condition_is_true(conditions: Iterable[dict[str, Any]], condition_type: str) -> bool:
+    condition = find_condition(conditions, condition_type)
+    return condition is not None and condition.get("status") == TRUE
+
+
+def set_condition(conditions: list[dict[str, Any]], condition_type: str, *, true: bool, reason: str, message: str,
+                  now: datetime, generation: int | None) -> list[dict[str, Any]]:
+    """A new list with the condition set. It keeps its place in the list; lastTransitionTime moves only when the
+    status flips and lastUpdateTime only when something changed, so repeating a call changes nothing."""
+    status = TRUE if true else FALSE
+    existing = find_condition(conditions, condition_type)
+    wanted: dict[str, Any] = {"type": condition_type, "status": status, "reason": reason, "message": message}
+    if generation is not None:
+        wanted["observedGeneration"] = generation
+    if existing is not None and all(existing.get(key) == value for key, value in wanted.items()):
+        return list(conditions)
+    timestamp = format_time(now)
+    flipped = existing is None or existing.get("status") != status
+    transition = timestamp if flipped or existing is None else existing.get("lastTransitionTime", timestamp)
+    updated = {**wanted, "lastTransitionTime": transition, "lastUpdateTime": timestamp}
+    if existing is None:
+        return [*conditions, updated]
+    return [updated if condition is existing else condition for condition in conditions]
+
+
+def is_terminating(obj: object) -> bool:
+    """Deleted but not gone yet (finalizers, grace period)."""
+    return mapping_at(obj, "metadata").get("deletionTimestamp") is not None
+
+
+def pod_phase(pod: object) -> str:
+    return text(mapping_at(pod, "status").get("phase")) or POD_PENDING
+
+
+def pod_restart_count(pod: object) -> int:
+    """In-place restarts the kubelet made, over all the pod's containers."""
+    total = 0
+    for status in items(mapping_at(pod, "status").get("containerStatuses")):
+        total += max(integer(mapping(status).get("restartCount")) or 0, 0)
+    return total
+
+
+def replica_status(pods: Iterable[dict[str, Any]], restarts: int) -> dict[str, int]:
+    """Counts of one replica type's pods by phase. `active` is pending or running; terminating pods are not
+    counted at all (the caller leaves them out)."""
+    phases = [pod_phase(pod) for pod in pods]
+    return {
+        "active": sum(phase in (POD_PENDING, POD_RUNNING) for phase in phases),
+        "succeeded": phases.count(POD_SUCCEEDED),
+        "failed": phases.count(POD_FAILED),
+        "restarts": restarts,
+    }
+
+
+def summary(conditions: list[dict[str, Any]], *, cleaning_up: bool) -> dict[str, str]:
+    """The older API's `phase` and `state`, and the `reason` behind them, derived from the conditions alone (plus
+    whether the children of a finished or suspended job are still being removed) so they never disagree."""
+    failed = find_condition(conditions, CONDITION_FAILED)
+    succeeded = find_condition(conditions, CONDITION_SUCCEEDED)
+    suspended = find_condition(conditions, CONDITION_SUSPENDED)
+    running = find_condition(conditions, CONDITION_RUNNING)
+    created = find_condition(conditions, CONDITION_CREATED)
+    deciding: dict[str, Any] | None
+    if failed is not None and failed.get("status") == TRUE:
+        phase, state, deciding = (PHASE_CLEANUP if cleaning_up else PHASE_FAILED), STATE_FAILED, failed
+    elif succeeded is not None and succeeded.get("status") == TRUE:
+        phase, state, deciding = (PHASE_CLEANUP if cleaning_up else PHASE_DONE), STATE_SUCCEEDED, succeeded
+    elif suspended is not None and suspended.get("status") == TRUE:
+        phase, state, deciding = (PHASE_CLEANUP if cleaning_up else PHASE_CREATING), STATE_RUNNING, suspended
+    elif running is not None and running.get("status") == TRUE:
+        phase, state, deciding = PHASE_RUNNING, STATE_RUNNING, running
+    else:
+        phase, state, deciding = PHASE_CREATING, STATE_RUNNING, running or created
+    reason = text(deciding.get("reason")) if deciding is not None else None
+    return {"phase": phase, "state": state, "reason": reason or ""}
+
