@@ -258,6 +258,9 @@ class LocalCluster:
                 f"--service-account-signing-key-file={pki / 'sa.key'}",
                 f"--service-cluster-ip-range={SERVICE_CIDR}",
                 "--authorization-mode=RBAC",
+                # It taints new nodes not-ready until the node lifecycle controller clears it, and that controller
+                # is off (see the controller-manager), so kwok's nodes would never take a pod.
+                "--disable-admission-plugins=TaintNodesByCondition",
                 # The `kubernetes` Service's endpoints would be a loopback address, which validation rejects.
                 "--endpoint-reconciler-type=none",
                 "--profiling=false",

@@ -14,7 +14,14 @@ export KUBECONFIG
 KUBECTL="${BIN_DIR}/kubectl"
 
 "${KUBECTL}" apply -f "${REPO}/crd/kubeflow.org_tfjobs.yaml" >/dev/null
-"${KUBECTL}" wait --for=condition=Established --timeout=60s crd/tfjobs.kubeflow.org >/dev/null
+# (`kubectl wait` fails outright while the new CRD has no conditions yet, so poll.)
+for _ in $(seq 1 300); do
+  established="$("${KUBECTL}" get crd tfjobs.kubeflow.org \
+    -o jsonpath='{.status.conditions[?(@.type=="Established")].status}' 2>/dev/null || true)"
+  [[ "${established}" == "True" ]] && break
+  sleep 0.2
+done
+[[ "${established}" == "True" ]] || { echo "the TFJob CRD did not become Established" >&2; exit 1; }
 cat <<MSG
 TFJob CRD installed on $("${KUBECTL}" config view --minify -o jsonpath='{.clusters[0].cluster.server}').
 In another terminal:
@@ -24,4 +31,6 @@ In another terminal:
   kubectl get tfjobs -A
 Starting tfop (Ctrl-C stops it).
 MSG
-exec "${REPO}/.venv/bin/tfop" run --kubeconfig "${KUBECONFIG}" "$@"
+# A developer machine: endpoints on loopback only (flags given to make run ARGS=... come later and win).
+exec "${REPO}/.venv/bin/tfop" run --kubeconfig "${KUBECONFIG}" --metrics-addr 127.0.0.1:8080 \
+  --health-addr 127.0.0.1:8081 "$@"

@@ -18,6 +18,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "hack"))
+sys.path.insert(0, str(REPO / "test"))
 
 from local_cluster import LocalCluster  # noqa: E402
 
@@ -40,7 +41,14 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
 def tfjob_crd(cluster: LocalCluster) -> Path:
     """The checked-in CRD, installed the way the README tells users to (plain client-side `kubectl apply`)."""
     cluster.kubectl("apply", "-f", str(CRD_FILE))
-    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/tfjobs.kubeflow.org")
+    deadline = time.monotonic() + 60
+    jsonpath = '{.status.conditions[?(@.type=="Established")].status}'
+    # (Until the CRD has conditions the jsonpath filter errors out; that just means "not yet".)
+    while cluster.kubectl("get", "crd", "tfjobs.kubeflow.org", "-o", f"jsonpath={jsonpath}",
+                          check=False).stdout != "True":
+        if time.monotonic() > deadline:
+            raise RuntimeError("the TFJob CRD did not become Established within 60s")
+        time.sleep(0.1)
     return CRD_FILE
 
 
