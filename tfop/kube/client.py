@@ -1,0 +1,369 @@
+"""REST calls to the apiserver with raw JSON dicts: timeouts, a client-side QPS limit, retries and typed errors.
+
+Only the kubernetes package's ApiClient transport and kubeconfig loading are used. Its generated model classes are
+never touched: parsing into them costs far more time and memory than one `json.loads`, and 37.x rebuilt them on
+pydantic.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import random
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from typing import Any
+from urllib.parse import urlencode
+
+import kubernetes.client
+import kubernetes.config
+import urllib3
+from kubernetes.client.exceptions import ApiException
+from prometheus_client import Counter, Histogram
+
+from tfop import __version__
+from tfop.kube.errors import TransportError, error_from_status
+from tfop.kube.resource import Resource
+from tfop.kube.throttle import RequestThrottle, RetryPolicy, parse_retry_after
+
+# client-go's metric names, so existing dashboards work unchanged.
+REQUESTS = Counter("rest_client_requests", "HTTP requests to the apiserver, by status code and method.",
+                   ["code", "method"])
+REQUEST_DURATION = Histogram(
+    "rest_client_request_duration_seconds", "Request latency to the apiserver, by verb.", ["verb"],
+    buckets=(0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0),
+)
+
+Objects = list[dict[str, Any]]
+Page = tuple[Objects, str]  # one page of a list: its items and the resourceVersion of the list's snapshot
+
+PATCH_CONTENT_TYPES = {
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+    "apply": "application/apply-patch+yaml",
+}
+# urllib3 keeps at most this many idle connections per host; below the worker count, threads would open and drop
+# connections (and TLS handshakes) on every request.
+MIN_CONNECTION_POOL = 32
+# The read timeout of a watch is its server-side timeout plus this: a healthy watch always ends first, a dead
+# connection is noticed soon after.
+WATCH_READ_GRACE = 30.0
+# Failures raised before the request was sent: the server surely did not see it.
+_NOT_SENT = (urllib3.exceptions.NewConnectionError, urllib3.exceptions.ConnectTimeoutError)
+
+
+class KubeClient:
+    """A thread-safe client for any resource, speaking plain dicts.
+
+    Defaults qps=50, burst=100: client-go's 5/10 would make a 100-replica job wait 20 s for its creates, while the
+    server defends itself with priority and fairness anyway. The limit is a guard against our own bugs (a hot
+    reconcile loop cannot exceed 50 requests/s) more than a courtesy.
+    """
+
+    def __init__(self, configuration: kubernetes.client.Configuration, *, qps: float = 50.0, burst: int = 100,
+                 connect_timeout: float = 5.0, read_timeout: float = 30.0, max_retries: int = 5,
+                 user_agent: str = f"tfop/{__version__}") -> None:
+        config = copy.deepcopy(configuration)  # the caller's object stays as it was
+        config.connection_pool_maxsize = max(MIN_CONNECTION_POOL, config.connection_pool_maxsize or 0)
+        config.retries = False  # retries are decided here, not by urllib3
+        if config.socket_options is None:
+            config.keep_alive = True  # TCP keepalive: a watch behind a dead peer fails instead of hanging
+        self._api = kubernetes.client.ApiClient(config)
+        self._host = config.host.rstrip("/")
+        self.user_agent = user_agent
+        self.timeout = (connect_timeout, read_timeout)
+        self.retry_policy = RetryPolicy(max_retries=max_retries)
+        self._throttle = RequestThrottle(qps, burst)
+
+    @classmethod
+    def from_kubeconfig(cls, path: str | None = None, context: str | None = None, **kw: Any) -> KubeClient:
+        """A client from a kubeconfig file (None: $KUBECONFIG or ~/.kube/config)."""
+        config = kubernetes.client.Configuration()
+        kubernetes.config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=path, context=context, client_configuration=config, persist_config=False)
+        return cls(config, **kw)
+
+    @classmethod
+    def in_cluster(cls, **kw: Any) -> KubeClient:
+        """A client with the pod's service account (its token file is re-read when it rotates)."""
+        config = kubernetes.client.Configuration()
+        kubernetes.config.load_incluster_config(client_configuration=config)  # type: ignore[no-untyped-call]
+        return cls(config, **kw)
+
+    @classmethod
+    def auto(cls, kubeconfig: str | None = None, **kw: Any) -> KubeClient:
+        """An explicit kubeconfig, else the in-cluster service account, else $KUBECONFIG or ~/.kube/config."""
+        if kubeconfig:
+            return cls.from_kubeconfig(kubeconfig, **kw)
+        if os.environ.get("KUBERNETES_SERVICE_HOST") and os.path.exists(
+                "/var/run/secrets/kubernetes.io/serviceaccount/token"):
+            return cls.in_cluster(**kw)
+        return cls.from_kubeconfig(None, **kw)
+
+    def close(self) -> None:
+        self._api.close()  # type: ignore[no-untyped-call]
+
+    # -- transport ---------------------------------------------------------------------------------------------
+
+    def request(self, method: str, path: str, *, query: Sequence[tuple[str, str]] = (), body: Any = None,
+                content_type: str = "application/json", timeout: tuple[float, float] | None = None,
+                max_retries: int | None = None) -> Any:
+        """One API call; returns the parsed JSON answer (None for an empty body) or raises a typed ApiError.
+
+        `max_retries` overrides the client's policy for this call (0: one attempt), for callers that run
+        against their own deadline such as leader election.
+        """
+        response = self._send(method, path, query, body, content_type, timeout, max_retries, stream=False)
+        data = response.data
+        return json.loads(data) if data else None
+
+    def _send(self, method: str, path: str, query: Sequence[tuple[str, str]], body: Any, content_type: str,
+              timeout: tuple[float, float] | None, max_retries: int | None, *,
+              stream: bool) -> urllib3.BaseHTTPResponse:
+        """Send with throttling and retries; returns the response, its body already read unless `stream`."""
+        method = method.upper()
+        url = self._host + path + ("?" + urlencode(list(query)) if query else "")
+        policy = self.retry_policy if max_retries is None else replace(self.retry_policy, max_retries=max_retries)
+        attempt = 0
+        while True:
+            self._throttle.acquire()
+            started = time.monotonic()
+            status: int | None = None
+            try:
+                response: urllib3.BaseHTTPResponse = self._api.call_api(
+                    method, url, header_params=self._headers(method, path, content_type), body=body,
+                    _request_timeout=timeout or self.timeout).response
+                status = response.status
+                if not (stream and 200 <= status < 300):
+                    try:
+                        response.data  # noqa: B018 - reads the whole body now, inside the timeout handling
+                    finally:
+                        response.release_conn()
+            except (urllib3.exceptions.HTTPError, ApiException, OSError) as exc:
+                self._observe(method, "<error>" if status is None else str(status), started)
+                delay = policy.delay(attempt, method, content_type, status=None,
+                                     reached_server=not isinstance(exc, _NOT_SENT), retry_after=None,
+                                     rnd=random.random())
+                if delay is None:
+                    detail = str(exc.reason).strip() if isinstance(exc, ApiException) else str(exc)
+                    raise TransportError(f"{method} {path}: {detail}") from exc
+            else:
+                self._observe(method, str(status), started)
+                if 200 <= status < 300:
+                    return response
+                retry_after = parse_retry_after(response.headers.get("Retry-After"), time.time())
+                delay = policy.delay(attempt, method, content_type, status=status, reached_server=True,
+                                     retry_after=retry_after, rnd=random.random())
+                if delay is None:
+                    raise error_from_status(status, response.data, response.reason or "")
+            time.sleep(delay)
+            attempt += 1
+
+    def _headers(self, method: str, path: str, content_type: str) -> dict[str, str]:
+        headers = {"Accept": "application/json", "Content-Type": content_type, "User-Agent": self.user_agent}
+        # Adds the bearer token if the configuration has one, refreshing it first when it rotates.
+        self._api.update_params_for_auth(headers, None, ["BearerToken"], path, method, None)
+        return headers
+
+    @staticmethod
+    def _observe(method: str, code: str, started: float) -> None:
+        REQUESTS.labels(code, method).inc()
+        REQUEST_DURATION.labels(method).observe(time.monotonic() - started)
+
+    # -- verbs -------------------------------------------------------------------------------------------------
+
+    def get(self, resource: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
+        result: dict[str, Any] = self.request("GET", resource.path(namespace, name))
+        return result
+
+    def list(self, resource: Resource, namespace: str | None = None, *, label_selector: str | None = None,
+             field_selector: str | None = None, limit: int = 500) -> tuple[list[dict[str, Any]], str]:
+        """All objects, fetched in pages of `limit`; returns (items, the list's resourceVersion).
+
+        Items get the kind and apiVersion that list answers leave out. Pages of one list come from one snapshot;
+        a continue token that expired mid-way raises Gone (list again).
+        """
+        items: list[dict[str, Any]] = []
+        resource_version = ""
+        for page, resource_version in self.list_pages(resource, namespace, label_selector=label_selector,
+                                                      field_selector=field_selector, limit=limit):
+            items.extend(page)
+        return items, resource_version
+
+    def list_pages(self, resource: Resource, namespace: str | None = None, *, label_selector: str | None = None,
+                   field_selector: str | None = None, limit: int = 500) -> Iterator[Page]:
+        """Like `list`, one page at a time: (items, resourceVersion of the snapshot), so a caller can shrink
+        each page (an informer's transform) before the next one arrives, and the peak memory stays one page."""
+        base = _selector_query(label_selector, field_selector)
+        token = ""
+        while True:
+            query = base + [("limit", str(limit))] + ([("continue", token)] if token else [])
+            page = self.request("GET", resource.path(namespace), query=query)
+            items: Objects = page.get("items") or []
+            for item in items:
+                item.setdefault("kind", resource.kind)
+                item.setdefault("apiVersion", resource.api_version)
+            meta = page.get("metadata") or {}
+            token = meta.get("continue") or ""
+            yield items, str(meta.get("resourceVersion") or "")
+            if not token:
+                return
+
+    def create(self, resource: Resource, body: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
+        """Create `body`; the namespace defaults to the body's own metadata.namespace."""
+        if resource.namespaced and not namespace:
+            namespace = (body.get("metadata") or {}).get("namespace")
+        result: dict[str, Any] = self.request("POST", resource.path(namespace), body=body)
+        return result
+
+    def replace(self, resource: Resource, name: str, body: dict[str, Any],
+                namespace: str | None = None) -> dict[str, Any]:
+        """PUT the whole object; its metadata.resourceVersion makes it conditional (Conflict if stale)."""
+        result: dict[str, Any] = self.request("PUT", resource.path(namespace, name), body=body)
+        return result
+
+    def delete(self, resource: Resource, name: str, namespace: str | None = None, *, uid: str | None = None,
+               resource_version: str | None = None, propagation_policy: str | None = None,
+               grace_period_seconds: int | None = None) -> dict[str, Any]:
+        """Delete, only if the object still has `uid` / `resource_version` (Conflict otherwise).
+
+        Returns the server's answer: the object (when finalizers or graceful deletion keep it around) or a Status.
+        """
+        options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        preconditions = {k: v for k, v in (("uid", uid), ("resourceVersion", resource_version)) if v}
+        if preconditions:
+            options["preconditions"] = preconditions
+        if propagation_policy:
+            options["propagationPolicy"] = propagation_policy
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
+        result: dict[str, Any] = self.request("DELETE", resource.path(namespace, name), body=options)
+        return result
+
+    def patch(self, resource: Resource, name: str, patch: Any, namespace: str | None = None, *,
+              patch_type: str = "merge", subresource: str | None = None, field_manager: str | None = None,
+              force: bool = False) -> dict[str, Any]:
+        """Patch with a merge, JSON, strategic-merge or server-side apply patch (apply needs a field manager)."""
+        try:
+            content_type = PATCH_CONTENT_TYPES[patch_type]
+        except KeyError:
+            raise ValueError(f"unknown patch type {patch_type!r}; one of {sorted(PATCH_CONTENT_TYPES)}") from None
+        if patch_type == "apply" and not field_manager:
+            raise ValueError("a server-side apply patch needs a field_manager")
+        query = [("fieldManager", field_manager)] if field_manager else []
+        if force:
+            query.append(("force", "true"))
+        result: dict[str, Any] = self.request("PATCH", resource.path(namespace, name, subresource), query=query,
+                                              body=patch, content_type=content_type)
+        return result
+
+    def patch_status(self, resource: Resource, name: str, patch: Any, namespace: str | None = None, *,
+                     patch_type: str = "merge") -> dict[str, Any]:
+        return self.patch(resource, name, patch, namespace, patch_type=patch_type, subresource="status")
+
+    def watch(self, resource: Resource, namespace: str | None = None, *, resource_version: str,
+              timeout_seconds: int, label_selector: str | None = None, field_selector: str | None = None,
+              allow_bookmarks: bool = True) -> WatchStream:
+        """Open a watch from `resource_version`; iterate the returned stream for raw events, close it to stop.
+
+        No retries here: the caller (a reflector) owns the loop and its backoff. The read timeout is the server's
+        timeout plus a grace, so silence longer than a whole watch means a dead connection.
+        """
+        query = _selector_query(label_selector, field_selector) + [
+            ("watch", "true"), ("resourceVersion", resource_version), ("timeoutSeconds", str(timeout_seconds))]
+        if allow_bookmarks:
+            query.append(("allowWatchBookmarks", "true"))
+        response = self._send("GET", resource.path(namespace), query, None, "application/json",
+                              (self.timeout[0], timeout_seconds + WATCH_READ_GRACE), 0, stream=True)
+        return WatchStream(response)
+
+
+class WatchStream(Iterator[dict[str, Any]]):
+    """The events of one open watch, parsed line by line as they arrive.
+
+    `close()` may be called from any thread: it shuts the socket down so a reader blocked in another thread
+    wakes at once and the iteration ends.
+    """
+
+    def __init__(self, response: urllib3.BaseHTTPResponse) -> None:
+        self._response = response
+        self._chunks = response.stream(64 * 1024)
+        self._buffer = bytearray()
+        self._lock = threading.Lock()
+        self._closed = False
+        self._reading = False
+
+    def __iter__(self) -> WatchStream:
+        return self
+
+    def __enter__(self) -> WatchStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __next__(self) -> dict[str, Any]:
+        with self._lock:
+            if self._closed:
+                raise StopIteration
+            self._reading = True
+        finished = False
+        try:
+            while True:
+                end = self._buffer.find(b"\n")
+                if end >= 0:
+                    line = bytes(self._buffer[:end])
+                    del self._buffer[:end + 1]
+                    if line.strip():
+                        event: dict[str, Any] = json.loads(line)
+                        return event
+                    continue
+                try:
+                    chunk = next(self._chunks, None)
+                except (urllib3.exceptions.HTTPError, OSError) as exc:
+                    finished = True
+                    if self._closed:
+                        raise StopIteration from None
+                    raise TransportError(f"watch stream broken: {exc}") from exc
+                if chunk is None:
+                    finished = True
+                    if self._buffer.strip():  # a last event without its newline
+                        event = json.loads(bytes(self._buffer))
+                        self._buffer.clear()
+                        return event
+                    raise StopIteration
+                self._buffer += chunk
+        finally:
+            with self._lock:
+                self._reading = False
+                closed = self._closed
+                self._closed = closed or finished
+            if closed or finished:
+                self._response.close()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            reading = self._reading
+        if reading:
+            try:
+                self._response.shutdown()  # the reader wakes, sees _closed and closes the response
+            except (ValueError, RuntimeError, OSError):
+                pass
+        else:
+            self._response.close()
+
+
+def _selector_query(label_selector: str | None, field_selector: str | None) -> list[tuple[str, str]]:
+    query = []
+    if label_selector:
+        query.append(("labelSelector", label_selector))
+    if field_selector:
+        query.append(("fieldSelector", field_selector))
+    return query
