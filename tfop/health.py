@@ -75,6 +75,11 @@ class EndpointServer:
     def port(self) -> int:
         return int(self._server.server_address[1])
 
+    @property
+    def address(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"{host!s}:{port}"
+
     def start(self) -> None:
         self._thread.start()
 

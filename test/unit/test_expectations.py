@@ -54,3 +54,20 @@ def test_forget_drops_a_deleted_jobs_expectations() -> None:
     expectations.expect_creates("ns/job", ["a"])
     expectations.forget("ns/job")
     assert expectations.satisfied("ns/job")
+
+
+def test_a_written_object_waits_until_the_cache_moves_past_the_version_it_replaced() -> None:
+    expectations = Expectations(clock=Clock())
+    expectations.expect_newer("ns/job", "41")
+    assert not expectations.satisfied("ns/job", cached_version="41")
+    assert expectations.satisfied("ns/job", cached_version="42")
+    assert expectations.satisfied("ns/job", cached_version="41")  # satisfied once: the entry is gone
+
+
+def test_a_newer_version_does_not_release_unobserved_creates() -> None:
+    expectations = Expectations(clock=Clock())
+    expectations.expect_newer("ns/job", "41")
+    expectations.expect_creates("ns/job", ["a"])
+    assert not expectations.satisfied("ns/job", cached_version="42")
+    expectations.created("ns/job", "a")
+    assert expectations.satisfied("ns/job", cached_version="42")

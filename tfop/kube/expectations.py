@@ -5,6 +5,10 @@ create it twice (or, for deletes, delete twice and count a restart twice). So be
 what it is about to create (by name) and delete (by uid) for a key; informer handlers mark them observed; and the
 key is reconciled only once nothing is outstanding. Entries expire after `ttl` seconds so a lost watch event
 cannot wedge a key forever (the informer's re-list heals the cache meanwhile).
+
+The same holds for the key's own object: after writing it (a status update), the cached copy is stale until the
+watch delivers the write, and planning from it could redo what was just recorded. `expect_newer` remembers the
+resourceVersion the write replaced; the key waits until the cache holds any other version.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from dataclasses import dataclass, field
 class _Pending:
     creates: set[str] = field(default_factory=set)
     deletes: set[str] = field(default_factory=set)
+    stale_version: str | None = None
     since: float = 0.0
 
 
@@ -39,6 +44,11 @@ class Expectations:
             entry = self._entry(key)
             entry.deletes.update(uids)
 
+    def expect_newer(self, key: str, stale_version: str) -> None:
+        """The key's object was just written over `stale_version`; wait for the cache to move past it."""
+        with self._lock:
+            self._entry(key).stale_version = stale_version
+
     def created(self, key: str, name: str) -> None:
         """The cache now holds `name` (or its create failed for good, so it never will)."""
         with self._lock:
@@ -55,10 +65,16 @@ class Expectations:
                 entry.deletes.discard(uid)
                 self._drop_if_empty(key, entry)
 
-    def satisfied(self, key: str) -> bool:
+    def satisfied(self, key: str, cached_version: str | None = None) -> bool:
+        """Nothing outstanding for `key`, whose object the cache holds at `cached_version`."""
         with self._lock:
             entry = self._pending.get(key)
             if entry is None:
+                return True
+            if entry.stale_version is not None and cached_version != entry.stale_version:
+                entry.stale_version = None
+                self._drop_if_empty(key, entry)
+            if key not in self._pending:
                 return True
             if self._clock() - entry.since > self._ttl:
                 del self._pending[key]
@@ -83,5 +99,5 @@ class Expectations:
         return entry
 
     def _drop_if_empty(self, key: str, entry: _Pending) -> None:
-        if not entry.creates and not entry.deletes:
+        if not entry.creates and not entry.deletes and entry.stale_version is None:
             del self._pending[key]

@@ -1,0 +1,61 @@
+"""The README's walk-through, end to end: the `tfop` command runs, a user applies the distributed example with
+kubectl, watches it in `kubectl get tfjobs`, and it succeeds once its pods exit 0. Then SIGTERM stops the
+operator promptly."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from local_cluster import LocalCluster
+from support.operator_process import free_port
+from support.pods import exit_pod, wait_for
+from tfop.kube.client import KubeClient
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def tfjob_row(cluster: LocalCluster, namespace: str) -> list[str]:
+    lines = cluster.kubectl("get", "tfjobs", "-n", namespace).stdout.splitlines()
+    return lines[1].split() if len(lines) > 1 else []
+
+
+def test_distributed_example_runs_to_success_and_sigterm_stops_the_operator(
+        cluster: LocalCluster, tfjob_crd: Path, namespace: str, tmp_path: Path) -> None:
+    tfop = shutil.which("tfop", path=str(Path(sys.executable).parent))
+    assert tfop, "the tfop console script is installed with the package"
+    log = tmp_path / "tfop.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [tfop, "run", "--kubeconfig", str(cluster.kubeconfig), "--namespace", namespace,
+             "--metrics-addr", f"127.0.0.1:{free_port()}", "--health-addr", f"127.0.0.1:{free_port()}"],
+            stdout=out, stderr=subprocess.STDOUT)
+    try:
+        cluster.kubectl("apply", "-n", namespace, "-f", str(REPO / "examples" / "distributed.yaml"))
+        wait_for(lambda: tfjob_row(cluster, namespace)[1:3] == ["Running", "4/4"], timeout=60,
+                 message="kubectl get tfjobs to show Running 4/4")
+
+        client = KubeClient.from_kubeconfig(str(cluster.kubeconfig))
+        pods = json.loads(cluster.kubectl("get", "pods", "-n", namespace, "-o", "json",
+                                          "-l", "training.kubeflow.org/job-name=dist-mnist").stdout)["items"]
+        for pod in pods:
+            if pod["metadata"]["labels"]["training.kubeflow.org/replica-type"] in ("chief", "worker"):
+                exit_pod(client, namespace, pod["metadata"]["name"], 0)
+        wait_for(lambda: tfjob_row(cluster, namespace)[1:2] == ["Succeeded"], timeout=60,
+                 message="kubectl get tfjobs to show Succeeded")
+        described = cluster.kubectl("describe", "tfjob", "dist-mnist", "-n", namespace).stdout
+        for reason in ("SuccessfulCreatePod", "SuccessfulCreateService", "TFJobRunning", "TFJobSucceeded"):
+            assert reason in described
+    finally:
+        started = time.monotonic()
+        process.terminate()
+        code = process.wait(timeout=30)
+        stopped_in = time.monotonic() - started
+        print(log.read_text()[-4000:])
+    assert code == 0
+    assert stopped_in < 10, f"SIGTERM took {stopped_in:.1f}s"
+    assert '"event": "stopped"' in log.read_text()

@@ -1,0 +1,211 @@
+"""The operator as a process against the real control plane (apiserver, controller-manager, scheduler, kwok):
+children, TF_CONFIG, exit codes, garbage collection, crash recovery and bad input."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from local_cluster import LocalCluster
+from support.operator_process import OperatorProcess
+from support.pods import exit_pod, wait_for, wait_for_count
+from tfop.controller.controller import TFJOBS
+from tfop.kube.client import KubeClient
+from tfop.kube.resource import EVENTS, PODS, SERVICES
+
+
+@pytest.fixture
+def operator(cluster: LocalCluster, tfjob_crd: Path, namespace: str, tmp_path: Path) -> Iterator[OperatorProcess]:
+    process = OperatorProcess(cluster.kubeconfig, tmp_path / "operator.log", "--namespace", namespace).start()
+    yield process
+    process.terminate()
+    print(f"--- operator log ---\n{process.log_tail(80)}")
+
+
+def replica(replicas: int = 1, restart_policy: str | None = None, **container: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {"replicas": replicas, "template": {"spec": {"containers": [
+        {"name": "tensorflow", "image": "tensorflow/tensorflow:2.21.0", **container}]}}}
+    if restart_policy:
+        spec["restartPolicy"] = restart_policy
+    return spec
+
+
+def create_job(client: KubeClient, namespace: str, name: str, run_policy: dict[str, Any] | None = None,
+               **replica_specs: dict[str, Any]) -> dict[str, Any]:
+    spec: dict[str, Any] = {"tfReplicaSpecs": replica_specs}
+    if run_policy:
+        spec["runPolicy"] = run_policy
+    return client.create(TFJOBS, {"apiVersion": "kubeflow.org/v1", "kind": "TFJob",
+                                  "metadata": {"name": name}, "spec": spec}, namespace)
+
+
+def job_status(client: KubeClient, namespace: str, name: str) -> dict[str, Any]:
+    return client.get(TFJOBS, name, namespace).get("status") or {}
+
+
+def condition(client: KubeClient, namespace: str, name: str, condition_type: str) -> dict[str, Any] | None:
+    for entry in job_status(client, namespace, name).get("conditions", []):
+        if entry["type"] == condition_type and entry["status"] == "True":
+            return dict(entry)
+    return None
+
+
+def children(client: KubeClient, resource: Any, namespace: str, job: str) -> list[dict[str, Any]]:
+    items, _ = client.list(resource, namespace, label_selector=f"training.kubeflow.org/job-name={job}")
+    return [item for item in items if not item["metadata"].get("deletionTimestamp")]
+
+
+def pods_by_name(client: KubeClient, namespace: str, job: str) -> dict[str, dict[str, Any]]:
+    return {pod["metadata"]["name"]: pod for pod in children(client, PODS, namespace, job)}
+
+
+def events(client: KubeClient, namespace: str, name: str) -> list[dict[str, Any]]:
+    items, _ = client.list(EVENTS, namespace, field_selector=f"involvedObject.name={name}")
+    return items
+
+
+def test_distributed_job_gets_named_labelled_owned_children_with_tf_config(
+        kube_client: KubeClient, namespace: str, operator: OperatorProcess) -> None:
+    job = create_job(kube_client, namespace, "dist", Chief=replica(), Worker=replica(2), PS=replica(),
+                     Evaluator=replica())
+    rid = wait_for(lambda: job_status(kube_client, namespace, "dist").get("runtimeId"), message="runtimeId")
+    pods = wait_for_count(lambda: pods_by_name(kube_client, namespace, "dist"), 5, message="pods")
+    services = {s["metadata"]["name"]: s for s in wait_for_count(
+        lambda: children(kube_client, SERVICES, namespace, "dist"), 5, message="services")}
+    expected = [f"dist-chief-{rid}-0", f"dist-worker-{rid}-0", f"dist-worker-{rid}-1", f"dist-ps-{rid}-0",
+                f"dist-evaluator-{rid}-0"]
+    assert sorted(pods) == sorted(expected) == sorted(services)
+
+    address = f"{{}}.{namespace}.svc:2222".format
+    cluster_spec = {"chief": [address(f"dist-chief-{rid}-0")],
+                    "worker": [address(f"dist-worker-{rid}-0"), address(f"dist-worker-{rid}-1")],
+                    "ps": [address(f"dist-ps-{rid}-0")], "evaluator": [address(f"dist-evaluator-{rid}-0")]}
+    for name, pod in pods.items():
+        replica_type, index = name.split("-")[1], int(name.split("-")[-1])
+        labels = pod["metadata"]["labels"]
+        assert labels["training.kubeflow.org/job-name"] == "dist"
+        assert labels["training.kubeflow.org/replica-type"] == replica_type
+        assert labels["training.kubeflow.org/replica-index"] == str(index)
+        assert labels["training.kubeflow.org/runtime-id"] == rid
+        assert labels["training.kubeflow.org/operator-name"] == "tfop"
+        assert (labels.get("training.kubeflow.org/job-role") == "master") == (replica_type == "chief")
+        [owner] = pod["metadata"]["ownerReferences"]
+        assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == (
+            "TFJob", "dist", job["metadata"]["uid"], True)
+        assert pod["spec"]["restartPolicy"] == "Never"  # ExitCode: the operator decides about restarts
+        container = pod["spec"]["containers"][0]
+        env = {e["name"]: e.get("value") for e in container.get("env", [])}
+        assert json.loads(env["TF_CONFIG"]) == {"cluster": cluster_spec, "environment": "cloud",
+                                                "task": {"type": replica_type, "index": index}}
+        assert {"name": "tfjob-port", "containerPort": 2222} .items() <= container["ports"][0].items()
+        service = services[name]
+        assert service["spec"]["clusterIP"] == "None"
+        assert service["spec"]["selector"] == {k: v for k, v in labels.items() if k in (
+            "training.kubeflow.org/job-name", "training.kubeflow.org/replica-type",
+            "training.kubeflow.org/replica-index", "training.kubeflow.org/runtime-id")}
+        assert [(p["name"], p["port"]) for p in service["spec"]["ports"]] == [("tfjob-port", 2222)]
+    wait_for(lambda: condition(kube_client, namespace, "dist", "Running"), message="Running once kwok runs pods")
+
+
+def test_exit_codes_succeed_fail_or_restart(kube_client: KubeClient, namespace: str,
+                                            operator: OperatorProcess) -> None:
+    for name in ("ok", "broken", "killed"):
+        create_job(kube_client, namespace, name, Chief=replica())
+    pods = {name: wait_for(lambda n=name: list(pods_by_name(kube_client, namespace, n)), message=f"{name} pod")[0]
+            for name in ("ok", "broken", "killed")}
+    wait_for(lambda: all(condition(kube_client, namespace, n, "Running") for n in pods), message="all Running")
+
+    old_uid = kube_client.get(PODS, pods["killed"], namespace)["metadata"]["uid"]
+    exit_pod(kube_client, namespace, pods["ok"], 0)
+    exit_pod(kube_client, namespace, pods["broken"], 1)
+    exit_pod(kube_client, namespace, pods["killed"], 137, reason="OOMKilled")
+
+    wait_for(lambda: condition(kube_client, namespace, "ok", "Succeeded"), message="ok Succeeded")
+    failed = wait_for(lambda: condition(kube_client, namespace, "broken", "Failed"), message="broken Failed")
+    assert "Chief 0, which exited with code 1 (Error)" in failed["message"]
+    assert any(e["type"] == "Warning" and e["reason"] == failed["reason"]
+               for e in events(kube_client, namespace, "broken"))
+
+    recreated = wait_for(lambda: (p := pods_by_name(kube_client, namespace, "killed").get(pods["killed"]))
+                         and p["metadata"]["uid"] != old_uid and p.get("status", {}).get("phase") == "Running"
+                         and p, message="killed pod recreated and running")
+    status = job_status(kube_client, namespace, "killed")
+    assert status["replicaStatuses"]["Chief"]["restarts"] == 1
+    assert not condition(kube_client, namespace, "killed", "Failed")
+    assert any(e["reason"] == "TFJobRestarting" and "137" in e["message"]
+               for e in events(kube_client, namespace, "killed"))
+    exit_pod(kube_client, namespace, recreated["metadata"]["name"], 0)
+    wait_for(lambda: condition(kube_client, namespace, "killed", "Succeeded"), message="killed Succeeded at last")
+
+
+def test_backoff_limit_counts_the_operators_recreations(kube_client: KubeClient, namespace: str,
+                                                        operator: OperatorProcess) -> None:
+    """The Go operator counts only in-place restarts, so an ExitCode job can restart forever."""
+    create_job(kube_client, namespace, "flaky", run_policy={"backoffLimit": 1}, Worker=replica())
+    for attempt in range(2):
+        uid = wait_for(lambda: [p["metadata"]["uid"] for p in pods_by_name(kube_client, namespace, "flaky").values()
+                                if p.get("status", {}).get("phase") == "Running"], message=f"attempt {attempt}")[0]
+        name = next(iter(pods_by_name(kube_client, namespace, "flaky")))
+        exit_pod(kube_client, namespace, name, 143)
+        if attempt == 0:
+            wait_for(lambda: all(p["metadata"]["uid"] != uid for p in
+                                 pods_by_name(kube_client, namespace, "flaky").values()), message="recreation")
+    failed = wait_for(lambda: condition(kube_client, namespace, "flaky", "Failed"), message="Failed")
+    assert failed["reason"] == "BackoffLimitExceeded"
+
+
+def test_deleting_the_job_removes_its_children_through_the_garbage_collector(
+        kube_client: KubeClient, namespace: str, operator: OperatorProcess) -> None:
+    create_job(kube_client, namespace, "gone", Worker=replica(3))
+    wait_for(lambda: len(pods_by_name(kube_client, namespace, "gone")) == 3, message="3 pods")
+    wait_for(lambda: len(children(kube_client, SERVICES, namespace, "gone")) == 3, message="3 services")
+    kube_client.delete(TFJOBS, "gone", namespace)
+    wait_for(lambda: not children(kube_client, PODS, namespace, "gone")
+             and not children(kube_client, SERVICES, namespace, "gone"), timeout=60, message="children collected")
+
+
+def test_killed_mid_creation_the_operator_resumes_without_duplicates(
+        cluster: LocalCluster, tfjob_crd: Path, kube_client: KubeClient, namespace: str, tmp_path: Path) -> None:
+    log = tmp_path / "operator.log"
+    # A slow client makes the kill land in the middle of creating the 50 replicas.
+    slow = OperatorProcess(cluster.kubeconfig, log, "--namespace", namespace, "--qps", "8", "--burst", "1").start()
+    create_job(kube_client, namespace, "big", Worker=replica(50))
+    wait_for(lambda: len(pods_by_name(kube_client, namespace, "big")) >= 8, message="some pods")
+    slow.kill()
+    created_before = len(pods_by_name(kube_client, namespace, "big"))
+    assert created_before < 50, "the operator finished before it was killed; slow it down further"
+
+    OperatorProcess(cluster.kubeconfig, log, "--namespace", namespace).start()
+    try:
+        pods = wait_for_count(lambda: pods_by_name(kube_client, namespace, "big"), 50, 60, "pods")
+        wait_for(lambda: len(children(kube_client, SERVICES, namespace, "big")) == 50, message="50 services")
+        rid = wait_for(lambda: job_status(kube_client, namespace, "big").get("runtimeId"), message="runtimeId")
+        assert sorted(pods) == sorted(f"big-worker-{rid}-{i}" for i in range(50))
+        assert not any(e["reason"].startswith("FailedCreate") for e in events(kube_client, namespace, "big"))
+        wait_for(lambda: condition(kube_client, namespace, "big", "Running"), message="Running")
+        # Without a chief, worker 0 decides; cleanPodPolicy Running then deletes the 49 still running.
+        exit_pod(kube_client, namespace, f"big-worker-{rid}-0", 0)
+        wait_for(lambda: condition(kube_client, namespace, "big", "Succeeded"), message="Succeeded")
+        wait_for(lambda: list(pods_by_name(kube_client, namespace, "big")) == [f"big-worker-{rid}-0"],
+                 message="only the finished worker left")
+    finally:
+        print(f"--- operator log ---\n{log.read_text()[-5000:]}")
+
+
+def test_a_spec_that_slips_past_the_crd_fails_alone(kube_client: KubeClient, namespace: str,
+                                                    operator: OperatorProcess) -> None:
+    # The CRD's pod schema has no range for containerPort; the operator's validation does.
+    create_job(kube_client, namespace, "bad", Worker=replica(2, ports=[{"name": "tfjob-port",
+                                                                         "containerPort": 70000}]))
+    create_job(kube_client, namespace, "good", Worker=replica(2))
+    failed = wait_for(lambda: condition(kube_client, namespace, "bad", "Failed"), message="bad Failed")
+    assert failed["reason"] == "InvalidSpec" and "containerPort" in failed["message"]
+    assert any(e["type"] == "Warning" and e["reason"] == "InvalidSpec" and "containerPort" in e["message"]
+               for e in wait_for(lambda: events(kube_client, namespace, "bad"), message="events"))
+    assert not pods_by_name(kube_client, namespace, "bad")
+    wait_for(lambda: condition(kube_client, namespace, "good", "Running"), message="good Running")
+    assert operator.process is not None and operator.process.poll() is None

@@ -1,0 +1,1 @@
+"""Helpers for the integration and e2e suites (importable as `support` once test/conftest.py has run)."""

@@ -1,0 +1,73 @@
+"""The operator as a real process (`python -m tfop run`) against the local cluster, as a user runs it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class OperatorProcess:
+    def __init__(self, kubeconfig: Path, log_path: Path, *args: str) -> None:
+        self.kubeconfig = kubeconfig
+        self.log_path = log_path
+        self.args = list(args)
+        self.metrics_port = free_port()
+        self.health_port = free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self, wait_ready: bool = True) -> OperatorProcess:
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "tfop", "run", "--kubeconfig", str(self.kubeconfig),
+                 "--metrics-addr", f"127.0.0.1:{self.metrics_port}", "--health-addr", f"127.0.0.1:{self.health_port}",
+                 "--log-format", "json", "--log-level", "debug", *self.args],
+                stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        if wait_ready:
+            self.wait_ready()
+        return self
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.process is not None and self.process.poll() is None, f"operator exited:\n{self.log_tail()}"
+            if self.get("/readyz")[0] == 200:
+                return
+            time.sleep(0.1)
+        raise AssertionError(f"operator not ready after {timeout}s:\n{self.log_tail()}")
+
+    def get(self, path: str) -> tuple[int, str]:
+        port = self.metrics_port if path == "/metrics" else self.health_port
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode()
+        except OSError:
+            return 0, ""
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash or an OOM kill would."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def terminate(self, timeout: float = 30.0) -> int:
+        assert self.process is not None
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout)
+
+    def log_tail(self, lines: int = 40) -> str:
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])

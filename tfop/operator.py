@@ -1,0 +1,123 @@
+"""The operator process: configuration, HTTP endpoints, signals, leader election, and the controller's lifecycle.
+
+Caches are filled before leader election is attempted, so a standby is ready to act the moment it leads and
+answers /readyz meanwhile. SIGTERM stops taking work, lets in-flight reconciles finish within --drain-seconds,
+then releases the lease so a successor takes over at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import socket
+import threading
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+
+import structlog
+
+from tfop import logs, metrics
+from tfop.config import ConfigError, load_config
+from tfop.controller.controller import TFJobController
+from tfop.controller.plan_types import PlannerConfig
+from tfop.health import Checks, EndpointServer
+from tfop.kube.client import KubeClient
+from tfop.kube.events import EventRecorder
+from tfop.kube.leaderelection import LeaderElector
+
+log = structlog.get_logger("tfop")
+
+SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+SYNC_TIMEOUT = 300.0
+
+
+def run_operator(args: argparse.Namespace) -> int:
+    logs.configure(args.log_format, args.log_level)
+    try:
+        config = load_config(args.config)
+    except ConfigError as error:
+        log.error("invalid configuration", error=str(error))
+        return 2
+    client = KubeClient.auto(args.kubeconfig, qps=args.qps, burst=args.burst)
+    recorder = EventRecorder(client, "tfop")
+    planner_config = PlannerConfig(service_domain=config.service_domain, accelerators=config.accelerators)
+    controller = TFJobController(client, recorder, planner_config=planner_config,
+                                 namespaces=args.namespace, threads=args.threads)
+    servers = _endpoint_servers(args, controller)
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, _on_signal(stop))
+
+    for server in servers:
+        server.start()
+    recorder.start()
+    controller.start_informers()
+    log.info("starting", namespaces=args.namespace or "all", threads=args.threads, qps=args.qps, burst=args.burst,
+             leader_elect=args.leader_elect, endpoints=[s.address for s in servers])
+    try:
+        while not controller.wait_for_sync(timeout=1.0):
+            if stop.is_set():
+                return 0
+        log.info("caches synced")
+        if args.leader_elect:
+            return _run_with_leader_election(args, client, controller, stop)
+        controller.start_workers()
+        metrics.is_leader.set(1)
+        stop.wait()
+        controller.stop(args.drain_seconds)
+        return 0
+    finally:
+        recorder.stop(timeout=2.0)
+        for server in servers:
+            server.stop()
+        log.info("stopped")
+
+
+def _run_with_leader_election(args: argparse.Namespace, client: KubeClient, controller: TFJobController,
+                              stop: threading.Event) -> int:
+    identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+
+    def started_leading() -> None:
+        controller.start_workers()
+        metrics.is_leader.set(1)
+
+    def stopped_leading() -> None:
+        # Runs before the lease is released on a graceful stop, so the successor never overlaps our workers;
+        # after a loss there is nothing to wait for: stop at once.
+        metrics.is_leader.set(0)
+        controller.stop(args.drain_seconds if stop.is_set() else 0.0)
+
+    elector = LeaderElector(client, args.leader_elect_namespace or _own_namespace(), args.leader_elect_id, identity,
+                            on_started_leading=started_leading, on_stopped_leading=stopped_leading)
+    elector.run(stop)
+    if stop.is_set():
+        return 0
+    log.error("lost the leader lease; exiting so that only the new leader acts", identity=identity)
+    return 1
+
+
+def _endpoint_servers(args: argparse.Namespace, controller: TFJobController) -> list[EndpointServer]:
+    liveness, readiness = Checks(), Checks()
+    liveness.add("controller", controller.health_problem)
+    readiness.add("caches", controller.readiness_problem)
+    if args.metrics_addr == args.health_addr:
+        return [EndpointServer(args.health_addr, liveness=liveness, readiness=readiness, metrics=True)]
+    return [EndpointServer(args.metrics_addr, metrics=True),
+            EndpointServer(args.health_addr, liveness=liveness, readiness=readiness)]
+
+
+def _own_namespace() -> str:
+    try:
+        return SERVICE_ACCOUNT_NAMESPACE.read_text().strip()
+    except OSError:
+        return "kube-system"
+
+
+def _on_signal(stop: threading.Event) -> Callable[[int, FrameType | None], None]:
+    def handler(signum: int, frame: FrameType | None) -> None:
+        log.info("signal received, shutting down", signal=signal.Signals(signum).name)
+        stop.set()
+
+    return handler
