@@ -1,16 +1,30 @@
 """The controller config file (the ConfigMap `tf-job-operator-config` in a cluster): settings that describe the
-cluster the operator runs in rather than how one process runs (those are flags)."""
+cluster the operator runs in rather than how one process runs (those are flags).
+
+    serviceDomain: svc.cluster.local      # suffix of replica addresses in TF_CONFIG (default: svc)
+    accelerators:                         # what pods asking for an accelerator need from the host
+      nvidia.com/gpu:
+        envVars:
+        - {name: LD_LIBRARY_PATH, value: /usr/lib/nvidia:/usr/lib/x86_64-linux-gnu}
+        volumes:
+        - {name: lib, mountPath: /usr/lib/nvidia, hostPath: /usr/lib/nvidia-384}
+"""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import yaml
 
-_DOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+from tfop.controller.accelerators import Accelerator, Accelerators, HostVolume
+
+_DNS_SUFFIX = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 
 
 class ConfigError(ValueError):
@@ -19,12 +33,9 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class OperatorConfig:
-    # Suffix of replica addresses in TF_CONFIG: {pod}.{namespace}.{service_domain}:{port}. "svc" resolves
-    # through the pod's DNS search path in any cluster; "svc.cluster.local" names the cluster domain explicitly.
+    # "svc" resolves through every pod's DNS search path; "svc.cluster.local" names the cluster domain.
     service_domain: str = "svc"
-
-
-_KEYS = {"serviceDomain": "service_domain"}
+    accelerators: Accelerators = field(default_factory=lambda: MappingProxyType({}))
 
 
 def load_config(path: str | Path | None) -> OperatorConfig:
@@ -34,14 +45,67 @@ def load_config(path: str | Path | None) -> OperatorConfig:
         data: Any = yaml.safe_load(Path(path).read_text()) or {}
     except (OSError, yaml.YAMLError) as error:
         raise ConfigError(f"cannot read config file {path}: {error}") from error
-    if not isinstance(data, dict):
-        raise ConfigError(f"config file {path} must hold a mapping, not {type(data).__name__}")
-    unknown = sorted(set(data) - set(_KEYS))
+    try:
+        return parse_config(data)
+    except ConfigError as error:
+        raise ConfigError(f"config file {path}: {error}") from None
+
+
+def parse_config(data: Any) -> OperatorConfig:
+    document = _mapping(data, "the config")
+    _known(document, "the config", {"serviceDomain", "accelerators"})
+    domain = document.get("serviceDomain", OperatorConfig.service_domain)
+    if not isinstance(domain, str) or not _DNS_SUFFIX.match(domain):
+        raise ConfigError(f"serviceDomain {domain!r} is not a DNS suffix such as svc.cluster.local")
+    accelerators = {
+        str(resource): _accelerator(spec, f"accelerators[{resource}]")
+        for resource, spec in _mapping(document.get("accelerators") or {}, "accelerators").items()
+    }
+    return OperatorConfig(service_domain=domain, accelerators=MappingProxyType(accelerators))
+
+
+def _accelerator(data: Any, path: str) -> Accelerator:
+    spec = _mapping(data, path)
+    _known(spec, path, {"envVars", "volumes"})
+    env = []
+    for position, variable in enumerate(_list(spec.get("envVars"), f"{path}.envVars")):
+        where = f"{path}.envVars[{position}]"
+        entry = _mapping(variable, where)
+        _known(entry, where, {"name", "value"})
+        name, value = entry.get("name"), entry.get("value", "")
+        if not isinstance(name, str) or not _ENV_NAME.match(name):
+            raise ConfigError(f"{where}.name must be an environment variable name, not {name!r}")
+        env.append((name, str(value)))
+    volumes = []
+    for position, volume in enumerate(_list(spec.get("volumes"), f"{path}.volumes")):
+        where = f"{path}.volumes[{position}]"
+        entry = _mapping(volume, where)
+        _known(entry, where, {"name", "mountPath", "hostPath"})
+        name, mount_path, host_path = entry.get("name"), entry.get("mountPath"), entry.get("hostPath")
+        if not isinstance(name, str) or not _DNS_LABEL.match(name):
+            raise ConfigError(f"{where}.name must be a DNS label (it names a pod volume), not {name!r}")
+        for key, value in (("mountPath", mount_path), ("hostPath", host_path)):
+            if not isinstance(value, str) or not value.startswith("/"):
+                raise ConfigError(f"{where}.{key} must be an absolute path, not {value!r}")
+        volumes.append(HostVolume(name, str(mount_path), str(host_path)))
+    return Accelerator(tuple(env), tuple(volumes))
+
+
+def _mapping(value: Any, path: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{path} must be a mapping, not {type(value).__name__}")
+    return value
+
+
+def _list(value: Any, path: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ConfigError(f"{path} must be a list, not {type(value).__name__}")
+    return value
+
+
+def _known(document: dict[str, Any], path: str, keys: set[str]) -> None:
+    unknown = sorted(set(document) - keys)
     if unknown:
-        raise ConfigError(f"config file {path}: unknown key(s) {', '.join(unknown)}; known: {', '.join(_KEYS)}")
-    values = {_KEYS[key]: value for key, value in data.items()}
-    domain = values.get("service_domain", OperatorConfig.service_domain)
-    if not isinstance(domain, str) or not _DOMAIN.match(domain):
-        raise ConfigError(f"config file {path}: serviceDomain {domain!r} is not a DNS suffix such as svc.cluster.local")
-    assert set(values) <= {f.name for f in fields(OperatorConfig)}
-    return OperatorConfig(**values)
+        raise ConfigError(f"{path} has unknown key(s) {', '.join(map(str, unknown))}; known: {', '.join(sorted(keys))}")

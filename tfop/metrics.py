@@ -16,6 +16,21 @@ jobs_failed = Counter("tf_operator_jobs_failed", "TFJobs that failed.", ["job_na
 jobs_restarted = Counter("tf_operator_jobs_restarted", "Replica restarts the operator made (pod recreations).",
                          ["job_namespace"])
 
+restarts = Counter("tf_operator_restarts", "Replica restarts (in place and recreations) by how the container "
+                   "ended: retryable (128-255), permanent (1-127), succeeded (0), unknown (evicted, node lost).",
+                   ["job_namespace", "exit_class"])
+pods_created = Counter("tf_operator_pods_created", "Pods the operator created.", ["job_namespace"])
+pods_deleted = Counter("tf_operator_pods_deleted", "Pods the operator deleted.", ["job_namespace"])
+is_leader = Gauge("tf_operator_is_leader", "1 while this process leads (always 1 without --leader-elect).")
+_MINUTE = 60.0
+job_duration = Histogram(
+    "tf_operator_job_duration_seconds", "From a job's start to its completion, by outcome.", ["outcome"],
+    buckets=(_MINUTE, 5 * _MINUTE, 15 * _MINUTE, 30 * _MINUTE, 60 * _MINUTE, 2 * 3600, 4 * 3600, 8 * 3600, 12 * 3600,
+             24 * 3600, 48 * 3600, 7 * 24 * 3600))
+job_start_latency = Histogram(
+    "tf_operator_job_start_latency_seconds", "From a job's creation until all its replicas first run.",
+    buckets=(0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600))
+
 JOB_COUNTERS = {
     "created": jobs_created,
     "deleted": jobs_deleted,

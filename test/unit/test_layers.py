@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "tfop"
-PURE_PLANNING = ("reconcile", "resources", "status", "draft", "lifecycle", "restarts", "exitcodes", "plan_types")
+PURE_PLANNING = ("reconcile", "resources", "status", "draft", "lifecycle", "restarts", "exitcodes", "plan_types", "accelerators")
 IO_MODULES = {"socket", "subprocess", "urllib", "urllib3", "requests", "http", "kubernetes", "threading", "time"}
 
 

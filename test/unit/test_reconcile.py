@@ -205,13 +205,14 @@ EXIT_CODES = {
         started(make_job()), [make_pod("Worker", 0), make_pod("Worker", 1, "Failed", exit_code=137,
                                                                reason="OOMKilled"), make_pod("PS", 0)],
         create_pods=[], delete_pods=[W1], delete_services=[], events=["TFJobRestarting"],
-        counters=JobCounters(restarted=1), conditions={"Restarting": ("True", "TFJobRestarting"),
-                                                      "Running": ("False", "TFJobRestarting"), "Failed": None},
+        counters=JobCounters(restarted=1, restarts_by_exit_class=(("retryable", 1),)),
+        conditions={"Restarting": ("True", "TFJobRestarting"), "Running": ("False", "TFJobRestarting"),
+                    "Failed": None},
         messages={"Restarting": ["Worker 1", "137", "OOMKilled"]}),
     "ExitCode 128 and 255 are retryable too": Case(
         started(make_job({"Worker": 2})), [make_pod("Worker", 0, "Failed", exit_code=128),
                                            make_pod("Worker", 1, "Failed", exit_code=255)],
-        delete_pods=sorted([W0, W1]), counters=JobCounters(restarted=2)),
+        delete_pods=sorted([W0, W1]), counters=JobCounters(restarted=2, restarts_by_exit_class=(("retryable", 2),))),
     "ExitCode 1 fails the job with the replica, code and reason": Case(
         started(make_job()), [make_pod("Worker", 0), make_pod("Worker", 1, "Failed", exit_code=1, reason="Error"),
                               make_pod("PS", 0)],
@@ -231,7 +232,8 @@ EXIT_CODES = {
     "OnFailure: a Failed pod (node lost) is recreated, its restarts in place retired with it": Case(
         started(make_job({"Worker": 1}, policy="OnFailure"), [make_pod("Worker", 0, restarts=2)]),
         [make_pod("Worker", 0, "Failed", exit_code=1, restarts=2, pod_reason="NodeLost")], delete_pods=[W0],
-        conditions={"Restarting": ("True", "TFJobRestarting"), "Failed": None}, counters=JobCounters(restarted=1),
+        conditions={"Restarting": ("True", "TFJobRestarting"), "Failed": None},
+        counters=JobCounters(restarted=1, restarts_by_exit_class=(("permanent", 1),)),
         status={"replicaStatuses": {"Worker": {"active": 0, "succeeded": 0, "failed": 0, "restarts": 3,
                                                "retiredRestarts": 3, "retiredPodUIDs": [f"pod-{W0}"]}}}),
     "Always: a Failed pod is recreated": Case(
@@ -239,7 +241,9 @@ EXIT_CODES = {
         delete_pods=[W0], conditions={"Failed": None}),
     "OnFailure: restarts in place are counted and announced": Case(
         started(make_job({"Worker": 1}, policy="OnFailure")), [make_pod("Worker", 0, restarts=2)],
-        delete_pods=[], events=["TFJobRestarting"], counters=JobCounters(restarted=2),
+        # no lastState in these pods, so the class of the restarts is unknown
+        delete_pods=[], events=["TFJobRestarting"],
+        counters=JobCounters(restarted=2, restarts_by_exit_class=(("unknown", 2),)),
         conditions={"Running": ("True", "TFJobRunning")}),
     "Never: a failed pod fails the job": Case(
         started(make_job({"Worker": 2}, policy="Never")), [make_pod("Worker", 0),
@@ -282,7 +286,8 @@ BACKOFF = {
     "a failed pod found terminating but not counted (status lost) is counted once": Case(
         started(make_job()), [make_pod("Worker", 0), make_pod("Worker", 1, "Failed", exit_code=137, terminating=True,
                                                                restarts=0), make_pod("PS", 0)],
-        delete_pods=[], events=["TFJobRestarting"], counters=JobCounters(restarted=1)),
+        delete_pods=[], events=["TFJobRestarting"],
+        counters=JobCounters(restarted=1, restarts_by_exit_class=(("retryable", 1),))),
     "a counted pod whose delete failed is deleted again, not counted again": Case(
         COUNTED, [make_pod("Worker", 0), make_pod("Worker", 1, "Failed", exit_code=137, uid="old-w1"),
                   make_pod("PS", 0)],
@@ -614,3 +619,23 @@ def test_plan_never_raises_on_malformed_input(seed: int) -> None:
     pods = [_mutations(rng, pod) for pod in running_pods({"Chief": 1, "Worker": 2, "PS": 1})]
     result = plan(job, [pod for pod in pods if isinstance(pod, dict)], [], NOW)
     assert isinstance(result, Plan)
+
+
+def test_first_run_of_all_replicas_is_marked_for_the_start_latency_metric() -> None:
+    job = make_job({"Worker": 1})
+    pending = plan(started(job, [make_pod("Worker", 0, "Pending")]), [make_pod("Worker", 0, "Pending")], [], NOW)
+    running_job = {**job, "status": pending.status}
+    result = plan(running_job, [make_pod("Worker", 0)], [], NOW)
+    assert result.counters.started_running == 1
+    again = plan({**job, "status": result.status}, [make_pod("Worker", 0)], [], NOW)
+    assert again.counters.started_running == 0
+
+
+def test_in_place_restarts_take_the_class_of_the_latest_exit() -> None:
+    job = make_job({"Worker": 2}, policy="OnFailure")
+    before = started(job, [make_pod("Worker", 0), make_pod("Worker", 1)])
+    restarted = make_pod("Worker", 1, restarts=1)
+    restarted["status"]["containerStatuses"][0]["lastState"] = {
+        "terminated": {"exitCode": 137, "reason": "OOMKilled", "finishedAt": T0}}
+    result = plan(before, [make_pod("Worker", 0), restarted], [], NOW)
+    assert result.counters.restarts_by_exit_class == (("retryable", 1),)

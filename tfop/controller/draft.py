@@ -7,12 +7,14 @@ the ones the plan leaves: the rules in reconcile only set conditions and never h
 from __future__ import annotations
 
 import copy
+from collections import Counter
 from datetime import datetime
 from typing import Any
 
 from tfop.api.constants import (
     CONDITION_CREATED,
     CONDITION_FAILED,
+    CONDITION_RESTARTING,
     CONDITION_RUNNING,
     CONDITION_SUCCEEDED,
     CONDITION_SUSPENDED,
@@ -55,6 +57,7 @@ class PlanDraft:
         self.requeue_after: float | None = None
         self.delete_job = False
         self.restarts = 0  # new restarts seen by this plan (in place and recreations)
+        self.restarts_by_exit_class: Counter[str] = Counter()
         self.cleaning_up = False  # a finished or suspended job still has children going away
 
     def set_condition(self, condition_type: str, *, true: bool, reason: str, message: str) -> None:
@@ -134,6 +137,9 @@ class PlanDraft:
             successful=int(CONDITION_SUCCEEDED in became),
             failed=int(CONDITION_FAILED in became),
             restarted=self.restarts,
+            restarts_by_exit_class=tuple(sorted(self.restarts_by_exit_class.items())),
+            started_running=int(CONDITION_RUNNING in became
+                                and find_condition(self._old_conditions, CONDITION_RESTARTING) is None),
         )
         return [*before, *self.events, *after], counters
 

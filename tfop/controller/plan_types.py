@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from tfop.api.fields import mapping, text
+from tfop.controller.accelerators import Accelerators
 from tfop.controller.resources import DEFAULT_SERVICE_DOMAIN
 
 
@@ -13,6 +15,8 @@ from tfop.controller.resources import DEFAULT_SERVICE_DOMAIN
 class PlannerConfig:
     # Addresses in TF_CONFIG are `{child}.{namespace}.{service_domain}:{port}`; e.g. `svc.cluster.local`.
     service_domain: str = DEFAULT_SERVICE_DOMAIN
+    # Env vars and hostPath mounts for containers that request an accelerator resource.
+    accelerators: Accelerators = field(default_factory=lambda: MappingProxyType({}))
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,10 @@ class JobCounters:
     successful: int = 0
     failed: int = 0
     restarted: int = 0
+    # The restarts above by how the container ended: retryable, permanent, succeeded, or unknown (no exit code:
+    # evicted, node lost).
+    restarts_by_exit_class: tuple[tuple[str, int], ...] = ()
+    started_running: int = 0  # all replicas ran for the first time (never restarted before): start latency
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from tfop.api.constants import (
@@ -35,6 +36,7 @@ from tfop.api.constants import (
 from tfop.api.defaults import canonical_replica_type
 from tfop.api.fields import items, mapping, text
 from tfop.api.runtime_id import child_name, runtime_id
+from tfop.controller.accelerators import Accelerators, apply_accelerators
 
 __all__ = [
     "DEFAULT_SERVICE_DOMAIN", "DesiredChildren", "ReplicaSlot", "child_name", "desired_pod", "desired_service",
@@ -121,8 +123,10 @@ class DesiredChildren:
     """Builds the children of one job; what all of them share (TF_CONFIG's cluster, owner, labels) is computed
     once, so building a thousand pods stays linear in the cluster size per pod."""
 
-    def __init__(self, job: dict[str, Any], service_domain: str = DEFAULT_SERVICE_DOMAIN) -> None:
+    def __init__(self, job: dict[str, Any], service_domain: str = DEFAULT_SERVICE_DOMAIN,
+                 accelerators: Accelerators = MappingProxyType({})) -> None:
         self._job = job
+        self._accelerators = accelerators
         self._name: str = job["metadata"]["name"]
         self._namespace: str = job["metadata"]["namespace"]
         self._runtime_id = job_runtime_id(job)
@@ -145,6 +149,7 @@ class DesiredChildren:
             metadata["annotations"] = template_metadata["annotations"]
         spec = template["spec"]
         spec["restartPolicy"] = pod_restart_policy(replica["restartPolicy"])
+        apply_accelerators(spec, self._accelerators)
         if self._cluster is not None:
             container = _tensorflow_container(spec)
             if container is not None:
