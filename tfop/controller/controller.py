@@ -48,7 +48,7 @@ def utc_now() -> datetime:
 class TFJobController:
     def __init__(self, client: KubeClient, recorder: EventRecorder, *, planner_config: PlannerConfig,
                  namespaces: Sequence[str] = (), threads: int = 4, create_concurrency: int = 16,
-                 clock: Callable[[], datetime] = utc_now) -> None:
+                 stall_after: float = 900.0, clock: Callable[[], datetime] = utc_now) -> None:
         self.client = client
         self.recorder = recorder
         self.planner_config = planner_config
@@ -64,6 +64,10 @@ class TFJobController:
         self.expectations = Expectations()
         self._creators = ThreadPoolExecutor(max_workers=create_concurrency, thread_name_prefix="create")
         self._workers: list[threading.Thread] = []
+        # A healthy informer makes progress at least once per watch (5-10 min), a reconcile takes seconds:
+        # silence longer than this means a hung connection or a stuck worker, which only a restart cures.
+        self.stall_after = stall_after
+        self._busy: dict[str, tuple[str, float]] = {}  # worker name -> (key, monotonic start)
         metrics.max_concurrent.labels(metrics.CONTROLLER).set(threads)
 
     # --- lifecycle -------------------------------------------------------------------------------------------
@@ -100,11 +104,23 @@ class TFJobController:
             informer.stop()
 
     def health_problem(self) -> str | None:
-        """For /healthz: a dead informer or worker thread is a process that must be restarted."""
-        dead = [f"informer {i.resource.plural} ({i.namespace or 'all namespaces'})"
-                for i in self.informers if not i.is_alive()]
-        dead += [w.name for w in self._workers if not w.is_alive() and not self.queue.shutting_down()]
-        return f"not running: {', '.join(dead)}" if dead else None
+        """For /healthz: a dead or stalled informer or worker is a process that must be restarted."""
+        now = time.monotonic()
+        problems = []
+        for informer in self.informers:
+            name = f"informer {informer.resource.plural} ({informer.namespace or 'all namespaces'})"
+            progress = informer.last_progress
+            if not informer.is_alive():
+                problems.append(f"{name} is not running")
+            elif progress is not None and now - progress > self.stall_after:
+                problems.append(f"{name} made no progress for {now - progress:.0f}s")
+        for worker in self._workers:
+            if not worker.is_alive() and not self.queue.shutting_down():
+                problems.append(f"{worker.name} is not running")
+        for thread_name, (key, since) in list(self._busy.items()):
+            if now - since > self.stall_after:
+                problems.append(f"{thread_name} has been reconciling {key} for {now - since:.0f}s")
+        return "; ".join(problems) or None
 
     def readiness_problem(self) -> str | None:
         pending = [i.resource.plural for i in self.informers if not i.has_synced()]
@@ -149,6 +165,7 @@ class TFJobController:
             if shutdown or key is None:
                 return
             started = time.monotonic()
+            self._busy[threading.current_thread().name] = (key, started)
             metrics.active_workers.labels(metrics.CONTROLLER).inc()
             try:
                 requeue_after = self.reconcile(key)
@@ -161,6 +178,7 @@ class TFJobController:
                 metrics.reconcile_total.labels(
                     metrics.CONTROLLER, "requeue_after" if requeue_after is not None else "success").inc()
             finally:
+                del self._busy[threading.current_thread().name]
                 metrics.active_workers.labels(metrics.CONTROLLER).dec()
                 metrics.reconcile_time.labels(metrics.CONTROLLER).observe(time.monotonic() - started)
                 self.queue.done(key)

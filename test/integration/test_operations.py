@@ -1,0 +1,123 @@
+"""Running tfop the way a cluster runs it: two replicas with leader election, probes, metrics."""
+
+from __future__ import annotations
+
+import re
+import urllib.request
+from pathlib import Path
+
+from local_cluster import LocalCluster
+from support.operator_process import OperatorProcess
+from support.pods import exit_pod, wait_for, wait_for_count
+from tfop.controller.controller import TFJOBS, TFJobController
+from tfop.controller.plan_types import PlannerConfig
+from tfop.health import Checks, EndpointServer
+from tfop.kube.client import KubeClient
+from tfop.kube.events import EventRecorder
+from tfop.kube.resource import EVENTS, PODS
+
+
+def metric(process: OperatorProcess, metric_name: str, **labels: str) -> float | None:
+    """The value of one sample on the process's /metrics, or None if it is not there."""
+    status, text = process.get("/metrics")
+    if status != 200:
+        return None
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        sample, _, value = line.rpartition(" ")
+        sample_name, _, sample_labels = sample.partition("{")
+        present = dict(re.findall(r'(\w+)="([^"]*)"', sample_labels))
+        if sample_name == metric_name and all(present.get(k) == v for k, v in labels.items()):
+            return float(value)
+    return None
+
+
+def job_pods(client: KubeClient, namespace: str, job: str) -> dict[str, str]:
+    """name -> uid of the job's pods that are not being deleted."""
+    items, _ = client.list(PODS, namespace, label_selector=f"training.kubeflow.org/job-name={job}")
+    return {p["metadata"]["name"]: p["metadata"]["uid"] for p in items if not p["metadata"].get("deletionTimestamp")}
+
+
+def test_two_replicas_one_leads_and_a_sigterm_hands_over_without_duplicates(
+        cluster: LocalCluster, tfjob_crd: Path, kube_client: KubeClient, namespace: str, tmp_path: Path) -> None:
+    args = ("--namespace", namespace, "--leader-elect", "--leader-elect-namespace", namespace)
+    first = OperatorProcess(cluster.kubeconfig, tmp_path / "first.log", *args).start()
+    second = OperatorProcess(cluster.kubeconfig, tmp_path / "second.log", *args).start()
+    try:
+        leader, standby = wait_for(lambda: next(((a, b) for a, b in ((first, second), (second, first))
+                                                 if metric(a, "tf_operator_is_leader") == 1), None),
+                                   message="a leader")
+        assert metric(standby, "tf_operator_is_leader") == 0
+        assert standby.get("/readyz")[0] == 200, "a standby with synced caches is ready"
+
+        kube_client.create(TFJOBS, {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "ha"},
+                                    "spec": {"tfReplicaSpecs": {"Worker": {"replicas": 3, "template": {"spec": {
+                                        "containers": [{"name": "tensorflow", "image": "tf"}]}}}}}}, namespace)
+        pods = wait_for_count(lambda: job_pods(kube_client, namespace, "ha"), 3, message="pods")
+
+        assert leader.terminate(timeout=30) == 0
+        wait_for(lambda: metric(standby, "tf_operator_is_leader") == 1, timeout=10,
+                 message="the standby to lead (the lease is released on SIGTERM)")
+        # Without a chief, worker 0 decides the job (the other workers' pods are then cleaned up).
+        exit_pod(kube_client, namespace, next(name for name in pods if name.endswith("-0")), 0)
+        wait_for(lambda: any(c["type"] == "Succeeded" and c["status"] == "True" for c in
+                             kube_client.get(TFJOBS, "ha", namespace).get("status", {}).get("conditions", [])),
+                 message="the new leader to finish the job")
+        # Nothing created twice: what is left (cleanPodPolicy removed the rest) are the first leader's pods.
+        assert job_pods(kube_client, namespace, "ha").items() <= pods.items()
+        events, _ = kube_client.list(EVENTS, namespace, field_selector="involvedObject.name=ha")
+        assert not [e for e in events if e["reason"].startswith("FailedCreate")]
+
+        # /metrics of the leader after a job ran: the names dashboards know, with values that add up.
+        for name, labels, expected in (
+                ("tf_operator_jobs_successful_total", {"job_namespace": namespace}, 1.0),
+                ("tf_operator_is_leader", {}, 1.0),
+                ("leader_election_master_status", {"name": "tfop-leader"}, 1.0),
+                ("tf_operator_job_duration_seconds_count", {"outcome": "succeeded"}, 1.0)):
+            assert metric(standby, name, **labels) == expected, name
+        for name, labels in (("workqueue_adds_total", {"name": "tfjob"}),
+                             ("controller_runtime_reconcile_total", {"controller": "tfjob", "result": "success"}),
+                             ("rest_client_requests_total", {"method": "PUT"}),
+                             ("controller_runtime_reconcile_time_seconds_count", {"controller": "tfjob"}),
+                             ("workqueue_work_duration_seconds_count", {"name": "tfjob"}),
+                             ("process_cpu_seconds_total", {}), ("process_resident_memory_bytes", {})):
+            value = metric(standby, name, **labels)
+            assert value is not None and value > 0, name
+    finally:
+        for process in (first, second):
+            process.terminate()
+        print(f"--- first ---\n{first.log_tail(30)}\n--- second ---\n{second.log_tail(30)}")
+
+
+def test_healthz_fails_when_an_informer_dies_and_readyz_follows_the_caches(
+        cluster: LocalCluster, tfjob_crd: Path, kube_client: KubeClient, namespace: str) -> None:
+    recorder = EventRecorder(kube_client, "tfop-test")
+    controller = TFJobController(kube_client, recorder, planner_config=PlannerConfig(), namespaces=[namespace])
+    liveness, readiness = Checks(), Checks()
+    liveness.add("controller", controller.health_problem)
+    readiness.add("caches", controller.readiness_problem)
+    server = EndpointServer("127.0.0.1:0", liveness=liveness, readiness=readiness)
+    server.start()
+
+    def get(path: str) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{server.port}{path}", timeout=5) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode()
+
+    try:
+        status, body = get("/readyz")
+        assert status == 500 and "caches not synced" in body
+        controller.start_informers()
+        controller.start_workers()
+        assert controller.wait_for_sync(timeout=30)
+        assert get("/readyz") == (200, "ok\n") and get("/healthz") == (200, "ok\n")
+
+        controller.services[namespace].stop()  # as if its thread had died
+        status, body = get("/healthz")
+        assert status == 500 and f"informer services ({namespace}) is not running" in body
+    finally:
+        controller.stop(drain_timeout=5)
+        server.stop()
