@@ -1,0 +1,65 @@
+{{/* The name of most objects: the release name, with the chart's name added unless it already holds it. */}}
+{{- define "tfop.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Labels that select the operator's pods; also on every object, so one selector finds the release. */}}
+{{- define "tfop.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "tfop.labels" -}}
+{{ include "tfop.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{- define "tfop.leaseName" -}}
+{{- .Values.leaderElection.leaseName | default (printf "%s-leader" (include "tfop.fullname" .)) -}}
+{{- end -}}
+
+{{/*
+What the operator does on the API in the namespaces it manages, and nothing more (tfop/controller/controller.py
+and tfop/kube/): it watches TFJobs and writes their status, deletes finished ones after
+ttlSecondsAfterFinished, creates and deletes the Pods and Services of each job, and records Events.
+*/}}
+{{- define "tfop.operatorRules" -}}
+- apiGroups: [kubeflow.org]
+  resources: [tfjobs]
+  verbs: [get, list, watch, delete]
+# The status is written with PUT; patch grants nothing update does not.
+- apiGroups: [kubeflow.org]
+  resources: [tfjobs/status]
+  verbs: [update, patch]
+# Children carry ownerReferences with blockOwnerDeletion, which clusters running the
+# OwnerReferencesPermissionEnforcement admission plugin (OpenShift, for one) allow only with this.
+- apiGroups: [kubeflow.org]
+  resources: [tfjobs/finalizers]
+  verbs: [update]
+- apiGroups: [""]
+  resources: [pods, services]
+  verbs: [list, watch, create, delete]
+- apiGroups: [""]
+  resources: [events]
+  verbs: [create, patch]
+{{- end -}}
+
+{{/* The controller config file: serviceDomain, and the cloud's accelerator preset under the user's own. */}}
+{{- define "tfop.controllerConfig" -}}
+{{- $accelerators := dict -}}
+{{- if .Values.cloud -}}
+{{- $preset := .Files.Get (printf "files/accelerators/%s.yaml" .Values.cloud) -}}
+{{- if not $preset -}}
+{{- fail (printf "cloud=%s has no preset; use azure, gke or aws" .Values.cloud) -}}
+{{- end -}}
+{{- $accelerators = fromYaml $preset -}}
+{{- end -}}
+{{- $accelerators = mergeOverwrite $accelerators (deepCopy .Values.accelerators) -}}
+{{- dict "serviceDomain" .Values.serviceDomain "accelerators" $accelerators | toYaml -}}
+{{- end -}}

@@ -1,0 +1,461 @@
+"""deploy/ for real: the kustomize base and the Helm chart dry-run and apply on the local cluster, their RBAC is
+minimal (`kubectl auth can-i`) and sufficient (the operator runs as the ServiceAccount and takes a distributed
+job to success), the shipped config loads, and the dashboard and alerts use metrics the operator exports."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from local_cluster import LocalCluster
+from support.operator_process import OperatorProcess
+from support.pods import exit_pod, wait_for, wait_for_count
+from tfop import __version__
+from tfop.config import load_config
+from tfop.controller.controller import TFJOBS
+from tfop.kube.client import KubeClient
+from tfop.kube.errors import NotFound
+from tfop.kube.resource import EVENTS, LEASES, PODS
+
+REPO = Path(__file__).resolve().parents[2]
+DEPLOY = REPO / "deploy"
+CHART = DEPLOY / "helm" / "tfop"
+SYSTEM_NAMESPACE = "tfop-system"
+OPERATOR_SA = f"system:serviceaccount:{SYSTEM_NAMESPACE}:tfop"
+LEASE = "tfop-leader"
+CONFIG_KEY = "controller_config_file.yaml"
+HELM_ONLY_LABELS = {"helm.sh/chart", "app.kubernetes.io/managed-by", "app.kubernetes.io/version"}
+Object = dict[str, Any]
+
+
+# --- fixtures and helpers ----------------------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def helm() -> Path:
+    """hack/build-helm.sh's helm (built from the Go module proxy once, then cached); fails, never skips."""
+    result = subprocess.run(["bash", str(REPO / "hack" / "build-helm.sh")], capture_output=True, text=True,
+                            check=False)
+    if result.returncode != 0:
+        pytest.fail(f"building helm failed (exit {result.returncode}):\n{result.stderr[-3000:]}")
+    return Path(result.stdout.strip().splitlines()[-1])
+
+
+def run_helm(helm: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(helm), *args], capture_output=True, text=True, check=False, timeout=120)
+
+
+def helm_template(helm: Path, release: str, namespace: str, *args: str) -> str:
+    result = run_helm(helm, "template", release, str(CHART), "--namespace", namespace, *args)
+    assert result.returncode == 0, f"helm template {' '.join(args)} failed:\n{result.stderr}"
+    return result.stdout
+
+
+def documents(text: str) -> list[Object]:
+    return [doc for doc in yaml.safe_load_all(text) if doc]
+
+
+def by_kind_and_name(objects: list[Object]) -> dict[tuple[str, str], Object]:
+    return {(o["kind"], o["metadata"]["name"]): o for o in objects}
+
+
+def found(get: Callable[[], Object]) -> Object | None:
+    try:
+        return get()
+    except NotFound:
+        return None
+
+
+def kustomize(cluster: LocalCluster) -> str:
+    return str(cluster.kubectl("kustomize", str(DEPLOY)).stdout)
+
+
+@pytest.fixture(scope="session")
+def monitoring_crds(cluster: LocalCluster) -> None:
+    """Just enough of the Prometheus Operator's CRDs for ServiceMonitors and PrometheusRules to be stored."""
+    for kind in ("ServiceMonitor", "PrometheusRule"):
+        name = f"{kind.lower()}s.monitoring.coreos.com"
+        cluster.kubectl("apply", "-f", "-", input=json.dumps({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": name},
+            "spec": {"group": "monitoring.coreos.com", "scope": "Namespaced", "names": {
+                "kind": kind, "listKind": f"{kind}List", "plural": f"{kind.lower()}s", "singular": kind.lower()},
+                "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                    "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}}))
+        wait_for(lambda: cluster.kubectl("get", "crd", name, "-o", "jsonpath={.status.conditions[?(@.type=="
+                                         '"Established")].status}', check=False).stdout == "True",
+                 message=f"CRD {name} Established")
+
+
+def dry_run_and_apply(cluster: LocalCluster, manifests: str) -> None:
+    """A server-side dry run first (which must pass the Pod Security warnings too), then the real apply."""
+    dry_run = cluster.kubectl("apply", "--dry-run=server", "-f", "-", input=manifests, check=False)
+    assert dry_run.returncode == 0, f"server-side dry run failed:\n{dry_run.stderr}"
+    assert "would violate PodSecurity" not in dry_run.stderr, dry_run.stderr
+    applied = cluster.kubectl("apply", "-f", "-", input=manifests, check=False)
+    assert applied.returncode == 0, f"apply failed:\n{applied.stderr}"
+
+
+def restrict_pods(cluster: LocalCluster, namespace: str) -> None:
+    """The restricted Pod Security Standard, enforced, as the kustomize base's own namespace has it."""
+    cluster.kubectl("label", "--overwrite", "namespace", namespace,
+                    "pod-security.kubernetes.io/enforce=restricted", "pod-security.kubernetes.io/warn=restricted")
+
+
+def wait_available(cluster: LocalCluster, namespace: str, deployment: str, replicas: int) -> None:
+    """kwok runs the pods, so the Deployment becomes available once its pods are admitted and scheduled."""
+    wait_for(lambda: cluster.kubectl("get", "deployment", deployment, "-n", namespace, "-o",
+                                     "jsonpath={.status.availableReplicas}", check=False).stdout == str(replicas),
+             timeout=60, message=f"deployment {namespace}/{deployment} available")
+
+
+@pytest.fixture(scope="session")
+def kustomize_base(cluster: LocalCluster, tfjob_crd: Path, monitoring_crds: None) -> list[Object]:
+    """The kustomize base, rendered, dry-run and applied (its Namespace first: the rest lives in it)."""
+    rendered = kustomize(cluster)
+    objects = documents(rendered)
+    [namespace] = [o for o in objects if o["kind"] == "Namespace"]
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(namespace))
+    dry_run_and_apply(cluster, rendered)
+    return objects
+
+
+def can_i(cluster: LocalCluster, user: str, verb: str, target: str, namespace: str | None) -> bool:
+    """`target` as kubectl takes it: `resource`, `resource/name`, or `resource:subresource` (ours)."""
+    resource, _, subresource = target.partition(":")
+    scope = ["-n", namespace] if namespace else ["--all-namespaces"]
+    flags = [f"--subresource={subresource}"] if subresource else []
+    result = cluster.kubectl("auth", "can-i", verb, resource, *flags, "--as", user, *scope, check=False)
+    assert result.stdout.strip() in ("yes", "no"), result.stderr
+    return bool(result.stdout.strip() == "yes")
+
+
+def granted(cluster: LocalCluster, user: str, namespace: str) -> set[tuple[str, str, str]]:
+    """Every (resource, resource name, verb) `user` may use in `namespace`, from `kubectl auth can-i --list`,
+    less the self-reviews every authenticated user has."""
+    table = cluster.kubectl("auth", "can-i", "--list", "--as", user, "-n", namespace).stdout.splitlines()[1:]
+    rules = set()
+    for line in table:
+        match = re.match(r"^(\S+)\s+\[(.*?)\]\s+\[(.*?)\]\s+\[(.*?)\]\s*$", line)
+        if match and not match[1].startswith("selfsubject"):
+            for verb in match[4].split():
+                rules.add((match[1], match[3], verb))
+    return rules
+
+
+OPERATOR_RULES = {(resource, "", verb) for resource, verbs in [
+    ("tfjobs.kubeflow.org", "get list watch delete"), ("tfjobs.kubeflow.org/status", "update patch"),
+    ("tfjobs.kubeflow.org/finalizers", "update"), ("pods", "list watch create delete"),
+    ("services", "list watch create delete"), ("events", "create patch")] for verb in verbs.split()}
+
+
+def leader_election_rules(lease: str) -> set[tuple[str, str, str]]:
+    return {("leases.coordination.k8s.io", "", "create"), ("leases.coordination.k8s.io", lease, "get"),
+            ("leases.coordination.k8s.io", lease, "update")}
+
+
+# --- the kustomize base ------------------------------------------------------------------------------------------
+def test_kustomize_base_applies_and_its_deployment_runs_under_restricted_pod_security(
+        cluster: LocalCluster, kustomize_base: list[Object]) -> None:
+    kinds = sorted(o["kind"] for o in kustomize_base)
+    assert kinds == sorted(["CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole", "ClusterRole",
+                            "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "ConfigMap",
+                            "Deployment", "PodDisruptionBudget", "Service", "ServiceMonitor", "PrometheusRule"])
+    assert all(o["metadata"].get("namespace") == SYSTEM_NAMESPACE for o in kustomize_base
+               if o["kind"] not in ("CustomResourceDefinition", "Namespace", "ClusterRole", "ClusterRoleBinding"))
+    namespace = json.loads(cluster.kubectl("get", "namespace", SYSTEM_NAMESPACE, "-o", "json").stdout)
+    assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+    wait_available(cluster, SYSTEM_NAMESPACE, "tfop", 2)
+
+    deployment = by_kind_and_name(kustomize_base)[("Deployment", "tfop")]
+    pod = deployment["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    args = container["args"]
+    assert "--leader-elect" in args and f"--leader-elect-id={LEASE}" in args
+    assert container["image"] == f"tfop:{__version__}"
+    drain = float(next(a for a in args if a.startswith("--drain-seconds=")).split("=")[1])
+    assert pod["terminationGracePeriodSeconds"] > drain
+    config_path = next(a for a in args if a.startswith("--config=")).split("=")[1]
+    [mount] = [m for m in container["volumeMounts"] if m["name"] == "config"]
+    assert config_path == f"{mount['mountPath']}/{CONFIG_KEY}"
+    assert {p["path"] for p in (container["livenessProbe"]["httpGet"], container["readinessProbe"]["httpGet"])} == {
+        "/healthz", "/readyz"}
+
+
+def test_operator_service_account_is_denied_everything_it_does_not_use(
+        cluster: LocalCluster, kustomize_base: list[Object], namespace: str) -> None:
+    for verb, resource in [("get", "secrets"), ("list", "secrets"), ("watch", "secrets"), ("create", "configmaps"),
+                           ("update", "configmaps"), ("patch", "configmaps"), ("delete", "configmaps"),
+                           ("create", "deployments.apps"), ("update", "deployments.apps"), ("get", "nodes"),
+                           ("list", "nodes"), ("create", "tfjobs.kubeflow.org"), ("update", "tfjobs.kubeflow.org"),
+                           ("patch", "pods"), ("update", "pods"), ("create", "pods:exec"),
+                           ("create", "serviceaccounts:token"), ("delete", "leases.coordination.k8s.io")]:
+        for scope in (namespace, SYSTEM_NAMESPACE, None):
+            assert not can_i(cluster, OPERATOR_SA, verb, resource, scope), f"may {verb} {resource} in {scope}"
+    # The Lease: only its own, only in its own namespace.
+    assert not can_i(cluster, OPERATOR_SA, "update", "leases.coordination.k8s.io/another", SYSTEM_NAMESPACE)
+    assert not can_i(cluster, OPERATOR_SA, "create", "leases.coordination.k8s.io", namespace)
+
+
+def test_operator_service_account_may_do_exactly_what_the_operator_does(
+        cluster: LocalCluster, kustomize_base: list[Object], namespace: str) -> None:
+    assert granted(cluster, OPERATOR_SA, namespace) == OPERATOR_RULES
+    assert granted(cluster, OPERATOR_SA, SYSTEM_NAMESPACE) == OPERATOR_RULES | leader_election_rules(LEASE)
+    assert can_i(cluster, OPERATOR_SA, "watch", "tfjobs.kubeflow.org", None)  # all namespaces at once
+
+
+@pytest.fixture
+def service_account_kubeconfig(cluster: LocalCluster, kustomize_base: list[Object], tmp_path: Path) -> Path:
+    """The cluster's kubeconfig with the operator ServiceAccount's token instead of the admin certificate.
+
+    (Not an `as:` impersonation entry: the Python kubernetes client ignores it and would stay admin.)"""
+    token = cluster.kubectl("create", "token", "tfop", "-n", SYSTEM_NAMESPACE, "--duration=1h").stdout.strip()
+    config = yaml.safe_load(cluster.kubeconfig.read_text())
+    for entry in config["users"]:
+        entry["user"] = {"token": token}
+    path = tmp_path / "tfop-sa.kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    review = KubeClient.from_kubeconfig(str(path)).request(
+        "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        body={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+    assert review["status"]["userInfo"]["username"] == OPERATOR_SA
+    return path
+
+
+def test_operator_runs_a_distributed_job_to_success_as_its_service_account(
+        cluster: LocalCluster, kube_client: KubeClient, namespace: str, service_account_kubeconfig: Path,
+        tmp_path: Path) -> None:
+    log = tmp_path / "operator.log"
+    operator = OperatorProcess(service_account_kubeconfig, log, "--leader-elect", "--leader-elect-namespace",
+                               SYSTEM_NAMESPACE, "--leader-elect-id", LEASE).start()
+    try:
+        wait_for(lambda: (found(lambda: kube_client.get(LEASES, LEASE, SYSTEM_NAMESPACE)) or {}).get("spec", {})
+                 .get("holderIdentity"), message="the operator to take the lease")
+        replica = {"template": {"spec": {"containers": [{"name": "tensorflow", "image": "tensorflow/tensorflow"}]}}}
+        kube_client.create(TFJOBS, {
+            "apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "dist"},
+            "spec": {"runPolicy": {"ttlSecondsAfterFinished": 5}, "tfReplicaSpecs": {
+                "Chief": {"replicas": 1, **replica}, "Worker": {"replicas": 2, **replica},
+                "PS": {"replicas": 1, **replica}}}}, namespace)
+        selector = "training.kubeflow.org/job-name=dist"
+        pods = wait_for_count(lambda: kube_client.list(PODS, namespace, label_selector=selector)[0], 4,
+                              message="pods")
+        wait_for(lambda: all(p.get("status", {}).get("phase") == "Running" for p in
+                             kube_client.list(PODS, namespace, label_selector=selector)[0]), message="pods running")
+        for pod in pods:
+            if pod["metadata"]["labels"]["training.kubeflow.org/replica-type"] in ("chief", "worker"):
+                exit_pod(kube_client, namespace, pod["metadata"]["name"], 0)
+        # ttlSecondsAfterFinished: the operator deletes the finished job itself.
+        wait_for(lambda: not found(lambda: kube_client.get(TFJOBS, "dist", namespace)), timeout=60,
+                 message="the job deleted after its TTL")
+        reasons = {e["reason"] for e in kube_client.list(EVENTS, namespace,
+                                                         field_selector="involvedObject.name=dist")[0]}
+        assert {"SuccessfulCreatePod", "SuccessfulCreateService", "TFJobSucceeded", "SuccessfulDeletePod"} <= reasons
+        assert operator.terminate() == 0
+        # A graceful stop releases the lease (an update), so a successor need not wait for it to expire.
+        assert kube_client.get(LEASES, LEASE, SYSTEM_NAMESPACE)["spec"]["leaseDurationSeconds"] == 1
+    finally:
+        operator.kill()
+        print(f"--- operator log ---\n{operator.log_tail(60)}")
+    assert "forbidden" not in log.read_text().lower()
+
+
+# --- the Helm chart ----------------------------------------------------------------------------------------------
+def comparable(value: Any) -> Any:
+    """An object without what only Helm adds: its own labels and the config checksum that rolls the pods."""
+    if isinstance(value, dict):
+        kept = {k: comparable(v) for k, v in value.items() if k not in HELM_ONLY_LABELS and k != "checksum/config"}
+        return {k: v for k, v in kept.items() if not (k == "annotations" and v == {})}
+    if isinstance(value, list):
+        return [comparable(v) for v in value]
+    return value
+
+
+def test_helm_chart_with_default_values_renders_the_kustomize_base(cluster: LocalCluster, helm: Path) -> None:
+    base = by_kind_and_name(documents(kustomize(cluster)))
+    del base[("Namespace", SYSTEM_NAMESPACE)]  # helm install --create-namespace
+    rendered = by_kind_and_name(documents(helm_template(helm, "tfop", SYSTEM_NAMESPACE, "--include-crds")))
+    assert sorted(rendered) == sorted(base)
+    for key, ours in base.items():
+        theirs = comparable(rendered[key])
+        if key == ("ConfigMap", "tf-job-operator-config"):  # the same settings; the base's file has comments
+            ours = {**ours, "data": {CONFIG_KEY: yaml.safe_load(ours["data"][CONFIG_KEY])}}
+            theirs = {**theirs, "data": {CONFIG_KEY: yaml.safe_load(theirs["data"][CONFIG_KEY])}}
+        assert theirs == ours, f"{key} differs between the Helm chart and the kustomize base"
+
+
+def test_helm_chart_lints_and_is_the_pinned_version(helm: Path) -> None:
+    versions = dict(line.split("=", 1) for line in (REPO / "hack" / "versions.env").read_text().splitlines()
+                    if re.match(r"^[A-Z_]+=", line))
+    assert run_helm(helm, "version", "--short").stdout.startswith(versions["HELM_VERSION"])
+    for values in ([], ["--set", "cloud=azure", "--set", "watchNamespaces={team-a,team-b}"]):
+        result = run_helm(helm, "lint", "--strict", str(CHART), *values)
+        assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("values, complaint", [
+    (["--set", "leaderElection.enabled=false"], "leaderElection"),
+    (["--set", "terminationGracePeriodSeconds=20"], "drainSeconds"),
+    (["--set", "cloud=ibm"], "cloud"),
+    (["--set", "watchNamespaces={Team_A}"], "watchNamespaces"),
+])
+def test_helm_chart_refuses_values_that_cannot_work(helm: Path, values: list[str], complaint: str) -> None:
+    result = run_helm(helm, "template", "tfop", str(CHART), *values)
+    assert result.returncode != 0 and complaint in result.stderr, result.stderr
+
+
+def test_chart_and_kustomize_image_follow_the_package_version() -> None:
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert chart["version"] == chart["appVersion"] == __version__
+    kustomization = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())
+    assert kustomization["images"] == [{"name": "tfop", "newTag": __version__}]
+
+
+@pytest.fixture
+def watched_namespaces(cluster: LocalCluster, namespace: str) -> Iterator[list[str]]:
+    names = [f"{namespace}-a", f"{namespace}-b"]
+    for name in names:
+        cluster.kubectl("create", "namespace", name)
+    yield names
+    for name in names:
+        cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+
+
+def test_helm_chart_for_all_namespaces_applies_with_a_cluster_role(
+        cluster: LocalCluster, tfjob_crd: Path, monitoring_crds: None, helm: Path, namespace: str) -> None:
+    restrict_pods(cluster, namespace)
+    rendered = helm_template(helm, "tfop-all", namespace, "--include-crds")
+    dry_run_and_apply(cluster, rendered)
+    wait_available(cluster, namespace, "tfop-all", 2)
+    account = f"system:serviceaccount:{namespace}:tfop-all"
+    assert granted(cluster, account, namespace) == OPERATOR_RULES | leader_election_rules("tfop-all-leader")
+    assert can_i(cluster, account, "watch", "pods", None)
+    assert ("CustomResourceDefinition", "tfjobs.kubeflow.org") in by_kind_and_name(documents(rendered))
+
+
+def test_helm_chart_for_a_namespace_list_on_azure_applies_with_roles_in_those_namespaces(
+        cluster: LocalCluster, tfjob_crd: Path, monitoring_crds: None, helm: Path, namespace: str,
+        watched_namespaces: list[str]) -> None:
+    restrict_pods(cluster, namespace)
+    rendered = helm_template(helm, "tfop-some", namespace, "--include-crds", "--set", "cloud=azure",
+                             "--set", f"watchNamespaces={{{','.join(watched_namespaces)}}}")
+    dry_run_and_apply(cluster, rendered)
+    wait_available(cluster, namespace, "tfop-some", 2)
+    objects = by_kind_and_name(documents(rendered))
+
+    account = f"system:serviceaccount:{namespace}:tfop-some"
+    for watched in watched_namespaces:
+        assert granted(cluster, account, watched) == OPERATOR_RULES
+    assert granted(cluster, account, namespace) == leader_election_rules("tfop-some-leader")
+    assert not can_i(cluster, account, "list", "pods", None)
+    assert ("ClusterRoleBinding", "tfop-some") not in objects
+    [container] = objects[("Deployment", "tfop-some")]["spec"]["template"]["spec"]["containers"]
+    assert [a for a in container["args"] if a.startswith("--namespace")] == [
+        f"--namespace={name}" for name in watched_namespaces]
+
+    config = yaml.safe_load(objects[("ConfigMap", "tf-job-operator-config")]["data"][CONFIG_KEY])
+    gpu = config["accelerators"]["nvidia.com/gpu"]  # the seeds' Azure preset
+    assert gpu["envVars"] == [{"name": "LD_LIBRARY_PATH", "value": "/usr/lib/nvidia:/usr/lib/x86_64-linux-gnu"}]
+    assert {v["hostPath"]: v["mountPath"] for v in gpu["volumes"]} == {
+        "/usr/lib/nvidia-384": "/usr/lib/nvidia", "/usr/lib/nvidia-384/bin": "/usr/local/nvidia/bin",
+        "/usr/lib/x86_64-linux-gnu/libcuda.so.1": "/usr/lib/x86_64-linux-gnu/libcuda.so.1"}
+
+
+# --- what the objects carry: the config, the alerts, the dashboard -----------------------------------------------
+@pytest.mark.parametrize("source, accelerators", [
+    ("kustomize", set()), ("helm", set()), ("helm-azure", {"nvidia.com/gpu"}), ("helm-gke", {"nvidia.com/gpu"}),
+    ("helm-aws", set())])
+def test_shipped_controller_config_loads_in_the_operator(cluster: LocalCluster, helm: Path, tmp_path: Path,
+                                                         source: str, accelerators: set[str]) -> None:
+    if source == "kustomize":
+        rendered = kustomize(cluster)
+    else:
+        cloud = source.partition("-")[2]
+        rendered = helm_template(helm, "tfop", SYSTEM_NAMESPACE, *(["--set", f"cloud={cloud}"] if cloud else []))
+    config_map = by_kind_and_name(documents(rendered))[("ConfigMap", "tf-job-operator-config")]
+    path = tmp_path / CONFIG_KEY
+    path.write_text(config_map["data"][CONFIG_KEY])
+    config = load_config(path)
+    assert config.service_domain == "svc" and set(config.accelerators) == accelerators
+
+
+def promql_expressions() -> dict[str, str]:
+    """Every PromQL expression shipped, by where it is: the alerts' and the dashboard's."""
+    rule = yaml.safe_load((CHART / "files" / "prometheusrule.yaml").read_text())
+    expressions = {f"alert {r['alert']}": r["expr"] for group in rule["spec"]["groups"] for r in group["rules"]}
+    dashboard = json.loads((CHART / "files" / "grafana-dashboard.json").read_text())
+    for panel in dashboard["panels"]:
+        for target in panel.get("targets", []):
+            expressions[f"panel {panel['title']!r} {target['refId']}"] = target["expr"]
+    for variable in dashboard["templating"]["list"]:
+        if variable["type"] == "query":
+            expressions[f"variable {variable['name']}"] = variable["query"]["query"]
+    return expressions
+
+
+def test_dashboard_and_alerts_select_metrics_the_operator_exports(
+        cluster: LocalCluster, tfjob_crd: Path, kustomize_base: list[Object], namespace: str,
+        tmp_path: Path) -> None:
+    operator = OperatorProcess(cluster.kubeconfig, tmp_path / "operator.log", "--namespace", namespace,
+                               "--leader-elect", "--leader-elect-namespace", namespace).start()
+    try:
+        status, exposition = operator.get("/metrics")
+    finally:
+        operator.terminate()
+    assert status == 200
+    families = set(re.findall(r"^# TYPE (\S+) ", exposition, re.MULTILINE))
+    exported = families | {family + suffix for family in families for suffix in ("_bucket", "_count", "_sum")}
+    exported.add("up")  # Prometheus' own, per scrape target
+    missing: dict[str, list[str]] = {}
+    for where, expression in promql_expressions().items():
+        selectors = re.findall(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\{([^}]*)\}", expression)
+        assert selectors, f"{where}: no metric selector in {expression!r}"
+        for metric, labels in selectors:
+            assert 'job="tfop"' in labels, f"{where}: {metric} is not limited to job=\"tfop\""
+            if metric not in exported:
+                missing.setdefault(metric, []).append(where)
+    assert not missing, f"metrics the operator does not export: {json.dumps(missing, indent=1)}"
+
+    # job="tfop" holds because the ServiceMonitor names the job after a label the Service has.
+    objects = by_kind_and_name(kustomize_base)
+    job_label = objects[("ServiceMonitor", "tfop")]["spec"]["jobLabel"]
+    assert objects[("Service", "tfop-metrics")]["metadata"]["labels"][job_label] == "tfop"
+
+
+def test_dashboard_is_laid_out_on_grafanas_grid_with_a_datasource_variable() -> None:
+    dashboard = json.loads((CHART / "files" / "grafana-dashboard.json").read_text())
+    panels = dashboard["panels"]
+    assert len({p["id"] for p in panels}) == len(panels)
+    assert any(v["name"] == "datasource" and v["type"] == "datasource" for v in dashboard["templating"]["list"])
+    occupied: set[tuple[int, int]] = set()
+    for panel in panels:
+        grid = panel["gridPos"]
+        assert grid["x"] + grid["w"] <= 24, panel["title"]
+        cells = {(x, y) for x in range(grid["x"], grid["x"] + grid["w"])
+                 for y in range(grid["y"], grid["y"] + grid["h"])}
+        assert not cells & occupied, f"{panel['title']} overlaps another panel"
+        occupied |= cells
+        if panel["type"] != "row":
+            assert panel["datasource"]["uid"] == "${datasource}" and panel["targets"], panel["title"]
+
+
+def test_dockerfile_runs_tfop_as_the_user_the_deployment_expects() -> None:
+    """No Docker engine here to build it; this keeps it in step with the manifests and the package."""
+    dockerfile = (REPO / "Dockerfile").read_text()
+    assert re.search(r"^ARG PYTHON_IMAGE=python:3\.11\.\d+-slim-\w+$", dockerfile, re.MULTILINE), "pinned base"
+    assert re.search(r'^ENTRYPOINT \["tfop", "run"\]$', dockerfile, re.MULTILINE)
+    assert "tfop = tfop.cli:main" in (REPO / "setup.cfg").read_text()
+    [user] = re.findall(r"^USER (\d+):(\d+)$", dockerfile, re.MULTILINE)
+    pod = yaml.safe_load((DEPLOY / "manifests" / "deployment.yaml").read_text().split("\n---\n")[0])
+    context = pod["spec"]["template"]["spec"]["securityContext"]
+    assert (str(context["runAsUser"]), str(context["runAsGroup"])) == user and context["runAsNonRoot"]
+    # .dockerignore lets in only what it names; every COPY from the context must be among it.
+    allowed = {line[1:].rstrip("/") for line in (REPO / ".dockerignore").read_text().splitlines()
+               if line.startswith("!")}
+    for line in re.findall(r"^COPY (?!--from)(.+)$", dockerfile, re.MULTILINE):
+        for source in line.split()[:-1]:
+            assert source in allowed and (REPO / source).exists(), f"COPY {source}"
