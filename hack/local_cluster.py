@@ -208,9 +208,10 @@ class LocalCluster:
             time.sleep(0.05)
         if self.pid(component) is not None:
             os.kill(pid, signal.SIGKILL)
-            while self.pid(component) is not None:
-                _reap(pid)
-                time.sleep(0.05)
+        # An exiting process loses its command line before the kernel frees its sockets: wait until it is gone
+        # (or a zombie, which holds no sockets), so that start() right after can bind the same port.
+        while not _exited(pid):
+            time.sleep(0.02)
         self._pid_file(component).unlink(missing_ok=True)
 
     def kill(self, component: str) -> None:
@@ -409,6 +410,15 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
         pass
+
+
+def _exited(pid: int) -> bool:
+    _reap(pid)
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
 
 
 def _tail(path: Path, lines: int = 25) -> str:

@@ -88,8 +88,9 @@ def test_which_failures_are_retried(method: str, content_type: str, status: int 
 
 
 def test_retries_stop_after_max_retries() -> None:
-    decide = lambda attempt: POLICY.delay(attempt, "GET", JSON, status=503, reached_server=True,  # noqa: E731
-                                          retry_after=None, rnd=0.5)
+    def decide(attempt: int) -> float | None:
+        return POLICY.delay(attempt, "GET", JSON, status=503, reached_server=True, retry_after=None, rnd=0.5)
+
     assert all(decide(attempt) is not None for attempt in range(5))
     assert decide(5) is None
     assert RetryPolicy(max_retries=0).delay(0, "GET", JSON, status=503, reached_server=True, retry_after=None,

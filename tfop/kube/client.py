@@ -80,11 +80,15 @@ class KubeClient:
         self._throttle = RequestThrottle(qps, burst)
 
     @classmethod
-    def from_kubeconfig(cls, path: str | None = None, context: str | None = None, **kw: Any) -> KubeClient:
-        """A client from a kubeconfig file (None: $KUBECONFIG or ~/.kube/config)."""
+    def from_kubeconfig(cls, path: str | None = None, context: str | None = None, *, server: str | None = None,
+                        **kw: Any) -> KubeClient:
+        """A client from a kubeconfig file (None: $KUBECONFIG or ~/.kube/config); `server` overrides its URL
+        with the same credentials (like kubectl --server)."""
         config = kubernetes.client.Configuration()
         kubernetes.config.load_kube_config(  # type: ignore[no-untyped-call]
             config_file=path, context=context, client_configuration=config, persist_config=False)
+        if server:
+            config.host = server
         return cls(config, **kw)
 
     @classmethod

@@ -1,0 +1,165 @@
+"""Leader election on a real Lease: exactly one leader, takeover after the leader dies, fast handover on release,
+and a leader that loses its lease stops at once."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from prometheus_client import REGISTRY
+
+from tfop.kube.client import KubeClient
+from tfop.kube.errors import Conflict
+from tfop.kube.leaderelection import LeaderElector
+from tfop.kube.resource import LEASES
+
+pytestmark = pytest.mark.integration
+
+# Short timings keep the tests quick; the ratios are those of the defaults (15 / 10 / 2).
+LEASE, RENEW, RETRY = 3.0, 2.0, 0.5
+LEASE_NAME = "tfop-test-lock"
+
+
+class Candidate:
+    """One elector running in its own thread, with its callbacks recorded."""
+
+    def __init__(self, client: KubeClient, namespace: str, identity: str, *, release_on_cancel: bool = True) -> None:
+        self.started_at: float | None = None
+        self.stopped_at: float | None = None
+        self.stop = threading.Event()
+        self.elector = LeaderElector(
+            client, namespace, LEASE_NAME, identity, lease_duration=LEASE, renew_deadline=RENEW,
+            retry_period=RETRY, on_started_leading=self._started, on_stopped_leading=self._stopped,
+            release_on_cancel=release_on_cancel)
+        self.thread = threading.Thread(target=self.elector.run, args=(self.stop,), daemon=True, name=identity)
+
+    def _started(self) -> None:
+        self.started_at = time.monotonic()
+
+    def _stopped(self) -> None:
+        self.stopped_at = time.monotonic()
+
+    def halt(self) -> None:
+        self.stop.set()
+        self.thread.join(10)
+        assert not self.thread.is_alive()
+
+
+@pytest.fixture
+def candidates(kube_client: KubeClient, namespace: str) -> Iterator[Callable[..., Candidate]]:
+    made: list[Candidate] = []
+
+    def make(identity: str, **kw: Any) -> Candidate:
+        candidate = Candidate(kube_client, namespace, identity, **kw)
+        made.append(candidate)
+        candidate.thread.start()
+        return candidate
+
+    yield make
+    for candidate in made:
+        candidate.stop.set()
+    for candidate in made:
+        candidate.thread.join(10)
+
+
+def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> float:
+    """Wait until `condition` holds; return the monotonic time it was first seen true."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.02)
+    return time.monotonic()
+
+
+def leader_of(candidates: list[Candidate]) -> Candidate:
+    leaders = [c for c in candidates if c.elector.is_leader()]
+    assert len(leaders) == 1, [c.elector.identity for c in leaders]
+    return leaders[0]
+
+
+def test_exactly_one_of_two_leads(candidates: Callable[..., Candidate], kube_client: KubeClient,
+                                  namespace: str) -> None:
+    both = [candidates("a"), candidates("b")]
+    wait_for(lambda: any(c.elector.is_leader() for c in both), 15, "a leader")
+    leader = leader_of(both)
+    end = time.monotonic() + 3 * LEASE  # several lease durations: renewals keep it, the other never sneaks in
+    while time.monotonic() < end:
+        assert leader_of(both) is leader
+        time.sleep(0.05)
+    lease = kube_client.get(LEASES, LEASE_NAME, namespace)
+    assert lease["spec"]["holderIdentity"] == leader.elector.identity
+    assert lease["spec"]["leaseDurationSeconds"] == int(LEASE)
+    assert REGISTRY.get_sample_value("leader_election_master_status", {"name": LEASE_NAME}) == 1.0
+    follower = next(c for c in both if c is not leader)
+    assert follower.started_at is None and follower.elector.observed_holder == leader.elector.identity
+
+
+def test_the_other_takes_over_when_the_leader_dies(candidates: Callable[..., Candidate], kube_client: KubeClient,
+                                                   namespace: str) -> None:
+    first = candidates("first", release_on_cancel=False)
+    wait_for(first.elector.is_leader, 15, "the first leader")
+    second = candidates("second")
+    wait_for(lambda: second.elector.observed_holder == "first", 10, "the second to see the lease")
+    transitions = kube_client.get(LEASES, LEASE_NAME, namespace)["spec"].get("leaseTransitions", 0)
+    died = time.monotonic()
+    first.halt()  # stops renewing without releasing: as far as the lease shows, a crash
+    assert first.stopped_at is not None and not first.elector.is_leader()
+    took_over = wait_for(second.elector.is_leader, 3 * LEASE, "the takeover") - died
+    # Not before the lease could have expired (the last renewal was at most one period before the death) ...
+    assert took_over > LEASE - RETRY - 0.3
+    # ... and within a lease duration plus one (jittered) retry period, with some slack for a busy machine.
+    assert took_over < LEASE + RETRY * 1.2 + 1.0
+    lease = kube_client.get(LEASES, LEASE_NAME, namespace)["spec"]
+    assert lease["holderIdentity"] == "second" and lease["leaseTransitions"] == transitions + 1
+
+
+def test_graceful_release_hands_over_in_about_one_retry_period(candidates: Callable[..., Candidate],
+                                                               kube_client: KubeClient, namespace: str) -> None:
+    first = candidates("first")
+    wait_for(first.elector.is_leader, 15, "the first leader")
+    second = candidates("second")
+    wait_for(lambda: second.elector.observed_holder == "first", 10, "the second to see the lease")
+    released = time.monotonic()
+    first.halt()
+    took_over = wait_for(second.elector.is_leader, 3 * LEASE, "the handover") - released
+    assert took_over < RETRY * 1.2 + 0.7  # far below the lease duration a crash would cost
+    assert first.stopped_at is not None
+
+
+def test_a_leader_whose_lease_is_taken_stops_at_once(candidates: Callable[..., Candidate],
+                                                     kube_client: KubeClient, namespace: str) -> None:
+    leader = candidates("leader")
+    wait_for(leader.elector.is_leader, 15, "the leader")
+    while True:  # the leader renews every period, so our write may race with one of its renewals
+        lease = kube_client.get(LEASES, LEASE_NAME, namespace)
+        lease["spec"].update({"holderIdentity": "intruder", "leaseDurationSeconds": 60})
+        try:
+            kube_client.replace(LEASES, LEASE_NAME, lease, namespace)
+            break
+        except Conflict:
+            continue
+    taken = time.monotonic()
+    wait_for(lambda: leader.stopped_at is not None, 5, "on_stopped_leading")
+    assert leader.stopped_at is not None and leader.stopped_at - taken < RETRY * 2 + 0.5
+    assert not leader.elector.is_leader()
+    leader.thread.join(5)
+    assert not leader.thread.is_alive()  # run() returns after a loss
+    assert kube_client.get(LEASES, LEASE_NAME, namespace)["spec"]["holderIdentity"] == "intruder"  # not released
+
+
+def test_a_leader_that_cannot_renew_within_the_deadline_steps_down(candidates: Callable[..., Candidate],
+                                                                   cluster: Any) -> None:
+    leader = candidates("leader")
+    wait_for(leader.elector.is_leader, 15, "the leader")
+    # Swap in a client that reaches nothing: every renewal now fails, as in a network partition.
+    leader.elector.client = KubeClient.from_kubeconfig(str(cluster.kubeconfig), server="https://127.0.0.1:1")
+    cut = time.monotonic()
+    wait_for(lambda: leader.stopped_at is not None, 3 * LEASE, "on_stopped_leading")
+    assert leader.stopped_at is not None
+    # The deadline runs from the last successful renewal, which was at most one period before the cut.
+    assert RENEW - RETRY - 0.2 < leader.stopped_at - cut < RENEW + RETRY + 0.5
+    assert leader.stopped_at - cut < LEASE  # stepped down before anyone else could take the lease
