@@ -42,14 +42,14 @@ def test_distributed_example_runs_to_success_and_sigterm_stops_the_operator(
         client = KubeClient.from_kubeconfig(str(cluster.kubeconfig))
         pods = json.loads(cluster.kubectl("get", "pods", "-n", namespace, "-o", "json",
                                           "-l", "training.kubeflow.org/job-name=dist-mnist").stdout)["items"]
-        for pod in pods:
-            if pod["metadata"]["labels"]["training.kubeflow.org/replica-type"] in ("chief", "worker"):
-                exit_pod(client, namespace, pod["metadata"]["name"], 0)
+        # The chief decides the job; the pods still running are then cleaned up (cleanPodPolicy: Running).
+        [chief] = [p for p in pods if p["metadata"]["labels"]["training.kubeflow.org/replica-type"] == "chief"]
+        exit_pod(client, namespace, chief["metadata"]["name"], 0)
         wait_for(lambda: tfjob_row(cluster, namespace)[1:2] == ["Succeeded"], timeout=60,
                  message="kubectl get tfjobs to show Succeeded")
-        described = cluster.kubectl("describe", "tfjob", "dist-mnist", "-n", namespace).stdout
-        for reason in ("SuccessfulCreatePod", "SuccessfulCreateService", "TFJobRunning", "TFJobSucceeded"):
-            assert reason in described
+        reasons = ("SuccessfulCreatePod", "SuccessfulCreateService", "TFJobRunning", "TFJobSucceeded")
+        wait_for(lambda: all(reason in cluster.kubectl("describe", "tfjob", "dist-mnist", "-n", namespace).stdout
+                             for reason in reasons), message=f"kubectl describe to show the events {reasons}")
     finally:
         started = time.monotonic()
         process.terminate()

@@ -127,8 +127,9 @@ def test_exit_codes_succeed_fail_or_restart(kube_client: KubeClient, namespace: 
     wait_for(lambda: condition(kube_client, namespace, "ok", "Succeeded"), message="ok Succeeded")
     failed = wait_for(lambda: condition(kube_client, namespace, "broken", "Failed"), message="broken Failed")
     assert "Chief 0, which exited with code 1 (Error)" in failed["message"]
-    assert any(e["type"] == "Warning" and e["reason"] == failed["reason"]
-               for e in events(kube_client, namespace, "broken"))
+    # Events are sent asynchronously, after the status is written.
+    wait_for(lambda: any(e["type"] == "Warning" and e["reason"] == failed["reason"]
+                         for e in events(kube_client, namespace, "broken")), message="a Warning event for broken")
 
     recreated = wait_for(lambda: (p := pods_by_name(kube_client, namespace, "killed").get(pods["killed"]))
                          and p["metadata"]["uid"] != old_uid and p.get("status", {}).get("phase") == "Running"
@@ -136,8 +137,8 @@ def test_exit_codes_succeed_fail_or_restart(kube_client: KubeClient, namespace: 
     status = job_status(kube_client, namespace, "killed")
     assert status["replicaStatuses"]["Chief"]["restarts"] == 1
     assert not condition(kube_client, namespace, "killed", "Failed")
-    assert any(e["reason"] == "TFJobRestarting" and "137" in e["message"]
-               for e in events(kube_client, namespace, "killed"))
+    wait_for(lambda: any(e["reason"] == "TFJobRestarting" and "137" in e["message"]
+                         for e in events(kube_client, namespace, "killed")), message="a TFJobRestarting event")
     exit_pod(kube_client, namespace, recreated["metadata"]["name"], 0)
     wait_for(lambda: condition(kube_client, namespace, "killed", "Succeeded"), message="killed Succeeded at last")
 
@@ -204,8 +205,8 @@ def test_a_spec_that_slips_past_the_crd_fails_alone(kube_client: KubeClient, nam
     create_job(kube_client, namespace, "good", Worker=replica(2))
     failed = wait_for(lambda: condition(kube_client, namespace, "bad", "Failed"), message="bad Failed")
     assert failed["reason"] == "InvalidSpec" and "containerPort" in failed["message"]
-    assert any(e["type"] == "Warning" and e["reason"] == "InvalidSpec" and "containerPort" in e["message"]
-               for e in wait_for(lambda: events(kube_client, namespace, "bad"), message="events"))
+    wait_for(lambda: any(e["type"] == "Warning" and e["reason"] == "InvalidSpec" and "containerPort" in e["message"]
+                         for e in events(kube_client, namespace, "bad")), message="an InvalidSpec Warning event")
     assert not pods_by_name(kube_client, namespace, "bad")
     wait_for(lambda: condition(kube_client, namespace, "good", "Running"), message="good Running")
     assert operator.process is not None and operator.process.poll() is None
