@@ -59,13 +59,19 @@ def test_two_replicas_one_leads_and_a_sigterm_hands_over_without_duplicates(
         assert leader.terminate(timeout=30) == 0
         wait_for(lambda: metric(standby, "tf_operator_is_leader") == 1, timeout=10,
                  message="the standby to lead (the lease is released on SIGTERM)")
-        # Without a chief, worker 0 decides the job (the other workers' pods are then cleaned up).
+        # A retryable exit (SIGKILL) is restarted by the new leader; then worker 0 decides the job (without a
+        # chief), and the other workers' pods are cleaned up.
+        killed = next(name for name in pods if name.endswith("-1"))
+        exit_pod(kube_client, namespace, killed, 137)
+        wait_for(lambda: job_pods(kube_client, namespace, "ha").get(killed, pods[killed]) != pods[killed],
+                 message="the killed worker to be recreated")
         exit_pod(kube_client, namespace, next(name for name in pods if name.endswith("-0")), 0)
         wait_for(lambda: any(c["type"] == "Succeeded" and c["status"] == "True" for c in
                              kube_client.get(TFJOBS, "ha", namespace).get("status", {}).get("conditions", [])),
                  message="the new leader to finish the job")
-        # Nothing created twice: what is left (cleanPodPolicy removed the rest) are the first leader's pods.
-        assert job_pods(kube_client, namespace, "ha").items() <= pods.items()
+        # Nothing created twice: what is left (cleanPodPolicy removed the rest) is the first leader's worker 0.
+        assert list(job_pods(kube_client, namespace, "ha").items()) == [
+            (name, uid) for name, uid in pods.items() if name.endswith("-0")]
         events, _ = kube_client.list(EVENTS, namespace, field_selector="involvedObject.name=ha")
         assert not [e for e in events if e["reason"].startswith("FailedCreate")]
 
@@ -74,13 +80,18 @@ def test_two_replicas_one_leads_and_a_sigterm_hands_over_without_duplicates(
                 ("tf_operator_jobs_successful_total", {"job_namespace": namespace}, 1.0),
                 ("tf_operator_is_leader", {}, 1.0),
                 ("leader_election_master_status", {"name": "tfop-leader"}, 1.0),
-                ("tf_operator_job_duration_seconds_count", {"outcome": "succeeded"}, 1.0)):
+                ("tf_operator_job_duration_seconds_count", {"outcome": "succeeded"}, 1.0),
+                ("tf_operator_restarts_total", {"job_namespace": namespace, "exit_class": "retryable"}, 1.0),
+                ("tf_operator_jobs_restarted_total", {"job_namespace": namespace}, 1.0),
+                ("tf_operator_pods_created_total", {"job_namespace": namespace}, 1.0)):  # the recreated one
             assert metric(standby, name, **labels) == expected, name
         for name, labels in (("workqueue_adds_total", {"name": "tfjob"}),
                              ("controller_runtime_reconcile_total", {"controller": "tfjob", "result": "success"}),
                              ("rest_client_requests_total", {"method": "PUT"}),
                              ("controller_runtime_reconcile_time_seconds_count", {"controller": "tfjob"}),
                              ("workqueue_work_duration_seconds_count", {"name": "tfjob"}),
+                             ("rest_client_request_duration_seconds_count", {"verb": "POST"}),
+                             ("tf_operator_pods_deleted_total", {"job_namespace": namespace}),
                              ("process_cpu_seconds_total", {}), ("process_resident_memory_bytes", {})):
             value = metric(standby, name, **labels)
             assert value is not None and value > 0, name
