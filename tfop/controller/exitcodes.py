@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Any
 
 from tfop.api.constants import DEFAULT_CONTAINER_NAME
 from tfop.api.fields import integer, items, mapping, mapping_at, text
@@ -57,3 +58,21 @@ def container_termination(pod: object, container_name: str = DEFAULT_CONTAINER_N
                 return Termination(exit_code, text(terminated.get("reason")) or "",
                                    text(terminated.get("message")) or "")
     return None
+
+
+def exit_class_name(pod: object) -> str:
+    """For metrics: how the pod's tensorflow container last ended, or `unknown` (evicted, node lost)."""
+    termination = container_termination(pod)
+    return termination.exit_class.value.lower() if termination is not None else "unknown"
+
+
+def latest_exit_class_name(pods: list[dict[str, Any]]) -> str:
+    """The class of the most recent in-place restart among `pods` (by when the old container finished)."""
+    def finished(pod: dict[str, Any]) -> str:
+        for status in items(mapping_at(pod, "status").get("containerStatuses")):
+            if mapping(status).get("name") == DEFAULT_CONTAINER_NAME:
+                return text(mapping_at(status, "lastState", "terminated").get("finishedAt")) or ""
+        return ""
+
+    restarted = [pod for pod in pods if finished(pod)]
+    return exit_class_name(max(restarted, key=finished)) if restarted else "unknown"

@@ -17,7 +17,6 @@ from typing import Any
 from tfop.api.constants import (
     CHIEF_REPLICA_TYPES,
     CLEAN_POD_POLICY_ALL,
-    DEFAULT_CONTAINER_NAME,
     CONDITION_CREATED,
     CONDITION_FAILED,
     CONDITION_RESTARTING,
@@ -51,12 +50,17 @@ from tfop.api.constants import (
     SUCCESS_POLICY_ALL_WORKERS,
 )
 from tfop.api.defaults import apply_defaults, canonical_replica_type
-from tfop.api.fields import integer, items, mapping, mapping_at, text
+from tfop.api.fields import integer, mapping, mapping_at, text
 from tfop.api.runtime_id import runtime_id
 from tfop.api.timestamps import parse_time
 from tfop.api.validation import FieldError, validate
 from tfop.controller.draft import PlanDraft
-from tfop.controller.exitcodes import ExitClass, container_termination
+from tfop.controller.exitcodes import (
+    ExitClass,
+    container_termination,
+    exit_class_name,
+    latest_exit_class_name,
+)
 from tfop.controller.lifecycle import COMPLETION_TIME, clean_up, finish, keep_finished
 from tfop.controller.plan_types import ChildRef, JobCounters, JobEvent, Plan, PlannerConfig
 from tfop.controller.resources import DesiredChildren, ReplicaSlot, job_runtime_id, replica_count, replica_slot_of
@@ -264,10 +268,10 @@ def _count_restarts(draft: PlanDraft, job: dict[str, Any], children: _Children, 
         counts[replica_type] = count
         for pod in count.recreated:
             draft.event(EVENT_WARNING, REASON_RESTARTING, f"{draft.job_ref} is restarting {_describe_failure(pod)}.")
-            draft.restarts_by_exit_class[_exit_class(pod)] += 1
+            draft.restarts_by_exit_class[exit_class_name(pod)] += 1
         in_place = count.total - (integer(before.get("restarts")) or 0) - len(count.recreated)
         if in_place > 0:
-            draft.restarts_by_exit_class[_latest_exit_class(children.pods_by_type.get(replica_type, []))] += in_place
+            draft.restarts_by_exit_class[latest_exit_class_name(children.pods_by_type.get(replica_type, []))] += in_place
             draft.event(EVENT_WARNING, REASON_RESTARTING,
                         f"{draft.job_ref}: {replica_type} containers restarted in place {in_place} more time(s), "
                         f"{count.total} restart(s) of {replica_type} replicas in all.")
@@ -374,23 +378,6 @@ def _record_replicas(draft: PlanDraft, job: dict[str, Any], children: _Children,
 
 def _replica_types(job: dict[str, Any]) -> list[str]:
     return [replica_type for replica_type in REPLICA_TYPES if replica_type in job["spec"]["tfReplicaSpecs"]]
-
-
-def _exit_class(pod: dict[str, Any]) -> str:
-    termination = container_termination(pod)
-    return termination.exit_class.value.lower() if termination is not None else "unknown"
-
-
-def _latest_exit_class(pods: list[dict[str, Any]]) -> str:
-    """The class of the most recent in-place restart among `pods` (by when the old container finished)."""
-    def finished(pod: dict[str, Any]) -> str:
-        for status in items(mapping_at(pod, "status").get("containerStatuses")):
-            if mapping(status).get("name") == DEFAULT_CONTAINER_NAME:
-                return text(mapping_at(status, "lastState", "terminated").get("finishedAt")) or ""
-        return ""
-
-    restarted = [pod for pod in pods if finished(pod)]
-    return _exit_class(max(restarted, key=finished)) if restarted else "unknown"
 
 
 def _describe_failure(pod: dict[str, Any]) -> str:
