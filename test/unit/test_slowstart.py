@@ -5,7 +5,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from tfop.kube.errors import AlreadyExists, Invalid
-from tfop.kube.slowstart import create_in_batches
+from tfop.kube.slowstart import create_in_batches, object_name
 
 
 def bodies(count: int) -> list[dict[str, Any]]:
@@ -33,7 +33,7 @@ class Recorder:
 
 def test_all_succeed_in_doubling_batches() -> None:
     with ThreadPoolExecutor(4) as pool:
-        result = create_in_batches(Recorder(), bodies(7), pool)
+        result = create_in_batches(Recorder(), bodies(7), pool, name_of=object_name)
     assert result.created == [f"pod-{i}" for i in range(7)]
     assert (result.failed, result.error, result.skipped) == (None, None, [])
 
@@ -41,7 +41,7 @@ def test_all_succeed_in_doubling_batches() -> None:
 def test_stops_after_the_batch_with_the_first_failure() -> None:
     recorder = Recorder(fail=frozenset({"pod-4"}))
     with ThreadPoolExecutor(4) as pool:
-        result = create_in_batches(recorder, bodies(20), pool)
+        result = create_in_batches(recorder, bodies(20), pool, name_of=object_name)
     # batches: [0], [1, 2], [3..6] (contains the failure), then nothing more
     assert sorted(recorder.calls) == [f"pod-{i}" for i in range(7)]
     assert result.failed == "pod-4" and isinstance(result.error, Invalid)
@@ -52,11 +52,11 @@ def test_stops_after_the_batch_with_the_first_failure() -> None:
 def test_a_failing_first_create_costs_one_request() -> None:
     recorder = Recorder(fail=frozenset({"pod-0"}))
     with ThreadPoolExecutor(4) as pool:
-        result = create_in_batches(recorder, bodies(100), pool)
+        result = create_in_batches(recorder, bodies(100), pool, name_of=object_name)
     assert recorder.calls == ["pod-0"] and len(result.skipped) == 99
 
 
 def test_already_exists_counts_as_created() -> None:
     with ThreadPoolExecutor(2) as pool:
-        result = create_in_batches(Recorder(exists=frozenset({"pod-1"})), bodies(3), pool)
+        result = create_in_batches(Recorder(exists=frozenset({"pod-1"})), bodies(3), pool, name_of=object_name)
     assert result.created == ["pod-0", "pod-1", "pod-2"] and result.error is None

@@ -13,6 +13,8 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from itertools import zip_longest
 from datetime import datetime, timezone
 from typing import Any
 
@@ -78,8 +80,10 @@ class TFJobController:
     def start_informers(self) -> None:
         for informer in self.jobs.values():
             informer.add_event_handler(self._job_added, self._job_updated, self._job_deleted)
-        for informer in [*self.pods.values(), *self.services.values()]:
-            informer.add_event_handler(self._child_added, self._child_updated, self._child_deleted)
+        for informers, kind in ((self.pods, PODS.kind), (self.services, SERVICES.kind)):
+            for informer in informers.values():
+                informer.add_event_handler(partial(self._child_added, kind), partial(self._child_updated, kind),
+                                           partial(self._child_deleted, kind))
         for informer in self.informers:
             informer.start()
 
@@ -139,20 +143,20 @@ class TFJobController:
         self.expectations.forget(key)
         self.queue.add(key)
 
-    def _child_added(self, child: Object) -> None:
+    def _child_added(self, kind: str, child: Object) -> None:
         key = _owner_key(child)
         if key:
-            self.expectations.created(key, child["metadata"]["name"])
+            self.expectations.created(key, f"{kind}/{child['metadata']['name']}")
             self.queue.add(key)
 
-    def _child_updated(self, old: Object, new: Object) -> None:
+    def _child_updated(self, kind: str, old: Object, new: Object) -> None:
         key = _owner_key(new)
         if key:
             if new["metadata"].get("deletionTimestamp"):  # a delete is observed once the object is terminating
                 self.expectations.deleted(key, new["metadata"]["uid"])
             self.queue.add(key)
 
-    def _child_deleted(self, child: Object, stale: bool) -> None:
+    def _child_deleted(self, kind: str, child: Object, stale: bool) -> None:
         key = _owner_key(child)
         if key:
             self.expectations.deleted(key, child["metadata"]["uid"])
@@ -217,8 +221,7 @@ class TFJobController:
         failures: list[ApiError] = []
         for resource, refs in ((PODS, plan.delete_pods), (SERVICES, plan.delete_services)):
             self._delete_children(key, job, resource, refs, failures)
-        for resource, bodies in ((PODS, plan.create_pods), (SERVICES, plan.create_services)):
-            self._create_children(key, job, resource, bodies, failures)
+        self._create_children(key, job, plan, failures)
         if plan.status is not None:
             self._write_status(key, job, plan.status)
         # Transitions are announced and counted only once their status is stored (the write above raises
@@ -231,31 +234,38 @@ class TFJobController:
         if failures:
             raise failures[0]
 
-    def _create_children(self, key: str, job: Object, resource: Resource, bodies: list[Object],
-                         failures: list[ApiError]) -> None:
-        if not bodies:
+    def _create_children(self, key: str, job: Object, plan: Plan, failures: list[ApiError]) -> None:
+        """Each replica's pod and service side by side in one slow-start sequence: half the round trips of
+        creating all pods, then all services, and a replica is reachable as soon as its pod exists."""
+        pairs = zip_longest([(PODS, body) for body in plan.create_pods],
+                            [(SERVICES, body) for body in plan.create_services])
+        children = [child for pair in pairs for child in pair if child is not None]
+        if not children:
             return
         namespace = job["metadata"]["namespace"]
-        names = [body["metadata"]["name"] for body in bodies]
-        self.expectations.expect_creates(key, names)
-        result = create_in_batches(lambda body: self.client.create(resource, body, namespace), bodies,
-                                   self._creators)
-        store = _scoped(self.pods if resource is PODS else self.services, namespace).store
-        for name in names:
+        ids = [_child_id(resource.kind, body) for resource, body in children]
+        self.expectations.expect_creates(key, ids)
+        result = create_in_batches(lambda child: self.client.create(child[0], child[1], namespace), children,
+                                   self._creators, name_of=lambda child: _child_id(child[0].kind, child[1]))
+        created = set(result.created)
+        for (resource, body), child_id in zip(children, ids):
+            store = _scoped(self.pods if resource is PODS else self.services, namespace).store
             # Seen already (its watch event may have come before we expected it), failed, or never tried: in
             # each case no watch event is still owed for it.
-            if name not in result.created or store.get_by_name(namespace, name) is not None:
-                self.expectations.created(key, name)
-        kind = resource.kind
-        if resource is PODS and result.created:
-            metrics.pods_created.labels(namespace).inc(len(result.created))
-        if result.created:
-            self.recorder.record(job, "Normal", f"SuccessfulCreate{kind}",
-                                 f"Created {kind.lower()}s: {', '.join(result.created)}")
-        if result.error is not None:
+            if child_id not in created or store.get_by_name(namespace, body["metadata"]["name"]) is not None:
+                self.expectations.created(key, child_id)
+        for resource in (PODS, SERVICES):
+            names = [i.partition("/")[2] for i in result.created if i.startswith(f"{resource.kind}/")]
+            if names:
+                self.recorder.record(job, "Normal", f"SuccessfulCreate{resource.kind}",
+                                     f"Created {resource.kind.lower()}s: {', '.join(names)}")
+            if resource is PODS and names:
+                metrics.pods_created.labels(namespace).inc(len(names))
+        if result.error is not None and result.failed is not None:
             failures.append(result.error)
+            kind, _, name = result.failed.partition("/")
             self.recorder.record(job, "Warning", f"FailedCreate{kind}",
-                                 f"Error creating {kind.lower()} {result.failed}: {result.error.message}")
+                                 f"Error creating {kind.lower()} {name}: {result.error.message}")
 
     def _delete_children(self, key: str, job: Object, resource: Resource, refs: list[ChildRef],
                          failures: list[ApiError]) -> None:
@@ -323,6 +333,11 @@ def _count(job: Object, plan: Plan, now: datetime) -> None:
         created = parse_time(job["metadata"].get("creationTimestamp"))
         if created is not None:
             metrics.job_start_latency.observe(max(0.0, (now - created).total_seconds()))
+
+
+def _child_id(kind: str, body: Object) -> str:
+    """Pods and services share names; expectations tell them apart by kind."""
+    return f"{kind}/{body['metadata']['name']}"
 
 
 def _owner_key(child: Object) -> str | None:

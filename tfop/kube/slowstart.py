@@ -10,11 +10,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from tfop.kube.errors import AlreadyExists, ApiError
 
 Object = dict[str, Any]
+T = TypeVar("T")
+
+
+def object_name(body: Object) -> str:
+    return str(body["metadata"]["name"])
 
 
 @dataclass
@@ -25,30 +30,30 @@ class BatchResult:
     skipped: list[str] = field(default_factory=list)  # not attempted after the failure
 
 
-def create_in_batches(create: Callable[[Object], Object], bodies: Sequence[Object], executor: Executor,
-                      initial_batch: int = 1) -> BatchResult:
+def create_in_batches(create: Callable[[T], Object], items: Sequence[T], executor: Executor, *,
+                      name_of: Callable[[T], str], initial_batch: int = 1) -> BatchResult:
+    """`create` each item (an object, or whatever `create` takes); results are reported by `name_of(item)`."""
     result = BatchResult()
     position, batch = 0, initial_batch
-    while position < len(bodies):
-        chunk = bodies[position:position + batch]
-        outcomes = list(executor.map(lambda body: _attempt(create, body), chunk))
-        for body, error in zip(chunk, outcomes):
-            name = body["metadata"]["name"]
+    while position < len(items):
+        chunk = items[position:position + batch]
+        outcomes = list(executor.map(lambda item: _attempt(create, item), chunk))
+        for item, error in zip(chunk, outcomes):
             if error is None:
-                result.created.append(name)
+                result.created.append(name_of(item))
             elif result.error is None:
-                result.failed, result.error = name, error
+                result.failed, result.error = name_of(item), error
         position += len(chunk)
         if result.error is not None:
-            result.skipped = [body["metadata"]["name"] for body in bodies[position:]]
+            result.skipped = [name_of(item) for item in items[position:]]
             break
         batch *= 2
     return result
 
 
-def _attempt(create: Callable[[Object], Object], body: Object) -> ApiError | None:
+def _attempt(create: Callable[[T], Object], item: T) -> ApiError | None:
     try:
-        create(body)
+        create(item)
     except AlreadyExists:
         return None  # names are deterministic: it is ours, created by an earlier attempt
     except ApiError as error:
