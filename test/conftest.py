@@ -21,6 +21,7 @@ sys.path.insert(0, str(REPO / "hack"))
 sys.path.insert(0, str(REPO / "test"))
 
 from local_cluster import LocalCluster  # noqa: E402
+from support.operator_process import OperatorProcess  # noqa: E402
 
 CRD_FILE = REPO / "crd" / "kubeflow.org_tfjobs.yaml"
 _versions: list[str] = []
@@ -34,6 +35,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
         _versions.append(local.version())
         yield local
     finally:
+        OperatorProcess.stop_all()
         local.destroy()
 
 

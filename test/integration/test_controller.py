@@ -180,7 +180,7 @@ def test_killed_mid_creation_the_operator_resumes_without_duplicates(
     created_before = len(pods_by_name(kube_client, namespace, "big"))
     assert created_before < 50, "the operator finished before it was killed; slow it down further"
 
-    OperatorProcess(cluster.kubeconfig, log, "--namespace", namespace).start()
+    resumed = OperatorProcess(cluster.kubeconfig, log, "--namespace", namespace).start()
     try:
         pods = wait_for_count(lambda: pods_by_name(kube_client, namespace, "big"), 50, 60, "pods")
         wait_for(lambda: len(children(kube_client, SERVICES, namespace, "big")) == 50, message="50 services")
@@ -194,6 +194,7 @@ def test_killed_mid_creation_the_operator_resumes_without_duplicates(
         wait_for(lambda: list(pods_by_name(kube_client, namespace, "big")) == [f"big-worker-{rid}-0"],
                  message="only the finished worker left")
     finally:
+        resumed.terminate()
         print(f"--- operator log ---\n{log.read_text()[-5000:]}")
 
 

@@ -19,6 +19,8 @@ def free_port() -> int:
 
 
 class OperatorProcess:
+    started: list[OperatorProcess] = []  # every instance started in this test session, for stop_all()
+
     def __init__(self, kubeconfig: Path, log_path: Path, *args: str) -> None:
         self.kubeconfig = kubeconfig
         self.log_path = log_path
@@ -34,6 +36,7 @@ class OperatorProcess:
                  "--metrics-addr", f"127.0.0.1:{self.metrics_port}", "--health-addr", f"127.0.0.1:{self.health_port}",
                  "--log-format", "json", "--log-level", "debug", *self.args],
                 stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        OperatorProcess.started.append(self)
         if wait_ready:
             self.wait_ready()
         return self
@@ -68,6 +71,14 @@ class OperatorProcess:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
         return self.process.wait(timeout)
+
+    @classmethod
+    def stop_all(cls) -> None:
+        """Kill what a test left running (a failed assertion skips its cleanup), so no operator outlives the
+        session's cluster."""
+        for process in cls.started:
+            process.kill()
+        cls.started.clear()
 
     def log_tail(self, lines: int = 40) -> str:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
