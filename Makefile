@@ -79,3 +79,15 @@ deploy-render: controlplane ## print the kustomize base, then the Helm chart ren
 	@# (helm notes that crds/ links to crd/ on every run; errors still show.)
 	@"$$(bash hack/build-helm.sh)" template tfop deploy/helm/tfop --namespace tfop-system $(HELM_ARGS) \
 		2> >(grep -v 'found symbolic link' >&2)
+
+# --- benchmarks -------------------------------------------------------------------------------------------------
+# Extra arguments for the benchmark, e.g. make bench BENCH_ARGS="--runs 5 --go-idle"
+BENCH_ARGS ?=
+.PHONY: bench
+
+$(VENV)/.bench-installed: $(VENV)/.installed
+	$(VENV)/bin/pip install --quiet 'matplotlib>=3.8,<4'  # draws the bench chart
+	touch $@
+
+bench: venv controlplane $(VENV)/.bench-installed ## tfop vs the apiserver's limit and the Go operator (~20 min; results in bench-results/)
+	PYTHONPATH=hack:test $(PY) -m bench $(BENCH_ARGS)

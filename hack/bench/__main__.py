@@ -1,0 +1,233 @@
+"""`make bench`: tfop against the apiserver's own limit and against the Kubeflow Go operator, side by side on a
+fresh local cluster (its own state directory, destroyed afterwards).
+
+Contenders run one at a time, each run in a namespace of its own; within a pass the contenders alternate run by
+run, so background noise spreads over all of them. A timed operator run watches only its own namespace
+(--namespace), so what earlier runs left behind cannot weigh on it, and operator runs are not cleaned up one by
+one (waiting for that would cost as much as the runs): their finished jobs stay for the idle measurement, and
+namespaces are deleted in bulk, and waited for, before the CRD changes. The limit's jobs never finish (it writes
+no status), so its namespace is deleted, and waited for, after each run.
+
+The Go operator goes first, under its own TFJob CRD (from its module in the Go module cache); then that CRD is
+deleted, waited for, and tfop's installed under the same name for the limit, tfop and tfop-tuned. After the large
+pass's operator runs, a fresh tfop with default settings is measured idle over the finished jobs tfop's runs left
+(at least --idle-jobs); the large pass's limit run comes last.
+
+    PYTHONPATH=hack:test .venv/bin/python -m bench [--jobs 100] [--runs 3] [--big-jobs 500] ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from bench.cluster import BenchCluster, copy_logs
+from bench.report import chart, summarize, table, targets
+from bench.runs import CONTENDERS, HACK_DIR, REPO_DIR, Contender, Runner
+from tfop import logs
+
+OUR_CRD = REPO_DIR / "crd" / "kubeflow.org_tfjobs.yaml"
+GO_CRD = Path("manifests/base/crds/kubeflow.org_tfjobs.yaml")
+# The large pass defaults to what the targets need (tfop against the limit at N=500, its RSS with 500 jobs'
+# children cached, and finished jobs for the idle measurement), so that `make bench` fits in 20 minutes on 2 cores.
+# The Go operator at its defaults would take 13 minutes there (16,000 requests at 20/s); the tuned contenders add
+# about 2 minutes each (--big-contenders).
+BIG_CONTENDERS = "limit,tfop"
+
+
+def log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def build_go_operator() -> tuple[Path, Path] | str:
+    """(binary, its TFJob CRD in the module cache), or why it cannot be had."""
+    script = HACK_DIR / "build-training-operator.sh"
+    built = subprocess.run(["bash", str(script)], stdout=subprocess.PIPE, text=True, check=False)
+    if built.returncode != 0:
+        return f"hack/build-training-operator.sh failed with exit {built.returncode} (its output is above)"
+    module = subprocess.run(["bash", str(script), "--module-dir"], stdout=subprocess.PIPE, text=True, check=False)
+    crd = Path(module.stdout.strip()) / GO_CRD
+    if module.returncode != 0 or not crd.is_file():
+        return f"the training operator's CRD was not found in the Go module cache ({crd})"
+    return Path(built.stdout.strip().splitlines()[-1]) / "training-operator.v1", crd
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    names = ", ".join(c.name for c in CONTENDERS)
+    parser.add_argument("--jobs", type=int, default=100, help="TFJobs per run of the main pass")
+    parser.add_argument("--runs", type=int, default=3, help="runs per contender in the main pass (median)")
+    parser.add_argument("--contenders", default=",".join(c.name for c in CONTENDERS),
+                        help=f"the main pass's contenders, comma-separated, of: {names}")
+    parser.add_argument("--big-jobs", type=int, default=500, help="TFJobs per run of the large pass (0: none)")
+    parser.add_argument("--big-runs", type=int, default=1, help="runs per contender in the large pass")
+    parser.add_argument("--big-contenders", default=BIG_CONTENDERS, help="the large pass's contenders")
+    parser.add_argument("--idle-jobs", type=int, default=1000,
+                        help="at least this many finished jobs for the idle measurement (0: none)")
+    parser.add_argument("--idle-seconds", type=float, default=60.0)
+    parser.add_argument("--go-idle", action="store_true", help="measure the Go operator idle too (tfop always)")
+    parser.add_argument("--state-dir", type=Path, default=REPO_DIR / ".local" / "bench-cluster")
+    parser.add_argument("--results", type=Path, default=REPO_DIR / "bench-results")
+    parser.add_argument("--keep-cluster", action="store_true", help="leave the cluster running afterwards")
+    args = parser.parse_args(argv)
+    for option in ("contenders", "big_contenders"):
+        chosen = [name for name in getattr(args, option).split(",") if name]
+        unknown = set(chosen) - {c.name for c in CONTENDERS}
+        if unknown:
+            parser.error(f"unknown contender(s) in --{option.replace('_', '-')}: {', '.join(sorted(unknown))}")
+        setattr(args, option, [c for c in CONTENDERS if c.name in chosen])
+    return args
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace, runner: Runner) -> None:
+        self.args = args
+        self.runner = runner
+        self.runs: list[dict[str, Any]] = []
+        self.idle: list[dict[str, Any]] = []
+        self.failures: list[str] = []
+
+    def attempt(self, what: str, action: Callable[[], dict[str, Any]], into: list[dict[str, Any]]) -> bool:
+        log(what)
+        try:
+            result = action()
+        except Exception as error:  # noqa: BLE001 - one failed run is reported, the others still count
+            self.failures.append(f"{what}: {error}")
+            log(f"FAILED {what}: {error}\n{traceback.format_exc()}")
+            return False
+        into.append(result)
+        log("  " + ", ".join(f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}" for k, v in result.items()
+                             if isinstance(v, (int, float, str))))
+        return True
+
+    def group(self, crd: Path, main: list[Contender], big: list[Contender], idle: bool, last: bool) -> list[str]:
+        """All passes of the contenders that share one CRD; returns the namespaces left behind.
+
+        The limit's jobs never finish (it writes no status), so its namespace is deleted after each of its runs,
+        except after the very last run of the bench, which comes after the idle measurement."""
+        cluster = self.runner.cluster
+        log(f"installing the TFJob CRD from {crd}")
+        cluster.install_crd(crd)
+        left: list[str] = []
+
+        def run(contender: Contender, jobs: int, index: int, count: int, final: bool = False) -> None:
+            if self.attempt(f"{contender.name}: {jobs} jobs, run {index + 1}/{count}",
+                            partial(self.runner.run, contender, jobs, index), self.runs):
+                left.append(self.runs[-1]["namespace"])
+                if contender.kind == "limit" and not final:
+                    self.runs[-1]["cleanup_s"] = cluster.delete_namespaces([left.pop()])
+
+        for index in range(self.args.runs if self.args.jobs else 0):
+            for contender in main:
+                run(contender, self.args.jobs, index, self.args.runs)
+        big_runs = self.args.big_runs if self.args.big_jobs else 0
+        for index in range(big_runs):
+            for contender in (c for c in big if c.kind != "limit"):
+                run(contender, self.args.big_jobs, index, big_runs)
+        operators = [c for c in main + (big if big_runs else []) if c.kind != "limit"]
+        if idle and self.args.idle_jobs and operators:
+            finished = sum(run["jobs"] for run in self.runs if run["namespace"] in left)
+            finished += self.fill(operators[-1], self.args.idle_jobs - finished, left)
+            default = next((c for c in operators if not c.args), operators[0])
+            self.attempt(f"{default.name}: idle over {finished} finished jobs for {self.args.idle_seconds:.0f}s",
+                         partial(self.runner.idle, default, finished, self.args.idle_seconds), self.idle)
+        limits = [c for c in big if c.kind == "limit"]
+        for index in range(big_runs):
+            for contender in limits:
+                run(contender, self.args.big_jobs, index, big_runs,
+                    final=last and index == big_runs - 1 and contender is limits[-1])
+        return left
+
+    def fill(self, contender: Contender, missing: int, names: list[str]) -> int:
+        """More finished jobs for the idle measurement, from runs that are not reported; returns how many."""
+        made = 0
+        while made < missing:
+            jobs = min(self.args.big_jobs or self.args.jobs, missing - made)
+            log(f"{contender.name}: {jobs} more finished jobs for the idle measurement")
+            names.append(self.runner.run(contender, jobs, 1000 + made)["namespace"])
+            made += jobs
+        return made
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logs.configure("console", "warning")  # the bench watches through tfop's informers, which log with structlog
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    results = (args.results / stamp).resolve()
+    results.mkdir(parents=True, exist_ok=True)
+    began = time.monotonic()
+
+    notes: list[str] = []
+    go_binary: Path | None = None
+    go_crd: Path | None = None
+    if any(c.uses_go_crd for c in args.contenders + args.big_contenders):
+        log("building (or reusing) the Kubeflow training operator")
+        built = build_go_operator()
+        if isinstance(built, str):
+            notes.append(f"Go operator left out: {built}")
+            log(notes[-1])
+            args.contenders = [c for c in args.contenders if not c.uses_go_crd]
+            args.big_contenders = [c for c in args.big_contenders if not c.uses_go_crd]
+        else:
+            go_binary, go_crd = built
+
+    cluster = BenchCluster(args.state_dir)
+    log(f"starting a fresh cluster in {args.state_dir}")
+    cluster.up()
+    bench = Bench(args, Runner(cluster, go_binary, results))
+    try:
+        go_main = [c for c in args.contenders if c.uses_go_crd]
+        go_big = [c for c in args.big_contenders if c.uses_go_crd]
+        if go_crd is not None and go_main + go_big:
+            left = bench.group(go_crd, go_main, go_big, idle=args.go_idle, last=False)
+            log(f"deleting the Go operator's {len(left)} namespaces before the CRD changes back")
+            cluster.delete_namespaces(left)
+        ours_main = [c for c in args.contenders if not c.uses_go_crd]
+        ours_big = [c for c in args.big_contenders if not c.uses_go_crd]
+        if ours_main + ours_big:
+            bench.group(OUR_CRD, ours_main, ours_big, idle=True, last=not args.keep_cluster)
+    finally:
+        copy_logs(cluster, results / "logs" / "cluster")
+        if not args.keep_cluster:
+            cluster.destroy()
+
+    rows = summarize(bench.runs, [c.name for c in CONTENDERS])
+    checks = targets(rows, bench.idle)
+    commands = {c.name: c.command for c in CONTENDERS if c in args.contenders + args.big_contenders}
+    text = table(rows, bench.idle, checks, commands)
+    elapsed = time.monotonic() - began
+    report = {
+        "started": stamp, "seconds": elapsed,
+        "arguments": {k: [c.name for c in v] if k.endswith("contenders") else str(v) for k, v in vars(args).items()},
+        "machine": {"cpus": len(os.sched_getaffinity(0)), "load_average_at_end": os.getloadavg(),
+                    "python": platform.python_version(), "platform": platform.platform()},
+        "contenders": commands, "summary": rows, "idle": bench.idle, "targets": checks, "runs": bench.runs,
+        "failures": bench.failures, "notes": notes,
+    }
+    (results / "bench.json").write_text(json.dumps(report, indent=1))
+    (results / "bench.txt").write_text(text + "\n")
+    png = chart(bench.runs, results / "children.png") if bench.runs else None
+    print(text)
+    for note in [*notes, *bench.failures]:
+        print(f"NOTE: {note}")
+    print(f"\nresults: {results}/ bench.json, bench.txt{', children.png' if png else ''} "
+          f"(whole bench {elapsed / 60:.1f} min)")
+    latest = args.results / "latest"
+    latest.unlink(missing_ok=True)
+    latest.symlink_to(results.name)
+    return 1 if bench.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

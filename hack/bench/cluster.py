@@ -1,0 +1,204 @@
+"""The benchmark's own cluster: hack/local_cluster.py's control plane in a separate state directory, with two
+changes that keep the figures about the operators rather than about the cluster around them:
+
+- the operator under test (and the limit client) use their own client certificate, user `bench-operator`, and
+  the apiserver writes an audit log of that user's requests only: apiserver_request_total has no user label, so
+  this is how the apiserver's own view of each contender's requests is counted;
+- the controller-manager and the scheduler get client QPS 1000 instead of 20 and 50, or binding 3,500 pods and
+  collecting the previous run's garbage would throttle every contender the same and hide their differences;
+- the apiserver deletes collections with 16 workers instead of 1, which only the bench's cleanup uses.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bench.workload import tfjob
+from local_cluster import LocalCluster, openssl
+from tfop.kube.client import KubeClient
+from tfop.kube.errors import AlreadyExists, NotFound
+from tfop.controller.controller import TFJOBS
+from tfop.kube.resource import CUSTOM_RESOURCE_DEFINITIONS, NAMESPACES, PODS, SERVICE_ACCOUNTS, SERVICES, Resource
+
+OPERATOR_USER = "bench-operator"
+TFJOB_CRD_NAME = "tfjobs.kubeflow.org"
+COMPONENT_QPS = ["--kube-api-qps=1000", "--kube-api-burst=2000"]
+ENDPOINT_SLICES = Resource("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice")
+AUDIT_POLICY = f"""apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  users: ["{OPERATOR_USER}"]
+- level: None
+"""
+
+
+class BenchCluster:
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory.resolve()
+        self.local = self._local_cluster()
+        self._admin: KubeClient | None = None
+
+    def _local_cluster(self) -> LocalCluster:
+        return LocalCluster(self.directory, extra_args={
+            "kube-apiserver": [f"--audit-policy-file={self.directory / 'audit-policy.yaml'}",
+                               f"--audit-log-path={self.audit_log}", "--audit-log-maxsize=4000",
+                               # Only DELETE of a whole collection uses these: the bench's cleanup between runs.
+                               "--delete-collection-workers=16"],
+            "kube-controller-manager": COMPONENT_QPS,
+            "kube-scheduler": COMPONENT_QPS,
+        })
+
+    @property
+    def audit_log(self) -> Path:
+        return self.directory / "audit.log"
+
+    @property
+    def kubeconfig(self) -> Path:
+        """The admin's: the bench drives the workload with it, unaudited."""
+        return self.local.kubeconfig
+
+    @property
+    def operator_kubeconfig(self) -> Path:
+        return self.directory / "operator-kubeconfig"
+
+    @property
+    def bin_dir(self) -> Path:
+        assert self.local.bin_dir is not None
+        return self.local.bin_dir
+
+    def up(self) -> None:
+        """A fresh cluster: whatever an earlier bench left in the directory is destroyed first."""
+        self.local.destroy()
+        self.local = self._local_cluster()  # forget the old directory's ports
+        self.directory.mkdir(parents=True, exist_ok=True)
+        (self.directory / "audit-policy.yaml").write_text(AUDIT_POLICY)
+        self.local.up()
+        self._make_operator_identity()
+
+    def destroy(self) -> None:
+        if self._admin is not None:
+            self._admin.close()
+        self.local.destroy()
+
+    def admin(self) -> KubeClient:
+        if self._admin is None:
+            self._admin = KubeClient.from_kubeconfig(str(self.kubeconfig), qps=0, user_agent="tfop-bench")
+        return self._admin
+
+    def _make_operator_identity(self) -> None:
+        pki = self.local.pki
+        openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "operator.key", "-out", "operator.csr",
+                "-subj", f"/O=system:masters/CN={OPERATOR_USER}", cwd=pki)
+        openssl("x509", "-req", "-in", "operator.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+                "-out", "operator.crt", "-days", "30", "-extfile", "client.ext", cwd=pki)
+        config: dict[str, Any] = yaml.safe_load(self.kubeconfig.read_text())
+        for user in config["users"]:
+            user["user"] = {"client-certificate": str(pki / "operator.crt"),
+                            "client-key": str(pki / "operator.key")}
+        self.operator_kubeconfig.write_text(yaml.safe_dump(config, sort_keys=False))
+
+    # --- the TFJob CRD: ours or the Go operator's, one at a time under the same name ---------------------------
+    def install_crd(self, path: Path, timeout: float = 120.0) -> None:
+        """Replace whatever TFJob CRD is installed by the one in `path` and wait until it serves."""
+        crd = next(doc for doc in yaml.safe_load_all(path.read_text())
+                   if doc and doc.get("kind") == "CustomResourceDefinition")
+        client = self.admin()
+        deadline = time.monotonic() + timeout
+        try:
+            client.delete(CUSTOM_RESOURCE_DEFINITIONS, TFJOB_CRD_NAME)
+        except NotFound:
+            pass
+        while True:
+            try:
+                client.create(CUSTOM_RESOURCE_DEFINITIONS, crd)
+                break
+            except AlreadyExists:  # the old one is still being deleted (its objects go first)
+                _check_deadline(deadline, f"the old {TFJOB_CRD_NAME} to go away")
+                time.sleep(0.2)
+        while not _condition(client.get(CUSTOM_RESOURCE_DEFINITIONS, TFJOB_CRD_NAME), "Established"):
+            _check_deadline(deadline, f"{TFJOB_CRD_NAME} from {path} to become Established")
+            time.sleep(0.1)
+        # The first TFJob a new CRD stores takes the apiserver a second or two (it builds the storage): not
+        # something the first run should be charged with.
+        while True:
+            try:
+                client.create(TFJOBS, tfjob("warm-up"), "default")
+                break
+            except NotFound:  # Established, but the handler is not serving yet
+                _check_deadline(deadline, f"{TFJOB_CRD_NAME} to serve")
+                time.sleep(0.2)
+        client.delete(TFJOBS, "warm-up", "default")
+
+    # --- namespaces: one per run, so a run starts empty and its cleanup is one delete -------------------------
+    def create_namespace(self, name: str, timeout: float = 60.0) -> None:
+        client = self.admin()
+        client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        deadline = time.monotonic() + timeout
+        while True:  # the ServiceAccount admission plugin rejects pods until the default account exists
+            try:
+                client.get(SERVICE_ACCOUNTS, "default", name)
+                return
+            except NotFound:
+                _check_deadline(deadline, f"the default ServiceAccount of namespace {name}")
+                time.sleep(0.1)
+
+    def delete_namespaces(self, names: list[str], timeout: float = 600.0) -> float:
+        """Empty and delete namespaces, and wait until every one is gone, so the next run starts on a quiet
+        cluster; returns seconds.
+
+        Emptied first with one DELETE per collection (pods with grace 0, so kwok need not finish each one), which
+        takes half the time the namespace controller needs to find and delete them itself.
+        """
+        client = self.admin()
+        started = time.monotonic()
+        options = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
+
+        def empty(name: str) -> None:
+            # Services before their EndpointSlices (or the endpoint controller writes new ones) and before the
+            # pods (or every pod deletion updates a slice); jobs last, so the garbage collector finds no children.
+            for resource in (SERVICES, ENDPOINT_SLICES, PODS, TFJOBS):
+                try:
+                    client.request("DELETE", resource.path(name), body=options, timeout=(5.0, timeout))
+                except NotFound:
+                    pass
+            try:
+                client.delete(NAMESPACES, name)
+            except NotFound:
+                pass
+
+        with ThreadPoolExecutor(max(1, min(8, len(names)))) as pool:
+            list(pool.map(empty, names))
+        for name in names:
+            while True:
+                try:
+                    client.get(NAMESPACES, name)
+                except NotFound:
+                    break
+                _check_deadline(started + timeout, f"namespace {name} to be deleted")
+                time.sleep(0.5)
+        return time.monotonic() - started
+
+
+def copy_logs(cluster: BenchCluster, destination: Path) -> None:
+    """Keep the components' logs next to the results: the cluster directory is destroyed at the end."""
+    source = cluster.directory / "logs"
+    if source.is_dir():
+        shutil.copytree(source, destination, dirs_exist_ok=True)
+
+
+def _condition(obj: dict[str, Any], condition_type: str) -> bool:
+    return any(c.get("type") == condition_type and c.get("status") == "True"
+               for c in (obj.get("status") or {}).get("conditions") or [])
+
+
+def _check_deadline(deadline: float, waiting_for: str) -> None:
+    if time.monotonic() > deadline:
+        raise TimeoutError(f"timed out waiting for {waiting_for}")

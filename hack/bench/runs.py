@@ -1,0 +1,226 @@
+"""One timed run of one contender, and the idle measurement; each returns a plain dict for the JSON report."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.audit import AuditLog, by_kind, failed
+from bench.cluster import BenchCluster
+from bench.operators import GoOperatorProcess, OperatorProcess, TfopProcess
+from bench.timeline import Timeline
+from bench.workload import CHILDREN_PER_JOB, CLIENT_CONCURRENCY, PODS_PER_JOB, create_jobs, exit_all
+from tfop.controller.controller import TFJOBS
+
+HACK_DIR = Path(__file__).resolve().parent.parent
+REPO_DIR = HACK_DIR.parent
+SEARCH_PATH = os.pathsep.join(str(p) for p in (HACK_DIR, REPO_DIR / "test", REPO_DIR))
+
+
+@dataclass(frozen=True)
+class Contender:
+    name: str
+    kind: str  # "limit", "tfop" or "go"
+    args: tuple[str, ...] = ()
+
+    @property
+    def uses_go_crd(self) -> bool:
+        return self.kind == "go"
+
+    @property
+    def command(self) -> str:
+        """How to run it, for the report."""
+        if self.kind == "limit":
+            return f"plain client, {CLIENT_CONCURRENCY} concurrent creates, no QPS limit"
+        program = "tfop run" if self.kind == "tfop" else "training-operator.v1"
+        return " ".join((program, *self.args)) + ("" if self.args else " (defaults)")
+
+
+# More workers and client headroom than either operator's defaults; the same for both.
+TUNED_TFOP = ("--threads", "16", "--qps", "1000", "--burst", "2000")
+TUNED_GO = ("--controller-threads", "16", "--kube-api-qps", "1000", "--kube-api-burst", "2000")
+CONTENDERS = (
+    Contender("limit", "limit"),
+    Contender("tfop", "tfop"),
+    Contender("tfop-tuned", "tfop", TUNED_TFOP),
+    Contender("go", "go"),
+    Contender("go-tuned", "go", TUNED_GO),
+)
+
+
+class Runner:
+    def __init__(self, cluster: BenchCluster, go_binary: Path | None, results: Path) -> None:
+        self.cluster = cluster
+        self.go_binary = go_binary
+        self.results = results
+        self.audit = AuditLog(cluster.audit_log)
+        (results / "logs").mkdir(parents=True, exist_ok=True)
+
+    def operator(self, contender: Contender, log_name: str, namespace: str | None = None) -> OperatorProcess:
+        """The contender's process; with `namespace` it watches only that one (both operators' --namespace)."""
+        log_path = self.results / "logs" / f"{log_name}.log"
+        args = [*contender.args, *(("--namespace", namespace) if namespace else ())]
+        if contender.kind == "tfop":
+            return TfopProcess(self.cluster.operator_kubeconfig, log_path, args)
+        assert self.go_binary is not None, "the Go operator was not built"
+        return GoOperatorProcess(self.go_binary, self.cluster.admin(), self.cluster.operator_kubeconfig, log_path,
+                                 args)
+
+    def run(self, contender: Contender, jobs: int, index: int) -> dict[str, Any]:
+        """Create the jobs, wait for every child, running pod and Running job; end every pod; wait for every
+        job to succeed. The namespace stays (the caller deletes namespaces in bulk, or keeps the finished jobs
+        for the idle measurement) unless the run failed."""
+        namespace = f"{contender.name}-n{jobs}-{index}"
+        timeout = 120.0 + 1.5 * jobs
+        admin = self.cluster.admin()
+        self.cluster.create_namespace(namespace)
+        timeline = Timeline(admin, namespace, TFJOBS)
+        timeline.start()
+        audit_start = self.audit.offset()
+        operator = None if contender.kind == "limit" else self.operator(contender, namespace, namespace)
+        limit = None
+        result: dict[str, Any] = {"contender": contender.name, "jobs": jobs, "run": index, "namespace": namespace}
+        finished = False
+        try:
+            if operator is not None:
+                started = time.monotonic()
+                operator.start()
+                result["startup_s"] = time.monotonic() - started
+                cpu_before = operator.cpu_seconds()
+            else:
+                limit = subprocess.Popen(
+                    [sys.executable, "-m", "bench.limit", str(self.cluster.operator_kubeconfig), namespace,
+                     str(CLIENT_CONCURRENCY)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                    env={**os.environ, "PYTHONPATH": SEARCH_PATH})
+                assert limit.stdout is not None
+                if limit.stdout.readline().strip() != "ready":
+                    raise RuntimeError("the limit client did not start")
+            feed = _Feed(limit)
+            began, began_epoch = time.monotonic(), time.time()
+            created = create_jobs(admin, namespace, jobs, feed.send if limit is not None else None)
+            if limit is not None:
+                result["limit"] = feed.finish()
+                result["cpu_s"] = result["limit"]["cpu_s"]
+
+            children = jobs * CHILDREN_PER_JOB
+            timeline.wait(lambda: len(timeline.children_created) >= children, timeout, f"{children} children")
+            result["children_s"] = timeline.nth_created(children) - began
+            children_epoch = began_epoch + result["children_s"]
+            result["curve"] = [round(t - began, 3) for t in timeline.created_curve()]
+            pods = jobs * PODS_PER_JOB
+            timeline.wait(lambda: timeline.running_pods() >= pods, timeout, f"{pods} running pods")
+            by_job = timeline.pods_of_job()
+            last_running = {uid: max(p.running_at or 0.0 for p in job_pods) for uid, job_pods in by_job.items()}
+            result["pods_running_s"] = max(last_running.values()) - began
+            result.update(_latencies(sorted(last_running[uid] - at for uid, at in created.items())))
+
+            if operator is not None:
+                timeline.wait(lambda: len(timeline.jobs_running) >= jobs, timeout, f"{jobs} Running jobs")
+                result["jobs_running_s"] = max(timeline.jobs_running.values()) - began
+                exits_began = time.monotonic()
+                result["pods_gone_before_exit"] = exit_all(admin, namespace, by_job)
+                result["exit_patches_s"] = time.monotonic() - exits_began
+                timeline.wait(lambda: len(timeline.jobs_succeeded) >= jobs, timeout, f"{jobs} Succeeded jobs")
+                result["succeeded_s"] = max(timeline.jobs_succeeded.values()) - exits_began
+                try:  # the last status writes and events go out (the Go operator's event backlog can take
+                    _settle(operator, quiet=1.0, timeout=5.0)  # minutes at 20 QPS: those are cut off)
+                except TimeoutError:
+                    result["note"] = "still sending requests 5 s after the last job succeeded"
+                result["cpu_s"] = operator.cpu_seconds() - cpu_before
+                result["peak_rss_mb"] = operator.memory()["VmHWM"] / 2**20
+                result["requests_own"] = int(operator.metric_sum("rest_client_requests_total"))
+            finished = True
+        finally:
+            if operator is not None:
+                operator.stop()
+            if limit is not None and limit.poll() is None:
+                limit.kill()
+                limit.wait()
+            timeline.stop()
+            if not finished:  # a failed run's jobs must not count as finished ones
+                self.cluster.delete_namespaces([namespace])
+        time.sleep(0.5)  # the last watches' closing lines
+        audited = self.audit.requests(audit_start)
+        result["requests_audit"] = len(audited)
+        result["requests_audit_by_kind"] = by_kind(audited)
+        result["requests_until_children"] = by_kind(audited, until=children_epoch)
+        result["requests_failed"] = failed(audited)
+        return result
+
+    def idle(self, contender: Contender, finished_jobs: int, seconds: float) -> dict[str, Any]:
+        """A fresh operator over `finished_jobs` finished jobs: once its start-up work is done, its CPU use,
+        reconciles and requests over `seconds` of nothing happening, and its RSS."""
+        operator = self.operator(contender, f"{contender.name}-idle")
+        started = time.monotonic()
+        try:
+            operator.start(timeout=600)
+            ready = time.monotonic() - started
+            settled = _settle(operator)
+            cpu, reconciles = operator.cpu_seconds(), operator.metric_sum("controller_runtime_reconcile_total")
+            audit_start = self.audit.offset()
+            time.sleep(seconds)
+            cpu = operator.cpu_seconds() - cpu
+            reconciles = operator.metric_sum("controller_runtime_reconcile_total") - reconciles
+            audited = self.audit.requests(audit_start, self.audit.offset())
+            return {"contender": contender.name, "finished_jobs": finished_jobs, "seconds": seconds,
+                    "startup_s": ready, "settle_s": settled, "cpu_percent": 100.0 * cpu / seconds,
+                    "rss_mb": operator.memory()["VmRSS"] / 2**20, "reconciles": int(reconciles),
+                    "requests": len(audited), "requests_by_kind": by_kind(audited)}
+        finally:
+            operator.stop()
+
+
+class _Feed:
+    """Hands each created job to the limit process the moment its create returns (from many threads)."""
+
+    def __init__(self, process: subprocess.Popen[str] | None) -> None:
+        self.process = process
+        self._lock = threading.Lock()
+
+    def send(self, job: dict[str, Any]) -> None:
+        assert self.process is not None and self.process.stdin is not None
+        line = json.dumps(job) + "\n"
+        with self._lock:
+            self.process.stdin.write(line)
+            self.process.stdin.flush()
+
+    def finish(self) -> dict[str, Any]:
+        assert self.process is not None
+        output, _ = self.process.communicate(timeout=600)  # closes its stdin: no more jobs
+        summary: dict[str, Any] = json.loads(output.strip().splitlines()[-1])
+        if self.process.returncode != 0:
+            raise RuntimeError(f"the limit client failed: {summary}")
+        return summary
+
+
+def _latencies(values: list[float]) -> dict[str, float]:
+    """Per-job start latency (job created -> all its replicas Running): p50 and p99."""
+    cuts = statistics.quantiles(values, n=100, method="inclusive") if len(values) > 1 else values * 99
+    return {"start_p50_s": statistics.median(values), "start_p99_s": cuts[98]}
+
+
+def _settle(operator: OperatorProcess, quiet: float = 5.0, timeout: float = 600.0) -> float:
+    """Wait until the operator's queue is empty and it has neither reconciled nor sent a request for `quiet`
+    seconds (its work is done: a start-up pass over existing jobs, or the last events). Returns the seconds
+    waited for that, the quiet time not included."""
+    started = time.monotonic()
+    last: tuple[tuple[float, float], float] = ((-1.0, -1.0), started)
+    while time.monotonic() - started < timeout:
+        counts = (operator.metric_sum("controller_runtime_reconcile_total"),
+                  operator.metric_sum("rest_client_requests_total"))
+        depth = operator.metric_sum("workqueue_depth")
+        now = time.monotonic()
+        if counts != last[0] or depth > 0:
+            last = (counts, now)
+        elif now - last[1] >= quiet:
+            return now - started - quiet
+        time.sleep(0.5)
+    raise TimeoutError(f"the operator did not go quiet within {timeout:.0f}s")
