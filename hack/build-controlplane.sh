@@ -7,26 +7,19 @@
 # replace at the sibling's published tag instead.
 set -euo pipefail
 
-HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# shellcheck source=versions.env
-source "${HACK_DIR}/versions.env"
+LOG_NAME=build-controlplane
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-CACHE_ROOT="${TFOP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tfop}"
 BIN_DIR="${CACHE_ROOT}/controlplane/k8s-${KUBERNETES_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}/bin"
 STAMP="${BIN_DIR}/.complete"
-
-log() { printf '[build-controlplane] %s\n' "$*" >&2; }
-die() { printf '[build-controlplane] ERROR: %s\n' "$*" >&2; exit 1; }
 
 if [[ -f "${STAMP}" ]]; then
   echo "${BIN_DIR}"
   exit 0
 fi
 
-command -v go >/dev/null || die "go is not on PATH; the control plane is built from source and needs Go (see README)"
-export GOFLAGS="-mod=mod -trimpath"
-export CGO_ENABLED=0
-export GOTOOLCHAIN=local
+go_build_env
 
 WORK="$(mktemp -d)"
 trap 'rm -rf "${WORK}"' EXIT

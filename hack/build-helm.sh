@@ -7,27 +7,20 @@
 # assume without a cluster, taken from the client-go that this helm release requires.
 set -euo pipefail
 
-HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# shellcheck source=versions.env
-source "${HACK_DIR}/versions.env"
-[[ -n "${HELM_VERSION:-}" ]] || { echo "[build-helm] ERROR: HELM_VERSION is not set in ${HACK_DIR}/versions.env" >&2; exit 1; }
+LOG_NAME=build-helm
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+[[ -n "${HELM_VERSION:-}" ]] || die "HELM_VERSION is not set in ${HACK_DIR}/versions.env"
 
-CACHE_ROOT="${TFOP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tfop}"
 BIN_DIR="${CACHE_ROOT}/helm/${HELM_VERSION}/bin"
 MODULE=helm.sh/helm/v3
-
-log() { printf '[build-helm] %s\n' "$*" >&2; }
-die() { printf '[build-helm] ERROR: %s\n' "$*" >&2; exit 1; }
 
 if [[ -x "${BIN_DIR}/helm" ]]; then
   echo "${BIN_DIR}/helm"
   exit 0
 fi
 
-command -v go >/dev/null || die "go is not on PATH; helm is built from source and needs Go (see README)"
-export GOFLAGS="-trimpath"
-export CGO_ENABLED=0
-export GOTOOLCHAIN=local
+go_build_env
 
 WORK="$(mktemp -d)"
 trap 'rm -rf "${WORK}"' EXIT

@@ -10,21 +10,18 @@
 # stops with a clear message if a future version brings some, which `go install` refuses.
 set -euo pipefail
 
+LOG_NAME=build-training-operator
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
 VERSION="${TRAINING_OPERATOR_VERSION:-v1.9.3}"
 MODULE=github.com/kubeflow/training-operator
 PACKAGE="${MODULE}/cmd/training-operator.v1"
 
-CACHE_ROOT="${TFOP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tfop}"
 BIN_DIR="${CACHE_ROOT}/training-operator/${VERSION}/bin"
 STAMP="${BIN_DIR}/.complete"
 
-log() { printf '[build-training-operator] %s\n' "$*" >&2; }
-die() { printf '[build-training-operator] ERROR: %s\n' "$*" >&2; exit 1; }
-
-command -v go >/dev/null || die "go is not on PATH; the training operator is built from source and needs Go"
-export GOFLAGS="-mod=mod -trimpath"
-export CGO_ENABLED=0
-export GOTOOLCHAIN=local
+go_build_env
 
 # go mod download needs a module to stand in, or it refuses to run outside one on some Go versions.
 download_json() {
