@@ -89,5 +89,5 @@ $(VENV)/.bench-installed: $(VENV)/.installed
 	$(VENV)/bin/pip install --quiet 'matplotlib>=3.8,<4'  # draws the bench chart
 	touch $@
 
-bench: venv controlplane $(VENV)/.bench-installed ## tfop vs the apiserver's limit and the Go operator (~20 min; results in bench-results/)
+bench: venv controlplane $(VENV)/.bench-installed ## tfop vs the apiserver's limit and the Go operator (~17 min; results in bench-results/)
 	PYTHONPATH=hack:test $(PY) -m bench $(BENCH_ARGS)
