@@ -13,9 +13,9 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
 from functools import partial
 from itertools import zip_longest
-from datetime import datetime, timezone
 from typing import Any
 
 import structlog
@@ -23,15 +23,15 @@ import structlog
 from tfop import metrics
 from tfop.api.constants import GROUP, KIND, LABEL_OPERATOR_NAME, OPERATOR_NAME, PLURAL, VERSION
 from tfop.api.timestamps import parse_time
-from tfop.kube.slowstart import create_in_batches
 from tfop.controller.plan_types import ChildRef, Plan, PlannerConfig
 from tfop.controller.reconcile import plan as plan_job
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import ApiError, Conflict, NotFound
-from tfop.kube.events import EventRecorder
+from tfop.kube.events import NORMAL, WARNING, EventRecorder
 from tfop.kube.expectations import Expectations
 from tfop.kube.informer import Informer
 from tfop.kube.resource import PODS, SERVICES, Resource
+from tfop.kube.slowstart import create_in_batches
 from tfop.kube.store import by_controller_uid, object_key
 from tfop.kube.workqueue import RateLimitingQueue
 
@@ -146,7 +146,7 @@ class TFJobController:
     def _child_added(self, kind: str, child: Object) -> None:
         key = _owner_key(child)
         if key:
-            self.expectations.created(key, f"{kind}/{child['metadata']['name']}")
+            self.expectations.created(key, _child_id(kind, child))
             self.queue.add(key)
 
     def _child_updated(self, kind: str, old: Object, new: Object) -> None:
@@ -201,7 +201,7 @@ class TFJobController:
     def reconcile(self, key: str) -> float | None:
         """Bring one job's children and status in line with its spec; returns seconds until it needs a look
         even if nothing changes (a deadline or TTL), or None."""
-        namespace, _, name = key.partition("/")
+        namespace = key.partition("/")[0]
         job = _scoped(self.jobs, namespace).store.get(key)
         if job is None:
             self.expectations.forget(key)
@@ -257,14 +257,14 @@ class TFJobController:
         for resource in (PODS, SERVICES):
             names = [i.partition("/")[2] for i in result.created if i.startswith(f"{resource.kind}/")]
             if names:
-                self.recorder.record(job, "Normal", f"SuccessfulCreate{resource.kind}",
+                self.recorder.record(job, NORMAL, f"SuccessfulCreate{resource.kind}",
                                      f"Created {resource.kind.lower()}s: {', '.join(names)}")
             if resource is PODS and names:
                 metrics.pods_created.labels(namespace).inc(len(names))
         if result.error is not None and result.failed is not None:
             failures.append(result.error)
             kind, _, name = result.failed.partition("/")
-            self.recorder.record(job, "Warning", f"FailedCreate{kind}",
+            self.recorder.record(job, WARNING, f"FailedCreate{kind}",
                                  f"Error creating {kind.lower()} {name}: {result.error.message}")
 
     def _delete_children(self, key: str, job: Object, resource: Resource, refs: list[ChildRef],
@@ -283,12 +283,12 @@ class TFJobController:
             except ApiError as error:
                 self.expectations.deleted(key, ref.uid)
                 failures.append(error)
-                self.recorder.record(job, "Warning", f"FailedDelete{resource.kind}",
+                self.recorder.record(job, WARNING, f"FailedDelete{resource.kind}",
                                      f"Error deleting {resource.kind.lower()} {ref.name}: {error.message}")
         if deleted and resource is PODS:
             metrics.pods_deleted.labels(namespace).inc(len(deleted))
         if deleted:
-            self.recorder.record(job, "Normal", f"SuccessfulDelete{resource.kind}",
+            self.recorder.record(job, NORMAL, f"SuccessfulDelete{resource.kind}",
                                  f"Deleted {resource.kind.lower()}s: {', '.join(deleted)}")
 
     def _write_status(self, key: str, job: Object, status: Object) -> None:
@@ -299,7 +299,7 @@ class TFJobController:
                 "metadata": {"name": metadata["name"], "namespace": metadata["namespace"],
                              "uid": metadata["uid"], "resourceVersion": metadata["resourceVersion"]},
                 "spec": job.get("spec"), "status": status}
-        self.client.request("PUT", TFJOBS.path(metadata["namespace"], metadata["name"], "status"), body=body)
+        self.client.replace(TFJOBS, metadata["name"], body, metadata["namespace"], subresource="status")
         self.expectations.expect_newer(key, metadata["resourceVersion"])
 
     def _delete_job(self, job: Object) -> None:

@@ -224,10 +224,11 @@ class KubeClient:
         result: dict[str, Any] = self.request("POST", resource.path(namespace), body=body)
         return result
 
-    def replace(self, resource: Resource, name: str, body: dict[str, Any],
-                namespace: str | None = None) -> dict[str, Any]:
-        """PUT the whole object; its metadata.resourceVersion makes it conditional (Conflict if stale)."""
-        result: dict[str, Any] = self.request("PUT", resource.path(namespace, name), body=body)
+    def replace(self, resource: Resource, name: str, body: dict[str, Any], namespace: str | None = None, *,
+                subresource: str | None = None) -> dict[str, Any]:
+        """PUT the whole object (or a subresource such as status); its metadata.resourceVersion makes it
+        conditional (Conflict if stale)."""
+        result: dict[str, Any] = self.request("PUT", resource.path(namespace, name, subresource), body=body)
         return result
 
     def delete(self, resource: Resource, name: str, namespace: str | None = None, *, uid: str | None = None,
