@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 Check = Callable[[], str | None]
 
@@ -44,15 +44,15 @@ class EndpointServer:
     """Serves any of /healthz, /readyz and /metrics on one address (host:port; port 0 picks a free one)."""
 
     def __init__(self, address: str, *, liveness: Checks | None = None, readiness: Checks | None = None,
-                 metrics: bool = False) -> None:
+                 metrics: CollectorRegistry | None = None) -> None:
         host, _, port = address.rpartition(":")
         routes: dict[str, Callable[[], tuple[int, str, bytes]]] = {}
         if liveness is not None:
             routes["/healthz"] = lambda: _check_response(liveness)
         if readiness is not None:
             routes["/readyz"] = lambda: _check_response(readiness)
-        if metrics:
-            routes["/metrics"] = lambda: (200, CONTENT_TYPE_LATEST, generate_latest(REGISTRY))
+        if metrics is not None:
+            routes["/metrics"] = lambda: (200, CONTENT_TYPE_LATEST, generate_latest(metrics))
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)

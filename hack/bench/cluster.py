@@ -23,7 +23,7 @@ from bench.workload import tfjob
 from local_cluster import LocalCluster, openssl
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import AlreadyExists, NotFound
-from tfop.controller.controller import TFJOBS
+from tfop.controller.children import TFJOBS
 from tfop.kube.resource import CUSTOM_RESOURCE_DEFINITIONS, NAMESPACES, PODS, SERVICE_ACCOUNTS, SERVICES, Resource
 
 OPERATOR_USER = "bench-operator"

@@ -13,7 +13,7 @@ import pytest
 from local_cluster import LocalCluster
 from support.operator_process import OperatorProcess
 from support.pods import exit_pod, wait_for, wait_for_count
-from tfop.controller.controller import TFJOBS
+from tfop.controller.children import TFJOBS
 from tfop.kube.client import KubeClient
 from tfop.kube.resource import EVENTS, PODS, SERVICES
 

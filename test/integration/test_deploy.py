@@ -19,7 +19,7 @@ from support.operator_process import OperatorProcess
 from support.pods import exit_pod, wait_for, wait_for_count
 from tfop import __version__
 from tfop.config import load_config
-from tfop.controller.controller import TFJOBS
+from tfop.controller.children import TFJOBS
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import NotFound
 from tfop.kube.resource import EVENTS, LEASES, PODS

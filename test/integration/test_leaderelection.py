@@ -9,11 +9,12 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from prometheus_client import REGISTRY
+from prometheus_client import CollectorRegistry
 
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import Conflict
 from tfop.kube.leaderelection import LeaderElector
+from tfop.kube.metrics import KubeMetrics
 from tfop.kube.resource import LEASES
 
 pytestmark = pytest.mark.integration
@@ -30,10 +31,11 @@ class Candidate:
         self.started_at: float | None = None
         self.stopped_at: float | None = None
         self.stop = threading.Event()
+        self.registry = CollectorRegistry()  # its own, so each candidate's gauge can be read
         self.elector = LeaderElector(
             client, namespace, LEASE_NAME, identity, lease_duration=LEASE, renew_deadline=RENEW,
             retry_period=RETRY, on_started_leading=self._started, on_stopped_leading=self._stopped,
-            release_on_cancel=release_on_cancel)
+            release_on_cancel=release_on_cancel, metrics=KubeMetrics.create(self.registry))
         self.thread = threading.Thread(target=self.elector.run, args=(self.stop,), daemon=True, name=identity)
 
     def _started(self) -> None:
@@ -93,8 +95,9 @@ def test_exactly_one_of_two_leads(candidates: Callable[..., Candidate], kube_cli
     lease = kube_client.get(LEASES, LEASE_NAME, namespace)
     assert lease["spec"]["holderIdentity"] == leader.elector.identity
     assert lease["spec"]["leaseDurationSeconds"] == int(LEASE)
-    assert REGISTRY.get_sample_value("leader_election_master_status", {"name": LEASE_NAME}) == 1.0
     follower = next(c for c in both if c is not leader)
+    assert leader.registry.get_sample_value("leader_election_master_status", {"name": LEASE_NAME}) == 1.0
+    assert follower.registry.get_sample_value("leader_election_master_status", {"name": LEASE_NAME}) == 0.0
     assert follower.started_at is None and follower.elector.observed_holder == leader.elector.identity
 
 

@@ -10,7 +10,7 @@ from local_cluster import LocalCluster
 from support.operator_process import OperatorProcess
 from support.pods import exit_pod, wait_for, wait_for_count
 from tfop.controller.controller import TFJOBS, TFJobController
-from tfop.controller.plan_types import PlannerConfig
+from tfop.controller.settings import ControllerConfig
 from tfop.health import Checks, EndpointServer
 from tfop.kube.client import KubeClient
 from tfop.kube.events import EventRecorder
@@ -104,7 +104,7 @@ def test_two_replicas_one_leads_and_a_sigterm_hands_over_without_duplicates(
 def test_healthz_fails_when_an_informer_dies_and_readyz_follows_the_caches(
         cluster: LocalCluster, tfjob_crd: Path, kube_client: KubeClient, namespace: str) -> None:
     recorder = EventRecorder(kube_client, "tfop-test")
-    controller = TFJobController(kube_client, recorder, planner_config=PlannerConfig(), namespaces=[namespace])
+    controller = TFJobController(kube_client, recorder, config=ControllerConfig(), namespaces=[namespace])
     liveness, readiness = Checks(), Checks()
     liveness.add("controller", controller.health_problem)
     readiness.add("caches", controller.readiness_problem)
@@ -126,7 +126,7 @@ def test_healthz_fails_when_an_informer_dies_and_readyz_follows_the_caches(
         assert controller.wait_for_sync(timeout=30)
         assert get("/readyz") == (200, "ok\n") and get("/healthz") == (200, "ok\n")
 
-        controller.services[namespace].stop()  # as if its thread had died
+        next(i for i in controller.runtime.informers if i.resource.plural == "services").stop()  # as if it died
         status, body = get("/healthz")
         assert status == 500 and f"informer services ({namespace}) is not running" in body
     finally:

@@ -9,11 +9,16 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from prometheus_client import REGISTRY
+from prometheus_client import CollectorRegistry
 
 from tfop.kube.clock import FakeClock
 from tfop.kube.ratelimit import PerItemExponentialBackoff, default_controller_rate_limiter
+from tfop.kube.metrics import KubeMetrics
 from tfop.kube.workqueue import RateLimitingQueue
+
+# This module's own registry: what it reads is what its queues did, whatever other tests do.
+REGISTRY = CollectorRegistry()
+METRICS = KubeMetrics.create(REGISTRY)
 
 
 def unique_name() -> str:
@@ -21,7 +26,8 @@ def unique_name() -> str:
 
 
 def make_queue(clock: FakeClock, name: str | None = None) -> RateLimitingQueue[str]:
-    return RateLimitingQueue(name or unique_name(), default_controller_rate_limiter(clock), clock=clock)
+    return RateLimitingQueue(name or unique_name(), default_controller_rate_limiter(clock), clock=clock,
+                             metrics=METRICS.workqueues)
 
 
 class Background:
