@@ -54,8 +54,8 @@ integration: venv controlplane helm ## run the integration tests only
 e2e: venv controlplane ## run the end-to-end tests only
 	$(PY) -m pytest test/e2e $(PYTEST_ARGS)
 
-lint: venv ## type-check (mypy --strict)
-	$(PY) -m mypy
+lint: venv ## ruff (rules in ruff.toml) over tfop, test and hack, then mypy --strict; both run, either fails it
+	@status=0; $(PY) -m ruff check tfop test hack || status=1; $(PY) -m mypy || status=1; exit $$status
 
 crd: venv controlplane ## regenerate crd/ from hack/crd-template.yaml and the local apiserver's PodTemplateSpec
 	$(PY) hack/gen_crd.py
