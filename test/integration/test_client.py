@@ -125,7 +125,7 @@ def test_patch_types(kube_client: KubeClient, namespace: str) -> None:
                                 field_manager="tfop-test", force=True)
     assert applied["data"]["c"] == "3"
     assert any(entry["manager"] == "tfop-test" for entry in applied["metadata"]["managedFields"])
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="needs a field_manager"):
         kube_client.patch(CONFIGMAPS, "cm", {}, namespace, patch_type="apply")
 
 

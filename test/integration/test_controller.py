@@ -153,8 +153,9 @@ def test_backoff_limit_counts_the_operators_recreations(kube_client: KubeClient,
         name = next(iter(pods_by_name(kube_client, namespace, "flaky")))
         exit_pod(kube_client, namespace, name, 143)
         if attempt == 0:
-            wait_for(lambda: all(p["metadata"]["uid"] != uid for p in
-                                 pods_by_name(kube_client, namespace, "flaky").values()), message="recreation")
+            wait_for(lambda uid=uid: all(p["metadata"]["uid"] != uid for p in
+                                         pods_by_name(kube_client, namespace, "flaky").values()),
+                     message="recreation")
     failed = wait_for(lambda: condition(kube_client, namespace, "flaky", "Failed"), message="Failed")
     assert failed["reason"] == "BackoffLimitExceeded"
 

@@ -144,7 +144,7 @@ REJECTED: dict[str, tuple[dict[str, Any], list[str]]] = {
 REJECTED["no replica specs"][0]["spec"]["tfReplicaSpecs"] = {}
 
 
-@pytest.mark.parametrize("manifest,fragments", REJECTED.values(), ids=REJECTED.keys())
+@pytest.mark.parametrize(("manifest", "fragments"), REJECTED.values(), ids=REJECTED.keys())
 def test_invalid_manifests_are_rejected_naming_the_field(
         cluster: LocalCluster, tfjob_crd: Path, namespace: str, manifest: dict[str, Any],
         fragments: list[str]) -> None:

@@ -86,8 +86,8 @@ def monitoring_crds(cluster: LocalCluster) -> None:
                 "kind": kind, "listKind": f"{kind}List", "plural": f"{kind.lower()}s", "singular": kind.lower()},
                 "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
                     "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}}))
-        wait_for(lambda: cluster.kubectl("get", "crd", name, "-o", "jsonpath={.status.conditions[?(@.type=="
-                                         '"Established")].status}', check=False).stdout == "True",
+        wait_for(lambda name=name: cluster.kubectl("get", "crd", name, "-o", "jsonpath={.status.conditions[?("
+                                                   '@.type=="Established")].status}', check=False).stdout == "True",
                  message=f"CRD {name} Established")
 
 
@@ -281,11 +281,11 @@ def test_helm_chart_with_default_values_renders_the_kustomize_base(cluster: Loca
     rendered = by_kind_and_name(documents(helm_template(helm, "tfop", SYSTEM_NAMESPACE, "--include-crds")))
     assert sorted(rendered) == sorted(base)
     for key, ours in base.items():
-        theirs = comparable(rendered[key])
+        expected, theirs = ours, comparable(rendered[key])
         if key == ("ConfigMap", "tf-job-operator-config"):  # the same settings; the base's file has comments
-            ours = {**ours, "data": {CONFIG_KEY: yaml.safe_load(ours["data"][CONFIG_KEY])}}
+            expected = {**ours, "data": {CONFIG_KEY: yaml.safe_load(ours["data"][CONFIG_KEY])}}
             theirs = {**theirs, "data": {CONFIG_KEY: yaml.safe_load(theirs["data"][CONFIG_KEY])}}
-        assert theirs == ours, f"{key} differs between the Helm chart and the kustomize base"
+        assert theirs == expected, f"{key} differs between the Helm chart and the kustomize base"
 
 
 def test_helm_chart_lints_and_is_the_pinned_version(helm: Path) -> None:
@@ -297,7 +297,7 @@ def test_helm_chart_lints_and_is_the_pinned_version(helm: Path) -> None:
         assert result.returncode == 0, result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("values, complaint", [
+@pytest.mark.parametrize(("values", "complaint"), [
     (["--set", "leaderElection.enabled=false"], "leaderElection"),
     (["--set", "terminationGracePeriodSeconds=20"], "drainSeconds"),
     (["--set", "cloud=ibm"], "cloud"),
@@ -366,7 +366,7 @@ def test_helm_chart_for_a_namespace_list_on_azure_applies_with_roles_in_those_na
 
 
 # --- what the objects carry: the config, the alerts, the dashboard -----------------------------------------------
-@pytest.mark.parametrize("source, accelerators", [
+@pytest.mark.parametrize(("source", "accelerators"), [
     ("kustomize", set()), ("helm", set()), ("helm-azure", {"nvidia.com/gpu"}), ("helm-gke", {"nvidia.com/gpu"}),
     ("helm-aws", set())])
 def test_shipped_controller_config_loads_in_the_operator(cluster: LocalCluster, helm: Path, tmp_path: Path,

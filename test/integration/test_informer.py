@@ -3,6 +3,7 @@ recovery from apiserver restarts and expired resource versions (re-list with sta
 
 from __future__ import annotations
 
+import contextlib
 import random
 import socket
 import threading
@@ -175,10 +176,8 @@ class TcpProxy:
             pass
         finally:
             for sock in (src, dst):
-                try:
+                with contextlib.suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
 
     def cut(self) -> None:
         """Drop every open connection and turn new ones away until `resume`."""
@@ -186,10 +185,8 @@ class TcpProxy:
         with self._lock:
             sockets, self._sockets = self._sockets, set()
         for sock in sockets:
-            try:
+            with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
             sock.close()
 
     def resume(self) -> None:
@@ -206,10 +203,8 @@ class TcpProxy:
 def widgets_crd(cluster: Any) -> Iterator[Resource]:
     """A tiny CRD of our own, so the informer is tested on a custom resource independent of the TFJob CRD."""
     client = KubeClient.from_kubeconfig(str(cluster.kubeconfig))
-    try:
+    with contextlib.suppress(AlreadyExists):
         client.create(CUSTOM_RESOURCE_DEFINITIONS, WIDGET_CRD)
-    except AlreadyExists:
-        pass
 
     def served() -> bool:
         crd = client.get(CUSTOM_RESOURCE_DEFINITIONS, WIDGET_CRD["metadata"]["name"])
@@ -224,10 +219,8 @@ def widgets_crd(cluster: Any) -> Iterator[Resource]:
 
     wait_until(served, 60, "the widgets CRD to be served")
     yield WIDGETS
-    try:
+    with contextlib.suppress(NotFound):
         client.delete(CUSTOM_RESOURCE_DEFINITIONS, WIDGET_CRD["metadata"]["name"])
-    except NotFound:
-        pass
 
 
 @pytest.fixture

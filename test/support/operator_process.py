@@ -10,6 +10,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import ClassVar
 
 
 def free_port() -> int:
@@ -19,7 +20,7 @@ def free_port() -> int:
 
 
 class OperatorProcess:
-    started: list[OperatorProcess] = []  # every instance started in this test session, for stop_all()
+    started: ClassVar[list[OperatorProcess]] = []  # every instance started in this test session, for stop_all()
 
     def __init__(self, kubeconfig: Path, log_path: Path, *args: str) -> None:
         self.kubeconfig = kubeconfig

@@ -249,9 +249,9 @@ def test_stop_without_a_thread_writes_inline(sink: RecordingSink, clock: FakeClo
 
 def test_bad_input_is_refused(sink: RecordingSink, clock: FakeClock) -> None:
     recorder = make_recorder(sink, clock)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="event type must be"):
         recorder.record(job(), "Error", "Oops", "not a valid type")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="needs an object with kind"):
         recorder.record({"kind": "TFJob", "metadata": {}}, NORMAL, "NoName", "x")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="needs a component name"):
         EventRecorder(sink, "")
