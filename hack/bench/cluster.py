@@ -22,9 +22,9 @@ import yaml
 
 from bench.workload import tfjob
 from local_cluster import LocalCluster, openssl
-from tfop.controller.controller import TFJOBS
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import AlreadyExists, NotFound
+from tfop.controller.controller import TFJOBS
 from tfop.kube.resource import CUSTOM_RESOURCE_DEFINITIONS, NAMESPACES, PODS, SERVICE_ACCOUNTS, SERVICES, Resource
 
 OPERATOR_USER = "bench-operator"

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import copy
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -52,6 +51,8 @@ def test_what_the_user_wrote_wins() -> None:
 
 
 def test_the_planner_config_reaches_the_desired_pods() -> None:
+    from datetime import datetime, timezone
+
     from tfop.controller.plan_types import PlannerConfig
     from tfop.controller.reconcile import plan
 
@@ -59,7 +60,7 @@ def test_the_planner_config_reaches_the_desired_pods() -> None:
            "metadata": {"name": "gpu", "namespace": "ns", "uid": "uid-1", "generation": 1},
            "spec": {"tfReplicaSpecs": {"Worker": {"replicas": 2, "template": {"spec": pod_spec(
                {"limits": {"nvidia.com/gpu": 1}})}}}}}
-    result = plan(job, [], [], datetime(2026, 11, 21, tzinfo=UTC), PlannerConfig(accelerators=GPU))
+    result = plan(job, [], [], datetime(2026, 11, 21, tzinfo=timezone.utc), PlannerConfig(accelerators=GPU))
     assert len(result.create_pods) == 2
     for pod in result.create_pods:
         tensorflow = pod["spec"]["containers"][0]
