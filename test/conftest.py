@@ -24,7 +24,20 @@ from local_cluster import LocalCluster  # noqa: E402
 from support.operator_process import OperatorProcess  # noqa: E402
 
 CRD_FILE = REPO / "crd" / "kubeflow.org_tfjobs.yaml"
+SUITES = ("unit", "integration", "e2e")  # the directories under test/ and the markers that select them
 _versions: list[str] = []
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own -m deselection looks at the markers
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test with its suite, taken from its directory, so no module can forget its marker."""
+    tests = REPO / "test"
+    for item in items:
+        suite = item.path.relative_to(tests).parts[0] if item.path.is_relative_to(tests) else ""
+        if suite not in SUITES:
+            raise pytest.UsageError(f"{item.nodeid}: tests live in test/{{{','.join(SUITES)}}}/, "
+                                    "whose directory gives their marker")
+        item.add_marker(suite)
 
 
 @pytest.fixture(scope="session")

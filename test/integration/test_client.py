@@ -17,8 +17,6 @@ from tfop.kube.client import KubeClient
 from tfop.kube.errors import AlreadyExists, Conflict, Gone, Invalid, NotFound, TransportError
 from tfop.kube.resource import CONFIGMAPS, EVENTS, PODS
 
-pytestmark = pytest.mark.integration
-
 
 def configmap(name: str, labels: dict[str, str] | None = None, **data: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": labels or {}},

@@ -20,8 +20,6 @@ from tfop.kube.informer import Informer
 from tfop.kube.resource import CONFIGMAPS, CUSTOM_RESOURCE_DEFINITIONS, NAMESPACES, PODS, Resource
 from tfop.kube.store import by_label, object_key
 
-pytestmark = pytest.mark.integration
-
 WIDGETS = Resource("tfop-tests.example.com", "v1", "widgets", "Widget")
 WIDGET_CRD: dict[str, Any] = {
     "apiVersion": "apiextensions.k8s.io/v1",

@@ -16,8 +16,6 @@ from tfop.kube.errors import Conflict
 from tfop.kube.leaderelection import LeaderElector
 from tfop.kube.resource import LEASES
 
-pytestmark = pytest.mark.integration
-
 # Short timings keep the tests quick; the ratios are those of the defaults (15 / 10 / 2).
 LEASE, RENEW, RETRY = 3.0, 2.0, 0.5
 LEASE_NAME = "tfop-test-lock"
