@@ -15,14 +15,16 @@ import pytest
 import yaml
 
 from local_cluster import LocalCluster
+from support.crds import crd_established
 from support.operator_process import OperatorProcess
-from support.pods import exit_pod, wait_for, wait_for_count
+from support.pods import exit_pod
+from support.tfjobs import TFJOBS, events_about, replica, tfjob
+from support.waiting import wait_for, wait_for_count
 from tfop import __version__
 from tfop.config import load_config
-from tfop.controller.controller import TFJOBS
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import NotFound
-from tfop.kube.resource import EVENTS, LEASES, PODS
+from tfop.kube.resource import LEASES, PODS
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
@@ -86,9 +88,7 @@ def monitoring_crds(cluster: LocalCluster) -> None:
                 "kind": kind, "listKind": f"{kind}List", "plural": f"{kind.lower()}s", "singular": kind.lower()},
                 "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
                     "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}}))
-        wait_for(lambda name=name: cluster.kubectl("get", "crd", name, "-o", "jsonpath={.status.conditions[?("
-                                                   '@.type=="Established")].status}', check=False).stdout == "True",
-                 message=f"CRD {name} Established")
+        wait_for(lambda name=name: crd_established(cluster, name), message=f"CRD {name} Established")
 
 
 def dry_run_and_apply(cluster: LocalCluster, manifests: str) -> None:
@@ -235,12 +235,9 @@ def test_operator_runs_a_distributed_job_to_success_as_its_service_account(
     try:
         wait_for(lambda: (found(lambda: kube_client.get(LEASES, LEASE, SYSTEM_NAMESPACE)) or {}).get("spec", {})
                  .get("holderIdentity"), message="the operator to take the lease")
-        replica = {"template": {"spec": {"containers": [{"name": "tensorflow", "image": "tensorflow/tensorflow"}]}}}
-        kube_client.create(TFJOBS, {
-            "apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "dist"},
-            "spec": {"runPolicy": {"ttlSecondsAfterFinished": 5}, "tfReplicaSpecs": {
-                "Chief": {"replicas": 1, **replica}, "Worker": {"replicas": 2, **replica},
-                "PS": {"replicas": 1, **replica}}}}, namespace)
+        image = "tensorflow/tensorflow"
+        kube_client.create(TFJOBS, tfjob("dist", {"ttlSecondsAfterFinished": 5}, Chief=replica(1, image=image),
+                                         Worker=replica(2, image=image), PS=replica(1, image=image)), namespace)
         selector = "training.kubeflow.org/job-name=dist"
         pods = wait_for_count(lambda: kube_client.list(PODS, namespace, label_selector=selector)[0], 4,
                               message="pods")
@@ -252,8 +249,7 @@ def test_operator_runs_a_distributed_job_to_success_as_its_service_account(
         # ttlSecondsAfterFinished: the operator deletes the finished job itself.
         wait_for(lambda: not found(lambda: kube_client.get(TFJOBS, "dist", namespace)), timeout=60,
                  message="the job deleted after its TTL")
-        reasons = {e["reason"] for e in kube_client.list(EVENTS, namespace,
-                                                         field_selector="involvedObject.name=dist")[0]}
+        reasons = {e["reason"] for e in events_about(kube_client, namespace, "dist")}
         assert {"SuccessfulCreatePod", "SuccessfulCreateService", "TFJobSucceeded", "SuccessfulDeletePod"} <= reasons
         assert operator.terminate() == 0
         # A graceful stop releases the lease (an update), so a successor need not wait for it to expire.
