@@ -11,6 +11,7 @@ library only, so it runs before anything is installed. Binaries come from hack/b
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -406,10 +407,8 @@ def _get_text(url: str, context: ssl.SSLContext | None) -> str:
 
 def _reap(pid: int) -> None:
     """Collects the exit status of a child we started, so it does not linger as a zombie."""
-    try:
+    with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
 
 
 def _exited(pid: int) -> bool:

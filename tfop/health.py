@@ -33,7 +33,7 @@ class Checks:
         for name, check in checks:
             try:
                 reason = check()
-            except Exception as error:  # a broken check is a failed check, never a crashed server
+            except Exception as error:  # noqa: BLE001 - a broken check is a failed check, never a crashed server
                 reason = f"check raised {error!r}"
             if reason is not None:
                 failures.append(f"{name}: {reason}")
@@ -55,7 +55,7 @@ class EndpointServer:
             routes["/metrics"] = lambda: (200, CONTENT_TYPE_LATEST, generate_latest(metrics))
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
+            def do_GET(self) -> None:
                 route = routes.get(self.path.split("?", 1)[0])
                 code, content_type, body = route() if route else (404, "text/plain", b"not found\n")
                 self.send_response(code)

@@ -17,7 +17,6 @@ from pathlib import Path
 from types import FrameType
 
 import structlog
-
 from prometheus_client import CollectorRegistry
 
 from tfop import logs

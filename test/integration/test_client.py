@@ -18,8 +18,6 @@ from tfop.kube.errors import AlreadyExists, Conflict, Gone, Invalid, NotFound, T
 from tfop.kube.metrics import KubeMetrics
 from tfop.kube.resource import CONFIGMAPS, EVENTS, PODS
 
-pytestmark = pytest.mark.integration
-
 
 def configmap(name: str, labels: dict[str, str] | None = None, **data: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": labels or {}},
@@ -133,7 +131,7 @@ def test_patch_types(kube_client: KubeClient, namespace: str) -> None:
                                 field_manager="tfop-test", force=True)
     assert applied["data"]["c"] == "3"
     assert any(entry["manager"] == "tfop-test" for entry in applied["metadata"]["managedFields"])
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="needs a field_manager"):
         kube_client.patch(CONFIGMAPS, "cm", {}, namespace, patch_type="apply")
 
 

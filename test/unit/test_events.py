@@ -9,8 +9,8 @@ from prometheus_client import CollectorRegistry
 
 from tfop.kube.clock import FakeClock
 from tfop.kube.errors import ApiError, NotFound
-from tfop.kube.metrics import KubeMetrics
 from tfop.kube.events import NORMAL, WARNING, EventRecorder, truncate_message
+from tfop.kube.metrics import KubeMetrics
 from tfop.kube.resource import EVENTS, Resource
 
 
@@ -254,9 +254,9 @@ def test_stop_without_a_thread_writes_inline(sink: RecordingSink, clock: FakeClo
 
 def test_bad_input_is_refused(sink: RecordingSink, clock: FakeClock) -> None:
     recorder = make_recorder(sink, clock)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="event type must be"):
         recorder.record(job(), "Error", "Oops", "not a valid type")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="needs an object with kind"):
         recorder.record({"kind": "TFJob", "metadata": {}}, NORMAL, "NoName", "x")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="needs a component name"):
         EventRecorder(sink, "")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import random
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -18,7 +18,7 @@ from tfop.controller.reconcile import plan
 from tfop.controller.resources import ReplicaSlot, selector_labels
 from tfop.controller.settings import ControllerConfig
 
-NOW = datetime(2026, 11, 21, 10, 0, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 21, 10, 0, 0, tzinfo=UTC)
 T0 = "2026-11-21T10:00:00Z"
 JOB_NAME = "mnist"
 UID = "uid-1"

@@ -20,6 +20,7 @@ from tfop.controller.resources import (
     replica_slot_of,
     tf_task_type,
 )
+
 RID = runtime_id("uid-1")
 
 

@@ -17,7 +17,6 @@ from tfop.controller.plan_types import POD, SERVICE
 from tfop.controller.resources import DesiredChildren, ReplicaSlot
 from tfop.kube.informer import Transform
 from tfop.kube.resource import PODS, SERVICES, Resource
-from tfop.kube.store import by_controller_uid
 
 Object = dict[str, Any]
 TFJOBS = Resource(GROUP, VERSION, PLURAL, KIND)  # the owner of every child below

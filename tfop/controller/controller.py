@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import structlog
 
@@ -103,7 +103,7 @@ class TFJobController:
         uid = job["metadata"]["uid"]
         children = {kind.kind: self._cache_of(kind.kind, namespace).by_index(kind.owner_index, uid)
                     for kind in CHILD_KINDS}
-        now = datetime.fromtimestamp(self.clock.wall(), timezone.utc)
+        now = datetime.fromtimestamp(self.clock.wall(), UTC)
         context = PlanContext(job, children, now, self.config)
         plan = plan_job(context)
         changes = self.applier.change_children(key, job, plan)

@@ -7,6 +7,7 @@ pydantic.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -185,7 +186,8 @@ class KubeClient:
         """
         items: list[dict[str, Any]] = []
         resource_version = ""
-        for page, resource_version in self.list_pages(resource, namespace, label_selector=label_selector,
+        # The last page's resourceVersion is the list's.
+        for page, resource_version in self.list_pages(resource, namespace, label_selector=label_selector,  # noqa: B007
                                                       field_selector=field_selector, limit=limit):
             items.extend(page)
         return items, resource_version
@@ -270,8 +272,8 @@ class KubeClient:
         No retries here: the caller (a reflector) owns the loop and its backoff. The read timeout is the server's
         timeout plus a grace, so silence longer than a whole watch means a dead connection.
         """
-        query = _selector_query(label_selector, field_selector) + [
-            ("watch", "true"), ("resourceVersion", resource_version), ("timeoutSeconds", str(timeout_seconds))]
+        query = [*_selector_query(label_selector, field_selector),
+                 ("watch", "true"), ("resourceVersion", resource_version), ("timeoutSeconds", str(timeout_seconds))]
         if allow_bookmarks:
             query.append(("allowWatchBookmarks", "true"))
         response = self._send("GET", resource.path(namespace), query, None, "application/json",
@@ -349,10 +351,8 @@ class WatchStream(Iterator[dict[str, Any]]):
             self._closed = True
             reading = self._reading
         if reading:
-            try:
+            with contextlib.suppress(ValueError, RuntimeError, OSError):
                 self._response.shutdown()  # the reader wakes, sees _closed and closes the response
-            except (ValueError, RuntimeError, OSError):
-                pass
         else:
             self._response.close()
 

@@ -23,7 +23,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Generic, Protocol, TypeVar
 
 import structlog
@@ -83,7 +83,7 @@ def _object_identity(reference: Mapping[str, str]) -> str:
 
 
 def _timestamp(wall: float) -> str:
-    return datetime.fromtimestamp(wall, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(wall, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class _Lru(Generic[K, V]):
@@ -252,7 +252,7 @@ class EventRecorder:
             except ApiError as error:
                 self._dropped.labels("api_error").inc(pending.count)
                 _log.warning("event not written", reason=key[2], object=pending.reference["name"], error=str(error))
-            except Exception:  # a bug must not kill the sender thread
+            except Exception:  # noqa: BLE001 - a bug must not kill the sender thread (logged with its traceback)
                 self._dropped.labels("api_error").inc(pending.count)
                 _log.exception("event not written", reason=key[2], object=pending.reference["name"])
             finally:

@@ -10,7 +10,7 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import structlog
@@ -29,7 +29,7 @@ ACQUIRE_JITTER = 0.2
 
 def micro_time(moment: datetime) -> str:
     """A MicroTime string as the Lease API expects (RFC 3339 with microseconds, UTC)."""
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class LeaderElector:
@@ -177,7 +177,7 @@ class LeaderElector:
         return expiry if self._clock() < expiry else None
 
     def _our_spec(self, current: dict[str, Any]) -> dict[str, Any]:
-        now = micro_time(datetime.now(timezone.utc))
+        now = micro_time(datetime.now(UTC))
         ours = current.get("holderIdentity") == self.identity
         transitions = int(current.get("leaseTransitions") or 0)
         spec = dict(current)  # keep fields we do not manage
@@ -197,7 +197,7 @@ class LeaderElector:
             return
         spec = dict(lease["spec"])
         spec.pop("holderIdentity", None)
-        now = micro_time(datetime.now(timezone.utc))
+        now = micro_time(datetime.now(UTC))
         spec.update({"leaseDurationSeconds": 1, "acquireTime": now, "renewTime": now})
         lease = {**lease, "spec": spec}
         try:

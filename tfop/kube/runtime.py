@@ -146,9 +146,8 @@ class ControllerRuntime:
                 problems.append(f"{name} is not running")
             elif progress is not None and now - progress > self.stall_after:
                 problems.append(f"{name} made no progress for {now - progress:.0f}s")
-        for worker in self._workers:
-            if not worker.is_alive() and not self.queue.shutting_down():
-                problems.append(f"{worker.name} is not running")
+        problems.extend(f"{worker.name} is not running" for worker in self._workers
+                        if not worker.is_alive() and not self.queue.shutting_down())
         for thread_name, (key, since) in list(self._busy.items()):
             if now - since > self.stall_after:
                 problems.append(f"{thread_name} has been reconciling {key} for {now - since:.0f}s")
@@ -189,7 +188,7 @@ class ControllerRuntime:
             metrics.active_workers.labels(name).inc()
             try:
                 requeue_after = self._reconcile(key)
-            except Exception as error:  # one key's failure must never stop the worker
+            except Exception as error:  # noqa: BLE001 - one key's failure must never stop the worker
                 self._failed(key, error)
             else:
                 self.queue.forget(key)

@@ -245,17 +245,17 @@ class _Histogram:
         self.total += seconds
 
     def merge(self, other: _Histogram) -> None:
-        self.counts = [a + b for a, b in zip(self.counts, other.counts)]
+        self.counts = [a + b for a, b in zip(self.counts, other.counts, strict=True)]
         self.total += other.total
 
     def cumulative_buckets(self) -> list[tuple[str, float]]:
-        return list(zip(_BUCKET_LABELS, itertools.accumulate(self.counts)))
+        return list(zip(_BUCKET_LABELS, itertools.accumulate(self.counts), strict=True))
 
 
 class _QueueStats:
     """The counters of one queue. Holds no reference to the queue, so it can outlive it (see the collector)."""
 
-    __slots__ = ("adds", "retries", "queue_latency", "work_duration")
+    __slots__ = ("adds", "queue_latency", "retries", "work_duration")
 
     def __init__(self) -> None:
         self.adds = 0
