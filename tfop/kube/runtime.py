@@ -101,9 +101,6 @@ class ControllerRuntime:
             raise LookupError(f"{resource.plural} in namespace {namespace} are not watched")
         return informer.store
 
-    def watches(self, namespace: str) -> bool:
-        return None in self._scopes or namespace in self._scopes
-
     # --- lifecycle -------------------------------------------------------------------------------------------
     def start_informers(self) -> None:
         for watch in self._watches:
