@@ -89,19 +89,14 @@ class PlanApplier:
             # Built here, on the creating thread: only the bodies in flight exist at once.
             return self.client.create(kind.resource, kind.build(desired, creation.slot), namespace)
 
-        created: list[Creation] = []
-        by_type: dict[str, list[Creation]] = {}
-        for creation in creations:
-            by_type.setdefault(creation.slot.replica_type, []).append(creation)
-        # A slow-start sequence per replica type: one type's template refused, or its quota spent, holds up
-        # neither the other types nor the refusal of theirs.
-        for group in by_type.values():
-            result = create_in_batches(create, group, self._creators, name_of=lambda c: child_id(c.kind, c.name))
-            done = set(result.created)
-            created.extend(creation for creation in group if child_id(creation.kind, creation.name) in done)
-            if result.error is not None and result.failed is not None:
-                failed = next(c for c in group if child_id(c.kind, c.name) == result.failed)
-                self._refused(job, failed, result.error, changes)
+        # One slow-start sequence, in which a replica type whose template is refused, or whose quota is spent,
+        # stops alone: the other types neither wait for it nor lose their place in the growing batches.
+        result = create_in_batches(create, creations, self._creators, name_of=lambda c: child_id(c.kind, c.name),
+                                   group_of=lambda c: c.slot.replica_type)
+        done = set(result.created)
+        created = [creation for creation in creations if child_id(creation.kind, creation.name) in done]
+        for failed_id, error in result.failures:
+            self._refused(job, next(c for c in creations if child_id(c.kind, c.name) == failed_id), error, changes)
         created_ids = {child_id(creation.kind, creation.name) for creation in created}
         for creation in creations:
             creation_id = child_id(creation.kind, creation.name)
