@@ -208,4 +208,5 @@ def test_a_template_the_apiserver_refuses_fails_the_job_and_a_quota_only_delays_
     assert running["status"] == "False" and "Worker 1" in running["message"]
     assert condition(kube_client, namespace, "quota", "Failed") is None
     kube_client.delete(RESOURCE_QUOTAS, "pods", namespace)
-    wait_for(lambda: condition(kube_client, namespace, "quota", "Running"), timeout=90, message="quota Running once the quota is gone (retried with backoff)")
+    wait_for(lambda: condition(kube_client, namespace, "quota", "Running"), timeout=90,
+             message="quota Running once the quota is gone (retried with backoff)")
