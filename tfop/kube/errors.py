@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import ssl
 from typing import Any
 
 
@@ -46,6 +47,24 @@ class TransportError(ApiError):
 
     def __init__(self, message: str) -> None:
         super().__init__(0, "TransportError", message)
+
+
+class TLSVerificationError(TransportError):
+    """The apiserver's certificate did not verify against the CA we were given: a wrong CA, server address or
+    clock. Sending the request again gives the same answer, so it is never retried."""
+
+
+def is_tls_verification_failure(error: BaseException | None) -> bool:
+    """Whether `error`, or anything it was raised from or wraps, is a failed certificate check."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, ssl.SSLCertVerificationError) or "CERTIFICATE_VERIFY_FAILED" in str(error):
+            return True
+        wrapped = getattr(error, "reason", None)
+        error = (wrapped if isinstance(wrapped, BaseException) else None) or error.__cause__ or error.__context__ or (
+            error.args[0] if error.args and isinstance(error.args[0], BaseException) else None)
+    return False
 
 
 def error_from_status(code: int, body: bytes | dict[str, Any] | None, http_reason: str = "") -> ApiError:
