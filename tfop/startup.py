@@ -32,13 +32,14 @@ class StartupError(Exception):
     fix: str
 
     def __str__(self) -> str:
-        return f"{self.problem}; {self.fix}" if self.fix else self.problem
+        text = f"{self.problem}; {self.fix}" if self.fix else self.problem
+        return " ".join(text.split())  # one line, whatever a library's message held
 
 
 def report_startup_error(error: StartupError) -> None:
     if not logs.is_configured():
         logs.configure()
-    log.error(error.event, error=error.problem, fix=error.fix, exit_code=error.exit_code)
+    log.error(error.event, error=" ".join(error.problem.split()), fix=error.fix, exit_code=error.exit_code)
     print(f"tfop: error: {error}", file=sys.stderr, flush=True)
 
 

@@ -124,3 +124,18 @@ def test_listen_addresses_refused(text: str) -> None:
     with pytest.raises(StartupError) as raised:
         parse_listen_address(text, "--metrics-addr")
     assert raised.value.exit_code == 2 and "--metrics-addr" in raised.value.problem
+
+
+def test_a_failed_certificate_check_is_recognised_through_urllib3s_wrappers() -> None:
+    import ssl
+
+    import urllib3
+
+    from tfop.kube.errors import is_tls_verification_failure, tls_failure_text
+
+    check = ssl.SSLCertVerificationError(1, "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed")
+    check.verify_message = "unable to get local issuer certificate"
+    wrapped = urllib3.exceptions.MaxRetryError(None, "/", urllib3.exceptions.SSLError(check))  # type: ignore[arg-type]
+    assert is_tls_verification_failure(wrapped)
+    assert tls_failure_text(wrapped) == "certificate verify failed: unable to get local issuer certificate"
+    assert not is_tls_verification_failure(urllib3.exceptions.NewConnectionError(None, "refused"))  # type: ignore[arg-type]

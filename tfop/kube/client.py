@@ -25,7 +25,13 @@ import urllib3
 from kubernetes.client.exceptions import ApiException
 
 from tfop import __version__
-from tfop.kube.errors import TLSVerificationError, TransportError, error_from_status, is_tls_verification_failure
+from tfop.kube.errors import (
+    TLSVerificationError,
+    TransportError,
+    error_from_status,
+    is_tls_verification_failure,
+    tls_failure_text,
+)
 from tfop.kube.metrics import KubeMetrics
 from tfop.kube.resource import Resource
 from tfop.kube.throttle import RequestThrottle, RetryPolicy, parse_retry_after
@@ -149,7 +155,7 @@ class KubeClient:
             except (urllib3.exceptions.HTTPError, ApiException, OSError) as exc:
                 self._observe(method, "<error>" if status is None else str(status), started)
                 if is_tls_verification_failure(exc):
-                    raise TLSVerificationError(f"{method} {path}: {exc}") from exc
+                    raise TLSVerificationError(f"{method} {path}: {tls_failure_text(exc)}") from exc
                 delay = policy.delay(attempt, method, content_type, status=None,
                                      reached_server=not isinstance(exc, _NOT_SENT), retry_after=None,
                                      rnd=random.random())
