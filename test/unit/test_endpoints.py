@@ -116,3 +116,17 @@ def test_job_counters_start_at_zero_for_the_namespaces_known_at_start(registry: 
     for exit_class in ("retryable", "permanent", "succeeded", "unknown"):
         assert value("tf_operator_restarts_total", job_namespace="team-a", exit_class=exit_class) == 0.0
     assert value("tf_operator_pods_created_total", job_namespace="team-a") == 0.0
+
+
+def test_the_metrics_docstrings_name_only_families_that_exist(registry: CollectorRegistry) -> None:
+    import re
+
+    import tfop.kube.metrics
+    import tfop.metrics
+
+    exported = {metric.name for metric in registry.collect()}
+    exported |= {f"{name}_total" for name in exported}
+    named = set(re.findall(r"\b(tf_operator_\w+|tfop_\w+|rest_client_\w+|controller_runtime_\w+|leader_election_\w+)",
+                           f"{tfop.metrics.__doc__}{tfop.kube.metrics.__doc__}"))
+    # "tf_operator_jobs_created, _deleted, ..." names a family by its prefix; "rest_client_*" a group.
+    assert {name for name in named if not name.endswith("_") and name not in exported} == set()
