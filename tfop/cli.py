@@ -52,11 +52,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="kubeconfig file (default: $KUBECONFIG, else in-cluster, else ~/.kube/config)")
     run.add_argument("--namespace", action="append", default=[], type=_namespace,
                      help="watch only this namespace; repeat for several (default: all namespaces)")
-    run.add_argument("--threads", type=_int_in(1, MAX_THREADS), default=8, help="reconcile worker threads")
+    run.add_argument("--threads", type=_int_in(1, MAX_THREADS), default=8,
+                     help=f"reconcile worker threads, 1-{MAX_THREADS}")
     run.add_argument("--qps", type=_float_in(0.0, MAX_QPS, low_open=True), default=DEFAULT_QPS,
-                     help="client-side limit on API requests per second")
+                     help=f"client-side limit on API requests per second, above 0 and at most {MAX_QPS:g}")
     run.add_argument("--burst", type=_int_in(1, MAX_BURST), default=DEFAULT_BURST,
-                     help="client-side burst above --qps")
+                     help=f"client-side burst above --qps, 1-{MAX_BURST}")
     run.add_argument("--leader-elect", action="store_true",
                      help="elect a leader through a Lease so only one of several replicas acts")
     run.add_argument("--leader-elect-namespace", default=None, type=_namespace,
@@ -71,8 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     run.add_argument("--config", default=None, help="controller config file (YAML)")
     run.add_argument("--drain-seconds", type=_float_in(0.0, MAX_DRAIN_SECONDS), default=20.0,
-                     help="on SIGTERM, how long in-flight reconciles may take to finish (keep it below the pod's "
-                          "terminationGracePeriodSeconds)")
+                     help=f"on SIGTERM, how long in-flight reconciles may take to finish, 0-{MAX_DRAIN_SECONDS:g} "
+                          "(keep it below the pod's terminationGracePeriodSeconds)")
     return parser
 
 
