@@ -53,7 +53,9 @@ start_heartbeat() {
     trap - EXIT
     started=${SECONDS}
     next=$((started + every))
-    while kill -0 "${parent}" 2>/dev/null; do
+    # Until the script exits: then this loop is handed to another parent at once (kill -0 would still find the
+    # script as a zombie until whoever started it reaps it, which may be waiting for this very loop's stderr).
+    while read -r _ _ _ ppid _ <"/proc/${BASHPID}/stat" && [[ "${ppid}" == "${parent}" ]]; do
       sleep 1
       if (( SECONDS >= next )); then
         elapsed=$((SECONDS - started))
