@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from local_cluster import LocalCluster
+from support.crds import crd_established
 from support.operator_process import OperatorProcess
 from support.pods import exit_pod
 from support.tfjobs import replica, tfjob
@@ -155,3 +156,24 @@ def test_a_ca_that_does_not_verify_the_apiserver_ends_tfop_with_exit_1(cluster: 
     assert record["event"] == "cluster unreachable"
     # Not retried: the client tried once per request, not five times with backoff.
     assert "Traceback" not in result.stderr
+
+
+def test_a_cluster_without_the_crd_ends_tfop_with_exit_1_and_the_install_command(
+        cluster: LocalCluster, tfjob_crd: Path, tmp_path: Path) -> None:
+    """The CRD is deleted for this test and put back: tests run one at a time, and none has a job left."""
+    cluster.kubectl("delete", "crd", "tfjobs.kubeflow.org", "--wait=true", "--timeout=120s")
+    try:
+        result = subprocess.run([sys.executable, "-m", "tfop", "run", "--kubeconfig", str(cluster.kubeconfig),
+                                 "--log-format", "json", "--metrics-addr", "127.0.0.1:0", "--health-addr",
+                                 "127.0.0.1:0"], capture_output=True, text=True, timeout=60, check=False)
+    finally:
+        cluster.kubectl("apply", "-f", str(tfjob_crd))
+        wait_for(lambda: crd_established(cluster, "tfjobs.kubeflow.org"), 60, "the TFJob CRD to be Established")
+    print(result.stderr)
+    assert result.returncode == 1
+    *structured, plain = result.stderr.splitlines()
+    assert plain == (f"tfop: error: the cluster at {cluster.server} has no TFJob CRD (tfjobs.kubeflow.org); install "
+                     "it: kubectl apply -f crd/kubeflow.org_tfjobs.yaml (from the tfop repository), or kubectl "
+                     "apply -k deploy/")
+    [record] = [json.loads(line) for line in structured]
+    assert record["event"] == "TFJob CRD missing" and record["exit_code"] == 1
