@@ -11,10 +11,12 @@ ARGS ?=
 PYTEST_ARGS ?=
 
 .PHONY: help venv controlplane cluster-up cluster-down cluster-status cluster-destroy run test unit integration \
-	e2e lint crd clean
+	e2e lint crd constraints clean
 
-help: ## list the targets
+help: ## list the targets and the variables they take
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
+	@echo "Variables: ARGS (make run: flags for tfop run), PYTEST_ARGS (test, unit, integration, e2e), HELM_ARGS"
+	@echo "  (deploy-render), BENCH_ARGS (bench), CLUSTER_DIR (.local/cluster), TFOP_CACHE_DIR (~/.cache/tfop)."
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,7 +41,7 @@ cluster-destroy: ## stop the local cluster and delete its data
 cluster-status: ## show which local cluster components run
 	@$(PYTHON) hack/local_cluster.py status --dir $(CLUSTER_DIR)
 
-run: venv ## run the operator against $$KUBECONFIG, or against the local cluster (started if needed)
+run: venv ## run the operator against $KUBECONFIG (asks before installing the CRD there; ARGS=--install-crd or --no-install-crd answer for you), or against the local cluster (started if needed)
 	@bash hack/run.sh $(ARGS)
 
 test: venv controlplane helm ## run every test: unit, integration and e2e against a real local control plane
@@ -58,6 +60,9 @@ e2e: venv controlplane ## run the end-to-end tests only (-m e2e)
 
 lint: venv ## ruff (rules in ruff.toml) over tfop, test and hack, then mypy --strict; both run, either fails it
 	@status=0; $(PY) -m ruff check tfop test hack || status=1; $(PY) -m mypy || status=1; exit $$status
+
+constraints: ## re-resolve the image's pinned dependency set into constraints.txt (review the diff, then make test)
+	bash hack/constraints.sh
 
 crd: venv controlplane ## regenerate crd/ from hack/crd-template.yaml and the local apiserver's PodTemplateSpec
 	$(PY) hack/gen_crd.py
