@@ -44,7 +44,7 @@ cluster-status: ## show which local cluster components run
 run: venv ## run the operator against $KUBECONFIG (asks before installing the CRD there; ARGS=--install-crd or --no-install-crd answer for you), or against the local cluster (started if needed)
 	@bash hack/run.sh $(ARGS)
 
-test: venv controlplane helm ## run every test: unit, integration and e2e against a real local control plane
+test: venv controlplane helm training-operator ## run every test: unit, integration and e2e against a real local control plane
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The suites are selected by marker (test/conftest.py gives each test the one of its directory); the directory is
@@ -52,7 +52,7 @@ test: venv controlplane helm ## run every test: unit, integration and e2e agains
 unit: venv ## run the unit tests only (-m unit; no cluster)
 	$(PY) -m pytest -m unit test/unit $(PYTEST_ARGS)
 
-integration: venv controlplane helm ## run the integration tests only (-m integration)
+integration: venv controlplane helm training-operator ## run the integration tests only (-m integration)
 	$(PY) -m pytest -m integration test/integration $(PYTEST_ARGS)
 
 e2e: venv controlplane ## run the end-to-end tests only (-m e2e)
@@ -70,6 +70,13 @@ crd: venv controlplane ## regenerate crd/ from hack/crd-template.yaml and the lo
 clean: ## remove the virtualenv and local state (the control-plane cache in ~/.cache/tfop stays)
 	-$(PYTHON) hack/local_cluster.py destroy --dir $(CLUSTER_DIR)
 	rm -rf $(VENV) .local .pytest_cache .mypy_cache *.egg-info
+
+# The Kubeflow training operator (the Go operator) that test_takeover.py moves jobs from; the build prints its
+# progress here rather than inside a test fixture.
+training-operator: ## build (first time: tens of minutes on 2 cores) or reuse the Go training operator v1.9.3
+	@bash hack/build-training-operator.sh >/dev/null
+
+.PHONY: training-operator
 
 # --- deploy/: the kustomize base and the Helm chart ---------------------------------------------------------------
 # Extra arguments for `helm template`, e.g. make deploy-render HELM_ARGS="--set cloud=azure"

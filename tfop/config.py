@@ -8,6 +8,8 @@ cluster the operator runs in rather than how one process runs (those are flags).
         - {name: LD_LIBRARY_PATH, value: /usr/lib/nvidia:/usr/lib/x86_64-linux-gnu}
         volumes:
         - {name: lib, mountPath: /usr/lib/nvidia, hostPath: /usr/lib/nvidia-384}
+    childNaming: RuntimeId                # new jobs' children: {job}-{type}-{runtimeId}-{index} (default), or
+                                          # TypeIndex: {job}-{type}-{index}, as the Kubeflow training operator
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from tfop.api.constants import NAMING_RUNTIME_ID, NAMINGS
 from tfop.controller.accelerators import Accelerator, HostVolume
 from tfop.controller.settings import DEFAULT_SERVICE_DOMAIN, ControllerConfig
 
@@ -46,7 +49,7 @@ def load_config(path: str | Path | None) -> ControllerConfig:
 
 def parse_config(data: Any) -> ControllerConfig:
     document = _mapping(data, "the config")
-    _known(document, "the config", {"serviceDomain", "accelerators"})
+    _known(document, "the config", {"serviceDomain", "accelerators", "childNaming"})
     domain = document.get("serviceDomain", DEFAULT_SERVICE_DOMAIN)
     if not isinstance(domain, str) or not _DNS_SUFFIX.match(domain):
         raise ConfigError(f"serviceDomain {domain!r} is not a DNS suffix such as svc.cluster.local")
@@ -54,7 +57,11 @@ def parse_config(data: Any) -> ControllerConfig:
         str(resource): _accelerator(spec, f"accelerators[{resource}]")
         for resource, spec in _mapping(document.get("accelerators") or {}, "accelerators").items()
     }
-    return ControllerConfig(service_domain=domain, accelerators=MappingProxyType(accelerators))
+    naming = document.get("childNaming", NAMING_RUNTIME_ID)
+    if naming not in NAMINGS:
+        raise ConfigError(f"childNaming {naming!r} is not one of {', '.join(NAMINGS)}")
+    return ControllerConfig(service_domain=domain, accelerators=MappingProxyType(accelerators),
+                            child_naming=str(naming))
 
 
 def _accelerator(data: Any, path: str) -> Accelerator:

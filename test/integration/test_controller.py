@@ -59,7 +59,8 @@ def test_distributed_job_gets_named_labelled_owned_children_with_tf_config(
         assert labels["training.kubeflow.org/replica-type"] == replica_type
         assert labels["training.kubeflow.org/replica-index"] == str(index)
         assert labels["training.kubeflow.org/runtime-id"] == rid
-        assert labels["training.kubeflow.org/operator-name"] == "tfop"
+        assert labels["training.kubeflow.org/operator-name"] == "tfjob-controller"
+        assert labels["app.kubernetes.io/managed-by"] == "tfop"
         assert (labels.get("training.kubeflow.org/job-role") == "master") == (replica_type == "chief")
         [owner] = pod["metadata"]["ownerReferences"]
         assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == (

@@ -111,6 +111,10 @@ REJECTED: dict[str, tuple[dict[str, Any], list[str]]] = {
     "worker without a tensorflow container": (
         tfjob(Worker={"template": pod_template("trainer")}),
         ["spec.tfReplicaSpecs.Worker.template.spec.containers must include a container named tensorflow"]),
+    "a container without an image": (
+        tfjob(Worker={"template": pod_template()}, PS={"template": {"spec": {"containers": [
+            {"name": "tensorflow", "image": "tf"}, {"name": "sidecar"}]}}}),
+        ["every container in spec.tfReplicaSpecs[*].template.spec.containers needs an image"]),
     "chief without a template": (
         tfjob(Chief={"replicas": 1}),
         ["spec.tfReplicaSpecs.Chief.template.spec.containers must include a container named tensorflow"]),

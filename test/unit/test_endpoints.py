@@ -46,7 +46,7 @@ def request(host: str, port: int, method: str, path: str,
 def test_metrics_in_the_text_format_by_default(server: EndpointServer) -> None:
     status, headers, body = request("127.0.0.1", server.port, "GET", "/metrics")
     assert status == 200 and headers["content-type"].startswith("text/plain; version=0.0.4")
-    assert b"# TYPE tf_operator_jobs_created_total counter" in body
+    assert b"# TYPE training_operator_jobs_created_total counter" in body
 
 
 def test_metrics_in_openmetrics_when_asked(server: EndpointServer) -> None:
@@ -59,7 +59,7 @@ def test_metrics_in_openmetrics_when_asked(server: EndpointServer) -> None:
 def test_metrics_gzipped_when_accepted(server: EndpointServer) -> None:
     status, headers, body = request("127.0.0.1", server.port, "GET", "/metrics", {"Accept-Encoding": "gzip"})
     assert status == 200 and headers["content-encoding"] == "gzip"
-    assert b"tf_operator_jobs_created_total" in gzip.decompress(body)
+    assert b"training_operator_jobs_created_total" in gzip.decompress(body)
 
 
 def test_head_answers_like_get_without_a_body(server: EndpointServer) -> None:
@@ -112,7 +112,8 @@ def test_job_counters_start_at_zero_for_the_namespaces_known_at_start(registry: 
         return registry.get_sample_value(name, labels)
 
     for family in ("created", "successful", "failed", "restarted", "deleted"):
-        assert value(f"tf_operator_jobs_{family}_total", job_namespace="team-a") == 0.0, family
+        assert value(f"training_operator_jobs_{family}_total", job_namespace="team-a",
+                     framework="tensorflow") == 0.0, family
     for exit_class in ("retryable", "permanent", "succeeded", "unknown"):
         assert value("tf_operator_restarts_total", job_namespace="team-a", exit_class=exit_class) == 0.0
     assert value("tf_operator_pods_created_total", job_namespace="team-a") == 0.0
@@ -126,7 +127,8 @@ def test_the_metrics_docstrings_name_only_families_that_exist(registry: Collecto
 
     exported = {metric.name for metric in registry.collect()}
     exported |= {f"{name}_total" for name in exported}
-    named = set(re.findall(r"\b(tf_operator_\w+|tfop_\w+|rest_client_\w+|controller_runtime_\w+|leader_election_\w+)",
+    named = set(re.findall(r"\b(training_operator_\w+|tf_operator_\w+|tfop_\w+|rest_client_\w+|controller_runtime_\w+"
+                           r"|leader_election_\w+)",
                            f"{tfop.metrics.__doc__}{tfop.kube.metrics.__doc__}"))
     # "tf_operator_jobs_created, _deleted, ..." names a family by its prefix; "rest_client_*" a group.
     assert {name for name in named if not name.endswith("_") and name not in exported} == set()

@@ -32,7 +32,7 @@ from tfop.kube.events import NORMAL, WARNING, EventRecorder
 from tfop.kube.expectations import Expectations
 from tfop.kube.slowstart import create_in_batches
 from tfop.kube.store import Store, object_key
-from tfop.metrics import OperatorMetrics
+from tfop.metrics import FRAMEWORK, OperatorMetrics
 
 log = structlog.get_logger("tfop.controller")
 
@@ -212,7 +212,7 @@ class PlanApplier:
                                propagation_policy="Background")
         except NotFound:
             return
-        self.metrics.jobs_deleted.labels(metadata["namespace"]).inc()
+        self.metrics.jobs_deleted.labels(metadata["namespace"], FRAMEWORK).inc()
         log.info("job deleted after its TTL", job=object_key(job))
 
     def _count(self, job: Object, plan: Plan, now: datetime) -> None:
@@ -222,7 +222,7 @@ class PlanApplier:
         for name, metric in metrics.job_counters.items():
             amount = getattr(counters, name)
             if amount and name != "deleted":  # counted by _delete_job, which knows whether it deleted
-                metric.labels(namespace).inc(amount)
+                metric.labels(namespace, FRAMEWORK).inc(amount)
         for exit_class, amount in counters.restarts_by_exit_class:
             metrics.restarts.labels(namespace, exit_class).inc(amount)
         status = plan.status or {}

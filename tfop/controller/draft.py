@@ -78,6 +78,10 @@ class PlanDraft:
     def condition(self, condition_type: str) -> dict[str, Any] | None:
         return find_condition(self.conditions, condition_type)
 
+    def old_condition(self, condition_type: str) -> dict[str, Any] | None:
+        """The condition as the job had it before this plan."""
+        return find_condition(self._old_conditions, condition_type)
+
     def event(self, event_type: str, reason: str, message: str) -> None:
         self.events.append(JobEvent(event_type, reason, message))
 

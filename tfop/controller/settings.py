@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from tfop.api.constants import NAMING_RUNTIME_ID
 from tfop.controller.accelerators import Accelerators
 
 # "svc" resolves through every pod's DNS search path, whatever the cluster domain; "svc.cluster.local" names it.
@@ -18,3 +19,5 @@ class ControllerConfig:
     service_domain: str = DEFAULT_SERVICE_DOMAIN
     # Env vars and hostPath mounts for containers that request an accelerator resource.
     accelerators: Accelerators = field(default_factory=lambda: MappingProxyType({}))
+    # How new jobs name their children (controller/naming.py); adopted jobs keep the naming they have.
+    child_naming: str = NAMING_RUNTIME_ID
