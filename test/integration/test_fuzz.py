@@ -220,11 +220,19 @@ def bad_second_container(rng: random.Random, job: Job) -> None:
                                               "image": "busybox"})
 
 
+def oversized_pod(rng: random.Random, job: Job) -> None:
+    """A template that fits in the TFJob but not, with TF_CONFIG added, in a pod: etcd stores at most 1.5 MiB, and
+    on the local cluster a TFJob holds an env value of 1,572,362 bytes, a pod one of 1,572,021. 8 KB less leaves
+    the job room for its status; 300 replicas add about 20 KB of TF_CONFIG, so no pod of it can be stored."""
+    job["spec"]["tfReplicaSpecs"] = {"Worker": {"replicas": 300, "template": pod_template(
+        env=[{"name": "BLOB", "value": "x" * 1_564_000}])}}
+
+
 MUTATIONS: tuple[Mutation, ...] = (
     unknown_key, same_type_twice, bad_count, two_chiefs, no_replicas, port_on_2222_by_another_name,
     duplicate_port_numbers, duplicate_port_names, bad_port, tfjob_port_moved, bad_name, longest_name,
     restart_policy, run_policy, success_policy, missing_volume, bad_volume, bad_mount, bad_env, bad_label,
-    bad_resources, bad_probe, bad_image, bad_second_container,
+    bad_resources, bad_probe, bad_image, bad_second_container, oversized_pod,
 )
 
 
