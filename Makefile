@@ -105,3 +105,10 @@ $(VENV)/.bench-installed: $(VENV)/.installed
 
 bench: venv controlplane $(VENV)/.bench-installed ## tfop vs the apiserver's limit and the Go operator (~17 min; results in bench-results/)
 	PYTHONPATH=hack:test $(PY) -m bench $(BENCH_ARGS)
+
+# Extra arguments for the memory benchmark, e.g. make bench-memory BENCH_MEMORY_ARGS="--code ../old --replicas 1000,2000"
+BENCH_MEMORY_ARGS ?=
+.PHONY: bench-memory
+
+bench-memory: venv controlplane ## the operator's peak RSS: one job of 1,000 and 5,000 replicas, and 500 small jobs
+	$(PY) hack/bench_memory.py $(BENCH_MEMORY_ARGS)

@@ -27,7 +27,7 @@ from tfop.api.timestamps import parse_time
 from tfop.controller.children import KINDS_BY_NAME, TFJOBS, child_id
 from tfop.controller.plan_types import ChildRef, CreateRefusal, Creation, Object, Plan
 from tfop.kube.client import KubeClient
-from tfop.kube.errors import ApiError, BadRequest, Invalid, NotFound
+from tfop.kube.errors import ApiError, BadRequest, Invalid, NotFound, TooLarge
 from tfop.kube.events import NORMAL, WARNING, EventRecorder
 from tfop.kube.expectations import Expectations
 from tfop.kube.slowstart import create_in_batches
@@ -62,6 +62,13 @@ class ChildChanges:
     def merge(self, other: ChildChanges) -> ChildChanges:
         return ChildChanges(self.deleted | other.deleted, [*self.refusals, *other.refusals],
                             [*self.errors, *other.errors])
+
+
+def is_permanent_refusal(error: ApiError) -> bool:
+    """Whether sending the same body again must get the same answer: the object itself is invalid (422), cannot be
+    decoded (400), or is larger than etcd stores (a pod whose TF_CONFIG and template together pass its 1.5 MiB).
+    Anything else (quota, admission that denies, throttling, a failing server) may pass later."""
+    return isinstance(error, (Invalid, BadRequest, TooLarge))
 
 
 class PlanApplier:
@@ -157,7 +164,7 @@ class PlanApplier:
                     counter.labels(namespace).inc(len(names))
 
     def _refused(self, job: Object, creation: Creation, error: ApiError, changes: ChildChanges) -> None:
-        permanent = isinstance(error, (Invalid, BadRequest))
+        permanent = is_permanent_refusal(error)
         changes.refusals.append(CreateRefusal(creation.kind, creation.slot, creation.name, error.message, permanent))
         if not permanent:
             changes.errors.append(error)
