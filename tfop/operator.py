@@ -36,11 +36,14 @@ SYNC_TIMEOUT = 300.0
 
 def run_operator(args: argparse.Namespace) -> int:
     logs.configure(args.log_format, args.log_level)
+    warnings: list[str] = []
     try:
-        config = load_config(args.config)
+        config = load_config(args.config, warnings)
     except ConfigError as error:
         log.error("invalid configuration", error=str(error))
         return 2
+    for warning in warnings:
+        log.warning("configuration", warning=warning, file=args.config)
     registry = create_registry()
     metrics = OperatorMetrics.create(registry)
     client = KubeClient.auto(args.kubeconfig, qps=args.qps, burst=args.burst, metrics=metrics.kube)

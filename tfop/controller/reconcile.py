@@ -50,6 +50,7 @@ from tfop.controller.draft import PlanDraft
 from tfop.controller.exitcodes import container_termination, exit_class_name, latest_exit_class_name
 from tfop.controller.lifecycle import COMPLETION_TIME, clean_up, finish, keep_finished
 from tfop.controller.plan_types import POD, SERVICE, CreateRefusal, Creation, Plan, PlanContext
+from tfop.controller.psserver import with_default_ps_server
 from tfop.controller.resources import DesiredChildren, ReplicaSlot, child_name, job_runtime_id, replica_count
 from tfop.controller.restarts import RestartCount, RestartLedger, count_restarts
 from tfop.controller.slots import Slot, SlotState, SortedChildren, replica_types, sort_children
@@ -77,7 +78,7 @@ def plan(context: PlanContext) -> Plan:
     if is_terminating(job):
         return Plan()  # the garbage collector removes the children of a deleted job
     draft = PlanDraft(job, context.now, context.config)
-    defaulted = apply_defaults(job)
+    defaulted = with_default_ps_server(apply_defaults(job), context.config)
     errors = validate(defaulted)
     _note_created(draft, defaulted)
     refused = [refusal for refusal in context.refusals if refusal.permanent]

@@ -34,9 +34,10 @@ from tfop.api.constants import (
     TF_CONFIG_ENV,
 )
 from tfop.api.defaults import canonical_replica_type
-from tfop.api.fields import items, mapping, text
+from tfop.api.fields import items, mapping, mapping_at, text
 from tfop.api.runtime_id import child_name, runtime_id
 from tfop.controller.accelerators import Accelerators, apply_accelerators
+from tfop.controller.psserver import uses_script
 from tfop.controller.settings import DEFAULT_SERVICE_DOMAIN
 
 __all__ = [
@@ -132,6 +133,9 @@ class DesiredChildren:
         self._domain = service_domain.strip(".")
         self._master = self._master_slot()
         self._cluster = self._tf_cluster() if total_replicas(job) > 1 else None
+        # Whether the job's pods mount the default PS server's script, which must exist in the namespace.
+        self.needs_server_script = any(uses_script(mapping_at(replica, "template", "spec"))
+                                       for replica in job["spec"]["tfReplicaSpecs"].values())
 
     def pod(self, replica_type: str, index: int) -> dict[str, Any]:
         replica = self._job["spec"]["tfReplicaSpecs"][replica_type]

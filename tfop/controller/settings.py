@@ -10,6 +10,10 @@ from tfop.controller.accelerators import Accelerators
 
 # "svc" resolves through every pod's DNS search path, whatever the cluster domain; "svc.cluster.local" names it.
 DEFAULT_SERVICE_DOMAIN = "svc"
+# The default PS server (controller/psserver.py): its image when the job names none, and where its script is
+# mounted (the seeds' controller config names this very path).
+DEFAULT_TF_IMAGE = "tensorflow/tensorflow:2.21.0"
+DEFAULT_GRPC_SERVER_FILE_PATH = "/opt/mlkube/grpc_tensorflow_server/grpc_tensorflow_server.py"
 
 
 @dataclass(frozen=True)
@@ -18,3 +22,5 @@ class ControllerConfig:
     service_domain: str = DEFAULT_SERVICE_DOMAIN
     # Env vars and hostPath mounts for containers that request an accelerator resource.
     accelerators: Accelerators = field(default_factory=lambda: MappingProxyType({}))
+    tf_image: str = DEFAULT_TF_IMAGE
+    grpc_server_file_path: str = DEFAULT_GRPC_SERVER_FILE_PATH
