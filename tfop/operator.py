@@ -27,6 +27,7 @@ from tfop.kube.client import KubeClient
 from tfop.kube.events import EventRecorder
 from tfop.kube.leaderelection import LeaderElector
 from tfop.metrics import OperatorMetrics, create_registry
+from tfop.webhook import ConversionWebhook
 
 log = structlog.get_logger("tfop")
 
@@ -50,7 +51,13 @@ def run_operator(args: argparse.Namespace) -> int:
     recorder = EventRecorder(client, "tfop", metrics=metrics.kube)
     controller = TFJobController(client, recorder, config=config, metrics=metrics, namespaces=args.namespace,
                                  threads=args.threads)
-    servers = _endpoint_servers(args, controller, registry)
+    servers: list[EndpointServer | ConversionWebhook] = [*_endpoint_servers(args, controller, registry)]
+    if args.webhook_addr:
+        try:
+            servers.append(ConversionWebhook(args.webhook_addr, args.webhook_cert_dir))
+        except OSError as error:
+            log.error("cannot serve the conversion webhook", error=str(error), cert_dir=args.webhook_cert_dir)
+            return 2
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, _on_signal(stop))
@@ -78,6 +85,23 @@ def run_operator(args: argparse.Namespace) -> int:
         for server in servers:
             server.stop()
         log.info("stopped")
+
+
+def run_webhook(args: argparse.Namespace) -> int:
+    logs.configure(args.log_format, "info")
+    try:
+        webhook = ConversionWebhook(args.addr, args.cert_dir)
+    except OSError as error:
+        log.error("cannot serve the conversion webhook", error=str(error), cert_dir=args.cert_dir)
+        return 2
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, _on_signal(stop))
+    webhook.start()
+    log.info("serving the conversion webhook", address=webhook.address)
+    stop.wait()
+    webhook.stop()
+    return 0
 
 
 def _run_with_leader_election(args: argparse.Namespace, client: KubeClient, controller: TFJobController,

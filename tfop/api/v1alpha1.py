@@ -78,7 +78,8 @@ def from_v1(obj: dict[str, Any]) -> dict[str, Any]:
         if extra:
             replica_fields[alpha_type] = extra
         replica_list.append(entry)
-    alpha["replicaSpecs"] = replica_list
+    # The apiserver keeps v1's map sorted by key; v1alpha1 users listed MASTER, WORKER, PS.
+    alpha["replicaSpecs"] = sorted(replica_list, key=lambda entry: list(_ALPHA_TYPES).index(entry["tfReplicaType"]))
     renamed = {alpha_type: key for alpha_type, key in spellings.items() if key != _ALPHA_TYPES[alpha_type]}
     if renamed:
         kept["keys"] = renamed
@@ -105,7 +106,7 @@ def _alpha_status(status: dict[str, Any], spellings: dict[str, str]) -> dict[str
     alpha: dict[str, Any] = {key: status[key] for key in ("phase", "state", "reason") if key in status}
     statuses = mapping(status.get("replicaStatuses"))
     replica_statuses = []
-    for alpha_type, key in spellings.items():
+    for alpha_type, key in sorted(spellings.items(), key=lambda item: list(_ALPHA_TYPES).index(item[0])):
         counts = mapping(statuses.get(key) or statuses.get(canonical_replica_type(key) or ""))
         states = {state: integer(counts.get(name)) or 0 for state, name in _ALPHA_COUNTS}
         if states["Failed"]:
