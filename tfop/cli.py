@@ -44,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--config", default=None, help="controller config file (YAML)")
     run.add_argument("--webhook-addr", default=None,
                      help="host:port to serve the CRD's conversion webhook on (HTTPS /convert; default: not served)")
-    run.add_argument("--webhook-cert-dir", default="/etc/tfop/webhook",
+    run.add_argument("--webhook-cert-dir", default="/run/tfop/webhook",
                      help="directory with tls.crt and tls.key for the webhook, read again when they change")
     run.add_argument("--drain-seconds", type=float, default=20.0,
                      help="on SIGTERM, how long in-flight reconciles may take to finish (keep it below the pod's "
@@ -54,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
                                   formatter_class=argparse.ArgumentDefaultsHelpFormatter,
                                   description="Serve HTTPS POST /convert for the TFJob CRD until SIGTERM.")
     webhook.add_argument("--addr", default=":9443", help="host:port to listen on")
-    webhook.add_argument("--cert-dir", default="/etc/tfop/webhook", help="directory with tls.crt and tls.key")
+    webhook.add_argument("--cert-dir", default="/run/tfop/webhook", help="directory with tls.crt and tls.key")
     webhook.add_argument("--log-format", choices=["auto", "json", "console"], default="auto")
 
     convert = commands.add_parser(

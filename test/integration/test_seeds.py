@@ -7,6 +7,7 @@ unchanged."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -198,3 +199,30 @@ def test_a_v1_job_written_back_through_an_older_version_is_unchanged(
     after = kube_client.get(TFJOBS, "full", namespace)
     assert after["spec"] == created["spec"]
     assert after["metadata"].get("annotations") is None
+
+
+def test_the_webhook_component_serves_conversion_from_every_replica(cluster: LocalCluster, tmp_path: Path) -> None:
+    """deploy/webhook, used from an overlay as the README says, rendered by kubectl's kustomize (cert-manager's
+    kinds cannot be applied here: their CRDs are not installed)."""
+    deploy = Path(__file__).resolve().parents[2] / "deploy"
+    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+        "resources": [os.path.relpath(deploy, tmp_path)],
+        "components": [os.path.relpath(deploy / "webhook", tmp_path)]}))
+    rendered = {(o["kind"], o["metadata"]["name"]): o for o in yaml.safe_load_all(
+        cluster.kubectl("kustomize", "--load-restrictor=LoadRestrictionsNone", str(tmp_path)).stdout)}
+    crd = rendered[("CustomResourceDefinition", "tfjobs.kubeflow.org")]
+    assert crd["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == "tfop-system/tfop-webhook"
+    service_ref = crd["spec"]["conversion"]["webhook"]["clientConfig"]["service"]
+    service = rendered[("Service", service_ref["name"])]
+    assert service["metadata"]["namespace"] == service_ref["namespace"] == "tfop-system"
+    assert service["spec"]["ports"] == [{"name": "webhook", "port": service_ref["port"], "targetPort": "webhook"}]
+    deployment = rendered[("Deployment", "tfop")]
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    assert service["spec"]["selector"].items() <= deployment["spec"]["template"]["metadata"]["labels"].items()
+    assert {"--webhook-addr=:9443", "--webhook-cert-dir=/run/tfop/webhook"} <= set(container["args"])
+    assert {"name": "webhook", "containerPort": 9443} in container["ports"]
+    certificate = rendered[("Certificate", "tfop-webhook")]
+    volumes = {v["name"]: v for v in deployment["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["webhook-cert"]["secret"]["secretName"] == certificate["spec"]["secretName"]
+    assert f"{service['metadata']['name']}.tfop-system.svc" in certificate["spec"]["dnsNames"]
