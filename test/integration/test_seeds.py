@@ -41,6 +41,8 @@ def webhook(cluster: LocalCluster, tfjob_crd: Path, tmp_path_factory: pytest.Tem
     process = WebhookProcess(tmp_path_factory.mktemp("webhook"))
     yield process
     process.stop()
+    # The checked-in CRD back as it was (replace, not apply: apply would keep the url next to the service).
+    cluster.kubectl("replace", "-f", str(tfjob_crd))
 
 
 @pytest.fixture
