@@ -39,8 +39,8 @@ RUN_TIMEOUT = 300.0
 @pytest.fixture(scope="session")
 def tensorflow_python() -> Path:
     """Creates the virtualenv on first use (a few minutes: the wheels are downloaded once into the cache)."""
-    result = subprocess.run(["bash", str(REPO / "hack" / "tensorflow-venv.sh")], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, check=False, timeout=1800)
+    result = subprocess.run(["bash", str(REPO / "hack" / "tensorflow-venv.sh")], capture_output=True,
+                            text=True, check=False, timeout=1800)
     if result.returncode != 0:
         pytest.fail(f"hack/tensorflow-venv.sh failed (exit {result.returncode}):\n{result.stderr}")
     return Path(result.stdout.split()[-1])
@@ -149,8 +149,8 @@ def losses(replica: Replica) -> list[float]:
 
 def assert_exit_0(replica: Replica) -> None:
     assert replica.process is not None
-    assert replica.process.returncode == 0, f"{replica.task} exited {replica.process.returncode}:\n" \
-                                            f"{replica.output()[-3000:]}"
+    output = replica.output()[-3000:]
+    assert replica.process.returncode == 0, f"{replica.task} exited {replica.process.returncode}:\n{output}"
 
 
 def test_mwms_chief_and_two_workers_train_in_step(run_job: Any) -> None:
