@@ -25,7 +25,9 @@ from tfop.api.constants import (
 )
 from tfop.api.timestamps import parse_time
 from tfop.controller.children import KINDS_BY_NAME, TFJOBS, child_id
-from tfop.controller.plan_types import ChildRef, CreateRefusal, Creation, Object, Plan
+from tfop.controller.plan_types import POD, ChildRef, CreateRefusal, Creation, Object, Plan
+from tfop.controller.psserver import SCRIPT_CONFIGMAP
+from tfop.controller.serverscript import ServerScriptKeeper
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import ApiError, BadRequest, Invalid, NotFound, TooLarge
 from tfop.kube.events import NORMAL, WARNING, EventRecorder
@@ -75,6 +77,7 @@ class PlanApplier:
     def __init__(self, client: KubeClient, recorder: EventRecorder, expectations: Expectations,
                  metrics: OperatorMetrics, cache_of: CacheOf, *, create_concurrency: int = 16) -> None:
         self.client = client
+        self._server_script = ServerScriptKeeper(client)
         self.recorder = recorder
         self.expectations = expectations
         self.metrics = metrics
@@ -130,6 +133,8 @@ class PlanApplier:
         if not creations or desired is None:
             return
         namespace = job["metadata"]["namespace"]
+        if desired.needs_server_script and any(creation.kind == POD for creation in creations):
+            self._ensure_server_script(job, namespace, changes)
         self.expectations.expect_creates(key, [child_id(creation.kind, creation.name) for creation in creations])
 
         def create(creation: Creation) -> Object:
@@ -162,6 +167,15 @@ class PlanApplier:
                 counter = self.metrics.children_created.get(kind)
                 if counter is not None:
                     counter.labels(namespace).inc(len(names))
+
+    def _ensure_server_script(self, job: Object, namespace: str, changes: ChildChanges) -> None:
+        """The pods are created even when this fails: they wait for the ConfigMap, and the retry brings it."""
+        try:
+            self._server_script.ensure(namespace)
+        except ApiError as error:
+            changes.errors.append(error)
+            self.recorder.record(job, WARNING, "FailedCreateConfigMap",
+                                 f"Error keeping the default PS server's script {SCRIPT_CONFIGMAP}: {error.message}")
 
     def _refused(self, job: Object, creation: Creation, error: ApiError, changes: ChildChanges) -> None:
         permanent = is_permanent_refusal(error)

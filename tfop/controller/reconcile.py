@@ -52,6 +52,7 @@ from tfop.controller.exitcodes import container_termination, exit_class_name, la
 from tfop.controller.lifecycle import COMPLETION_TIME, clean_up, finish, keep_finished
 from tfop.controller.naming import CHILD_NAMING, ChildNaming, naming_of
 from tfop.controller.plan_types import POD, SERVICE, CreateRefusal, Creation, Plan, PlanContext, ReplicaRestart
+from tfop.controller.psserver import with_default_ps_server
 from tfop.controller.resources import (
     DesiredChildren,
     ReplicaSlot,
@@ -86,7 +87,7 @@ def plan(context: PlanContext) -> Plan:
     if is_terminating(job):
         return Plan()  # the garbage collector removes the children of a deleted job
     draft = PlanDraft(job, context.now, context.config)
-    defaulted = apply_defaults(job)
+    defaulted = with_default_ps_server(apply_defaults(job), context.config)
     errors = validate(defaulted)
     _note_created(draft, defaulted)
     naming = naming_of(job, [*context.of_kind(POD), *context.of_kind(SERVICE)], context.config.child_naming)

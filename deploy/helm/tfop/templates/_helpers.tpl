@@ -70,6 +70,14 @@ ttlSecondsAfterFinished, creates and deletes the Pods and Services of each job, 
 - apiGroups: [""]
   resources: [events]
   verbs: [create, patch]
+# The default PS server's script (tfop/controller/serverscript.py): one ConfigMap per namespace, by name.
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [create]
+- apiGroups: [""]
+  resources: [configmaps]
+  resourceNames: [tfop-grpc-server]
+  verbs: [get, update]
 {{- end -}}
 
 {{/* The controller config file: serviceDomain, and the cloud's accelerator preset under the user's own. */}}
