@@ -102,8 +102,15 @@ def from_v1(obj: dict[str, Any]) -> dict[str, Any]:
     return finish(out, kept)
 
 
+_ALPHA_STATES = ("Running", "Succeeded", "Failed", "Unknown")
+
+
 def _alpha_status(status: dict[str, Any], spellings: dict[str, str]) -> dict[str, Any]:
     alpha: dict[str, Any] = {key: status[key] for key in ("phase", "state", "reason") if key in status}
+    if "state" in alpha and alpha["state"] not in _ALPHA_STATES:
+        # v1alpha1 knew only Running, Succeeded, Failed and Unknown: v1's Created, Pending, Restarting and
+        # Suspended are all "not finished" there. The v1 status itself travels whole in the annotation.
+        alpha["state"] = "Running"
     statuses = mapping(status.get("replicaStatuses"))
     replica_statuses = []
     for alpha_type, key in sorted(spellings.items(), key=lambda item: list(_ALPHA_TYPES).index(item[0])):

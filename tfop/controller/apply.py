@@ -14,7 +14,11 @@ import structlog
 
 from tfop.api.constants import (
     KIND,
+    REASON_BACKOFF_LIMIT_EXCEEDED,
     REASON_CREATED,
+    REASON_DEADLINE_EXCEEDED,
+    REASON_FAILED,
+    REASON_INVALID_SPEC,
     REASON_RESTARTING,
     REASON_RESUMED,
     REASON_RUNNING,
@@ -49,6 +53,10 @@ LIFECYCLE_LINES = {
     REASON_SUCCEEDED: "job succeeded",
     REASON_TTL_EXPIRED: "deleting finished job: its TTL has passed",
 }
+
+# The reasons a job's Failed condition takes; any other Warning (a pod's trouble, an exit code) is not the end.
+FAILED_REASONS = frozenset({REASON_FAILED, REASON_INVALID_SPEC, REASON_BACKOFF_LIMIT_EXCEEDED,
+                            REASON_DEADLINE_EXCEEDED})
 
 CacheOf = Callable[[str, str], Store]  # (kind, namespace) -> the cache of that kind's children
 
@@ -123,10 +131,10 @@ class PlanApplier:
             if event.reason == REASON_RESTARTING or event.reason.startswith(("SuccessfulCreate", "SuccessfulDelete")):
                 continue
             line = LIFECYCLE_LINES.get(event.reason)
-            if line is None and event.type == WARNING:
-                log.info("job failed", job=key, reason=event.reason, message=event.message)
-            else:
-                log.info(line or "job event", job=key, reason=event.reason, message=event.message)
+            if line is None and event.reason in FAILED_REASONS:
+                line = "job failed"
+            log.info(line or ("job warning" if event.type == WARNING else "job event"), job=key, reason=event.reason,
+                     message=event.message)
 
     def _create_children(self, key: str, job: Object, plan: Plan, changes: ChildChanges) -> None:
         creations, desired = plan.create, plan.desired
