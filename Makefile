@@ -9,8 +9,11 @@ CLUSTER_DIR ?= .local/cluster
 ARGS ?=
 # Extra arguments for pytest, e.g. make test PYTEST_ARGS="-k crd"
 PYTEST_ARGS ?=
+# 1: `make run` and `make cluster-up` start the real node (kubelet, containerd, CoreDNS; needs root); 0: kwok only
+REAL_NODE ?= 1
+NODE_FLAG := $(if $(filter 1,$(REAL_NODE)),--real-node,--no-real-node)
 
-.PHONY: help venv controlplane cluster-up cluster-down cluster-status cluster-destroy run test unit integration \
+.PHONY: help venv controlplane node cluster-up cluster-down cluster-status cluster-destroy run test unit integration \
 	e2e lint crd clean
 
 help: ## list the targets
@@ -27,8 +30,11 @@ venv: $(VENV)/.installed ## create .venv with tfop and the test tools
 controlplane: ## build (first time: tens of minutes) or reuse the pinned Kubernetes, etcd and kwok binaries
 	@bash hack/build-controlplane.sh >/dev/null
 
-cluster-up: controlplane ## start the local cluster (idempotent); prints the kubeconfig
-	@$(PYTHON) hack/local_cluster.py up --dir $(CLUSTER_DIR)
+node: ## build (first time: a few minutes) or reuse kubelet, containerd and CoreDNS; apt-installs runc, CNI plugins
+	@bash hack/build-node.sh >/dev/null
+
+cluster-up: controlplane ## start the local cluster (idempotent), with the real node unless REAL_NODE=0
+	@$(PYTHON) hack/local_cluster.py up $(NODE_FLAG) --dir $(CLUSTER_DIR)
 
 cluster-down: ## stop the local cluster, keeping its data
 	@$(PYTHON) hack/local_cluster.py down --dir $(CLUSTER_DIR)
@@ -36,13 +42,13 @@ cluster-down: ## stop the local cluster, keeping its data
 cluster-destroy: ## stop the local cluster and delete its data
 	@$(PYTHON) hack/local_cluster.py destroy --dir $(CLUSTER_DIR)
 
-cluster-status: ## show which local cluster components run
+cluster-status: ## show which local cluster components run, and the real node's state
 	@$(PYTHON) hack/local_cluster.py status --dir $(CLUSTER_DIR)
 
-run: venv ## run the operator against $$KUBECONFIG, or against the local cluster (started if needed)
-	@bash hack/run.sh $(ARGS)
+run: venv ## run the operator against $$KUBECONFIG, or the local cluster (started if needed; REAL_NODE=0: no real node)
+	@REAL_NODE=$(REAL_NODE) bash hack/run.sh $(ARGS)
 
-test: venv controlplane helm ## run every test: unit, integration and e2e against a real local control plane
+test: venv controlplane node helm ## run every test: unit, integration and e2e against a real local control plane
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 unit: venv ## run the unit tests only (no cluster)
@@ -51,7 +57,7 @@ unit: venv ## run the unit tests only (no cluster)
 integration: venv controlplane helm ## run the integration tests only
 	$(PY) -m pytest test/integration $(PYTEST_ARGS)
 
-e2e: venv controlplane ## run the end-to-end tests only
+e2e: venv controlplane node ## run the end-to-end tests only
 	$(PY) -m pytest test/e2e $(PYTEST_ARGS)
 
 lint: venv ## type-check (mypy --strict)

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # `make run`: install the CRD and run the operator in the foreground, against $KUBECONFIG if it is set, else
-# against the local cluster (built and started if needed). Extra arguments go to `tfop run`.
+# against the local cluster (built and started if needed, with the real node unless REAL_NODE=0). Extra arguments
+# go to `tfop run`.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CLUSTER_DIR="${CLUSTER_DIR:-${REPO}/.local/cluster}"
 
 BIN_DIR="$(bash "${REPO}/hack/build-controlplane.sh")"
 if [[ -z "${KUBECONFIG:-}" ]]; then
-  python3 "${REPO}/hack/local_cluster.py" up --dir "${CLUSTER_DIR}" >/dev/null
+  if [[ "${REAL_NODE:-1}" == 1 ]]; then node_flag=--real-node; else node_flag=--no-real-node; fi
+  python3 "${REPO}/hack/local_cluster.py" up "${node_flag}" --dir "${CLUSTER_DIR}" >/dev/null
   KUBECONFIG="${CLUSTER_DIR}/kubeconfig"
 fi
 export KUBECONFIG
