@@ -22,6 +22,7 @@ import os
 import shutil
 import socket
 import subprocess
+import tarfile
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -237,7 +238,13 @@ current-context: local
             if reference in present:
                 continue
             base = reference.rsplit(":", 1)[0]
-            self.ctr("images", "import", "--base-name", base, "--no-unpack=false", str(archive))
+            self.ctr("images", "import", "--base-name", base, str(archive))
+            # ctr names the image base:<the archive's ref.name>; if that is not the tag the builder announced,
+            # add the announced name too, so pods can use what the builder printed.
+            name = _archive_ref_name(archive)
+            as_imported = name if "/" in name else f"{base}:{name}"
+            if as_imported != reference:
+                self.ctr("images", "tag", "--force", as_imported, reference)
             imported.append(reference)
         return imported
 
@@ -284,6 +291,16 @@ current-context: local
         if self.containerd_state.exists():
             left.append(f"runtime state {self.containerd_state}")
         return left
+
+
+def _archive_ref_name(archive: Path) -> str:
+    """The org.opencontainers.image.ref.name of the OCI archive's (first) manifest."""
+    with tarfile.open(archive) as tar:
+        member = tar.extractfile("index.json")
+        if member is None:
+            raise NodeError(f"{archive} has no index.json: not an OCI image archive")
+        index = json.load(member)
+    return str(index["manifests"][0].get("annotations", {}).get("org.opencontainers.image.ref.name", "latest"))
 
 
 def _shim_ids(pids: list[int]) -> list[str]:
