@@ -7,6 +7,7 @@ tearing one cluster down leaves another cluster's node alone.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -161,6 +162,33 @@ def kubelet_chains_left() -> list[str]:
                 if run(binary, "-w", "-t", table, "-L", chain, "-n", check=False).returncode == 0:
                     left.append(f"{binary} -t {table} {chain}")
     return left
+
+
+# --- sysctls -----------------------------------------------------------------------------------------------------
+# What kubelet sets at start (setupKernelTunables: overcommit always, panic 10 s after an oops, more root keys),
+# machine-wide. The first node to start records the values before any kubelet touched them; the last to stop puts
+# them back, so a developer's machine does not keep kubelet's panic settings.
+KUBELET_SYSCTLS = ("vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops",
+                   "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes")
+SYSCTL_RECORD = Path("/run/tfop-sysctls-before-kubelet.json")
+
+
+def record_sysctls() -> None:
+    if SYSCTL_RECORD.exists() or running_binaries("kubelet"):
+        return
+    SYSCTL_RECORD.write_text(json.dumps({name: Path("/proc/sys", name).read_text().strip()
+                                         for name in KUBELET_SYSCTLS}))
+
+
+def restore_sysctls() -> None:
+    if not SYSCTL_RECORD.exists() or running_binaries("kubelet"):
+        return
+    for name, value in json.loads(SYSCTL_RECORD.read_text()).items():
+        try:
+            Path("/proc/sys", name).write_text(value)
+        except OSError as error:
+            raise HostError(f"restoring the sysctl {name}={value} failed: {error}") from error
+    SYSCTL_RECORD.unlink()
 
 
 # --- processes --------------------------------------------------------------------------------------------------

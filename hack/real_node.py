@@ -162,6 +162,7 @@ class RealNode:
         node_host.ensure_bridge(self.network.bridge, str(self.directory),
                                 [f"{self.network.node_ip}/24", f"{self.network.api_service_ip}/32"])
         node_host.ensure_cgroups(self.network.cgroup_root)
+        node_host.record_sysctls()
         self._write_configs()
 
     def _write_configs(self) -> None:
@@ -271,8 +272,9 @@ current-context: local
         node_host.unmount_all(self.directory)
         node_host.delete_bridge(self.network.bridge, str(self.directory))
         node_host.remove_cgroups(self.network.cgroup_root)
-        if not node_host.running_binaries("kubelet"):
+        if not node_host.running_binaries("kubelet"):  # the last node on the machine
             node_host.remove_kubelet_chains()
+            node_host.restore_sysctls()
         shutil.rmtree(self.containerd_state, ignore_errors=True)
         for socket_path in (self.containerd_socket, Path(f"{self.containerd_socket}.ttrpc")):
             socket_path.unlink(missing_ok=True)
