@@ -17,7 +17,7 @@ NODE_FLAG := $(if $(filter 1,$(REAL_NODE)),--real-node,--no-real-node)
 	e2e lint crd clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -51,17 +51,19 @@ run: venv ## run the operator against $$KUBECONFIG, or the local cluster (starte
 test: venv controlplane node helm ## run every test: unit, integration and e2e against a real local control plane
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-unit: venv ## run the unit tests only (no cluster)
-	$(PY) -m pytest test/unit $(PYTEST_ARGS)
+# The suites are selected by marker (test/conftest.py gives each test the one of its directory); the directory is
+# named too only so pytest does not import the other suites' modules.
+unit: venv ## run the unit tests only (-m unit; no cluster)
+	$(PY) -m pytest -m unit test/unit $(PYTEST_ARGS)
 
-integration: venv controlplane helm ## run the integration tests only
-	$(PY) -m pytest test/integration $(PYTEST_ARGS)
+integration: venv controlplane helm ## run the integration tests only (-m integration)
+	$(PY) -m pytest -m integration test/integration $(PYTEST_ARGS)
 
-e2e: venv controlplane node ## run the end-to-end tests only
-	$(PY) -m pytest test/e2e $(PYTEST_ARGS)
+e2e: venv controlplane node ## run the end-to-end tests only (-m e2e)
+	$(PY) -m pytest -m e2e test/e2e $(PYTEST_ARGS)
 
-lint: venv ## type-check (mypy --strict)
-	$(PY) -m mypy
+lint: venv ## ruff (rules in ruff.toml) over tfop, test and hack, then mypy --strict; both run, either fails it
+	@status=0; $(PY) -m ruff check tfop test hack || status=1; $(PY) -m mypy || status=1; exit $$status
 
 crd: venv controlplane ## regenerate crd/ from hack/crd-template.yaml and the local apiserver's PodTemplateSpec
 	$(PY) hack/gen_crd.py

@@ -15,6 +15,7 @@ allocator and make a later one look smaller.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import statistics
@@ -28,11 +29,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tfop.kube.client import KubeClient  # noqa: E402
-from tfop.kube.errors import AlreadyExists, NotFound  # noqa: E402
-from tfop.kube.informer import Informer, strip_managed_fields  # noqa: E402
-from tfop.kube.resource import NAMESPACES, PODS, SERVICE_ACCOUNTS  # noqa: E402
-from tfop.kube.workqueue import RateLimitingQueue  # noqa: E402
+from tfop.kube.client import KubeClient
+from tfop.kube.errors import AlreadyExists, NotFound
+from tfop.kube.informer import Informer, strip_managed_fields
+from tfop.kube.resource import NAMESPACES, PODS, SERVICE_ACCOUNTS
+from tfop.kube.workqueue import RateLimitingQueue
 
 CREATE_THREADS = 16
 
@@ -54,10 +55,8 @@ def pod_body(name: str) -> dict[str, Any]:
 
 
 def ensure_namespace(client: KubeClient, namespace: str) -> None:
-    try:
+    with contextlib.suppress(AlreadyExists):
         client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-    except AlreadyExists:
-        pass
     deadline = time.monotonic() + 60
     while True:  # the ServiceAccount admission plugin rejects pods until the default account exists
         try:
@@ -75,10 +74,8 @@ def create_pods(client: KubeClient, namespace: str, count: int) -> tuple[int, fl
     missing = [name for name in (f"bench-{i:05d}" for i in range(count)) if name not in existing]
 
     def create(name: str) -> None:
-        try:
+        with contextlib.suppress(AlreadyExists):
             client.create(PODS, pod_body(name), namespace)
-        except AlreadyExists:
-            pass
 
     began = time.monotonic()
     with ThreadPoolExecutor(CREATE_THREADS) as pool:

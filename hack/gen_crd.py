@@ -40,7 +40,7 @@ SPECIAL_TYPES: dict[str, dict[str, Any]] = {
         "anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True},
     "io.k8s.apimachinery.pkg.api.resource.Quantity": {
         "anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True,
-        "pattern": r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"},
+        "pattern": r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"},  # noqa: E501 - the apiserver's own pattern, unsplit
     "io.k8s.apimachinery.pkg.apis.meta.v1.Time": {"type": "string", "format": "date-time"},
     "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime": {"type": "string", "format": "date-time"},
     # A template's metadata: what the operator copies onto pods. Unknown fields are pruned.

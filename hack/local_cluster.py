@@ -14,6 +14,7 @@ hack/build-node.sh.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fcntl
 import json
 import os
@@ -32,10 +33,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cluster_pki import PKIError, make_pki, openssl
-from node_host import HostError, kill_all
-from real_node import KWOK_NODE_IP, KWOK_POD_CIDR, NODE_BINARY_NAMES, NODE_COMPONENTS, NODE_LABEL, NodeError, NodeNetwork, RealNode, \
-    slot_for
-from node_host import bridge_owner
+from node_host import HostError, bridge_owner
+from real_node import (
+    KWOK_NODE_IP,
+    KWOK_POD_CIDR,
+    NODE_BINARY_NAMES,
+    NODE_COMPONENTS,
+    NODE_LABEL,
+    NodeError,
+    NodeNetwork,
+    RealNode,
+    slot_for,
+)
 
 __all__ = ["ClusterError", "LocalCluster", "openssl"]
 
@@ -622,10 +631,8 @@ def _get_text(url: str, context: ssl.SSLContext | None) -> str:
 
 def _reap(pid: int) -> None:
     """Collects the exit status of a child we started, so it does not linger as a zombie."""
-    try:
+    with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
 
 
 def _exited(pid: int) -> bool:

@@ -7,6 +7,7 @@ tearing one cluster down leaves another cluster's node alone.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -122,8 +123,8 @@ def remove_cgroups(root: str, timeout: float = 10.0) -> None:
             top = hierarchy / root.strip("/")
             if not top.is_dir() or top.is_symlink():
                 continue
-            for directory in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts),
-                                    reverse=True) + [top]:
+            below = sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True)
+            for directory in [*below, top]:
                 try:
                     directory.rmdir()
                 except FileNotFoundError:
@@ -152,16 +153,6 @@ def remove_kubelet_chains() -> None:
                 if run(binary, "-w", "-t", table, "-L", chain, "-n", check=False).returncode == 0:
                     run(binary, "-w", "-t", table, "-F", chain, check=False)
                     run(binary, "-w", "-t", table, "-X", chain, check=False)
-
-
-def kubelet_chains_left() -> list[str]:
-    left = []
-    for binary in ("iptables", "ip6tables"):
-        for table, chains in KUBELET_CHAINS.items():
-            for chain in chains:
-                if run(binary, "-w", "-t", table, "-L", chain, "-n", check=False).returncode == 0:
-                    left.append(f"{binary} -t {table} {chain}")
-    return left
 
 
 # --- sysctls -----------------------------------------------------------------------------------------------------
@@ -209,10 +200,8 @@ def processes_mentioning(text: str) -> list[int]:
 
 def kill_all(pids: list[int], timeout: float = 5.0) -> None:
     for pid in pids:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     deadline = time.monotonic() + timeout
     while any(Path(f"/proc/{pid}").exists() and not _zombie(pid) for pid in pids):
         if time.monotonic() > deadline:

@@ -24,9 +24,9 @@ import socket
 import subprocess
 import tarfile
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import node_host
 
@@ -249,7 +249,7 @@ current-context: local
             imported.append(reference)
         return imported
 
-    # --- teardown ------------------------------------------------------------------------------------------------------
+    # --- teardown --------------------------------------------------------------------------------------------------
     def kill_containers(self) -> None:
         """Kills every container and pod sandbox (their shims exit with them and remove their sockets), so that
         nothing keeps a mount, a veth or a cgroup of this node. Pods come back when kubelet starts again."""

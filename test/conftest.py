@@ -8,23 +8,34 @@ suites never skip.
 from __future__ import annotations
 
 import re
-import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+# hack/ and test/ are on sys.path through setup.cfg's pytest `pythonpath`.
+from local_cluster import LocalCluster
+from support.crds import crd_established
+from support.operator_process import OperatorProcess
+from support.waiting import wait_for
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "hack"))
-sys.path.insert(0, str(REPO / "test"))
-
-from local_cluster import LocalCluster  # noqa: E402
-from support.operator_process import OperatorProcess  # noqa: E402
-
 CRD_FILE = REPO / "crd" / "kubeflow.org_tfjobs.yaml"
+SUITES = ("unit", "integration", "e2e")  # the directories under test/ and the markers that select them
 _versions: list[str] = []
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own -m deselection looks at the markers
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test with its suite, taken from its directory, so no module can forget its marker."""
+    tests = REPO / "test"
+    for item in items:
+        suite = item.path.relative_to(tests).parts[0] if item.path.is_relative_to(tests) else ""
+        if suite not in SUITES:
+            raise pytest.UsageError(f"{item.nodeid}: tests live in test/{{{','.join(SUITES)}}}/, "
+                                    "whose directory gives their marker")
+        item.add_marker(suite)
 
 
 @pytest.fixture(scope="session")
@@ -43,14 +54,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
 def tfjob_crd(cluster: LocalCluster) -> Path:
     """The checked-in CRD, installed the way the README tells users to (plain client-side `kubectl apply`)."""
     cluster.kubectl("apply", "-f", str(CRD_FILE))
-    deadline = time.monotonic() + 60
-    jsonpath = '{.status.conditions[?(@.type=="Established")].status}'
-    # (Until the CRD has conditions the jsonpath filter errors out; that just means "not yet".)
-    while cluster.kubectl("get", "crd", "tfjobs.kubeflow.org", "-o", f"jsonpath={jsonpath}",
-                          check=False).stdout != "True":
-        if time.monotonic() > deadline:
-            raise RuntimeError("the TFJob CRD did not become Established within 60s")
-        time.sleep(0.1)
+    wait_for(lambda: crd_established(cluster, "tfjobs.kubeflow.org"), 60, "the TFJob CRD to be Established")
     return CRD_FILE
 
 
@@ -61,11 +65,8 @@ def namespace(cluster: LocalCluster, request: pytest.FixtureRequest) -> Iterator
     name = f"{base}-{uuid.uuid4().hex[:6]}"
     cluster.kubectl("create", "namespace", name)
     # The ServiceAccount admission plugin rejects pods until the controller-manager made the default account.
-    deadline = time.monotonic() + 30
-    while cluster.kubectl("get", "serviceaccount", "default", "-n", name, check=False).returncode != 0:
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"no default ServiceAccount in namespace {name} after 30s")
-        time.sleep(0.1)
+    wait_for(lambda: cluster.kubectl("get", "serviceaccount", "default", "-n", name, check=False).returncode == 0,
+             30, f"the default ServiceAccount in namespace {name}")
     yield name
     cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
 

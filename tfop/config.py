@@ -13,14 +13,14 @@ cluster the operator runs in rather than how one process runs (those are flags).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 import yaml
 
-from tfop.controller.accelerators import Accelerator, Accelerators, HostVolume
+from tfop.controller.accelerators import Accelerator, HostVolume
+from tfop.controller.settings import DEFAULT_SERVICE_DOMAIN, ControllerConfig
 
 _DNS_SUFFIX = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -31,16 +31,9 @@ class ConfigError(ValueError):
     """The config file is unreadable or holds a value we cannot use; the message names the key."""
 
 
-@dataclass(frozen=True)
-class OperatorConfig:
-    # "svc" resolves through every pod's DNS search path; "svc.cluster.local" names the cluster domain.
-    service_domain: str = "svc"
-    accelerators: Accelerators = field(default_factory=lambda: MappingProxyType({}))
-
-
-def load_config(path: str | Path | None) -> OperatorConfig:
+def load_config(path: str | Path | None) -> ControllerConfig:
     if path is None:
-        return OperatorConfig()
+        return ControllerConfig()
     try:
         data: Any = yaml.safe_load(Path(path).read_text()) or {}
     except (OSError, yaml.YAMLError) as error:
@@ -51,17 +44,17 @@ def load_config(path: str | Path | None) -> OperatorConfig:
         raise ConfigError(f"config file {path}: {error}") from None
 
 
-def parse_config(data: Any) -> OperatorConfig:
+def parse_config(data: Any) -> ControllerConfig:
     document = _mapping(data, "the config")
     _known(document, "the config", {"serviceDomain", "accelerators"})
-    domain = document.get("serviceDomain", OperatorConfig.service_domain)
+    domain = document.get("serviceDomain", DEFAULT_SERVICE_DOMAIN)
     if not isinstance(domain, str) or not _DNS_SUFFIX.match(domain):
         raise ConfigError(f"serviceDomain {domain!r} is not a DNS suffix such as svc.cluster.local")
     accelerators = {
         str(resource): _accelerator(spec, f"accelerators[{resource}]")
         for resource, spec in _mapping(document.get("accelerators") or {}, "accelerators").items()
     }
-    return OperatorConfig(service_domain=domain, accelerators=MappingProxyType(accelerators))
+    return ControllerConfig(service_domain=domain, accelerators=MappingProxyType(accelerators))
 
 
 def _accelerator(data: Any, path: str) -> Accelerator:

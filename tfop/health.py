@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 Check = Callable[[], str | None]
 
@@ -33,7 +33,7 @@ class Checks:
         for name, check in checks:
             try:
                 reason = check()
-            except Exception as error:  # a broken check is a failed check, never a crashed server
+            except Exception as error:  # noqa: BLE001 - a broken check is a failed check, never a crashed server
                 reason = f"check raised {error!r}"
             if reason is not None:
                 failures.append(f"{name}: {reason}")
@@ -44,18 +44,18 @@ class EndpointServer:
     """Serves any of /healthz, /readyz and /metrics on one address (host:port; port 0 picks a free one)."""
 
     def __init__(self, address: str, *, liveness: Checks | None = None, readiness: Checks | None = None,
-                 metrics: bool = False) -> None:
+                 metrics: CollectorRegistry | None = None) -> None:
         host, _, port = address.rpartition(":")
         routes: dict[str, Callable[[], tuple[int, str, bytes]]] = {}
         if liveness is not None:
             routes["/healthz"] = lambda: _check_response(liveness)
         if readiness is not None:
             routes["/readyz"] = lambda: _check_response(readiness)
-        if metrics:
-            routes["/metrics"] = lambda: (200, CONTENT_TYPE_LATEST, generate_latest(REGISTRY))
+        if metrics is not None:
+            routes["/metrics"] = lambda: (200, CONTENT_TYPE_LATEST, generate_latest(metrics))
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
+            def do_GET(self) -> None:
                 route = routes.get(self.path.split("?", 1)[0])
                 code, content_type, body = route() if route else (404, "text/plain", b"not found\n")
                 self.send_response(code)

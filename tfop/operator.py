@@ -17,15 +17,16 @@ from pathlib import Path
 from types import FrameType
 
 import structlog
+from prometheus_client import CollectorRegistry
 
-from tfop import logs, metrics
+from tfop import logs
 from tfop.config import ConfigError, load_config
 from tfop.controller.controller import TFJobController
-from tfop.controller.plan_types import PlannerConfig
 from tfop.health import Checks, EndpointServer
 from tfop.kube.client import KubeClient
 from tfop.kube.events import EventRecorder
 from tfop.kube.leaderelection import LeaderElector
+from tfop.metrics import OperatorMetrics, create_registry
 
 log = structlog.get_logger("tfop")
 
@@ -40,12 +41,13 @@ def run_operator(args: argparse.Namespace) -> int:
     except ConfigError as error:
         log.error("invalid configuration", error=str(error))
         return 2
-    client = KubeClient.auto(args.kubeconfig, qps=args.qps, burst=args.burst)
-    recorder = EventRecorder(client, "tfop")
-    planner_config = PlannerConfig(service_domain=config.service_domain, accelerators=config.accelerators)
-    controller = TFJobController(client, recorder, planner_config=planner_config,
-                                 namespaces=args.namespace, threads=args.threads)
-    servers = _endpoint_servers(args, controller)
+    registry = create_registry()
+    metrics = OperatorMetrics.create(registry)
+    client = KubeClient.auto(args.kubeconfig, qps=args.qps, burst=args.burst, metrics=metrics.kube)
+    recorder = EventRecorder(client, "tfop", metrics=metrics.kube)
+    controller = TFJobController(client, recorder, config=config, metrics=metrics, namespaces=args.namespace,
+                                 threads=args.threads)
+    servers = _endpoint_servers(args, controller, registry)
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, _on_signal(stop))
@@ -62,7 +64,7 @@ def run_operator(args: argparse.Namespace) -> int:
                 return 0
         log.info("caches synced")
         if args.leader_elect:
-            return _run_with_leader_election(args, client, controller, stop)
+            return _run_with_leader_election(args, client, controller, metrics, stop)
         controller.start_workers()
         metrics.is_leader.set(1)
         stop.wait()
@@ -76,7 +78,7 @@ def run_operator(args: argparse.Namespace) -> int:
 
 
 def _run_with_leader_election(args: argparse.Namespace, client: KubeClient, controller: TFJobController,
-                              stop: threading.Event) -> int:
+                              metrics: OperatorMetrics, stop: threading.Event) -> int:
     identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
 
     def started_leading() -> None:
@@ -90,7 +92,8 @@ def _run_with_leader_election(args: argparse.Namespace, client: KubeClient, cont
         controller.stop(args.drain_seconds if stop.is_set() else 0.0)
 
     elector = LeaderElector(client, args.leader_elect_namespace or _own_namespace(), args.leader_elect_id, identity,
-                            on_started_leading=started_leading, on_stopped_leading=stopped_leading)
+                            on_started_leading=started_leading, on_stopped_leading=stopped_leading,
+                            metrics=metrics.kube)
     elector.run(stop)
     if stop.is_set():
         return 0
@@ -98,13 +101,14 @@ def _run_with_leader_election(args: argparse.Namespace, client: KubeClient, cont
     return 1
 
 
-def _endpoint_servers(args: argparse.Namespace, controller: TFJobController) -> list[EndpointServer]:
+def _endpoint_servers(args: argparse.Namespace, controller: TFJobController,
+                      registry: CollectorRegistry) -> list[EndpointServer]:
     liveness, readiness = Checks(), Checks()
     liveness.add("controller", controller.health_problem)
     readiness.add("caches", controller.readiness_problem)
     if args.metrics_addr == args.health_addr:
-        return [EndpointServer(args.health_addr, liveness=liveness, readiness=readiness, metrics=True)]
-    return [EndpointServer(args.metrics_addr, metrics=True),
+        return [EndpointServer(args.health_addr, liveness=liveness, readiness=readiness, metrics=registry)]
+    return [EndpointServer(args.metrics_addr, metrics=registry),
             EndpointServer(args.health_addr, liveness=liveness, readiness=readiness)]
 
 

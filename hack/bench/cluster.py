@@ -11,6 +11,7 @@ changes that keep the figures about the operators rather than about the cluster 
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -21,9 +22,9 @@ import yaml
 
 from bench.workload import tfjob
 from local_cluster import LocalCluster, openssl
+from tfop.controller.children import TFJOBS
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import AlreadyExists, NotFound
-from tfop.controller.controller import TFJOBS
 from tfop.kube.resource import CUSTOM_RESOURCE_DEFINITIONS, NAMESPACES, PODS, SERVICE_ACCOUNTS, SERVICES, Resource
 
 OPERATOR_USER = "bench-operator"
@@ -112,10 +113,8 @@ class BenchCluster:
                    if doc and doc.get("kind") == "CustomResourceDefinition")
         client = self.admin()
         deadline = time.monotonic() + timeout
-        try:
+        with contextlib.suppress(NotFound):
             client.delete(CUSTOM_RESOURCE_DEFINITIONS, TFJOB_CRD_NAME)
-        except NotFound:
-            pass
         while True:
             try:
                 client.create(CUSTOM_RESOURCE_DEFINITIONS, crd)
@@ -165,14 +164,10 @@ class BenchCluster:
             # Services before their EndpointSlices (or the endpoint controller writes new ones) and before the
             # pods (or every pod deletion updates a slice); jobs last, so the garbage collector finds no children.
             for resource in (SERVICES, ENDPOINT_SLICES, PODS, TFJOBS):
-                try:
+                with contextlib.suppress(NotFound):
                     client.request("DELETE", resource.path(name), body=options, timeout=(5.0, timeout))
-                except NotFound:
-                    pass
-            try:
+            with contextlib.suppress(NotFound):
                 client.delete(NAMESPACES, name)
-            except NotFound:
-                pass
 
         with ThreadPoolExecutor(max(1, min(8, len(names)))) as pool:
             list(pool.map(empty, names))

@@ -4,6 +4,7 @@ measured from /proc and their own /metrics, stopped with SIGTERM."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import signal
 import subprocess
@@ -151,10 +152,8 @@ class GoOperatorProcess(OperatorProcess):
         for resource, body, namespace in (
                 (NAMESPACES, {"metadata": {"name": self.NAMESPACE}}, None),
                 (SECRETS, {"metadata": {"name": self.SECRET}}, self.NAMESPACE)):
-            try:
+            with contextlib.suppress(AlreadyExists):
                 self.admin.create(resource, {"apiVersion": "v1", "kind": resource.kind, **body}, namespace)
-            except AlreadyExists:
-                pass
         # A Secret filled by an earlier run is mounted before it looks; an empty one means a new cluster, whose
         # certificates the files of an older one must not pass for.
         self._mounted = self._mount_certs()

@@ -72,8 +72,8 @@ def table(rows: Sequence[dict[str, Any]], idle: Sequence[dict[str, Any]], checks
               f"{'jobs run':>9} {'exits':>7} {'succeed':>8} {'start p50':>9} {'p99':>7} {'CPU s':>7} "
               f"{'peak RSS':>9} {'req own':>8} {'req apisv':>9}")
     for jobs in sorted({row["jobs"] for row in rows}):
-        lines += ["", f"N = {jobs} TFJobs (1 Chief + 4 Workers + 2 PS: {jobs * 14} children); medians; "
-                      "times in seconds from the first create (succeed: from the first exit)", header,
+        lines += ["", (f"N = {jobs} TFJobs (1 Chief + 4 Workers + 2 PS: {jobs * 14} children); medians; "
+                       "times in seconds from the first create (succeed: from the first exit)"), header,
                   "-" * len(header)]
         for row in (r for r in rows if r["jobs"] == jobs):
             lines.append(
@@ -86,8 +86,8 @@ def table(rows: Sequence[dict[str, Any]], idle: Sequence[dict[str, Any]], checks
                 f"{_f(row.get('requests_own'), 8, 0)} {_f(row.get('requests_audit'), 9, 0)}")
     if idle:
         lines += ["", "Idle: a fresh operator over finished jobs, after its start-up pass",
-                  f"{'contender':<11} {'jobs':>5} {'ready s':>8} {'settle s':>9} {'CPU % of a core':>16} "
-                  f"{'RSS MB':>7} {'reconciles':>11} {'requests':>9}"]
+                  (f"{'contender':<11} {'jobs':>5} {'ready s':>8} {'settle s':>9} {'CPU % of a core':>16} "
+                   f"{'RSS MB':>7} {'reconciles':>11} {'requests':>9}")]
         for entry in idle:
             lines.append(f"{entry['contender']:<11} {entry['finished_jobs']:>5} {entry['startup_s']:>8.1f} "
                          f"{entry['settle_s']:>9.1f} {entry['cpu_percent']:>16.2f} {entry['rss_mb']:>7.0f} "
@@ -119,7 +119,7 @@ def chart(runs: Sequence[Run], path: Path) -> Path:
 
     sizes = sorted({run["jobs"] for run in runs if run.get("curve")})
     figure, axes = plt.subplots(len(sizes), 2, figsize=(14, 5 * len(sizes)), squeeze=False)
-    for (full, zoomed), jobs in zip(axes, sizes):
+    for (full, zoomed), jobs in zip(axes, sizes, strict=True):
         medians: dict[str, Run] = {}
         for run in runs:
             if run["jobs"] == jobs and run.get("curve"):

@@ -18,7 +18,7 @@ from bench.cluster import BenchCluster
 from bench.operators import GoOperatorProcess, OperatorProcess, TfopProcess
 from bench.timeline import Timeline
 from bench.workload import CHILDREN_PER_JOB, CLIENT_CONCURRENCY, PODS_PER_JOB, create_jobs, exit_all
-from tfop.controller.controller import TFJOBS
+from tfop.controller.children import TFJOBS
 
 HACK_DIR = Path(__file__).resolve().parent.parent
 REPO_DIR = HACK_DIR.parent

@@ -10,7 +10,7 @@ from typing import Any
 
 from bench.timeline import PodSeen
 from support.pods import exit_pod
-from tfop.controller.controller import TFJOBS
+from tfop.controller.children import TFJOBS
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import NotFound
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from local_cluster import LocalCluster
 from support.operator_process import free_port
-from support.pods import exit_pod, wait_for
+from support.pods import exit_pod
+from support.waiting import wait_for
 from tfop.kube.client import KubeClient
 
 REPO = Path(__file__).resolve().parents[2]

@@ -12,8 +12,8 @@ from typing import Any
 
 from local_cluster import LocalCluster
 from support.operator_process import OperatorProcess
-from support.pods import wait_for
 from support.real_node_jobs import apply, get, job_pods, shell_container, tfjob, wait_for_condition
+from support.waiting import wait_for
 
 
 def marker_volume(tmp_path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -68,7 +68,8 @@ def test_a_replica_exiting_1_fails_the_job_and_kubectl_logs_shows_its_output(
 def test_a_sigkilled_replica_is_recreated_and_the_job_then_succeeds(
         real_node: LocalCluster, operator: OperatorProcess, namespace: str, busybox: str, tmp_path: Path) -> None:
     volume, mount = marker_volume(tmp_path)
-    script = "if [ -e /marker/ran ]; then echo second run; exit 0; fi; touch /marker/ran; echo first run; exec sleep 600"
+    script = ("if [ -e /marker/ran ]; then echo second run; exit 0; fi; touch /marker/ran; echo first run; "
+              "exec sleep 600")
     apply(real_node, namespace, tfjob("sigkill", {"Chief": {"restartPolicy": "ExitCode", "spec": {
         "volumes": [volume], "containers": [shell_container(busybox, script, volumeMounts=[mount])]}}}))
     first = running_pod(real_node, namespace, "sigkill", "first run")

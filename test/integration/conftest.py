@@ -6,7 +6,6 @@ import pytest
 
 if TYPE_CHECKING:
     from local_cluster import LocalCluster
-
     from tfop.kube.client import KubeClient
 
 

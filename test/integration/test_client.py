@@ -11,13 +11,12 @@ import urllib.request
 from typing import Any
 
 import pytest
-from prometheus_client import REGISTRY
+from prometheus_client import CollectorRegistry
 
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import AlreadyExists, Conflict, Gone, Invalid, NotFound, TransportError
+from tfop.kube.metrics import KubeMetrics
 from tfop.kube.resource import CONFIGMAPS, EVENTS, PODS
-
-pytestmark = pytest.mark.integration
 
 
 def configmap(name: str, labels: dict[str, str] | None = None, **data: str) -> dict[str, Any]:
@@ -39,8 +38,15 @@ def compact_etcd(etcd_url: str) -> None:
     post("/v3/kv/compaction", {"revision": revision, "physical": True})
 
 
-def requests_sent(code: str, method: str) -> float:
-    return REGISTRY.get_sample_value("rest_client_requests_total", {"code": code, "method": method}) or 0.0
+def counted_client(cluster: Any, **options: Any) -> tuple[KubeClient, CollectorRegistry]:
+    """A client whose request metrics land in a registry of its own."""
+    registry = CollectorRegistry()
+    client = KubeClient.from_kubeconfig(str(cluster.kubeconfig), metrics=KubeMetrics.create(registry), **options)
+    return client, registry
+
+
+def requests_sent(registry: CollectorRegistry, code: str, method: str) -> float:
+    return registry.get_sample_value("rest_client_requests_total", {"code": code, "method": method}) or 0.0
 
 
 def test_each_typed_error(kube_client: KubeClient, namespace: str) -> None:
@@ -78,13 +84,13 @@ def test_a_compacted_resource_version_is_gone(cluster: Any, kube_client: KubeCli
     assert listed.value.status == 410 and listed.value.reason == "Expired"
 
 
-def test_list_pages_with_limit_and_continue(kube_client: KubeClient, namespace: str) -> None:
+def test_list_pages_with_limit_and_continue(cluster: Any, kube_client: KubeClient, namespace: str) -> None:
     for i in range(5):
         kube_client.create(CONFIGMAPS, configmap(f"cm-{i}", {"set": "paged"}), namespace)
     kube_client.create(CONFIGMAPS, configmap("other"), namespace)
-    before = requests_sent("200", "GET")
-    items, resource_version = kube_client.list(CONFIGMAPS, namespace, label_selector="set=paged", limit=2)
-    assert requests_sent("200", "GET") - before == 3  # 2 + 2 + 1
+    client, registry = counted_client(cluster)
+    items, resource_version = client.list(CONFIGMAPS, namespace, label_selector="set=paged", limit=2)
+    assert requests_sent(registry, "200", "GET") == 3  # 2 + 2 + 1
     assert sorted(item["metadata"]["name"] for item in items) == [f"cm-{i}" for i in range(5)]
     assert all(item["kind"] == "ConfigMap" and item["apiVersion"] == "v1" for item in items)
     assert int(resource_version) >= max(int(item["metadata"]["resourceVersion"]) for item in items)
@@ -125,7 +131,7 @@ def test_patch_types(kube_client: KubeClient, namespace: str) -> None:
                                 field_manager="tfop-test", force=True)
     assert applied["data"]["c"] == "3"
     assert any(entry["manager"] == "tfop-test" for entry in applied["metadata"]["managedFields"])
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="needs a field_manager"):
         kube_client.patch(CONFIGMAPS, "cm", {}, namespace, patch_type="apply")
 
 
@@ -151,13 +157,11 @@ def test_create_takes_the_namespace_from_the_body(kube_client: KubeClient, names
 def test_requests_that_never_left_are_retried_then_fail_typed(cluster: Any) -> None:
     with socket.create_server(("127.0.0.1", 0)) as sock:
         dead_port = sock.getsockname()[1]  # nothing listens there once closed
-    client = KubeClient.from_kubeconfig(str(cluster.kubeconfig), server=f"https://127.0.0.1:{dead_port}",
-                                        max_retries=2)
-    before = requests_sent("<error>", "POST")
+    client, registry = counted_client(cluster, server=f"https://127.0.0.1:{dead_port}", max_retries=2)
     began = time.monotonic()
     with pytest.raises(TransportError):
         client.create(CONFIGMAPS, configmap("never"), "default")  # refused: surely not received, so retried
-    assert requests_sent("<error>", "POST") - before == 3
+    assert requests_sent(registry, "<error>", "POST") == 3
     assert time.monotonic() - began >= 0.25 + 0.5  # two backoffs, at least the un-jittered delays
 
 

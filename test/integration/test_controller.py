@@ -6,16 +6,25 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from local_cluster import LocalCluster
 from support.operator_process import OperatorProcess
-from support.pods import exit_pod, wait_for, wait_for_count
-from tfop.controller.controller import TFJOBS
+from support.pods import exit_pod
+from support.tfjobs import (
+    TFJOBS,
+    children,
+    condition,
+    create_job,
+    events_about,
+    job_status,
+    pods_by_name,
+    replica,
+)
+from support.waiting import wait_for, wait_for_count
 from tfop.kube.client import KubeClient
-from tfop.kube.resource import EVENTS, PODS, SERVICES
+from tfop.kube.resource import PODS, SERVICES
 
 
 @pytest.fixture
@@ -24,48 +33,6 @@ def operator(cluster: LocalCluster, tfjob_crd: Path, namespace: str, tmp_path: P
     yield process
     process.terminate()
     print(f"--- operator log ---\n{process.log_tail(80)}")
-
-
-def replica(replicas: int = 1, restart_policy: str | None = None, **container: Any) -> dict[str, Any]:
-    spec: dict[str, Any] = {"replicas": replicas, "template": {"spec": {"containers": [
-        {"name": "tensorflow", "image": "tensorflow/tensorflow:2.21.0", **container}]}}}
-    if restart_policy:
-        spec["restartPolicy"] = restart_policy
-    return spec
-
-
-def create_job(client: KubeClient, namespace: str, name: str, run_policy: dict[str, Any] | None = None,
-               **replica_specs: dict[str, Any]) -> dict[str, Any]:
-    spec: dict[str, Any] = {"tfReplicaSpecs": replica_specs}
-    if run_policy:
-        spec["runPolicy"] = run_policy
-    return client.create(TFJOBS, {"apiVersion": "kubeflow.org/v1", "kind": "TFJob",
-                                  "metadata": {"name": name}, "spec": spec}, namespace)
-
-
-def job_status(client: KubeClient, namespace: str, name: str) -> dict[str, Any]:
-    return client.get(TFJOBS, name, namespace).get("status") or {}
-
-
-def condition(client: KubeClient, namespace: str, name: str, condition_type: str) -> dict[str, Any] | None:
-    for entry in job_status(client, namespace, name).get("conditions", []):
-        if entry["type"] == condition_type and entry["status"] == "True":
-            return dict(entry)
-    return None
-
-
-def children(client: KubeClient, resource: Any, namespace: str, job: str) -> list[dict[str, Any]]:
-    items, _ = client.list(resource, namespace, label_selector=f"training.kubeflow.org/job-name={job}")
-    return [item for item in items if not item["metadata"].get("deletionTimestamp")]
-
-
-def pods_by_name(client: KubeClient, namespace: str, job: str) -> dict[str, dict[str, Any]]:
-    return {pod["metadata"]["name"]: pod for pod in children(client, PODS, namespace, job)}
-
-
-def events(client: KubeClient, namespace: str, name: str) -> list[dict[str, Any]]:
-    items, _ = client.list(EVENTS, namespace, field_selector=f"involvedObject.name={name}")
-    return items
 
 
 def test_distributed_job_gets_named_labelled_owned_children_with_tf_config(
@@ -129,7 +96,7 @@ def test_exit_codes_succeed_fail_or_restart(kube_client: KubeClient, namespace: 
     assert "Chief 0, which exited with code 1 (Error)" in failed["message"]
     # Events are sent asynchronously, after the status is written.
     wait_for(lambda: any(e["type"] == "Warning" and e["reason"] == failed["reason"]
-                         for e in events(kube_client, namespace, "broken")), message="a Warning event for broken")
+                         for e in events_about(kube_client, namespace, "broken")), message="a Warning event for broken")
 
     recreated = wait_for(lambda: (p := pods_by_name(kube_client, namespace, "killed").get(pods["killed"]))
                          and p["metadata"]["uid"] != old_uid and p.get("status", {}).get("phase") == "Running"
@@ -138,7 +105,7 @@ def test_exit_codes_succeed_fail_or_restart(kube_client: KubeClient, namespace: 
     assert status["replicaStatuses"]["Chief"]["restarts"] == 1
     assert not condition(kube_client, namespace, "killed", "Failed")
     wait_for(lambda: any(e["reason"] == "TFJobRestarting" and "137" in e["message"]
-                         for e in events(kube_client, namespace, "killed")), message="a TFJobRestarting event")
+                         for e in events_about(kube_client, namespace, "killed")), message="a TFJobRestarting event")
     exit_pod(kube_client, namespace, recreated["metadata"]["name"], 0)
     wait_for(lambda: condition(kube_client, namespace, "killed", "Succeeded"), message="killed Succeeded at last")
 
@@ -153,8 +120,9 @@ def test_backoff_limit_counts_the_operators_recreations(kube_client: KubeClient,
         name = next(iter(pods_by_name(kube_client, namespace, "flaky")))
         exit_pod(kube_client, namespace, name, 143)
         if attempt == 0:
-            wait_for(lambda: all(p["metadata"]["uid"] != uid for p in
-                                 pods_by_name(kube_client, namespace, "flaky").values()), message="recreation")
+            wait_for(lambda uid=uid: all(p["metadata"]["uid"] != uid for p in
+                                         pods_by_name(kube_client, namespace, "flaky").values()),
+                     message="recreation")
     failed = wait_for(lambda: condition(kube_client, namespace, "flaky", "Failed"), message="Failed")
     assert failed["reason"] == "BackoffLimitExceeded"
 
@@ -186,7 +154,7 @@ def test_killed_mid_creation_the_operator_resumes_without_duplicates(
         wait_for(lambda: len(children(kube_client, SERVICES, namespace, "big")) == 50, message="50 services")
         rid = wait_for(lambda: job_status(kube_client, namespace, "big").get("runtimeId"), message="runtimeId")
         assert sorted(pods) == sorted(f"big-worker-{rid}-{i}" for i in range(50))
-        assert not any(e["reason"].startswith("FailedCreate") for e in events(kube_client, namespace, "big"))
+        assert not any(e["reason"].startswith("FailedCreate") for e in events_about(kube_client, namespace, "big"))
         wait_for(lambda: condition(kube_client, namespace, "big", "Running"), message="Running")
         # Without a chief, worker 0 decides; cleanPodPolicy Running then deletes the 49 still running.
         exit_pod(kube_client, namespace, f"big-worker-{rid}-0", 0)
@@ -207,7 +175,7 @@ def test_a_spec_that_slips_past_the_crd_fails_alone(kube_client: KubeClient, nam
     failed = wait_for(lambda: condition(kube_client, namespace, "bad", "Failed"), message="bad Failed")
     assert failed["reason"] == "InvalidSpec" and "containerPort" in failed["message"]
     wait_for(lambda: any(e["type"] == "Warning" and e["reason"] == "InvalidSpec" and "containerPort" in e["message"]
-                         for e in events(kube_client, namespace, "bad")), message="an InvalidSpec Warning event")
+                         for e in events_about(kube_client, namespace, "bad")), message="an InvalidSpec Warning event")
     assert not pods_by_name(kube_client, namespace, "bad")
     wait_for(lambda: condition(kube_client, namespace, "good", "Running"), message="good Running")
     assert operator.process is not None and operator.process.poll() is None

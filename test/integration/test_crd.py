@@ -13,19 +13,16 @@ import pytest
 import yaml
 
 from local_cluster import LocalCluster
+from support import tfjobs
+from support.tfjobs import pod_template
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
 
 
 def tfjob(name: str = "job", **replica_specs: Any) -> dict[str, Any]:
-    specs = replica_specs or {"Worker": {"replicas": 2, "template": pod_template()}}
-    return {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": name},
-            "spec": {"tfReplicaSpecs": specs}}
-
-
-def pod_template(container: str = "tensorflow") -> dict[str, Any]:
-    return {"spec": {"containers": [{"name": container, "image": "tensorflow/tensorflow:2.21.0"}]}}
+    """A TFJob manifest, by default with two workers."""
+    return tfjobs.tfjob(name, **(replica_specs or {"Worker": {"replicas": 2, "template": pod_template()}}))
 
 
 def create(cluster: LocalCluster, namespace: str, manifest: dict[str, Any] | str, dry_run: bool = True) -> Any:
@@ -144,7 +141,7 @@ REJECTED: dict[str, tuple[dict[str, Any], list[str]]] = {
 REJECTED["no replica specs"][0]["spec"]["tfReplicaSpecs"] = {}
 
 
-@pytest.mark.parametrize("manifest,fragments", REJECTED.values(), ids=REJECTED.keys())
+@pytest.mark.parametrize(("manifest", "fragments"), REJECTED.values(), ids=REJECTED.keys())
 def test_invalid_manifests_are_rejected_naming_the_field(
         cluster: LocalCluster, tfjob_crd: Path, namespace: str, manifest: dict[str, Any],
         fragments: list[str]) -> None:

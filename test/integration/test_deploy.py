@@ -15,14 +15,16 @@ import pytest
 import yaml
 
 from local_cluster import LocalCluster
+from support.crds import crd_established
 from support.operator_process import OperatorProcess
-from support.pods import exit_pod, wait_for, wait_for_count
+from support.pods import exit_pod
+from support.tfjobs import TFJOBS, events_about, replica, tfjob
+from support.waiting import wait_for, wait_for_count
 from tfop import __version__
 from tfop.config import load_config
-from tfop.controller.controller import TFJOBS
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import NotFound
-from tfop.kube.resource import EVENTS, LEASES, PODS
+from tfop.kube.resource import LEASES, PODS
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
@@ -86,9 +88,7 @@ def monitoring_crds(cluster: LocalCluster) -> None:
                 "kind": kind, "listKind": f"{kind}List", "plural": f"{kind.lower()}s", "singular": kind.lower()},
                 "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
                     "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}}))
-        wait_for(lambda: cluster.kubectl("get", "crd", name, "-o", "jsonpath={.status.conditions[?(@.type=="
-                                         '"Established")].status}', check=False).stdout == "True",
-                 message=f"CRD {name} Established")
+        wait_for(lambda name=name: crd_established(cluster, name), message=f"CRD {name} Established")
 
 
 def dry_run_and_apply(cluster: LocalCluster, manifests: str) -> None:
@@ -235,12 +235,9 @@ def test_operator_runs_a_distributed_job_to_success_as_its_service_account(
     try:
         wait_for(lambda: (found(lambda: kube_client.get(LEASES, LEASE, SYSTEM_NAMESPACE)) or {}).get("spec", {})
                  .get("holderIdentity"), message="the operator to take the lease")
-        replica = {"template": {"spec": {"containers": [{"name": "tensorflow", "image": "tensorflow/tensorflow"}]}}}
-        kube_client.create(TFJOBS, {
-            "apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "dist"},
-            "spec": {"runPolicy": {"ttlSecondsAfterFinished": 5}, "tfReplicaSpecs": {
-                "Chief": {"replicas": 1, **replica}, "Worker": {"replicas": 2, **replica},
-                "PS": {"replicas": 1, **replica}}}}, namespace)
+        image = "tensorflow/tensorflow"
+        kube_client.create(TFJOBS, tfjob("dist", {"ttlSecondsAfterFinished": 5}, Chief=replica(1, image=image),
+                                         Worker=replica(2, image=image), PS=replica(1, image=image)), namespace)
         selector = "training.kubeflow.org/job-name=dist"
         pods = wait_for_count(lambda: kube_client.list(PODS, namespace, label_selector=selector)[0], 4,
                               message="pods")
@@ -252,8 +249,7 @@ def test_operator_runs_a_distributed_job_to_success_as_its_service_account(
         # ttlSecondsAfterFinished: the operator deletes the finished job itself.
         wait_for(lambda: not found(lambda: kube_client.get(TFJOBS, "dist", namespace)), timeout=60,
                  message="the job deleted after its TTL")
-        reasons = {e["reason"] for e in kube_client.list(EVENTS, namespace,
-                                                         field_selector="involvedObject.name=dist")[0]}
+        reasons = {e["reason"] for e in events_about(kube_client, namespace, "dist")}
         assert {"SuccessfulCreatePod", "SuccessfulCreateService", "TFJobSucceeded", "SuccessfulDeletePod"} <= reasons
         assert operator.terminate() == 0
         # A graceful stop releases the lease (an update), so a successor need not wait for it to expire.
@@ -281,11 +277,11 @@ def test_helm_chart_with_default_values_renders_the_kustomize_base(cluster: Loca
     rendered = by_kind_and_name(documents(helm_template(helm, "tfop", SYSTEM_NAMESPACE, "--include-crds")))
     assert sorted(rendered) == sorted(base)
     for key, ours in base.items():
-        theirs = comparable(rendered[key])
+        expected, theirs = ours, comparable(rendered[key])
         if key == ("ConfigMap", "tf-job-operator-config"):  # the same settings; the base's file has comments
-            ours = {**ours, "data": {CONFIG_KEY: yaml.safe_load(ours["data"][CONFIG_KEY])}}
+            expected = {**ours, "data": {CONFIG_KEY: yaml.safe_load(ours["data"][CONFIG_KEY])}}
             theirs = {**theirs, "data": {CONFIG_KEY: yaml.safe_load(theirs["data"][CONFIG_KEY])}}
-        assert theirs == ours, f"{key} differs between the Helm chart and the kustomize base"
+        assert theirs == expected, f"{key} differs between the Helm chart and the kustomize base"
 
 
 def test_helm_chart_lints_and_is_the_pinned_version(helm: Path) -> None:
@@ -297,7 +293,7 @@ def test_helm_chart_lints_and_is_the_pinned_version(helm: Path) -> None:
         assert result.returncode == 0, result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("values, complaint", [
+@pytest.mark.parametrize(("values", "complaint"), [
     (["--set", "leaderElection.enabled=false"], "leaderElection"),
     (["--set", "terminationGracePeriodSeconds=20"], "drainSeconds"),
     (["--set", "cloud=ibm"], "cloud"),
@@ -366,7 +362,7 @@ def test_helm_chart_for_a_namespace_list_on_azure_applies_with_roles_in_those_na
 
 
 # --- what the objects carry: the config, the alerts, the dashboard -----------------------------------------------
-@pytest.mark.parametrize("source, accelerators", [
+@pytest.mark.parametrize(("source", "accelerators"), [
     ("kustomize", set()), ("helm", set()), ("helm-azure", {"nvidia.com/gpu"}), ("helm-gke", {"nvidia.com/gpu"}),
     ("helm-aws", set())])
 def test_shipped_controller_config_loads_in_the_operator(cluster: LocalCluster, helm: Path, tmp_path: Path,

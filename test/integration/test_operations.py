@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import re
-import urllib.request
 from pathlib import Path
 
 from local_cluster import LocalCluster
+from support.http import http_get
 from support.operator_process import OperatorProcess
-from support.pods import exit_pod, wait_for, wait_for_count
-from tfop.controller.controller import TFJOBS, TFJobController
-from tfop.controller.plan_types import PlannerConfig
+from support.pods import exit_pod
+from support.tfjobs import TFJOBS, condition, events_about, pods_by_name, replica, tfjob
+from support.waiting import wait_for, wait_for_count
+from tfop.controller.controller import TFJobController
+from tfop.controller.settings import ControllerConfig
 from tfop.health import Checks, EndpointServer
 from tfop.kube.client import KubeClient
 from tfop.kube.events import EventRecorder
-from tfop.kube.resource import EVENTS, PODS
 
 
 def metric(process: OperatorProcess, metric_name: str, **labels: str) -> float | None:
@@ -35,8 +36,7 @@ def metric(process: OperatorProcess, metric_name: str, **labels: str) -> float |
 
 def job_pods(client: KubeClient, namespace: str, job: str) -> dict[str, str]:
     """name -> uid of the job's pods that are not being deleted."""
-    items, _ = client.list(PODS, namespace, label_selector=f"training.kubeflow.org/job-name={job}")
-    return {p["metadata"]["name"]: p["metadata"]["uid"] for p in items if not p["metadata"].get("deletionTimestamp")}
+    return {name: pod["metadata"]["uid"] for name, pod in pods_by_name(client, namespace, job).items()}
 
 
 def test_two_replicas_one_leads_and_a_sigterm_hands_over_without_duplicates(
@@ -51,9 +51,7 @@ def test_two_replicas_one_leads_and_a_sigterm_hands_over_without_duplicates(
         assert metric(standby, "tf_operator_is_leader") == 0
         assert standby.get("/readyz")[0] == 200, "a standby with synced caches is ready"
 
-        kube_client.create(TFJOBS, {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "ha"},
-                                    "spec": {"tfReplicaSpecs": {"Worker": {"replicas": 3, "template": {"spec": {
-                                        "containers": [{"name": "tensorflow", "image": "tf"}]}}}}}}, namespace)
+        kube_client.create(TFJOBS, tfjob("ha", Worker=replica(3, image="tf")), namespace)
         pods = wait_for_count(lambda: job_pods(kube_client, namespace, "ha"), 3, message="pods")
 
         assert leader.terminate(timeout=30) == 0
@@ -66,14 +64,12 @@ def test_two_replicas_one_leads_and_a_sigterm_hands_over_without_duplicates(
         wait_for(lambda: job_pods(kube_client, namespace, "ha").get(killed, pods[killed]) != pods[killed],
                  message="the killed worker to be recreated")
         exit_pod(kube_client, namespace, next(name for name in pods if name.endswith("-0")), 0)
-        wait_for(lambda: any(c["type"] == "Succeeded" and c["status"] == "True" for c in
-                             kube_client.get(TFJOBS, "ha", namespace).get("status", {}).get("conditions", [])),
+        wait_for(lambda: condition(kube_client, namespace, "ha", "Succeeded"),
                  message="the new leader to finish the job")
         # Nothing created twice: what is left (cleanPodPolicy removed the rest) is the first leader's worker 0.
         assert list(job_pods(kube_client, namespace, "ha").items()) == [
             (name, uid) for name, uid in pods.items() if name.endswith("-0")]
-        events, _ = kube_client.list(EVENTS, namespace, field_selector="involvedObject.name=ha")
-        assert not [e for e in events if e["reason"].startswith("FailedCreate")]
+        assert not [e for e in events_about(kube_client, namespace, "ha") if e["reason"].startswith("FailedCreate")]
 
         # /metrics of the leader after a job ran: the names dashboards know, with values that add up.
         for name, labels, expected in (
@@ -104,7 +100,7 @@ def test_two_replicas_one_leads_and_a_sigterm_hands_over_without_duplicates(
 def test_healthz_fails_when_an_informer_dies_and_readyz_follows_the_caches(
         cluster: LocalCluster, tfjob_crd: Path, kube_client: KubeClient, namespace: str) -> None:
     recorder = EventRecorder(kube_client, "tfop-test")
-    controller = TFJobController(kube_client, recorder, planner_config=PlannerConfig(), namespaces=[namespace])
+    controller = TFJobController(kube_client, recorder, config=ControllerConfig(), namespaces=[namespace])
     liveness, readiness = Checks(), Checks()
     liveness.add("controller", controller.health_problem)
     readiness.add("caches", controller.readiness_problem)
@@ -112,11 +108,7 @@ def test_healthz_fails_when_an_informer_dies_and_readyz_follows_the_caches(
     server.start()
 
     def get(path: str) -> tuple[int, str]:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{server.port}{path}", timeout=5) as response:
-                return response.status, response.read().decode()
-        except urllib.error.HTTPError as error:
-            return error.code, error.read().decode()
+        return http_get(f"http://127.0.0.1:{server.port}{path}")
 
     try:
         status, body = get("/readyz")
@@ -126,7 +118,7 @@ def test_healthz_fails_when_an_informer_dies_and_readyz_follows_the_caches(
         assert controller.wait_for_sync(timeout=30)
         assert get("/readyz") == (200, "ok\n") and get("/healthz") == (200, "ok\n")
 
-        controller.services[namespace].stop()  # as if its thread had died
+        next(i for i in controller.runtime.informers if i.resource.plural == "services").stop()  # as if it died
         status, body = get("/healthz")
         assert status == 500 and f"informer services ({namespace}) is not running" in body
     finally:

@@ -8,8 +8,10 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
+from typing import ClassVar
+
+from support.http import http_get
 
 
 def free_port() -> int:
@@ -19,7 +21,7 @@ def free_port() -> int:
 
 
 class OperatorProcess:
-    started: list[OperatorProcess] = []  # every instance started in this test session, for stop_all()
+    started: ClassVar[list[OperatorProcess]] = []  # every instance started in this test session, for stop_all()
 
     def __init__(self, kubeconfig: Path, log_path: Path, *args: str) -> None:
         self.kubeconfig = kubeconfig
@@ -53,11 +55,8 @@ class OperatorProcess:
     def get(self, path: str) -> tuple[int, str]:
         port = self.metrics_port if path == "/metrics" else self.health_port
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as response:
-                return response.status, response.read().decode()
-        except urllib.error.HTTPError as error:
-            return error.code, error.read().decode()
-        except OSError:
+            return http_get(f"http://127.0.0.1:{port}{path}")
+        except OSError:  # not listening (yet, or any more)
             return 0, ""
 
     def kill(self) -> None:

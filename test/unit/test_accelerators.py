@@ -1,14 +1,16 @@
 from __future__ import annotations
 
 import copy
+from datetime import UTC
 from typing import Any
 
 import pytest
 
 from tfop.controller.accelerators import Accelerator, HostVolume, apply_accelerators
 
-GPU = {"nvidia.com/gpu": Accelerator(env=(("LD_LIBRARY_PATH", "/usr/local/nvidia/lib64"),),
-                                     volumes=(HostVolume("nvidia", "/usr/local/nvidia", "/home/kubernetes/bin/nvidia"),))}
+GPU = {"nvidia.com/gpu": Accelerator(
+    env=(("LD_LIBRARY_PATH", "/usr/local/nvidia/lib64"),),
+    volumes=(HostVolume("nvidia", "/usr/local/nvidia", "/home/kubernetes/bin/nvidia"),))}
 
 
 def pod_spec(resources: dict[str, Any] | None = None, **container: Any) -> dict[str, Any]:
@@ -50,18 +52,21 @@ def test_what_the_user_wrote_wins() -> None:
 
 
 def test_the_planner_config_reaches_the_desired_pods() -> None:
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    from tfop.controller.plan_types import PlannerConfig
+    from tfop.controller.children import KINDS_BY_NAME
+    from tfop.controller.plan_types import POD, PlanContext
     from tfop.controller.reconcile import plan
+    from tfop.controller.settings import ControllerConfig
 
     job = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob",
            "metadata": {"name": "gpu", "namespace": "ns", "uid": "uid-1", "generation": 1},
            "spec": {"tfReplicaSpecs": {"Worker": {"replicas": 2, "template": {"spec": pod_spec(
                {"limits": {"nvidia.com/gpu": 1}})}}}}}
-    result = plan(job, [], [], datetime(2026, 11, 21, tzinfo=timezone.utc), PlannerConfig(accelerators=GPU))
-    assert len(result.create_pods) == 2
-    for pod in result.create_pods:
+    result = plan(PlanContext(job, {}, datetime(2026, 11, 21, tzinfo=UTC), ControllerConfig(accelerators=GPU)))
+    assert len(result.creates(POD)) == 2 and result.desired is not None
+    for creation in result.creates(POD):
+        pod = KINDS_BY_NAME[POD].build(result.desired, creation.slot)
         tensorflow = pod["spec"]["containers"][0]
         assert {"name": "LD_LIBRARY_PATH", "value": "/usr/local/nvidia/lib64"} in tensorflow["env"]
         assert pod["spec"]["volumes"] == [{"name": "nvidia", "hostPath": {"path": "/home/kubernetes/bin/nvidia"}}]

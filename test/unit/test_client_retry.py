@@ -246,12 +246,12 @@ def test_paths_for_core_group_and_named_groups() -> None:
 
 
 def test_paths_reject_scope_mistakes_and_escape_names() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="is namespaced"):
         PODS.path(name="p-0")  # a namespaced object needs its namespace
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="is cluster-scoped"):
         NAMESPACES.path("ns", "x")  # a cluster-scoped one has none
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="needs an object name"):
         PODS.path("ns", subresource="status")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="empty Pod name"):
         PODS.path("ns", "")
     assert PODS.path("ns", "a/b") == "/api/v1/namespaces/ns/pods/a%2Fb"

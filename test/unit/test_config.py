@@ -41,7 +41,7 @@ def test_the_seeds_accelerator_config_loads(tmp_path: Path) -> None:
                             "/usr/lib/x86_64-linux-gnu/libcuda.so.1")))}
 
 
-@pytest.mark.parametrize("document,message", [
+@pytest.mark.parametrize(("document", "message"), [
     ([], "the config must be a mapping"),
     ({"serviceDomain": "Svc_Local"}, "serviceDomain 'Svc_Local' is not a DNS suffix"),
     ({"grpcServerFilePath": "/x"}, "the config has unknown key(s) grpcServerFilePath"),
@@ -66,5 +66,5 @@ def test_bad_config_is_rejected_naming_the_key(document: Any, message: str) -> N
 def test_unreadable_file_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / "broken.yaml"
     path.write_text("serviceDomain: [unclosed\n")
-    with pytest.raises(ConfigError, match="cannot read config file .*broken.yaml"):
+    with pytest.raises(ConfigError, match=r"cannot read config file .*broken\.yaml"):
         load_config(path)

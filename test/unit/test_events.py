@@ -5,11 +5,12 @@ import re
 from typing import Any
 
 import pytest
-from prometheus_client import REGISTRY
+from prometheus_client import CollectorRegistry
 
 from tfop.kube.clock import FakeClock
 from tfop.kube.errors import ApiError, NotFound
 from tfop.kube.events import NORMAL, WARNING, EventRecorder, truncate_message
+from tfop.kube.metrics import KubeMetrics
 from tfop.kube.resource import EVENTS, Resource
 
 
@@ -56,6 +57,10 @@ def job(name: str = "mnist", uid: str = "uid-1", namespace: str | None = "team-a
     return {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": metadata}
 
 
+REGISTRY = CollectorRegistry()  # this module's own: what it reads is what its recorders did
+METRICS = KubeMetrics.create(REGISTRY)
+
+
 def dropped(reason: str) -> float:
     return REGISTRY.get_sample_value("tfop_events_dropped_total", {"reason": reason}) or 0.0
 
@@ -71,7 +76,7 @@ def sink() -> RecordingSink:
 
 
 def make_recorder(sink: RecordingSink, clock: FakeClock, **options: Any) -> EventRecorder:
-    return EventRecorder(sink, "tfop", clock=clock, host="tfop-0", **options)
+    return EventRecorder(sink, "tfop", clock=clock, host="tfop-0", metrics=METRICS, **options)
 
 
 def test_event_describes_the_object_and_the_component(sink: RecordingSink, clock: FakeClock) -> None:
@@ -249,9 +254,9 @@ def test_stop_without_a_thread_writes_inline(sink: RecordingSink, clock: FakeClo
 
 def test_bad_input_is_refused(sink: RecordingSink, clock: FakeClock) -> None:
     recorder = make_recorder(sink, clock)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="event type must be"):
         recorder.record(job(), "Error", "Oops", "not a valid type")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="needs an object with kind"):
         recorder.record({"kind": "TFJob", "metadata": {}}, NORMAL, "NoName", "x")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="needs a component name"):
         EventRecorder(sink, "")

@@ -1,18 +1,21 @@
 from __future__ import annotations
 
+from unittest.mock import Mock
+
+import pytest
+from pytest_mock import MockerFixture
+
 from tfop.kube.expectations import Expectations
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
+@pytest.fixture
+def clock(mocker: MockerFixture) -> Mock:
+    """The monotonic clock Expectations reads; a test moves it by setting `return_value`."""
+    return mocker.Mock(return_value=0.0)
 
 
-def test_unobserved_creates_and_deletes_hold_the_key_until_seen() -> None:
-    expectations = Expectations(ttl=300, clock=Clock())
+def test_unobserved_creates_and_deletes_hold_the_key_until_seen(clock: Mock) -> None:
+    expectations = Expectations(ttl=300, clock=clock)
     assert expectations.satisfied("ns/job")
     expectations.expect_creates("ns/job", ["a", "b"])
     expectations.expect_deletes("ns/job", ["uid-1"])
@@ -25,8 +28,8 @@ def test_unobserved_creates_and_deletes_hold_the_key_until_seen() -> None:
     assert expectations.outstanding("ns/job") == (0, 0)
 
 
-def test_observations_of_unexpected_objects_and_other_keys_change_nothing() -> None:
-    expectations = Expectations(clock=Clock())
+def test_observations_of_unexpected_objects_and_other_keys_change_nothing(clock: Mock) -> None:
+    expectations = Expectations(clock=clock)
     expectations.expect_creates("ns/a", ["x"])
     expectations.created("ns/b", "x")
     expectations.created("ns/a", "y")
@@ -35,37 +38,36 @@ def test_observations_of_unexpected_objects_and_other_keys_change_nothing() -> N
     assert expectations.satisfied("ns/b")
 
 
-def test_expectations_expire_so_a_lost_event_cannot_wedge_a_key() -> None:
-    clock = Clock()
+def test_expectations_expire_so_a_lost_event_cannot_wedge_a_key(clock: Mock) -> None:
     expectations = Expectations(ttl=300, clock=clock)
     expectations.expect_creates("ns/job", ["a"])
-    clock.now = 299.0
+    clock.return_value = 299.0
     assert not expectations.satisfied("ns/job")
     expectations.expect_deletes("ns/job", ["uid"])  # a new write restarts the clock
-    clock.now = 500.0
+    clock.return_value = 500.0
     assert not expectations.satisfied("ns/job")
-    clock.now = 600.0
+    clock.return_value = 600.0
     assert expectations.satisfied("ns/job")
     assert expectations.outstanding("ns/job") == (0, 0)
 
 
-def test_forget_drops_a_deleted_jobs_expectations() -> None:
-    expectations = Expectations(clock=Clock())
+def test_forget_drops_a_deleted_jobs_expectations(clock: Mock) -> None:
+    expectations = Expectations(clock=clock)
     expectations.expect_creates("ns/job", ["a"])
     expectations.forget("ns/job")
     assert expectations.satisfied("ns/job")
 
 
-def test_a_written_object_waits_until_the_cache_moves_past_the_version_it_replaced() -> None:
-    expectations = Expectations(clock=Clock())
+def test_a_written_object_waits_until_the_cache_moves_past_the_version_it_replaced(clock: Mock) -> None:
+    expectations = Expectations(clock=clock)
     expectations.expect_newer("ns/job", "41")
     assert not expectations.satisfied("ns/job", cached_version="41")
     assert expectations.satisfied("ns/job", cached_version="42")
     assert expectations.satisfied("ns/job", cached_version="41")  # satisfied once: the entry is gone
 
 
-def test_a_newer_version_does_not_release_unobserved_creates() -> None:
-    expectations = Expectations(clock=Clock())
+def test_a_newer_version_does_not_release_unobserved_creates(clock: Mock) -> None:
+    expectations = Expectations(clock=clock)
     expectations.expect_newer("ns/job", "41")
     expectations.expect_creates("ns/job", ["a"])
     assert not expectations.satisfied("ns/job", cached_version="42")

@@ -1,5 +1,6 @@
 """The layering rules of DESIGN.md, checked on the source: tfop/kube is generic machinery (imports nothing else
-of ours), tfop/api imports nothing of ours, and the planning modules stay pure (no machinery, no I/O)."""
+of ours), tfop/api imports nothing of ours, the controller runtime knows nothing of TFJobs, and the planning
+modules stay pure (no machinery, no I/O)."""
 
 from __future__ import annotations
 
@@ -9,18 +10,21 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "tfop"
-PURE_PLANNING = ("reconcile", "resources", "status", "draft", "lifecycle", "restarts", "exitcodes", "plan_types", "accelerators")
+PURE_PLANNING = ("reconcile", "slots", "resources", "status", "draft", "lifecycle", "restarts", "exitcodes",
+                 "plan_types", "settings", "accelerators")
 IO_MODULES = {"socket", "subprocess", "urllib", "urllib3", "requests", "http", "kubernetes", "threading", "time"}
+# Words that would mean the generic runtime learnt what it reconciles.
+TFJOB_WORDS = ("tfjob", "TFJob", "tensorflow", "replica")
 
 
-def imports(path: Path) -> set[str]:
+def imports(path: Path, package_root: Path = PACKAGE.parent) -> set[str]:
     names = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             if node.level:  # relative import: resolve against the module's package
-                base = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts[: -node.level])
+                base = ".".join(path.relative_to(package_root).with_suffix("").parts[: -node.level])
                 names.add(f"{base}.{node.module}" if node.module else base)
             elif node.module:
                 names.add(node.module)
@@ -33,11 +37,21 @@ def modules(subpackage: str) -> list[Path]:
     return found
 
 
+def foreign_to_kube(path: Path, package_root: Path = PACKAGE.parent) -> set[str]:
+    """What a tfop/kube module imports of ours outside tfop/kube (the package root holds only the version)."""
+    return {name for name in imports(path, package_root)
+            if name.startswith("tfop.") and not name.startswith("tfop.kube")}
+
+
 @pytest.mark.parametrize("path", modules("kube"), ids=lambda p: p.name)
 def test_kube_imports_nothing_of_ours_but_kube(path: Path) -> None:
-    # The package root holds only the version string (the client's User-Agent), so it is allowed.
-    ours = {name for name in imports(path) if name.startswith("tfop.")}
-    assert all(name.startswith("tfop.kube") for name in ours), ours
+    assert not foreign_to_kube(path)
+
+
+def test_the_runtime_knows_nothing_of_tfjobs() -> None:
+    source = (PACKAGE / "kube" / "runtime.py").read_text()
+    assert not foreign_to_kube(PACKAGE / "kube" / "runtime.py")
+    assert [word for word in TFJOB_WORDS if word in source] == []
 
 
 @pytest.mark.parametrize("path", modules("api"), ids=lambda p: p.name)
@@ -51,13 +65,22 @@ def test_planning_is_pure(module: str) -> None:
     assert not {name for name in found if name.startswith("tfop.") and
                 not name.startswith(("tfop.api", "tfop.controller"))}
     assert not {name for name in found if name.split(".")[0] in IO_MODULES}
+    impure = {name for name in found if name.startswith("tfop.controller.")
+              and name.rsplit(".", 1)[1] not in PURE_PLANNING}
+    assert not impure, f"a planning module imports wiring: {impure}"
+
+
+@pytest.mark.parametrize("path", [*modules(""), *modules("controller"), *modules("kube"), *modules("api")],
+                         ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_module_holds_two_concepts(path: Path) -> None:
+    """DESIGN.md: a module over ~400 lines is a sign it holds two."""
+    assert len(path.read_text().splitlines()) <= 400
 
 
 def test_the_rule_sees_a_violation(tmp_path: Path) -> None:
-    """Guard against a checker that can never fail."""
-    bad = PACKAGE / "kube" / "_layer_probe.py"
-    try:
-        bad.write_text("from tfop.controller import reconcile\nfrom ..api import constants\n")
-        assert imports(bad) == {"tfop.controller", "tfop.api"}
-    finally:
-        bad.unlink()
+    """Guard against a checker that can never fail: a probe module in a copy of the layout, not in tfop/."""
+    probe = tmp_path / "tfop" / "kube" / "probe.py"
+    probe.parent.mkdir(parents=True)
+    probe.write_text("from tfop.controller import reconcile\nfrom ..api import constants\nfrom . import store\n")
+    assert imports(probe, tmp_path) == {"tfop.controller", "tfop.api", "tfop.kube"}
+    assert foreign_to_kube(probe, tmp_path) == {"tfop.controller", "tfop.api"}

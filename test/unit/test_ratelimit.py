@@ -81,11 +81,11 @@ def test_try_take_never_borrows() -> None:
 
 
 def test_token_bucket_rejects_nonsense() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="rate > 0"):
         TokenBucket(rate=0.0, burst=1)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="burst >= 1"):
         TokenBucket(rate=1.0, burst=0)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="base_delay <= max_delay"):
         PerItemExponentialBackoff(base_delay=2.0, max_delay=1.0)
 
 

@@ -5,16 +5,20 @@ from __future__ import annotations
 import copy
 import random
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
 from tfop.api.runtime_id import child_name, runtime_id
-from tfop.controller.reconcile import JobCounters, Plan, PlannerConfig, plan
-from tfop.controller.resources import selector_labels
+from tfop.controller.cached import slim_metadata, slim_pod
+from tfop.controller.children import KINDS_BY_NAME
+from tfop.controller.plan_types import POD, SERVICE, CreateRefusal, JobCounters, Plan, PlanContext
+from tfop.controller.reconcile import plan
+from tfop.controller.resources import ReplicaSlot, selector_labels
+from tfop.controller.settings import ControllerConfig
 
-NOW = datetime(2026, 11, 21, 10, 0, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 21, 10, 0, 0, tzinfo=UTC)
 T0 = "2026-11-21T10:00:00Z"
 JOB_NAME = "mnist"
 UID = "uid-1"
@@ -92,14 +96,105 @@ def running_pods(replicas: dict[str, int] | None = None) -> list[dict[str, Any]]
             for replica_type, count in (replicas or {"Worker": 2, "PS": 1}).items() for index in range(count)]
 
 
+def plan_of(job: dict[str, Any], pods: list[dict[str, Any]], services: list[dict[str, Any]], now: datetime = NOW,
+            config: ControllerConfig | None = None, refusals: tuple[CreateRefusal, ...] = ()) -> Plan:
+    return plan(PlanContext(job, {POD: pods, SERVICE: services}, now, config or ControllerConfig(), refusals))
+
+
 def settled(job: dict[str, Any], pods: list[dict[str, Any]] | None = None,
             services: list[dict[str, Any]] | None = None, now: datetime = NOW) -> dict[str, Any]:
-    """The job with the status its plan writes: how it looks to the next reconcile."""
-    result = plan(job, pods or [], services or [], now, PlannerConfig())
+    """The job with the status its plan writes: the next step of a scenario, reconcile after reconcile. Table
+    rows never use it: their starting statuses are written out below."""
+    result = plan_of(job, pods or [], services or [], now)
     job = copy.deepcopy(job)
     if result.status is not None:
         job["status"] = result.status
     return job
+
+
+# ---------------------------------------------------------------- statuses, written out
+
+def stamp(minutes: float = 0) -> str:
+    return (NOW + timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def cond(condition_type: str, status: str, reason: str, message: str, at: str = T0) -> dict[str, Any]:
+    return {"type": condition_type, "status": status, "reason": reason, "message": message,
+            "observedGeneration": 1, "lastTransitionTime": at, "lastUpdateTime": at}
+
+
+def replica_statuses(replicas: dict[str, int], active: bool = True,
+                     restarts: dict[str, int] | None = None) -> dict[str, Any]:
+    return {replica_type: {"active": count if active else 0, "succeeded": 0, "failed": 0,
+                           "restarts": (restarts or {}).get(replica_type, 0)}
+            for replica_type, count in replicas.items()}
+
+
+def replicas_of(job: dict[str, Any]) -> dict[str, int]:
+    return {key: value["replicas"] for key, value in job["spec"]["tfReplicaSpecs"].items()}
+
+
+def running(job: dict[str, Any], *, since: float = 0, restarts: dict[str, int] | None = None) -> dict[str, Any]:
+    """`job` with the status of a job all of whose replicas run, started `since` minutes from NOW."""
+    at, replicas = stamp(since), replicas_of(job)
+    total = sum(replicas.values())
+    return {**job, "status": {
+        "runtimeId": RID, "startTime": at, "replicaStatuses": replica_statuses(replicas, restarts=restarts),
+        "replicaSummary": f"{total}/{total}",
+        "conditions": [cond("Created", "True", "TFJobCreated", "TFJob ns/mnist is created.", at),
+                       cond("Running", "True", "TFJobRunning", "TFJob ns/mnist is running.", at)],
+        "phase": "Running", "state": "Running", "reason": "TFJobRunning", "lastReconcileTime": at}}
+
+
+def waiting_for_one_pending_worker(job: dict[str, Any]) -> dict[str, Any]:
+    """`job` (Worker 2, PS 1) with the status of a job whose worker 0 is still Pending."""
+    return {**job, "status": {
+        **running(job)["status"], "replicaSummary": "2/3", "phase": "Creating", "reason": "TFJobPending",
+        "conditions": [cond("Created", "True", "TFJobCreated", "TFJob ns/mnist is created."),
+                       cond("Running", "False", "TFJobPending",
+                            "TFJob ns/mnist is waiting for 1 of 3 replicas to run: 1 Pending.")]}}
+
+
+RESTARTING_W1 = "TFJob ns/mnist is restarting Worker 1, which exited with code 143."
+
+
+def restarting_worker_1(job: dict[str, Any]) -> dict[str, Any]:
+    """`job` (Worker 2, PS 1) after the plan that deleted worker 1 (exit 143) to recreate it."""
+    return {**job, "status": {
+        **running(job)["status"], "replicaSummary": "2/3", "phase": "Creating", "reason": "TFJobRestarting",
+        "replicaStatuses": {
+            "Worker": {"active": 1, "succeeded": 0, "failed": 0, "restarts": 1, "retiredRestarts": 1,
+                       "retiredPodUIDs": [f"pod-{name_of('Worker', 1)}"]},
+            "PS": {"active": 1, "succeeded": 0, "failed": 0, "restarts": 0}},
+        "conditions": [cond("Created", "True", "TFJobCreated", "TFJob ns/mnist is created."),
+                       cond("Running", "False", "TFJobRestarting", RESTARTING_W1),
+                       cond("Restarting", "True", "TFJobRestarting", RESTARTING_W1)]}}
+
+
+def suspended(job: dict[str, Any], since: float = 0) -> dict[str, Any]:
+    """`job` (Worker 2, PS 1) as its plans leave it once suspended with nothing left running."""
+    at = stamp(since)
+    return {**job, "status": {
+        "runtimeId": RID, "replicaStatuses": replica_statuses(replicas_of(job), active=False),
+        "replicaSummary": "0/3",
+        "conditions": [cond("Created", "True", "TFJobCreated", "TFJob ns/mnist is created.", at),
+                       cond("Suspended", "True", "TFJobSuspended", "TFJob ns/mnist is suspended.", at),
+                       cond("Running", "False", "TFJobSuspended", "TFJob ns/mnist is suspended.", at)],
+        "phase": "Creating", "state": "Running", "reason": "TFJobSuspended", "lastReconcileTime": at}}
+
+
+THREE_WORKERS = ("TFJob ns/mnist has an invalid spec: spec.tfReplicaSpecs[Worker].replicas: must be an integer, "
+                 "not 'three'.")
+
+
+def invalid(job: dict[str, Any]) -> dict[str, Any]:
+    """`job` (Worker: "three") failed for its invalid spec."""
+    return {**job, "status": {
+        "runtimeId": RID, "completionTime": T0,
+        "conditions": [cond("Created", "True", "TFJobCreated", "TFJob ns/mnist is created."),
+                       cond("Failed", "True", "InvalidSpec", THREE_WORKERS),
+                       cond("Running", "False", "InvalidSpec", THREE_WORKERS)],
+        "phase": "Failed", "state": "Failed", "reason": "InvalidSpec", "lastReconcileTime": T0}}
 
 
 def condition(result: Plan, condition_type: str) -> tuple[str, str] | None:
@@ -138,16 +233,11 @@ class Case:
     status: dict[str, Any] = field(default_factory=dict)  # expected top-level status values (None: absent)
     messages: dict[str, list[str]] = field(default_factory=dict)  # condition type -> fragments of its message
     unchanged_status: bool = False
+    refusals: tuple[CreateRefusal, ...] = ()
 
 
 def at(minutes: float) -> datetime:
     return NOW + timedelta(minutes=minutes)
-
-
-def started(job: dict[str, Any], pods: list[dict[str, Any]] | None = None, now: datetime = NOW) -> dict[str, Any]:
-    """The job after a reconcile that saw `pods` (all running by default) and all services."""
-    replicas = {key: value["replicas"] for key, value in job["spec"]["tfReplicaSpecs"].items()}
-    return settled(job, running_pods(replicas) if pods is None else pods, services_for(replicas), now)
 
 
 W0, W1, W2, PS0 = name_of("Worker", 0), name_of("Worker", 1), name_of("Worker", 2), name_of("PS", 0)
@@ -166,43 +256,43 @@ CREATION = {
                                                      "Running": ("False", "TFJobPending")},
         status={"startTime": T0, "runtimeId": RID, "phase": "Creating", "state": "Running", "replicaSummary": "0/3"}),
     "all children present: nothing to create": Case(
-        started(make_job()), running_pods(), create_pods=[], create_services=[], delete_pods=[], delete_services=[],
+        running(make_job()), running_pods(), create_pods=[], create_services=[], delete_pods=[], delete_services=[],
         events=[], unchanged_status=True),
     "only the missing pod is created": Case(
-        started(make_job()), [make_pod("Worker", 0), make_pod("PS", 0)], create_pods=[W1], create_services=[]),
+        running(make_job()), [make_pod("Worker", 0), make_pod("PS", 0)], create_pods=[W1], create_services=[]),
     "only the missing service is created": Case(
-        started(make_job()), running_pods(), [make_service("Worker", 0), make_service("PS", 0)],
+        running(make_job()), running_pods(), [make_service("Worker", 0), make_service("PS", 0)],
         create_pods=[], create_services=[W1]),
     "scale down deletes the pods and services above the new count": Case(
-        started(make_job({"Worker": 1, "PS": 1})), [*running_pods({"Worker": 3, "PS": 1})],
+        running(make_job({"Worker": 1, "PS": 1})), [*running_pods({"Worker": 3, "PS": 1})],
         services_for({"Worker": 3, "PS": 1}), create_pods=[], delete_pods=sorted([W1, W2]),
         delete_services=sorted([W1, W2])),
     "scale down leaves children already terminating alone": Case(
-        started(make_job({"Worker": 1})), [make_pod("Worker", 0), make_pod("Worker", 1, terminating=True)],
+        running(make_job({"Worker": 1})), [make_pod("Worker", 0), make_pod("Worker", 1, terminating=True)],
         [make_service("Worker", 0), make_service("Worker", 1, terminating=True)], delete_pods=[],
         delete_services=[], create_pods=[]),
     "a replica type removed from the spec loses its pods": Case(
         make_job({"Worker": 1}), [make_pod("Worker", 0), make_pod("PS", 0)],
         [make_service("Worker", 0), make_service("PS", 0)], create_pods=[], delete_pods=[PS0], delete_services=[PS0]),
     "a terminating pod is neither recreated nor a failure": Case(
-        started(make_job()), [make_pod("Worker", 0), make_pod("Worker", 1, "Failed", exit_code=1, terminating=True),
+        running(make_job()), [make_pod("Worker", 0), make_pod("Worker", 1, "Failed", exit_code=1, terminating=True),
                               make_pod("PS", 0)],
         create_pods=[], delete_pods=[], conditions={"Failed": None}),
     "a pod with a foreign name is deleted, its slot filled": Case(
-        started(make_job({"Worker": 1})), [{**make_pod("Worker", 0), "metadata": {
+        running(make_job({"Worker": 1})), [{**make_pod("Worker", 0), "metadata": {
             **make_pod("Worker", 0)["metadata"], "name": "mnist-worker-0", "uid": "foreign"}}],
         services_for({"Worker": 1}), create_pods=[W0], delete_pods=["mnist-worker-0"]),
     "a job being deleted is left to the garbage collector": Case(
         {**make_job(), "metadata": {**make_job()["metadata"], "deletionTimestamp": T0}},
         create_pods=[], create_services=[], delete_pods=[], events=[], unchanged_status=True),
     "a pod whose service is terminating waits for it": Case(
-        started(make_job({"Worker": 1})), running_pods({"Worker": 1}), [make_service("Worker", 0, terminating=True)],
+        running(make_job({"Worker": 1})), running_pods({"Worker": 1}), [make_service("Worker", 0, terminating=True)],
         create_services=[], delete_services=[]),
 }
 
 EXIT_CODES = {
     "ExitCode 137 (OOMKilled) recreates the pod once the old one is gone": Case(
-        started(make_job()), [make_pod("Worker", 0), make_pod("Worker", 1, "Failed", exit_code=137,
+        running(make_job()), [make_pod("Worker", 0), make_pod("Worker", 1, "Failed", exit_code=137,
                                                                reason="OOMKilled"), make_pod("PS", 0)],
         create_pods=[], delete_pods=[W1], delete_services=[], events=["TFJobRestarting"],
         counters=JobCounters(restarted=1, restarts_by_exit_class=(("retryable", 1),)),
@@ -210,66 +300,71 @@ EXIT_CODES = {
                     "Failed": None},
         messages={"Restarting": ["Worker 1", "137", "OOMKilled"]}),
     "ExitCode 128 and 255 are retryable too": Case(
-        started(make_job({"Worker": 2})), [make_pod("Worker", 0, "Failed", exit_code=128),
+        running(make_job({"Worker": 2})), [make_pod("Worker", 0, "Failed", exit_code=128),
                                            make_pod("Worker", 1, "Failed", exit_code=255)],
         delete_pods=sorted([W0, W1]), counters=JobCounters(restarted=2, restarts_by_exit_class=(("retryable", 2),))),
     "ExitCode 1 fails the job with the replica, code and reason": Case(
-        started(make_job()), [make_pod("Worker", 0), make_pod("Worker", 1, "Failed", exit_code=1, reason="Error"),
+        running(make_job()), [make_pod("Worker", 0), make_pod("Worker", 1, "Failed", exit_code=1, reason="Error"),
                               make_pod("PS", 0)],
         create_pods=[], delete_pods=sorted([W0, PS0]), events=["TFJobFailed"], counters=JobCounters(failed=1),
         conditions={"Failed": ("True", "TFJobFailed"), "Running": ("False", "TFJobFailed")},
         messages={"Failed": ["Worker 1", "exited with code 1", "(Error)"]},
         status={"completionTime": T0, "state": "Failed", "phase": "CleanUp"}),
     "ExitCode 127 is permanent": Case(
-        started(make_job({"Worker": 1})), [make_pod("Worker", 0, "Failed", exit_code=127)],
+        running(make_job({"Worker": 1})), [make_pod("Worker", 0, "Failed", exit_code=127)],
         conditions={"Failed": ("True", "TFJobFailed")}),
+    "OOMKilled is retryable even when the container's main process exited 0 (a child of it was killed)": Case(
+        running(make_job({"Worker": 1})), [make_pod("Worker", 0, "Failed", exit_code=0, reason="OOMKilled")],
+        delete_pods=[W0], conditions={"Succeeded": None, "Restarting": ("True", "TFJobRestarting")},
+        counters=JobCounters(restarted=1, restarts_by_exit_class=(("retryable", 1),)),
+        messages={"Restarting": ["Worker 0", "exited with code 0 (OOMKilled)"]}),
     "ExitCode 0 in a Failed pod (a sidecar failed) is a success": Case(
-        started(make_job({"Worker": 1})), [make_pod("Worker", 0, "Failed", exit_code=0)],
+        running(make_job({"Worker": 1})), [make_pod("Worker", 0, "Failed", exit_code=0)],
         conditions={"Succeeded": ("True", "TFJobSucceeded")}),
     "ExitCode pod evicted before its container ended is recreated": Case(
-        started(make_job({"Worker": 1})), [make_pod("Worker", 0, "Failed", pod_reason="Evicted")],
+        running(make_job({"Worker": 1})), [make_pod("Worker", 0, "Failed", pod_reason="Evicted")],
         delete_pods=[W0], messages={"Restarting": ["Worker 0", "Evicted"]}),
     "OnFailure: a Failed pod (node lost) is recreated, its restarts in place retired with it": Case(
-        started(make_job({"Worker": 1}, policy="OnFailure"), [make_pod("Worker", 0, restarts=2)]),
+        running(make_job({"Worker": 1}, policy="OnFailure"), restarts={"Worker": 2}),
         [make_pod("Worker", 0, "Failed", exit_code=1, restarts=2, pod_reason="NodeLost")], delete_pods=[W0],
         conditions={"Restarting": ("True", "TFJobRestarting"), "Failed": None},
         counters=JobCounters(restarted=1, restarts_by_exit_class=(("permanent", 1),)),
         status={"replicaStatuses": {"Worker": {"active": 0, "succeeded": 0, "failed": 0, "restarts": 3,
                                                "retiredRestarts": 3, "retiredPodUIDs": [f"pod-{W0}"]}}}),
     "Always: a Failed pod is recreated": Case(
-        started(make_job({"Worker": 1}, policy="Always")), [make_pod("Worker", 0, "Failed", exit_code=2)],
+        running(make_job({"Worker": 1}, policy="Always")), [make_pod("Worker", 0, "Failed", exit_code=2)],
         delete_pods=[W0], conditions={"Failed": None}),
     "OnFailure: restarts in place are counted and announced": Case(
-        started(make_job({"Worker": 1}, policy="OnFailure")), [make_pod("Worker", 0, restarts=2)],
+        running(make_job({"Worker": 1}, policy="OnFailure")), [make_pod("Worker", 0, restarts=2)],
         # no lastState in these pods, so the class of the restarts is unknown
         delete_pods=[], events=["TFJobRestarting"],
         counters=JobCounters(restarted=2, restarts_by_exit_class=(("unknown", 2),)),
         conditions={"Running": ("True", "TFJobRunning")}),
     "Never: a failed pod fails the job": Case(
-        started(make_job({"Worker": 2}, policy="Never")), [make_pod("Worker", 0),
+        running(make_job({"Worker": 2}, policy="Never")), [make_pod("Worker", 0),
                                                             make_pod("Worker", 1, "Failed", exit_code=137)],
         conditions={"Failed": ("True", "TFJobFailed")}, delete_pods=[W0]),
     "Never: a failed worker is tolerated with enableDynamicWorker": Case(
-        started(make_job({"Worker": 2}, policy="Never", enableDynamicWorker=True)),
+        running(make_job({"Worker": 2}, policy="Never", enableDynamicWorker=True)),
         [make_pod("Worker", 0), make_pod("Worker", 1, "Failed", exit_code=1)],
         create_pods=[], delete_pods=[], conditions={"Failed": None, "Running": ("True", "TFJobRunning")}),
     "enableDynamicWorker does not excuse a failed chief": Case(
-        started(make_job({"Chief": 1, "Worker": 1}, enableDynamicWorker=True)),
+        running(make_job({"Chief": 1, "Worker": 1}, enableDynamicWorker=True)),
         [make_pod("Chief", 0, "Failed", exit_code=3), make_pod("Worker", 0)],
         conditions={"Failed": ("True", "TFJobFailed")}, messages={"Failed": ["Chief 0", "code 3"]}),
 }
 
 BACKOFF = {
     "restarts in place beyond backoffLimit fail the job": Case(
-        started(make_job({"Worker": 2}, policy="OnFailure", run_policy={"backoffLimit": 2})),
+        running(make_job({"Worker": 2}, policy="OnFailure", run_policy={"backoffLimit": 2})),
         [make_pod("Worker", 0, restarts=2), make_pod("Worker", 1, restarts=1)],
         conditions={"Failed": ("True", "BackoffLimitExceeded")}, events=["TFJobRestarting", "BackoffLimitExceeded"],
         delete_pods=sorted([W0, W1]), messages={"Failed": ["3 times", "backoffLimit of 2"]}),
     "restarts up to backoffLimit are allowed": Case(
-        started(make_job({"Worker": 2}, policy="OnFailure", run_policy={"backoffLimit": 2})),
+        running(make_job({"Worker": 2}, policy="OnFailure", run_policy={"backoffLimit": 2})),
         [make_pod("Worker", 0, restarts=1), make_pod("Worker", 1, restarts=1)], conditions={"Failed": None}),
     "backoffLimit 0: the first recreation is one too many": Case(
-        started(make_job({"Worker": 1}, run_policy={"backoffLimit": 0})),
+        running(make_job({"Worker": 1}, run_policy={"backoffLimit": 0})),
         [make_pod("Worker", 0, "Failed", exit_code=137)], create_pods=[], delete_pods=[],
         conditions={"Failed": ("True", "BackoffLimitExceeded"), "Restarting": None}),
     "recreations retired in status count against backoffLimit": Case(
@@ -284,7 +379,7 @@ BACKOFF = {
                        "retiredPodUIDs": ["old-w1"]},
             "PS": {"active": 1, "succeeded": 0, "failed": 0, "restarts": 0}}}),
     "a failed pod found terminating but not counted (status lost) is counted once": Case(
-        started(make_job()), [make_pod("Worker", 0), make_pod("Worker", 1, "Failed", exit_code=137, terminating=True,
+        running(make_job()), [make_pod("Worker", 0), make_pod("Worker", 1, "Failed", exit_code=137, terminating=True,
                                                                restarts=0), make_pod("PS", 0)],
         delete_pods=[], events=["TFJobRestarting"],
         counters=JobCounters(restarted=1, restarts_by_exit_class=(("retryable", 1),))),
@@ -304,23 +399,24 @@ DEADLINE = {
     "a fresh job with a deadline is requeued for exactly that deadline": Case(
         DEADLINE_JOB, requeue_after=600.0, status={"startTime": T0}),
     "a running job is requeued for the rest of its deadline": Case(
-        started(DEADLINE_JOB), running_pods({"Worker": 2}), now=at(5), requeue_after=300.0),
+        running(DEADLINE_JOB), running_pods({"Worker": 2}), now=at(5), requeue_after=300.0),
     "past the deadline the job fails and every pod goes, finished ones too": Case(
-        started(DEADLINE_JOB), [make_pod("Worker", 0), make_pod("Worker", 1, "Succeeded", exit_code=0)],
+        running(DEADLINE_JOB), [make_pod("Worker", 0), make_pod("Worker", 1, "Succeeded", exit_code=0)],
         now=at(10), conditions={"Failed": ("True", "DeadlineExceeded")}, events=["DeadlineExceeded"],
         delete_pods=sorted([W0, W1]), delete_services=sorted([W0, W1]), create_pods=[],
         counters=JobCounters(failed=1), requeue_after=None),
     "the deadline counts from startTime, not from now": Case(
-        started(DEADLINE_JOB, now=at(-9)), running_pods({"Worker": 2}), now=at(1.5),
+        running(DEADLINE_JOB, since=-9), running_pods({"Worker": 2}), now=at(1.5),
         conditions={"Failed": ("True", "DeadlineExceeded")}),
     "a suspended job has no deadline timer": Case(
         make_job({"Worker": 1}, run_policy={"activeDeadlineSeconds": 60, "suspend": True}), requeue_after=None),
 }
 
-FINISHED_AT = settled(make_job({"Worker": 1}, run_policy={"ttlSecondsAfterFinished": 60}, status={
-    "startTime": T0, "completionTime": T0, "conditions": [
+FINISHED_AT = make_job({"Worker": 1}, run_policy={"ttlSecondsAfterFinished": 60}, status={
+    "startTime": T0, "completionTime": T0, "runtimeId": RID, "phase": "Done", "state": "Succeeded",
+    "reason": "TFJobSucceeded", "lastReconcileTime": T0, "conditions": [
         CREATED, {"type": "Succeeded", "status": "True", "reason": "TFJobSucceeded", "message": "done",
-         "lastTransitionTime": T0}]}))
+                  "lastTransitionTime": T0}]})
 TTL = {
     "before its TTL a finished job is requeued for the rest": Case(
         FINISHED_AT, now=at(0.5), requeue_after=30.0, delete_job=False),
@@ -328,7 +424,7 @@ TTL = {
         FINISHED_AT, now=at(1), delete_job=True, events=["TTLExpired"], counters=JobCounters(deleted=1),
         requeue_after=None),
     "TTL 0 still lets the final status be written first": Case(
-        started(make_job({"Worker": 1}, run_policy={"ttlSecondsAfterFinished": 0})),
+        running(make_job({"Worker": 1}, run_policy={"ttlSecondsAfterFinished": 0})),
         [make_pod("Worker", 0, "Succeeded", exit_code=0)], delete_job=False, requeue_after=0.0,
         conditions={"Succeeded": ("True", "TFJobSucceeded")}),
     "no TTL: a finished job is never requeued": Case(
@@ -338,44 +434,44 @@ TTL = {
 
 SUCCESS = {
     "the chief's success ends the job; Running pods are cleaned up": Case(
-        started(make_job({"Chief": 1, "Worker": 2})),
+        running(make_job({"Chief": 1, "Worker": 2})),
         [make_pod("Chief", 0, "Succeeded", exit_code=0), make_pod("Worker", 0), make_pod("Worker", 1)],
         services_for({"Chief": 1, "Worker": 2}), conditions={"Succeeded": ("True", "TFJobSucceeded"),
                                                              "Running": ("False", "TFJobSucceeded")},
         delete_pods=sorted([W0, W1]), delete_services=sorted([W0, W1]), events=["TFJobSucceeded"],
         counters=JobCounters(successful=1), status={"completionTime": T0, "phase": "CleanUp", "state": "Succeeded"}),
     "a Master is a chief too": Case(
-        started(make_job({"Master": 1, "Worker": 1})), [make_pod("Master", 0, "Succeeded", exit_code=0),
+        running(make_job({"Master": 1, "Worker": 1})), [make_pod("Master", 0, "Succeeded", exit_code=0),
                                                         make_pod("Worker", 0)],
         services_for({"Master": 1, "Worker": 1}), conditions={"Succeeded": ("True", "TFJobSucceeded")}),
     "with a chief, worker 0's success is not the job's": Case(
-        started(make_job({"Chief": 1, "Worker": 1})), [make_pod("Chief", 0),
+        running(make_job({"Chief": 1, "Worker": 1})), [make_pod("Chief", 0),
                                                        make_pod("Worker", 0, "Succeeded", exit_code=0)],
         services_for({"Chief": 1, "Worker": 1}), conditions={"Succeeded": None, "Running": ("True", "TFJobRunning")}),
     "without a chief, worker 0 decides": Case(
-        started(make_job()), [make_pod("Worker", 0, "Succeeded", exit_code=0), make_pod("Worker", 1),
+        running(make_job()), [make_pod("Worker", 0, "Succeeded", exit_code=0), make_pod("Worker", 1),
                               make_pod("PS", 0)],
         conditions={"Succeeded": ("True", "TFJobSucceeded")}, delete_pods=sorted([W1, PS0])),
     "without a chief, worker 1's success alone is not enough": Case(
-        started(make_job()), [make_pod("Worker", 0), make_pod("Worker", 1, "Succeeded", exit_code=0),
+        running(make_job()), [make_pod("Worker", 0), make_pod("Worker", 1, "Succeeded", exit_code=0),
                               make_pod("PS", 0)], conditions={"Succeeded": None}),
     "AllWorkers waits for every worker": Case(
-        started(make_job(successPolicy="AllWorkers")), [make_pod("Worker", 0, "Succeeded", exit_code=0),
+        running(make_job(successPolicy="AllWorkers")), [make_pod("Worker", 0, "Succeeded", exit_code=0),
                                                          make_pod("Worker", 1), make_pod("PS", 0)],
         conditions={"Succeeded": None, "Running": ("True", "TFJobRunning")}),
     "AllWorkers succeeds with the last worker": Case(
-        started(make_job(successPolicy="AllWorkers")), [make_pod("Worker", 0, "Succeeded", exit_code=0),
+        running(make_job(successPolicy="AllWorkers")), [make_pod("Worker", 0, "Succeeded", exit_code=0),
                                                          make_pod("Worker", 1, "Succeeded", exit_code=0),
                                                          make_pod("PS", 0)],
         conditions={"Succeeded": ("True", "TFJobSucceeded")}, delete_pods=[PS0], delete_services=[PS0]),
     "cleanPodPolicy All deletes finished pods too, and they still count in the final tally": Case(
-        started(make_job(run_policy={"cleanPodPolicy": "All"})),
+        running(make_job(run_policy={"cleanPodPolicy": "All"})),
         [make_pod("Worker", 0, "Succeeded", exit_code=0), make_pod("Worker", 1), make_pod("PS", 0)],
         delete_pods=ALL3, delete_services=ALL3, status={"replicaSummary": "0/3", "replicaStatuses": {
             "Worker": {"active": 0, "succeeded": 1, "failed": 0, "restarts": 0},
             "PS": {"active": 0, "succeeded": 0, "failed": 0, "restarts": 0}}}),
     "cleanPodPolicy None keeps everything": Case(
-        started(make_job(run_policy={"cleanPodPolicy": "None"})),
+        running(make_job(run_policy={"cleanPodPolicy": "None"})),
         [make_pod("Worker", 0, "Succeeded", exit_code=0), make_pod("Worker", 1), make_pod("PS", 0)],
         delete_pods=[], delete_services=[], status={"phase": "Done"}),
     "a finished job never recreates the pods deleted after it": Case(
@@ -391,7 +487,7 @@ SUCCESS = {
 SUSPENDED_JOB = make_job(run_policy={"suspend": True})
 SUSPEND = {
     "suspending deletes every pod and service and stops the clock": Case(
-        {**started(make_job()), "spec": SUSPENDED_JOB["spec"]}, running_pods(), delete_pods=ALL3,
+        {**running(make_job()), "spec": SUSPENDED_JOB["spec"]}, running_pods(), delete_pods=ALL3,
         delete_services=ALL3, create_pods=[], events=["TFJobSuspended"],
         conditions={"Suspended": ("True", "TFJobSuspended"), "Running": ("False", "TFJobSuspended")},
         status={"startTime": None, "phase": "CleanUp", "replicaSummary": "0/3"}),
@@ -399,40 +495,38 @@ SUSPEND = {
         SUSPENDED_JOB, services=[], create_pods=[], create_services=[], events=["TFJobCreated", "TFJobSuspended"],
         status={"startTime": None, "phase": "Creating", "reason": "TFJobSuspended"}),
     "a suspended job with nothing left changes nothing": Case(
-        settled(SUSPENDED_JOB), services=[], unchanged_status=True, events=[], delete_pods=[]),
+        suspended(SUSPENDED_JOB), services=[], unchanged_status=True, events=[], delete_pods=[]),
     "resuming restarts the clock even if a startTime was left behind": Case(
-        make_job({"Worker": 1}, status={**settled(SUSPENDED_JOB)["status"], "startTime": "2026-11-20T10:00:00Z"}),
+        make_job({"Worker": 1}, status={**suspended(SUSPENDED_JOB)["status"], "startTime": "2026-11-20T10:00:00Z"}),
         services=[], create_pods=[W0], status={"startTime": T0}, events=["TFJobResumed"]),
     "resuming recreates the children and restarts the clock": Case(
-        {**settled(SUSPENDED_JOB, now=at(-30)), "spec": make_job()["spec"]}, create_pods=ALL3, create_services=ALL3,
+        {**suspended(SUSPENDED_JOB, since=-30), "spec": make_job()["spec"]}, create_pods=ALL3, create_services=ALL3,
         services=[], events=["TFJobResumed"], conditions={"Suspended": ("False", "TFJobResumed")},
         status={"startTime": T0}),
 }
 
 STATUS = {
     "Running only when every pod runs; the pending ones are counted": Case(
-        started(make_job()), [make_pod("Worker", 0), make_pod("Worker", 1, "Pending"), make_pod("PS", 0, "Pending")],
+        running(make_job()), [make_pod("Worker", 0), make_pod("Worker", 1, "Pending"), make_pod("PS", 0, "Pending")],
         conditions={"Running": ("False", "TFJobPending")}, messages={"Running": ["2 of 3", "2 Pending"]},
         status={"phase": "Creating", "replicaSummary": "1/3"}),
     "all pods running: Running, announced once": Case(
-        started(make_job(), [make_pod("Worker", 0, "Pending"), make_pod("Worker", 1), make_pod("PS", 0)]),
+        waiting_for_one_pending_worker(make_job()),
         running_pods(), conditions={"Running": ("True", "TFJobRunning")}, events=["TFJobRunning"],
         status={"phase": "Running", "state": "Running", "reason": "TFJobRunning", "replicaSummary": "3/3"}),
     "replicaStatuses count active, succeeded and failed pods per type": Case(
-        started(make_job({"Worker": 3, "PS": 1}, enableDynamicWorker=True, policy="Never")),
+        running(make_job({"Worker": 3, "PS": 1}, enableDynamicWorker=True, policy="Never")),
         [make_pod("Worker", 0), make_pod("Worker", 1, "Succeeded", exit_code=0),
          make_pod("Worker", 2, "Failed", exit_code=1), make_pod("PS", 0, "Pending")],
         services_for({"Worker": 3, "PS": 1}), status={"replicaStatuses": {
             "Worker": {"active": 1, "succeeded": 1, "failed": 1, "restarts": 0},
             "PS": {"active": 1, "succeeded": 0, "failed": 0, "restarts": 0}}}),
     "a restart in progress: Running false says so; Restarting stays until all run": Case(
-        settled(started(make_job()), [make_pod("Worker", 0), make_pod("Worker", 1, "Failed", exit_code=143),
-                                      make_pod("PS", 0)], services_for()),
+        restarting_worker_1(make_job()),
         [make_pod("Worker", 0), make_pod("Worker", 1, "Pending", uid="new-w1"), make_pod("PS", 0)],
         conditions={"Restarting": ("True", "TFJobRestarting"), "Running": ("False", "TFJobRestarting")}, events=[]),
     "a restart is over when every pod runs again": Case(
-        settled(started(make_job()), [make_pod("Worker", 0), make_pod("Worker", 1, "Failed", exit_code=143),
-                                      make_pod("PS", 0)], services_for()),
+        restarting_worker_1(make_job()),
         [make_pod("Worker", 0), make_pod("Worker", 1, uid="new-w1"), make_pod("PS", 0)],
         conditions={"Restarting": ("False", "TFJobRunning"), "Running": ("True", "TFJobRunning")},
         events=["TFJobRunning"], status={"replicaStatuses": {
@@ -448,18 +542,18 @@ INVALID = {
         messages={"Failed": ["spec.tfReplicaSpecs[Worker].replicas", "must be an integer"]},
         status={"state": "Failed", "phase": "Failed"}),
     "an invalid job is not re-announced while its spec stays the same": Case(
-        settled(make_job({"Worker": "three"})), services=[], events=[], unchanged_status=True, create_pods=[]),
+        invalid(make_job({"Worker": "three"})), services=[], events=[], unchanged_status=True, create_pods=[]),
     "an edit that is still invalid is reported again": Case(
-        {**settled(make_job({"Worker": "three"})), "metadata": {**make_job()["metadata"], "generation": 2},
+        {**invalid(make_job({"Worker": "three"})), "metadata": {**make_job()["metadata"], "generation": 2},
          "spec": make_job({"Worker": -1})["spec"]},
         events=["InvalidSpec"], counters=JobCounters(), messages={"Failed": ["must not be negative"]}),
     "an edit that fixes the spec runs the job": Case(
-        {**settled(make_job({"Worker": "three"})), "metadata": {**make_job()["metadata"], "generation": 2},
+        {**invalid(make_job({"Worker": "three"})), "metadata": {**make_job()["metadata"], "generation": 2},
          "spec": make_job()["spec"]}, services=[], create_pods=ALL3,
         conditions={"Failed": ("False", "InvalidSpecCorrected")},
         status={"completionTime": None, "state": "Running", "startTime": T0}),
     "a job turned invalid stops its running pods": Case(
-        {**started(make_job()), "metadata": {**make_job()["metadata"], "generation": 2},
+        {**running(make_job()), "metadata": {**make_job()["metadata"], "generation": 2},
          "spec": make_job({"Worker": 2, "Boss": 1})["spec"]}, running_pods(),
         delete_pods=ALL3, conditions={"Failed": ("True", "InvalidSpec")}, messages={"Failed": ["'Boss'"]}),
     "a job without uid cannot name its children": Case(
@@ -467,11 +561,34 @@ INVALID = {
         conditions={"Failed": ("True", "InvalidSpec")}, messages={"Failed": ["metadata.uid"]}),
 }
 
-TABLE = {**CREATION, **EXIT_CODES, **BACKOFF, **DEADLINE, **TTL, **SUCCESS, **SUSPEND, **STATUS, **INVALID}
+BAD_ENV = f'Pod "{W1}" is invalid: spec.containers[0].env[0].name: Invalid value: "1=BAD": a valid env var name'
+QUOTA = f'pods "{W1}" is forbidden: exceeded quota: pods, requested: pods=1, used: pods=2, limited: pods=2'
+REFUSED = {
+    "a pod the apiserver refuses fails the job with the replica and the field, and cleans up": Case(
+        running(make_job()), [make_pod("Worker", 0), make_pod("PS", 0)],
+        refusals=(CreateRefusal(POD, ReplicaSlot("Worker", 1), W1, BAD_ENV, permanent=True),),
+        create_pods=[], create_services=[], delete_pods=sorted([W0, PS0]), delete_services=ALL3,
+        events=["InvalidSpec"], counters=JobCounters(failed=1),
+        conditions={"Failed": ("True", "InvalidSpec"), "Running": ("False", "InvalidSpec")},
+        messages={"Failed": ["the apiserver refused the pod of Worker 1", "env[0].name", "1=BAD"]},
+        status={"state": "Failed", "completionTime": T0}),
+    "a transient refusal keeps the job waiting and says why in its Running condition": Case(
+        make_job(), services=[], refusals=(CreateRefusal(POD, ReplicaSlot("Worker", 1), W1, QUOTA, permanent=False),),
+        create_pods=ALL3, create_services=ALL3, conditions={"Running": ("False", "TFJobPending"), "Failed": None},
+        messages={"Running": ["waiting for 3 of 3 replicas", "creating them fails", "Worker 1", "exceeded quota"]}),
+    "a permanent refusal wins over a transient one": Case(
+        make_job(), services=[], refusals=(CreateRefusal(POD, ReplicaSlot("Worker", 1), W1, QUOTA, permanent=False),
+                                           CreateRefusal(SERVICE, ReplicaSlot("PS", 0), PS0, "bad port", True)),
+        create_pods=[], conditions={"Failed": ("True", "InvalidSpec")},
+        messages={"Failed": ["the apiserver refused the service of PS 0: bad port"]}),
+}
+
+TABLE = {**CREATION, **EXIT_CODES, **BACKOFF, **DEADLINE, **TTL, **SUCCESS, **SUSPEND, **STATUS, **INVALID,
+         **REFUSED}
 
 
 def _names(children: list[Any]) -> list[str]:
-    return sorted(child["metadata"]["name"] if isinstance(child, dict) else child.name for child in children)
+    return sorted(child.name for child in children)
 
 
 @pytest.mark.parametrize("case", list(TABLE.values()), ids=list(TABLE))
@@ -480,11 +597,12 @@ def test_plan(case: Case) -> None:
                              if isinstance(value.get("replicas"), int) and value["replicas"] >= 0}
                             ) if case.services is None else case.services
     before = copy.deepcopy((case.job, case.pods, services))
-    result = plan(case.job, case.pods, services, case.now, PlannerConfig())
+    result = plan_of(case.job, case.pods, services, case.now, refusals=case.refusals)
     assert (case.job, case.pods, services) == before, "plan() must not mutate its input"
-    for attribute in ("create_pods", "create_services", "delete_pods", "delete_services"):
+    for attribute, actual in (("create_pods", result.creates(POD)), ("create_services", result.creates(SERVICE)),
+                              ("delete_pods", result.deletes(POD)), ("delete_services", result.deletes(SERVICE))):
         if getattr(case, attribute) is not KEEP:
-            assert _names(getattr(result, attribute)) == getattr(case, attribute), attribute
+            assert _names(actual) == getattr(case, attribute), attribute
     if case.events is not KEEP:
         assert [event.reason for event in result.events] == case.events
     if case.counters is not KEEP:
@@ -518,80 +636,120 @@ def test_planning_again_on_the_written_status_changes_nothing(case: Case) -> Non
     services = case.services if case.services is not None else services_for(
         {key: value["replicas"] for key, value in case.job["spec"]["tfReplicaSpecs"].items()
          if isinstance(value.get("replicas"), int) and value["replicas"] >= 0})
-    first = plan(case.job, case.pods, services, case.now, PlannerConfig())
+    first = plan_of(case.job, case.pods, services, case.now, refusals=case.refusals)
     job = copy.deepcopy(case.job)
     if first.status is not None:
         job["status"] = first.status
-    second = plan(job, case.pods, services, case.now, PlannerConfig())
+    second = plan_of(job, case.pods, services, case.now, refusals=case.refusals)
     assert second.status is None
     assert second.events == []
     assert second.counters == JobCounters()
-    assert _names(second.create_pods) == _names(first.create_pods)  # what the cache does not show yet, again
-    assert _names(second.delete_pods) == _names(first.delete_pods)
+    assert second.create == first.create  # what the cache does not show yet, again
+    assert second.delete == first.delete
+
+
+def as_served(child: dict[str, Any]) -> dict[str, Any]:
+    """`child` with the parts the apiserver adds and the planner should never need: a spec with TF_CONFIG,
+    managed fields, annotations, addresses, timestamps."""
+    served = copy.deepcopy(child)
+    served["metadata"].update({"annotations": {"a": "b"}, "generation": 1, "managedFields": [{"manager": "x"}],
+                               "creationTimestamp": T0})
+    served["spec"] = {"containers": [{"name": "tensorflow", "image": "tf", "env": [
+        {"name": "TF_CONFIG", "value": '{"cluster": {"worker": ["a:2222", "b:2222"]}}'}]}], "nodeName": "n1"}
+    status = served.setdefault("status", {})
+    status.update({"hostIP": "198.18.0.1", "podIP": "198.18.0.9", "startTime": T0, "qosClass": "BestEffort"})
+    for container in status.get("containerStatuses", []):
+        container.update({"image": "tf", "imageID": "sha256:x", "containerID": "containerd://x", "ready": True})
+    return served
+
+
+@pytest.mark.parametrize("case", list(TABLE.values()), ids=list(TABLE))
+def test_the_cache_keeps_all_the_planner_reads(case: Case) -> None:
+    """The informer transforms (controller/cached.py) drop nothing a plan depends on."""
+    services = case.services if case.services is not None else services_for(
+        {key: value["replicas"] for key, value in case.job["spec"]["tfReplicaSpecs"].items()
+         if isinstance(value.get("replicas"), int) and value["replicas"] >= 0})
+    whole = plan_of(case.job, [as_served(pod) for pod in case.pods], [as_served(svc) for svc in services], case.now,
+                    refusals=case.refusals)
+    cached = plan_of(case.job, [slim_pod(as_served(pod)) for pod in case.pods],
+                     [slim_metadata(as_served(svc)) for svc in services], case.now, refusals=case.refusals)
+    assert (cached.create, cached.delete, cached.status, cached.events, cached.counters, cached.requeue_after) == (
+        whole.create, whole.delete, whole.status, whole.events, whole.counters, whole.requeue_after)
+
+
+def test_the_cache_drops_the_spec_and_what_else_no_one_reads() -> None:
+    pod = slim_pod(as_served(make_pod("Worker", 0, "Failed", exit_code=137, reason="OOMKilled")))
+    assert set(pod) == {"apiVersion", "kind", "metadata", "status"}
+    assert set(pod["metadata"]) == {"name", "namespace", "uid", "labels", "creationTimestamp"}
+    assert pod["status"] == {"phase": "Failed", "containerStatuses": [
+        {"name": "tensorflow", "restartCount": 0, "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}]}
 
 
 def test_a_job_runs_from_creation_to_success_and_deletion() -> None:
     """The rules together, reconcile after reconcile, as the cache would show the job."""
     job = make_job({"Worker": 2}, run_policy={"ttlSecondsAfterFinished": 30})
-    first = plan(job, [], [], NOW)
-    assert _names(first.create_pods) == sorted([W0, W1])
+    first = plan_of(job, [], [], NOW)
+    assert _names(first.creates(POD)) == sorted([W0, W1])
     job = settled(job)
     pending = [make_pod("Worker", 0, "Pending"), make_pod("Worker", 1, "Pending")]
     job = settled(job, pending, services_for({"Worker": 2}), at(0.1))
-    running = plan(job, running_pods({"Worker": 2}), services_for({"Worker": 2}), at(0.2))
-    assert [event.reason for event in running.events] == ["TFJobRunning"]
+    all_running = plan_of(job, running_pods({"Worker": 2}), services_for({"Worker": 2}), at(0.2))
+    assert [event.reason for event in all_running.events] == ["TFJobRunning"]
     job = settled(job, running_pods({"Worker": 2}), services_for({"Worker": 2}), at(0.2))
-    done = plan(job, [make_pod("Worker", 0, "Succeeded", exit_code=0), make_pod("Worker", 1)],
+    done = plan_of(job, [make_pod("Worker", 0, "Succeeded", exit_code=0), make_pod("Worker", 1)],
                 services_for({"Worker": 2}), at(1))
     assert done.counters == JobCounters(successful=1) and done.requeue_after == 30.0
-    assert _names(done.delete_pods) == [W1]
+    assert _names(done.deletes(POD)) == [W1]
     assert done.status is not None and done.status["completionTime"] == "2026-11-21T10:01:00Z"
     job = settled(job, [make_pod("Worker", 0, "Succeeded", exit_code=0), make_pod("Worker", 1)],
                   services_for({"Worker": 2}), at(1))
-    assert plan(job, [make_pod("Worker", 0, "Succeeded", exit_code=0)], [make_service("Worker", 0)],
+    assert plan_of(job, [make_pod("Worker", 0, "Succeeded", exit_code=0)], [make_service("Worker", 0)],
                 at(1.4)).requeue_after == pytest.approx(6.0)
-    gone = plan(job, [make_pod("Worker", 0, "Succeeded", exit_code=0)], [make_service("Worker", 0)], at(1.5))
+    gone = plan_of(job, [make_pod("Worker", 0, "Succeeded", exit_code=0)], [make_service("Worker", 0)], at(1.5))
     assert gone.delete_job and gone.counters == JobCounters(deleted=1)
 
 
 def test_an_exit_code_job_restarts_until_backoff_limit() -> None:
     """Each recreation is counted once, however often the cache shows the old pod (the Go operator counts none
     of them, so such a job restarts forever). The count lives in the status, so an operator restart keeps it."""
-    job = started(make_job({"Worker": 1}, run_policy={"backoffLimit": 2}), [make_pod("Worker", 0)])
+    job = running(make_job({"Worker": 1}, run_policy={"backoffLimit": 2}))
     services = services_for({"Worker": 1})
 
     def step(pods: list[dict[str, Any]]) -> Plan:
         nonlocal job
-        result = plan(job, pods, services, NOW)
+        result = plan_of(job, pods, services, NOW)
         if result.status is not None:
             job = {**job, "status": result.status}
         return result
 
     for attempt in (1, 2):
         failed = make_pod("Worker", 0, "Failed", exit_code=137, uid=f"w0-{attempt}")
-        assert _names(step([failed]).delete_pods) == [W0]
+        assert _names(step([failed]).deletes(POD)) == [W0]
         terminating = {**failed, "metadata": {**failed["metadata"], "deletionTimestamp": T0}}
         assert step([terminating]).counters == JobCounters()
-        assert _names(step([]).create_pods) == [W0]
+        assert _names(step([]).creates(POD)) == [W0]
         assert job["status"]["replicaStatuses"]["Worker"]["restarts"] == attempt
     last = step([make_pod("Worker", 0, "Failed", exit_code=137, uid="w0-3")])
     assert condition(last, "Failed") == ("True", "BackoffLimitExceeded")
-    assert last.delete_pods == [] and last.create_pods == []  # cleanPodPolicy Running keeps a failed pod
+    assert last.deletes(POD) == [] and last.creates(POD) == []  # cleanPodPolicy Running keeps a failed pod
 
 
 def test_a_new_generation_is_recorded_on_the_conditions_a_plan_sets() -> None:
-    job = {**started(make_job()), "metadata": {**make_job()["metadata"], "generation": 2}}
-    result = plan(job, running_pods(), services_for(), at(1))
+    job = {**running(make_job()), "metadata": {**make_job()["metadata"], "generation": 2}}
+    result = plan_of(job, running_pods(), services_for(), at(1))
     assert result.status is not None
     generations = {entry["type"]: entry["observedGeneration"] for entry in result.status["conditions"]}
     assert generations == {"Created": 1, "Running": 2}
-    running = next(entry for entry in result.status["conditions"] if entry["type"] == "Running")
-    assert running["lastTransitionTime"] == T0 and running["lastUpdateTime"] == "2026-11-21T10:01:00Z"
+    running_condition = next(entry for entry in result.status["conditions"] if entry["type"] == "Running")
+    assert running_condition["lastTransitionTime"] == T0
+    assert running_condition["lastUpdateTime"] == "2026-11-21T10:01:00Z"
 
 
 def test_tf_config_addresses_use_the_configured_domain() -> None:
-    result = plan(make_job({"Worker": 2}), [], [], NOW, PlannerConfig(service_domain="svc.cluster.local"))
-    env = result.create_pods[0]["spec"]["containers"][0]["env"]
+    result = plan_of(make_job({"Worker": 2}), [], [], NOW, ControllerConfig(service_domain="svc.cluster.local"))
+    assert result.desired is not None
+    pod = KINDS_BY_NAME[POD].build(result.desired, result.creates(POD)[0].slot)
+    env = pod["spec"]["containers"][0]["env"]
     assert f"{W0}.ns.svc.cluster.local:2222" in env[0]["value"]
 
 
@@ -613,29 +771,29 @@ def _mutations(rng: random.Random, value: Any, depth: int = 0) -> Any:
 @pytest.mark.parametrize("seed", range(150))
 def test_plan_never_raises_on_malformed_input(seed: int) -> None:
     rng = random.Random(seed)
-    base = started(make_job({"Chief": 1, "Worker": 2, "PS": 1}, run_policy={"backoffLimit": 3,
+    base = running(make_job({"Chief": 1, "Worker": 2, "PS": 1}, run_policy={"backoffLimit": 3,
                                                                             "activeDeadlineSeconds": 60}))
     job = _mutations(rng, base)
     pods = [_mutations(rng, pod) for pod in running_pods({"Chief": 1, "Worker": 2, "PS": 1})]
-    result = plan(job, [pod for pod in pods if isinstance(pod, dict)], [], NOW)
+    result = plan_of(job, [pod for pod in pods if isinstance(pod, dict)], [], NOW)
     assert isinstance(result, Plan)
 
 
 def test_first_run_of_all_replicas_is_marked_for_the_start_latency_metric() -> None:
     job = make_job({"Worker": 1})
-    pending = plan(started(job, [make_pod("Worker", 0, "Pending")]), [make_pod("Worker", 0, "Pending")], [], NOW)
+    pending = plan_of(settled(job, [make_pod("Worker", 0, "Pending")]), [make_pod("Worker", 0, "Pending")], [], NOW)
     running_job = {**job, "status": pending.status}
-    result = plan(running_job, [make_pod("Worker", 0)], [], NOW)
+    result = plan_of(running_job, [make_pod("Worker", 0)], [], NOW)
     assert result.counters.started_running == 1
-    again = plan({**job, "status": result.status}, [make_pod("Worker", 0)], [], NOW)
+    again = plan_of({**job, "status": result.status}, [make_pod("Worker", 0)], [], NOW)
     assert again.counters.started_running == 0
 
 
 def test_in_place_restarts_take_the_class_of_the_latest_exit() -> None:
     job = make_job({"Worker": 2}, policy="OnFailure")
-    before = started(job, [make_pod("Worker", 0), make_pod("Worker", 1)])
+    before = running(job)
     restarted = make_pod("Worker", 1, restarts=1)
     restarted["status"]["containerStatuses"][0]["lastState"] = {
         "terminated": {"exitCode": 137, "reason": "OOMKilled", "finishedAt": T0}}
-    result = plan(before, [make_pod("Worker", 0), restarted], [], NOW)
+    result = plan_of(before, [make_pod("Worker", 0), restarted], [], NOW)
     assert result.counters.restarts_by_exit_class == (("retryable", 1),)

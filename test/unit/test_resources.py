@@ -20,6 +20,7 @@ from tfop.controller.resources import (
     replica_slot_of,
     tf_task_type,
 )
+
 RID = runtime_id("uid-1")
 
 
@@ -249,11 +250,40 @@ def test_service_is_headless_and_selects_exactly_its_pod() -> None:
       {"name": "tfjob-port", "port": 2222, "targetPort": 2222}]),
     ([{"name": "grpc", "ports": [{"name": "grpc", "containerPort": 5000}]}],
      [{"name": "tfjob-port", "port": 2222, "targetPort": 2222}]),
-], ids=["default port", "named ports only", "ps without tensorflow container"])
+    ([{"name": "tensorflow", "ports": [{"name": "grpc", "containerPort": 2222}]}],
+     [{"name": "grpc", "port": 2222, "targetPort": 2222}]),
+    ([{"name": "tensorflow", "ports": [{"containerPort": 2222}]}],
+     [{"name": "tfjob-port", "port": 2222, "targetPort": 2222}]),
+    ([{"name": "tensorflow", "ports": [{"name": "tfjob-port", "containerPort": 3333},
+                                       {"name": "metrics", "containerPort": 3333}]}],
+     [{"name": "tfjob-port", "port": 3333, "targetPort": 3333}]),
+    ([{"name": "tensorflow", "ports": [{"name": "a", "containerPort": 5000},
+                                       {"name": "a", "containerPort": 5001}]}],
+     [{"name": "a", "port": 5000, "targetPort": 5000}, {"name": "tfjob-port", "port": 2222, "targetPort": 2222}]),
+], ids=["default port", "named ports only", "ps without tensorflow container", "2222 under another name is reused",
+        "2222 without a name is reused", "one number under two names: the first", "one name twice: the first"])
 def test_service_ports(containers: list[dict[str, Any]], ports: list[dict[str, Any]]) -> None:
+    """No Service ever repeats a port number or name (the apiserver would refuse it), and TF_CONFIG's port is
+    always on it."""
     raw = make_job({"PS": 1, "Worker": 1})
     raw["spec"]["tfReplicaSpecs"]["PS"]["template"]["spec"]["containers"] = containers
     assert desired_service(apply_defaults(raw), "PS", 0)["spec"]["ports"] == ports
+
+
+@pytest.mark.parametrize(("declared", "pod_ports", "tf_port"), [
+    ([], [{"name": "tfjob-port", "containerPort": 2222}], 2222),
+    ([{"name": "grpc", "containerPort": 2222}], [{"name": "grpc", "containerPort": 2222}], 2222),
+    ([{"name": "tfjob-port", "containerPort": 3000}], [{"name": "tfjob-port", "containerPort": 3000}], 3000),
+    ([{"name": "metrics", "containerPort": 9090}],
+     [{"name": "metrics", "containerPort": 9090}, {"name": "tfjob-port", "containerPort": 2222}], 2222),
+], ids=["none declared", "2222 under another name", "tfjob-port on another number", "another port"])
+def test_the_tensorflow_port_is_declared_once(declared: list[dict[str, Any]], pod_ports: list[dict[str, Any]],
+                                              tf_port: int) -> None:
+    raw = make_job({"Worker": 2})
+    raw["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["ports"] = declared
+    pod = desired_pod(apply_defaults(raw), "Worker", 0)
+    assert pod["spec"]["containers"][0]["ports"] == pod_ports
+    assert json.loads(env_of(pod) or "{}")["cluster"]["worker"][1].endswith(f":{tf_port}")
 
 
 # ---------------------------------------------------------------- reading children back

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -22,7 +22,7 @@ from tfop.controller.status import (
     summary,
 )
 
-NOW = datetime(2026, 11, 21, 10, 0, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 21, 10, 0, 0, tzinfo=UTC)
 T0 = "2026-11-21T10:00:00Z"
 T1 = "2026-11-21T10:01:00Z"
 
@@ -43,7 +43,7 @@ def pod(phase: str = "Running", *, uid: str = "p", restarts: int = 0, terminatin
     (127, ExitClass.PERMANENT), (128, ExitClass.RETRYABLE), (130, ExitClass.RETRYABLE),
     (137, ExitClass.RETRYABLE), (143, ExitClass.RETRYABLE), (255, ExitClass.RETRYABLE),
     (256, ExitClass.PERMANENT), (-1, ExitClass.PERMANENT), (48879, ExitClass.PERMANENT),
-], ids=lambda value: str(value))
+], ids=str)
 def test_classify_exit_code(code: int, expected: ExitClass) -> None:
     assert classify_exit_code(code) is expected
 
@@ -159,7 +159,8 @@ def cond(condition_type: str, status: str, reason: str) -> dict[str, Any]:
 ], ids=["created", "pending", "running", "restarting", "succeeded, cleaning up", "done", "failed",
         "failed, cleaning up", "running after a corrected spec", "suspended", "suspending", "nothing"])
 def test_summary(conditions: list[dict[str, Any]], cleaning_up: bool, expected: tuple[str, str, str]) -> None:
-    assert summary(conditions, cleaning_up=cleaning_up) == dict(zip(("phase", "state", "reason"), expected))
+    expected_summary = dict(zip(("phase", "state", "reason"), expected, strict=True))
+    assert summary(conditions, cleaning_up=cleaning_up) == expected_summary
 
 
 # ---------------------------------------------------------------- pods

@@ -151,7 +151,7 @@ def test_indexers_added_later_cover_existing_objects() -> None:
     store.upsert(pod("a", job="j1"))
     store.add_indexers({"job": by_label("job-name")})
     assert names(store.by_index("job", "j1")) == {"a"}
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="index 'job' already exists"):
         store.add_indexers({"job": by_namespace})
 
 

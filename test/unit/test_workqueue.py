@@ -9,11 +9,16 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from prometheus_client import REGISTRY
+from prometheus_client import CollectorRegistry
 
 from tfop.kube.clock import FakeClock
+from tfop.kube.metrics import KubeMetrics
 from tfop.kube.ratelimit import PerItemExponentialBackoff, default_controller_rate_limiter
 from tfop.kube.workqueue import RateLimitingQueue
+
+# This module's own registry: what it reads is what its queues did, whatever other tests do.
+REGISTRY = CollectorRegistry()
+METRICS = KubeMetrics.create(REGISTRY)
 
 
 def unique_name() -> str:
@@ -21,7 +26,8 @@ def unique_name() -> str:
 
 
 def make_queue(clock: FakeClock, name: str | None = None) -> RateLimitingQueue[str]:
-    return RateLimitingQueue(name or unique_name(), default_controller_rate_limiter(clock), clock=clock)
+    return RateLimitingQueue(name or unique_name(), default_controller_rate_limiter(clock), clock=clock,
+                             metrics=METRICS.workqueues)
 
 
 class Background:
@@ -63,7 +69,7 @@ def test_items_come_out_in_order_and_once(clock: FakeClock) -> None:
 def test_item_added_while_processing_waits_for_done(clock: FakeClock) -> None:
     queue = make_queue(clock)
     queue.add("a")
-    item, _ = queue.get()
+    queue.get()
     queue.add("a")
     queue.add("a")
     assert len(queue) == 0
@@ -242,8 +248,8 @@ def test_drain_waits_for_items_in_flight(clock: FakeClock) -> None:
     queue = make_queue(clock)
     queue.add("a")
     queue.add("b")
-    first, _ = queue.get()
-    second, _ = queue.get()
+    queue.get()  # a
+    queue.get()  # b
     drain = Background(queue.shutdown_with_drain)
     assert clock.wait_for_waiters(1)
     assert queue.shutting_down()

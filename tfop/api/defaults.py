@@ -80,5 +80,8 @@ def _default_port(container: dict[str, Any]) -> None:
     ports = container["ports"]
     if not isinstance(ports, list):
         return
-    if not any(mapping(port).get("name") == DEFAULT_PORT_NAME for port in ports):
+    # A port already named for TensorFlow, or already on TensorFlow's default number under another name, is the
+    # one TF_CONFIG uses: adding ours next to it would give the pod and its Service the same number twice.
+    if not any(mapping(port).get("name") == DEFAULT_PORT_NAME or mapping(port).get("containerPort") == DEFAULT_PORT
+               for port in ports):
         ports.append({"name": DEFAULT_PORT_NAME, "containerPort": DEFAULT_PORT})

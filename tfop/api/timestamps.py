@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 _FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
@@ -10,8 +10,8 @@ _FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 def as_utc(moment: datetime) -> datetime:
     """`moment` in UTC; a naive datetime is taken to be UTC already."""
     if moment.tzinfo is None:
-        return moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc)
+        return moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
 
 
 def format_time(moment: datetime) -> str:

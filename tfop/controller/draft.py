@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -24,7 +25,9 @@ from tfop.api.constants import (
 )
 from tfop.api.fields import integer, mapping, text
 from tfop.api.timestamps import as_utc, format_time
-from tfop.controller.plan_types import ChildRef, JobCounters, JobEvent, Plan, PlannerConfig
+from tfop.controller.plan_types import ChildRef, Creation, JobCounters, JobEvent, Plan
+from tfop.controller.resources import DesiredChildren
+from tfop.controller.settings import ControllerConfig
 from tfop.controller.status import (
     TRUE,
     condition_is_true,
@@ -39,7 +42,7 @@ LAST_RECONCILE_TIME = "lastReconcileTime"
 
 
 class PlanDraft:
-    def __init__(self, job: dict[str, Any], now: datetime, config: PlannerConfig) -> None:
+    def __init__(self, job: dict[str, Any], now: datetime, config: ControllerConfig) -> None:
         metadata = mapping(job.get("metadata"))
         self.now = as_utc(now)
         self.config = config
@@ -49,10 +52,9 @@ class PlanDraft:
         self.status: dict[str, Any] = copy.deepcopy(mapping(self._old_status))
         self._old_conditions = conditions_of(self._old_status)
         self.conditions = list(self._old_conditions)
-        self.create_pods: list[dict[str, Any]] = []
-        self.create_services: list[dict[str, Any]] = []
-        self.delete_pods: list[ChildRef] = []
-        self.delete_services: list[ChildRef] = []
+        self.create: list[Creation] = []
+        self.delete: list[ChildRef] = []
+        self.desired: DesiredChildren | None = None
         self.events: list[JobEvent] = []
         self.requeue_after: float | None = None
         self.delete_job = False
@@ -82,20 +84,19 @@ class PlanDraft:
         seconds = max(seconds, 0.0)
         self.requeue_after = seconds if self.requeue_after is None else min(self.requeue_after, seconds)
 
-    def delete_pod(self, pod: dict[str, Any]) -> None:
-        self.delete_pods.append(ChildRef.of(pod))
+    def delete_child(self, kind: str, child: dict[str, Any]) -> None:
+        self.delete.append(ChildRef.of(kind, child))
 
-    def delete_service(self, service: dict[str, Any]) -> None:
-        self.delete_services.append(ChildRef.of(service))
+    def deleted_uids(self, kind: str) -> set[str]:
+        return {ref.uid for ref in self.delete if ref.kind == kind}
 
     def set_time(self, key: str) -> None:
         """Stamps a status timestamp with the plan's `now`."""
         self.status[key] = format_time(self.now)
 
-    def note_cleanup(self, pods: list[dict[str, Any]], services: list[dict[str, Any]]) -> None:
+    def note_cleanup(self, children: Iterable[dict[str, Any]]) -> None:
         """A finished or suspended job is cleaning up while it deletes children or waits for them to go."""
-        self.cleaning_up = bool(self.delete_pods or self.delete_services
-                                or any(is_terminating(child) for child in [*pods, *services]))
+        self.cleaning_up = bool(self.delete) or any(is_terminating(child) for child in children)
 
     def finalize(self) -> Plan:
         if self.conditions or "conditions" in self.status:
@@ -107,8 +108,8 @@ class PlanDraft:
             # Stamped only alongside a real change, so an idle job is never re-patched.
             self.set_time(LAST_RECONCILE_TIME)
             status = self.status
-        return Plan(self.create_pods, self.create_services, self.delete_pods, self.delete_services, status,
-                    events, self.requeue_after, self.delete_job, counters)
+        return Plan(self.create, self.delete, self.desired if self.create else None, status, events,
+                    self.requeue_after, self.delete_job, counters)
 
     def _transitions(self) -> tuple[list[JobEvent], JobCounters]:
         became = {condition_type for condition_type in

@@ -13,6 +13,8 @@ from typing import Any
 from tfop.api.constants import DEFAULT_CONTAINER_NAME
 from tfop.api.fields import integer, items, mapping, mapping_at, text
 
+OOM_KILLED = "OOMKilled"  # the terminated reason the kubelet gives a container the OOM killer hit
+
 
 class ExitClass(enum.Enum):
     SUCCEEDED = "Succeeded"
@@ -39,6 +41,10 @@ class Termination:
 
     @property
     def exit_class(self) -> ExitClass:
+        # The kernel's OOM killer may kill a child of the main process, which can still exit 0; the kubelet
+        # reports the container OOMKilled all the same. A run cut short by memory is retryable, like a 137.
+        if self.reason == OOM_KILLED:
+            return ExitClass.RETRYABLE
         return classify_exit_code(self.exit_code)
 
     def describe(self) -> str:

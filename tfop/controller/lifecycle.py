@@ -24,6 +24,7 @@ from tfop.api.constants import (
 from tfop.api.fields import integer, mapping, mapping_at, text
 from tfop.api.timestamps import parse_time
 from tfop.controller.draft import PlanDraft
+from tfop.controller.plan_types import POD, SERVICE, PlanContext
 from tfop.controller.status import is_terminating, pod_phase
 
 COMPLETION_TIME = "completionTime"
@@ -38,8 +39,7 @@ def finish(draft: PlanDraft, condition_type: str, reason: str, message: str) -> 
         draft.set_time(COMPLETION_TIME)
 
 
-def keep_finished(draft: PlanDraft, job: dict[str, Any], pods: list[dict[str, Any]],
-                  services: list[dict[str, Any]], *, just_finished: bool) -> None:
+def keep_finished(draft: PlanDraft, job: dict[str, Any], context: PlanContext, *, just_finished: bool) -> None:
     """What a finished job still needs, on every reconcile: its children cleaned up as runPolicy says (never
     recreated), and deletion once ttlSecondsAfterFinished has passed."""
     run_policy = mapping_at(job, "spec", "runPolicy")
@@ -47,8 +47,7 @@ def keep_finished(draft: PlanDraft, job: dict[str, Any], pods: list[dict[str, An
     # A deadline is about resources as much as time: nothing of the job may keep running past it.
     policy = (CLEAN_POD_POLICY_ALL if failed.get("reason") == REASON_DEADLINE_EXCEEDED
               else clean_pod_policy(run_policy.get("cleanPodPolicy")))
-    clean_up(draft, pods, services, policy)
-    draft.note_cleanup(pods, services)
+    clean_up(draft, context, policy)
     completion = parse_time(draft.status.get(COMPLETION_TIME))
     if completion is None:  # a status written by someone else; finishing now is the best we know
         draft.set_time(COMPLETION_TIME)
@@ -72,19 +71,20 @@ def clean_pod_policy(value: object) -> str:
     return policy if policy in CLEAN_POD_POLICIES and policy is not None else CLEAN_POD_POLICY_RUNNING
 
 
-def clean_up(draft: PlanDraft, pods: list[dict[str, Any]], services: list[dict[str, Any]], policy: str) -> None:
+def clean_up(draft: PlanDraft, context: PlanContext, policy: str) -> None:
     """Deletes the pods the policy names (All; Running: those not finished; None) and the services of every pod
-    that is not kept. A Service and its Pod share their name."""
-    if policy == CLEAN_POD_POLICY_NONE:
-        return
-    kept: set[str] = set()
-    for pod in pods:
-        if is_terminating(pod):
-            continue
-        if policy == CLEAN_POD_POLICY_ALL or pod_phase(pod) not in (POD_SUCCEEDED, POD_FAILED):
-            draft.delete_pod(pod)
-        else:
-            kept.add(str(mapping(pod.get("metadata")).get("name")))
-    for service in services:
-        if not is_terminating(service) and mapping(service.get("metadata")).get("name") not in kept:
-            draft.delete_service(service)
+    that is not kept (a Service and its Pod share their name), then notes whether anything is still going."""
+    pods, services = context.of_kind(POD), context.of_kind(SERVICE)
+    if policy != CLEAN_POD_POLICY_NONE:
+        kept: set[str] = set()
+        for pod in pods:
+            if is_terminating(pod):
+                continue
+            if policy == CLEAN_POD_POLICY_ALL or pod_phase(pod) not in (POD_SUCCEEDED, POD_FAILED):
+                draft.delete_child(POD, pod)
+            else:
+                kept.add(str(mapping(pod.get("metadata")).get("name")))
+        for service in services:
+            if not is_terminating(service) and mapping(service.get("metadata")).get("name") not in kept:
+                draft.delete_child(SERVICE, service)
+    draft.note_cleanup([*pods, *services])

@@ -1,22 +1,63 @@
-"""The planner's inputs and outputs as plain data: what the wiring passes in and what it must apply."""
+"""The planner's input and output as plain data: what the wiring passes in and what it must apply."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from types import MappingProxyType
 from typing import Any
 
 from tfop.api.fields import mapping, text
-from tfop.controller.accelerators import Accelerators
-from tfop.controller.resources import DEFAULT_SERVICE_DOMAIN
+from tfop.controller.resources import DesiredChildren, ReplicaSlot
+from tfop.controller.settings import ControllerConfig
+
+Object = dict[str, Any]
+
+# The kinds of child a plan creates and deletes, by the `kind` of their objects. controller/children.py maps each
+# to its API resource; the planner only needs the names.
+POD = "Pod"
+SERVICE = "Service"
 
 
 @dataclass(frozen=True)
-class PlannerConfig:
-    # Addresses in TF_CONFIG are `{child}.{namespace}.{service_domain}:{port}`; e.g. `svc.cluster.local`.
-    service_domain: str = DEFAULT_SERVICE_DOMAIN
-    # Env vars and hostPath mounts for containers that request an accelerator resource.
-    accelerators: Accelerators = field(default_factory=lambda: MappingProxyType({}))
+class CreateRefusal:
+    """The apiserver refused to create a child this job's previous plan asked for. `permanent` when it refused
+    the object itself (422 Invalid, 400 Bad Request: the user's template cannot make a valid pod or service, and
+    sending it again gives the same answer); otherwise the cluster said "not now" (quota, throttling, a webhook
+    or the server failing), and the create is retried."""
+
+    kind: str
+    slot: ReplicaSlot
+    name: str
+    message: str
+    permanent: bool
+
+
+@dataclass(frozen=True)
+class PlanContext:
+    """Everything one plan depends on: the job as cached, the children it controls by kind, the time, the
+    settings, and what the apiserver just refused of the plan made from the same state. Nothing else is read,
+    so the same context always yields the same plan."""
+
+    job: Object
+    children: Mapping[str, list[Object]] = field(default_factory=lambda: MappingProxyType({}))
+    now: datetime = datetime.min
+    config: ControllerConfig = field(default_factory=ControllerConfig)
+    refusals: tuple[CreateRefusal, ...] = ()
+
+    def of_kind(self, kind: str) -> list[Object]:
+        return self.children.get(kind, [])
+
+
+@dataclass(frozen=True)
+class Creation:
+    """A child to create for a replica slot. Its body is built only when it is sent (see Plan.desired), so a
+    plan for thousands of replicas holds names, not thousands of pod specs each listing the whole cluster."""
+
+    kind: str
+    slot: ReplicaSlot
+    name: str
 
 
 @dataclass(frozen=True)
@@ -24,13 +65,14 @@ class ChildRef:
     """A child to delete: the uid goes into the delete's precondition, so a newer object that took the same name
     is never deleted by mistake."""
 
+    kind: str
     name: str
     uid: str
 
     @classmethod
-    def of(cls, child: dict[str, Any]) -> ChildRef:
+    def of(cls, kind: str, child: Object) -> ChildRef:
         metadata = mapping(child.get("metadata"))
-        return cls(text(metadata.get("name")) or "", text(metadata.get("uid")) or "")
+        return cls(kind, text(metadata.get("name")) or "", text(metadata.get("uid")) or "")
 
 
 @dataclass(frozen=True)
@@ -43,7 +85,7 @@ class JobEvent:
 @dataclass(frozen=True)
 class JobCounters:
     """How much to bump each job counter. Each comes from a status transition the plan makes, so the wiring
-    should bump them only once the status patch succeeded: then a job is counted once, even across restarts."""
+    should bump them only once the status write succeeded: then a job is counted once, even across restarts."""
 
     created: int = 0
     deleted: int = 0
@@ -58,12 +100,18 @@ class JobCounters:
 
 @dataclass(frozen=True)
 class Plan:
-    create_pods: list[dict[str, Any]] = field(default_factory=list)
-    create_services: list[dict[str, Any]] = field(default_factory=list)
-    delete_pods: list[ChildRef] = field(default_factory=list)
-    delete_services: list[ChildRef] = field(default_factory=list)
-    status: dict[str, Any] | None = None  # the complete new status; None when it is unchanged
+    # In the order to send them: each replica's children side by side, so a replica is whole as early as can be.
+    create: list[Creation] = field(default_factory=list)
+    delete: list[ChildRef] = field(default_factory=list)
+    desired: DesiredChildren | None = None  # builds the bodies of `create`; None when there is nothing to create
+    status: Object | None = None  # the complete new status; None when it is unchanged
     events: list[JobEvent] = field(default_factory=list)
     requeue_after: float | None = None  # seconds until the soonest timer (deadline, TTL)
     delete_job: bool = False  # ttlSecondsAfterFinished has passed
     counters: JobCounters = field(default_factory=JobCounters)
+
+    def creates(self, kind: str) -> list[Creation]:
+        return [creation for creation in self.create if creation.kind == kind]
+
+    def deletes(self, kind: str) -> list[ChildRef]:
+        return [ref for ref in self.delete if ref.kind == kind]

@@ -1,17 +1,15 @@
-"""Planning one reconcile of a TFJob: (job, its pods and services, now, config) -> Plan.
+"""Planning one reconcile of a TFJob: PlanContext (job, its children by kind, now, config) -> Plan.
 
-Pure and level-triggered: the plan depends only on what it is given, never on which event woke the worker, so
+Pure and level-triggered: the plan depends only on its context, never on which event woke the worker, so
 planning twice on the same state yields the same plan, and a plan made from a status the job already has changes
 nothing. The wiring passes only children whose controller ownerReference is this job's uid.
 """
 
 from __future__ import annotations
 
-import enum
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from tfop.api.constants import (
@@ -27,8 +25,6 @@ from tfop.api.constants import (
     LABEL_REPLICA_INDEX,
     LABEL_REPLICA_TYPE,
     POD_FAILED,
-    POD_PENDING,
-    POD_RUNNING,
     POD_SUCCEEDED,
     REASON_BACKOFF_LIMIT_EXCEEDED,
     REASON_CREATED,
@@ -42,81 +38,55 @@ from tfop.api.constants import (
     REASON_SPEC_CORRECTED,
     REASON_SUCCEEDED,
     REASON_SUSPENDED,
-    REPLICA_TYPES,
     REPLICA_WORKER,
-    RESTART_POLICY_ALWAYS,
-    RESTART_POLICY_EXIT_CODE,
-    RESTART_POLICY_ON_FAILURE,
     SUCCESS_POLICY_ALL_WORKERS,
 )
 from tfop.api.defaults import apply_defaults, canonical_replica_type
 from tfop.api.fields import integer, mapping, mapping_at, text
 from tfop.api.runtime_id import runtime_id
 from tfop.api.timestamps import parse_time
-from tfop.api.validation import FieldError, validate
+from tfop.api.validation import validate
 from tfop.controller.draft import PlanDraft
-from tfop.controller.exitcodes import (
-    ExitClass,
-    container_termination,
-    exit_class_name,
-    latest_exit_class_name,
-)
+from tfop.controller.exitcodes import container_termination, exit_class_name, latest_exit_class_name
 from tfop.controller.lifecycle import COMPLETION_TIME, clean_up, finish, keep_finished
-from tfop.controller.plan_types import ChildRef, JobCounters, JobEvent, Plan, PlannerConfig
-from tfop.controller.resources import DesiredChildren, ReplicaSlot, job_runtime_id, replica_count, replica_slot_of
+from tfop.controller.plan_types import POD, SERVICE, CreateRefusal, Creation, Plan, PlanContext
+from tfop.controller.resources import DesiredChildren, ReplicaSlot, child_name, job_runtime_id, replica_count
 from tfop.controller.restarts import RestartCount, RestartLedger, count_restarts
+from tfop.controller.slots import Slot, SlotState, SortedChildren, replica_types, sort_children
 from tfop.controller.status import TRUE, is_terminating, pod_phase, replica_status
 
-__all__ = ["ChildRef", "JobCounters", "JobEvent", "Plan", "PlannerConfig", "plan"]
+__all__ = ["plan"]
 
 START_TIME = "startTime"
 _MAX_LISTED = 5  # replicas or field errors named in one message; the rest are counted
 
 
-class SlotState(enum.Enum):
-    """What the cache shows for one replica slot; the values read well in a condition message."""
-
-    ABSENT = "not created"
-    TERMINATING = "being deleted"
-    PENDING = "Pending"
-    RUNNING = "Running"
-    UNKNOWN = "Unknown"
-    SUCCEEDED = "Succeeded"
-    RETRYABLE = "failed, to be recreated"
-    PERMANENT = "failed"
-    TOLERATED = "failed, tolerated as a dynamic worker"
-
-
 @dataclass(frozen=True)
-class _Slot:
-    slot: ReplicaSlot
-    pod: dict[str, Any] | None
-    state: SlotState
+class _Planning:
+    """One plan in the making: the draft it fills in, what it was given, and the job defaulted, with its
+    children sorted into replica slots. Every step of a valid, running job takes this one value."""
+
+    draft: PlanDraft
+    context: PlanContext
+    job: dict[str, Any]
+    children: SortedChildren
 
 
-@dataclass(frozen=True)
-class _Children:
-    slots: list[_Slot]  # every replica the spec asks for, in a stable order
-    services: dict[ReplicaSlot, dict[str, Any]]
-    surplus_pods: list[dict[str, Any]]  # ours but filling no slot: scaled down, a type removed, a foreign name
-    surplus_services: list[dict[str, Any]]
-    pods_by_type: dict[str, list[dict[str, Any]]]  # every pod with a replica type, slot or not
-
-
-def plan(job: dict[str, Any], pods: list[dict[str, Any]], services: list[dict[str, Any]], now: datetime,
-         config: PlannerConfig = PlannerConfig()) -> Plan:
+def plan(context: PlanContext) -> Plan:
+    job = context.job
     if is_terminating(job):
         return Plan()  # the garbage collector removes the children of a deleted job
-    draft = PlanDraft(job, now, config)
+    draft = PlanDraft(job, context.now, context.config)
     defaulted = apply_defaults(job)
     errors = validate(defaulted)
     _note_created(draft, defaulted)
+    refused = [refusal for refusal in context.refusals if refusal.permanent]
     if _is_finished(draft):
-        keep_finished(draft, defaulted, pods, services, just_finished=False)
-    elif errors:
-        _reject(draft, defaulted, errors, pods, services)
+        keep_finished(draft, defaulted, context, just_finished=False)
+    elif errors or refused:
+        _reject(draft, defaulted, context, [str(error) for error in errors] or [_describe_refusal(r) for r in refused])
     else:
-        _run(draft, defaulted, pods, services)
+        _run(_Planning(draft, context, defaulted, sort_children(defaulted, context)))
     return draft.finalize()
 
 
@@ -138,22 +108,22 @@ def _is_finished(draft: PlanDraft) -> bool:
     return failed.get("reason") != REASON_INVALID_SPEC or failed.get("observedGeneration") == draft.generation
 
 
-def _reject(draft: PlanDraft, job: dict[str, Any], errors: list[FieldError], pods: list[dict[str, Any]],
-            services: list[dict[str, Any]]) -> None:
-    """An invalid job fails without creating anything, and waits for its spec to change."""
-    listed = _listing([str(error) for error in errors])
+def _reject(draft: PlanDraft, job: dict[str, Any], context: PlanContext, errors: list[str]) -> None:
+    """An invalid job fails, creating nothing more and cleaning up what it made, and waits for its spec to change.
+    Invalid means: our validation says so, or the apiserver refused a child built from its template."""
+    listed = _listing(errors)
     finish(draft, CONDITION_FAILED, REASON_INVALID_SPEC, f"{draft.job_ref} has an invalid spec: {listed}.")
-    keep_finished(draft, job, pods, services, just_finished=True)
+    keep_finished(draft, job, context, just_finished=True)
 
 
-def _run(draft: PlanDraft, job: dict[str, Any], pods: list[dict[str, Any]], services: list[dict[str, Any]]) -> None:
+def _run(p: _Planning) -> None:
+    draft, children = p.draft, p.children
     if draft.is_true(CONDITION_FAILED):  # it failed for an invalid spec, and the new spec is valid
         draft.set_condition(CONDITION_FAILED, true=False, reason=REASON_SPEC_CORRECTED,
                             message=f"{draft.job_ref} has a valid spec again.")
         draft.status.pop(COMPLETION_TIME, None)
-    children = _sort_children(job, pods, services)
-    if job["spec"]["runPolicy"].get("suspend") is True:
-        _suspend(draft, job, children, pods, services)
+    if p.job["spec"]["runPolicy"].get("suspend") is True:
+        _suspend(p)
         return
     if draft.is_true(CONDITION_SUSPENDED):
         draft.set_condition(CONDITION_SUSPENDED, true=False, reason=REASON_RESUMED,
@@ -163,107 +133,61 @@ def _run(draft: PlanDraft, job: dict[str, Any], pods: list[dict[str, Any]], serv
         draft.set_time(START_TIME)
 
     recreate = [slot for slot in children.slots if slot.state is SlotState.RETRYABLE]
-    scaled_down = [pod for pod in children.surplus_pods if not is_terminating(pod)]
+    scaled_down = [pod for pod in children.surplus_of(POD) if not is_terminating(pod)]
     recreating = {_uid(slot.pod) for slot in recreate}
-    counts = _count_restarts(draft, job, children, deleting=recreating | {_uid(pod) for pod in scaled_down},
-                             recreating=recreating)
-    if _finish_if_done(draft, job, children, sum(count.total for count in counts.values())):
-        keep_finished(draft, job, pods, services, just_finished=True)
-        _record_replicas(draft, job, children, counts, finishing=True)
+    counts = _count_restarts(p, deleting=recreating | {_uid(pod) for pod in scaled_down}, recreating=recreating)
+    if _finish_if_done(p, sum(count.total for count in counts.values())):
+        keep_finished(draft, p.job, p.context, just_finished=True)
+        _record_replicas(p, counts, finishing=True)
         return
 
     for pod in [*(slot.pod for slot in recreate if slot.pod is not None), *scaled_down]:
-        draft.delete_pod(pod)  # a recreated pod is created once the old one is gone: its name is taken until then
-    for service in children.surplus_services:
+        draft.delete_child(POD, pod)  # a recreated pod is created once the old one is gone: its name is taken
+    for service in children.surplus_of(SERVICE):
         if not is_terminating(service):
-            draft.delete_service(service)
-    desired = DesiredChildren(job, draft.config.service_domain, draft.config.accelerators)
-    for slot in children.slots:
-        if slot.state is SlotState.ABSENT:
-            draft.create_pods.append(desired.pod(slot.slot.replica_type, slot.slot.index))
-        if slot.slot not in children.services:
-            draft.create_services.append(desired.service(slot.slot.replica_type, slot.slot.index))
-    _update_running(draft, children, [count.recreated for count in counts.values()])
-    _record_replicas(draft, job, children, counts, finishing=False)
+            draft.delete_child(SERVICE, service)
+    _create_missing(p)
+    _update_running(p, [count.recreated for count in counts.values()])
+    _record_replicas(p, counts, finishing=False)
 
 
-def _suspend(draft: PlanDraft, job: dict[str, Any], children: _Children, pods: list[dict[str, Any]],
-             services: list[dict[str, Any]]) -> None:
+def _create_missing(p: _Planning) -> None:
+    """Each slot's missing pod and service, side by side; the bodies are built by the applier as it sends them."""
+    name, rid = p.job["metadata"]["name"], job_runtime_id(p.job)
+    for slot in p.children.slots:
+        replica = slot.slot
+        missing = [kind for kind, absent in ((POD, slot.state is SlotState.ABSENT),
+                                             (SERVICE, replica not in p.children.services)) if absent]
+        for kind in missing:
+            p.draft.create.append(Creation(kind, replica, child_name(name, replica.replica_type, rid, replica.index)))
+    if p.draft.create:
+        config = p.draft.config
+        p.draft.desired = DesiredChildren(p.job, config.service_domain, config.accelerators)
+
+
+def _suspend(p: _Planning) -> None:
     """A suspended job keeps nothing running; its clock (startTime) stops, and restarts in place so far are kept."""
-    deleting = {_uid(pod) for pod in pods if not is_terminating(pod)}
-    counts = _count_restarts(draft, job, children, deleting=deleting, recreating=set())
-    clean_up(draft, pods, services, CLEAN_POD_POLICY_ALL)
-    draft.note_cleanup(pods, services)
+    draft = p.draft
+    deleting = {_uid(pod) for pod in p.context.of_kind(POD) if not is_terminating(pod)}
+    counts = _count_restarts(p, deleting=deleting, recreating=set())
+    clean_up(draft, p.context, CLEAN_POD_POLICY_ALL)
     message = f"{draft.job_ref} is suspended."
     draft.set_condition(CONDITION_SUSPENDED, true=True, reason=REASON_SUSPENDED, message=message)
     draft.set_condition(CONDITION_RUNNING, true=False, reason=REASON_SUSPENDED, message=message)
     draft.clear_condition(CONDITION_RESTARTING, reason=REASON_SUSPENDED, message=message)
     draft.status.pop(START_TIME, None)
-    _record_replicas(draft, job, children, counts, finishing=False)
+    _record_replicas(p, counts, finishing=False)
 
 
-def _sort_children(job: dict[str, Any], pods: list[dict[str, Any]], services: list[dict[str, Any]]) -> _Children:
-    job_name: str = job["metadata"]["name"]
-    rid = job_runtime_id(job)
-    pods_at: dict[ReplicaSlot, dict[str, Any]] = {}
-    surplus_pods: list[dict[str, Any]] = []
-    pods_by_type: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for pod in pods:
-        slot = replica_slot_of(pod, job_name, rid)
-        if slot is not None:
-            pods_by_type[slot.replica_type].append(pod)
-        if slot is None or slot.index >= replica_count(job, slot.replica_type) or slot in pods_at:
-            surplus_pods.append(pod)
-        else:
-            pods_at[slot] = pod
-    services_at: dict[ReplicaSlot, dict[str, Any]] = {}
-    surplus_services: list[dict[str, Any]] = []
-    for service in services:
-        slot = replica_slot_of(service, job_name, rid)
-        if slot is None or slot.index >= replica_count(job, slot.replica_type) or slot in services_at:
-            surplus_services.append(service)
-        else:
-            services_at[slot] = service
-    slots = [_Slot(slot, pods_at.get(slot), _slot_state(job, slot, pods_at.get(slot)))
-             for replica_type in _replica_types(job) for slot in
-             (ReplicaSlot(replica_type, index) for index in range(replica_count(job, replica_type)))]
-    return _Children(slots, services_at, surplus_pods, surplus_services, dict(pods_by_type))
-
-
-def _slot_state(job: dict[str, Any], slot: ReplicaSlot, pod: dict[str, Any] | None) -> SlotState:
-    if pod is None:
-        return SlotState.ABSENT
-    if is_terminating(pod):  # neither there nor failed: its index is recreated once it is gone
-        return SlotState.TERMINATING
-    phase = pod_phase(pod)
-    if phase != POD_FAILED:
-        return {POD_PENDING: SlotState.PENDING, POD_RUNNING: SlotState.RUNNING,
-                POD_SUCCEEDED: SlotState.SUCCEEDED}.get(phase, SlotState.UNKNOWN)
-    policy = job["spec"]["tfReplicaSpecs"][slot.replica_type]["restartPolicy"]
-    if policy == RESTART_POLICY_EXIT_CODE:
-        termination = container_termination(pod)
-        # No exit code means the pod failed around the container (evicted, node lost): worth another try.
-        exit_class = termination.exit_class if termination is not None else ExitClass.RETRYABLE
-        if exit_class is ExitClass.SUCCEEDED:
-            return SlotState.SUCCEEDED
-        if exit_class is ExitClass.RETRYABLE:
-            return SlotState.RETRYABLE
-    elif policy in (RESTART_POLICY_ALWAYS, RESTART_POLICY_ON_FAILURE):
-        return SlotState.RETRYABLE  # the kubelet restarts in place, so a Failed pod was evicted or lost its node
-    if slot.replica_type == REPLICA_WORKER and job["spec"].get("enableDynamicWorker") is True:
-        return SlotState.TOLERATED
-    return SlotState.PERMANENT
-
-
-def _count_restarts(draft: PlanDraft, job: dict[str, Any], children: _Children, *, deleting: set[str],
-                    recreating: set[str]) -> dict[str, RestartCount]:
+def _count_restarts(p: _Planning, *, deleting: set[str], recreating: set[str]) -> dict[str, RestartCount]:
     """Counts restarts per replica type, announcing the new ones: a recreation as it is decided, restarts in
     place as the status first sees them."""
+    draft, pods_by_type = p.draft, p.children.pods_by_type
     previous = mapping(draft.status.get("replicaStatuses"))
     counts: dict[str, RestartCount] = {}
-    for replica_type in _replica_types(job):
+    for replica_type in replica_types(p.job):
         before = mapping(previous.get(replica_type))
-        count = count_restarts(RestartLedger.from_replica_status(before), children.pods_by_type.get(replica_type, []),
+        count = count_restarts(RestartLedger.from_replica_status(before), pods_by_type.get(replica_type, []),
                                deleting=deleting, recreating=recreating)
         counts[replica_type] = count
         for pod in count.recreated:
@@ -271,7 +195,7 @@ def _count_restarts(draft: PlanDraft, job: dict[str, Any], children: _Children, 
             draft.restarts_by_exit_class[exit_class_name(pod)] += 1
         in_place = count.total - (integer(before.get("restarts")) or 0) - len(count.recreated)
         if in_place > 0:
-            draft.restarts_by_exit_class[latest_exit_class_name(children.pods_by_type.get(replica_type, []))] += in_place
+            draft.restarts_by_exit_class[latest_exit_class_name(pods_by_type.get(replica_type, []))] += in_place
             draft.event(EVENT_WARNING, REASON_RESTARTING,
                         f"{draft.job_ref}: {replica_type} containers restarted in place {in_place} more time(s), "
                         f"{count.total} restart(s) of {replica_type} replicas in all.")
@@ -279,14 +203,14 @@ def _count_restarts(draft: PlanDraft, job: dict[str, Any], children: _Children, 
     return counts
 
 
-def _finish_if_done(draft: PlanDraft, job: dict[str, Any], children: _Children, restarts: int) -> bool:
+def _finish_if_done(p: _Planning, restarts: int) -> bool:
     """Success wins over failure (the chief's result is what the user asked for); then a replica that failed for
     good, too many restarts, and the deadline."""
-    run_policy = job["spec"]["runPolicy"]
-    if _succeeded(job, children.slots):
+    draft, run_policy = p.draft, p.job["spec"]["runPolicy"]
+    if _succeeded(p.job, p.children.slots):
         finish(draft, CONDITION_SUCCEEDED, REASON_SUCCEEDED, f"{draft.job_ref} successfully completed.")
         return True
-    failed = [slot.pod for slot in children.slots if slot.state is SlotState.PERMANENT and slot.pod is not None]
+    failed = [slot.pod for slot in p.children.slots if slot.state is SlotState.PERMANENT and slot.pod is not None]
     if failed:
         listed = _listing([_describe_failure(pod) for pod in failed])
         finish(draft, CONDITION_FAILED, REASON_FAILED, f"{draft.job_ref} has failed because {listed}.")
@@ -310,7 +234,7 @@ def _finish_if_done(draft: PlanDraft, job: dict[str, Any], children: _Children, 
     return False
 
 
-def _succeeded(job: dict[str, Any], slots: list[_Slot]) -> bool:
+def _succeeded(job: dict[str, Any], slots: list[Slot]) -> bool:
     """With a chief (Chief or Master), the job succeeds with it. Without one, with worker 0, or with every
     worker under successPolicy AllWorkers (failed dynamic workers aside). A job of only PS and evaluators
     succeeds when all of them have."""
@@ -327,9 +251,10 @@ def _succeeded(job: dict[str, Any], slots: list[_Slot]) -> bool:
     return bool(slots) and all(slot.state is SlotState.SUCCEEDED for slot in slots)
 
 
-def _update_running(draft: PlanDraft, children: _Children, recreated: Iterable[list[dict[str, Any]]]) -> None:
+def _update_running(p: _Planning, recreated: Iterable[list[dict[str, Any]]]) -> None:
     """Running means every replica pod runs (or has finished its part); while any is pending the condition says
     how many, rather than claiming the job runs."""
+    draft, children = p.draft, p.children
     replaced = [pod for pods in recreated for pod in pods]
     if replaced:
         listed = _listing([_describe_failure(pod) for pod in replaced])
@@ -349,16 +274,18 @@ def _update_running(draft: PlanDraft, children: _Children, recreated: Iterable[l
     else:
         detail = ", ".join(f"{states[state]} {state.value}" for state in SlotState if states[state]
                            and state not in (SlotState.RUNNING, SlotState.SUCCEEDED, SlotState.TOLERATED))
+        refused = [_describe_refusal(refusal) for refusal in p.context.refusals]
+        cause = f"; creating them fails: {_listing(refused)}" if refused else ""
         draft.set_condition(CONDITION_RUNNING, true=False, reason=REASON_PENDING,
                             message=f"{draft.job_ref} is waiting for {waiting} of {len(children.slots)} replicas "
-                                    f"to run: {detail}.")
+                                    f"to run: {detail}{cause}.")
 
 
-def _record_replicas(draft: PlanDraft, job: dict[str, Any], children: _Children, counts: dict[str, RestartCount],
-                     *, finishing: bool) -> None:
+def _record_replicas(p: _Planning, counts: dict[str, RestartCount], *, finishing: bool) -> None:
     """replicaStatuses and replicaSummary as the plan leaves the pods. A pod deleted now is no longer active; when
     the job finishes, pods removed by the clean-up still count as succeeded or failed, as the job's final tally."""
-    deleted = {ref.uid for ref in draft.delete_pods}
+    draft, children = p.draft, p.children
+    deleted = draft.deleted_uids(POD)
 
     def counted(pod: dict[str, Any]) -> bool:
         if is_terminating(pod):
@@ -369,15 +296,11 @@ def _record_replicas(draft: PlanDraft, job: dict[str, Any], children: _Children,
         replica_type: {**replica_status([pod for pod in children.pods_by_type.get(replica_type, []) if counted(pod)],
                                         counts[replica_type].total),
                        **counts[replica_type].ledger.status_fields()}
-        for replica_type in _replica_types(job)
+        for replica_type in replica_types(p.job)
     }
     running = sum(1 for slot in children.slots
                   if slot.state is SlotState.RUNNING and slot.pod is not None and _uid(slot.pod) not in deleted)
     draft.status["replicaSummary"] = f"{running}/{len(children.slots)}"
-
-
-def _replica_types(job: dict[str, Any]) -> list[str]:
-    return [replica_type for replica_type in REPLICA_TYPES if replica_type in job["spec"]["tfReplicaSpecs"]]
 
 
 def _describe_failure(pod: dict[str, Any]) -> str:
@@ -390,6 +313,13 @@ def _describe_failure(pod: dict[str, Any]) -> str:
         return f"{who}, which {termination.describe()}"
     reason = text(mapping_at(pod, "status").get("reason"))
     return f"{who}, whose pod failed" + (f" ({reason})" if reason else "")
+
+
+def _describe_refusal(refusal: CreateRefusal) -> str:
+    """e.g. `the apiserver refused the pod of Worker 1: Pod "x" is invalid: spec.volumes[0].name: ...`."""
+    slot = refusal.slot
+    return (f"the apiserver refused the {refusal.kind.lower()} of {slot.replica_type} {slot.index}: "
+            f"{refusal.message.rstrip('.')}")
 
 
 def _listing(entries: list[str]) -> str:

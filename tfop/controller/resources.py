@@ -37,15 +37,13 @@ from tfop.api.defaults import canonical_replica_type
 from tfop.api.fields import items, mapping, text
 from tfop.api.runtime_id import child_name, runtime_id
 from tfop.controller.accelerators import Accelerators, apply_accelerators
+from tfop.controller.settings import DEFAULT_SERVICE_DOMAIN
 
 __all__ = [
-    "DEFAULT_SERVICE_DOMAIN", "DesiredChildren", "ReplicaSlot", "child_name", "desired_pod", "desired_service",
+    "DesiredChildren", "ReplicaSlot", "child_name", "desired_pod", "desired_service",
     "job_runtime_id", "owner_reference", "pod_restart_policy", "replica_count", "replica_slot_of",
     "selector_labels", "tf_config", "tf_task_type", "total_replicas",
 ]
-
-
-DEFAULT_SERVICE_DOMAIN = "svc"
 
 
 @dataclass(frozen=True, order=True)
@@ -205,17 +203,27 @@ class DesiredChildren:
         return cluster
 
     def _service_ports(self, replica_type: str) -> list[dict[str, Any]]:
-        container = _tensorflow_container(self._job["spec"]["tfReplicaSpecs"][replica_type]["template"]["spec"])
-        if container is None:  # a PS may leave out the tensorflow container; TF servers listen on the default
-            return [{"name": DEFAULT_PORT_NAME, "port": DEFAULT_PORT, "targetPort": DEFAULT_PORT}]
-        ports = []
-        for port in items(container.get("ports")):
-            if isinstance(port, dict) and port.get("name"):
-                service_port = {"name": port["name"], "port": port["containerPort"],
-                                "targetPort": port["containerPort"]}
-                if port.get("protocol"):
-                    service_port["protocol"] = port["protocol"]
-                ports.append(service_port)
+        """The container's named ports, each number once (the apiserver refuses a Service that repeats one), and
+        always the port TF_CONFIG names, so peers can reach it."""
+        replica = self._job["spec"]["tfReplicaSpecs"][replica_type]
+        container = _tensorflow_container(replica["template"]["spec"])
+        ports: list[dict[str, Any]] = []
+        seen: set[tuple[Any, Any]] = set()
+        for port in items(container.get("ports") if container is not None else None):
+            if not isinstance(port, dict) or not port.get("name"):
+                continue
+            number, protocol = port.get("containerPort"), port.get("protocol") or "TCP"
+            if (number, protocol) in seen or any(p["name"] == port["name"] for p in ports):
+                continue
+            seen.add((number, protocol))
+            service_port = {"name": port["name"], "port": number, "targetPort": number}
+            if port.get("protocol"):
+                service_port["protocol"] = port["protocol"]
+            ports.append(service_port)
+        tf_port = _tf_port(replica)
+        if (tf_port, "TCP") not in seen:
+            # e.g. a PS without a tensorflow container, or TensorFlow's port declared without a name
+            ports.append({"name": DEFAULT_PORT_NAME, "port": tf_port, "targetPort": tf_port})
         return ports
 
 

@@ -7,6 +7,7 @@ pydantic.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -22,20 +23,12 @@ import kubernetes.client
 import kubernetes.config
 import urllib3
 from kubernetes.client.exceptions import ApiException
-from prometheus_client import Counter, Histogram
 
 from tfop import __version__
 from tfop.kube.errors import TransportError, error_from_status
+from tfop.kube.metrics import KubeMetrics
 from tfop.kube.resource import Resource
 from tfop.kube.throttle import RequestThrottle, RetryPolicy, parse_retry_after
-
-# client-go's metric names, so existing dashboards work unchanged.
-REQUESTS = Counter("rest_client_requests", "HTTP requests to the apiserver, by status code and method.",
-                   ["code", "method"])
-REQUEST_DURATION = Histogram(
-    "rest_client_request_duration_seconds", "Request latency to the apiserver, by verb.", ["verb"],
-    buckets=(0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0),
-)
 
 Objects = list[dict[str, Any]]
 Page = tuple[Objects, str]  # one page of a list: its items and the resourceVersion of the list's snapshot
@@ -66,7 +59,7 @@ class KubeClient:
 
     def __init__(self, configuration: kubernetes.client.Configuration, *, qps: float = 50.0, burst: int = 100,
                  connect_timeout: float = 5.0, read_timeout: float = 30.0, max_retries: int = 5,
-                 user_agent: str = f"tfop/{__version__}") -> None:
+                 user_agent: str = f"tfop/{__version__}", metrics: KubeMetrics | None = None) -> None:
         config = copy.deepcopy(configuration)  # the caller's object stays as it was
         config.connection_pool_maxsize = max(MIN_CONNECTION_POOL, config.connection_pool_maxsize or 0)
         config.retries = False  # retries are decided here, not by urllib3
@@ -78,6 +71,7 @@ class KubeClient:
         self.timeout = (connect_timeout, read_timeout)
         self.retry_policy = RetryPolicy(max_retries=max_retries)
         self._throttle = RequestThrottle(qps, burst)
+        self._metrics = metrics or KubeMetrics.create()
 
     @classmethod
     def from_kubeconfig(cls, path: str | None = None, context: str | None = None, *, server: str | None = None,
@@ -173,10 +167,9 @@ class KubeClient:
         self._api.update_params_for_auth(headers, None, ["BearerToken"], path, method, None)
         return headers
 
-    @staticmethod
-    def _observe(method: str, code: str, started: float) -> None:
-        REQUESTS.labels(code, method).inc()
-        REQUEST_DURATION.labels(method).observe(time.monotonic() - started)
+    def _observe(self, method: str, code: str, started: float) -> None:
+        self._metrics.requests.labels(code, method).inc()
+        self._metrics.request_duration.labels(method).observe(time.monotonic() - started)
 
     # -- verbs -------------------------------------------------------------------------------------------------
 
@@ -193,7 +186,8 @@ class KubeClient:
         """
         items: list[dict[str, Any]] = []
         resource_version = ""
-        for page, resource_version in self.list_pages(resource, namespace, label_selector=label_selector,
+        # The last page's resourceVersion is the list's.
+        for page, resource_version in self.list_pages(resource, namespace, label_selector=label_selector,  # noqa: B007
                                                       field_selector=field_selector, limit=limit):
             items.extend(page)
         return items, resource_version
@@ -278,8 +272,8 @@ class KubeClient:
         No retries here: the caller (a reflector) owns the loop and its backoff. The read timeout is the server's
         timeout plus a grace, so silence longer than a whole watch means a dead connection.
         """
-        query = _selector_query(label_selector, field_selector) + [
-            ("watch", "true"), ("resourceVersion", resource_version), ("timeoutSeconds", str(timeout_seconds))]
+        query = [*_selector_query(label_selector, field_selector),
+                 ("watch", "true"), ("resourceVersion", resource_version), ("timeoutSeconds", str(timeout_seconds))]
         if allow_bookmarks:
             query.append(("allowWatchBookmarks", "true"))
         response = self._send("GET", resource.path(namespace), query, None, "application/json",
@@ -357,10 +351,8 @@ class WatchStream(Iterator[dict[str, Any]]):
             self._closed = True
             reading = self._reading
         if reading:
-            try:
+            with contextlib.suppress(ValueError, RuntimeError, OSError):
                 self._response.shutdown()  # the reader wakes, sees _closed and closes the response
-            except (ValueError, RuntimeError, OSError):
-                pass
         else:
             self._response.close()
 

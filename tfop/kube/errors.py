@@ -17,6 +17,10 @@ class ApiError(Exception):
         self.body = body
 
 
+class BadRequest(ApiError):
+    """400: the server could not decode or accept the request body (e.g. a malformed quantity)."""
+
+
 class NotFound(ApiError):
     """404: the object (or its namespace) does not exist."""
 
@@ -63,7 +67,9 @@ def error_from_status(code: int, body: bytes | dict[str, Any] | None, http_reaso
         reason = str(status.get("reason") or http_reason)
         message = str(status.get("message") or text)
     cls: type[ApiError] = ApiError
-    if code == 404:
+    if code == 400:
+        cls = BadRequest
+    elif code == 404:
         cls = NotFound
     elif code == 409:
         cls = AlreadyExists if reason == "AlreadyExists" else Conflict

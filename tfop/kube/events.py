@@ -23,14 +23,14 @@ import time
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Generic, Protocol, TypeVar
 
 import structlog
-from prometheus_client import Counter
 
 from tfop.kube.clock import SYSTEM_CLOCK, Clock
 from tfop.kube.errors import ApiError, NotFound
+from tfop.kube.metrics import KubeMetrics
 from tfop.kube.ratelimit import TokenBucket
 from tfop.kube.resource import EVENTS, Resource
 
@@ -38,12 +38,6 @@ NORMAL = "Normal"
 WARNING = "Warning"
 MAX_MESSAGE_BYTES = 1024  # the apiserver's limit for event notes
 MAX_NAME_LENGTH = 253
-
-EVENTS_DROPPED = Counter(
-    "tfop_events_dropped_total",
-    "Events not written to the API, by why: queue_full, spam_filter, api_error, stopped.",
-    ["reason"],
-)
 
 _log = structlog.get_logger(__name__)
 
@@ -89,7 +83,7 @@ def _object_identity(reference: Mapping[str, str]) -> str:
 
 
 def _timestamp(wall: float) -> str:
-    return datetime.fromtimestamp(wall, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(wall, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class _Lru(Generic[K, V]):
@@ -149,6 +143,7 @@ class EventRecorder:
         clock: Clock = SYSTEM_CLOCK,
         host: str | None = None,
         cache_size: int = 4096,
+        metrics: KubeMetrics | None = None,
     ) -> None:
         if not component:
             raise ValueError("an event recorder needs a component name")
@@ -159,6 +154,7 @@ class EventRecorder:
         self._burst = burst
         self._refill_rate = 1.0 / refill_seconds
         self._clock = clock
+        self._dropped = (metrics or KubeMetrics.create()).events_dropped
         self._lock = threading.Lock()
         self._has_work = threading.Condition(self._lock)
         self._idle = threading.Condition(self._lock)
@@ -188,7 +184,7 @@ class EventRecorder:
                 pending.last_seen = now
                 return
             if self._closed or len(self._pending) >= self._queue_size:
-                EVENTS_DROPPED.labels("stopped" if self._closed else "queue_full").inc()
+                self._dropped.labels("stopped" if self._closed else "queue_full").inc()
                 return
             self._pending[key] = _Pending(reference, 1, now, now)
             self._has_work.notify()
@@ -228,7 +224,7 @@ class EventRecorder:
                 self._abandoned = True
                 dropped = sum(pending.count for pending in self._pending.values())
                 self._pending.clear()
-                EVENTS_DROPPED.labels("stopped").inc(dropped)
+                self._dropped.labels("stopped").inc(dropped)
             self._has_work.notify_all()
         if flushed and self._thread is not None:
             self._thread.join(timeout)
@@ -254,10 +250,10 @@ class EventRecorder:
             try:
                 self._write(key, pending)
             except ApiError as error:
-                EVENTS_DROPPED.labels("api_error").inc(pending.count)
+                self._dropped.labels("api_error").inc(pending.count)
                 _log.warning("event not written", reason=key[2], object=pending.reference["name"], error=str(error))
-            except Exception:  # a bug must not kill the sender thread
-                EVENTS_DROPPED.labels("api_error").inc(pending.count)
+            except Exception:  # noqa: BLE001 - a bug must not kill the sender thread (logged with its traceback)
+                self._dropped.labels("api_error").inc(pending.count)
                 _log.exception("event not written", reason=key[2], object=pending.reference["name"])
             finally:
                 with self._lock:
@@ -271,7 +267,7 @@ class EventRecorder:
         last_timestamp = _timestamp(pending.last_seen)
         if written is None:
             if not self._spam_filter_allows(key[0]):
-                EVENTS_DROPPED.labels("spam_filter").inc(pending.count)
+                self._dropped.labels("spam_filter").inc(pending.count)
                 return
             reference = pending.reference
             written = _Written(

@@ -159,7 +159,7 @@ class Informer:
     def _list(self) -> None:
         items: list[Object] = []
         resource_version = ""
-        for page, resource_version in self.client.list_pages(
+        for page, resource_version in self.client.list_pages(  # noqa: B007 - the last page's version is the list's
                 self.resource, self.namespace, label_selector=self.label_selector,
                 field_selector=self.field_selector, limit=self._page_size):
             # Transform page by page: what it strips is freed before the next page arrives.

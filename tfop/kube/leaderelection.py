@@ -10,29 +10,26 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import structlog
-from prometheus_client import Gauge
 
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import AlreadyExists, ApiError, Conflict, NotFound
+from tfop.kube.metrics import KubeMetrics
 from tfop.kube.resource import LEASES
 from tfop.kube.throttle import jittered
 
 log = structlog.get_logger("tfop.kube.leaderelection")
 
-# client-go's metric, so existing dashboards and alerts work unchanged.
-MASTER_STATUS = Gauge("leader_election_master_status", "1 while this process holds the named lease, else 0.",
-                      ["name"])
 # Acquire attempts are spread over [retry_period, 1.2 * retry_period] so that candidates do not poll in step.
 ACQUIRE_JITTER = 0.2
 
 
 def micro_time(moment: datetime) -> str:
     """A MicroTime string as the Lease API expects (RFC 3339 with microseconds, UTC)."""
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class LeaderElector:
@@ -48,7 +45,7 @@ class LeaderElector:
                  lease_duration: float = 15.0, renew_deadline: float = 10.0, retry_period: float = 2.0,
                  on_started_leading: Callable[[], None] | None = None,
                  on_stopped_leading: Callable[[], None] | None = None, release_on_cancel: bool = True,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, metrics: KubeMetrics | None = None) -> None:
         if not identity:
             raise ValueError("leader election needs a non-empty identity")
         if not lease_duration > renew_deadline > retry_period * (1 + ACQUIRE_JITTER) > 0:
@@ -70,7 +67,8 @@ class LeaderElector:
         self._last_renew = 0.0  # clock() when our last write of the lease succeeded
         self._leading = False
         self._log = log.bind(lease=f"{namespace}/{name}", identity=identity)
-        MASTER_STATUS.labels(name).set(0)
+        self._master_status = (metrics or KubeMetrics.create()).leader.labels(name)
+        self._master_status.set(0)
 
     # -- public ------------------------------------------------------------------------------------------------
 
@@ -179,7 +177,7 @@ class LeaderElector:
         return expiry if self._clock() < expiry else None
 
     def _our_spec(self, current: dict[str, Any]) -> dict[str, Any]:
-        now = micro_time(datetime.now(timezone.utc))
+        now = micro_time(datetime.now(UTC))
         ours = current.get("holderIdentity") == self.identity
         transitions = int(current.get("leaseTransitions") or 0)
         spec = dict(current)  # keep fields we do not manage
@@ -199,7 +197,7 @@ class LeaderElector:
             return
         spec = dict(lease["spec"])
         spec.pop("holderIdentity", None)
-        now = micro_time(datetime.now(timezone.utc))
+        now = micro_time(datetime.now(UTC))
         spec.update({"leaseDurationSeconds": 1, "acquireTime": now, "renewTime": now})
         lease = {**lease, "spec": spec}
         try:
@@ -213,7 +211,7 @@ class LeaderElector:
 
     def _set_leading(self, leading: bool) -> None:
         self._leading = leading
-        MASTER_STATUS.labels(self.name).set(1 if leading else 0)
+        self._master_status.set(1 if leading else 0)
 
     def _call(self, callback: Callable[[], None] | None) -> None:
         if callback is None:

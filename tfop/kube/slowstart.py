@@ -38,7 +38,7 @@ def create_in_batches(create: Callable[[T], Object], items: Sequence[T], executo
     while position < len(items):
         chunk = items[position:position + batch]
         outcomes = list(executor.map(lambda item: _attempt(create, item), chunk))
-        for item, error in zip(chunk, outcomes):
+        for item, error in zip(chunk, outcomes, strict=True):
             if error is None:
                 result.created.append(name_of(item))
             elif result.error is None:

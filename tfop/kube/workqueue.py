@@ -12,7 +12,8 @@ Metrics use the `workqueue_*` names dashboards know. They are plain numbers upda
 and turned into samples only when Prometheus scrapes (a custom collector), because prometheus_client's own
 metric objects take a lock per update and would cost more than the queue operation itself. Computing the
 in-flight gauges (unfinished work, longest running processor) at scrape time also makes them exact without a
-ticking thread. Queues with the same name (tests create many) share one series, summed.
+ticking thread. Queues with the same name share one series, summed. A queue given no collector keeps its
+numbers unexposed.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any, Generic, TypeVar
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.metrics_core import Metric
-from prometheus_client.registry import REGISTRY, Collector
+from prometheus_client.registry import Collector
 
 from tfop.kube.clock import SYSTEM_CLOCK, Clock
 from tfop.kube.ratelimit import RateLimiter, default_controller_rate_limiter
@@ -43,7 +44,8 @@ _BUCKET_LABELS = [repr(bound) for bound in DURATION_BUCKETS] + ["+Inf"]  # as pr
 class RateLimitingQueue(Generic[T]):
     """FIFO of distinct items for worker threads; thread-safe, one lock."""
 
-    def __init__(self, name: str, rate_limiter: RateLimiter | None = None, *, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(self, name: str, rate_limiter: RateLimiter | None = None, *, clock: Clock = SYSTEM_CLOCK,
+                 metrics: WorkqueueCollector | None = None) -> None:
         self.name = name
         self._clock = clock
         self._now = clock.now
@@ -64,7 +66,8 @@ class RateLimitingQueue(Generic[T]):
         self._sequence = itertools.count()
         self._delay_thread: threading.Thread | None = None
         self._stats = _QueueStats()
-        _COLLECTOR.track(self)
+        if metrics is not None:
+            metrics.track(self)
 
     def add(self, item: T) -> None:
         """Queue `item` unless it is already waiting; ignored after shutdown."""
@@ -242,17 +245,17 @@ class _Histogram:
         self.total += seconds
 
     def merge(self, other: _Histogram) -> None:
-        self.counts = [a + b for a, b in zip(self.counts, other.counts)]
+        self.counts = [a + b for a, b in zip(self.counts, other.counts, strict=True)]
         self.total += other.total
 
     def cumulative_buckets(self) -> list[tuple[str, float]]:
-        return list(zip(_BUCKET_LABELS, itertools.accumulate(self.counts)))
+        return list(zip(_BUCKET_LABELS, itertools.accumulate(self.counts), strict=True))
 
 
 class _QueueStats:
     """The counters of one queue. Holds no reference to the queue, so it can outlive it (see the collector)."""
 
-    __slots__ = ("adds", "retries", "queue_latency", "work_duration")
+    __slots__ = ("adds", "queue_latency", "retries", "work_duration")
 
     def __init__(self) -> None:
         self.adds = 0
@@ -272,7 +275,7 @@ class _QueueStats:
         return clone
 
 
-class _WorkqueueCollector(Collector):
+class WorkqueueCollector(Collector):
     """Exposes every queue's numbers per queue name on scrape.
 
     Counters must never go down, so when a queue is garbage-collected its counters are folded into per-name
@@ -355,7 +358,3 @@ def _empty_families() -> _Families:
         ),
         CounterMetricFamily("workqueue_retries_total", "Rate-limited re-adds of items.", labels=labels),
     )
-
-
-_COLLECTOR = _WorkqueueCollector()
-REGISTRY.register(_COLLECTOR)

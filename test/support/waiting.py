@@ -1,0 +1,34 @@
+"""Waiting for what a test can observe, with a deadline, instead of sleeping for a guess."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def wait_for(check: Callable[[], T], timeout: float = 30.0, message: str = "condition", interval: float = 0.1) -> T:
+    """Poll `check` every `interval` seconds until it returns something truthy, and return that; fail with
+    `message` and the last value seen after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    value = check()
+    while not value:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {message}; last value: {value!r}")
+        time.sleep(interval)
+        value = check()
+    return value
+
+
+def wait_for_count(fetch: Callable[[], Any], count: int, timeout: float = 30.0, message: str = "") -> Any:
+    """Poll `fetch` until what it returns has exactly `count` entries; returns that value."""
+    seen: list[Any] = []
+
+    def check() -> bool:
+        seen[:] = [fetch()]
+        return len(seen[0]) == count
+
+    wait_for(lambda: check() or None, timeout, f"{count} {message}".strip())
+    return seen[0]

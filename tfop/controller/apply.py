@@ -1,0 +1,199 @@
+"""Applying a plan through the API, safely: expectations keep the next reconcile from planning on a cache that
+has not seen these writes, children are created in slow-start batches with their bodies built as they are sent,
+deletes carry uid preconditions, the status is written with optimistic concurrency, and events and counters
+follow only once the status that announces them is stored."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import structlog
+
+from tfop.api.constants import KIND
+from tfop.api.timestamps import parse_time
+from tfop.controller.children import KINDS_BY_NAME, TFJOBS, child_id
+from tfop.controller.plan_types import ChildRef, CreateRefusal, Creation, Object, Plan
+from tfop.kube.client import KubeClient
+from tfop.kube.errors import ApiError, BadRequest, Invalid, NotFound
+from tfop.kube.events import NORMAL, WARNING, EventRecorder
+from tfop.kube.expectations import Expectations
+from tfop.kube.slowstart import create_in_batches
+from tfop.kube.store import Store, object_key
+from tfop.metrics import OperatorMetrics
+
+log = structlog.get_logger("tfop.controller")
+
+CacheOf = Callable[[str, str], Store]  # (kind, namespace) -> the cache of that kind's children
+
+
+@dataclass
+class ChildChanges:
+    """What sending a plan's deletes and creates came to."""
+
+    deleted: set[str] = field(default_factory=set)  # uids
+    refusals: list[CreateRefusal] = field(default_factory=list)
+    errors: list[ApiError] = field(default_factory=list)  # worth retrying: failed deletes, transient refusals
+
+    def merge(self, other: ChildChanges) -> ChildChanges:
+        return ChildChanges(self.deleted | other.deleted, [*self.refusals, *other.refusals],
+                            [*self.errors, *other.errors])
+
+
+class PlanApplier:
+    def __init__(self, client: KubeClient, recorder: EventRecorder, expectations: Expectations,
+                 metrics: OperatorMetrics, cache_of: CacheOf, *, create_concurrency: int = 16) -> None:
+        self.client = client
+        self.recorder = recorder
+        self.expectations = expectations
+        self.metrics = metrics
+        self._cache_of = cache_of
+        self._creators = ThreadPoolExecutor(max_workers=create_concurrency, thread_name_prefix="create")
+
+    def shutdown(self, *, wait: bool) -> None:
+        self._creators.shutdown(wait=wait, cancel_futures=not wait)
+
+    def change_children(self, key: str, job: Object, plan: Plan, *, create: bool = True,
+                        skip_deletes: frozenset[str] = frozenset()) -> ChildChanges:
+        """Deletes and creates what the plan says (creates only if `create`; deletes of uids in `skip_deletes`,
+        already sent, are not sent again)."""
+        changes = ChildChanges()
+        self._delete_children(key, job, [ref for ref in plan.delete if ref.uid not in skip_deletes], changes)
+        if create:
+            self._create_children(key, job, plan, changes)
+        return changes
+
+    def record(self, key: str, job: Object, plan: Plan, now: datetime) -> None:
+        """The plan's status, then its events and counters, then the TTL delete."""
+        if plan.status is not None:
+            self._write_status(key, job, plan.status)
+        # Transitions are announced and counted only once their status is stored (the write above raises
+        # otherwise), so a conflict that makes us plan again cannot announce or count one twice.
+        for event in plan.events:
+            self.recorder.record(job, event.type, event.reason, event.message)
+        self._count(job, plan, now)
+        if plan.delete_job:
+            self._delete_job(job)
+
+    def _create_children(self, key: str, job: Object, plan: Plan, changes: ChildChanges) -> None:
+        creations, desired = plan.create, plan.desired
+        if not creations or desired is None:
+            return
+        namespace = job["metadata"]["namespace"]
+        self.expectations.expect_creates(key, [child_id(creation.kind, creation.name) for creation in creations])
+
+        def create(creation: Creation) -> Object:
+            kind = KINDS_BY_NAME[creation.kind]
+            # Built here, on the creating thread: only the bodies in flight exist at once.
+            return self.client.create(kind.resource, kind.build(desired, creation.slot), namespace)
+
+        created: list[Creation] = []
+        by_type: dict[str, list[Creation]] = {}
+        for creation in creations:
+            by_type.setdefault(creation.slot.replica_type, []).append(creation)
+        # A slow-start sequence per replica type: one type's template refused, or its quota spent, holds up
+        # neither the other types nor the refusal of theirs.
+        for group in by_type.values():
+            result = create_in_batches(create, group, self._creators, name_of=lambda c: child_id(c.kind, c.name))
+            done = set(result.created)
+            created.extend(creation for creation in group if child_id(creation.kind, creation.name) in done)
+            if result.error is not None and result.failed is not None:
+                failed = next(c for c in group if child_id(c.kind, c.name) == result.failed)
+                self._refused(job, failed, result.error, changes)
+        created_ids = {child_id(creation.kind, creation.name) for creation in created}
+        for creation in creations:
+            creation_id = child_id(creation.kind, creation.name)
+            # Seen already (its watch event may have come before we expected it), failed, or never tried: in
+            # each case no watch event is still owed for it.
+            if (creation_id not in created_ids
+                    or self._cache_of(creation.kind, namespace).get_by_name(namespace, creation.name) is not None):
+                self.expectations.created(key, creation_id)
+        for kind in KINDS_BY_NAME:
+            names = [creation.name for creation in created if creation.kind == kind]
+            if names:
+                self.recorder.record(job, NORMAL, f"SuccessfulCreate{kind}",
+                                     f"Created {kind.lower()}s: {', '.join(names)}")
+                counter = self.metrics.children_created.get(kind)
+                if counter is not None:
+                    counter.labels(namespace).inc(len(names))
+
+    def _refused(self, job: Object, creation: Creation, error: ApiError, changes: ChildChanges) -> None:
+        permanent = isinstance(error, (Invalid, BadRequest))
+        changes.refusals.append(CreateRefusal(creation.kind, creation.slot, creation.name, error.message, permanent))
+        if not permanent:
+            changes.errors.append(error)
+        self.recorder.record(job, WARNING, f"FailedCreate{creation.kind}",
+                             f"Error creating {creation.kind.lower()} {creation.name}: {error.message}")
+        log.info("create refused", job=object_key(job), kind=creation.kind, name=creation.name,
+                 permanent=permanent, error=error.message)
+
+    def _delete_children(self, key: str, job: Object, refs: list[ChildRef], changes: ChildChanges) -> None:
+        if not refs:
+            return
+        namespace = job["metadata"]["namespace"]
+        self.expectations.expect_deletes(key, [ref.uid for ref in refs])
+        deleted: dict[str, list[str]] = {}
+        for ref in refs:
+            kind = KINDS_BY_NAME[ref.kind]
+            try:
+                self.client.delete(kind.resource, ref.name, namespace, uid=ref.uid,
+                                   propagation_policy=kind.propagation_policy)
+                deleted.setdefault(ref.kind, []).append(ref.name)
+                changes.deleted.add(ref.uid)
+            except NotFound:
+                self.expectations.deleted(key, ref.uid)  # gone already: no event will come
+            except ApiError as error:
+                self.expectations.deleted(key, ref.uid)
+                changes.errors.append(error)
+                self.recorder.record(job, WARNING, f"FailedDelete{ref.kind}",
+                                     f"Error deleting {ref.kind.lower()} {ref.name}: {error.message}")
+        for kind_name, names in deleted.items():
+            counter = self.metrics.children_deleted.get(kind_name)
+            if counter is not None:
+                counter.labels(namespace).inc(len(names))
+            self.recorder.record(job, NORMAL, f"SuccessfulDelete{kind_name}",
+                                 f"Deleted {kind_name.lower()}s: {', '.join(names)}")
+
+    def _write_status(self, key: str, job: Object, status: Object) -> None:
+        """PUT the status with the cached resourceVersion: a stale plan fails with Conflict instead of
+        overwriting a newer status."""
+        metadata = job["metadata"]
+        body = {"apiVersion": job.get("apiVersion", TFJOBS.api_version), "kind": KIND,
+                "metadata": {"name": metadata["name"], "namespace": metadata["namespace"],
+                             "uid": metadata["uid"], "resourceVersion": metadata["resourceVersion"]},
+                "spec": job.get("spec"), "status": status}
+        self.client.replace(TFJOBS, metadata["name"], body, metadata["namespace"], subresource="status")
+        self.expectations.expect_newer(key, metadata["resourceVersion"])
+
+    def _delete_job(self, job: Object) -> None:
+        metadata = job["metadata"]
+        try:
+            self.client.delete(TFJOBS, metadata["name"], metadata["namespace"], uid=metadata["uid"],
+                               propagation_policy="Background")
+        except NotFound:
+            return
+        self.metrics.jobs_deleted.labels(metadata["namespace"]).inc()
+        log.info("deleted finished job after its TTL", job=object_key(job))
+
+    def _count(self, job: Object, plan: Plan, now: datetime) -> None:
+        """The metrics a plan's transitions move."""
+        namespace = job["metadata"]["namespace"]
+        counters, metrics = plan.counters, self.metrics
+        for name, metric in metrics.job_counters.items():
+            amount = getattr(counters, name)
+            if amount and name != "deleted":  # counted by _delete_job, which knows whether it deleted
+                metric.labels(namespace).inc(amount)
+        for exit_class, amount in counters.restarts_by_exit_class:
+            metrics.restarts.labels(namespace, exit_class).inc(amount)
+        status = plan.status or {}
+        if counters.successful or counters.failed:
+            started, completed = parse_time(status.get("startTime")), parse_time(status.get("completionTime"))
+            if started is not None and completed is not None:
+                outcome = "succeeded" if counters.successful else "failed"
+                metrics.job_duration.labels(outcome).observe(max(0.0, (completed - started).total_seconds()))
+        if counters.started_running:
+            created = parse_time(job["metadata"].get("creationTimestamp"))
+            if created is not None:
+                metrics.job_start_latency.observe(max(0.0, (now - created).total_seconds()))

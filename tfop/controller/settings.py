@@ -1,0 +1,20 @@
+"""The controller's settings: what describes the cluster the operator runs in (the controller config file) as
+one frozen value that the planner reads. Flags about how one process runs (threads, qps) are not here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from tfop.controller.accelerators import Accelerators
+
+# "svc" resolves through every pod's DNS search path, whatever the cluster domain; "svc.cluster.local" names it.
+DEFAULT_SERVICE_DOMAIN = "svc"
+
+
+@dataclass(frozen=True)
+class ControllerConfig:
+    # Addresses in TF_CONFIG are `{child}.{namespace}.{service_domain}:{port}`.
+    service_domain: str = DEFAULT_SERVICE_DOMAIN
+    # Env vars and hostPath mounts for containers that request an accelerator resource.
+    accelerators: Accelerators = field(default_factory=lambda: MappingProxyType({}))

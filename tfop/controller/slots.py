@@ -1,0 +1,123 @@
+"""Sorting a job's children into replica slots: which pod and service fill each replica the spec asks for, what
+state each slot is in, and which children fill no slot (scaled away, a type removed, a name not ours)."""
+
+from __future__ import annotations
+
+import enum
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from tfop.api.constants import (
+    POD_FAILED,
+    POD_PENDING,
+    POD_RUNNING,
+    POD_SUCCEEDED,
+    REPLICA_TYPES,
+    REPLICA_WORKER,
+    RESTART_POLICY_ALWAYS,
+    RESTART_POLICY_EXIT_CODE,
+    RESTART_POLICY_ON_FAILURE,
+)
+from tfop.controller.exitcodes import ExitClass, container_termination
+from tfop.controller.plan_types import POD, SERVICE, PlanContext
+from tfop.controller.resources import ReplicaSlot, job_runtime_id, replica_count, replica_slot_of
+from tfop.controller.status import is_terminating, pod_phase
+
+Object = dict[str, Any]
+
+
+class SlotState(enum.Enum):
+    """What the cache shows for one replica slot; the values read well in a condition message."""
+
+    ABSENT = "not created"
+    TERMINATING = "being deleted"
+    PENDING = "Pending"
+    RUNNING = "Running"
+    UNKNOWN = "Unknown"
+    SUCCEEDED = "Succeeded"
+    RETRYABLE = "failed, to be recreated"
+    PERMANENT = "failed"
+    TOLERATED = "failed, tolerated as a dynamic worker"
+
+
+@dataclass(frozen=True)
+class Slot:
+    slot: ReplicaSlot
+    pod: Object | None
+    state: SlotState
+
+
+@dataclass(frozen=True)
+class SortedChildren:
+    slots: list[Slot]  # every replica the spec asks for, in a stable order
+    services: dict[ReplicaSlot, Object]
+    surplus: dict[str, list[Object]]  # by kind: ours but filling no slot
+    pods_by_type: dict[str, list[Object]]  # every pod with a replica type, slot or not
+
+    def surplus_of(self, kind: str) -> list[Object]:
+        return self.surplus.get(kind, [])
+
+
+def replica_types(job: Object) -> list[str]:
+    """The job's replica types in their canonical order."""
+    return [replica_type for replica_type in REPLICA_TYPES if replica_type in job["spec"]["tfReplicaSpecs"]]
+
+
+def sort_children(job: Object, context: PlanContext) -> SortedChildren:
+    """`job` is the defaulted, valid form of `context.job`."""
+    job_name: str = job["metadata"]["name"]
+    rid = job_runtime_id(job)
+    pods_by_type: dict[str, list[Object]] = defaultdict(list)
+    for pod in context.of_kind(POD):
+        slot = replica_slot_of(pod, job_name, rid)
+        if slot is not None:
+            pods_by_type[slot.replica_type].append(pod)
+    filled: dict[str, dict[ReplicaSlot, Object]] = {}
+    surplus: dict[str, list[Object]] = {}
+    for kind in (POD, SERVICE):
+        filled[kind], surplus[kind] = _fill_slots(job, context.of_kind(kind), job_name, rid)
+    pods_at = filled[POD]
+    slots = [Slot(slot, pods_at.get(slot), slot_state(job, slot, pods_at.get(slot)))
+             for replica_type in replica_types(job) for slot in
+             (ReplicaSlot(replica_type, index) for index in range(replica_count(job, replica_type)))]
+    return SortedChildren(slots, filled[SERVICE], surplus, dict(pods_by_type))
+
+
+def _fill_slots(job: Object, children: list[Object], job_name: str,
+                rid: str) -> tuple[dict[ReplicaSlot, Object], list[Object]]:
+    """Each slot the spec has takes the first child named for it; the rest are surplus."""
+    at: dict[ReplicaSlot, Object] = {}
+    surplus: list[Object] = []
+    for child in children:
+        slot = replica_slot_of(child, job_name, rid)
+        if slot is None or slot.index >= replica_count(job, slot.replica_type) or slot in at:
+            surplus.append(child)
+        else:
+            at[slot] = child
+    return at, surplus
+
+
+def slot_state(job: Object, slot: ReplicaSlot, pod: Object | None) -> SlotState:
+    if pod is None:
+        return SlotState.ABSENT
+    if is_terminating(pod):  # neither there nor failed: its index is recreated once it is gone
+        return SlotState.TERMINATING
+    phase = pod_phase(pod)
+    if phase != POD_FAILED:
+        return {POD_PENDING: SlotState.PENDING, POD_RUNNING: SlotState.RUNNING,
+                POD_SUCCEEDED: SlotState.SUCCEEDED}.get(phase, SlotState.UNKNOWN)
+    policy = job["spec"]["tfReplicaSpecs"][slot.replica_type]["restartPolicy"]
+    if policy == RESTART_POLICY_EXIT_CODE:
+        termination = container_termination(pod)
+        # No exit code means the pod failed around the container (evicted, node lost): worth another try.
+        exit_class = termination.exit_class if termination is not None else ExitClass.RETRYABLE
+        if exit_class is ExitClass.SUCCEEDED:
+            return SlotState.SUCCEEDED
+        if exit_class is ExitClass.RETRYABLE:
+            return SlotState.RETRYABLE
+    elif policy in (RESTART_POLICY_ALWAYS, RESTART_POLICY_ON_FAILURE):
+        return SlotState.RETRYABLE  # the kubelet restarts in place, so a Failed pod was evicted or lost its node
+    if slot.replica_type == REPLICA_WORKER and job["spec"].get("enableDynamicWorker") is True:
+        return SlotState.TOLERATED
+    return SlotState.PERMANENT

@@ -1,0 +1,210 @@
+"""A generic controller runtime, the part of controller-runtime's manager and controller every controller needs:
+informers for what it watches, a rate-limited queue of keys, worker threads calling `reconcile(key)`, a stall
+guard, health and readiness problems, and the controller_runtime_* metrics.
+
+It knows nothing of what it reconciles. A controller declares its watches as data: each names a resource, how
+to filter and index it, and which key an event concerns (the object's own, or its owner's); the runtime
+enqueues that key. `reconcile(key)` returns seconds until the key needs another look (a timer), or None; an
+exception requeues the key with backoff without touching any other key.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from tfop.kube.client import KubeClient
+from tfop.kube.errors import ApiError, Conflict
+from tfop.kube.informer import Informer, Transform, strip_managed_fields
+from tfop.kube.metrics import KubeMetrics
+from tfop.kube.ratelimit import RateLimiter
+from tfop.kube.resource import Resource
+from tfop.kube.store import IndexFunc, Store
+from tfop.kube.workqueue import RateLimitingQueue
+
+log = structlog.get_logger("tfop.kube.runtime")
+
+Object = dict[str, Any]
+Reconcile = Callable[[str], "float | None"]
+
+
+class Change(enum.Enum):
+    ADDED = "added"
+    UPDATED = "updated"
+    DELETED = "deleted"
+
+
+# Told of every change before its key is queued, with the key: how expectations learn what the cache has seen.
+Observer = Callable[[Change, str, Object], None]
+
+
+@dataclass(frozen=True)
+class Watch:
+    """One resource a controller watches, and the queue key each of its objects concerns."""
+
+    resource: Resource
+    key_of: Callable[[Object], str | None]  # None: the object concerns no key (not ours)
+    label_selector: str | None = None
+    indexers: Mapping[str, IndexFunc] = field(default_factory=dict)
+    transform: Transform | None = strip_managed_fields
+    observe: Observer | None = None
+
+
+class ControllerRuntime:
+    """Runs `reconcile` for the keys its watches produce, on `threads` workers, one worker per key at a time."""
+
+    def __init__(self, client: KubeClient, name: str, reconcile: Reconcile, watches: Sequence[Watch], *,
+                 namespaces: Sequence[str] = (), threads: int = 4, stall_after: float = 900.0,
+                 rate_limiter: RateLimiter | None = None, metrics: KubeMetrics | None = None,
+                 key_name: str = "key") -> None:
+        self.name = name
+        self._key_name = key_name  # how log lines name a key, e.g. job=ns/name
+        self.threads = threads
+        self._reconcile = reconcile
+        self._metrics = metrics or KubeMetrics.create()
+        scopes: list[str | None] = list(namespaces) or [None]
+        self._watches = list(watches)
+        self._informers: dict[tuple[Resource, str | None], Informer] = {
+            (watch.resource, scope): Informer(client, watch.resource, namespace=scope,
+                                              label_selector=watch.label_selector, indexers=watch.indexers,
+                                              transform=watch.transform)
+            for watch in self._watches for scope in scopes
+        }
+        self._scopes = scopes
+        self.queue: RateLimitingQueue[str] = RateLimitingQueue(name, rate_limiter,
+                                                               metrics=self._metrics.workqueues)
+        self._workers: list[threading.Thread] = []
+        # A healthy informer makes progress at least once per watch (5-10 min), a reconcile takes seconds:
+        # silence longer than this means a hung connection or a stuck worker, which only a restart cures.
+        self.stall_after = stall_after
+        self._busy: dict[str, tuple[str, float]] = {}  # worker name -> (key, monotonic start)
+        self._metrics.max_concurrent.labels(name).set(threads)
+        for result in ("success", "error", "requeue_after"):
+            self._metrics.reconcile_total.labels(name, result)
+        self._metrics.reconcile_errors.labels(name)
+
+    # --- the caches ------------------------------------------------------------------------------------------
+    @property
+    def informers(self) -> list[Informer]:
+        return list(self._informers.values())
+
+    def store(self, resource: Resource, namespace: str) -> Store:
+        """The cache of `resource` that holds objects of `namespace`."""
+        informer = self._informers.get((resource, namespace)) or self._informers.get((resource, None))
+        if informer is None:
+            raise LookupError(f"{resource.plural} in namespace {namespace} are not watched")
+        return informer.store
+
+    # --- lifecycle -------------------------------------------------------------------------------------------
+    def start_informers(self) -> None:
+        for watch in self._watches:
+            for scope in self._scopes:
+                informer = self._informers[(watch.resource, scope)]
+                informer.add_event_handler(*self._handlers(watch))
+                informer.start()
+
+    def wait_for_sync(self, timeout: float | None = None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        return all(i.wait_for_sync(None if deadline is None else max(0.0, deadline - time.monotonic()))
+                   for i in self.informers)
+
+    def start_workers(self) -> None:
+        for number in range(self.threads):
+            thread = threading.Thread(target=self._work, name=f"reconcile-{number}", daemon=True)
+            thread.start()
+            self._workers.append(thread)
+
+    def stop_workers(self, drain_timeout: float = 20.0) -> bool:
+        """Stop taking keys and let in-flight reconciles finish (bounded); True if they all did."""
+        drained = self.queue.shutdown_with_drain(drain_timeout)
+        for worker in self._workers:
+            worker.join(timeout=1.0)
+        return drained
+
+    def stop_informers(self) -> None:
+        for informer in self.informers:
+            informer.stop()
+
+    # --- health ----------------------------------------------------------------------------------------------
+    def health_problem(self) -> str | None:
+        """For /healthz: a dead or stalled informer or worker is a process that must be restarted."""
+        now = time.monotonic()
+        problems = []
+        for informer in self.informers:
+            name = f"informer {informer.resource.plural} ({informer.namespace or 'all namespaces'})"
+            progress = informer.last_progress
+            if not informer.is_alive():
+                problems.append(f"{name} is not running")
+            elif progress is not None and now - progress > self.stall_after:
+                problems.append(f"{name} made no progress for {now - progress:.0f}s")
+        problems.extend(f"{worker.name} is not running" for worker in self._workers
+                        if not worker.is_alive() and not self.queue.shutting_down())
+        for thread_name, (key, since) in list(self._busy.items()):
+            if now - since > self.stall_after:
+                problems.append(f"{thread_name} has been reconciling {key} for {now - since:.0f}s")
+        return "; ".join(problems) or None
+
+    def readiness_problem(self) -> str | None:
+        pending = [i.resource.plural for i in self.informers if not i.has_synced()]
+        return f"caches not synced: {', '.join(pending)}" if pending else None
+
+    # --- events to keys --------------------------------------------------------------------------------------
+    def _handlers(self, watch: Watch) -> tuple[Callable[[Object], None], Callable[[Object, Object], None],
+                                                Callable[[Object, bool], None]]:
+        def changed(change: Change, obj: Object) -> None:
+            key = watch.key_of(obj)
+            if key is None:
+                return
+            if watch.observe is not None:
+                watch.observe(change, key, obj)
+            self.queue.add(key)
+
+        def updated(old: Object, new: Object) -> None:
+            # The same resourceVersion is the same object (a re-list): nothing new to reconcile.
+            if old["metadata"].get("resourceVersion") != new["metadata"].get("resourceVersion"):
+                changed(Change.UPDATED, new)
+
+        return (lambda obj: changed(Change.ADDED, obj), updated,
+                lambda obj, stale: changed(Change.DELETED, obj))
+
+    # --- workers ---------------------------------------------------------------------------------------------
+    def _work(self) -> None:
+        metrics, name = self._metrics, self.name
+        while True:
+            key, shutdown = self.queue.get()
+            if shutdown or key is None:
+                return
+            started = time.monotonic()
+            self._busy[threading.current_thread().name] = (key, started)
+            metrics.active_workers.labels(name).inc()
+            try:
+                requeue_after = self._reconcile(key)
+            except Exception as error:  # noqa: BLE001 - one key's failure must never stop the worker
+                self._failed(key, error)
+            else:
+                self.queue.forget(key)
+                if requeue_after is not None:
+                    self.queue.add_after(key, requeue_after)
+                metrics.reconcile_total.labels(name, "requeue_after" if requeue_after is not None else "success").inc()
+            finally:
+                del self._busy[threading.current_thread().name]
+                metrics.active_workers.labels(name).dec()
+                metrics.reconcile_time.labels(name).observe(time.monotonic() - started)
+                self.queue.done(key)
+
+    def _failed(self, key: str, error: Exception) -> None:
+        self.queue.add_rate_limited(key)
+        self._metrics.reconcile_total.labels(self.name, "error").inc()
+        if isinstance(error, Conflict):  # someone wrote the object since we read it: retry on the newer copy
+            log.debug("conflict, will retry", controller=self.name, **{self._key_name: key})
+            return
+        self._metrics.reconcile_errors.labels(self.name).inc()
+        details = {"error": error.message} if isinstance(error, ApiError) else {"exc_info": error}
+        log.warning("reconcile failed, will retry", controller=self.name, retries=self.queue.num_requeues(key),
+                    **{self._key_name: key}, **details)
