@@ -42,13 +42,17 @@ def _run(*args: str, cwd: Path | None = None) -> str:
 
 
 def package_version() -> str:
-    """The candidate version apt would install; it names the cached archive and the image tag."""
-    for line in _run("apt-cache", "policy", PACKAGE).splitlines():
-        if line.strip().startswith("Candidate:"):
-            version = line.split(":", 1)[1].strip()
-            if version and version != "(none)":
-                return version
-    raise ImageError(f"apt knows no {PACKAGE}; run `apt-get update` first")
+    """The candidate version apt would install; it names the cached archive and the image tag. A machine whose
+    package lists were never fetched knows no candidate: fetch them once."""
+    for attempt in range(2):
+        for line in _run("apt-cache", "policy", PACKAGE).splitlines():
+            if line.strip().startswith("Candidate:"):
+                version = line.split(":", 1)[1].strip()
+                if version and version != "(none)":
+                    return version
+        if attempt == 0:
+            _run("apt-get", "update", "-qq")
+    raise ImageError(f"apt knows no {PACKAGE}, even after `apt-get update`")
 
 
 def tag_for(version: str) -> str:

@@ -14,12 +14,8 @@ hack/build-node.sh.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import fcntl
 import json
-import os
 import shutil
-import signal
 import socket
 import ssl
 import subprocess
@@ -27,8 +23,6 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,8 +37,12 @@ from real_node import (
     NodeError,
     NodeNetwork,
     RealNode,
+    build_node,
+    node_images,
+    pause_image,
     slot_for,
 )
+from supervisor import WATCHDOG, ClusterError, Supervisor, log
 
 __all__ = ["ClusterError", "LocalCluster", "openssl"]
 
@@ -54,53 +52,7 @@ DEFAULT_DIR = REPO_DIR / ".local" / "cluster"
 
 # Start order; stopped in reverse. The real node's components (NODE_COMPONENTS) follow when it is on.
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
-WATCHDOG = "watchdog"
-WATCH_INTERVAL = 2.0
 FAKE_NODES = 4
-
-
-class ClusterError(RuntimeError):
-    """A component could not be built, started or reached; the message says which and where its log is."""
-
-
-def log(message: str) -> None:
-    print(f"[local-cluster] {message}", file=sys.stderr, flush=True)
-
-
-def build_node() -> dict[str, Path]:
-    """Builds (or reuses) kubelet, containerd and CoreDNS, installing the Debian packages the node needs."""
-    result = subprocess.run(["bash", str(HACK_DIR / "build-node.sh")], stdout=subprocess.PIPE, text=True,
-                            check=False)
-    if result.returncode != 0:
-        raise ClusterError(f"building the real node failed (exit {result.returncode}); see the output above")
-    return {Path(line).name: Path(line) for line in result.stdout.split()}
-
-
-def node_images() -> list[tuple[str, Path]]:
-    """(reference, OCI archive) of every image the node gets: the busybox image (sandbox and test image) and
-    whatever hack/build-images.sh builds, if it exists; it prints one `reference archive` pair a line."""
-    lines = []
-    for command in (["python3", str(HACK_DIR / "busybox_image.py")], ["bash", str(HACK_DIR / "build-images.sh")]):
-        if not Path(command[1]).exists():
-            continue
-        result = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=False)
-        if result.returncode != 0:
-            raise ClusterError(f"{' '.join(command)} failed (exit {result.returncode}); see the output above")
-        lines += [line.split() for line in result.stdout.splitlines() if line.strip()]
-    images = []
-    for fields in lines:
-        if len(fields) != 2:
-            raise ClusterError(f"an image builder printed {' '.join(fields)!r}, not `reference archive`")
-        images.append((fields[0], Path(fields[1])))
-    return images
-
-
-def pause_image(images: list[tuple[str, Path]]) -> str:
-    """A pause image if one is built, else the busybox image, whose default command only sleeps."""
-    for reference, _ in images:
-        if reference.rsplit(":", 1)[0].endswith("/pause"):
-            return reference
-    return next(reference for reference, _ in images if reference.rsplit(":", 1)[0].endswith("/busybox"))
 
 
 def build_controlplane() -> Path:
@@ -120,7 +72,7 @@ def free_port() -> int:
 
 
 @dataclass
-class LocalCluster:
+class LocalCluster(Supervisor):
     """One cluster whose state (ports, pids, certificates, data, logs) lives in `directory`.
 
     `real_node`: None keeps what the cluster had (off for a new one); True or False turns the node on or off.
@@ -194,16 +146,6 @@ class LocalCluster:
             "pause_image": self.pause_image,
         }, indent=2))
 
-    def _pid_file(self, component: str) -> Path:
-        return self.directory / "run" / f"{component}.pid"
-
-    def _held_file(self, component: str) -> Path:
-        """Present while a component was stopped on purpose (stop/kill/down): the watchdog leaves it alone."""
-        return self.directory / "run" / f"{component}.held"
-
-    def log_file(self, component: str) -> Path:
-        return self.directory / "logs" / f"{component}.log"
-
     def _binary(self, name: str) -> str:
         assert self.bin_dir is not None, "bin_dir is known once the control plane is built"
         return str(self.bin_dir / name)
@@ -230,8 +172,11 @@ class LocalCluster:
             if name not in self.ports:
                 self.ports[name] = free_port()
         if self.real_node:
-            self.node_binaries = build_node()
-            images = node_images()
+            try:
+                self.node_binaries = build_node()
+                images = node_images()
+            except NodeError as error:
+                raise ClusterError(str(error)) from error
             self.pause_image = pause_image(images)
         node_was_on = self._state_file().exists() and json.loads(self._state_file().read_text()).get("real_node")
         if node_was_on and not self.real_node:
@@ -292,90 +237,19 @@ class LocalCluster:
         self.down()
         shutil.rmtree(self.directory, ignore_errors=True)
 
-    def pid(self, component: str) -> int | None:
-        try:
-            pid = int(self._pid_file(component).read_text())
-        except (FileNotFoundError, ValueError):
-            return None
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            return None
-        if stat.rsplit(")", 1)[1].split()[0] in ("Z", "X"):  # exited: reap it if it is our child
-            _reap(pid)
-            return None
-        # An empty argv0 is a child between fork and exec; another name means the pid was reused.
-        argv0 = argv[0].decode()
-        if not argv0:
-            return pid
-        if component == WATCHDOG:
-            return pid if b"watch" in argv and str(self.directory).encode() in argv else None
-        return pid if Path(argv0).name == self._binary_name(component) else None
-
+    # --- what the supervisor needs to know ---------------------------------------------------------------------
     def _binary_name(self, component: str) -> str:
         return NODE_BINARY_NAMES.get(component, component)
 
-    @contextmanager
-    def _lock(self, component: str) -> Iterator[None]:
-        """One starter at a time per component: `up` and the watchdog may both find it dead."""
-        (self.directory / "run").mkdir(parents=True, exist_ok=True)
-        with open(self.directory / "run" / f"{component}.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            yield
+    def _env(self, component: str) -> dict[str, str] | None:
+        return self.node.env() if component in NODE_COMPONENTS else None
 
-    def start(self, component: str) -> None:
-        with self._lock(component):
-            self._held_file(component).unlink(missing_ok=True)
-            if self.pid(component) is None:
-                log_path = self.log_file(component)
-                with log_path.open("ab") as out:
-                    proc = subprocess.Popen(
-                        self._command(component), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                        start_new_session=True, cwd=self.directory,
-                        env=self.node.env() if component in NODE_COMPONENTS else None,
-                    )
-                self._pid_file(component).write_text(str(proc.pid))
-        self._wait_healthy(component)
-
-    def stop(self, component: str, sig: int = signal.SIGTERM, timeout: float = 15.0) -> None:
-        if (self.directory / "run").is_dir():
-            self._held_file(component).touch()
-        pid = self.pid(component)
-        if pid is None:
-            return
-        os.kill(pid, sig)
-        deadline = time.monotonic() + timeout
-        while self.pid(component) is not None and time.monotonic() < deadline:
-            _reap(pid)
-            time.sleep(0.05)
-        if self.pid(component) is not None:
-            os.kill(pid, signal.SIGKILL)
-        # An exiting process loses its command line before the kernel frees its sockets: wait until it is gone
-        # (or a zombie, which holds no sockets), so that start() right after can bind the same port.
-        while not _exited(pid):
-            time.sleep(0.02)
-        self._pid_file(component).unlink(missing_ok=True)
-
-    def kill(self, component: str) -> None:
-        """SIGKILL, as a crash would; the watchdog leaves it dead until start() (a test restarts it itself)."""
-        self.stop(component, sig=signal.SIGKILL)
-
-    def watch(self) -> None:
-        """The watchdog's loop: restart every component that died without being stopped on purpose, in start
-        order (a kube-scheduler, for one, exits when it loses the apiserver and never comes back by itself)."""
-        while self._state_file().exists():
-            # `up --real-node`/`--no-real-node` may have changed the set since the watchdog started.
-            self.real_node = bool(json.loads(self._state_file().read_text()).get("real_node"))
-            for component in self.components:
-                if self.pid(component) is None and not self._held_file(component).exists():
-                    log(f"watchdog: {component} is not running; restarting it")
-                    try:
-                        self.start(component)
-                    except ClusterError as error:
-                        log(f"watchdog: restarting {component} failed: {error}")
-                        break
-            time.sleep(WATCH_INTERVAL)
+    def _refresh(self) -> bool:
+        if not self._state_file().exists():
+            return False
+        # `up --real-node`/`--no-real-node` may have changed the set since the watchdog started.
+        self.real_node = bool(json.loads(self._state_file().read_text()).get("real_node"))
+        return True
 
     def status(self) -> dict[str, str]:
         result = {}
@@ -469,22 +343,6 @@ class LocalCluster:
         raise ValueError(f"unknown component {component}")
 
     # --- health ----------------------------------------------------------------------------------------------
-    def _wait_healthy(self, component: str, timeout: float = 90.0) -> None:
-        deadline = time.monotonic() + timeout
-        last_error = "no answer yet"
-        while time.monotonic() < deadline:
-            if self.pid(component) is None:
-                raise ClusterError(f"{component} exited at start; last lines of {self.log_file(component)}:\n"
-                                   + _tail(self.log_file(component)))
-            try:
-                if self._probe(component):
-                    return
-            except (OSError, urllib.error.URLError, ssl.SSLError) as error:
-                last_error = str(error)
-            time.sleep(0.2)
-        raise ClusterError(f"{component} did not become healthy within {timeout:.0f}s ({last_error}); "
-                           f"last lines of {self.log_file(component)}:\n" + _tail(self.log_file(component)))
-
     def _probe(self, component: str) -> bool:
         if component in NODE_COMPONENTS:
             return self.node.probe(component)
@@ -627,28 +485,6 @@ def _get(url: str, context: ssl.SSLContext | None) -> dict[str, object]:
 def _get_text(url: str, context: ssl.SSLContext | None) -> str:
     with urllib.request.urlopen(url, context=context, timeout=5) as response:
         return str(response.read().decode().strip())
-
-
-def _reap(pid: int) -> None:
-    """Collects the exit status of a child we started, so it does not linger as a zombie."""
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, os.WNOHANG)
-
-
-def _exited(pid: int) -> bool:
-    _reap(pid)
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
-
-
-def _tail(path: Path, lines: int = 25) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except FileNotFoundError:
-        return "(no log)"
 
 
 def main(argv: list[str] | None = None) -> int:
