@@ -233,12 +233,17 @@ current-context: local
         for reference, archive in images:
             if reference in present:
                 continue
-            base = reference.rsplit(":", 1)[0]
-            self.ctr("images", "import", "--base-name", base, str(archive))
-            # ctr names the image base:<the archive's ref.name>; if that is not the tag the builder announced,
-            # add the announced name too, so pods can use what the builder printed.
-            name = _archive_ref_name(archive)
-            as_imported = name if "/" in name else f"{base}:{name}"
+            # umoci records the tag alone as the archive's ref.name, and ctr then needs --base-name to name the
+            # image; an archive that names its image in full is imported under that name. Either way the image
+            # also gets the reference the builder announced, so pods can use what it printed.
+            name = _archive_image_name(archive)
+            if "/" in name or ":" in name:
+                self.ctr("images", "import", str(archive))
+                as_imported = name
+            else:
+                base = reference.rsplit(":", 1)[0]
+                self.ctr("images", "import", "--base-name", base, str(archive))
+                as_imported = f"{base}:{name}"
             if as_imported != reference:
                 self.ctr("images", "tag", "--force", as_imported, reference)
             imported.append(reference)
@@ -290,14 +295,17 @@ current-context: local
         return left
 
 
-def _archive_ref_name(archive: Path) -> str:
-    """The org.opencontainers.image.ref.name of the OCI archive's (first) manifest."""
+def _archive_image_name(archive: Path) -> str:
+    """The name the OCI archive gives its (first) image: containerd's annotation, else the OCI ref.name (which
+    may be a tag alone)."""
     with tarfile.open(archive) as tar:
         member = tar.extractfile("index.json")
         if member is None:
             raise NodeError(f"{archive} has no index.json: not an OCI image archive")
         index = json.load(member)
-    return str(index["manifests"][0].get("annotations", {}).get("org.opencontainers.image.ref.name", "latest"))
+    annotations = index["manifests"][0].get("annotations", {})
+    return str(annotations.get("io.containerd.image.name")
+               or annotations.get("org.opencontainers.image.ref.name", "latest"))
 
 
 def _shim_ids(pids: list[int]) -> list[str]:
