@@ -72,6 +72,21 @@ clean: ## remove the virtualenv and local state (the control-plane cache in ~/.c
 	-$(PYTHON) hack/local_cluster.py destroy --dir $(CLUSTER_DIR)
 	rm -rf $(VENV) .local .pytest_cache .mypy_cache *.egg-info
 
+# --- images for the real node, and TensorFlow for the tests ------------------------------------------------------
+.PHONY: images image-refs image-locks tensorflow
+
+images: ## build (first time: ~6 min) or reuse the TensorFlow, tfop and pause images; prints each ref and OCI archive
+	@bash hack/build-images.sh
+
+image-refs: ## after changing what goes into an image: write its new ref into hack/versions.env and examples/
+	@bash hack/build-images.sh --pin
+
+image-locks: ## re-resolve the images' Python packages (setup.cfg, TENSORFLOW_VERSION) into hashed lock files
+	@bash hack/lock-images.sh
+
+tensorflow: ## create (first time: ~1-2 min) or reuse the pinned tensorflow-cpu virtualenv; prints its python
+	@bash hack/tensorflow-venv.sh
+
 # --- deploy/: the kustomize base and the Helm chart ---------------------------------------------------------------
 # Extra arguments for `helm template`, e.g. make deploy-render HELM_ARGS="--set cloud=azure"
 HELM_ARGS ?=
