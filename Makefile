@@ -14,10 +14,12 @@ REAL_NODE ?= 1
 NODE_FLAG := $(if $(filter 1,$(REAL_NODE)),--real-node,--no-real-node)
 
 .PHONY: help venv controlplane node cluster-up cluster-down cluster-status cluster-destroy run test unit integration \
-	e2e lint crd clean
+	e2e lint crd constraints clean
 
-help: ## list the targets
+help: ## list the targets and the variables they take
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
+	@echo "Variables: ARGS (make run: flags for tfop run), PYTEST_ARGS (test, unit, integration, e2e), HELM_ARGS"
+	@echo "  (deploy-render), BENCH_ARGS (bench), CLUSTER_DIR (.local/cluster), TFOP_CACHE_DIR (~/.cache/tfop)."
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -45,7 +47,7 @@ cluster-destroy: ## stop the local cluster and delete its data
 cluster-status: ## show which local cluster components run, and the real node's state
 	@$(PYTHON) hack/local_cluster.py status --dir $(CLUSTER_DIR)
 
-run: venv ## run the operator against $$KUBECONFIG, or the local cluster (started if needed; REAL_NODE=0: no real node)
+run: venv ## run the operator against $KUBECONFIG (asks before installing the CRD there; ARGS=--install-crd or --no-install-crd answer for you), or against the local cluster (started if needed, with the real node unless REAL_NODE=0)
 	@REAL_NODE=$(REAL_NODE) bash hack/run.sh $(ARGS)
 
 test: venv controlplane node helm ## run every test: unit, integration and e2e against a real local control plane
@@ -64,6 +66,9 @@ e2e: venv controlplane node ## run the end-to-end tests only (-m e2e)
 
 lint: venv ## ruff (rules in ruff.toml) over tfop, test and hack, then mypy --strict; both run, either fails it
 	@status=0; $(PY) -m ruff check tfop test hack || status=1; $(PY) -m mypy || status=1; exit $$status
+
+constraints: ## re-resolve the image's pinned dependency set into constraints.txt (review the diff, then make test)
+	bash hack/constraints.sh
 
 crd: venv controlplane ## regenerate crd/ from hack/crd-template.yaml and the local apiserver's PodTemplateSpec
 	$(PY) hack/gen_crd.py

@@ -32,7 +32,7 @@ build_kubernetes() {
   wrapper_module "${WORK}/k8s" k8s.io/kubernetes "${v}" "v0.${v#v1.}"
   local ldflags
   ldflags="$(kubernetes_ldflags "${v}")"
-  (cd "${WORK}/k8s" && with_progress "Kubernetes ${v}" go build -ldflags "${ldflags}" -o "${OUT}/" \
+  (cd "${WORK}/k8s" && go build -ldflags "${ldflags}" -o "${OUT}/" \
     k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
     k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl) \
     || die "building Kubernetes ${v} failed (see the Go output above)"
@@ -41,13 +41,13 @@ build_kubernetes() {
 build_etcd() {
   log "building etcd ${ETCD_VERSION}"
   wrapper_module "${WORK}/etcd" go.etcd.io/etcd/server/v3 "${ETCD_VERSION}" "${ETCD_VERSION}"
-  (cd "${WORK}/etcd" && with_progress "etcd ${ETCD_VERSION}" go build -ldflags "-s -w" -o "${OUT}/etcd" go.etcd.io/etcd/server/v3) \
+  (cd "${WORK}/etcd" && go build -ldflags "-s -w" -o "${OUT}/etcd" go.etcd.io/etcd/server/v3) \
     || die "building etcd ${ETCD_VERSION} failed (see the Go output above)"
 }
 
 build_kwok() {
   log "building kwok ${KWOK_VERSION}"
-  GOBIN="${OUT}" with_progress "kwok ${KWOK_VERSION}" go install -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@${KWOK_VERSION}" \
+  GOBIN="${OUT}" go install -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@${KWOK_VERSION}" \
     || die "building kwok ${KWOK_VERSION} failed (see the Go output above)"
 }
 

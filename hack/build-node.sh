@@ -28,7 +28,8 @@ DEBIAN_PACKAGES=(runc containernetworking-plugins iptables socat)
 WORK=""
 cleanup() { [[ -z "${WORK}" ]] || rm -rf "${WORK}"; }
 trap cleanup EXIT
-work_dir() { [[ -n "${WORK}" ]] || WORK="$(mktemp -d)"; }
+# The first build sets up Go (and its heartbeat, a line every 20 s while the script runs).
+work_dir() { [[ -n "${WORK}" ]] || { go_build_env; WORK="$(mktemp -d)"; }; }
 
 # finish DIR: publishes a finished build; a half-built one is never taken as built.
 finish() {
@@ -43,8 +44,7 @@ build_kubelet() {
   work_dir
   wrapper_module "${WORK}/kubelet" k8s.io/kubernetes "${v}" "v0.${v#v1.}"
   mkdir -p "${out}"
-  (cd "${WORK}/kubelet" && with_progress "kubelet ${v}" \
-    go build -ldflags "$(kubernetes_ldflags "${v}")" -o "${out}/" k8s.io/kubernetes/cmd/kubelet) \
+  (cd "${WORK}/kubelet" && go build -ldflags "$(kubernetes_ldflags "${v}")" -o "${out}/" k8s.io/kubernetes/cmd/kubelet) \
     || die "building kubelet from k8s.io/kubernetes ${v} failed (see the Go output above)"
   finish "${KUBELET_DIR}"
 }
@@ -56,8 +56,7 @@ build_containerd() {
   wrapper_module "${WORK}/containerd" "${module}" "${v}" "${v}"
   mkdir -p "${out}"
   # no_btrfs: the btrfs snapshotter needs cgo and btrfs headers; the overlayfs one is what the node uses.
-  (cd "${WORK}/containerd" && with_progress "containerd ${v}" \
-    go build -tags no_btrfs -ldflags "-s -w -X ${module}/version.Version=${v}" -o "${out}/" \
+  (cd "${WORK}/containerd" && go build -tags no_btrfs -ldflags "-s -w -X ${module}/version.Version=${v}" -o "${out}/" \
       "${module}/cmd/containerd" "${module}/cmd/containerd-shim-runc-v2" "${module}/cmd/ctr") \
     || die "building ${module} ${v} failed (see the Go output above)"
   finish "${CONTAINERD_DIR}"
@@ -80,8 +79,7 @@ build_coredns() {
     echo "func main() { coremain.Run() }"
   } >"${WORK}/coredns/main.go"
   mkdir -p "${out}"
-  (cd "${WORK}/coredns" && with_progress "CoreDNS ${v}" \
-    go build -ldflags "-s -w -X ${module}/coremain.GitCommit=${v}" -o "${out}/coredns" .) \
+  (cd "${WORK}/coredns" && go build -ldflags "-s -w -X ${module}/coremain.GitCommit=${v}" -o "${out}/coredns" .) \
     || die "building ${module} ${v} failed (see the Go output above)"
   finish "${COREDNS_DIR}"
 }
@@ -96,13 +94,13 @@ paths=()
 for component in "${wanted[@]}"; do
   case "${component}" in
     containerd)
-      [[ -f "${CONTAINERD_DIR}/.complete" ]] || { go_build_env; build_containerd; built+=" containerd"; }
+      [[ -f "${CONTAINERD_DIR}/.complete" ]] || { build_containerd; built+=" containerd"; }
       paths+=("${CONTAINERD_DIR}/containerd" "${CONTAINERD_DIR}/containerd-shim-runc-v2" "${CONTAINERD_DIR}/ctr") ;;
     coredns)
-      [[ -f "${COREDNS_DIR}/.complete" ]] || { go_build_env; build_coredns; built+=" coredns"; }
+      [[ -f "${COREDNS_DIR}/.complete" ]] || { build_coredns; built+=" coredns"; }
       paths+=("${COREDNS_DIR}/coredns") ;;
     kubelet)
-      [[ -f "${KUBELET_DIR}/.complete" ]] || { go_build_env; build_kubelet; built+=" kubelet"; }
+      [[ -f "${KUBELET_DIR}/.complete" ]] || { build_kubelet; built+=" kubelet"; }
       paths+=("${KUBELET_DIR}/kubelet") ;;
     *) die "unknown component ${component} (known: containerd coredns kubelet)" ;;
   esac

@@ -1,8 +1,14 @@
-"""The operator's own metrics: the job counters under the Kubeflow tf-operator's names, and what tfop adds
-(restarts by exit class, children created and deleted, job duration and start latency, leadership). The
-machinery's families (workqueue_*, rest_client_*, controller_runtime_*, leader_election_*) are in
+"""The operator's own metrics: the job counters under the Kubeflow tf-operator's names (tf_operator_jobs_created,
+_deleted, _successful, _failed, _restarted, each `_total` by job_namespace), and what tfop adds: restarts by exit
+class (tf_operator_restarts_total), pods created and deleted (tf_operator_pods_created_total, _deleted_total), job
+duration by outcome and start latency (histograms), and tf_operator_is_leader. The machinery's families
+(workqueue_*, rest_client_*, controller_runtime_*, leader_election_master_status, tfop_events_dropped_total) are in
 tfop/kube/metrics.py. Both are made in the registry the process creates at start: nothing is registered at
-import, and tests make their own."""
+import, and tests make their own.
+
+Every series whose label values are known in advance exists from the start at 0 (the namespaces given with
+--namespace, or each namespace once its first TFJob is seen), so `rate()` and `increase()` in alerts have a
+baseline instead of a series that appears with its first increment."""
 
 from __future__ import annotations
 
@@ -22,6 +28,8 @@ from prometheus_client import (
 from tfop.kube.metrics import KubeMetrics
 
 _MINUTE = 60.0
+EXIT_CLASSES = ("retryable", "permanent", "succeeded", "unknown")
+OUTCOMES = ("succeeded", "failed")
 
 
 def create_registry() -> CollectorRegistry:
@@ -56,12 +64,21 @@ class OperatorMetrics:
         return {"created": self.jobs_created, "deleted": self.jobs_deleted, "successful": self.jobs_successful,
                 "failed": self.jobs_failed, "restarted": self.jobs_restarted}
 
+    def know_namespace(self, namespace: str) -> None:
+        """Every per-namespace series of `namespace`, at 0 if new (idempotent and cheap: call it freely)."""
+        for counter in (*self.job_counters.values(), *self.children_created.values(),
+                        *self.children_deleted.values()):
+            counter.labels(namespace)
+        for exit_class in EXIT_CLASSES:
+            self.restarts.labels(namespace, exit_class)
+
     @classmethod
-    def create(cls, registry: CollectorRegistry | None = None) -> OperatorMetrics:
+    def create(cls, registry: CollectorRegistry | None = None, *, namespaces: tuple[str, ...] | list[str] = (),
+               ) -> OperatorMetrics:
         def counter(name: str, doc: str, *labels: str) -> Counter:
             return Counter(name, doc, list(labels), registry=registry)
 
-        return cls(
+        metrics = cls(
             jobs_created=counter("tf_operator_jobs_created", "TFJobs seen created, counted once per job.",
                                  "job_namespace"),
             jobs_deleted=counter("tf_operator_jobs_deleted", "TFJobs deleted by the operator (TTL).", "job_namespace"),
@@ -87,3 +104,8 @@ class OperatorMetrics:
                 buckets=(0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600), registry=registry),
             kube=KubeMetrics.create(registry),
         )
+        for namespace in namespaces:
+            metrics.know_namespace(namespace)
+        for outcome in OUTCOMES:
+            metrics.job_duration.labels(outcome)
+        return metrics

@@ -86,7 +86,12 @@ def test_the_kustomize_base_runs_the_operator_in_cluster_and_it_runs_a_job_to_su
     def operator_logs() -> str:
         return cluster.kubectl("logs", "-n", OPERATOR_NAMESPACE, "-l", "app.kubernetes.io/name=tfop",
                                "--prefix", "--tail=-1").stdout
-    # kubectl logs reads the operator's own lines: one replica leads, and it synced its caches through the relay.
-    logs = wait_for(lambda: (text := operator_logs()) and '"became leader"' in text and text, timeout=30,
-                    message="an operator pod to log that it became leader")
-    assert '"caches synced"' in logs
+    # kubectl logs reads the operator's own lines: one replica leads, synced its caches through the relay, and
+    # tells the job's story with job=namespace/name on every line.
+    job_key = f'"job": "{namespace}/in-cluster"'
+    logs = wait_for(lambda: (text := operator_logs()) and '"job succeeded"' in text and text, timeout=30,
+                    message="an operator pod to log that the job succeeded")
+    assert '"became leader"' in logs and '"caches synced"' in logs
+    story = [line for line in logs.splitlines() if job_key in line]
+    assert any('"job created"' in line for line in story), logs
+    assert any('"job succeeded"' in line for line in story), logs

@@ -13,7 +13,7 @@ import pytest
 from tfop.api.runtime_id import child_name, runtime_id
 from tfop.controller.cached import slim_metadata, slim_pod
 from tfop.controller.children import KINDS_BY_NAME
-from tfop.controller.plan_types import POD, SERVICE, CreateRefusal, JobCounters, Plan, PlanContext
+from tfop.controller.plan_types import POD, SERVICE, CreateRefusal, JobCounters, Plan, PlanContext, ReplicaRestart
 from tfop.controller.reconcile import plan
 from tfop.controller.resources import ReplicaSlot, selector_labels
 from tfop.controller.settings import ControllerConfig
@@ -149,7 +149,8 @@ def running(job: dict[str, Any], *, since: float = 0, restarts: dict[str, int] |
 def waiting_for_one_pending_worker(job: dict[str, Any]) -> dict[str, Any]:
     """`job` (Worker 2, PS 1) with the status of a job whose worker 0 is still Pending."""
     return {**job, "status": {
-        **running(job)["status"], "replicaSummary": "2/3", "phase": "Creating", "reason": "TFJobPending",
+        **running(job)["status"], "replicaSummary": "2/3", "phase": "Creating", "state": "Pending",
+        "reason": "TFJobPending",
         "conditions": [cond("Created", "True", "TFJobCreated", "TFJob ns/mnist is created."),
                        cond("Running", "False", "TFJobPending",
                             "TFJob ns/mnist is waiting for 1 of 3 replicas to run: 1 Pending.")]}}
@@ -161,7 +162,8 @@ RESTARTING_W1 = "TFJob ns/mnist is restarting Worker 1, which exited with code 1
 def restarting_worker_1(job: dict[str, Any]) -> dict[str, Any]:
     """`job` (Worker 2, PS 1) after the plan that deleted worker 1 (exit 143) to recreate it."""
     return {**job, "status": {
-        **running(job)["status"], "replicaSummary": "2/3", "phase": "Creating", "reason": "TFJobRestarting",
+        **running(job)["status"], "replicaSummary": "2/3", "phase": "Creating", "state": "Restarting",
+        "reason": "TFJobRestarting",
         "replicaStatuses": {
             "Worker": {"active": 1, "succeeded": 0, "failed": 0, "restarts": 1, "retiredRestarts": 1,
                        "retiredPodUIDs": [f"pod-{name_of('Worker', 1)}"]},
@@ -180,7 +182,7 @@ def suspended(job: dict[str, Any], since: float = 0) -> dict[str, Any]:
         "conditions": [cond("Created", "True", "TFJobCreated", "TFJob ns/mnist is created.", at),
                        cond("Suspended", "True", "TFJobSuspended", "TFJob ns/mnist is suspended.", at),
                        cond("Running", "False", "TFJobSuspended", "TFJob ns/mnist is suspended.", at)],
-        "phase": "Creating", "state": "Running", "reason": "TFJobSuspended", "lastReconcileTime": at}}
+        "phase": "Creating", "state": "Suspended", "reason": "TFJobSuspended", "lastReconcileTime": at}}
 
 
 THREE_WORKERS = ("TFJob ns/mnist has an invalid spec: spec.tfReplicaSpecs[Worker].replicas: must be an integer, "
@@ -234,6 +236,7 @@ class Case:
     messages: dict[str, list[str]] = field(default_factory=dict)  # condition type -> fragments of its message
     unchanged_status: bool = False
     refusals: tuple[CreateRefusal, ...] = ()
+    restarts: Any = KEEP  # expected plan.restarts (what the operator logs)
 
 
 def at(minutes: float) -> datetime:
@@ -254,7 +257,7 @@ CREATION = {
         make_job(), services=[], create_pods=ALL3, create_services=ALL3, delete_pods=[], events=["TFJobCreated"],
         counters=JobCounters(created=1), conditions={"Created": ("True", "TFJobCreated"),
                                                      "Running": ("False", "TFJobPending")},
-        status={"startTime": T0, "runtimeId": RID, "phase": "Creating", "state": "Running", "replicaSummary": "0/3"}),
+        status={"startTime": T0, "runtimeId": RID, "phase": "Creating", "state": "Pending", "replicaSummary": "0/3"}),
     "all children present: nothing to create": Case(
         running(make_job()), running_pods(), create_pods=[], create_services=[], delete_pods=[], delete_services=[],
         events=[], unchanged_status=True),
@@ -298,7 +301,9 @@ EXIT_CODES = {
         counters=JobCounters(restarted=1, restarts_by_exit_class=(("retryable", 1),)),
         conditions={"Restarting": ("True", "TFJobRestarting"), "Running": ("False", "TFJobRestarting"),
                     "Failed": None},
-        messages={"Restarting": ["Worker 1", "137", "OOMKilled"]}),
+        messages={"Restarting": ["Worker 1", "137", "OOMKilled"]},
+        restarts=(ReplicaRestart("Worker", 1, 137, "retryable", restarts=1),),
+        status={"state": "Restarting", "phase": "Creating", "reason": "TFJobRestarting", "replicaSummary": "2/3"}),
     "ExitCode 128 and 255 are retryable too": Case(
         running(make_job({"Worker": 2})), [make_pod("Worker", 0, "Failed", exit_code=128),
                                            make_pod("Worker", 1, "Failed", exit_code=255)],
@@ -308,8 +313,9 @@ EXIT_CODES = {
                               make_pod("PS", 0)],
         create_pods=[], delete_pods=sorted([W0, PS0]), events=["TFJobFailed"], counters=JobCounters(failed=1),
         conditions={"Failed": ("True", "TFJobFailed"), "Running": ("False", "TFJobFailed")},
-        messages={"Failed": ["Worker 1", "exited with code 1", "(Error)"]},
-        status={"completionTime": T0, "state": "Failed", "phase": "CleanUp"}),
+        messages={"Failed": ["Worker 1", "exited with code 1", "(Error)"]}, restarts=(),
+        status={"completionTime": T0, "state": "Failed", "phase": "CleanUp", "reason": "TFJobFailed",
+                "replicaSummary": "0/3 succeeded, 1 failed"}),
     "ExitCode 127 is permanent": Case(
         running(make_job({"Worker": 1})), [make_pod("Worker", 0, "Failed", exit_code=127)],
         conditions={"Failed": ("True", "TFJobFailed")}),
@@ -339,7 +345,9 @@ EXIT_CODES = {
         # no lastState in these pods, so the class of the restarts is unknown
         delete_pods=[], events=["TFJobRestarting"],
         counters=JobCounters(restarted=2, restarts_by_exit_class=(("unknown", 2),)),
-        conditions={"Running": ("True", "TFJobRunning")}),
+        conditions={"Running": ("True", "TFJobRunning")},
+        restarts=(ReplicaRestart("Worker", None, None, "unknown", restarts=2, in_place=2),),
+        status={"state": "Running", "replicaSummary": "1/1"}),
     "Never: a failed pod fails the job": Case(
         running(make_job({"Worker": 2}, policy="Never")), [make_pod("Worker", 0),
                                                             make_pod("Worker", 1, "Failed", exit_code=137)],
@@ -439,7 +447,8 @@ SUCCESS = {
         services_for({"Chief": 1, "Worker": 2}), conditions={"Succeeded": ("True", "TFJobSucceeded"),
                                                              "Running": ("False", "TFJobSucceeded")},
         delete_pods=sorted([W0, W1]), delete_services=sorted([W0, W1]), events=["TFJobSucceeded"],
-        counters=JobCounters(successful=1), status={"completionTime": T0, "phase": "CleanUp", "state": "Succeeded"}),
+        counters=JobCounters(successful=1), status={"completionTime": T0, "phase": "CleanUp", "state": "Succeeded",
+                                                    "replicaSummary": "1/3 succeeded"}),
     "a Master is a chief too": Case(
         running(make_job({"Master": 1, "Worker": 1})), [make_pod("Master", 0, "Succeeded", exit_code=0),
                                                         make_pod("Worker", 0)],
@@ -467,7 +476,7 @@ SUCCESS = {
     "cleanPodPolicy All deletes finished pods too, and they still count in the final tally": Case(
         running(make_job(run_policy={"cleanPodPolicy": "All"})),
         [make_pod("Worker", 0, "Succeeded", exit_code=0), make_pod("Worker", 1), make_pod("PS", 0)],
-        delete_pods=ALL3, delete_services=ALL3, status={"replicaSummary": "0/3", "replicaStatuses": {
+        delete_pods=ALL3, delete_services=ALL3, status={"replicaSummary": "1/3 succeeded", "replicaStatuses": {
             "Worker": {"active": 0, "succeeded": 1, "failed": 0, "restarts": 0},
             "PS": {"active": 0, "succeeded": 0, "failed": 0, "restarts": 0}}}),
     "cleanPodPolicy None keeps everything": Case(
@@ -490,10 +499,10 @@ SUSPEND = {
         {**running(make_job()), "spec": SUSPENDED_JOB["spec"]}, running_pods(), delete_pods=ALL3,
         delete_services=ALL3, create_pods=[], events=["TFJobSuspended"],
         conditions={"Suspended": ("True", "TFJobSuspended"), "Running": ("False", "TFJobSuspended")},
-        status={"startTime": None, "phase": "CleanUp", "replicaSummary": "0/3"}),
+        status={"startTime": None, "phase": "CleanUp", "state": "Suspended", "replicaSummary": "0/3"}),
     "a job created suspended creates nothing": Case(
         SUSPENDED_JOB, services=[], create_pods=[], create_services=[], events=["TFJobCreated", "TFJobSuspended"],
-        status={"startTime": None, "phase": "Creating", "reason": "TFJobSuspended"}),
+        status={"startTime": None, "phase": "Creating", "state": "Suspended", "reason": "TFJobSuspended"}),
     "a suspended job with nothing left changes nothing": Case(
         suspended(SUSPENDED_JOB), services=[], unchanged_status=True, events=[], delete_pods=[]),
     "resuming restarts the clock even if a startTime was left behind": Case(
@@ -509,7 +518,7 @@ STATUS = {
     "Running only when every pod runs; the pending ones are counted": Case(
         running(make_job()), [make_pod("Worker", 0), make_pod("Worker", 1, "Pending"), make_pod("PS", 0, "Pending")],
         conditions={"Running": ("False", "TFJobPending")}, messages={"Running": ["2 of 3", "2 Pending"]},
-        status={"phase": "Creating", "replicaSummary": "1/3"}),
+        status={"phase": "Creating", "state": "Pending", "reason": "TFJobPending", "replicaSummary": "1/3"}),
     "all pods running: Running, announced once": Case(
         waiting_for_one_pending_worker(make_job()),
         running_pods(), conditions={"Running": ("True", "TFJobRunning")}, events=["TFJobRunning"],
@@ -524,7 +533,8 @@ STATUS = {
     "a restart in progress: Running false says so; Restarting stays until all run": Case(
         restarting_worker_1(make_job()),
         [make_pod("Worker", 0), make_pod("Worker", 1, "Pending", uid="new-w1"), make_pod("PS", 0)],
-        conditions={"Restarting": ("True", "TFJobRestarting"), "Running": ("False", "TFJobRestarting")}, events=[]),
+        conditions={"Restarting": ("True", "TFJobRestarting"), "Running": ("False", "TFJobRestarting")}, events=[],
+        status={"state": "Restarting", "reason": "TFJobRestarting", "replicaSummary": "2/3"}),
     "a restart is over when every pod runs again": Case(
         restarting_worker_1(make_job()),
         [make_pod("Worker", 0), make_pod("Worker", 1, uid="new-w1"), make_pod("PS", 0)],
@@ -551,7 +561,7 @@ INVALID = {
         {**invalid(make_job({"Worker": "three"})), "metadata": {**make_job()["metadata"], "generation": 2},
          "spec": make_job()["spec"]}, services=[], create_pods=ALL3,
         conditions={"Failed": ("False", "InvalidSpecCorrected")},
-        status={"completionTime": None, "state": "Running", "startTime": T0}),
+        status={"completionTime": None, "state": "Pending", "startTime": T0}),
     "a job turned invalid stops its running pods": Case(
         {**running(make_job()), "metadata": {**make_job()["metadata"], "generation": 2},
          "spec": make_job({"Worker": 2, "Boss": 1})["spec"]}, running_pods(),
@@ -607,6 +617,8 @@ def test_plan(case: Case) -> None:
         assert [event.reason for event in result.events] == case.events
     if case.counters is not KEEP:
         assert result.counters == case.counters
+    if case.restarts is not KEEP:
+        assert result.restarts == case.restarts
     if case.requeue_after is not KEEP:
         assert result.requeue_after == case.requeue_after
     assert result.delete_job == case.delete_job

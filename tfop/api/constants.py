@@ -84,7 +84,12 @@ PHASE_RUNNING: Final = "Running"
 PHASE_CLEANUP: Final = "CleanUp"
 PHASE_FAILED: Final = "Failed"
 PHASE_DONE: Final = "Done"
-STATE_RUNNING: Final = "Running"
+# `state` is what `kubectl get tfjobs` shows in its STATE column: the one word a user wants to know.
+STATE_CREATED: Final = "Created"  # seen by the operator, no replica pod waited for yet
+STATE_PENDING: Final = "Pending"  # some replica pods do not run yet (being created, scheduled, pulling images)
+STATE_RUNNING: Final = "Running"  # every replica pod runs (or has finished its part)
+STATE_RESTARTING: Final = "Restarting"  # a replica is being recreated after a retryable exit
+STATE_SUSPENDED: Final = "Suspended"
 STATE_SUCCEEDED: Final = "Succeeded"
 STATE_FAILED: Final = "Failed"
 

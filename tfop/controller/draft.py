@@ -25,7 +25,7 @@ from tfop.api.constants import (
 )
 from tfop.api.fields import integer, mapping, text
 from tfop.api.timestamps import as_utc, format_time
-from tfop.controller.plan_types import ChildRef, Creation, JobCounters, JobEvent, Plan
+from tfop.controller.plan_types import ChildRef, Creation, JobCounters, JobEvent, Plan, ReplicaRestart
 from tfop.controller.resources import DesiredChildren
 from tfop.controller.settings import ControllerConfig
 from tfop.controller.status import (
@@ -60,6 +60,7 @@ class PlanDraft:
         self.delete_job = False
         self.restarts = 0  # new restarts seen by this plan (in place and recreations)
         self.restarts_by_exit_class: Counter[str] = Counter()
+        self.restarted: list[ReplicaRestart] = []
         self.cleaning_up = False  # a finished or suspended job still has children going away
 
     def set_condition(self, condition_type: str, *, true: bool, reason: str, message: str) -> None:
@@ -109,7 +110,7 @@ class PlanDraft:
             self.set_time(LAST_RECONCILE_TIME)
             status = self.status
         return Plan(self.create, self.delete, self.desired if self.create else None, status, events,
-                    self.requeue_after, self.delete_job, counters)
+                    self.requeue_after, self.delete_job, counters, tuple(self.restarted))
 
     def _transitions(self) -> tuple[list[JobEvent], JobCounters]:
         became = {condition_type for condition_type in

@@ -47,9 +47,9 @@ from tfop.api.runtime_id import runtime_id
 from tfop.api.timestamps import parse_time
 from tfop.api.validation import validate
 from tfop.controller.draft import PlanDraft
-from tfop.controller.exitcodes import container_termination, exit_class_name, latest_exit_class_name
+from tfop.controller.exitcodes import container_termination, exit_class_name, latest_restarted
 from tfop.controller.lifecycle import COMPLETION_TIME, clean_up, finish, keep_finished
-from tfop.controller.plan_types import POD, SERVICE, CreateRefusal, Creation, Plan, PlanContext
+from tfop.controller.plan_types import POD, SERVICE, CreateRefusal, Creation, Plan, PlanContext, ReplicaRestart
 from tfop.controller.resources import DesiredChildren, ReplicaSlot, child_name, job_runtime_id, replica_count
 from tfop.controller.restarts import RestartCount, RestartLedger, count_restarts
 from tfop.controller.slots import Slot, SlotState, SortedChildren, replica_types, sort_children
@@ -193,9 +193,13 @@ def _count_restarts(p: _Planning, *, deleting: set[str], recreating: set[str]) -
         for pod in count.recreated:
             draft.event(EVENT_WARNING, REASON_RESTARTING, f"{draft.job_ref} is restarting {_describe_failure(pod)}.")
             draft.restarts_by_exit_class[exit_class_name(pod)] += 1
+            draft.restarted.append(_restart_of(pod, replica_type, count.total, in_place=0))
         in_place = count.total - (integer(before.get("restarts")) or 0) - len(count.recreated)
         if in_place > 0:
-            draft.restarts_by_exit_class[latest_exit_class_name(pods_by_type.get(replica_type, []))] += in_place
+            latest = latest_restarted(pods_by_type.get(replica_type, []))
+            restart = _restart_of(latest, replica_type, count.total, in_place=in_place)
+            draft.restarts_by_exit_class[restart.exit_class] += in_place
+            draft.restarted.append(restart)
             draft.event(EVENT_WARNING, REASON_RESTARTING,
                         f"{draft.job_ref}: {replica_type} containers restarted in place {in_place} more time(s), "
                         f"{count.total} restart(s) of {replica_type} replicas in all.")
@@ -301,6 +305,12 @@ def _record_replicas(p: _Planning, counts: dict[str, RestartCount], *, finishing
     running = sum(1 for slot in children.slots
                   if slot.state is SlotState.RUNNING and slot.pod is not None and _uid(slot.pod) not in deleted)
     draft.status["replicaSummary"] = f"{running}/{len(children.slots)}"
+    if finishing:
+        # The final tally: the pods are gone or going, so "0/7 running" would read like a failure.
+        tally = draft.status["replicaStatuses"].values()
+        succeeded, failed = sum(entry["succeeded"] for entry in tally), sum(entry["failed"] for entry in tally)
+        draft.status["replicaSummary"] = (f"{succeeded}/{len(children.slots)} succeeded"
+                                          + (f", {failed} failed" if failed else ""))
 
 
 def _describe_failure(pod: dict[str, Any]) -> str:
@@ -313,6 +323,14 @@ def _describe_failure(pod: dict[str, Any]) -> str:
         return f"{who}, which {termination.describe()}"
     reason = text(mapping_at(pod, "status").get("reason"))
     return f"{who}, whose pod failed" + (f" ({reason})" if reason else "")
+
+
+def _restart_of(pod: dict[str, Any] | None, replica_type: str, restarts: int, *, in_place: int) -> ReplicaRestart:
+    termination = container_termination(pod)
+    index = text(mapping_at(pod, "metadata", "labels").get(LABEL_REPLICA_INDEX)) or ""
+    return ReplicaRestart(replica_type, int(index) if index.isdigit() else None,
+                          termination.exit_code if termination else None,
+                          exit_class_name(pod) if pod is not None else "unknown", restarts, in_place)
 
 
 def _describe_refusal(refusal: CreateRefusal) -> str:
