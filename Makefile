@@ -9,8 +9,11 @@ CLUSTER_DIR ?= .local/cluster
 ARGS ?=
 # Extra arguments for pytest, e.g. make test PYTEST_ARGS="-k crd"
 PYTEST_ARGS ?=
+# 1: `make run` and `make cluster-up` start the real node (kubelet, containerd, CoreDNS; needs root); 0: kwok only
+REAL_NODE ?= 1
+NODE_FLAG := $(if $(filter 1,$(REAL_NODE)),--real-node,--no-real-node)
 
-.PHONY: help venv controlplane cluster-up cluster-down cluster-status cluster-destroy run test unit integration \
+.PHONY: help venv controlplane node cluster-up cluster-down cluster-status cluster-destroy run test unit integration \
 	e2e lint crd constraints clean
 
 help: ## list the targets and the variables they take
@@ -29,8 +32,11 @@ venv: $(VENV)/.installed ## create .venv with tfop and the test tools
 controlplane: ## build (first time: tens of minutes) or reuse the pinned Kubernetes, etcd and kwok binaries
 	@bash hack/build-controlplane.sh >/dev/null
 
-cluster-up: controlplane ## start the local cluster (idempotent); prints the kubeconfig
-	@$(PYTHON) hack/local_cluster.py up --dir $(CLUSTER_DIR)
+node: ## build (first time: a few minutes) or reuse kubelet, containerd and CoreDNS; apt-installs runc, CNI plugins
+	@bash hack/build-node.sh >/dev/null
+
+cluster-up: controlplane ## start the local cluster (idempotent), with the real node unless REAL_NODE=0
+	@$(PYTHON) hack/local_cluster.py up $(NODE_FLAG) --dir $(CLUSTER_DIR)
 
 cluster-down: ## stop the local cluster, keeping its data
 	@$(PYTHON) hack/local_cluster.py down --dir $(CLUSTER_DIR)
@@ -38,13 +44,13 @@ cluster-down: ## stop the local cluster, keeping its data
 cluster-destroy: ## stop the local cluster and delete its data
 	@$(PYTHON) hack/local_cluster.py destroy --dir $(CLUSTER_DIR)
 
-cluster-status: ## show which local cluster components run
+cluster-status: ## show which local cluster components run, and the real node's state
 	@$(PYTHON) hack/local_cluster.py status --dir $(CLUSTER_DIR)
 
-run: venv ## run the operator against $KUBECONFIG (asks before installing the CRD there; ARGS=--install-crd or --no-install-crd answer for you), or against the local cluster (started if needed)
-	@bash hack/run.sh $(ARGS)
+run: venv ## run the operator against $KUBECONFIG (asks before installing the CRD there; ARGS=--install-crd or --no-install-crd answer for you), or against the local cluster (started if needed, with the real node unless REAL_NODE=0)
+	@REAL_NODE=$(REAL_NODE) bash hack/run.sh $(ARGS)
 
-test: venv controlplane helm training-operator ## run every test: unit, integration and e2e against a real local control plane
+test: venv controlplane node helm training-operator ## run every test: unit, integration and e2e against a real local control plane
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The suites are selected by marker (test/conftest.py gives each test the one of its directory); the directory is
@@ -55,7 +61,7 @@ unit: venv ## run the unit tests only (-m unit; no cluster)
 integration: venv controlplane helm training-operator ## run the integration tests only (-m integration)
 	$(PY) -m pytest -m integration test/integration $(PYTEST_ARGS)
 
-e2e: venv controlplane ## run the end-to-end tests only (-m e2e)
+e2e: venv controlplane node ## run the end-to-end tests only (-m e2e)
 	$(PY) -m pytest -m e2e test/e2e $(PYTEST_ARGS)
 
 lint: venv ## ruff (rules in ruff.toml) over tfop, test and hack, then mypy --strict; both run, either fails it
@@ -77,6 +83,21 @@ training-operator: ## build (first time: tens of minutes on 2 cores) or reuse th
 	@bash hack/build-training-operator.sh >/dev/null
 
 .PHONY: training-operator
+
+# --- images for the real node, and TensorFlow for the tests ------------------------------------------------------
+.PHONY: images image-refs image-locks tensorflow
+
+images: ## build (first time: ~6 min) or reuse the TensorFlow, tfop and pause images; prints each ref and OCI archive
+	@bash hack/build-images.sh
+
+image-refs: ## after changing what goes into an image: write its new ref into hack/versions.env and examples/
+	@bash hack/build-images.sh --pin
+
+image-locks: ## re-resolve the images' Python packages (setup.cfg, TENSORFLOW_VERSION) into hashed lock files
+	@bash hack/lock-images.sh
+
+tensorflow: ## create (first time: ~1-2 min) or reuse the pinned tensorflow-cpu virtualenv; prints its python
+	@bash hack/tensorflow-venv.sh
 
 # --- deploy/: the kustomize base and the Helm chart ---------------------------------------------------------------
 # Extra arguments for `helm template`, e.g. make deploy-render HELM_ARGS="--set cloud=azure"
