@@ -42,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="auto = JSON unless stderr is a terminal")
     run.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     run.add_argument("--config", default=None, help="controller config file (YAML)")
+    run.add_argument("--gang-scheduler-name", choices=["none", "scheduler-plugins", "volcano"], default=None,
+                     help="gang-schedule each job as one PodGroup of this scheduler (default: the config file's "
+                          "gangScheduler, else none)")
     run.add_argument("--drain-seconds", type=float, default=20.0,
                      help="on SIGTERM, how long in-flight reconciles may take to finish (keep it below the pod's "
                           "terminationGracePeriodSeconds)")

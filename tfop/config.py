@@ -8,6 +8,7 @@ cluster the operator runs in rather than how one process runs (those are flags).
         - {name: LD_LIBRARY_PATH, value: /usr/lib/nvidia:/usr/lib/x86_64-linux-gnu}
         volumes:
         - {name: lib, mountPath: /usr/lib/nvidia, hostPath: /usr/lib/nvidia-384}
+    gangScheduler: scheduler-plugins      # none (default), scheduler-plugins or volcano: one PodGroup per job
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 import yaml
 
 from tfop.controller.accelerators import Accelerator, HostVolume
+from tfop.controller.gang import GANG_NONE, GANG_SCHEDULER_NAMES
 from tfop.controller.settings import DEFAULT_SERVICE_DOMAIN, ControllerConfig
 
 _DNS_SUFFIX = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -46,7 +48,7 @@ def load_config(path: str | Path | None) -> ControllerConfig:
 
 def parse_config(data: Any) -> ControllerConfig:
     document = _mapping(data, "the config")
-    _known(document, "the config", {"serviceDomain", "accelerators"})
+    _known(document, "the config", {"serviceDomain", "accelerators", "gangScheduler"})
     domain = document.get("serviceDomain", DEFAULT_SERVICE_DOMAIN)
     if not isinstance(domain, str) or not _DNS_SUFFIX.match(domain):
         raise ConfigError(f"serviceDomain {domain!r} is not a DNS suffix such as svc.cluster.local")
@@ -54,7 +56,10 @@ def parse_config(data: Any) -> ControllerConfig:
         str(resource): _accelerator(spec, f"accelerators[{resource}]")
         for resource, spec in _mapping(document.get("accelerators") or {}, "accelerators").items()
     }
-    return ControllerConfig(service_domain=domain, accelerators=MappingProxyType(accelerators))
+    gang = document.get("gangScheduler", GANG_NONE)
+    if gang not in GANG_SCHEDULER_NAMES:
+        raise ConfigError(f"gangScheduler {gang!r} is not one of {', '.join(GANG_SCHEDULER_NAMES)}")
+    return ControllerConfig(service_domain=domain, accelerators=MappingProxyType(accelerators), gang_scheduler=gang)
 
 
 def _accelerator(data: Any, path: str) -> Accelerator:

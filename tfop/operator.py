@@ -8,6 +8,7 @@ then releases the lease so a successor takes over at once.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import signal
 import socket
 import threading
@@ -21,7 +22,7 @@ from prometheus_client import CollectorRegistry
 
 from tfop import logs
 from tfop.config import ConfigError, load_config
-from tfop.controller.controller import TFJobController
+from tfop.controller.controller import TFJobController, gang_scheduler_problem
 from tfop.health import Checks, EndpointServer
 from tfop.kube.client import KubeClient
 from tfop.kube.events import EventRecorder
@@ -38,6 +39,8 @@ def run_operator(args: argparse.Namespace) -> int:
     logs.configure(args.log_format, args.log_level)
     try:
         config = load_config(args.config)
+        if args.gang_scheduler_name is not None:
+            config = dataclasses.replace(config, gang_scheduler=args.gang_scheduler_name)
     except ConfigError as error:
         log.error("invalid configuration", error=str(error))
         return 2
@@ -45,8 +48,11 @@ def run_operator(args: argparse.Namespace) -> int:
     metrics = OperatorMetrics.create(registry)
     client = KubeClient.auto(args.kubeconfig, qps=args.qps, burst=args.burst, metrics=metrics.kube)
     recorder = EventRecorder(client, "tfop", metrics=metrics.kube)
+    gang_problem = gang_scheduler_problem(client, config.gang)
+    if gang_problem is not None:
+        log.error("gang scheduling unavailable", problem=gang_problem)
     controller = TFJobController(client, recorder, config=config, metrics=metrics, namespaces=args.namespace,
-                                 threads=args.threads)
+                                 threads=args.threads, gang_problem=gang_problem)
     servers = _endpoint_servers(args, controller, registry)
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -57,7 +63,8 @@ def run_operator(args: argparse.Namespace) -> int:
     recorder.start()
     controller.start_informers()
     log.info("starting", namespaces=args.namespace or "all", threads=args.threads, qps=args.qps, burst=args.burst,
-             leader_elect=args.leader_elect, endpoints=[s.address for s in servers])
+             leader_elect=args.leader_elect, endpoints=[s.address for s in servers],
+             gang_scheduler=config.gang_scheduler)
     try:
         while not controller.wait_for_sync(timeout=1.0):
             if stop.is_set():
@@ -106,6 +113,7 @@ def _endpoint_servers(args: argparse.Namespace, controller: TFJobController,
     liveness, readiness = Checks(), Checks()
     liveness.add("controller", controller.health_problem)
     readiness.add("caches", controller.readiness_problem)
+    readiness.add("gang-scheduler", controller.gang_readiness_problem)
     if args.metrics_addr == args.health_addr:
         return [EndpointServer(args.health_addr, liveness=liveness, readiness=readiness, metrics=registry)]
     return [EndpointServer(args.metrics_addr, metrics=registry),

@@ -14,8 +14,8 @@ import structlog
 
 from tfop.api.constants import KIND
 from tfop.api.timestamps import parse_time
-from tfop.controller.children import KINDS_BY_NAME, TFJOBS, child_id
-from tfop.controller.plan_types import ChildRef, CreateRefusal, Creation, Object, Plan
+from tfop.controller.children import CHILD_KINDS, TFJOBS, ChildKinds, Scope, child_id
+from tfop.controller.plan_types import ChildPatch, ChildRef, CreateRefusal, Creation, Object, Plan
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import ApiError, BadRequest, Invalid, NotFound
 from tfop.kube.events import NORMAL, WARNING, EventRecorder
@@ -44,8 +44,10 @@ class ChildChanges:
 
 class PlanApplier:
     def __init__(self, client: KubeClient, recorder: EventRecorder, expectations: Expectations,
-                 metrics: OperatorMetrics, cache_of: CacheOf, *, create_concurrency: int = 16) -> None:
+                 metrics: OperatorMetrics, cache_of: CacheOf, *, create_concurrency: int = 16,
+                 kinds: ChildKinds = CHILD_KINDS) -> None:
         self.client = client
+        self.kinds = kinds
         self.recorder = recorder
         self.expectations = expectations
         self.metrics = metrics
@@ -62,6 +64,7 @@ class PlanApplier:
         changes = ChildChanges()
         self._delete_children(key, job, [ref for ref in plan.delete if ref.uid not in skip_deletes], changes)
         if create:
+            self._patch_children(job, plan.patch, changes)
             self._create_children(key, job, plan, changes)
         return changes
 
@@ -85,14 +88,29 @@ class PlanApplier:
         self.expectations.expect_creates(key, [child_id(creation.kind, creation.name) for creation in creations])
 
         def create(creation: Creation) -> Object:
-            kind = KINDS_BY_NAME[creation.kind]
+            kind = self.kinds[creation.kind]
             # Built here, on the creating thread: only the bodies in flight exist at once.
             return self.client.create(kind.resource, kind.build(desired, creation.slot), namespace)
 
         created: list[Creation] = []
         by_type: dict[str, list[Creation]] = {}
         for creation in creations:
+            if self.kinds[creation.kind].scope is Scope.JOB:
+                continue
+            assert creation.slot is not None
             by_type.setdefault(creation.slot.replica_type, []).append(creation)
+        # The job's own children first, one by one: a PodGroup must exist before the pods that name it are
+        # scheduled, so if one cannot be made, no replica's children are tried.
+        for creation in creations:
+            if self.kinds[creation.kind].scope is not Scope.JOB:
+                continue
+            try:
+                create(creation)
+                created.append(creation)
+            except ApiError as error:
+                self._refused(job, creation, error, changes)
+                by_type = {}
+                break
         # A slow-start sequence per replica type: one type's template refused, or its quota spent, holds up
         # neither the other types nor the refusal of theirs.
         for group in by_type.values():
@@ -110,7 +128,7 @@ class PlanApplier:
             if (creation_id not in created_ids
                     or self._cache_of(creation.kind, namespace).get_by_name(namespace, creation.name) is not None):
                 self.expectations.created(key, creation_id)
-        for kind in KINDS_BY_NAME:
+        for kind in self.kinds.by_name:
             names = [creation.name for creation in created if creation.kind == kind]
             if names:
                 self.recorder.record(job, NORMAL, f"SuccessfulCreate{kind}",
@@ -118,6 +136,23 @@ class PlanApplier:
                 counter = self.metrics.children_created.get(kind)
                 if counter is not None:
                     counter.labels(namespace).inc(len(names))
+
+    def _patch_children(self, job: Object, patches: list[ChildPatch], changes: ChildChanges) -> None:
+        """Merge patches of children whose spec follows the job's; a failure is retried with the job's key."""
+        namespace = job["metadata"]["namespace"]
+        for patch in patches:
+            kind = self.kinds[patch.kind]
+            try:
+                self.client.patch(kind.resource, patch.name, patch.patch, namespace)
+            except NotFound:
+                continue  # gone since the cache saw it: the next plan creates it
+            except ApiError as error:
+                changes.errors.append(error)
+                self.recorder.record(job, WARNING, f"FailedUpdate{patch.kind}",
+                                     f"Error updating {patch.kind.lower()} {patch.name}: {error.message}")
+                continue
+            self.recorder.record(job, NORMAL, f"SuccessfulUpdate{patch.kind}",
+                                 f"Updated {patch.kind.lower()} {patch.name}: {', '.join(sorted(patch.patch['spec']))}")
 
     def _refused(self, job: Object, creation: Creation, error: ApiError, changes: ChildChanges) -> None:
         permanent = isinstance(error, (Invalid, BadRequest))
@@ -136,7 +171,7 @@ class PlanApplier:
         self.expectations.expect_deletes(key, [ref.uid for ref in refs])
         deleted: dict[str, list[str]] = {}
         for ref in refs:
-            kind = KINDS_BY_NAME[ref.kind]
+            kind = self.kinds[ref.kind]
             try:
                 self.client.delete(kind.resource, ref.name, namespace, uid=ref.uid,
                                    propagation_policy=kind.propagation_policy)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from tfop.controller.accelerators import Accelerators
+from tfop.controller.gang import GANG_NONE, GangScheduler, gang_scheduler
 
 # "svc" resolves through every pod's DNS search path, whatever the cluster domain; "svc.cluster.local" names it.
 DEFAULT_SERVICE_DOMAIN = "svc"
@@ -18,3 +19,9 @@ class ControllerConfig:
     service_domain: str = DEFAULT_SERVICE_DOMAIN
     # Env vars and hostPath mounts for containers that request an accelerator resource.
     accelerators: Accelerators = field(default_factory=lambda: MappingProxyType({}))
+    # Which gang scheduler places the job's pods as one PodGroup: none, scheduler-plugins or volcano.
+    gang_scheduler: str = GANG_NONE
+
+    @property
+    def gang(self) -> GangScheduler | None:
+        return gang_scheduler(self.gang_scheduler)
