@@ -16,3 +16,20 @@ go_build_env() {
   export CGO_ENABLED=0
   export GOTOOLCHAIN=local
 }
+
+# progress_while WHAT CMD...: runs CMD, printing a line every 30 s while it runs, so a long build never looks hung.
+progress_while() {
+  local what="$1" started=${SECONDS} next=$((SECONDS + 30)) pid rc=0
+  shift
+  "$@" &
+  pid=$!
+  while kill -0 "${pid}" 2>/dev/null; do
+    sleep 2
+    if (( SECONDS >= next )) && kill -0 "${pid}" 2>/dev/null; then
+      log "still building ${what} ($((SECONDS - started))s)"
+      next=$((SECONDS + 30))
+    fi
+  done
+  wait "${pid}" || rc=$?
+  return "${rc}"
+}
