@@ -165,16 +165,16 @@ SPEC_CASES = {
     "the policy's minResources win, canonical": SpecCase(
         gpu_job({"Worker": 2}, policy={"minResources": {"cpu": "1.5", "nvidia.com/gpu": 4}}),
         {"minMember": 2, "minResources": {"cpu": "1500m", "nvidia.com/gpu": "4"}}),
-    "queue, priority class and timeout from the policy": SpecCase(
+    "scheduler-plugins: the timeout; its PodGroup has no queue or priority class": SpecCase(
+        gpu_job({"Worker": 1}, policy={"queue": "team-a", "priorityClass": "high", "scheduleTimeoutSeconds": 120}),
+        {"minMember": 1, "minResources": {"cpu": "1", "nvidia.com/gpu": "1"}, "scheduleTimeoutSeconds": 120}),
+    "Volcano: queue and priority class; no scheduleTimeoutSeconds": SpecCase(
         gpu_job({"Worker": 1}, policy={"queue": "team-a", "priorityClass": "high", "scheduleTimeoutSeconds": 120}),
         {"minMember": 1, "minResources": {"cpu": "1", "nvidia.com/gpu": "1"}, "queue": "team-a",
-         "priorityClassName": "high", "scheduleTimeoutSeconds": 120}),
-    "Volcano has no scheduleTimeoutSeconds": SpecCase(
-        gpu_job({"Worker": 1}, policy={"queue": "team-a", "scheduleTimeoutSeconds": 120}),
-        {"minMember": 1, "minResources": {"cpu": "1", "nvidia.com/gpu": "1"}, "queue": "team-a"}, VOLCANO),
-    "the template's priority class when the policy has none": SpecCase(
+         "priorityClassName": "high"}, VOLCANO),
+    "Volcano: the template's priority class when the policy has none": SpecCase(
         gpu_job({"Worker": 2}, priorityClassName="batch"),
-        {"minMember": 2, "minResources": {"cpu": "2", "nvidia.com/gpu": "2"}, "priorityClassName": "batch"}),
+        {"minMember": 2, "minResources": {"cpu": "2", "nvidia.com/gpu": "2"}, "priorityClassName": "batch"}, VOLCANO),
     "replicas 0 count nothing": SpecCase(
         gpu_job({"Worker": 2, "PS": 0}),
         {"minMember": 2, "minResources": {"cpu": "2", "nvidia.com/gpu": "2"}}),

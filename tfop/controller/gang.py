@@ -40,7 +40,10 @@ class GangScheduler:
     # Volcano admits a group (phase Pending -> Inqueue) before its pods may exist; the Coscheduling plugin holds
     # pods that exist until their whole group fits.
     pods_wait_for_admission: bool
-    schedule_timeout: bool  # the PodGroup spec has scheduleTimeoutSeconds
+    # What its PodGroup spec has beyond minMember and minResources (a CRD prunes the fields it does not declare,
+    # so setting one it lacks would look like a change on every reconcile).
+    schedule_timeout: bool  # scheduleTimeoutSeconds
+    queues: bool  # queue and priorityClassName
 
     kind = "PodGroup"
     plural = "podgroups"
@@ -58,10 +61,10 @@ GANG_SCHEDULERS: dict[str, GangScheduler] = {
     GANG_SCHEDULER_PLUGINS: GangScheduler(
         GANG_SCHEDULER_PLUGINS, "scheduling.x-k8s.io", "v1alpha1",
         # The name scheduler-plugins' own manifests give the co-scheduler when it runs beside the default one.
-        "scheduler-plugins-scheduler", pods_wait_for_admission=False, schedule_timeout=True),
+        "scheduler-plugins-scheduler", pods_wait_for_admission=False, schedule_timeout=True, queues=False),
     GANG_VOLCANO: GangScheduler(
         GANG_VOLCANO, "scheduling.volcano.sh", "v1beta1",
-        "volcano", pods_wait_for_admission=True, schedule_timeout=False),
+        "volcano", pods_wait_for_admission=True, schedule_timeout=False, queues=True),
 }
 
 
@@ -90,10 +93,10 @@ def pod_group_spec(job: Object, gang: GangScheduler) -> Object:
         if total:
             spec["minResources"] = {name: format_quantity(amount) for name, amount in sorted(total.items())}
     queue = text(policy.get("queue"))
-    if queue:
+    if gang.queues and queue:
         spec["queue"] = queue
     priority_class = text(policy.get("priorityClass")) or _template_priority_class(job)
-    if priority_class:
+    if gang.queues and priority_class:
         spec["priorityClassName"] = priority_class
     timeout = integer(policy.get("scheduleTimeoutSeconds"))
     if gang.schedule_timeout and timeout is not None and timeout > 0:
@@ -122,7 +125,7 @@ def spec_drift(wanted: Object, pod_group_object: Object) -> Object | None:
     no longer wants are removed."""
     current = mapping(pod_group_object.get("spec"))
     patch: Object = {key: value for key, value in wanted.items() if current.get(key) != value}
-    for key in ("minResources", "priorityClassName", "scheduleTimeoutSeconds"):
+    for key in ("minResources", "priorityClassName", "scheduleTimeoutSeconds"):  # never queue: Volcano defaults it
         if key not in wanted and key in current:
             patch[key] = None
     if isinstance(patch.get("minResources"), dict):
