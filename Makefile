@@ -9,8 +9,11 @@ CLUSTER_DIR ?= .local/cluster
 ARGS ?=
 # Extra arguments for pytest, e.g. make test PYTEST_ARGS="-k crd"
 PYTEST_ARGS ?=
+# A gang scheduler for `make cluster-up`: scheduler-plugins (its co-scheduler and PodGroup CRD) or volcano (its
+# PodGroup CRD only), e.g. make cluster-up GANG=scheduler-plugins
+GANG ?=
 
-.PHONY: help venv controlplane cluster-up cluster-down cluster-status cluster-destroy run test unit integration \
+.PHONY: help venv controlplane coscheduler cluster-up cluster-down cluster-status cluster-destroy run test unit integration \
 	e2e lint crd clean
 
 help: ## list the targets
@@ -27,22 +30,29 @@ venv: $(VENV)/.installed ## create .venv with tfop and the test tools
 controlplane: ## build (first time: tens of minutes) or reuse the pinned Kubernetes, etcd and kwok binaries
 	@bash hack/build-controlplane.sh >/dev/null
 
-cluster-up: controlplane ## start the local cluster (idempotent); prints the kubeconfig
+coscheduler: ## build (first time: 5-40 min) or reuse scheduler-plugins' scheduler, for gang scheduling
+	@bash hack/build-coscheduler.sh >/dev/null
+
+cluster-up: controlplane ## start the local cluster (idempotent); prints the kubeconfig. GANG=scheduler-plugins|volcano
 	@$(PYTHON) hack/local_cluster.py up --dir $(CLUSTER_DIR)
+	@if [ -n "$(GANG)" ]; then $(PYTHON) hack/coscheduler.py up --gang $(GANG) --dir $(CLUSTER_DIR); fi
 
 cluster-down: ## stop the local cluster, keeping its data
+	@$(PYTHON) hack/coscheduler.py down --dir $(CLUSTER_DIR)
 	@$(PYTHON) hack/local_cluster.py down --dir $(CLUSTER_DIR)
 
 cluster-destroy: ## stop the local cluster and delete its data
+	@$(PYTHON) hack/coscheduler.py down --dir $(CLUSTER_DIR)
 	@$(PYTHON) hack/local_cluster.py destroy --dir $(CLUSTER_DIR)
 
 cluster-status: ## show which local cluster components run
 	@$(PYTHON) hack/local_cluster.py status --dir $(CLUSTER_DIR)
+	@$(PYTHON) hack/coscheduler.py status --dir $(CLUSTER_DIR)
 
 run: venv ## run the operator against $$KUBECONFIG, or against the local cluster (started if needed)
 	@bash hack/run.sh $(ARGS)
 
-test: venv controlplane helm ## run every test: unit, integration and e2e against a real local control plane
+test: venv controlplane helm coscheduler ## run every test: unit, integration and e2e against a real local control plane
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The suites are selected by marker (test/conftest.py gives each test the one of its directory); the directory is
@@ -50,7 +60,7 @@ test: venv controlplane helm ## run every test: unit, integration and e2e agains
 unit: venv ## run the unit tests only (-m unit; no cluster)
 	$(PY) -m pytest -m unit test/unit $(PYTEST_ARGS)
 
-integration: venv controlplane helm ## run the integration tests only (-m integration)
+integration: venv controlplane helm coscheduler ## run the integration tests only (-m integration)
 	$(PY) -m pytest -m integration test/integration $(PYTEST_ARGS)
 
 e2e: venv controlplane ## run the end-to-end tests only (-m e2e)
