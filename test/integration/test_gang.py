@@ -270,6 +270,8 @@ def test_volcano_pods_wait_while_the_pod_group_is_pending_and_appear_once_it_is_
     assert not pods_of(kube_client, namespace, "volcanic")
     kube_client.patch(VOLCANO_GROUPS, "volcanic", {"status": {"phase": "Inqueue"}}, namespace)
     wait_for(lambda: len(pods_of(kube_client, namespace, "volcanic")) == 6, 60, "the 6 pods once Inqueue")
+    wait_for(lambda: "Inqueue" in cluster.kubectl("get", "tfjob", "volcanic", "-n", namespace, "-o", "wide").stdout,
+             30, "kubectl get tfjob -o wide to show the PodGroup's phase")
     for pod in pods_of(kube_client, namespace, "volcanic"):
         assert pod["spec"]["schedulerName"] == "volcano"
         annotations = pod["metadata"]["annotations"]

@@ -25,6 +25,7 @@ from tfop.controller.quantity import format_quantity, parse_quantity
 from tfop.controller.reconcile import plan
 from tfop.controller.settings import ControllerConfig
 from unit.test_reconcile import (
+    KEEP,
     NOW,
     T0,
     make_job,
@@ -287,6 +288,7 @@ class Row:
     delete: list[tuple[str, str]] = field(default_factory=list)
     patch: list[dict[str, Any]] = field(default_factory=list)
     message: list[str] = field(default_factory=list)  # fragments of the Running condition's message
+    phase: Any = KEEP  # status.podGroupPhase expected (None: absent)
 
 
 ROWS = {
@@ -310,7 +312,14 @@ ROWS = {
         make_job(), gang="volcano", groups=[group("Pending")],
         message=["once the volcano scheduler admits PodGroup ns/mnist, which is Pending"]),
     "Volcano: an Inqueue group lets the pods be created": Row(
-        make_job(), gang="volcano", groups=[group("Inqueue")], create=[(POD, name) for name in IN_ORDER]),
+        make_job(), gang="volcano", groups=[group("Inqueue")], create=[(POD, name) for name in IN_ORDER],
+        phase="Inqueue"),
+    "the group's phase goes to the job's status": Row(
+        running(make_job()), groups=[group("Running")], pods=running_pods(), phase="Running"),
+    "a suspended job's status keeps no group phase": Row(
+        {**make_job(run_policy={"suspend": True}), "status": {"podGroupPhase": "Running"}}, groups=[group()],
+        pods=running_pods(), delete=[(POD_GROUP, "mnist"), *[(POD, name) for name in IN_ORDER],
+                                     *[(SERVICE, name) for name in IN_ORDER]], phase=None),
     "scheduler-plugins: pending pods show what the scheduler says": Row(
         make_job(), groups=[group()],
         pods=[{**make_pod("Worker", 0, "Pending"), "status": {"phase": "Pending", "conditions": [
@@ -353,6 +362,9 @@ def test_pod_group_rows(row: Row) -> None:
     assert [(creation.kind, creation.name) for creation in result.create] == row.create
     assert [(ref.kind, ref.name) for ref in result.delete] == row.delete
     assert [patch.patch for patch in result.patch] == row.patch
+    if row.phase is not KEEP:
+        assert result.status is not None
+        assert result.status.get("podGroupPhase") == row.phase
     if row.message:
         assert result.status is not None
         running_condition = next(c for c in result.status["conditions"] if c["type"] == "Running")

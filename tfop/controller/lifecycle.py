@@ -91,4 +91,6 @@ def clean_up(draft: PlanDraft, context: PlanContext, policy: str) -> None:
         for service in services:
             if not is_terminating(service) and mapping(service.get("metadata")).get("name") not in kept:
                 draft.delete_child(SERVICE, service)
+    if not any(not is_terminating(group) for group in groups) or policy != CLEAN_POD_POLICY_NONE:
+        draft.status.pop("podGroupPhase", None)  # no PodGroup is left to have a phase
     draft.note_cleanup([*pods, *services, *groups])

@@ -13,6 +13,7 @@ from tfop.controller.plan_types import POD_GROUP, ChildPatch, Creation, PlanCont
 from tfop.controller.status import is_terminating
 
 Object = dict[str, Any]
+POD_GROUP_PHASE = "podGroupPhase"  # in the job's status, for kubectl get -o wide
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,7 @@ class GangState:
 def plan_pod_group(draft: PlanDraft, job: Object, context: PlanContext, pods: list[Object]) -> GangState:
     """`job` is defaulted and valid, and runs (neither finished nor suspended)."""
     gang = context.config.gang
+    draft.status.pop(POD_GROUP_PHASE, None)  # set again below from the group the cache shows
     if gang is None:
         return GangState()
     namespace, name = job["metadata"]["namespace"], pod_group_name(job)
@@ -48,6 +50,9 @@ def plan_pod_group(draft: PlanDraft, job: Object, context: PlanContext, pods: li
                              note=f"; {ref} is being deleted")
         draft.create.append(Creation(POD_GROUP, None, name))
     else:
+        phase = text(mapping_at(current, "status").get("phase"))
+        if phase:
+            draft.status[POD_GROUP_PHASE] = phase
         drift = spec_drift(pod_group_spec(job, gang), current)
         if drift is not None:
             draft.patch.append(ChildPatch(POD_GROUP, name, drift))
