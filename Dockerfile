@@ -10,11 +10,12 @@ FROM ${PYTHON_IMAGE} AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 RUN python -m venv /opt/tfop
 WORKDIR /src
-COPY pyproject.toml setup.cfg README.md ./
+COPY pyproject.toml setup.cfg README.md constraints.txt ./
 COPY tfop ./tfop
 # A regular (not editable) install, byte-compiled by pip: the final image carries the venv alone, and its
-# read-only root filesystem needs no .pyc written at run time.
-RUN /opt/tfop/bin/pip install .
+# read-only root filesystem needs no .pyc written at run time. constraints.txt pins every dependency to what the
+# tests ran with (`make constraints` refreshes it).
+RUN /opt/tfop/bin/pip install -c constraints.txt .
 
 FROM ${PYTHON_IMAGE}
 COPY --from=build /opt/tfop /opt/tfop

@@ -14,10 +14,13 @@ PYTEST_ARGS ?=
 GANG ?=
 
 .PHONY: help venv controlplane coscheduler cluster-up cluster-down cluster-status cluster-destroy run test unit integration \
-	e2e lint crd clean
+	e2e lint crd constraints clean
 
-help: ## list the targets
+help: ## list the targets and the variables they take
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
+	@echo "Variables: ARGS (make run: flags for tfop run), PYTEST_ARGS (test, unit, integration, e2e), HELM_ARGS"
+	@echo "  (deploy-render), BENCH_ARGS (bench), CLUSTER_DIR (.local/cluster), TFOP_CACHE_DIR (~/.cache/tfop),"
+	@echo "  GANG (cluster-up: scheduler-plugins or volcano)."
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -49,10 +52,10 @@ cluster-status: ## show which local cluster components run
 	@$(PYTHON) hack/local_cluster.py status --dir $(CLUSTER_DIR)
 	@$(PYTHON) hack/coscheduler.py status --dir $(CLUSTER_DIR)
 
-run: venv ## run the operator against $$KUBECONFIG, or against the local cluster (started if needed)
+run: venv ## run the operator against $KUBECONFIG (asks before installing the CRD there; ARGS=--install-crd or --no-install-crd answer for you), or against the local cluster (started if needed)
 	@bash hack/run.sh $(ARGS)
 
-test: venv controlplane helm coscheduler ## run every test: unit, integration and e2e against a real local control plane
+test: venv controlplane helm coscheduler training-operator ## run every test: unit, integration and e2e against a real local control plane
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The suites are selected by marker (test/conftest.py gives each test the one of its directory); the directory is
@@ -60,7 +63,7 @@ test: venv controlplane helm coscheduler ## run every test: unit, integration an
 unit: venv ## run the unit tests only (-m unit; no cluster)
 	$(PY) -m pytest -m unit test/unit $(PYTEST_ARGS)
 
-integration: venv controlplane helm coscheduler ## run the integration tests only (-m integration)
+integration: venv controlplane helm coscheduler training-operator ## run the integration tests only (-m integration)
 	$(PY) -m pytest -m integration test/integration $(PYTEST_ARGS)
 
 e2e: venv controlplane ## run the end-to-end tests only (-m e2e)
@@ -69,12 +72,22 @@ e2e: venv controlplane ## run the end-to-end tests only (-m e2e)
 lint: venv ## ruff (rules in ruff.toml) over tfop, test and hack, then mypy --strict; both run, either fails it
 	@status=0; $(PY) -m ruff check tfop test hack || status=1; $(PY) -m mypy || status=1; exit $$status
 
+constraints: ## re-resolve the image's pinned dependency set into constraints.txt (review the diff, then make test)
+	bash hack/constraints.sh
+
 crd: venv controlplane ## regenerate crd/ from hack/crd-template.yaml and the local apiserver's PodTemplateSpec
 	$(PY) hack/gen_crd.py
 
 clean: ## remove the virtualenv and local state (the control-plane cache in ~/.cache/tfop stays)
 	-$(PYTHON) hack/local_cluster.py destroy --dir $(CLUSTER_DIR)
 	rm -rf $(VENV) .local .pytest_cache .mypy_cache *.egg-info
+
+# The Kubeflow training operator (the Go operator) that test_takeover.py moves jobs from; the build prints its
+# progress here rather than inside a test fixture.
+training-operator: ## build (first time: tens of minutes on 2 cores) or reuse the Go training operator v1.9.3
+	@bash hack/build-training-operator.sh >/dev/null
+
+.PHONY: training-operator
 
 # --- deploy/: the kustomize base and the Helm chart ---------------------------------------------------------------
 # Extra arguments for `helm template`, e.g. make deploy-render HELM_ARGS="--set cloud=azure"

@@ -56,6 +56,13 @@ SPECIAL_TYPES: dict[str, dict[str, Any]] = {
     },
 }
 
+# The template's two parts get a line each in `kubectl explain`; below them the pod's own fields are described by
+# `kubectl explain pod.spec` (their descriptions would not fit the size limit of client-side apply).
+TEMPLATE_PART_DESCRIPTIONS = {
+    "metadata": "Labels and annotations for the replica's pods (tfop adds its own labels).",
+    "spec": "The replica's pod spec; `kubectl explain pod.spec` describes its fields.",
+}
+
 # Bounds the apiserver enforces on pods anyway (container names are DNS-1123 labels), declared in the schema so
 # CEL's cost estimate for "has a container named tensorflow" fits its budget; plus a generous cap on containers.
 BOUNDS: dict[tuple[str, str], dict[str, Any]] = {
@@ -102,7 +109,13 @@ def structural(schema: dict[str, Any], schemas: dict[str, Any], seen: tuple[str,
 def fill_markers(node: Any, pod_template: dict[str, Any]) -> Any:
     if isinstance(node, dict):
         if node.get(MARKER) is True:
-            return copy.deepcopy(pod_template)
+            # The marker's own description stays: it is what `kubectl explain` shows for the template field.
+            filled = copy.deepcopy(pod_template)
+            if "description" in node:
+                filled = {"description": node["description"], **filled}
+            for name, text in TEMPLATE_PART_DESCRIPTIONS.items():
+                filled["properties"][name] = {"description": text, **filled["properties"][name]}
+            return filled
         return {k: fill_markers(v, pod_template) for k, v in node.items()}
     if isinstance(node, list):
         return [fill_markers(v, pod_template) for v in node]

@@ -1,29 +1,61 @@
 #!/usr/bin/env bash
 # `make run`: install the CRD and run the operator in the foreground, against $KUBECONFIG if it is set, else
-# against the local cluster (built and started if needed). Extra arguments go to `tfop run`.
+# against the local cluster (built and started if needed). Extra arguments go to `tfop run`, except these two:
+#   --install-crd      install or update the TFJob CRD in a $KUBECONFIG cluster without asking
+#   --no-install-crd   never touch the CRD (tfop then says so and exits 1 if the cluster lacks it)
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CLUSTER_DIR="${CLUSTER_DIR:-${REPO}/.local/cluster}"
 
+crd_choice=ask
+tfop_args=()
+for arg in "$@"; do
+  case "${arg}" in
+    --install-crd) crd_choice=yes ;;
+    --no-install-crd) crd_choice=no ;;
+    *) tfop_args+=("${arg}") ;;
+  esac
+done
+
 BIN_DIR="$(bash "${REPO}/hack/build-controlplane.sh")"
+ours=no
 if [[ -z "${KUBECONFIG:-}" ]]; then
   python3 "${REPO}/hack/local_cluster.py" up --dir "${CLUSTER_DIR}" >/dev/null
   KUBECONFIG="${CLUSTER_DIR}/kubeconfig"
+  ours=yes
 fi
 export KUBECONFIG
 KUBECTL="${BIN_DIR}/kubectl"
+SERVER="$("${KUBECTL}" config view --minify -o jsonpath='{.clusters[0].cluster.server}')"
 
-"${KUBECTL}" apply -f "${REPO}/crd/kubeflow.org_tfjobs.yaml" >/dev/null
-# (`kubectl wait` fails outright while the new CRD has no conditions yet, so poll.)
-for _ in $(seq 1 300); do
-  established="$("${KUBECTL}" get crd tfjobs.kubeflow.org \
-    -o jsonpath='{.status.conditions[?(@.type=="Established")].status}' 2>/dev/null || true)"
-  [[ "${established}" == "True" ]] && break
-  sleep 0.2
-done
-[[ "${established}" == "True" ]] || { echo "the TFJob CRD did not become Established" >&2; exit 1; }
+# A cluster we did not start may be someone's production: changing its CRDs is asked first.
+if [[ "${ours}" == no && "${crd_choice}" == ask ]]; then
+  context="$("${KUBECTL}" config current-context 2>/dev/null || echo '?')"
+  if [[ -t 0 ]]; then
+    read -r -p "Install or update the TFJob CRD (tfjobs.kubeflow.org) on ${SERVER} (context ${context})? [y/N] " reply
+    [[ "${reply}" =~ ^[Yy] ]] && crd_choice=yes || crd_choice=no
+  else
+    echo "Not installing the TFJob CRD on ${SERVER} (context ${context}) without asking, and stdin is no terminal:" \
+      "pass ARGS=--install-crd to install it, or ARGS=--no-install-crd to say it is there." >&2
+    crd_choice=no
+  fi
+fi
+
+if [[ "${ours}" == yes || "${crd_choice}" == yes ]]; then
+  "${KUBECTL}" apply -f "${REPO}/crd/kubeflow.org_tfjobs.yaml" >/dev/null
+  # (`kubectl wait` fails outright while the new CRD has no conditions yet, so poll.)
+  for _ in $(seq 1 300); do
+    established="$("${KUBECTL}" get crd tfjobs.kubeflow.org \
+      -o jsonpath='{.status.conditions[?(@.type=="Established")].status}' 2>/dev/null || true)"
+    [[ "${established}" == "True" ]] && break
+    sleep 0.2
+  done
+  [[ "${established}" == "True" ]] || { echo "the TFJob CRD did not become Established" >&2; exit 1; }
+  echo "TFJob CRD installed on ${SERVER}."
+else
+  echo "Leaving the CRDs of ${SERVER} as they are."
+fi
 cat <<MSG
-TFJob CRD installed on $("${KUBECTL}" config view --minify -o jsonpath='{.clusters[0].cluster.server}').
 In another terminal:
   export KUBECONFIG=${KUBECONFIG}
   alias kubectl=${KUBECTL}
@@ -33,4 +65,4 @@ Starting tfop (Ctrl-C stops it).
 MSG
 # A developer machine: endpoints on loopback only (flags given to make run ARGS=... come later and win).
 exec "${REPO}/.venv/bin/tfop" run --kubeconfig "${KUBECONFIG}" --metrics-addr 127.0.0.1:8080 \
-  --health-addr 127.0.0.1:8081 "$@"
+  --health-addr 127.0.0.1:8081 ${tfop_args[@]+"${tfop_args[@]}"}

@@ -1,43 +1,72 @@
-"""The `tfop` command."""
+"""The `tfop` command.
+
+A mistake in the flags ends the process with exit code 2 and one line saying what is wrong and how to fix it, as
+`tfop run --help` would; the process logs the same as one structured line, so a pod's log has it too.
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from tfop import __version__
+from tfop.startup import EXIT_USAGE, StartupError, report_startup_error
 
 # The client-side limit guards against our own runaway loops; the apiserver protects itself (priority and fairness).
 # 500/s is about twice what a small control plane accepts, so it never sets the pace of a real workload: at 50/s,
 # a hundred 7-replica jobs took 4.5x as long to create as the apiserver needed (make bench).
 DEFAULT_QPS = 500.0
 DEFAULT_BURST = 1000
+# Bounds that catch a typo (an extra zero, a unit mistaken for another) without second-guessing a real setting.
+MAX_THREADS = 256
+MAX_QPS = 100_000.0
+MAX_BURST = 1_000_000
+MAX_DRAIN_SECONDS = 3600.0
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse prints its usage block on a mistake; one line naming the flag and `--help` is easier to read in a
+    terminal and in a pod's log."""
+
+    def error(self, message: str) -> NoReturn:
+        report_startup_error(StartupError(EXIT_USAGE, "invalid flags", message, f"see `{self.prog} --help`"))
+        sys.exit(EXIT_USAGE)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="tfop", description="A Kubernetes operator for distributed TensorFlow training (TFJob, kubeflow.org/v1).")
     parser.add_argument("--version", action="version", version=f"tfop {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
 
     run = commands.add_parser("run", help="run the operator in the foreground",
                               formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-                              description="Run the TFJob controller until SIGTERM or Ctrl-C.")
+                              description="Run the TFJob controller until SIGTERM or Ctrl-C. Exit codes: 0 stopped, "
+                                          "1 the cluster is unreachable or not ready (no TFJob CRD), 2 bad flags "
+                                          "or config.")
     run.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG") or None,
                      help="kubeconfig file (default: $KUBECONFIG, else in-cluster, else ~/.kube/config)")
-    run.add_argument("--namespace", action="append", default=[],
+    run.add_argument("--namespace", action="append", default=[], type=_namespace,
                      help="watch only this namespace; repeat for several (default: all namespaces)")
-    run.add_argument("--threads", type=_positive_int, default=8, help="reconcile worker threads")
-    run.add_argument("--qps", type=float, default=DEFAULT_QPS, help="client-side limit on API requests per second")
-    run.add_argument("--burst", type=_positive_int, default=DEFAULT_BURST, help="client-side burst above --qps")
+    run.add_argument("--threads", type=_int_in(1, MAX_THREADS), default=8,
+                     help=f"reconcile worker threads, 1-{MAX_THREADS}")
+    run.add_argument("--qps", type=_float_in(0.0, MAX_QPS, low_open=True), default=DEFAULT_QPS,
+                     help=f"client-side limit on API requests per second, above 0 and at most {MAX_QPS:g}")
+    run.add_argument("--burst", type=_int_in(1, MAX_BURST), default=DEFAULT_BURST,
+                     help=f"client-side burst above --qps, 1-{MAX_BURST}")
     run.add_argument("--leader-elect", action="store_true",
                      help="elect a leader through a Lease so only one of several replicas acts")
-    run.add_argument("--leader-elect-namespace", default=None,
+    run.add_argument("--leader-elect-namespace", default=None, type=_namespace,
                      help="namespace of the Lease (default: the pod's namespace, else kube-system)")
-    run.add_argument("--leader-elect-id", default="tfop-leader", help="name of the Lease")
-    run.add_argument("--metrics-addr", default=":8080", help="host:port for /metrics (port 0 = any free port)")
-    run.add_argument("--health-addr", default=":8081", help="host:port for /healthz and /readyz")
+    run.add_argument("--leader-elect-id", default="tfop-leader", type=_lease_name, help="name of the Lease")
+    run.add_argument("--metrics-addr", default=":8080",
+                     help="host:port for /metrics; [::]:8080 or [::1]:8080 for IPv6, :8080 for every address, "
+                          "port 0 for any free port")
+    run.add_argument("--health-addr", default=":8081", help="host:port for /healthz and /readyz (as --metrics-addr)")
     run.add_argument("--log-format", choices=["auto", "json", "console"], default="auto",
                      help="auto = JSON unless stderr is a terminal")
     run.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
@@ -45,17 +74,58 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--gang-scheduler-name", choices=["none", "scheduler-plugins", "volcano"], default=None,
                      help="gang-schedule each job as one PodGroup of this scheduler (default: the config file's "
                           "gangScheduler, else none)")
-    run.add_argument("--drain-seconds", type=float, default=20.0,
-                     help="on SIGTERM, how long in-flight reconciles may take to finish (keep it below the pod's "
-                          "terminationGracePeriodSeconds)")
+    run.add_argument("--drain-seconds", type=_float_in(0.0, MAX_DRAIN_SECONDS), default=20.0,
+                     help=f"on SIGTERM, how long in-flight reconciles may take to finish, 0-{MAX_DRAIN_SECONDS:g} "
+                          "(keep it below the pod's terminationGracePeriodSeconds)")
     return parser
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
+def _int_in(low: int, high: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a whole number, not {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be from {low} to {high}, not {value}")
+        return value
+
+    parse.__name__ = "integer"  # argparse names the type in its message
+    return parse
+
+
+def _float_in(low: float, high: float, *, low_open: bool = False) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a number, not {text!r}") from None
+        too_low = value <= low if low_open else value < low
+        if not math.isfinite(value) or too_low or value > high:
+            bound = f"above {low:g}" if low_open else f"at least {low:g}"
+            raise argparse.ArgumentTypeError(f"must be {bound} and at most {high:g}, not {text}")
+        return value
+
+    parse.__name__ = "number"
+    return parse
+
+
+def _namespace(text: str) -> str:
+    from tfop.startup import dns_label_problem
+
+    problem = dns_label_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(f"{problem} (leave the flag out to watch every namespace)")
+    return text
+
+
+def _lease_name(text: str) -> str:
+    from tfop.startup import dns_subdomain_problem
+
+    problem = dns_subdomain_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return text
 
 
 def main(argv: Sequence[str] | None = None) -> int:

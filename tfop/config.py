@@ -9,6 +9,8 @@ cluster the operator runs in rather than how one process runs (those are flags).
         volumes:
         - {name: lib, mountPath: /usr/lib/nvidia, hostPath: /usr/lib/nvidia-384}
     gangScheduler: scheduler-plugins      # none (default), scheduler-plugins or volcano: one PodGroup per job
+    childNaming: RuntimeId                # new jobs' children: {job}-{type}-{runtimeId}-{index} (default), or
+                                          # TypeIndex: {job}-{type}-{index}, as the Kubeflow training operator
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from tfop.api.constants import NAMING_RUNTIME_ID, NAMINGS
 from tfop.controller.accelerators import Accelerator, HostVolume
 from tfop.controller.gang import GANG_NONE, GANG_SCHEDULER_NAMES
 from tfop.controller.settings import DEFAULT_SERVICE_DOMAIN, ControllerConfig
@@ -48,7 +51,7 @@ def load_config(path: str | Path | None) -> ControllerConfig:
 
 def parse_config(data: Any) -> ControllerConfig:
     document = _mapping(data, "the config")
-    _known(document, "the config", {"serviceDomain", "accelerators", "gangScheduler"})
+    _known(document, "the config", {"serviceDomain", "accelerators", "gangScheduler", "childNaming"})
     domain = document.get("serviceDomain", DEFAULT_SERVICE_DOMAIN)
     if not isinstance(domain, str) or not _DNS_SUFFIX.match(domain):
         raise ConfigError(f"serviceDomain {domain!r} is not a DNS suffix such as svc.cluster.local")
@@ -59,7 +62,11 @@ def parse_config(data: Any) -> ControllerConfig:
     gang = document.get("gangScheduler", GANG_NONE)
     if gang not in GANG_SCHEDULER_NAMES:
         raise ConfigError(f"gangScheduler {gang!r} is not one of {', '.join(GANG_SCHEDULER_NAMES)}")
-    return ControllerConfig(service_domain=domain, accelerators=MappingProxyType(accelerators), gang_scheduler=gang)
+    naming = document.get("childNaming", NAMING_RUNTIME_ID)
+    if naming not in NAMINGS:
+        raise ConfigError(f"childNaming {naming!r} is not one of {', '.join(NAMINGS)}")
+    return ControllerConfig(service_domain=domain, accelerators=MappingProxyType(accelerators), gang_scheduler=gang,
+                            child_naming=str(naming))
 
 
 def _accelerator(data: Any, path: str) -> Accelerator:

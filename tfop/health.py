@@ -1,18 +1,29 @@
 """The operator's HTTP endpoints: /healthz (liveness), /readyz (readiness) and /metrics (Prometheus).
 
-Checks are named callables returning None when healthy or a short reason when not; the endpoints list every
-failing reason so `kubectl describe pod` shows why a probe failed.
+/metrics is prometheus_client's own WSGI app, so scrapers get what they negotiate: the OpenMetrics format when
+they ask for it, gzip when they accept it, `name[]` filtering. HEAD is answered as GET without the body (load
+balancers and `curl -I` probe with it). Checks are named callables returning None when healthy or a short reason
+when not; the endpoints list every failing reason so `kubectl describe pod` shows why a probe failed.
 """
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import threading
-from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable, Iterable
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry, make_wsgi_app
+from prometheus_client.exposition import ThreadingWSGIServer
+
+from tfop.startup import ListenAddress, parse_listen_address
 
 Check = Callable[[], str | None]
+StartResponse = Callable[..., Any]
+Environ = dict[str, Any]
+WSGIApp = Callable[[Environ, StartResponse], Iterable[bytes]]
 
 
 class Checks:
@@ -40,35 +51,76 @@ class Checks:
         return failures
 
 
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass  # probes every few seconds would drown the operator's own log
+
+
+class _IPv4Server(ThreadingWSGIServer):
+    address_family = socket.AF_INET
+
+
+class _IPv6Server(ThreadingWSGIServer):
+    address_family = socket.AF_INET6
+
+
+class _DualStackServer(_IPv6Server):
+    """`:port`: one IPv6 socket that takes IPv4 connections too (as mapped addresses)."""
+
+    def server_bind(self) -> None:
+        with contextlib.suppress(OSError):
+            self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        super().server_bind()
+
+
+def make_app(*, liveness: Checks | None = None, readiness: Checks | None = None,
+             metrics: CollectorRegistry | None = None) -> WSGIApp:
+    """The endpoints as one WSGI app; paths not served answer 404."""
+    metrics_app = make_wsgi_app(metrics) if metrics is not None else None
+    checks = {path: c for path, c in (("/healthz", liveness), ("/readyz", readiness)) if c is not None}
+
+    def app(environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
+        path, method = environ.get("PATH_INFO", ""), environ.get("REQUEST_METHOD", "GET")
+        head = method == "HEAD"
+        if head:
+            environ = {**environ, "REQUEST_METHOD": "GET"}
+        if path == "/metrics" and metrics_app is not None:
+            answered: list[Any] = []
+            body = b"".join(metrics_app(environ, lambda status, headers, *rest: answered.append((status, headers))))
+            status, headers = answered[0]
+            start_response(status, [*headers, ("Content-Length", str(len(body)))])
+            return [] if head else [body]
+        if path in checks:
+            if method not in ("GET", "HEAD"):
+                return _answer(start_response, "405 Method Not Allowed", b"use GET or HEAD\n", head,
+                               [("Allow", "GET, HEAD")])
+            failures = checks[path].failures()
+            if failures:
+                return _answer(start_response, "500 Internal Server Error", ("\n".join(failures) + "\n").encode(), head)
+            return _answer(start_response, "200 OK", b"ok\n", head)
+        return _answer(start_response, "404 Not Found", b"not found\n", head)
+
+    return app
+
+
+def _answer(start_response: StartResponse, status: str, body: bytes, head: bool,
+            extra: list[tuple[str, str]] | None = None) -> list[bytes]:
+    start_response(status, [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body))),
+                            *(extra or [])])
+    return [] if head else [body]
+
+
 class EndpointServer:
-    """Serves any of /healthz, /readyz and /metrics on one address (host:port; port 0 picks a free one)."""
+    """Serves any of /healthz, /readyz and /metrics on one address (port 0 picks a free one). Binding happens
+    here, so an address in use or not on this machine fails at construction with OSError."""
 
-    def __init__(self, address: str, *, liveness: Checks | None = None, readiness: Checks | None = None,
+    def __init__(self, address: ListenAddress | str, *, liveness: Checks | None = None, readiness: Checks | None = None,
                  metrics: CollectorRegistry | None = None) -> None:
-        host, _, port = address.rpartition(":")
-        routes: dict[str, Callable[[], tuple[int, str, bytes]]] = {}
-        if liveness is not None:
-            routes["/healthz"] = lambda: _check_response(liveness)
-        if readiness is not None:
-            routes["/readyz"] = lambda: _check_response(readiness)
-        if metrics is not None:
-            routes["/metrics"] = lambda: (200, CONTENT_TYPE_LATEST, generate_latest(metrics))
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                route = routes.get(self.path.split("?", 1)[0])
-                code, content_type, body = route() if route else (404, "text/plain", b"not found\n")
-                self.send_response(code)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: object) -> None:
-                pass  # probes every few seconds would drown the operator's own log
-
-        self._server = ThreadingHTTPServer((host or "0.0.0.0", int(port)), Handler)
-        self._server.daemon_threads = True
+        app = make_app(liveness=liveness, readiness=readiness, metrics=metrics)
+        if isinstance(address, str):
+            address = parse_listen_address(address, "address")
+        self._server = _bind(address)
+        self._server.set_app(app)
         self._thread = threading.Thread(target=self._server.serve_forever, name=f"http-{address}", daemon=True)
 
     @property
@@ -77,19 +129,33 @@ class EndpointServer:
 
     @property
     def address(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"{host!s}:{port}"
+        host, port = str(self._server.server_address[0]), int(self._server.server_address[1])
+        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
     def start(self) -> None:
         self._thread.start()
 
     def stop(self) -> None:
-        self._server.shutdown()
+        if self._thread.is_alive():
+            self._server.shutdown()
         self._server.server_close()
 
 
-def _check_response(checks: Checks) -> tuple[int, str, bytes]:
-    failures = checks.failures()
-    if failures:
-        return 500, "text/plain", ("\n".join(failures) + "\n").encode()
-    return 200, "text/plain", b"ok\n"
+def _bind(address: ListenAddress) -> WSGIServer:
+    def server(cls: type[WSGIServer], host: str) -> WSGIServer:
+        made = cls((host, address.port), _QuietHandler)
+        made.daemon_threads = True  # type: ignore[attr-defined]
+        return made
+
+    if address.host:
+        # A name (localhost) binds the first address it resolves to, of whichever family.
+        family = socket.getaddrinfo(address.host, address.port, type=socket.SOCK_STREAM,
+                                    flags=socket.AI_PASSIVE)[0][0]
+        return server(_IPv6Server if family == socket.AF_INET6 else _IPv4Server, address.host)
+    if socket.has_ipv6:
+        try:
+            return server(_DualStackServer, "::")
+        except OSError as error:
+            if error.errno not in (97, 99):  # EAFNOSUPPORT, EADDRNOTAVAIL: no IPv6 on this machine
+                raise
+    return server(_IPv4Server, "0.0.0.0")

@@ -1,8 +1,20 @@
-"""The operator's own metrics: the job counters under the Kubeflow tf-operator's names, and what tfop adds
-(restarts by exit class, children created and deleted, job duration and start latency, leadership). The
-machinery's families (workqueue_*, rest_client_*, controller_runtime_*, leader_election_*) are in
+"""The operator's own metrics.
+
+- The job counters are the Kubeflow training operator's (v1.x, pkg/common/metrics.go):
+  `training_operator_jobs_{created,deleted,successful,failed,restarted}_total{job_namespace,framework}`, with
+  framework="tensorflow", so dashboards and alerts built on that operator keep working after the switch. They
+  are exported under that name only: the older tf-operator's `tf_operator_jobs_*_total`, which tfop exported
+  before, are gone (README: Moving from the Kubeflow training operator).
+- What tfop adds keeps its `tf_operator_` prefix, as no other operator exports it: restarts by exit class,
+  pods created and deleted, job duration and start latency, leadership.
+
+The machinery's families (workqueue_*, rest_client_*, controller_runtime_*, leader_election_*) are in
 tfop/kube/metrics.py. Both are made in the registry the process creates at start: nothing is registered at
-import, and tests make their own."""
+import, and tests make their own.
+
+Every series whose label values are known in advance exists from the start at 0 (the namespaces given with
+--namespace, or each namespace once its first TFJob is seen), so `rate()` and `increase()` in alerts have a
+baseline instead of a series that appears with its first increment."""
 
 from __future__ import annotations
 
@@ -22,6 +34,9 @@ from prometheus_client import (
 from tfop.kube.metrics import KubeMetrics
 
 _MINUTE = 60.0
+EXIT_CLASSES = ("retryable", "permanent", "succeeded", "unknown")
+OUTCOMES = ("succeeded", "failed")
+FRAMEWORK = "tensorflow"  # the `framework` label of the job counters, as the Kubeflow training operator sets it
 
 
 def create_registry() -> CollectorRegistry:
@@ -52,23 +67,34 @@ class OperatorMetrics:
 
     @property
     def job_counters(self) -> dict[str, Counter]:
-        """By the field names of JobCounters."""
+        """By the field names of JobCounters; labelled (job_namespace, FRAMEWORK)."""
         return {"created": self.jobs_created, "deleted": self.jobs_deleted, "successful": self.jobs_successful,
                 "failed": self.jobs_failed, "restarted": self.jobs_restarted}
 
+    def know_namespace(self, namespace: str) -> None:
+        """Every per-namespace series of `namespace`, at 0 if new (idempotent and cheap: call it freely)."""
+        for counter in self.job_counters.values():
+            counter.labels(namespace, FRAMEWORK)
+        for counter in (*self.children_created.values(), *self.children_deleted.values()):
+            counter.labels(namespace)
+        for exit_class in EXIT_CLASSES:
+            self.restarts.labels(namespace, exit_class)
+
     @classmethod
-    def create(cls, registry: CollectorRegistry | None = None) -> OperatorMetrics:
+    def create(cls, registry: CollectorRegistry | None = None, *, namespaces: tuple[str, ...] | list[str] = (),
+               ) -> OperatorMetrics:
         def counter(name: str, doc: str, *labels: str) -> Counter:
             return Counter(name, doc, list(labels), registry=registry)
 
-        return cls(
-            jobs_created=counter("tf_operator_jobs_created", "TFJobs seen created, counted once per job.",
-                                 "job_namespace"),
-            jobs_deleted=counter("tf_operator_jobs_deleted", "TFJobs deleted by the operator (TTL).", "job_namespace"),
-            jobs_successful=counter("tf_operator_jobs_successful", "TFJobs that succeeded.", "job_namespace"),
-            jobs_failed=counter("tf_operator_jobs_failed", "TFJobs that failed.", "job_namespace"),
-            jobs_restarted=counter("tf_operator_jobs_restarted", "Replica restarts (in place and recreations).",
-                                   "job_namespace"),
+        def job_counter(what: str, doc: str) -> Counter:
+            return counter(f"training_operator_jobs_{what}", doc, "job_namespace", "framework")
+
+        metrics = cls(
+            jobs_created=job_counter("created", "TFJobs seen created, counted once per job."),
+            jobs_deleted=job_counter("deleted", "TFJobs deleted by the operator (TTL)."),
+            jobs_successful=job_counter("successful", "TFJobs that succeeded."),
+            jobs_failed=job_counter("failed", "TFJobs that failed."),
+            jobs_restarted=job_counter("restarted", "Replica restarts (in place and recreations)."),
             restarts=counter("tf_operator_restarts", "Replica restarts (in place and recreations) by how the "
                              "container ended: retryable (128-255), permanent (1-127), succeeded (0), unknown "
                              "(evicted, node lost).", "job_namespace", "exit_class"),
@@ -87,3 +113,8 @@ class OperatorMetrics:
                 buckets=(0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600), registry=registry),
             kube=KubeMetrics.create(registry),
         )
+        for namespace in namespaces:
+            metrics.know_namespace(namespace)
+        for outcome in OUTCOMES:
+            metrics.job_duration.labels(outcome)
+        return metrics

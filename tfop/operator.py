@@ -28,6 +28,8 @@ from tfop.kube.client import KubeClient
 from tfop.kube.events import EventRecorder
 from tfop.kube.leaderelection import LeaderElector
 from tfop.metrics import OperatorMetrics, create_registry
+from tfop.preflight import check_cluster, make_client
+from tfop.startup import EXIT_USAGE, ListenAddress, StartupError, parse_listen_address, report_startup_error
 
 log = structlog.get_logger("tfop")
 
@@ -36,24 +38,35 @@ SYNC_TIMEOUT = 300.0
 
 
 def run_operator(args: argparse.Namespace) -> int:
+    """Runs until SIGTERM/SIGINT; returns the exit code: 0, 1 (cluster unreachable or not ready), 2 (flags, config)."""
     logs.configure(args.log_format, args.log_level)
+    try:
+        return _run(args)
+    except StartupError as error:
+        report_startup_error(error)
+        return error.exit_code
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         config = load_config(args.config)
         if args.gang_scheduler_name is not None:
             config = dataclasses.replace(config, gang_scheduler=args.gang_scheduler_name)
     except ConfigError as error:
-        log.error("invalid configuration", error=str(error))
-        return 2
+        raise StartupError(EXIT_USAGE, "invalid configuration", str(error), "fix the file given to --config") from None
+    addresses = (parse_listen_address(args.metrics_addr, "--metrics-addr"),
+                 parse_listen_address(args.health_addr, "--health-addr"))
     registry = create_registry()
-    metrics = OperatorMetrics.create(registry)
-    client = KubeClient.auto(args.kubeconfig, qps=args.qps, burst=args.burst, metrics=metrics.kube)
+    metrics = OperatorMetrics.create(registry, namespaces=args.namespace)
+    client = make_client(args.kubeconfig, qps=args.qps, burst=args.burst, metrics=metrics.kube)
+    check_cluster(client, args.namespace)
     recorder = EventRecorder(client, "tfop", metrics=metrics.kube)
     gang_problem = gang_scheduler_problem(client, config.gang)
     if gang_problem is not None:
         log.error("gang scheduling unavailable", problem=gang_problem)
     controller = TFJobController(client, recorder, config=config, metrics=metrics, namespaces=args.namespace,
                                  threads=args.threads, gang_problem=gang_problem)
-    servers = _endpoint_servers(args, controller, registry)
+    servers = _endpoint_servers(addresses, controller, registry)
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, _on_signal(stop))
@@ -63,7 +76,7 @@ def run_operator(args: argparse.Namespace) -> int:
     recorder.start()
     controller.start_informers()
     log.info("starting", namespaces=args.namespace or "all", threads=args.threads, qps=args.qps, burst=args.burst,
-             leader_elect=args.leader_elect, endpoints=[s.address for s in servers],
+             leader_elect=args.leader_elect, endpoints=[s.address for s in servers], server=client.host,
              gang_scheduler=config.gang_scheduler)
     try:
         while not controller.wait_for_sync(timeout=1.0):
@@ -108,16 +121,30 @@ def _run_with_leader_election(args: argparse.Namespace, client: KubeClient, cont
     return 1
 
 
-def _endpoint_servers(args: argparse.Namespace, controller: TFJobController,
+def _endpoint_servers(addresses: tuple[ListenAddress, ListenAddress], controller: TFJobController,
                       registry: CollectorRegistry) -> list[EndpointServer]:
+    """Bound here, before anything starts, so an address in use is a one-line error, not a traceback."""
+    metrics_addr, health_addr = addresses
     liveness, readiness = Checks(), Checks()
     liveness.add("controller", controller.health_problem)
     readiness.add("caches", controller.readiness_problem)
     readiness.add("gang-scheduler", controller.gang_readiness_problem)
-    if args.metrics_addr == args.health_addr:
-        return [EndpointServer(args.health_addr, liveness=liveness, readiness=readiness, metrics=registry)]
-    return [EndpointServer(args.metrics_addr, metrics=registry),
-            EndpointServer(args.health_addr, liveness=liveness, readiness=readiness)]
+    if metrics_addr == health_addr:
+        wanted = [("--metrics-addr", health_addr, {"liveness": liveness, "readiness": readiness,
+                                                    "metrics": registry})]
+    else:
+        wanted = [("--metrics-addr", metrics_addr, {"metrics": registry}),
+                  ("--health-addr", health_addr, {"liveness": liveness, "readiness": readiness})]
+    servers: list[EndpointServer] = []
+    for flag, address, endpoints in wanted:
+        try:
+            servers.append(EndpointServer(address, **endpoints))  # type: ignore[arg-type]
+        except OSError as error:
+            for server in servers:
+                server.stop()
+            raise StartupError(EXIT_USAGE, "cannot listen", f"{flag} {address}: {error.strerror or error}",
+                               f"choose a free port or an address of this machine with {flag}") from None
+    return servers
 
 
 def _own_namespace() -> str:

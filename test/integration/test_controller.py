@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,7 +25,7 @@ from support.tfjobs import (
 )
 from support.waiting import wait_for, wait_for_count
 from tfop.kube.client import KubeClient
-from tfop.kube.resource import PODS, SERVICES
+from tfop.kube.resource import PODS, RESOURCE_QUOTAS, SERVICES
 
 
 @pytest.fixture
@@ -58,7 +59,8 @@ def test_distributed_job_gets_named_labelled_owned_children_with_tf_config(
         assert labels["training.kubeflow.org/replica-type"] == replica_type
         assert labels["training.kubeflow.org/replica-index"] == str(index)
         assert labels["training.kubeflow.org/runtime-id"] == rid
-        assert labels["training.kubeflow.org/operator-name"] == "tfop"
+        assert labels["training.kubeflow.org/operator-name"] == "tfjob-controller"
+        assert labels["app.kubernetes.io/managed-by"] == "tfop"
         assert (labels.get("training.kubeflow.org/job-role") == "master") == (replica_type == "chief")
         [owner] = pod["metadata"]["ownerReferences"]
         assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == (
@@ -179,3 +181,33 @@ def test_a_spec_that_slips_past_the_crd_fails_alone(kube_client: KubeClient, nam
     assert not pods_by_name(kube_client, namespace, "bad")
     wait_for(lambda: condition(kube_client, namespace, "good", "Running"), message="good Running")
     assert operator.process is not None and operator.process.poll() is None
+
+
+def test_a_template_the_apiserver_refuses_fails_the_job_and_a_quota_only_delays_it(
+        kube_client: KubeClient, namespace: str, operator: OperatorProcess) -> None:
+    """The refusal rules: 422 from the apiserver is the template's fault, final until the spec is edited;
+    `exceeded quota` is the cluster's "not now", retried and told in the Running condition."""
+    create_job(kube_client, namespace, "refused", Chief=replica(), Worker=replica(2, env=[{"name": "1=BAD",
+                                                                                          "value": "x"}]))
+    failed = wait_for(lambda: condition(kube_client, namespace, "refused", "Failed"), message="refused Failed")
+    assert failed["reason"] == "InvalidSpec"
+    assert "the apiserver refused the pod of Worker 0" in failed["message"] and "env[0].name" in failed["message"]
+    wait_for(lambda: not pods_by_name(kube_client, namespace, "refused"),
+             message="the chief's pod, made before the refusal, cleaned up")
+
+    kube_client.create(RESOURCE_QUOTAS, {"metadata": {"name": "pods"}, "spec": {"hard": {"pods": "1"}}}, namespace)
+    wait_for(lambda: kube_client.get(RESOURCE_QUOTAS, "pods", namespace).get("status", {}).get("hard"),
+             message="the quota controller to take up the quota")
+    create_job(kube_client, namespace, "quota", Worker=replica(2))
+
+    def running_condition() -> dict[str, Any]:
+        return next((c for c in job_status(kube_client, namespace, "quota").get("conditions", [])
+                     if c["type"] == "Running"), {})
+
+    running = wait_for(lambda: "exceeded quota" in running_condition().get("message", "") and running_condition(),
+                       message="the quota named in Running")
+    assert running["status"] == "False" and "Worker 1" in running["message"]
+    assert condition(kube_client, namespace, "quota", "Failed") is None
+    kube_client.delete(RESOURCE_QUOTAS, "pods", namespace)
+    wait_for(lambda: condition(kube_client, namespace, "quota", "Running"), timeout=90,
+             message="quota Running once the quota is gone (retried with backoff)")

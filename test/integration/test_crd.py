@@ -111,6 +111,10 @@ REJECTED: dict[str, tuple[dict[str, Any], list[str]]] = {
     "worker without a tensorflow container": (
         tfjob(Worker={"template": pod_template("trainer")}),
         ["spec.tfReplicaSpecs.Worker.template.spec.containers must include a container named tensorflow"]),
+    "a container without an image": (
+        tfjob(Worker={"template": pod_template()}, PS={"template": {"spec": {"containers": [
+            {"name": "tensorflow", "image": "tf"}, {"name": "sidecar"}]}}}),
+        ["every container in spec.tfReplicaSpecs[*].template.spec.containers needs an image"]),
     "chief without a template": (
         tfjob(Chief={"replicas": 1}),
         ["spec.tfReplicaSpecs.Chief.template.spec.containers must include a container named tensorflow"]),
@@ -165,3 +169,34 @@ def test_kubectl_get_prints_the_printer_columns(cluster: LocalCluster, tfjob_crd
     assert row.split()[4:] == ["Running", "TFJobRunning", "abcd", "Inqueue"]
     # The `kubeflow` category lists TFJobs with other Kubeflow kinds.
     assert "tfjob.kubeflow.org/columns" in cluster.kubectl("get", "kubeflow", "-n", namespace, "-o", "name").stdout
+
+
+def test_kubectl_explain_describes_every_status_field_and_the_template(cluster: LocalCluster,
+                                                                       tfjob_crd: Path) -> None:
+    crd = yaml.safe_load(tfjob_crd.read_text())
+    status = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
+
+    def undescribed(schema: dict[str, Any], path: str) -> list[str]:
+        missing = [] if schema.get("description") else [path]
+        for name, child in (schema.get("properties") or {}).items():
+            missing += undescribed(child, f"{path}.{name}")
+        for key in ("items", "additionalProperties"):
+            if isinstance(schema.get(key), dict) and schema[key].get("properties"):
+                missing += [p for p in undescribed(schema[key], f"{path}[]") if p != f"{path}[]"]
+        return missing
+
+    assert undescribed(status, "status") == []
+    explained = cluster.kubectl("explain", "tfjobs.status").stdout
+    for field in ("state", "replicaSummary", "runtimeId", "conditions", "replicaStatuses", "completionTime"):
+        assert field in explained
+    assert "Created (seen by tfop), Pending" in " ".join(explained.split())
+    template = cluster.kubectl("explain", "tfjobs.spec.tfReplicaSpecs.template").stdout
+    assert "container" in template and "named tensorflow" in " ".join(template.split()), template
+
+
+def test_columns_say_what_state_a_job_is_in(cluster: LocalCluster, tfjob_crd: Path) -> None:
+    columns = {c["name"]: c for c in yaml.safe_load(tfjob_crd.read_text())["spec"]["versions"][0][
+        "additionalPrinterColumns"]}
+    assert list(columns)[:3] == ["State", "Replicas", "Age"]
+    assert all(c.get("description") for name, c in columns.items() if name != "Age")
+    assert columns["State"]["description"] == "Created, Pending, Running, Restarting, Suspended, Succeeded or Failed"

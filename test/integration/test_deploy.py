@@ -39,6 +39,10 @@ HELM_ONLY_LABELS = {"helm.sh/chart", "app.kubernetes.io/managed-by", "app.kubern
 Object = dict[str, Any]
 
 
+MONITORING_APIS = ["--api-versions", "monitoring.coreos.com/v1/ServiceMonitor",
+                   "--api-versions", "monitoring.coreos.com/v1/PrometheusRule"]
+
+
 # --- fixtures and helpers ----------------------------------------------------------------------------------------
 @pytest.fixture(scope="session")
 def helm() -> Path:
@@ -124,6 +128,83 @@ def kustomize_base(cluster: LocalCluster, tfjob_crd: Path, monitoring_crds: None
     cluster.kubectl("apply", "-f", "-", input=json.dumps(namespace))
     dry_run_and_apply(cluster, rendered)
     return objects
+
+
+def served(cluster: LocalCluster, api: str) -> bool:
+    """Whether the cluster serves `group/version` (what Helm's .Capabilities.APIVersions sees)."""
+    return cluster.kubectl("get", "--raw", f"/apis/{api}", check=False).returncode == 0
+
+
+# First in the module, so that in a full run it meets a cluster without the Prometheus Operator's CRDs (the
+# monitoring_crds fixture of later tests installs them), as a bare cluster is.
+def test_helm_install_with_default_values_works_on_the_local_cluster(
+        cluster: LocalCluster, tfjob_crd: Path, helm: Path, namespace: str) -> None:
+    monitoring = served(cluster, "monitoring.coreos.com/v1")
+    kubeconfig = ["--kubeconfig", str(cluster.kubeconfig)]
+    result = run_helm(helm, "install", "tfop", str(CHART), "--namespace", namespace, "--wait", "--timeout", "90s",
+                      *kubeconfig)
+    try:
+        assert result.returncode == 0, result.stdout + result.stderr
+        manifest = by_kind_and_name(documents(run_helm(helm, "get", "manifest", "tfop", "-n", namespace,
+                                                       *kubeconfig).stdout))
+        print(f"helm install with defaults: {sorted(kind for kind, _ in manifest)}; "
+              f"monitoring.coreos.com/v1 served: {monitoring}")
+        assert (("ServiceMonitor", "tfop") in manifest) is monitoring
+        assert (("PrometheusRule", "tfop") in manifest) is monitoring
+        assert ("NetworkPolicy", "tfop") not in manifest
+        wait_available(cluster, namespace, "tfop", 2)
+    finally:
+        run_helm(helm, "uninstall", "tfop", "--namespace", namespace, "--wait", *kubeconfig)
+
+
+def test_helm_renders_monitoring_objects_where_their_api_exists_or_when_asked(helm: Path) -> None:
+    def kinds(*args: str) -> set[str]:
+        return {o["kind"] for o in documents(helm_template(helm, "tfop", SYSTEM_NAMESPACE, *args))}
+
+    assert not kinds() & {"ServiceMonitor", "PrometheusRule"}  # helm template knows no CRDs: a bare cluster
+    assert kinds(*MONITORING_APIS) >= {"ServiceMonitor", "PrometheusRule"}
+    assert kinds("--set", "metrics.serviceMonitor.enabled=true", "--set", "metrics.prometheusRule.enabled=true") >= {
+        "ServiceMonitor", "PrometheusRule"}
+    assert not kinds(*MONITORING_APIS, "--set", "metrics.serviceMonitor.enabled=false", "--set",
+                     "metrics.prometheusRule.enabled=false") & {"ServiceMonitor", "PrometheusRule"}
+
+
+def test_helm_network_policy_and_an_ipv6_metrics_address_apply(cluster: LocalCluster, tfjob_crd: Path, helm: Path,
+                                                               namespace: str) -> None:
+    rendered = helm_template(helm, "tfop-np", namespace, "--set", "networkPolicy.enabled=true", "--set",
+                             "metrics.bindAddress=::", "--set-json",
+                             'networkPolicy.metricsFrom=[{"namespaceSelector":{"matchLabels":{"team":"monitoring"}}}]')
+    objects = by_kind_and_name(documents(rendered))
+    policy = objects[("NetworkPolicy", "tfop-np")]
+    metrics_rule, health_rule = policy["spec"]["ingress"]
+    assert metrics_rule == {"ports": [{"port": "metrics", "protocol": "TCP"}],
+                            "from": [{"namespaceSelector": {"matchLabels": {"team": "monitoring"}}}]}
+    assert health_rule == {"ports": [{"port": "health", "protocol": "TCP"}]}
+    [container] = objects[("Deployment", "tfop-np")]["spec"]["template"]["spec"]["containers"]
+    assert "--metrics-addr=[::]:8080" in container["args"]
+    dry_run = cluster.kubectl("apply", "--dry-run=server", "-n", namespace, "-f", "-", input=rendered, check=False)
+    assert dry_run.returncode == 0, dry_run.stderr
+
+
+def test_every_alert_links_to_its_runbook_section() -> None:
+    rule = yaml.safe_load((CHART / "files" / "prometheusrule.yaml").read_text())
+    readme = (REPO / "README.md").read_text()
+    anchors = {re.sub(r"[^a-z0-9 -]", "", heading.lower()).replace(" ", "-")
+               for heading in re.findall(r"^#+ (.+)$", readme, re.MULTILINE)}
+    for group in rule["spec"]["groups"]:
+        for alert in group["rules"]:
+            url = alert["annotations"].get("runbook_url", "")
+            assert url == f"README.md#{alert['alert'].lower()}", f"{alert['alert']}: runbook_url {url!r}"
+            assert url.partition("#")[2] in anchors, f"{alert['alert']}: the README has no section for it"
+
+
+def test_runbook_links_become_urls_with_a_base(helm: Path) -> None:
+    base = "https://git.example.com/me/tfop/blob/v1/README.md"
+    rendered = helm_template(helm, "tfop", SYSTEM_NAMESPACE, "--set", "metrics.prometheusRule.enabled=true",
+                             "--set", f"metrics.prometheusRule.runbookBaseURL={base}")
+    [rule] = [o for o in documents(rendered) if o["kind"] == "PrometheusRule"]
+    urls = [r["annotations"]["runbook_url"] for g in rule["spec"]["groups"] for r in g["rules"]]
+    assert urls and all(url.startswith(base + "#tf") for url in urls), urls
 
 
 def can_i(cluster: LocalCluster, user: str, verb: str, target: str, namespace: str | None) -> bool:
@@ -276,7 +357,9 @@ def comparable(value: Any) -> Any:
 def test_helm_chart_with_default_values_renders_the_kustomize_base(cluster: LocalCluster, helm: Path) -> None:
     base = by_kind_and_name(documents(kustomize(cluster)))
     del base[("Namespace", SYSTEM_NAMESPACE)]  # helm install --create-namespace
-    rendered = by_kind_and_name(documents(helm_template(helm, "tfop", SYSTEM_NAMESPACE, "--include-crds")))
+    # On a cluster with the Prometheus Operator, as the kustomize base assumes.
+    rendered = by_kind_and_name(documents(helm_template(helm, "tfop", SYSTEM_NAMESPACE, "--include-crds",
+                                                       *MONITORING_APIS)))
     assert sorted(rendered) == sorted(base)
     for key, ours in base.items():
         expected, theirs = ours, comparable(rendered[key])

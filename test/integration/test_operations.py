@@ -72,13 +72,14 @@ def test_two_replicas_one_leads_and_a_sigterm_hands_over_without_duplicates(
         assert not [e for e in events_about(kube_client, namespace, "ha") if e["reason"].startswith("FailedCreate")]
 
         # /metrics of the leader after a job ran: the names dashboards know, with values that add up.
+        tensorflow = {"job_namespace": namespace, "framework": "tensorflow"}  # the training operator's labels
         for name, labels, expected in (
-                ("tf_operator_jobs_successful_total", {"job_namespace": namespace}, 1.0),
+                ("training_operator_jobs_successful_total", tensorflow, 1.0),
                 ("tf_operator_is_leader", {}, 1.0),
                 ("leader_election_master_status", {"name": "tfop-leader"}, 1.0),
                 ("tf_operator_job_duration_seconds_count", {"outcome": "succeeded"}, 1.0),
                 ("tf_operator_restarts_total", {"job_namespace": namespace, "exit_class": "retryable"}, 1.0),
-                ("tf_operator_jobs_restarted_total", {"job_namespace": namespace}, 1.0),
+                ("training_operator_jobs_restarted_total", tensorflow, 1.0),
                 ("tf_operator_pods_created_total", {"job_namespace": namespace}, 1.0)):  # the recreated one
             assert metric(standby, name, **labels) == expected, name
         for name, labels in (("workqueue_adds_total", {"name": "tfjob"}),

@@ -41,6 +41,12 @@ def test_the_seeds_accelerator_config_loads(tmp_path: Path) -> None:
                             "/usr/lib/x86_64-linux-gnu/libcuda.so.1")))}
 
 
+@pytest.mark.parametrize("naming", ["RuntimeId", "TypeIndex"])
+def test_child_naming_for_new_jobs(naming: str) -> None:
+    assert parse_config({"childNaming": naming}).child_naming == naming
+    assert parse_config({}).child_naming == "RuntimeId"
+
+
 @pytest.mark.parametrize(("document", "message"), [
     ([], "the config must be a mapping"),
     ({"serviceDomain": "Svc_Local"}, "serviceDomain 'Svc_Local' is not a DNS suffix"),
@@ -55,8 +61,9 @@ def test_the_seeds_accelerator_config_loads(tmp_path: Path) -> None:
      "accelerators[nvidia.com/gpu].volumes must be a list"),
     ({"accelerators": {"nvidia.com/gpu": {"env": []}}},
      "accelerators[nvidia.com/gpu] has unknown key(s) env"),
+    ({"childNaming": "GoStyle"}, "childNaming 'GoStyle' is not one of RuntimeId, TypeIndex"),
 ], ids=["not-a-mapping", "bad-domain", "unknown-key", "bad-env-name", "relative-mount", "bad-volume-name",
-        "volumes-not-a-list", "unknown-accelerator-key"])
+        "volumes-not-a-list", "unknown-accelerator-key", "bad-child-naming"])
 def test_bad_config_is_rejected_naming_the_key(document: Any, message: str) -> None:
     with pytest.raises(ConfigError, match=None) as raised:
         parse_config(document)

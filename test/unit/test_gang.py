@@ -257,7 +257,8 @@ def test_the_pod_group_body() -> None:
         "metadata": {"name": "mnist", "namespace": "ns",
                      "labels": {"training.kubeflow.org/job-name": "mnist", "training.kubeflow.org/runtime-id":
                                 body["metadata"]["labels"]["training.kubeflow.org/runtime-id"],
-                                "training.kubeflow.org/operator-name": "tfop"},
+                                "training.kubeflow.org/operator-name": "tfjob-controller",
+                                "app.kubernetes.io/managed-by": "tfop"},
                      "ownerReferences": [{"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": "mnist",
                                           "uid": "uid-1", "controller": True, "blockOwnerDeletion": True}]},
         "spec": {"minMember": 2}}

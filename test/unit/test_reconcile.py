@@ -13,7 +13,7 @@ import pytest
 from tfop.api.runtime_id import child_name, runtime_id
 from tfop.controller.cached import slim_metadata, slim_pod
 from tfop.controller.children import KINDS_BY_NAME
-from tfop.controller.plan_types import POD, SERVICE, CreateRefusal, JobCounters, Plan, PlanContext
+from tfop.controller.plan_types import POD, SERVICE, CreateRefusal, JobCounters, Plan, PlanContext, ReplicaRestart
 from tfop.controller.reconcile import plan
 from tfop.controller.resources import ReplicaSlot, selector_labels
 from tfop.controller.settings import ControllerConfig
@@ -139,7 +139,8 @@ def running(job: dict[str, Any], *, since: float = 0, restarts: dict[str, int] |
     at, replicas = stamp(since), replicas_of(job)
     total = sum(replicas.values())
     return {**job, "status": {
-        "runtimeId": RID, "startTime": at, "replicaStatuses": replica_statuses(replicas, restarts=restarts),
+        "runtimeId": RID, "childNaming": "RuntimeId", "startTime": at,
+        "replicaStatuses": replica_statuses(replicas, restarts=restarts),
         "replicaSummary": f"{total}/{total}",
         "conditions": [cond("Created", "True", "TFJobCreated", "TFJob ns/mnist is created.", at),
                        cond("Running", "True", "TFJobRunning", "TFJob ns/mnist is running.", at)],
@@ -149,7 +150,8 @@ def running(job: dict[str, Any], *, since: float = 0, restarts: dict[str, int] |
 def waiting_for_one_pending_worker(job: dict[str, Any]) -> dict[str, Any]:
     """`job` (Worker 2, PS 1) with the status of a job whose worker 0 is still Pending."""
     return {**job, "status": {
-        **running(job)["status"], "replicaSummary": "2/3", "phase": "Creating", "reason": "TFJobPending",
+        **running(job)["status"], "replicaSummary": "2/3", "phase": "Creating", "state": "Pending",
+        "reason": "TFJobPending",
         "conditions": [cond("Created", "True", "TFJobCreated", "TFJob ns/mnist is created."),
                        cond("Running", "False", "TFJobPending",
                             "TFJob ns/mnist is waiting for 1 of 3 replicas to run: 1 Pending.")]}}
@@ -161,7 +163,8 @@ RESTARTING_W1 = "TFJob ns/mnist is restarting Worker 1, which exited with code 1
 def restarting_worker_1(job: dict[str, Any]) -> dict[str, Any]:
     """`job` (Worker 2, PS 1) after the plan that deleted worker 1 (exit 143) to recreate it."""
     return {**job, "status": {
-        **running(job)["status"], "replicaSummary": "2/3", "phase": "Creating", "reason": "TFJobRestarting",
+        **running(job)["status"], "replicaSummary": "2/3", "phase": "Creating", "state": "Restarting",
+        "reason": "TFJobRestarting",
         "replicaStatuses": {
             "Worker": {"active": 1, "succeeded": 0, "failed": 0, "restarts": 1, "retiredRestarts": 1,
                        "retiredPodUIDs": [f"pod-{name_of('Worker', 1)}"]},
@@ -175,12 +178,13 @@ def suspended(job: dict[str, Any], since: float = 0) -> dict[str, Any]:
     """`job` (Worker 2, PS 1) as its plans leave it once suspended with nothing left running."""
     at = stamp(since)
     return {**job, "status": {
-        "runtimeId": RID, "replicaStatuses": replica_statuses(replicas_of(job), active=False),
+        "runtimeId": RID, "childNaming": "RuntimeId",
+        "replicaStatuses": replica_statuses(replicas_of(job), active=False),
         "replicaSummary": "0/3",
         "conditions": [cond("Created", "True", "TFJobCreated", "TFJob ns/mnist is created.", at),
                        cond("Suspended", "True", "TFJobSuspended", "TFJob ns/mnist is suspended.", at),
                        cond("Running", "False", "TFJobSuspended", "TFJob ns/mnist is suspended.", at)],
-        "phase": "Creating", "state": "Running", "reason": "TFJobSuspended", "lastReconcileTime": at}}
+        "phase": "Creating", "state": "Suspended", "reason": "TFJobSuspended", "lastReconcileTime": at}}
 
 
 THREE_WORKERS = ("TFJob ns/mnist has an invalid spec: spec.tfReplicaSpecs[Worker].replicas: must be an integer, "
@@ -190,7 +194,7 @@ THREE_WORKERS = ("TFJob ns/mnist has an invalid spec: spec.tfReplicaSpecs[Worker
 def invalid(job: dict[str, Any]) -> dict[str, Any]:
     """`job` (Worker: "three") failed for its invalid spec."""
     return {**job, "status": {
-        "runtimeId": RID, "completionTime": T0,
+        "runtimeId": RID, "childNaming": "RuntimeId", "completionTime": T0,
         "conditions": [cond("Created", "True", "TFJobCreated", "TFJob ns/mnist is created."),
                        cond("Failed", "True", "InvalidSpec", THREE_WORKERS),
                        cond("Running", "False", "InvalidSpec", THREE_WORKERS)],
@@ -234,6 +238,7 @@ class Case:
     messages: dict[str, list[str]] = field(default_factory=dict)  # condition type -> fragments of its message
     unchanged_status: bool = False
     refusals: tuple[CreateRefusal, ...] = ()
+    restarts: Any = KEEP  # expected plan.restarts (what the operator logs)
 
 
 def at(minutes: float) -> datetime:
@@ -254,7 +259,7 @@ CREATION = {
         make_job(), services=[], create_pods=ALL3, create_services=ALL3, delete_pods=[], events=["TFJobCreated"],
         counters=JobCounters(created=1), conditions={"Created": ("True", "TFJobCreated"),
                                                      "Running": ("False", "TFJobPending")},
-        status={"startTime": T0, "runtimeId": RID, "phase": "Creating", "state": "Running", "replicaSummary": "0/3"}),
+        status={"startTime": T0, "runtimeId": RID, "phase": "Creating", "state": "Pending", "replicaSummary": "0/3"}),
     "all children present: nothing to create": Case(
         running(make_job()), running_pods(), create_pods=[], create_services=[], delete_pods=[], delete_services=[],
         events=[], unchanged_status=True),
@@ -278,10 +283,10 @@ CREATION = {
         running(make_job()), [make_pod("Worker", 0), make_pod("Worker", 1, "Failed", exit_code=1, terminating=True),
                               make_pod("PS", 0)],
         create_pods=[], delete_pods=[], conditions={"Failed": None}),
-    "a pod with a foreign name is deleted, its slot filled": Case(
+    "a second pod labelled for a slot is deleted; the one named for the slot keeps it": Case(
         running(make_job({"Worker": 1})), [{**make_pod("Worker", 0), "metadata": {
-            **make_pod("Worker", 0)["metadata"], "name": "mnist-worker-0", "uid": "foreign"}}],
-        services_for({"Worker": 1}), create_pods=[W0], delete_pods=["mnist-worker-0"]),
+            **make_pod("Worker", 0)["metadata"], "name": "mnist-worker-0", "uid": "other"}}, make_pod("Worker", 0)],
+        services_for({"Worker": 1}), create_pods=[], delete_pods=["mnist-worker-0"]),
     "a job being deleted is left to the garbage collector": Case(
         {**make_job(), "metadata": {**make_job()["metadata"], "deletionTimestamp": T0}},
         create_pods=[], create_services=[], delete_pods=[], events=[], unchanged_status=True),
@@ -294,11 +299,13 @@ EXIT_CODES = {
     "ExitCode 137 (OOMKilled) recreates the pod once the old one is gone": Case(
         running(make_job()), [make_pod("Worker", 0), make_pod("Worker", 1, "Failed", exit_code=137,
                                                                reason="OOMKilled"), make_pod("PS", 0)],
-        create_pods=[], delete_pods=[W1], delete_services=[], events=["TFJobRestarting"],
+        create_pods=[], delete_pods=[W1], delete_services=[], events=["ExitedWithCode", "TFJobRestarting"],
         counters=JobCounters(restarted=1, restarts_by_exit_class=(("retryable", 1),)),
         conditions={"Restarting": ("True", "TFJobRestarting"), "Running": ("False", "TFJobRestarting"),
                     "Failed": None},
-        messages={"Restarting": ["Worker 1", "137", "OOMKilled"]}),
+        messages={"Restarting": ["Worker 1", "137", "OOMKilled"]},
+        restarts=(ReplicaRestart("Worker", 1, 137, "retryable", restarts=1),),
+        status={"state": "Restarting", "phase": "Creating", "reason": "TFJobRestarting", "replicaSummary": "2/3"}),
     "ExitCode 128 and 255 are retryable too": Case(
         running(make_job({"Worker": 2})), [make_pod("Worker", 0, "Failed", exit_code=128),
                                            make_pod("Worker", 1, "Failed", exit_code=255)],
@@ -306,10 +313,12 @@ EXIT_CODES = {
     "ExitCode 1 fails the job with the replica, code and reason": Case(
         running(make_job()), [make_pod("Worker", 0), make_pod("Worker", 1, "Failed", exit_code=1, reason="Error"),
                               make_pod("PS", 0)],
-        create_pods=[], delete_pods=sorted([W0, PS0]), events=["TFJobFailed"], counters=JobCounters(failed=1),
+        create_pods=[], delete_pods=sorted([W0, PS0]), events=["ExitedWithCode", "TFJobFailed"],
+        counters=JobCounters(failed=1),
         conditions={"Failed": ("True", "TFJobFailed"), "Running": ("False", "TFJobFailed")},
-        messages={"Failed": ["Worker 1", "exited with code 1", "(Error)"]},
-        status={"completionTime": T0, "state": "Failed", "phase": "CleanUp"}),
+        messages={"Failed": ["Worker 1", "exited with code 1", "(Error)"]}, restarts=(),
+        status={"completionTime": T0, "state": "Failed", "phase": "CleanUp", "reason": "TFJobFailed",
+                "replicaSummary": "0/3 succeeded, 1 failed"}),
     "ExitCode 127 is permanent": Case(
         running(make_job({"Worker": 1})), [make_pod("Worker", 0, "Failed", exit_code=127)],
         conditions={"Failed": ("True", "TFJobFailed")}),
@@ -339,7 +348,9 @@ EXIT_CODES = {
         # no lastState in these pods, so the class of the restarts is unknown
         delete_pods=[], events=["TFJobRestarting"],
         counters=JobCounters(restarted=2, restarts_by_exit_class=(("unknown", 2),)),
-        conditions={"Running": ("True", "TFJobRunning")}),
+        conditions={"Running": ("True", "TFJobRunning")},
+        restarts=(ReplicaRestart("Worker", None, None, "unknown", restarts=2, in_place=2),),
+        status={"state": "Running", "replicaSummary": "1/1"}),
     "Never: a failed pod fails the job": Case(
         running(make_job({"Worker": 2}, policy="Never")), [make_pod("Worker", 0),
                                                             make_pod("Worker", 1, "Failed", exit_code=137)],
@@ -381,7 +392,7 @@ BACKOFF = {
     "a failed pod found terminating but not counted (status lost) is counted once": Case(
         running(make_job()), [make_pod("Worker", 0), make_pod("Worker", 1, "Failed", exit_code=137, terminating=True,
                                                                restarts=0), make_pod("PS", 0)],
-        delete_pods=[], events=["TFJobRestarting"],
+        delete_pods=[], events=["ExitedWithCode", "TFJobRestarting"],
         counters=JobCounters(restarted=1, restarts_by_exit_class=(("retryable", 1),))),
     "a counted pod whose delete failed is deleted again, not counted again": Case(
         COUNTED, [make_pod("Worker", 0), make_pod("Worker", 1, "Failed", exit_code=137, uid="old-w1"),
@@ -402,7 +413,7 @@ DEADLINE = {
         running(DEADLINE_JOB), running_pods({"Worker": 2}), now=at(5), requeue_after=300.0),
     "past the deadline the job fails and every pod goes, finished ones too": Case(
         running(DEADLINE_JOB), [make_pod("Worker", 0), make_pod("Worker", 1, "Succeeded", exit_code=0)],
-        now=at(10), conditions={"Failed": ("True", "DeadlineExceeded")}, events=["DeadlineExceeded"],
+        now=at(10), conditions={"Failed": ("True", "DeadlineExceeded")}, events=["ExitedWithCode", "DeadlineExceeded"],
         delete_pods=sorted([W0, W1]), delete_services=sorted([W0, W1]), create_pods=[],
         counters=JobCounters(failed=1), requeue_after=None),
     "the deadline counts from startTime, not from now": Case(
@@ -413,7 +424,8 @@ DEADLINE = {
 }
 
 FINISHED_AT = make_job({"Worker": 1}, run_policy={"ttlSecondsAfterFinished": 60}, status={
-    "startTime": T0, "completionTime": T0, "runtimeId": RID, "phase": "Done", "state": "Succeeded",
+    "startTime": T0, "completionTime": T0, "runtimeId": RID, "childNaming": "RuntimeId", "phase": "Done",
+    "state": "Succeeded",
     "reason": "TFJobSucceeded", "lastReconcileTime": T0, "conditions": [
         CREATED, {"type": "Succeeded", "status": "True", "reason": "TFJobSucceeded", "message": "done",
                   "lastTransitionTime": T0}]})
@@ -438,8 +450,9 @@ SUCCESS = {
         [make_pod("Chief", 0, "Succeeded", exit_code=0), make_pod("Worker", 0), make_pod("Worker", 1)],
         services_for({"Chief": 1, "Worker": 2}), conditions={"Succeeded": ("True", "TFJobSucceeded"),
                                                              "Running": ("False", "TFJobSucceeded")},
-        delete_pods=sorted([W0, W1]), delete_services=sorted([W0, W1]), events=["TFJobSucceeded"],
-        counters=JobCounters(successful=1), status={"completionTime": T0, "phase": "CleanUp", "state": "Succeeded"}),
+        delete_pods=sorted([W0, W1]), delete_services=sorted([W0, W1]), events=["ExitedWithCode", "TFJobSucceeded"],
+        counters=JobCounters(successful=1), status={"completionTime": T0, "phase": "CleanUp", "state": "Succeeded",
+                                                    "replicaSummary": "1/3 succeeded"}),
     "a Master is a chief too": Case(
         running(make_job({"Master": 1, "Worker": 1})), [make_pod("Master", 0, "Succeeded", exit_code=0),
                                                         make_pod("Worker", 0)],
@@ -467,7 +480,7 @@ SUCCESS = {
     "cleanPodPolicy All deletes finished pods too, and they still count in the final tally": Case(
         running(make_job(run_policy={"cleanPodPolicy": "All"})),
         [make_pod("Worker", 0, "Succeeded", exit_code=0), make_pod("Worker", 1), make_pod("PS", 0)],
-        delete_pods=ALL3, delete_services=ALL3, status={"replicaSummary": "0/3", "replicaStatuses": {
+        delete_pods=ALL3, delete_services=ALL3, status={"replicaSummary": "1/3 succeeded", "replicaStatuses": {
             "Worker": {"active": 0, "succeeded": 1, "failed": 0, "restarts": 0},
             "PS": {"active": 0, "succeeded": 0, "failed": 0, "restarts": 0}}}),
     "cleanPodPolicy None keeps everything": Case(
@@ -490,10 +503,10 @@ SUSPEND = {
         {**running(make_job()), "spec": SUSPENDED_JOB["spec"]}, running_pods(), delete_pods=ALL3,
         delete_services=ALL3, create_pods=[], events=["TFJobSuspended"],
         conditions={"Suspended": ("True", "TFJobSuspended"), "Running": ("False", "TFJobSuspended")},
-        status={"startTime": None, "phase": "CleanUp", "replicaSummary": "0/3"}),
+        status={"startTime": None, "phase": "CleanUp", "state": "Suspended", "replicaSummary": "0/3"}),
     "a job created suspended creates nothing": Case(
         SUSPENDED_JOB, services=[], create_pods=[], create_services=[], events=["TFJobCreated", "TFJobSuspended"],
-        status={"startTime": None, "phase": "Creating", "reason": "TFJobSuspended"}),
+        status={"startTime": None, "phase": "Creating", "state": "Suspended", "reason": "TFJobSuspended"}),
     "a suspended job with nothing left changes nothing": Case(
         suspended(SUSPENDED_JOB), services=[], unchanged_status=True, events=[], delete_pods=[]),
     "resuming restarts the clock even if a startTime was left behind": Case(
@@ -509,7 +522,7 @@ STATUS = {
     "Running only when every pod runs; the pending ones are counted": Case(
         running(make_job()), [make_pod("Worker", 0), make_pod("Worker", 1, "Pending"), make_pod("PS", 0, "Pending")],
         conditions={"Running": ("False", "TFJobPending")}, messages={"Running": ["2 of 3", "2 Pending"]},
-        status={"phase": "Creating", "replicaSummary": "1/3"}),
+        status={"phase": "Creating", "state": "Pending", "reason": "TFJobPending", "replicaSummary": "1/3"}),
     "all pods running: Running, announced once": Case(
         waiting_for_one_pending_worker(make_job()),
         running_pods(), conditions={"Running": ("True", "TFJobRunning")}, events=["TFJobRunning"],
@@ -524,7 +537,8 @@ STATUS = {
     "a restart in progress: Running false says so; Restarting stays until all run": Case(
         restarting_worker_1(make_job()),
         [make_pod("Worker", 0), make_pod("Worker", 1, "Pending", uid="new-w1"), make_pod("PS", 0)],
-        conditions={"Restarting": ("True", "TFJobRestarting"), "Running": ("False", "TFJobRestarting")}, events=[]),
+        conditions={"Restarting": ("True", "TFJobRestarting"), "Running": ("False", "TFJobRestarting")}, events=[],
+        status={"state": "Restarting", "reason": "TFJobRestarting", "replicaSummary": "2/3"}),
     "a restart is over when every pod runs again": Case(
         restarting_worker_1(make_job()),
         [make_pod("Worker", 0), make_pod("Worker", 1, uid="new-w1"), make_pod("PS", 0)],
@@ -551,7 +565,7 @@ INVALID = {
         {**invalid(make_job({"Worker": "three"})), "metadata": {**make_job()["metadata"], "generation": 2},
          "spec": make_job()["spec"]}, services=[], create_pods=ALL3,
         conditions={"Failed": ("False", "InvalidSpecCorrected")},
-        status={"completionTime": None, "state": "Running", "startTime": T0}),
+        status={"completionTime": None, "state": "Pending", "startTime": T0}),
     "a job turned invalid stops its running pods": Case(
         {**running(make_job()), "metadata": {**make_job()["metadata"], "generation": 2},
          "spec": make_job({"Worker": 2, "Boss": 1})["spec"]}, running_pods(),
@@ -583,8 +597,179 @@ REFUSED = {
         messages={"Failed": ["the apiserver refused the service of PS 0: bad port"]}),
 }
 
+# ---------------------------------------------------------------- taking over from the Kubeflow training operator
+
+GO_UID_LABELS = {"training.kubeflow.org/operator-name": "tfjob-controller"}
+
+
+def go_child(child: dict[str, Any]) -> dict[str, Any]:
+    """`child` as the Go operator (v1.9) makes it: named `{job}-{type}-{index}`, labelled without a runtime id."""
+    child = copy.deepcopy(child)
+    labels = child["metadata"]["labels"]
+    labels.pop("training.kubeflow.org/runtime-id")
+    labels.update(GO_UID_LABELS)
+    name = f"{JOB_NAME}-{labels['training.kubeflow.org/replica-type']}-{labels['training.kubeflow.org/replica-index']}"
+    child["metadata"].update({"name": name, "uid": f"go-{name}"})
+    return child
+
+
+def go_pods(replicas: dict[str, int], **pod: Any) -> list[dict[str, Any]]:
+    return [go_child(make_pod(replica_type, index, **pod))
+            for replica_type, count in replicas.items() for index in range(count)]
+
+
+def go_services(replicas: dict[str, int]) -> list[dict[str, Any]]:
+    return [go_child(make_service(replica_type, index))
+            for replica_type, count in replicas.items() for index in range(count)]
+
+
+def go_status(*conditions: dict[str, Any], **replica_statuses: dict[str, Any]) -> dict[str, Any]:
+    """A status as the Go operator writes it: its conditions carry no observedGeneration, its replica statuses
+    no restart counts, and there is no runtimeId, childNaming or replicaSummary."""
+    return {"conditions": list(conditions), "replicaStatuses": replica_statuses, "startTime": T0,
+            "lastReconcileTime": T0}
+
+
+def go_cond(condition_type: str, reason: str, message: str) -> dict[str, Any]:
+    return {"type": condition_type, "status": "True", "reason": reason, "message": message,
+            "lastUpdateTime": T0, "lastTransitionTime": T0}
+
+
+GO_CREATED = go_cond("Created", "TFJobCreated", "TFJob mnist is created.")
+GO_RUNNING = go_cond("Running", "TFJobRunning", "TFJob ns/mnist is running.")
+GO_JOB = make_job(status=go_status(GO_CREATED, GO_RUNNING, Worker={"active": 2}, PS={"active": 1}))
+GO_NAMES = ["mnist-ps-0", "mnist-worker-0", "mnist-worker-1"]
+ADOPTED = {**GO_JOB, "status": {**GO_JOB["status"], "childNaming": "TypeIndex"}}
+
+TAKEOVER = {
+    "a running job of the Go operator is adopted as it is: nothing created, deleted or announced": Case(
+        GO_JOB, go_pods({"Worker": 2, "PS": 1}), go_services({"Worker": 2, "PS": 1}), create_pods=[],
+        create_services=[], delete_pods=[], delete_services=[], events=[], counters=JobCounters(),
+        conditions={"Created": ("True", "TFJobCreated"), "Running": ("True", "TFJobRunning"), "Restarting": None},
+        status={"childNaming": "TypeIndex", "runtimeId": RID, "startTime": T0, "replicaSummary": "3/3",
+                "phase": "Running", "state": "Running", "reason": "TFJobRunning",
+                "replicaStatuses": {"Worker": {"active": 2, "succeeded": 0, "failed": 0, "restarts": 0},
+                                    "PS": {"active": 1, "succeeded": 0, "failed": 0, "restarts": 0}}}),
+    "a Go-named replica exiting 137 is deleted to be recreated": Case(
+        ADOPTED, [*go_pods({"Worker": 1}), go_child(make_pod("Worker", 1, "Failed", exit_code=137)),
+                  *go_pods({"PS": 1})], go_services({"Worker": 2, "PS": 1}), create_pods=[],
+        delete_pods=["mnist-worker-1"], delete_services=[], events=["ExitedWithCode", "TFJobRestarting"],
+        counters=JobCounters(restarted=1, restarts_by_exit_class=(("retryable", 1),))),
+    "once it is gone it is created again under its Go name, which its peers and Service know": Case(
+        ADOPTED, [*go_pods({"Worker": 1}), *go_pods({"PS": 1})], go_services({"Worker": 2, "PS": 1}),
+        create_pods=["mnist-worker-1"], create_services=[], delete_pods=[]),
+    "the naming recorded in the status holds when every child is gone": Case(
+        ADOPTED, [], [], create_pods=GO_NAMES, create_services=GO_NAMES),
+    "a Go job's restarts in place are the baseline, not news": Case(
+        make_job({"Worker": 1}, policy="OnFailure", status=go_status(GO_CREATED, GO_RUNNING, Worker={"active": 1})),
+        go_pods({"Worker": 1}, restarts=3), go_services({"Worker": 1}), events=[], counters=JobCounters(),
+        status={"replicaStatuses": {"Worker": {"active": 1, "succeeded": 0, "failed": 0, "restarts": 3}}}),
+    "a Go job caught restarting (Go drops Running then) runs again": Case(
+        make_job(status=go_status(GO_CREATED, go_cond("Restarting", "TFJobRestarting",
+                                                      "job mnist is restarting because Worker replica(s) failed."),
+                                  Worker={"active": 2}, PS={"active": 1})),
+        go_pods({"Worker": 2, "PS": 1}), go_services({"Worker": 2, "PS": 1}), create_pods=[], delete_pods=[],
+        events=["TFJobRunning"], counters=JobCounters(),
+        conditions={"Running": ("True", "TFJobRunning"), "Restarting": ("False", "TFJobRunning")}),
+    "a Go job that succeeded stays finished and is not counted again": Case(
+        make_job({"Worker": 1}, status={**go_status(GO_CREATED, go_cond(
+            "Succeeded", "TFJobSucceeded", "TFJob ns/mnist successfully completed."), Worker={"succeeded": 1}),
+            "completionTime": T0}),
+        go_pods({"Worker": 1}, phase="Succeeded", exit_code=0), go_services({"Worker": 1}), create_pods=[],
+        delete_pods=[], events=[], counters=JobCounters(), status={"state": "Succeeded", "phase": "Done"}),
+}
+
+# ---------------------------------------------------------------- what the pods suffer
+
+GPU_WORDS = "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
+PULL_WORDS = 'Back-off pulling image "tensorflow/tensorflow:2.99"'
+
+
+def unschedulable(pod: dict[str, Any], words: str = GPU_WORDS) -> dict[str, Any]:
+    pod = copy.deepcopy(pod)
+    pod["status"] = {"phase": "Pending", "conditions": [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": words}]}
+    return pod
+
+
+def waiting(pod: dict[str, Any], reason: str, words: str = "") -> dict[str, Any]:
+    pod = copy.deepcopy(pod)
+    pod["status"]["containerStatuses"][0]["state"] = {"waiting": {"reason": reason, "message": words}}
+    return pod
+
+
+HUNDRED = make_job({"Worker": 100}, status={"startTime": T0, "runtimeId": RID, "childNaming": "RuntimeId",
+                                            "conditions": [CREATED]})
+NO_GPU_RUNNING = ("TFJob ns/mnist is waiting for 100 of 100 replicas to run: 100 Pending. Worker 0-99 "
+                  "[Unschedulable]: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu.")
+TROUBLES = {
+    "a hundred workers no node fits: one event, the scheduler's words in Running": Case(
+        HUNDRED, [unschedulable(make_pod("Worker", i, "Pending")) for i in range(100)], events=["Unschedulable"],
+        conditions={"Running": ("False", "TFJobPending")}, messages={"Running": [NO_GPU_RUNNING]}),
+    "a trouble the Running condition already shows is not announced again": Case(
+        {**HUNDRED, "status": {**HUNDRED["status"], "conditions": [
+            CREATED, cond("Running", "False", "TFJobPending", NO_GPU_RUNNING)]}},
+        [unschedulable(make_pod("Worker", i, "Pending")) for i in range(100)], events=[], unchanged_status=False),
+    "ErrImagePull and ImagePullBackOff are one kind: one event": Case(
+        running(make_job()), [waiting(make_pod("Worker", 0, "Pending"), "ErrImagePull", "rpc error"),
+                              waiting(make_pod("Worker", 1, "Pending"), "ImagePullBackOff", PULL_WORDS),
+                              make_pod("PS", 0)],
+        events=["ImagePullBackOff"], conditions={"Running": ("False", "TFJobPending")},
+        messages={"Running": [
+            ("TFJob ns/mnist is waiting for 2 of 3 replicas to run: 2 Pending. Worker 0 [ImagePullBackOff]: "
+            "container tensorflow: ErrImagePull: rpc error; Worker 1 [ImagePullBackOff]: container tensorflow: "
+            'ImagePullBackOff: Back-off pulling image "tensorflow/tensorflow:2.99".')]}),
+    "a crash-looping replica is told while the job runs": Case(
+        running(make_job({"Worker": 2}, policy="OnFailure"), restarts={"Worker": 4}),
+        [make_pod("Worker", 0), waiting(make_pod("Worker", 1, restarts=4), "CrashLoopBackOff", "back-off 40s")],
+        events=["CrashLoopBackOff"], counters=JobCounters(), conditions={"Running": ("True", "TFJobRunning")},
+        messages={"Running": [("TFJob ns/mnist is running. Worker 1 [CrashLoopBackOff]: container tensorflow: "
+                              "CrashLoopBackOff: back-off 40s.")]}),
+    "an evicted replica is recreated and the eviction told": Case(
+        running(make_job({"Worker": 1})), [{**make_pod("Worker", 0, "Failed", pod_reason="Evicted"), "status": {
+            "phase": "Failed", "reason": "Evicted", "message": "The node was low on resource: memory."}}],
+        delete_pods=[W0], events=["TFJobRestarting", "Evicted"],
+        messages={"Running": [("TFJob ns/mnist is restarting Worker 0, whose pod failed (Evicted). Worker 0 "
+                              "[Evicted]: The node was low on resource: memory.")]}),
+    "a worker that ends is told with its exit code": Case(
+        running(make_job({"Worker": 3})), [make_pod("Worker", 0), make_pod("Worker", 1, "Succeeded", exit_code=0),
+                                           make_pod("Worker", 2, "Succeeded", exit_code=0)],
+        events=["ExitedWithCode"], conditions={"Succeeded": None}),
+}
+
 TABLE = {**CREATION, **EXIT_CODES, **BACKOFF, **DEADLINE, **TTL, **SUCCESS, **SUSPEND, **STATUS, **INVALID,
-         **REFUSED}
+         **REFUSED, **TAKEOVER, **TROUBLES}
+
+
+@pytest.mark.parametrize(("case", "events"), [
+    (TROUBLES["a hundred workers no node fits: one event, the scheduler's words in Running"], [
+        ("Warning", "Unschedulable", ("TFJob ns/mnist: Worker 0-99 [Unschedulable]: 0/3 nodes are available: 3 "
+                                     "Insufficient nvidia.com/gpu."))]),
+    (TROUBLES["a worker that ends is told with its exit code"], [
+        ("Normal", "ExitedWithCode", "TFJob ns/mnist: Worker 1-2 exited with code 0.")]),
+    (TAKEOVER["a Go-named replica exiting 137 is deleted to be recreated"], [
+        ("Normal", "ExitedWithCode", "TFJob ns/mnist: Worker 1 exited with code 137."),
+        ("Warning", "TFJobRestarting", "TFJob ns/mnist is restarting Worker 1, which exited with code 137.")]),
+], ids=["unschedulable", "exited", "recreated"])
+def test_events_say_which_replicas_and_why(case: Case, events: list[tuple[str, str, str]]) -> None:
+    result = plan_of(case.job, case.pods, case.services or [], case.now)
+    assert [(event.type, event.reason, event.message) for event in result.events] == events
+
+
+def test_a_template_restart_policy_the_operator_overrides_is_told_once() -> None:
+    job = make_job({"Worker": 1}, policy="ExitCode")
+    job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["restartPolicy"] = "Always"
+    first = plan_of(job, [], [])
+    assert [(event.type, event.reason, event.message) for event in first.events] == [
+        ("Normal", "TFJobCreated", "TFJob ns/mnist is created."),
+        ("Warning", "SetPodTemplateRestartPolicy", ("TFJob ns/mnist: the restartPolicy Always in the pod template "
+                                                  "of Worker is replaced by the replica's restartPolicy (ExitCode: "
+                                                  "pods get Never).")),
+    ]
+    assert [event.reason for event in plan_of(settled(job), [], []).events] == []
+    # Without a replica restartPolicy the template's is the replica's (defaulting): nothing is overridden.
+    del job["spec"]["tfReplicaSpecs"]["Worker"]["restartPolicy"]
+    assert [event.reason for event in plan_of(job, [], []).events] == ["TFJobCreated"]
 
 
 def _names(children: list[Any]) -> list[str]:
@@ -607,6 +792,8 @@ def test_plan(case: Case) -> None:
         assert [event.reason for event in result.events] == case.events
     if case.counters is not KEEP:
         assert result.counters == case.counters
+    if case.restarts is not KEEP:
+        assert result.restarts == case.restarts
     if case.requeue_after is not KEEP:
         assert result.requeue_after == case.requeue_after
     assert result.delete_job == case.delete_job

@@ -10,6 +10,7 @@ import pytest
 
 from tfop.api.defaults import apply_defaults
 from tfop.api.runtime_id import RUNTIME_ID_LENGTH, runtime_id
+from tfop.controller.naming import ChildNaming, naming_of
 from tfop.controller.resources import (
     DesiredChildren,
     ReplicaSlot,
@@ -107,7 +108,8 @@ def test_pod_metadata() -> None:
         "name": f"mnist-worker-{RID}-1", "namespace": "ns",
         "labels": {"team": "ml", "training.kubeflow.org/job-name": "mnist",
                    "training.kubeflow.org/replica-type": "worker", "training.kubeflow.org/replica-index": "1",
-                   "training.kubeflow.org/runtime-id": RID, "training.kubeflow.org/operator-name": "tfop"},
+                   "training.kubeflow.org/runtime-id": RID,
+                   "training.kubeflow.org/operator-name": "tfjob-controller", "app.kubernetes.io/managed-by": "tfop"},
         "annotations": {"a": "b"},
         "ownerReferences": [{"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": "mnist", "uid": "uid-1",
                              "controller": True, "blockOwnerDeletion": True}],
@@ -294,9 +296,9 @@ def test_the_tensorflow_port_is_declared_once(declared: list[dict[str, Any]], po
     ({"training.kubeflow.org/replica-type": "ps", "training.kubeflow.org/replica-index": "0"},
      f"mnist-ps-{RID}-0", ReplicaSlot("PS", 0)),
     ({"training.kubeflow.org/replica-type": "worker", "training.kubeflow.org/replica-index": "3"},
-     "mnist-worker-3", None),
-    ({"training.kubeflow.org/replica-type": "worker", "training.kubeflow.org/replica-index": "3"},
-     "mnist-worker-zzzz-3", None),
+     "mnist-worker-3", ReplicaSlot("Worker", 3)),
+    ({"training.kubeflow.org/replica-type": "chief", "training.kubeflow.org/replica-index": "0"},
+     "anything", ReplicaSlot("Chief", 0)),
     ({"training.kubeflow.org/replica-type": "boss", "training.kubeflow.org/replica-index": "0"},
      f"mnist-boss-{RID}-0", None),
     ({"training.kubeflow.org/replica-type": "worker", "training.kubeflow.org/replica-index": "-1"},
@@ -304,16 +306,55 @@ def test_the_tensorflow_port_is_declared_once(declared: list[dict[str, Any]], po
     ({"training.kubeflow.org/replica-type": "worker", "training.kubeflow.org/replica-index": "²"},
      f"mnist-worker-{RID}-²", None),
     ({}, f"mnist-worker-{RID}-0", None),
-], ids=["worker", "ps", "name of another operator", "other runtime id", "unknown type", "negative index",
+], ids=["worker", "ps", "the Go operator's name", "any name", "unknown type", "negative index",
         "unicode digit", "no labels"])
 def test_replica_slot_of(labels: dict[str, str], name: str, slot: ReplicaSlot | None) -> None:
-    assert replica_slot_of({"metadata": {"name": name, "labels": labels}}, "mnist", RID) == slot
+    assert replica_slot_of({"metadata": {"name": name, "labels": labels}}) == slot
 
 
-def test_every_desired_child_fills_its_own_slot() -> None:
+@pytest.mark.parametrize("scheme", ["RuntimeId", "TypeIndex"])
+def test_every_desired_child_fills_its_own_slot(scheme: str) -> None:
     tfjob = job({"Chief": 1, "Worker": 3, "PS": 2, "Evaluator": 1})
-    builder = DesiredChildren(tfjob)
+    builder = DesiredChildren(tfjob, naming=ChildNaming(scheme, "mnist", RID))
     for replica_type, replica in tfjob["spec"]["tfReplicaSpecs"].items():
         for index in range(replica["replicas"]):
             for child in (builder.pod(replica_type, index), builder.service(replica_type, index)):
-                assert replica_slot_of(child, "mnist", RID) == ReplicaSlot(replica_type, index)
+                assert replica_slot_of(child) == ReplicaSlot(replica_type, index)
+
+
+def test_type_index_naming_speaks_the_go_operators_names_and_selects_its_pods() -> None:
+    """A job adopted from the Kubeflow training operator: a recreated pod gets that operator's name, TF_CONFIG
+    lists the peers under those names, and a Service selects pods without a runtime-id label (the Go operator's)."""
+    tfjob = job({"Worker": 2, "PS": 1})
+    builder = DesiredChildren(tfjob, naming=ChildNaming("TypeIndex", "mnist", RID))
+    pod, service = builder.pod("Worker", 1), builder.service("Worker", 1)
+    assert pod["metadata"]["name"] == service["metadata"]["name"] == "mnist-worker-1"
+    assert service["spec"]["selector"] == {"training.kubeflow.org/job-name": "mnist",
+                                           "training.kubeflow.org/replica-type": "worker",
+                                           "training.kubeflow.org/replica-index": "1"}
+    assert pod["metadata"]["labels"]["training.kubeflow.org/operator-name"] == "tfjob-controller"
+    env = {e["name"]: e["value"] for e in pod["spec"]["containers"][0]["env"]}
+    assert json.loads(env["TF_CONFIG"])["cluster"] == {
+        "worker": ["mnist-worker-0.ns.svc:2222", "mnist-worker-1.ns.svc:2222"], "ps": ["mnist-ps-0.ns.svc:2222"]}
+
+
+GO_POD = {"metadata": {"name": "mnist-worker-0", "labels": {
+    "training.kubeflow.org/replica-type": "worker", "training.kubeflow.org/replica-index": "0"}}}
+OUR_POD = {"metadata": {"name": f"mnist-worker-{RID}-0", "labels": {
+    "training.kubeflow.org/replica-type": "worker", "training.kubeflow.org/replica-index": "0"}}}
+
+
+@pytest.mark.parametrize(("status", "children", "default", "scheme"), [
+    ({}, [], "RuntimeId", "RuntimeId"),
+    ({}, [], "TypeIndex", "TypeIndex"),
+    ({}, [GO_POD], "RuntimeId", "TypeIndex"),
+    ({}, [OUR_POD], "TypeIndex", "RuntimeId"),
+    ({}, [OUR_POD, GO_POD], "RuntimeId", "TypeIndex"),
+    ({"childNaming": "TypeIndex"}, [], "RuntimeId", "TypeIndex"),
+    ({"childNaming": "RuntimeId"}, [GO_POD], "TypeIndex", "RuntimeId"),
+    ({"childNaming": "bogus"}, [GO_POD], "RuntimeId", "TypeIndex"),
+], ids=["new job", "new job, Go naming configured", "adopted from the Go operator", "tfop's own children",
+        "mixed: the Go names win", "recorded", "recorded wins over children", "unknown value ignored"])
+def test_naming_of(status: dict[str, Any], children: list[dict[str, Any]], default: str, scheme: str) -> None:
+    tfjob = {**job({"Worker": 1}), "status": status}
+    assert naming_of(tfjob, children, default).scheme == scheme

@@ -64,3 +64,17 @@ def test_already_exists_counts_as_created(mocker: MockerFixture) -> None:
         result = create_in_batches(fake_create(mocker, exists=frozenset({"pod-1"})), bodies(3), pool,
                                    name_of=object_name)
     assert result.created == ["pod-0", "pod-1", "pod-2"] and result.error is None
+
+
+def test_a_failure_stops_only_its_group(mocker: MockerFixture) -> None:
+    """Items of the other groups keep filling the growing batches."""
+    items = [{"metadata": {"name": f"{group}-{i}"}} for i in range(4) for group in ("a", "b")]
+    create = fake_create(mocker, fail=frozenset({"a-0"}))
+    with ThreadPoolExecutor(1) as pool:  # one thread: calls happen in batch order
+        result = create_in_batches(create, items, pool, name_of=object_name,
+                                   group_of=lambda body: object_name(body)[0])
+    # batches: [a-0] fails; [b-0, b-1]; [b-2, b-3]; group a is skipped after its failure
+    assert called_names(create) == ["a-0", "b-0", "b-1", "b-2", "b-3"]
+    assert result.failures == [("a-0", result.error)] and isinstance(result.error, Invalid)
+    assert result.created == ["b-0", "b-1", "b-2", "b-3"]
+    assert result.skipped == ["a-1", "a-2", "a-3"]

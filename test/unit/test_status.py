@@ -139,12 +139,12 @@ def cond(condition_type: str, status: str, reason: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(("conditions", "cleaning_up", "expected"), [
-    ([cond("Created", "True", "TFJobCreated")], False, ("Creating", "Running", "TFJobCreated")),
+    ([cond("Created", "True", "TFJobCreated")], False, ("Creating", "Created", "TFJobCreated")),
     ([cond("Created", "True", "TFJobCreated"), cond("Running", "False", "TFJobPending")], False,
-     ("Creating", "Running", "TFJobPending")),
+     ("Creating", "Pending", "TFJobPending")),
     ([cond("Running", "True", "TFJobRunning")], False, ("Running", "Running", "TFJobRunning")),
     ([cond("Running", "False", "TFJobRestarting"), cond("Restarting", "True", "TFJobRestarting")], False,
-     ("Creating", "Running", "TFJobRestarting")),
+     ("Creating", "Restarting", "TFJobRestarting")),
     ([cond("Running", "False", "TFJobSucceeded"), cond("Succeeded", "True", "TFJobSucceeded")], True,
      ("CleanUp", "Succeeded", "TFJobSucceeded")),
     ([cond("Succeeded", "True", "TFJobSucceeded")], False, ("Done", "Succeeded", "TFJobSucceeded")),
@@ -153,11 +153,18 @@ def cond(condition_type: str, status: str, reason: str) -> dict[str, Any]:
     ([cond("Failed", "False", "InvalidSpecCorrected"), cond("Running", "True", "TFJobRunning")], False,
      ("Running", "Running", "TFJobRunning")),
     ([cond("Suspended", "True", "TFJobSuspended"), cond("Running", "False", "TFJobSuspended")], False,
-     ("Creating", "Running", "TFJobSuspended")),
-    ([cond("Suspended", "True", "TFJobSuspended")], True, ("CleanUp", "Running", "TFJobSuspended")),
-    ([], False, ("Creating", "Running", "")),
+     ("Creating", "Suspended", "TFJobSuspended")),
+    ([cond("Suspended", "True", "TFJobSuspended")], True, ("CleanUp", "Suspended", "TFJobSuspended")),
+    ([], False, ("Creating", "Created", "")),
+    # A failed create holds the job in Pending (with the refusal in the message), never in Running.
+    ([cond("Created", "True", "TFJobCreated"), cond("Running", "False", "TFJobPending"),
+      cond("Restarting", "False", "TFJobRunning")], False, ("Creating", "Pending", "TFJobPending")),
+    # Restarting wins over a Running condition not yet cleared only once Running is false.
+    ([cond("Running", "True", "TFJobRunning"), cond("Suspended", "False", "TFJobResumed")], False,
+     ("Running", "Running", "TFJobRunning")),
 ], ids=["created", "pending", "running", "restarting", "succeeded, cleaning up", "done", "failed",
-        "failed, cleaning up", "running after a corrected spec", "suspended", "suspending", "nothing"])
+        "failed, cleaning up", "running after a corrected spec", "suspended", "suspending", "nothing",
+        "pending again after a restart", "running after a resume"])
 def test_summary(conditions: list[dict[str, Any]], cleaning_up: bool, expected: tuple[str, str, str]) -> None:
     expected_summary = dict(zip(("phase", "state", "reason"), expected, strict=True))
     assert summary(conditions, cleaning_up=cleaning_up) == expected_summary

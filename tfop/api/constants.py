@@ -33,8 +33,21 @@ LABEL_REPLICA_INDEX: Final = "training.kubeflow.org/replica-index"
 LABEL_RUNTIME_ID: Final = "training.kubeflow.org/runtime-id"
 LABEL_OPERATOR_NAME: Final = "training.kubeflow.org/operator-name"
 LABEL_JOB_ROLE: Final = "training.kubeflow.org/job-role"
-OPERATOR_NAME: Final = "tfop"
+# The value the Kubeflow training operator's TFJob controller writes, which Kueue's TFJob integration and the
+# Go operator's own Services select on; tfop writes it too (README: Moving from the Kubeflow training operator).
+OPERATOR_NAME: Final = "tfjob-controller"
+# What tfop's children carried before it spoke the Go operator's label; still watched, so they are adopted.
+LEGACY_OPERATOR_NAME: Final = "tfop"
+# Tells the children tfop created from those the Go operator created.
+LABEL_MANAGED_BY: Final = "app.kubernetes.io/managed-by"
+MANAGED_BY: Final = "tfop"
 JOB_ROLE_MASTER: Final = "master"
+
+# How a job's children are named (status.childNaming): tfop's `{job}-{type}-{runtimeId}-{index}`, or the Kubeflow
+# training operator's `{job}-{type}-{index}`, which a job adopted from it keeps.
+NAMING_RUNTIME_ID: Final = "RuntimeId"
+NAMING_TYPE_INDEX: Final = "TypeIndex"
+NAMINGS: Final = (NAMING_RUNTIME_ID, NAMING_TYPE_INDEX)
 
 RESTART_POLICY_ALWAYS: Final = "Always"
 RESTART_POLICY_ON_FAILURE: Final = "OnFailure"
@@ -74,6 +87,7 @@ REASON_SPEC_CORRECTED: Final = "InvalidSpecCorrected"
 REASON_SUSPENDED: Final = "TFJobSuspended"
 REASON_RESUMED: Final = "TFJobResumed"
 REASON_TTL_EXPIRED: Final = "TTLExpired"
+REASON_TEMPLATE_RESTART_POLICY: Final = "SetPodTemplateRestartPolicy"  # the Kubeflow training operator's reason
 
 EVENT_NORMAL: Final = "Normal"
 EVENT_WARNING: Final = "Warning"
@@ -84,7 +98,12 @@ PHASE_RUNNING: Final = "Running"
 PHASE_CLEANUP: Final = "CleanUp"
 PHASE_FAILED: Final = "Failed"
 PHASE_DONE: Final = "Done"
-STATE_RUNNING: Final = "Running"
+# `state` is what `kubectl get tfjobs` shows in its STATE column: the one word a user wants to know.
+STATE_CREATED: Final = "Created"  # seen by the operator, no replica pod waited for yet
+STATE_PENDING: Final = "Pending"  # some replica pods do not run yet (being created, scheduled, pulling images)
+STATE_RUNNING: Final = "Running"  # every replica pod runs (or has finished its part)
+STATE_RESTARTING: Final = "Restarting"  # a replica is being recreated after a retryable exit
+STATE_SUSPENDED: Final = "Suspended"
 STATE_SUCCEEDED: Final = "Succeeded"
 STATE_FAILED: Final = "Failed"
 

@@ -12,7 +12,17 @@ from datetime import datetime
 
 import structlog
 
-from tfop.api.constants import KIND
+from tfop.api.constants import (
+    KIND,
+    REASON_CREATED,
+    REASON_RESTARTING,
+    REASON_RESUMED,
+    REASON_RUNNING,
+    REASON_SPEC_CORRECTED,
+    REASON_SUCCEEDED,
+    REASON_SUSPENDED,
+    REASON_TTL_EXPIRED,
+)
 from tfop.api.timestamps import parse_time
 from tfop.controller.children import CHILD_KINDS, TFJOBS, ChildKinds, Scope, child_id
 from tfop.controller.plan_types import ChildPatch, ChildRef, CreateRefusal, Creation, Object, Plan
@@ -22,9 +32,21 @@ from tfop.kube.events import NORMAL, WARNING, EventRecorder
 from tfop.kube.expectations import Expectations
 from tfop.kube.slowstart import create_in_batches
 from tfop.kube.store import Store, object_key
-from tfop.metrics import OperatorMetrics
+from tfop.metrics import FRAMEWORK, OperatorMetrics
 
 log = structlog.get_logger("tfop.controller")
+
+# What a job's lifecycle events are called in the operator's log (the event reason is on the line too). A Warning
+# that is not here fails the job (TFJobFailed, BackoffLimitExceeded, DeadlineExceeded, InvalidSpec).
+LIFECYCLE_LINES = {
+    REASON_CREATED: "job created",
+    REASON_RUNNING: "job running: every replica runs",
+    REASON_SUSPENDED: "job suspended",
+    REASON_RESUMED: "job resumed",
+    REASON_SPEC_CORRECTED: "job spec corrected",
+    REASON_SUCCEEDED: "job succeeded",
+    REASON_TTL_EXPIRED: "deleting finished job: its TTL has passed",
+}
 
 CacheOf = Callable[[str, str], Store]  # (kind, namespace) -> the cache of that kind's children
 
@@ -76,9 +98,28 @@ class PlanApplier:
         # otherwise), so a conflict that makes us plan again cannot announce or count one twice.
         for event in plan.events:
             self.recorder.record(job, event.type, event.reason, event.message)
+        self._log_lifecycle(key, plan)
         self._count(job, plan, now)
         if plan.delete_job:
             self._delete_job(job)
+
+    @staticmethod
+    def _log_lifecycle(key: str, plan: Plan) -> None:
+        """One info line per transition the plan announces, with job=ns/name, so `grep '"job": "ns/name"'` tells a
+        job's story; restarts come with their replica, exit code and class rather than as prose."""
+        for restart in plan.restarts:
+            log.info("replica restarted" if restart.in_place else "replica restarting: recreating its pod", job=key,
+                     replica_type=restart.replica_type, replica_index=restart.index, exit_code=restart.exit_code,
+                     exit_class=restart.exit_class, restarts=restart.restarts,
+                     **({"in_place": restart.in_place} if restart.in_place else {}))
+        for event in plan.events:
+            if event.reason == REASON_RESTARTING or event.reason.startswith(("SuccessfulCreate", "SuccessfulDelete")):
+                continue
+            line = LIFECYCLE_LINES.get(event.reason)
+            if line is None and event.type == WARNING:
+                log.info("job failed", job=key, reason=event.reason, message=event.message)
+            else:
+                log.info(line or "job event", job=key, reason=event.reason, message=event.message)
 
     def _create_children(self, key: str, job: Object, plan: Plan, changes: ChildChanges) -> None:
         creations, desired = plan.create, plan.desired
@@ -93,12 +134,7 @@ class PlanApplier:
             return self.client.create(kind.resource, kind.build(desired, creation.slot), namespace)
 
         created: list[Creation] = []
-        by_type: dict[str, list[Creation]] = {}
-        for creation in creations:
-            if self.kinds[creation.kind].scope is Scope.JOB:
-                continue
-            assert creation.slot is not None
-            by_type.setdefault(creation.slot.replica_type, []).append(creation)
+        replica_creations = [creation for creation in creations if self.kinds[creation.kind].scope is Scope.REPLICA]
         # The job's own children first, one by one: a PodGroup must exist before the pods that name it are
         # scheduled, so if one cannot be made, no replica's children are tried.
         for creation in creations:
@@ -109,17 +145,17 @@ class PlanApplier:
                 created.append(creation)
             except ApiError as error:
                 self._refused(job, creation, error, changes)
-                by_type = {}
+                replica_creations = []
                 break
-        # A slow-start sequence per replica type: one type's template refused, or its quota spent, holds up
-        # neither the other types nor the refusal of theirs.
-        for group in by_type.values():
-            result = create_in_batches(create, group, self._creators, name_of=lambda c: child_id(c.kind, c.name))
-            done = set(result.created)
-            created.extend(creation for creation in group if child_id(creation.kind, creation.name) in done)
-            if result.error is not None and result.failed is not None:
-                failed = next(c for c in group if child_id(c.kind, c.name) == result.failed)
-                self._refused(job, failed, result.error, changes)
+        # Then one slow-start sequence, in which a replica type whose template is refused, or whose quota is spent,
+        # stops alone: the other types neither wait for it nor lose their place in the growing batches.
+        result = create_in_batches(create, replica_creations, self._creators,
+                                   name_of=lambda c: child_id(c.kind, c.name), group_of=_replica_type)
+        done = set(result.created)
+        created.extend(creation for creation in replica_creations if child_id(creation.kind, creation.name) in done)
+        for failed_id, refusal in result.failures:
+            failed = next(c for c in replica_creations if child_id(c.kind, c.name) == failed_id)
+            self._refused(job, failed, refusal, changes)
         created_ids = {child_id(creation.kind, creation.name) for creation in created}
         for creation in creations:
             creation_id = child_id(creation.kind, creation.name)
@@ -133,6 +169,7 @@ class PlanApplier:
             if names:
                 self.recorder.record(job, NORMAL, f"SuccessfulCreate{kind}",
                                      f"Created {kind.lower()}s: {', '.join(names)}")
+                log.debug(f"created {kind.lower()}s", job=key, names=names)
                 counter = self.metrics.children_created.get(kind)
                 if counter is not None:
                     counter.labels(namespace).inc(len(names))
@@ -190,6 +227,7 @@ class PlanApplier:
                 counter.labels(namespace).inc(len(names))
             self.recorder.record(job, NORMAL, f"SuccessfulDelete{kind_name}",
                                  f"Deleted {kind_name.lower()}s: {', '.join(names)}")
+            log.debug(f"deleted {kind_name.lower()}s", job=key, names=names)
 
     def _write_status(self, key: str, job: Object, status: Object) -> None:
         """PUT the status with the cached resourceVersion: a stale plan fails with Conflict instead of
@@ -209,8 +247,8 @@ class PlanApplier:
                                propagation_policy="Background")
         except NotFound:
             return
-        self.metrics.jobs_deleted.labels(metadata["namespace"]).inc()
-        log.info("deleted finished job after its TTL", job=object_key(job))
+        self.metrics.jobs_deleted.labels(metadata["namespace"], FRAMEWORK).inc()
+        log.info("job deleted after its TTL", job=object_key(job))
 
     def _count(self, job: Object, plan: Plan, now: datetime) -> None:
         """The metrics a plan's transitions move."""
@@ -219,7 +257,7 @@ class PlanApplier:
         for name, metric in metrics.job_counters.items():
             amount = getattr(counters, name)
             if amount and name != "deleted":  # counted by _delete_job, which knows whether it deleted
-                metric.labels(namespace).inc(amount)
+                metric.labels(namespace, FRAMEWORK).inc(amount)
         for exit_class, amount in counters.restarts_by_exit_class:
             metrics.restarts.labels(namespace, exit_class).inc(amount)
         status = plan.status or {}
@@ -232,3 +270,8 @@ class PlanApplier:
             created = parse_time(job["metadata"].get("creationTimestamp"))
             if created is not None:
                 metrics.job_start_latency.observe(max(0.0, (now - created).total_seconds()))
+
+
+def _replica_type(creation: Creation) -> str | None:
+    """A replica-scoped creation's slow-start group."""
+    return creation.slot.replica_type if creation.slot is not None else None

@@ -16,7 +16,15 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tfop.api.constants import GROUP, KIND, LABEL_OPERATOR_NAME, OPERATOR_NAME, PLURAL, VERSION
+from tfop.api.constants import (
+    GROUP,
+    KIND,
+    LABEL_OPERATOR_NAME,
+    LEGACY_OPERATOR_NAME,
+    OPERATOR_NAME,
+    PLURAL,
+    VERSION,
+)
 from tfop.controller.cached import slim_metadata, slim_pod, slim_pod_group
 from tfop.controller.gang import GangScheduler
 from tfop.controller.plan_types import POD, POD_GROUP, SERVICE
@@ -27,7 +35,11 @@ from tfop.kube.resource import PODS, SERVICES, Resource
 Object = dict[str, Any]
 TFJOBS = Resource(GROUP, VERSION, PLURAL, KIND)  # the owner of every child below
 BY_OWNER = "controller-uid"  # the cache index a job's children are looked up by: its uid
-CHILD_SELECTOR = f"{LABEL_OPERATOR_NAME}={OPERATOR_NAME}"
+# The children the Kubeflow training operator's TFJob controller made, tfop's own (which carry the same value), and
+# those of tfop versions that wrote `tfop`: all are adopted by their controller ownerReference (the owner index).
+# Not every pod with a job-name label: the Go operator's other frameworks label theirs too, and the cache would
+# hold them for nothing.
+CHILD_SELECTOR = f"{LABEL_OPERATOR_NAME} in ({OPERATOR_NAME},{LEGACY_OPERATOR_NAME})"
 
 
 class Scope(enum.Enum):

@@ -84,8 +84,11 @@ class TFJobController:
 
     # --- what the cache has seen -----------------------------------------------------------------------------
     def _job_changed(self, change: Change, key: str, job: Object) -> None:
+        if change is Change.ADDED:
+            self.metrics.know_namespace(key.partition("/")[0])
         if change is Change.DELETED:
             self.expectations.forget(key)
+            log.info("job deleted", job=key)
 
     def _child_changed(self, kind: str, change: Change, key: str, child: Object) -> None:
         if change is Change.ADDED:

@@ -25,7 +25,7 @@ from tfop.api.constants import (
 )
 from tfop.api.fields import integer, mapping, text
 from tfop.api.timestamps import as_utc, format_time
-from tfop.controller.plan_types import ChildPatch, ChildRef, Creation, JobCounters, JobEvent, Plan
+from tfop.controller.plan_types import ChildPatch, ChildRef, Creation, JobCounters, JobEvent, Plan, ReplicaRestart
 from tfop.controller.resources import DesiredChildren
 from tfop.controller.settings import ControllerConfig
 from tfop.controller.status import (
@@ -61,6 +61,7 @@ class PlanDraft:
         self.delete_job = False
         self.restarts = 0  # new restarts seen by this plan (in place and recreations)
         self.restarts_by_exit_class: Counter[str] = Counter()
+        self.restarted: list[ReplicaRestart] = []
         self.cleaning_up = False  # a finished or suspended job still has children going away
 
     def set_condition(self, condition_type: str, *, true: bool, reason: str, message: str) -> None:
@@ -77,6 +78,10 @@ class PlanDraft:
 
     def condition(self, condition_type: str) -> dict[str, Any] | None:
         return find_condition(self.conditions, condition_type)
+
+    def old_condition(self, condition_type: str) -> dict[str, Any] | None:
+        """The condition as the job had it before this plan."""
+        return find_condition(self._old_conditions, condition_type)
 
     def event(self, event_type: str, reason: str, message: str) -> None:
         self.events.append(JobEvent(event_type, reason, message))
@@ -111,7 +116,8 @@ class PlanDraft:
             status = self.status
         return Plan(create=self.create, delete=self.delete, patch=self.patch,
                     desired=self.desired if self.create or self.patch else None, status=status, events=events,
-                    requeue_after=self.requeue_after, delete_job=self.delete_job, counters=counters)
+                    requeue_after=self.requeue_after, delete_job=self.delete_job, counters=counters,
+                    restarts=tuple(self.restarted))
 
     def _transitions(self) -> tuple[list[JobEvent], JobCounters]:
         became = {condition_type for condition_type in

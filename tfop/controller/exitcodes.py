@@ -74,6 +74,12 @@ def exit_class_name(pod: object) -> str:
 
 def latest_exit_class_name(pods: list[dict[str, Any]]) -> str:
     """The class of the most recent in-place restart among `pods` (by when the old container finished)."""
+    pod = latest_restarted(pods)
+    return exit_class_name(pod) if pod is not None else "unknown"
+
+
+def latest_restarted(pods: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Of `pods`, the one whose tensorflow container was restarted in place last (None: none was)."""
     def finished(pod: dict[str, Any]) -> str:
         for status in items(mapping_at(pod, "status").get("containerStatuses")):
             if mapping(status).get("name") == DEFAULT_CONTAINER_NAME:
@@ -81,4 +87,4 @@ def latest_exit_class_name(pods: list[dict[str, Any]]) -> str:
         return ""
 
     restarted = [pod for pod in pods if finished(pod)]
-    return exit_class_name(max(restarted, key=finished)) if restarted else "unknown"
+    return max(restarted, key=finished) if restarted else None

@@ -14,7 +14,15 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from tfop.api.constants import LABEL_JOB_NAME, LABEL_OPERATOR_NAME, LABEL_RUNTIME_ID, OPERATOR_NAME, REPLICA_TYPES
+from tfop.api.constants import (
+    LABEL_JOB_NAME,
+    LABEL_MANAGED_BY,
+    LABEL_OPERATOR_NAME,
+    LABEL_RUNTIME_ID,
+    MANAGED_BY,
+    OPERATOR_NAME,
+    REPLICA_TYPES,
+)
 from tfop.api.fields import integer, items, mapping, text
 from tfop.controller.quantity import QuantityError, format_quantity, parse_quantity
 
@@ -112,7 +120,8 @@ def pod_group(job: Object, gang: GangScheduler, owner: Object, runtime_id: str) 
         "metadata": {
             "name": name,
             "namespace": job["metadata"]["namespace"],
-            "labels": {LABEL_JOB_NAME: name, LABEL_RUNTIME_ID: runtime_id, LABEL_OPERATOR_NAME: OPERATOR_NAME},
+            "labels": {LABEL_JOB_NAME: name, LABEL_RUNTIME_ID: runtime_id, LABEL_OPERATOR_NAME: OPERATOR_NAME,
+                       LABEL_MANAGED_BY: MANAGED_BY},
             "ownerReferences": [dict(owner)],
         },
         "spec": pod_group_spec(job, gang),

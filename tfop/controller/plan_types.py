@@ -96,6 +96,19 @@ class JobEvent:
 
 
 @dataclass(frozen=True)
+class ReplicaRestart:
+    """A restart the plan saw, for the operator's log: a recreation of one pod, or containers of a replica type
+    restarted in place by the kubelet (`in_place` times; the replica is the one that restarted last)."""
+
+    replica_type: str
+    index: int | None
+    exit_code: int | None  # None: the pod failed without a container exit (evicted, node lost)
+    exit_class: str  # retryable, permanent, succeeded, unknown
+    restarts: int  # of this replica type so far, as counted against backoffLimit
+    in_place: int = 0  # 0: the pod is recreated
+
+
+@dataclass(frozen=True)
 class JobCounters:
     """How much to bump each job counter. Each comes from a status transition the plan makes, so the wiring
     should bump them only once the status write succeeded: then a job is counted once, even across restarts."""
@@ -123,6 +136,7 @@ class Plan:
     requeue_after: float | None = None  # seconds until the soonest timer (deadline, TTL)
     delete_job: bool = False  # ttlSecondsAfterFinished has passed
     counters: JobCounters = field(default_factory=JobCounters)
+    restarts: tuple[ReplicaRestart, ...] = ()  # seen by this plan, for the log
 
     def creates(self, kind: str) -> list[Creation]:
         return [creation for creation in self.create if creation.kind == kind]

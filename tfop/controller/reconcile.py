@@ -38,6 +38,7 @@ from tfop.api.constants import (
     REASON_SPEC_CORRECTED,
     REASON_SUCCEEDED,
     REASON_SUSPENDED,
+    REASON_TEMPLATE_RESTART_POLICY,
     REPLICA_WORKER,
     SUCCESS_POLICY_ALL_WORKERS,
 )
@@ -47,14 +48,21 @@ from tfop.api.runtime_id import runtime_id
 from tfop.api.timestamps import parse_time
 from tfop.api.validation import validate
 from tfop.controller.draft import PlanDraft
-from tfop.controller.exitcodes import container_termination, exit_class_name, latest_exit_class_name
+from tfop.controller.exitcodes import container_termination, exit_class_name, latest_restarted
 from tfop.controller.lifecycle import COMPLETION_TIME, clean_up, finish, keep_finished
-from tfop.controller.plan_types import POD, SERVICE, CreateRefusal, Creation, Plan, PlanContext
+from tfop.controller.naming import CHILD_NAMING, ChildNaming, naming_of
+from tfop.controller.plan_types import POD, SERVICE, CreateRefusal, Creation, Plan, PlanContext, ReplicaRestart
 from tfop.controller.podgroups import plan_pod_group
-from tfop.controller.resources import DesiredChildren, ReplicaSlot, child_name, job_runtime_id, replica_count
+from tfop.controller.resources import (
+    DesiredChildren,
+    ReplicaSlot,
+    pod_restart_policy,
+    replica_count,
+)
 from tfop.controller.restarts import RestartCount, RestartLedger, count_restarts
 from tfop.controller.slots import Slot, SlotState, SortedChildren, replica_types, sort_children
-from tfop.controller.status import TRUE, is_terminating, pod_phase, replica_status
+from tfop.controller.status import TRUE, conditions_of, is_terminating, pod_phase, replica_status
+from tfop.controller.troubles import announce_exits, announce_troubles, latest_exits, troubles_of, with_troubles
 
 __all__ = ["plan"]
 
@@ -70,6 +78,7 @@ class _Planning:
     draft: PlanDraft
     context: PlanContext
     job: dict[str, Any]
+    naming: ChildNaming
     children: SortedChildren
 
 
@@ -81,22 +90,38 @@ def plan(context: PlanContext) -> Plan:
     defaulted = apply_defaults(job)
     errors = validate(defaulted)
     _note_created(draft, defaulted)
+    naming = naming_of(job, [*context.of_kind(POD), *context.of_kind(SERVICE)], context.config.child_naming)
+    draft.status[CHILD_NAMING] = naming.scheme
     refused = [refusal for refusal in context.refusals if refusal.permanent]
     if _is_finished(draft):
         keep_finished(draft, defaulted, context, just_finished=False)
     elif errors or refused:
         _reject(draft, defaulted, context, [str(error) for error in errors] or [_describe_refusal(r) for r in refused])
     else:
-        _run(_Planning(draft, context, defaulted, sort_children(defaulted, context)))
+        _run(_Planning(draft, context, defaulted, naming, sort_children(defaulted, context, naming)))
     return draft.finalize()
 
 
 def _note_created(draft: PlanDraft, job: dict[str, Any]) -> None:
     if draft.condition(CONDITION_CREATED) is None:
         draft.set_condition(CONDITION_CREATED, true=True, reason=REASON_CREATED, message=f"{draft.job_ref} is created.")
+        _note_overridden_restart_policies(draft, job)
     uid = text(mapping_at(job, "metadata").get("uid"))
     if uid:
         draft.status["runtimeId"] = runtime_id(uid)
+
+
+def _note_overridden_restart_policies(draft: PlanDraft, job: dict[str, Any]) -> None:
+    """A restartPolicy in a pod template is replaced by the replica's: said once, as the job is first seen."""
+    for replica_type, entry in mapping_at(job, "spec", "tfReplicaSpecs").items():
+        replica = mapping(entry)
+        asked = text(mapping_at(replica, "template", "spec").get("restartPolicy"))
+        policy = text(replica.get("restartPolicy"))
+        if asked and policy and asked != pod_restart_policy(policy):
+            given = "" if pod_restart_policy(policy) == policy else f": pods get {pod_restart_policy(policy)}"
+            draft.event(EVENT_WARNING, REASON_TEMPLATE_RESTART_POLICY,
+                        f"{draft.job_ref}: the restartPolicy {asked} in the pod template of {replica_type} is "
+                        f"replaced by the replica's restartPolicy ({policy}{given}).")
 
 
 def _is_finished(draft: PlanDraft) -> bool:
@@ -156,16 +181,15 @@ def _run(p: _Planning) -> None:
 def _create_missing(p: _Planning, *, hold_pods: bool) -> None:
     """Each slot's missing pod and service, side by side (pods only if the gang scheduler lets them exist yet);
     the bodies are built by the applier as it sends them."""
-    name, rid = p.job["metadata"]["name"], job_runtime_id(p.job)
     for slot in p.children.slots:
         replica = slot.slot
         missing = [kind for kind, absent in ((POD, slot.state is SlotState.ABSENT and not hold_pods),
                                              (SERVICE, replica not in p.children.services)) if absent]
         for kind in missing:
-            p.draft.create.append(Creation(kind, replica, child_name(name, replica.replica_type, rid, replica.index)))
+            p.draft.create.append(Creation(kind, replica, p.naming.name(replica.replica_type, replica.index)))
     if p.draft.create or p.draft.patch:
         config = p.draft.config
-        p.draft.desired = DesiredChildren(p.job, config.service_domain, config.accelerators, config.gang)
+        p.draft.desired = DesiredChildren(p.job, config.service_domain, config.accelerators, config.gang, p.naming)
 
 
 def _suspend(p: _Planning) -> None:
@@ -187,18 +211,29 @@ def _count_restarts(p: _Planning, *, deleting: set[str], recreating: set[str]) -
     place as the status first sees them."""
     draft, pods_by_type = p.draft, p.children.pods_by_type
     previous = mapping(draft.status.get("replicaStatuses"))
+    # A status with conditions but without restart counts was written by another operator (the Kubeflow training
+    # operator keeps none): the containers' restarts found at adoption happened under it.
+    adopted = bool(conditions_of(p.context.job.get("status")))
     counts: dict[str, RestartCount] = {}
     for replica_type in replica_types(p.job):
         before = mapping(previous.get(replica_type))
         count = count_restarts(RestartLedger.from_replica_status(before), pods_by_type.get(replica_type, []),
                                deleting=deleting, recreating=recreating)
         counts[replica_type] = count
+        announce_exits(draft, count.recreated)
         for pod in count.recreated:
             draft.event(EVENT_WARNING, REASON_RESTARTING, f"{draft.job_ref} is restarting {_describe_failure(pod)}.")
             draft.restarts_by_exit_class[exit_class_name(pod)] += 1
-        in_place = count.total - (integer(before.get("restarts")) or 0) - len(count.recreated)
+            draft.restarted.append(_restart_of(pod, replica_type, count.total, in_place=0))
+        known = integer(before.get("restarts"))
+        if known is None and adopted:
+            known = count.total - len(count.recreated)  # the restarts so far are the baseline, not news
+        in_place = count.total - (known or 0) - len(count.recreated)
         if in_place > 0:
-            draft.restarts_by_exit_class[latest_exit_class_name(pods_by_type.get(replica_type, []))] += in_place
+            latest = latest_restarted(pods_by_type.get(replica_type, []))
+            restart = _restart_of(latest, replica_type, count.total, in_place=in_place)
+            draft.restarts_by_exit_class[restart.exit_class] += in_place
+            draft.restarted.append(restart)
             draft.event(EVENT_WARNING, REASON_RESTARTING,
                         f"{draft.job_ref}: {replica_type} containers restarted in place {in_place} more time(s), "
                         f"{count.total} restart(s) of {replica_type} replicas in all.")
@@ -258,6 +293,8 @@ def _update_running(p: _Planning, recreated: Iterable[list[dict[str, Any]]], *, 
     """Running means every replica pod runs (or has finished its part); while any is pending the condition says
     how many, rather than claiming the job runs."""
     draft, children = p.draft, p.children
+    troubles = troubles_of((slot.slot, slot.pod) for slot in children.slots if slot.pod is not None)
+    announce_troubles(draft, troubles)
     replaced = [pod for pods in recreated for pod in pods]
     if replaced:
         listed = _listing([_describe_failure(pod) for pod in replaced])
@@ -268,20 +305,22 @@ def _update_running(p: _Planning, recreated: Iterable[list[dict[str, Any]]], *, 
     waiting = len(children.slots) - finished - states[SlotState.RUNNING]
     if waiting == 0 and states[SlotState.RUNNING] > 0:
         message = f"{draft.job_ref} is running."
-        draft.set_condition(CONDITION_RUNNING, true=True, reason=REASON_RUNNING, message=message)
+        draft.set_condition(CONDITION_RUNNING, true=True, reason=REASON_RUNNING,
+                            message=with_troubles(message, troubles))
         draft.clear_condition(CONDITION_RESTARTING, reason=REASON_RUNNING, message=message)
     elif draft.is_true(CONDITION_RESTARTING):
         restarting = draft.condition(CONDITION_RESTARTING) or {}
         draft.set_condition(CONDITION_RUNNING, true=False, reason=REASON_RESTARTING,
-                            message=str(restarting.get("message", "")))
+                            message=with_troubles(str(restarting.get("message", "")), troubles))
     else:
         detail = ", ".join(f"{states[state]} {state.value}" for state in SlotState if states[state]
                            and state not in (SlotState.RUNNING, SlotState.SUCCEEDED, SlotState.TOLERATED))
         refused = [_describe_refusal(refusal) for refusal in p.context.refusals]
         cause = f"; creating them fails: {_listing(refused)}" if refused else ""
+        message = (f"{draft.job_ref} is waiting for {waiting} of {len(children.slots)} replicas to run: "
+                   f"{detail}{cause}{gang_note}.")
         draft.set_condition(CONDITION_RUNNING, true=False, reason=REASON_PENDING,
-                            message=f"{draft.job_ref} is waiting for {waiting} of {len(children.slots)} replicas "
-                                    f"to run: {detail}{cause}{gang_note}.")
+                            message=with_troubles(message, troubles))
 
 
 def _record_replicas(p: _Planning, counts: dict[str, RestartCount], *, finishing: bool) -> None:
@@ -295,15 +334,30 @@ def _record_replicas(p: _Planning, counts: dict[str, RestartCount], *, finishing
             return False
         return _uid(pod) not in deleted or (finishing and pod_phase(pod) in (POD_SUCCEEDED, POD_FAILED))
 
-    draft.status["replicaStatuses"] = {
-        replica_type: {**replica_status([pod for pod in children.pods_by_type.get(replica_type, []) if counted(pod)],
-                                        counts[replica_type].total),
-                       **counts[replica_type].ledger.status_fields()}
-        for replica_type in replica_types(p.job)
-    }
+    previous = mapping(draft.status.get("replicaStatuses"))
+    statuses: dict[str, Any] = {}
+    for replica_type in replica_types(p.job):
+        pods = [pod for pod in children.pods_by_type.get(replica_type, []) if counted(pod)]
+        statuses[replica_type] = {**replica_status(pods, counts[replica_type].total),
+                                  **counts[replica_type].ledger.status_fields()}
+        # Pods that ended since the last plan grow the tally; the recreated ones were announced as they went.
+        announce_exits(draft, latest_exits([pod for pod in pods if pod_phase(pod) in (POD_SUCCEEDED, POD_FAILED)],
+                                           _ended(statuses[replica_type]) - _ended(previous.get(replica_type))))
+    draft.status["replicaStatuses"] = statuses
     running = sum(1 for slot in children.slots
                   if slot.state is SlotState.RUNNING and slot.pod is not None and _uid(slot.pod) not in deleted)
     draft.status["replicaSummary"] = f"{running}/{len(children.slots)}"
+    if finishing:
+        # The final tally: the pods are gone or going, so "0/7 running" would read like a failure.
+        tally = draft.status["replicaStatuses"].values()
+        succeeded, failed = sum(entry["succeeded"] for entry in tally), sum(entry["failed"] for entry in tally)
+        draft.status["replicaSummary"] = (f"{succeeded}/{len(children.slots)} succeeded"
+                                          + (f", {failed} failed" if failed else ""))
+
+
+def _ended(replica_status: object) -> int:
+    entry = mapping(replica_status)
+    return (integer(entry.get("succeeded")) or 0) + (integer(entry.get("failed")) or 0)
 
 
 def _describe_failure(pod: dict[str, Any]) -> str:
@@ -316,6 +370,14 @@ def _describe_failure(pod: dict[str, Any]) -> str:
         return f"{who}, which {termination.describe()}"
     reason = text(mapping_at(pod, "status").get("reason"))
     return f"{who}, whose pod failed" + (f" ({reason})" if reason else "")
+
+
+def _restart_of(pod: dict[str, Any] | None, replica_type: str, restarts: int, *, in_place: int) -> ReplicaRestart:
+    termination = container_termination(pod)
+    index = text(mapping_at(pod, "metadata", "labels").get(LABEL_REPLICA_INDEX)) or ""
+    return ReplicaRestart(replica_type, int(index) if index.isdigit() else None,
+                          termination.exit_code if termination else None,
+                          exit_class_name(pod) if pod is not None else "unknown", restarts, in_place)
 
 
 def _describe_refusal(refusal: CreateRefusal) -> str:

@@ -22,10 +22,12 @@ from tfop.api.constants import (
     KIND,
     LABEL_JOB_NAME,
     LABEL_JOB_ROLE,
+    LABEL_MANAGED_BY,
     LABEL_OPERATOR_NAME,
     LABEL_REPLICA_INDEX,
     LABEL_REPLICA_TYPE,
     LABEL_RUNTIME_ID,
+    MANAGED_BY,
     OPERATOR_NAME,
     REPLICA_TYPES,
     REPLICA_WORKER,
@@ -33,11 +35,11 @@ from tfop.api.constants import (
     RESTART_POLICY_NEVER,
     TF_CONFIG_ENV,
 )
-from tfop.api.defaults import canonical_replica_type
-from tfop.api.fields import items, mapping, text
+from tfop.api.fields import items, mapping
 from tfop.api.runtime_id import child_name, runtime_id
 from tfop.controller.accelerators import Accelerators, apply_accelerators
 from tfop.controller.gang import GangScheduler, join_gang, pod_group
+from tfop.controller.naming import ChildNaming, labelled_slot, naming_of
 from tfop.controller.settings import DEFAULT_SERVICE_DOMAIN
 
 __all__ = [
@@ -103,19 +105,12 @@ def owner_reference(job: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def replica_slot_of(child: dict[str, Any], job_name: str, runtime_id: str) -> ReplicaSlot | None:
-    """The slot a Pod or Service fills, read from its labels; None unless its name is the one tfop gives that
-    slot (a child made by someone else, or by an older operator, fills no slot)."""
-    metadata = mapping(child.get("metadata"))
-    labels = mapping(metadata.get("labels"))
-    replica_type = canonical_replica_type(labels.get(LABEL_REPLICA_TYPE))
-    index_label = text(labels.get(LABEL_REPLICA_INDEX)) or ""
-    if replica_type is None or not index_label.isascii() or not index_label.isdigit():
-        return None
-    index = int(index_label)
-    if metadata.get("name") != child_name(job_name, replica_type, runtime_id, index):
-        return None
-    return ReplicaSlot(replica_type, index)
+def replica_slot_of(child: dict[str, Any]) -> ReplicaSlot | None:
+    """The slot a Pod or Service fills, read from its replica-type and replica-index labels whatever its name:
+    the wiring passes only children this job controls, and those the Kubeflow training operator made fill their
+    slots as tfop's own do."""
+    slot = labelled_slot(child)
+    return ReplicaSlot(*slot) if slot is not None else None
 
 
 class DesiredChildren:
@@ -123,13 +118,15 @@ class DesiredChildren:
     once, so building a thousand pods stays linear in the cluster size per pod."""
 
     def __init__(self, job: dict[str, Any], service_domain: str = DEFAULT_SERVICE_DOMAIN,
-                 accelerators: Accelerators = MappingProxyType({}), gang: GangScheduler | None = None) -> None:
+                 accelerators: Accelerators = MappingProxyType({}), gang: GangScheduler | None = None,
+                 naming: ChildNaming | None = None) -> None:
         self._job = job
         self._gang = gang
         self._accelerators = accelerators
         self._name: str = job["metadata"]["name"]
         self._namespace: str = job["metadata"]["namespace"]
         self._runtime_id = job_runtime_id(job)
+        self._naming = naming or naming_of(job, ())
         self._owner = owner_reference(job)
         self._domain = service_domain.strip(".")
         self._master = self._master_slot()
@@ -140,7 +137,7 @@ class DesiredChildren:
         template = copy.deepcopy(replica["template"])
         template_metadata = mapping(template.get("metadata"))
         metadata: dict[str, Any] = {
-            "name": child_name(self._name, replica_type, self._runtime_id, index),
+            "name": self._naming.name(replica_type, index),
             "namespace": self._namespace,
             "labels": {**mapping(template_metadata.get("labels")), **self._labels(replica_type, index)},
             "ownerReferences": [dict(self._owner)],
@@ -169,14 +166,14 @@ class DesiredChildren:
             "apiVersion": "v1",
             "kind": "Service",
             "metadata": {
-                "name": child_name(self._name, replica_type, self._runtime_id, index),
+                "name": self._naming.name(replica_type, index),
                 "namespace": self._namespace,
                 "labels": self._labels(replica_type, index),
                 "ownerReferences": [dict(self._owner)],
             },
             "spec": {
                 "clusterIP": "None",
-                "selector": selector_labels(self._name, replica_type, self._runtime_id, index),
+                "selector": self._naming.selector(replica_type, index),
                 "ports": self._service_ports(replica_type),
                 # TensorFlow processes dial their peers while starting; a readiness probe in the user's template
                 # must not hide a peer's address until it is ready, or the cluster never comes up.
@@ -185,8 +182,10 @@ class DesiredChildren:
         }
 
     def _labels(self, replica_type: str, index: int) -> dict[str, str]:
-        labels = selector_labels(self._name, replica_type, self._runtime_id, index)
+        labels = {**selector_labels(self._name, replica_type, self._runtime_id, index),
+                  **self._naming.selector(replica_type, index)}
         labels[LABEL_OPERATOR_NAME] = OPERATOR_NAME
+        labels[LABEL_MANAGED_BY] = MANAGED_BY
         if ReplicaSlot(replica_type, index) == self._master:
             labels[LABEL_JOB_ROLE] = JOB_ROLE_MASTER
         return labels
@@ -207,7 +206,7 @@ class DesiredChildren:
             port = _tf_port(self._job["spec"]["tfReplicaSpecs"][replica_type])
             suffix = f".{self._domain}" if self._domain else ""
             cluster[tf_task_type(replica_type)] = [
-                f"{child_name(self._name, replica_type, self._runtime_id, index)}.{self._namespace}{suffix}:{port}"
+                f"{self._naming.name(replica_type, index)}.{self._namespace}{suffix}:{port}"
                 for index in range(count)
             ]
         return cluster

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from tfop.api.constants import NAMING_RUNTIME_ID
 from tfop.controller.accelerators import Accelerators
 from tfop.controller.gang import GANG_NONE, GangScheduler, gang_scheduler
 
@@ -21,6 +22,8 @@ class ControllerConfig:
     accelerators: Accelerators = field(default_factory=lambda: MappingProxyType({}))
     # Which gang scheduler places the job's pods as one PodGroup: none, scheduler-plugins or volcano.
     gang_scheduler: str = GANG_NONE
+    # How new jobs name their children (controller/naming.py); adopted jobs keep the naming they have.
+    child_naming: str = NAMING_RUNTIME_ID
 
     @property
     def gang(self) -> GangScheduler | None:

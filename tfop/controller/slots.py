@@ -1,5 +1,6 @@
 """Sorting a job's children into replica slots: which pod and service fill each replica the spec asks for, what
-state each slot is in, and which children fill no slot (scaled away, a type removed, a name not ours)."""
+state each slot is in, and which children fill no slot (scaled away, a type removed, a second child for one
+slot)."""
 
 from __future__ import annotations
 
@@ -20,8 +21,9 @@ from tfop.api.constants import (
     RESTART_POLICY_ON_FAILURE,
 )
 from tfop.controller.exitcodes import ExitClass, container_termination
+from tfop.controller.naming import ChildNaming
 from tfop.controller.plan_types import POD, SERVICE, PlanContext
-from tfop.controller.resources import ReplicaSlot, job_runtime_id, replica_count, replica_slot_of
+from tfop.controller.resources import ReplicaSlot, replica_count, replica_slot_of
 from tfop.controller.status import is_terminating, pod_phase
 
 Object = dict[str, Any]
@@ -64,19 +66,17 @@ def replica_types(job: Object) -> list[str]:
     return [replica_type for replica_type in REPLICA_TYPES if replica_type in job["spec"]["tfReplicaSpecs"]]
 
 
-def sort_children(job: Object, context: PlanContext) -> SortedChildren:
+def sort_children(job: Object, context: PlanContext, naming: ChildNaming) -> SortedChildren:
     """`job` is the defaulted, valid form of `context.job`."""
-    job_name: str = job["metadata"]["name"]
-    rid = job_runtime_id(job)
     pods_by_type: dict[str, list[Object]] = defaultdict(list)
     for pod in context.of_kind(POD):
-        slot = replica_slot_of(pod, job_name, rid)
+        slot = replica_slot_of(pod)
         if slot is not None:
             pods_by_type[slot.replica_type].append(pod)
     filled: dict[str, dict[ReplicaSlot, Object]] = {}
     surplus: dict[str, list[Object]] = {}
     for kind in (POD, SERVICE):
-        filled[kind], surplus[kind] = _fill_slots(job, context.of_kind(kind), job_name, rid)
+        filled[kind], surplus[kind] = _fill_slots(job, context.of_kind(kind), naming)
     pods_at = filled[POD]
     slots = [Slot(slot, pods_at.get(slot), slot_state(job, slot, pods_at.get(slot)))
              for replica_type in replica_types(job) for slot in
@@ -84,13 +84,19 @@ def sort_children(job: Object, context: PlanContext) -> SortedChildren:
     return SortedChildren(slots, filled[SERVICE], surplus, dict(pods_by_type))
 
 
-def _fill_slots(job: Object, children: list[Object], job_name: str,
-                rid: str) -> tuple[dict[ReplicaSlot, Object], list[Object]]:
-    """Each slot the spec has takes the first child named for it; the rest are surplus."""
+def _fill_slots(job: Object, children: list[Object],
+                naming: ChildNaming) -> tuple[dict[ReplicaSlot, Object], list[Object]]:
+    """Each slot the spec has takes one child labelled for it: the one with the name the job's naming gives,
+    else the first by name; the rest are surplus."""
     at: dict[ReplicaSlot, Object] = {}
     surplus: list[Object] = []
-    for child in children:
-        slot = replica_slot_of(child, job_name, rid)
+
+    def preference(child: Object) -> tuple[bool, str]:
+        slot, name = replica_slot_of(child), str(child["metadata"].get("name", ""))
+        return (slot is None or name != naming.name(slot.replica_type, slot.index), name)
+
+    for child in sorted(children, key=preference):
+        slot = replica_slot_of(child)
         if slot is None or slot.index >= replica_count(job, slot.replica_type) or slot in at:
             surplus.append(child)
         else:

@@ -13,6 +13,7 @@ from typing import Any
 from tfop.api.constants import (
     CONDITION_CREATED,
     CONDITION_FAILED,
+    CONDITION_RESTARTING,
     CONDITION_RUNNING,
     CONDITION_SUCCEEDED,
     CONDITION_SUSPENDED,
@@ -25,9 +26,14 @@ from tfop.api.constants import (
     POD_PENDING,
     POD_RUNNING,
     POD_SUCCEEDED,
+    REASON_PENDING,
+    STATE_CREATED,
     STATE_FAILED,
+    STATE_PENDING,
+    STATE_RESTARTING,
     STATE_RUNNING,
     STATE_SUCCEEDED,
+    STATE_SUSPENDED,
 )
 from tfop.api.fields import integer, items, mapping, mapping_at, text
 from tfop.api.timestamps import format_time
@@ -101,24 +107,34 @@ def replica_status(pods: Iterable[dict[str, Any]], restarts: int) -> dict[str, i
 
 
 def summary(conditions: list[dict[str, Any]], *, cleaning_up: bool) -> dict[str, str]:
-    """The older API's `phase` and `state`, and the `reason` behind them, derived from the conditions alone (plus
-    whether the children of a finished or suspended job are still being removed) so they never disagree."""
+    """The summary fields, derived from the conditions alone (plus whether the children of a finished or suspended
+    job are still being removed) so they never disagree with them: `state`, the STATE column of `kubectl get`
+    (Created, Pending, Running, Restarting, Suspended, Succeeded, Failed); the older API's `phase`; and the
+    `reason` of the condition that decided them."""
     failed = find_condition(conditions, CONDITION_FAILED)
     succeeded = find_condition(conditions, CONDITION_SUCCEEDED)
     suspended = find_condition(conditions, CONDITION_SUSPENDED)
+    restarting = find_condition(conditions, CONDITION_RESTARTING)
     running = find_condition(conditions, CONDITION_RUNNING)
     created = find_condition(conditions, CONDITION_CREATED)
     deciding: dict[str, Any] | None
-    if failed is not None and failed.get("status") == TRUE:
+    if _true(failed):
         phase, state, deciding = (PHASE_CLEANUP if cleaning_up else PHASE_FAILED), STATE_FAILED, failed
-    elif succeeded is not None and succeeded.get("status") == TRUE:
+    elif _true(succeeded):
         phase, state, deciding = (PHASE_CLEANUP if cleaning_up else PHASE_DONE), STATE_SUCCEEDED, succeeded
-    elif suspended is not None and suspended.get("status") == TRUE:
-        phase, state, deciding = (PHASE_CLEANUP if cleaning_up else PHASE_CREATING), STATE_RUNNING, suspended
-    elif running is not None and running.get("status") == TRUE:
+    elif _true(suspended):
+        phase, state, deciding = (PHASE_CLEANUP if cleaning_up else PHASE_CREATING), STATE_SUSPENDED, suspended
+    elif _true(running):
         phase, state, deciding = PHASE_RUNNING, STATE_RUNNING, running
+    elif _true(restarting):
+        phase, state, deciding = PHASE_CREATING, STATE_RESTARTING, restarting
+    elif running is not None and running.get("reason") == REASON_PENDING:
+        phase, state, deciding = PHASE_CREATING, STATE_PENDING, running
     else:
-        phase, state, deciding = PHASE_CREATING, STATE_RUNNING, running or created
+        phase, state, deciding = PHASE_CREATING, STATE_CREATED, running or created
     reason = text(deciding.get("reason")) if deciding is not None else None
     return {"phase": phase, "state": state, "reason": reason or ""}
 
+
+def _true(condition: dict[str, Any] | None) -> bool:
+    return condition is not None and condition.get("status") == TRUE

@@ -25,7 +25,13 @@ import urllib3
 from kubernetes.client.exceptions import ApiException
 
 from tfop import __version__
-from tfop.kube.errors import TransportError, error_from_status
+from tfop.kube.errors import (
+    TLSVerificationError,
+    TransportError,
+    error_from_status,
+    is_tls_verification_failure,
+    tls_failure_text,
+)
 from tfop.kube.metrics import KubeMetrics
 from tfop.kube.resource import Resource
 from tfop.kube.throttle import RequestThrottle, RetryPolicy, parse_retry_after
@@ -102,6 +108,11 @@ class KubeClient:
             return cls.in_cluster(**kw)
         return cls.from_kubeconfig(None, **kw)
 
+    @property
+    def host(self) -> str:
+        """The apiserver's URL."""
+        return self._host
+
     def close(self) -> None:
         self._api.close()  # type: ignore[no-untyped-call]
 
@@ -143,6 +154,8 @@ class KubeClient:
                         response.release_conn()
             except (urllib3.exceptions.HTTPError, ApiException, OSError) as exc:
                 self._observe(method, "<error>" if status is None else str(status), started)
+                if is_tls_verification_failure(exc):
+                    raise TLSVerificationError(f"{method} {path}: {tls_failure_text(exc)}") from exc
                 delay = policy.delay(attempt, method, content_type, status=None,
                                      reached_server=not isinstance(exc, _NOT_SENT), retry_after=None,
                                      rnd=random.random())

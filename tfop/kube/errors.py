@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import ssl
 from typing import Any
 
 
@@ -46,6 +47,37 @@ class TransportError(ApiError):
 
     def __init__(self, message: str) -> None:
         super().__init__(0, "TransportError", message)
+
+
+class TLSVerificationError(TransportError):
+    """The apiserver's certificate did not verify against the CA we were given: a wrong CA, server address or
+    clock. Sending the request again gives the same answer, so it is never retried."""
+
+
+def is_tls_verification_failure(error: BaseException | None) -> bool:
+    """Whether `error`, or anything it was raised from or wraps, is a failed certificate check."""
+    return any(isinstance(e, ssl.SSLCertVerificationError) or "CERTIFICATE_VERIFY_FAILED" in str(e)
+               for e in _chain(error))
+
+
+def tls_failure_text(error: BaseException) -> str:
+    """The certificate check's own words on one line, e.g. `certificate verify failed: unable to get local
+    issuer certificate`, rather than the transport's wrappers around them."""
+    for inner in _chain(error):
+        if isinstance(inner, ssl.SSLCertVerificationError):
+            return f"certificate verify failed: {inner.verify_message}"
+    return " ".join(str(error).split())
+
+
+def _chain(error: BaseException | None) -> list[BaseException]:
+    """`error` and what it wraps or was raised from, outermost first."""
+    seen: list[BaseException] = []
+    while error is not None and all(error is not e for e in seen):
+        seen.append(error)
+        wrapped = getattr(error, "reason", None)
+        error = (wrapped if isinstance(wrapped, BaseException) else None) or error.__cause__ or error.__context__ or (
+            error.args[0] if error.args and isinstance(error.args[0], BaseException) else None)
+    return seen
 
 
 def error_from_status(code: int, body: bytes | dict[str, Any] | None, http_reason: str = "") -> ApiError:

@@ -19,6 +19,9 @@ _RECONCILE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35,
                       50, 60)
 
 
+EVENTS_DROPPED_REASONS = ("queue_full", "spam_filter", "api_error", "stopped")
+
+
 @dataclass(frozen=True)
 class KubeMetrics:
     requests: Counter
@@ -34,11 +37,12 @@ class KubeMetrics:
 
     @classmethod
     def create(cls, registry: CollectorRegistry | None = None) -> KubeMetrics:
-        """Every family, registered in `registry` (None: registered nowhere)."""
+        """Every family, registered in `registry` (None: registered nowhere). Series with label values known
+        now start at 0 (the runtime adds its controller's when it is made)."""
         workqueues = WorkqueueCollector()
         if registry is not None:
             registry.register(workqueues)
-        return cls(
+        metrics = cls(
             requests=Counter("rest_client_requests", "HTTP requests to the apiserver, by status code and method.",
                              ["code", "method"], registry=registry),
             request_duration=Histogram(
@@ -63,3 +67,6 @@ class KubeMetrics:
             max_concurrent=Gauge("controller_runtime_max_concurrent_reconciles", "Worker threads.",
                                  ["controller"], registry=registry),
         )
+        for reason in EVENTS_DROPPED_REASONS:
+            metrics.events_dropped.labels(reason)
+        return metrics

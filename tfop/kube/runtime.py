@@ -31,7 +31,7 @@ from tfop.kube.workqueue import RateLimitingQueue
 log = structlog.get_logger("tfop.kube.runtime")
 
 Object = dict[str, Any]
-Reconcile = Callable[[str], "float | None"]
+Reconcile = Callable[[str], float | None]  # seconds until the key needs another look, or None
 
 
 class Change(enum.Enum):

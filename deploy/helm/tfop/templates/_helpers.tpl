@@ -20,6 +20,28 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 
+{{/*
+Whether to render an object of an API the cluster may lack: (list enabled $ "group/version/Kind"). enabled is
+true (always), false (never) or "auto" (when the cluster serves that API: helm install and upgrade know; for
+helm template, pass --api-versions group/version/Kind). Empty output means no.
+*/}}
+{{- define "tfop.wanted" -}}
+{{- $enabled := index . 0 -}}{{- $root := index . 1 -}}{{- $api := index . 2 -}}
+{{- if eq (toString $enabled) "auto" -}}
+{{- if $root.Capabilities.APIVersions.Has $api }}yes{{ end -}}
+{{- else if $enabled -}}yes{{- end -}}
+{{- end -}}
+
+{{/* host:port for a --*-addr flag: an IPv6 address gets its brackets, an empty host means every address. */}}
+{{- define "tfop.listenAddress" -}}
+{{- $host := index . 0 -}}{{- $port := index . 1 -}}
+{{- if and (contains ":" $host) (not (hasPrefix "[" $host)) -}}
+[{{ $host }}]:{{ $port }}
+{{- else -}}
+{{ $host }}:{{ $port }}
+{{- end -}}
+{{- end -}}
+
 {{- define "tfop.leaseName" -}}
 {{- .Values.leaderElection.leaseName | default (printf "%s-leader" (include "tfop.fullname" .)) -}}
 {{- end -}}

@@ -1,0 +1,67 @@
+"""What a fresh clone's tools promise: every third-party module tfop imports is declared, the image's constraints
+pin every declared dependency within its range, and `make help` lists every target."""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+REPO = Path(__file__).resolve().parents[2]
+# Import names that differ from their distribution's.
+DISTRIBUTION_OF = {"yaml": "pyyaml", "prometheus_client": "prometheus-client"}
+
+
+def install_requires() -> dict[str, Requirement]:
+    config = configparser.ConfigParser()
+    config.read(REPO / "setup.cfg")
+    lines = [line.strip() for line in config["options"]["install_requires"].splitlines() if line.strip()]
+    return {canonicalize_name(Requirement(line).name): Requirement(line) for line in lines}
+
+
+def test_every_third_party_import_of_tfop_is_declared() -> None:
+    imported: set[str] = set()
+    for path in (REPO / "tfop").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                imported.update(alias.name.partition(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                imported.add(node.module.partition(".")[0])
+    third_party = {name for name in imported if name not in sys.stdlib_module_names and name != "tfop"}
+    declared = set(install_requires())
+    assert {canonicalize_name(DISTRIBUTION_OF.get(name, name)) for name in third_party} <= declared
+
+
+def test_constraints_pin_every_dependency_within_its_range() -> None:
+    pins = {}
+    for line in (REPO / "constraints.txt").read_text().splitlines():
+        if line and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            assert version, f"constraints.txt: {line!r} is not name==version"
+            pins[canonicalize_name(name)] = version
+    for name, requirement in install_requires().items():
+        assert name in pins, f"constraints.txt does not pin {name}: run make constraints"
+        assert requirement.specifier.contains(pins[name]), f"{name}=={pins[name]} is outside {requirement}"
+
+
+def test_the_image_installs_with_the_constraints() -> None:
+    dockerfile = (REPO / "Dockerfile").read_text()
+    assert "pip install -c constraints.txt ." in dockerfile and "constraints.txt" in dockerfile.split("COPY")[1]
+    assert "!constraints.txt" in (REPO / ".dockerignore").read_text().splitlines()
+
+
+def test_make_help_lists_every_target_with_no_make_syntax_showing() -> None:
+    makefile = (REPO / "Makefile").read_text()
+    phony = {target for line in re.findall(r"^\.PHONY:((?:.*\\\n)*.*)$", makefile, re.MULTILINE)
+             for target in line.replace("\\\n", " ").split()}
+    shown = subprocess.run(["make", "--no-print-directory", "help"], cwd=REPO, capture_output=True, text=True,
+                           check=True).stdout
+    listed = set(re.findall(r"^  make (\S+)", shown, re.MULTILINE))
+    assert phony - listed == set(), f"make help leaves out {sorted(phony - listed)}"
+    assert "$$" not in shown and "$(" not in shown

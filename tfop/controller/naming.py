@@ -1,0 +1,93 @@
+"""How a job's children are named, and how that choice is kept.
+
+A new job's children are named `{job}-{type}-{runtimeId}-{index}` (or as the controller config says). A job whose
+children the Kubeflow training operator made is named `{job}-{type}-{index}` by it, and keeps that naming: a
+replica tfop recreates must have the address its peers' TF_CONFIG and that operator's Services already use. The
+choice is written to `status.childNaming` with the first status tfop writes and read back from there ever after,
+so it is level-triggered, survives operator restarts, and holds when every child is gone. Before it is written,
+the job's children tell it (a Go-named child means the job came from the Go operator).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from tfop.api.constants import (
+    LABEL_JOB_NAME,
+    LABEL_REPLICA_INDEX,
+    LABEL_REPLICA_TYPE,
+    LABEL_RUNTIME_ID,
+    NAMING_RUNTIME_ID,
+    NAMING_TYPE_INDEX,
+    NAMINGS,
+)
+from tfop.api.defaults import canonical_replica_type
+from tfop.api.fields import mapping, mapping_at, text
+from tfop.api.runtime_id import child_name, runtime_id
+
+CHILD_NAMING = "childNaming"  # the status field
+
+
+def type_index_name(job_name: str, replica_type: str, index: int) -> str:
+    """The Kubeflow training operator's name for one replica's Pod and Service, e.g. `mnist-worker-0`."""
+    return f"{job_name}-{replica_type.lower()}-{index}"
+
+
+def labelled_slot(child: object) -> tuple[str, int] | None:
+    """(replica type, index) from a child's labels, whatever its name; None unless both are well formed."""
+    labels = mapping_at(child, "metadata", "labels")
+    replica_type = canonical_replica_type(labels.get(LABEL_REPLICA_TYPE))
+    index_label = text(labels.get(LABEL_REPLICA_INDEX)) or ""
+    if replica_type is None or not index_label.isascii() or not index_label.isdigit():
+        return None
+    return replica_type, int(index_label)
+
+
+@dataclass(frozen=True)
+class ChildNaming:
+    scheme: str  # NAMING_RUNTIME_ID or NAMING_TYPE_INDEX
+    job_name: str
+    runtime_id: str
+
+    def name(self, replica_type: str, index: int) -> str:
+        if self.scheme == NAMING_TYPE_INDEX:
+            return type_index_name(self.job_name, replica_type, index)
+        return child_name(self.job_name, replica_type, self.runtime_id, index)
+
+    def selector(self, replica_type: str, index: int) -> dict[str, str]:
+        """The labels that single out one replica's pod. Without the runtime id under the Go naming: the pods
+        that operator made have none, and a Service tfop makes for one must still select it."""
+        labels = {LABEL_JOB_NAME: self.job_name, LABEL_REPLICA_TYPE: replica_type.lower(),
+                  LABEL_REPLICA_INDEX: str(index)}
+        if self.scheme == NAMING_RUNTIME_ID:
+            labels[LABEL_RUNTIME_ID] = self.runtime_id
+        return labels
+
+
+def naming_of(job: dict[str, Any], children: Iterable[dict[str, Any]], default: str = NAMING_RUNTIME_ID) -> ChildNaming:
+    """The job's naming: as its status records it; else as its children show it; else `default`."""
+    metadata = mapping(job.get("metadata"))
+    job_name = text(metadata.get("name")) or ""
+    rid = runtime_id(text(metadata.get("uid")) or "")
+    recorded = text(mapping(job.get("status")).get(CHILD_NAMING))
+    if recorded in NAMINGS and recorded is not None:
+        return ChildNaming(recorded, job_name, rid)
+    shown = {_scheme_of(child, job_name, rid) for child in children}
+    # Any child under the Go naming decides: some replica's peers already know its address by that name.
+    scheme = (NAMING_TYPE_INDEX if NAMING_TYPE_INDEX in shown else NAMING_RUNTIME_ID if NAMING_RUNTIME_ID in shown
+              else default)
+    return ChildNaming(scheme, job_name, rid)
+
+
+def _scheme_of(child: dict[str, Any], job_name: str, rid: str) -> str | None:
+    slot = labelled_slot(child)
+    if slot is None:
+        return None
+    name = mapping(child.get("metadata")).get("name")
+    if name == type_index_name(job_name, *slot):
+        return NAMING_TYPE_INDEX
+    if name == child_name(job_name, slot[0], rid, slot[1]):
+        return NAMING_RUNTIME_ID
+    return None

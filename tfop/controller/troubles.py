@@ -1,0 +1,157 @@
+"""What a job's pods suffer, told on the job.
+
+A replica that cannot be scheduled, cannot pull its image, crash-loops or was evicted shows in the Running
+condition's message (replica, index, reason, and the scheduler's or kubelet's words), and each kind of trouble is
+announced by one Warning event when it first appears, however many replicas share it: a 100-worker job that fits
+no node gets one event, not 100. How containers ended is told too: one ExitedWithCode event per plan and exit code,
+naming the replicas that ended since the last plan.
+
+Level-triggered like the rest of the planner: the troubles are read from the pods, and whether a kind is new is
+read from the Running condition the job already has (its message carries `[Kind]` for each kind shown), so
+planning again on the same state announces nothing twice, and neither does an operator restart.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from tfop.api.constants import CONDITION_RUNNING, DEFAULT_CONTAINER_NAME, EVENT_NORMAL, EVENT_WARNING, POD_FAILED
+from tfop.api.fields import items, mapping, mapping_at, text
+from tfop.controller.draft import PlanDraft
+from tfop.controller.exitcodes import container_termination
+from tfop.controller.resources import ReplicaSlot, replica_slot_of
+
+EXITED_WITH_CODE = "ExitedWithCode"  # the Kubeflow training operator's event reason, which its users know
+
+UNSCHEDULABLE = "Unschedulable"
+IMAGE_PULL = "ImagePullBackOff"
+CRASH_LOOP = "CrashLoopBackOff"
+CONTAINER_CONFIG = "CreateContainerConfigError"
+EVICTED = "Evicted"
+# The kubelet's waiting reasons, by the kind of trouble they are (it alternates ErrImagePull and ImagePullBackOff
+# for one pod: one kind, so one event).
+_WAITING = {"ImagePullBackOff": IMAGE_PULL, "ErrImagePull": IMAGE_PULL, "InvalidImageName": IMAGE_PULL,
+            "CrashLoopBackOff": CRASH_LOOP, "CreateContainerConfigError": CONTAINER_CONFIG}
+_MAX_GROUPS = 3  # kinds-and-messages named in one condition message
+_MAX_MESSAGE = 300  # characters of the scheduler's or kubelet's words kept per group
+
+
+@dataclass(frozen=True, order=True)
+class Trouble:
+    kind: str  # UNSCHEDULABLE, IMAGE_PULL, ...
+    message: str  # the scheduler's or kubelet's words
+    slot: ReplicaSlot
+
+
+def pod_trouble(pod: object) -> tuple[str, str] | None:
+    """(kind, message) of what keeps this pod from running, if it is one of the troubles above."""
+    status = mapping_at(pod, "status")
+    if text(status.get("phase")) == POD_FAILED and text(status.get("reason")) == EVICTED:
+        return EVICTED, text(status.get("message")) or ""
+    for entry in items(status.get("conditions")):
+        condition = mapping(entry)
+        if (condition.get("type") == "PodScheduled" and condition.get("status") == "False"
+                and condition.get("reason") == UNSCHEDULABLE):
+            return UNSCHEDULABLE, text(condition.get("message")) or ""
+    for container in items(status.get("containerStatuses")):
+        waiting = mapping_at(container, "state", "waiting")
+        reason = text(waiting.get("reason")) or ""
+        if reason in _WAITING:
+            words = text(waiting.get("message")) or ""
+            name = text(mapping(container).get("name")) or "?"
+            detail = f"container {name}: {reason}" + (f": {words}" if words else "")
+            return _WAITING[reason], detail
+    return None
+
+
+def troubles_of(pods: Iterable[tuple[ReplicaSlot, dict[str, Any]]]) -> list[Trouble]:
+    found = []
+    for slot, pod in pods:
+        trouble = pod_trouble(pod)
+        if trouble is not None:
+            found.append(Trouble(trouble[0], trouble[1], slot))
+    return sorted(found)
+
+
+def describe(troubles: list[Trouble]) -> str:
+    """e.g. `Worker 0-99 [Unschedulable]: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu.`; replicas
+    with the same trouble and words are one group."""
+    groups: dict[tuple[str, str], list[ReplicaSlot]] = defaultdict(list)
+    for trouble in troubles:
+        groups[(trouble.kind, trouble.message)].append(trouble.slot)
+    described = [f"{replica_ranges(slots)} [{kind}]: {_clip(message.rstrip('.'))}"
+                 for (kind, message), slots in groups.items()]
+    shown = "; ".join(described[:_MAX_GROUPS])
+    more = len(described) - _MAX_GROUPS
+    return shown + (f"; and {more} more" if more > 0 else "")
+
+
+def replica_ranges(slots: Iterable[ReplicaSlot]) -> str:
+    """e.g. `Worker 0-3, 7, PS 0`: each type once, consecutive indexes as a range."""
+    by_type: dict[str, list[int]] = defaultdict(list)
+    for slot in sorted(slots):
+        by_type[slot.replica_type].append(slot.index)
+    parts = []
+    for replica_type, indexes in by_type.items():
+        runs: list[list[int]] = []
+        for index in indexes:
+            if runs and index == runs[-1][-1] + 1:
+                runs[-1].append(index)
+            else:
+                runs.append([index])
+        parts.append(f"{replica_type} " + ", ".join(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}"
+                                                    for run in runs))
+    return ", ".join(parts)
+
+
+def with_troubles(message: str, troubles: list[Trouble]) -> str:
+    """A Running condition message with the troubles told after it."""
+    if not troubles:
+        return message
+    return f"{message.rstrip('.')}. {describe(troubles)}."
+
+
+def announce_troubles(draft: PlanDraft, troubles: list[Trouble]) -> None:
+    """One Warning event for each kind of trouble the job's Running condition did not show before this plan."""
+    before = str((draft.old_condition(CONDITION_RUNNING) or {}).get("message", ""))
+    for kind in sorted({trouble.kind for trouble in troubles}):
+        if f"[{kind}]" not in before:
+            draft.event(EVENT_WARNING, kind, f"{draft.job_ref}: "
+                        f"{describe([trouble for trouble in troubles if trouble.kind == kind])}.")
+
+
+def latest_exits(pods: Iterable[dict[str, Any]], count: int) -> list[dict[str, Any]]:
+    """The `count` pods whose tensorflow container ended last: the ones a grown succeeded+failed tally counts."""
+    if count <= 0:
+        return []
+    ended = [pod for pod in pods if container_termination(pod) is not None]
+    return sorted(ended, key=_finished_at)[-count:]
+
+
+def announce_exits(draft: PlanDraft, pods: Iterable[dict[str, Any]]) -> None:
+    """e.g. `TFJob ns/mnist: Worker 0-3 exited with code 0.`, one event per exit code."""
+    by_code: dict[int, list[ReplicaSlot]] = defaultdict(list)
+    for pod in pods:
+        termination, slot = container_termination(pod), replica_slot_of(pod)
+        if termination is not None and slot is not None:
+            by_code[termination.exit_code].append(slot)
+    for code in sorted(by_code):
+        draft.event(EVENT_NORMAL, EXITED_WITH_CODE,
+                    f"{draft.job_ref}: {replica_ranges(by_code[code])} exited with code {code}.")
+
+
+def _finished_at(pod: dict[str, Any]) -> str:
+    for status in items(mapping_at(pod, "status").get("containerStatuses")):
+        if mapping(status).get("name") == DEFAULT_CONTAINER_NAME:
+            for state in ("state", "lastState"):
+                finished = text(mapping_at(status, state, "terminated").get("finishedAt"))
+                if finished:
+                    return finished
+    return ""
+
+
+def _clip(message: str) -> str:
+    return message if len(message) <= _MAX_MESSAGE else message[:_MAX_MESSAGE - 3] + "..."
