@@ -12,8 +12,11 @@ PYTEST_ARGS ?=
 # A gang scheduler for `make cluster-up`: scheduler-plugins (its co-scheduler and PodGroup CRD) or volcano (its
 # PodGroup CRD only), e.g. make cluster-up GANG=scheduler-plugins
 GANG ?=
+# 1: `make run` and `make cluster-up` start the real node (kubelet, containerd, CoreDNS; needs root); 0: kwok only
+REAL_NODE ?= 1
+NODE_FLAG := $(if $(filter 1,$(REAL_NODE)),--real-node,--no-real-node)
 
-.PHONY: help venv controlplane coscheduler cluster-up cluster-down cluster-status cluster-destroy run test unit integration \
+.PHONY: help venv controlplane node coscheduler cluster-up cluster-down cluster-status cluster-destroy run test unit integration \
 	e2e lint crd constraints clean
 
 help: ## list the targets and the variables they take
@@ -33,11 +36,14 @@ venv: $(VENV)/.installed ## create .venv with tfop and the test tools
 controlplane: ## build (first time: tens of minutes) or reuse the pinned Kubernetes, etcd and kwok binaries
 	@bash hack/build-controlplane.sh >/dev/null
 
+node: ## build (first time: a few minutes) or reuse kubelet, containerd and CoreDNS; apt-installs runc, CNI plugins
+	@bash hack/build-node.sh >/dev/null
+
 coscheduler: ## build (first time: 5-40 min) or reuse scheduler-plugins' scheduler, for gang scheduling
 	@bash hack/build-coscheduler.sh >/dev/null
 
-cluster-up: controlplane ## start the local cluster (idempotent); prints the kubeconfig. GANG=scheduler-plugins|volcano
-	@$(PYTHON) hack/local_cluster.py up --dir $(CLUSTER_DIR)
+cluster-up: controlplane ## start the local cluster (idempotent), with the real node unless REAL_NODE=0; prints the kubeconfig. GANG=scheduler-plugins|volcano
+	@$(PYTHON) hack/local_cluster.py up $(NODE_FLAG) --dir $(CLUSTER_DIR)
 	@if [ -n "$(GANG)" ]; then $(PYTHON) hack/coscheduler.py up --gang $(GANG) --dir $(CLUSTER_DIR); fi
 
 cluster-down: ## stop the local cluster, keeping its data
@@ -48,14 +54,14 @@ cluster-destroy: ## stop the local cluster and delete its data
 	@$(PYTHON) hack/coscheduler.py down --dir $(CLUSTER_DIR)
 	@$(PYTHON) hack/local_cluster.py destroy --dir $(CLUSTER_DIR)
 
-cluster-status: ## show which local cluster components run
+cluster-status: ## show which local cluster components run, and the real node's state
 	@$(PYTHON) hack/local_cluster.py status --dir $(CLUSTER_DIR)
 	@$(PYTHON) hack/coscheduler.py status --dir $(CLUSTER_DIR)
 
-run: venv ## run the operator against $KUBECONFIG (asks before installing the CRD there; ARGS=--install-crd or --no-install-crd answer for you), or against the local cluster (started if needed)
-	@bash hack/run.sh $(ARGS)
+run: venv ## run the operator against $KUBECONFIG (asks before installing the CRD there; ARGS=--install-crd or --no-install-crd answer for you), or against the local cluster (started if needed, with the real node unless REAL_NODE=0)
+	@REAL_NODE=$(REAL_NODE) bash hack/run.sh $(ARGS)
 
-test: venv controlplane helm coscheduler training-operator ## run every test: unit, integration and e2e against a real local control plane
+test: venv controlplane node helm coscheduler training-operator ## run every test: unit, integration and e2e against a real local control plane
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The suites are selected by marker (test/conftest.py gives each test the one of its directory); the directory is
@@ -66,7 +72,7 @@ unit: venv ## run the unit tests only (-m unit; no cluster)
 integration: venv controlplane helm coscheduler training-operator ## run the integration tests only (-m integration)
 	$(PY) -m pytest -m integration test/integration $(PYTEST_ARGS)
 
-e2e: venv controlplane ## run the end-to-end tests only (-m e2e)
+e2e: venv controlplane node ## run the end-to-end tests only (-m e2e)
 	$(PY) -m pytest -m e2e test/e2e $(PYTEST_ARGS)
 
 lint: venv ## ruff (rules in ruff.toml) over tfop, test and hack, then mypy --strict; both run, either fails it
@@ -88,6 +94,21 @@ training-operator: ## build (first time: tens of minutes on 2 cores) or reuse th
 	@bash hack/build-training-operator.sh >/dev/null
 
 .PHONY: training-operator
+
+# --- images for the real node, and TensorFlow for the tests ------------------------------------------------------
+.PHONY: images image-refs image-locks tensorflow
+
+images: ## build (first time: ~6 min) or reuse the TensorFlow, tfop and pause images; prints each ref and OCI archive
+	@bash hack/build-images.sh
+
+image-refs: ## after changing what goes into an image: write its new ref into hack/versions.env and examples/
+	@bash hack/build-images.sh --pin
+
+image-locks: ## re-resolve the images' Python packages (setup.cfg, TENSORFLOW_VERSION) into hashed lock files
+	@bash hack/lock-images.sh
+
+tensorflow: ## create (first time: ~1-2 min) or reuse the pinned tensorflow-cpu virtualenv; prints its python
+	@bash hack/tensorflow-venv.sh
 
 # --- deploy/: the kustomize base and the Helm chart ---------------------------------------------------------------
 # Extra arguments for `helm template`, e.g. make deploy-render HELM_ARGS="--set cloud=azure"
@@ -116,3 +137,10 @@ $(VENV)/.bench-installed: $(VENV)/.installed
 
 bench: venv controlplane $(VENV)/.bench-installed ## tfop vs the apiserver's limit and the Go operator (~17 min; results in bench-results/)
 	PYTHONPATH=hack:test $(PY) -m bench $(BENCH_ARGS)
+
+# Extra arguments for the memory benchmark, e.g. make bench-memory BENCH_MEMORY_ARGS="--code ../old --replicas 1000,2000"
+BENCH_MEMORY_ARGS ?=
+.PHONY: bench-memory
+
+bench-memory: venv controlplane ## the operator's peak RSS: one job of 1,000 and 5,000 replicas, and 500 small jobs
+	$(PY) hack/bench_memory.py $(BENCH_MEMORY_ARGS)

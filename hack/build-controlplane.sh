@@ -26,39 +26,12 @@ trap 'rm -rf "${WORK}"' EXIT
 mkdir -p "${BIN_DIR}.partial"
 OUT="${BIN_DIR}.partial"
 
-# wrapper_module DIR MODULE VERSION SIBLING_VERSION: a module requiring MODULE@VERSION whose path-replaced siblings
-# are pinned to SIBLING_VERSION.
-wrapper_module() {
-  local dir="$1" module="$2" version="$3" sibling_version="$4"
-  mkdir -p "${dir}"
-  local modfile
-  modfile="$(cd "${dir}" && go mod download -json "${module}@${version}" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')"
-  [[ -f "${modfile}" ]] || die "could not download ${module}@${version} from the Go module proxy"
-  {
-    echo "module tfop.local/build"
-    echo
-    grep -E '^go [0-9]' "${modfile}"
-    grep -E '^godebug ' "${modfile}" || true
-    echo
-    echo "require ${module} ${version}"
-    echo
-    # Lines like `k8s.io/api => ./staging/src/k8s.io/api` or `go.etcd.io/etcd/api/v3 => ../api`.
-    grep -E '^\s*(replace\s+)?[a-z0-9./-]+\s+=>\s+\.\.?/' "${modfile}" | grep -v FORBIDDEN_DEPENDENCY \
-      | sed -E 's/^\s*(replace\s+)?//' \
-      | awk -v v="${sibling_version}" '{ print "replace " $1 " => " $1 " " v }'
-  } >"${dir}/go.mod"
-}
-
 build_kubernetes() {
-  local v="${KUBERNETES_VERSION}" minor
-  minor="$(echo "${v}" | cut -d. -f2)"
+  local v="${KUBERNETES_VERSION}"
   log "building Kubernetes ${v}: kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (the longest step: 10-30 min on 2 cores)"
   wrapper_module "${WORK}/k8s" k8s.io/kubernetes "${v}" "v0.${v#v1.}"
-  local pkg=k8s.io/component-base/version
-  local ldflags="-s -w -X ${pkg}.gitVersion=${v} -X ${pkg}.gitMajor=1 -X ${pkg}.gitMinor=${minor} \
-    -X ${pkg}.gitTreeState=clean -X ${pkg}.buildDate=1970-01-01T00:00:00Z \
-    -X k8s.io/client-go/pkg/version.gitVersion=${v} -X k8s.io/client-go/pkg/version.gitMajor=1 \
-    -X k8s.io/client-go/pkg/version.gitMinor=${minor} -X k8s.io/client-go/pkg/version.gitTreeState=clean"
+  local ldflags
+  ldflags="$(kubernetes_ldflags "${v}")"
   (cd "${WORK}/k8s" && go build -ldflags "${ldflags}" -o "${OUT}/" \
     k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
     k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl) \

@@ -71,7 +71,7 @@ cp "${moddir}/go.sum" "${WORK}/go.sum"
 log "building ${PACKAGE}@${VERSION} (kube-scheduler with the Coscheduling plugin: 5-15 min on 2 cores the first time)"
 start=${SECONDS}
 mkdir -p "${BIN_DIR}.partial"
-progress_while "${PACKAGE}@${VERSION}" \
+with_progress "${PACKAGE}@${VERSION}" \
   bash -c "cd '${WORK}' && go build -ldflags '-s -w' -o '${BIN_DIR}.partial/kube-scheduler-plugins' '${PACKAGE}'" \
   || die "building ${PACKAGE}@${VERSION} failed (see the Go output above)"
 rm -rf "${BIN_DIR}"

@@ -130,7 +130,8 @@ profiles:
             self.log_file.parent.mkdir(parents=True, exist_ok=True)
             with self.log_file.open("ab") as out:
                 proc = subprocess.Popen(
-                    [str(bin_dir / BINARY), f"--config={self.config_file}", f"--secure-port={port}",
+                    [str(bin_dir / BINARY), f"--config={self.config_file}", "--bind-address=127.0.0.1",
+                     f"--secure-port={port}",
                      f"--authentication-kubeconfig={self.cluster.kubeconfig}",
                      f"--authorization-kubeconfig={self.cluster.kubeconfig}", "--v=2"],
                     stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,

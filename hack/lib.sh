@@ -68,19 +68,68 @@ start_heartbeat() {
   disown 2>/dev/null || true
 }
 
-# progress_while WHAT CMD...: runs CMD, printing a line every 30 s while it runs, so a long build never looks hung.
-progress_while() {
-  local what="$1" started=${SECONDS} next=$((SECONDS + 30)) pid rc=0
+# with_progress WHAT CMD...: runs CMD and says every 30 s that WHAT is still building, since `go build` is silent
+# for minutes and a silent terminal looks hung.
+with_progress() {
+  local what="$1" started=${SECONDS} ticker rc=0
   shift
-  "$@" &
-  pid=$!
-  while kill -0 "${pid}" 2>/dev/null; do
-    sleep 2
-    if (( SECONDS >= next )) && kill -0 "${pid}" 2>/dev/null; then
-      log "still building ${what} ($((SECONDS - started))s)"
-      next=$((SECONDS + 30))
-    fi
-  done
-  wait "${pid}" || rc=$?
+  ( while sleep 30; do log "still building ${what} ($((SECONDS - started))s)"; done ) &
+  ticker=$!
+  "$@" || rc=$?
+  kill "${ticker}" 2>/dev/null || true
+  wait "${ticker}" 2>/dev/null || true
   return "${rc}"
+}
+
+# wrapper_module DIR MODULE VERSION SIBLING_VERSION: a module requiring MODULE@VERSION whose path-replaced siblings
+# are pinned to SIBLING_VERSION, and which carries MODULE's exclude directives. `go install pkg@version` refuses a
+# module with either, and neither applies to a module that is only required, so the wrapper restates them.
+wrapper_module() {
+  local dir="$1" module="$2" version="$3" sibling_version="$4"
+  mkdir -p "${dir}"
+  local modfile
+  modfile="$(cd "${dir}" && go mod download -json "${module}@${version}" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')"
+  [[ -f "${modfile}" ]] || die "could not download ${module}@${version} from the Go module proxy"
+  {
+    echo "module tfop.local/build"
+    echo
+    grep -E '^go [0-9]' "${modfile}"
+    grep -E '^godebug ' "${modfile}" || true
+    echo
+    echo "require ${module} ${version}"
+    echo
+    # Lines like `k8s.io/api => ./staging/src/k8s.io/api` or `go.etcd.io/etcd/api/v3 => ../api`.
+    { grep -E '^\s*(replace\s+)?[a-z0-9./-]+\s+=>\s+\.\.?/' "${modfile}" || true; } | { grep -v FORBIDDEN_DEPENDENCY || true; } \
+      | sed -E 's/^\s*(replace\s+)?//' \
+      | awk -v v="${sibling_version}" '{ print "replace " $1 " => " $1 " " v }'
+    # `exclude ( ... )` blocks and single `exclude x v` lines, comments dropped.
+    awk '/^exclude \(/ { inblock = 1; next } inblock && /^\)/ { inblock = 0; next }
+         inblock { sub(/\/\/.*/, ""); if (NF == 2) print "exclude " $1 " " $2; next }
+         /^exclude [^(]/ { print }' "${modfile}"
+  } >"${dir}/go.mod"
+}
+
+# ensure_debian_packages PKG...: installs the Debian packages that are missing, with one `apt-get update` first.
+ensure_debian_packages() {
+  local missing=() pkg
+  for pkg in "$@"; do
+    dpkg-query -W -f='${Status}' "${pkg}" 2>/dev/null | grep -q 'install ok installed' || missing+=("${pkg}")
+  done
+  [[ ${#missing[@]} -eq 0 ]] && return 0
+  [[ "$(id -u)" -eq 0 ]] || die "Debian packages ${missing[*]} are missing and installing them needs root"
+  command -v apt-get >/dev/null || die "Debian packages ${missing[*]} are missing and there is no apt-get here"
+  log "installing Debian packages: ${missing[*]}"
+  apt-get update -qq >&2 || die "apt-get update failed"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2 \
+    || die "apt-get install ${missing[*]} failed"
+}
+
+# kubernetes_ldflags VERSION: the version stamps Kubernetes' own build sets, so `--version` and /version say VERSION.
+kubernetes_ldflags() {
+  local v="$1" minor pkg=k8s.io/component-base/version
+  minor="$(echo "${v}" | cut -d. -f2)"
+  echo "-s -w -X ${pkg}.gitVersion=${v} -X ${pkg}.gitMajor=1 -X ${pkg}.gitMinor=${minor}" \
+    "-X ${pkg}.gitTreeState=clean -X ${pkg}.buildDate=1970-01-01T00:00:00Z" \
+    "-X k8s.io/client-go/pkg/version.gitVersion=${v} -X k8s.io/client-go/pkg/version.gitMajor=1" \
+    "-X k8s.io/client-go/pkg/version.gitMinor=${minor} -X k8s.io/client-go/pkg/version.gitTreeState=clean"
 }

@@ -1,21 +1,21 @@
 #!/usr/bin/env python3
 """A local Kubernetes control plane on loopback: etcd, kube-apiserver (TLS, admin client certificate),
-kube-controller-manager, kube-scheduler and kwok with fake nodes.
+kube-controller-manager, kube-scheduler and kwok with fake nodes; optionally a real node (hack/real_node.py:
+containerd, kubelet, CoreDNS) that runs pods for real; and a watchdog that restarts whatever dies.
 
 Used by `make run` (a developer cluster) and by the test fixtures (one cluster per test session). Standard
-library only, so it runs before anything is installed. Binaries come from hack/build-controlplane.sh.
+library only, so it runs before anything is installed. Binaries come from hack/build-controlplane.sh and
+hack/build-node.sh.
 
-    python3 hack/local_cluster.py up|down|status [--dir DIR]
+    python3 hack/local_cluster.py up [--real-node|--no-real-node] [--dir DIR]
+    python3 hack/local_cluster.py down|destroy|status [--dir DIR]
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import os
 import shutil
-import signal
 import socket
 import ssl
 import subprocess
@@ -26,22 +26,33 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cluster_pki import PKIError, make_pki, openssl
+from node_host import HostError, bridge_owner
+from real_node import (
+    KWOK_NODE_IP,
+    KWOK_POD_CIDR,
+    NODE_BINARY_NAMES,
+    NODE_COMPONENTS,
+    NODE_LABEL,
+    NodeError,
+    NodeNetwork,
+    RealNode,
+    build_node,
+    node_images,
+    pause_image,
+    slot_for,
+)
+from supervisor import WATCHDOG, ClusterError, Supervisor, log
+
+__all__ = ["ClusterError", "LocalCluster", "openssl"]
+
 HACK_DIR = Path(__file__).resolve().parent
 REPO_DIR = HACK_DIR.parent
 DEFAULT_DIR = REPO_DIR / ".local" / "cluster"
 
-# Start order; stopped in reverse.
+# Start order; stopped in reverse. The real node's components (NODE_COMPONENTS) follow when it is on.
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 FAKE_NODES = 4
-SERVICE_CIDR = "10.96.0.0/16"  # virtual IPs stored in etcd only; nothing listens on them
-
-
-class ClusterError(RuntimeError):
-    """A component could not be built, started or reached; the message says which and where its log is."""
-
-
-def log(message: str) -> None:
-    print(f"[local-cluster] {message}", file=sys.stderr, flush=True)
 
 
 def build_controlplane() -> Path:
@@ -60,48 +71,21 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def openssl(*args: str, cwd: Path) -> None:
-    result = subprocess.run(["openssl", *args], cwd=cwd, capture_output=True, text=True, check=False)
-    if result.returncode != 0:
-        raise ClusterError(f"openssl {' '.join(args[:2])} failed: {result.stderr.strip()}")
-
-
-def make_pki(pki: Path) -> None:
-    """A CA, the apiserver's serving certificate, an admin client certificate and the service-account key pair."""
-    if (pki / "admin.crt").exists():
-        return
-    if shutil.which("openssl") is None:
-        raise ClusterError("openssl is needed to make the cluster's certificates; install it (apt-get install openssl)")
-    pki.mkdir(parents=True, exist_ok=True)
-    days = "3650"
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
-            "-days", days, "-subj", "/CN=tfop-local-ca", cwd=pki)
-    (pki / "apiserver.ext").write_text(
-        "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,"
-        "DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:10.96.0.1\n"
-        "extendedKeyUsage=serverAuth\n"
-    )
-    (pki / "client.ext").write_text("extendedKeyUsage=clientAuth\n")
-    for name, subject, ext in (
-        ("apiserver", "/CN=kube-apiserver", "apiserver.ext"),
-        ("admin", "/O=system:masters/CN=tfop-admin", "client.ext"),
-    ):
-        openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
-                "-subj", subject, cwd=pki)
-        openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-                "-out", f"{name}.crt", "-days", days, "-extfile", ext, cwd=pki)
-    openssl("genrsa", "-out", "sa.key", "2048", cwd=pki)
-    openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=pki)
-
-
 @dataclass
-class LocalCluster:
-    """One control plane whose state (ports, pids, certificates, data, logs) lives in `directory`."""
+class LocalCluster(Supervisor):
+    """One cluster whose state (ports, pids, certificates, data, logs) lives in `directory`.
+
+    `real_node`: None keeps what the cluster had (off for a new one); True or False turns the node on or off.
+    """
 
     directory: Path = DEFAULT_DIR
     bin_dir: Path | None = None
     ports: dict[str, int] = field(default_factory=dict)
     extra_args: dict[str, list[str]] = field(default_factory=dict)
+    real_node: bool | None = None
+    slot: int | None = None
+    node_binaries: dict[str, Path] = field(default_factory=dict)
+    pause_image: str = ""
 
     def __post_init__(self) -> None:
         self.directory = Path(self.directory).resolve()
@@ -111,6 +95,13 @@ class LocalCluster:
             self.ports = saved.get("ports", {})
             if self.bin_dir is None and saved.get("bin_dir"):
                 self.bin_dir = Path(saved["bin_dir"])
+            self.slot = saved.get("slot")
+            if self.real_node is None:
+                self.real_node = bool(saved.get("real_node"))
+            self.node_binaries = {name: Path(path) for name, path in saved.get("node_binaries", {}).items()}
+            self.pause_image = saved.get("pause_image", "")
+        if self.real_node is None:
+            self.real_node = False
 
     # --- paths -----------------------------------------------------------------------------------------------
     @property
@@ -129,14 +120,31 @@ class LocalCluster:
     def etcd_url(self) -> str:
         return f"http://127.0.0.1:{self.ports['etcd']}"
 
+    @property
+    def network(self) -> NodeNetwork:
+        """Addresses and names of this cluster's slot (hack/real_node.py explains the layout)."""
+        if self.slot is None:
+            raise ClusterError(f"{self.directory} has no address slot yet; run `up` first")
+        return NodeNetwork(self.slot)
+
+    @property
+    def node(self) -> RealNode:
+        return RealNode(self.directory, self.network, self.ports["apiserver"], self.ports["kubelet-healthz"],
+                        self.node_binaries, self.pause_image)
+
+    @property
+    def components(self) -> tuple[str, ...]:
+        return COMPONENTS + (NODE_COMPONENTS if self.real_node else ())
+
     def _state_file(self) -> Path:
         return self.directory / "state.json"
 
-    def _pid_file(self, component: str) -> Path:
-        return self.directory / "run" / f"{component}.pid"
-
-    def log_file(self, component: str) -> Path:
-        return self.directory / "logs" / f"{component}.log"
+    def _save_state(self) -> None:
+        self._state_file().write_text(json.dumps({
+            "ports": self.ports, "bin_dir": str(self.bin_dir), "slot": self.slot, "real_node": self.real_node,
+            "node_binaries": {name: str(path) for name, path in self.node_binaries.items()},
+            "pause_image": self.pause_image,
+        }, indent=2))
 
     def _binary(self, name: str) -> str:
         assert self.bin_dir is not None, "bin_dir is known once the control plane is built"
@@ -148,82 +156,108 @@ class LocalCluster:
         started = time.monotonic()
         if self.bin_dir is None or not (self.bin_dir / "kube-apiserver").exists():
             self.bin_dir = build_controlplane()
+        if self.slot is None:
+            if (self.directory / "data" / "etcd").exists():
+                raise ClusterError(f"the cluster in {self.directory} was made before its addresses moved to "
+                                   f"198.18.0.0/15; destroy it once (make cluster-destroy) and start it again")
+            self.slot = slot_for(self.directory, lambda slot: bridge_owner(NodeNetwork(slot).bridge) is not None)
         for sub in ("run", "logs", "data"):
             (self.directory / sub).mkdir(parents=True, exist_ok=True)
-        make_pki(self.pki)
-        for name in ("etcd", "etcd-peer", "apiserver", "controller-manager", "scheduler", "kwok"):
+        net = self.network
+        try:
+            make_pki(self.pki, net.api_service_ip, net.node_name, net.node_ip)
+        except PKIError as error:
+            raise ClusterError(str(error)) from error
+        for name in ("etcd", "etcd-peer", "apiserver", "controller-manager", "scheduler", "kwok", "kubelet-healthz"):
             if name not in self.ports:
                 self.ports[name] = free_port()
-        self._state_file().write_text(json.dumps({"ports": self.ports, "bin_dir": str(self.bin_dir)}, indent=2))
+        if self.real_node:
+            try:
+                self.node_binaries = build_node()
+                images = node_images()
+            except NodeError as error:
+                raise ClusterError(str(error)) from error
+            self.pause_image = pause_image(images)
+        node_was_on = self._state_file().exists() and json.loads(self._state_file().read_text()).get("real_node")
+        if node_was_on and not self.real_node:
+            self.node_down()  # turned off: its processes and host changes go, and so does its Node object
+        self._save_state()
         self._write_kubeconfig()
         for component in COMPONENTS:
             self.start(component)
         self._ensure_nodes()
+        if node_was_on and not self.real_node:
+            self._delete_node_object()
+        if self.real_node:
+            self._node_up(images)
+        self.start(WATCHDOG)
         log(f"cluster up in {time.monotonic() - started:.1f}s; kubeconfig: {self.kubeconfig}")
 
+    def _node_up(self, images: list[tuple[str, Path]]) -> None:
+        started = time.monotonic()
+        node = self.node
+        try:
+            node.prepare()
+            self._ensure_node_rbac()
+            self.start("containerd")
+            imported = node.import_images(images)
+            if imported:
+                log(f"imported {', '.join(imported)} into the node's containerd")
+            for component in NODE_COMPONENTS[1:]:
+                self.start(component)
+        except (NodeError, HostError) as error:
+            raise ClusterError(f"the real node: {error}") from error
+        self._wait_node_ready()
+        log(f"real node {self.network.node_name} ({self.network.node_ip}) Ready in {time.monotonic() - started:.1f}s; "
+            f"pods reach it with nodeSelector {NODE_LABEL}=true and a toleration of the taint {NODE_LABEL}")
+
     def down(self) -> None:
+        self.stop(WATCHDOG)
+        self.node_down()
         for component in reversed(COMPONENTS):
             self.stop(component)
+
+    def node_down(self) -> None:
+        """Stops the node's processes, kills its pods' containers and undoes every host change it made."""
+        if self.slot is None or not self.node_binaries:
+            return  # the node never started here
+        node = self.node
+        self.stop("kubelet")
+        try:
+            if self.node_binaries:
+                node.kill_containers()
+            for component in ("apiserver-relay", "coredns", "containerd"):
+                self.stop(component)
+            node.teardown_host()
+        except (NodeError, HostError) as error:
+            raise ClusterError(f"tearing the real node down: {error}") from error
 
     def destroy(self) -> None:
         """Stops everything and removes the state directory (etcd data included)."""
         self.down()
         shutil.rmtree(self.directory, ignore_errors=True)
 
-    def pid(self, component: str) -> int | None:
-        try:
-            pid = int(self._pid_file(component).read_text())
-        except (FileNotFoundError, ValueError):
-            return None
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-            argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
-        except OSError:
-            return None
-        if stat.rsplit(")", 1)[1].split()[0] in ("Z", "X"):  # exited: reap it if it is our child
-            _reap(pid)
-            return None
-        # An empty argv0 is a child between fork and exec; another name means the pid was reused.
-        return pid if not argv0 or Path(argv0).name == component else None
+    # --- what the supervisor needs to know ---------------------------------------------------------------------
+    def _binary_name(self, component: str) -> str:
+        return NODE_BINARY_NAMES.get(component, component)
 
-    def start(self, component: str) -> None:
-        if self.pid(component) is None:
-            log_path = self.log_file(component)
-            with log_path.open("ab") as out:
-                proc = subprocess.Popen(
-                    [self._binary(component), *self._args(component), *self.extra_args.get(component, [])],
-                    stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                    cwd=self.directory,
-                )
-            self._pid_file(component).write_text(str(proc.pid))
-        self._wait_healthy(component)
+    def _env(self, component: str) -> dict[str, str] | None:
+        return self.node.env() if component in NODE_COMPONENTS else None
 
-    def stop(self, component: str, sig: int = signal.SIGTERM, timeout: float = 15.0) -> None:
-        pid = self.pid(component)
-        if pid is None:
-            return
-        os.kill(pid, sig)
-        deadline = time.monotonic() + timeout
-        while self.pid(component) is not None and time.monotonic() < deadline:
-            _reap(pid)
-            time.sleep(0.05)
-        if self.pid(component) is not None:
-            os.kill(pid, signal.SIGKILL)
-        # An exiting process loses its command line before the kernel frees its sockets: wait until it is gone
-        # (or a zombie, which holds no sockets), so that start() right after can bind the same port.
-        while not _exited(pid):
-            time.sleep(0.02)
-        self._pid_file(component).unlink(missing_ok=True)
-
-    def kill(self, component: str) -> None:
-        """SIGKILL, as a crash would."""
-        self.stop(component, sig=signal.SIGKILL)
+    def _refresh(self) -> bool:
+        if not self._state_file().exists():
+            return False
+        # `up --real-node`/`--no-real-node` may have changed the set since the watchdog started.
+        self.real_node = bool(json.loads(self._state_file().read_text()).get("real_node"))
+        return True
 
     def status(self) -> dict[str, str]:
         result = {}
-        for component in COMPONENTS:
+        for component in (*self.components, WATCHDOG):
             pid = self.pid(component)
             result[component] = f"running (pid {pid})" if pid else "stopped"
+        if self.real_node and self.slot is not None and self.pid("kube-apiserver"):
+            result[f"node {self.network.node_name}"] = self._node_ready_text()
         return result
 
     def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -236,6 +270,13 @@ class LocalCluster:
         return result
 
     # --- component command lines -----------------------------------------------------------------------------
+    def _command(self, component: str) -> list[str]:
+        if component in NODE_COMPONENTS:
+            return self.node.command(component)
+        if component == WATCHDOG:
+            return [sys.executable, str(Path(__file__).resolve()), "watch", "--dir", str(self.directory)]
+        return [self._binary(component), *self._args(component), *self.extra_args.get(component, [])]
+
     def _args(self, component: str) -> list[str]:
         p, pki, data = self.ports, self.pki, self.directory / "data"
         if component == "etcd":
@@ -258,7 +299,14 @@ class LocalCluster:
                 "--service-account-issuer=https://kubernetes.default.svc",
                 f"--service-account-key-file={pki / 'sa.pub'}",
                 f"--service-account-signing-key-file={pki / 'sa.key'}",
-                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                # Virtual IPs, in etcd only, except the first (the `kubernetes` Service), which the real node's
+                # bridge carries and the relay serves (hack/real_node.py).
+                f"--service-cluster-ip-range={self.network.service_cidr}",
+                # kubectl logs/exec reach the real node's kubelet by its InternalIP, as a client it trusts.
+                "--kubelet-preferred-address-types=InternalIP,Hostname",
+                f"--kubelet-client-certificate={pki / 'kubelet-client.crt'}",
+                f"--kubelet-client-key={pki / 'kubelet-client.key'}",
+                f"--kubelet-certificate-authority={pki / 'ca.crt'}",
                 "--authorization-mode=RBAC",
                 # It taints new nodes not-ready until the node lifecycle controller clears it, and that controller
                 # is off (see the controller-manager), so kwok's nodes would never take a pod.
@@ -289,29 +337,17 @@ class LocalCluster:
                 "--manage-nodes-with-label-selector=type=kwok",
                 f"--server-address=127.0.0.1:{p['kwok']}",
                 f"--config={HACK_DIR / 'kwok-stages.yaml'}",
-                # Fake pod IPs, never routed: a /16 so thousands of benchmark pods each get one.
-                "--cidr=10.0.0.0/16", "--node-ip=10.255.0.1", "--v=WARN",
+                # Fake pod IPs, on no interface and never routed: a /17 so thousands of benchmark pods each get one.
+                f"--cidr={KWOK_POD_CIDR}", f"--node-ip={KWOK_NODE_IP}", "--v=WARN",
             ]
         raise ValueError(f"unknown component {component}")
 
     # --- health ----------------------------------------------------------------------------------------------
-    def _wait_healthy(self, component: str, timeout: float = 90.0) -> None:
-        deadline = time.monotonic() + timeout
-        last_error = "no answer yet"
-        while time.monotonic() < deadline:
-            if self.pid(component) is None:
-                raise ClusterError(f"{component} exited at start; last lines of {self.log_file(component)}:\n"
-                                   + _tail(self.log_file(component)))
-            try:
-                if self._probe(component):
-                    return
-            except (OSError, urllib.error.URLError, ssl.SSLError) as error:
-                last_error = str(error)
-            time.sleep(0.2)
-        raise ClusterError(f"{component} did not become healthy within {timeout:.0f}s ({last_error}); "
-                           f"last lines of {self.log_file(component)}:\n" + _tail(self.log_file(component)))
-
     def _probe(self, component: str) -> bool:
+        if component in NODE_COMPONENTS:
+            return self.node.probe(component)
+        if component == WATCHDOG:
+            return True
         if component == "etcd":
             return _get(f"{self.etcd_url}/health", None).get("health") == "true"
         if component == "kube-apiserver":
@@ -396,6 +432,52 @@ current-context: tfop-local
                            f"see {self.log_file('kwok')}")
 
 
+    def _ensure_node_rbac(self) -> None:
+        """The apiserver authorizes by RBAC alone (no Node authorizer), so the node's user needs the system:node
+        ClusterRole, which Kubernetes ships unbound."""
+        binding = {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": f"tfop-real-node-{self.network.node_name}"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:node"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                          "name": f"system:node:{self.network.node_name}"}],
+        }
+        try:
+            self.api("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", binding)
+        except urllib.error.HTTPError as error:
+            if error.code != 409:
+                raise ClusterError(f"binding system:node to the node failed: {error.read().decode()}") from error
+
+    def _node_ready_text(self) -> str:
+        try:
+            node = self.api("GET", f"/api/v1/nodes/{self.network.node_name}")
+        except urllib.error.HTTPError as error:
+            return "not registered" if error.code == 404 else f"unknown ({error.code})"
+        conditions = node.get("status", {}).get("conditions", [])  # type: ignore[union-attr]
+        ready = [c for c in conditions if c["type"] == "Ready"]
+        return "Ready" if ready and ready[0]["status"] == "True" else \
+            f"NotReady: {ready[0].get('message', '') if ready else 'no Ready condition yet'}"
+
+    def _wait_node_ready(self, timeout: float = 90.0) -> None:
+        deadline = time.monotonic() + timeout
+        text = self._node_ready_text()
+        while text != "Ready":
+            if time.monotonic() > deadline:
+                raise ClusterError(f"the real node {self.network.node_name} is not Ready after {timeout:.0f}s "
+                                   f"({text}); see {self.log_file('kubelet')} and {self.log_file('containerd')}")
+            time.sleep(0.1)
+            text = self._node_ready_text()
+
+    def _delete_node_object(self) -> None:
+        if self.slot is None or self.pid("kube-apiserver") is None:
+            return
+        try:
+            self.api("DELETE", f"/api/v1/nodes/{self.network.node_name}")
+        except urllib.error.HTTPError as error:
+            if error.code != 404:
+                raise ClusterError(f"deleting the node object failed: {error.read().decode()}") from error
+
+
 def _get(url: str, context: ssl.SSLContext | None) -> dict[str, object]:
     return json.loads(_get_text(url, context))  # type: ignore[no-any-return]
 
@@ -405,41 +487,28 @@ def _get_text(url: str, context: ssl.SSLContext | None) -> str:
         return str(response.read().decode().strip())
 
 
-def _reap(pid: int) -> None:
-    """Collects the exit status of a child we started, so it does not linger as a zombie."""
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, os.WNOHANG)
-
-
-def _exited(pid: int) -> bool:
-    _reap(pid)
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
-
-
-def _tail(path: Path, lines: int = 25) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except FileNotFoundError:
-        return "(no log)"
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["up", "down", "status", "destroy", "build"])
+    parser.add_argument("command", choices=["up", "down", "status", "destroy", "build", "watch"])
     parser.add_argument("--dir", type=Path, default=DEFAULT_DIR, help=f"state directory (default {DEFAULT_DIR})")
+    node = parser.add_mutually_exclusive_group()
+    node.add_argument("--real-node", dest="real_node", action="store_true", default=None,
+                      help="up: also run the real node (kubelet, containerd, CoreDNS); kept for later `up`s")
+    node.add_argument("--no-real-node", dest="real_node", action="store_false",
+                      help="up: run without the real node (and stop it if it ran)")
     args = parser.parse_args(argv)
     if args.command == "build":
         print(build_controlplane())
         return 0
-    cluster = LocalCluster(args.dir)
+    cluster = LocalCluster(args.dir, real_node=args.real_node)
     try:
         if args.command == "up":
             cluster.up()
             print(f"Kubernetes {cluster.version()} is up at {cluster.server}")
+            if cluster.real_node:
+                net = cluster.network
+                print(f"real node {net.node_name} at {net.node_ip}: pods run there with nodeSelector "
+                      f"{NODE_LABEL}=true and a toleration of the taint {NODE_LABEL}=true:NoSchedule")
             print(f"export KUBECONFIG={cluster.kubeconfig}")
             print(f"kubectl: {cluster.bin_dir}/kubectl")
         elif args.command == "down":
@@ -448,6 +517,8 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "destroy":
             cluster.destroy()
             log(f"stopped and removed {args.dir}")
+        elif args.command == "watch":
+            cluster.watch()
         else:
             for component, state in cluster.status().items():
                 print(f"{component:26} {state}")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make run`: install the CRD and run the operator in the foreground, against $KUBECONFIG if it is set, else
-# against the local cluster (built and started if needed). Extra arguments go to `tfop run`, except these two:
+# against the local cluster (built and started if needed, with the real node unless REAL_NODE=0). Extra arguments
+# go to `tfop run`, except these two:
 #   --install-crd      install or update the TFJob CRD in a $KUBECONFIG cluster without asking
 #   --no-install-crd   never touch the CRD (tfop then says so and exits 1 if the cluster lacks it)
 set -euo pipefail
@@ -20,7 +21,8 @@ done
 BIN_DIR="$(bash "${REPO}/hack/build-controlplane.sh")"
 ours=no
 if [[ -z "${KUBECONFIG:-}" ]]; then
-  python3 "${REPO}/hack/local_cluster.py" up --dir "${CLUSTER_DIR}" >/dev/null
+  if [[ "${REAL_NODE:-1}" == 1 ]]; then node_flag=--real-node; else node_flag=--no-real-node; fi
+  python3 "${REPO}/hack/local_cluster.py" up "${node_flag}" --dir "${CLUSTER_DIR}" >/dev/null
   KUBECONFIG="${CLUSTER_DIR}/kubeconfig"
   ours=yes
 fi
@@ -59,7 +61,8 @@ cat <<MSG
 In another terminal:
   export KUBECONFIG=${KUBECONFIG}
   alias kubectl=${KUBECTL}
-  kubectl apply -f ${REPO}/examples/distributed.yaml
+  kubectl apply -f ${REPO}/examples/distributed.yaml   # kwok nodes: pods only pretend to run
+  kubectl apply -f ${REPO}/examples/mwms.yaml          # the real node (unless REAL_NODE=0): trains for real
   kubectl get tfjobs -A
 Starting tfop (Ctrl-C stops it).
 MSG

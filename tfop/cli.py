@@ -74,9 +74,28 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--gang-scheduler-name", choices=["none", "scheduler-plugins", "volcano"], default=None,
                      help="gang-schedule each job as one PodGroup of this scheduler (default: the config file's "
                           "gangScheduler, else none)")
+    run.add_argument("--webhook-addr", default=None,
+                     help="host:port to serve the CRD's conversion webhook on (HTTPS /convert; default: not served)")
+    run.add_argument("--webhook-cert-dir", default="/run/tfop/webhook",
+                     help="directory with tls.crt and tls.key for the webhook, read again when they change")
     run.add_argument("--drain-seconds", type=_float_in(0.0, MAX_DRAIN_SECONDS), default=20.0,
                      help=f"on SIGTERM, how long in-flight reconciles may take to finish, 0-{MAX_DRAIN_SECONDS:g} "
                           "(keep it below the pod's terminationGracePeriodSeconds)")
+
+
+    webhook = commands.add_parser("webhook", help="serve only the CRD's conversion webhook",
+                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+                                  description="Serve HTTPS POST /convert for the TFJob CRD until SIGTERM.")
+    webhook.add_argument("--addr", default=":9443", help="host:port to listen on")
+    webhook.add_argument("--cert-dir", default="/run/tfop/webhook", help="directory with tls.crt and tls.key")
+    webhook.add_argument("--log-format", choices=["auto", "json", "console"], default="auto")
+
+    convert = commands.add_parser(
+        "convert", help="print legacy TFJob manifests as kubeflow.org/v1",
+        description="Convert TFJob manifests of kubeflow.org/v1alpha1, kubeflow.org/v1beta1 or tensorflow.org/"
+                    "v1alpha1 (TfJob) to kubeflow.org/v1 YAML on stdout, with a warning on stderr for every field "
+                    "v1 cannot carry. Other documents pass through unchanged. Exit 1 when there were warnings.")
+    convert.add_argument("files", nargs="*", default=["-"], help="YAML files ('-' or none: stdin)")
     return parser
 
 
@@ -134,4 +153,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from tfop.operator import run_operator
 
         return run_operator(args)
+    if args.command == "webhook":
+        from tfop.operator import run_webhook
+
+        return run_webhook(args)
+    if args.command == "convert":
+        from tfop.convert import convert_files
+
+        return convert_files(args.files)
     raise AssertionError(f"unhandled command {args.command}")

@@ -2,6 +2,9 @@
 cluster the operator runs in rather than how one process runs (those are flags).
 
     serviceDomain: svc.cluster.local      # suffix of replica addresses in TF_CONFIG (default: svc)
+    tfImage: tensorflow/tensorflow:2.21.0 # image of the default PS server when the job names none
+    grpcServerFilePath: /opt/mlkube/grpc_tensorflow_server/grpc_tensorflow_server.py
+                                          # where the default PS server's script is mounted in its container
     accelerators:                         # what pods asking for an accelerator need from the host
       nvidia.com/gpu:
         envVars:
@@ -15,6 +18,8 @@ cluster the operator runs in rather than how one process runs (those are flags).
 
 from __future__ import annotations
 
+import difflib
+import posixpath
 import re
 from pathlib import Path
 from types import MappingProxyType
@@ -25,7 +30,12 @@ import yaml
 from tfop.api.constants import NAMING_RUNTIME_ID, NAMINGS
 from tfop.controller.accelerators import Accelerator, HostVolume
 from tfop.controller.gang import GANG_NONE, GANG_SCHEDULER_NAMES
-from tfop.controller.settings import DEFAULT_SERVICE_DOMAIN, ControllerConfig
+from tfop.controller.settings import (
+    DEFAULT_GRPC_SERVER_FILE_PATH,
+    DEFAULT_SERVICE_DOMAIN,
+    DEFAULT_TF_IMAGE,
+    ControllerConfig,
+)
 
 _DNS_SUFFIX = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -36,7 +46,8 @@ class ConfigError(ValueError):
     """The config file is unreadable or holds a value we cannot use; the message names the key."""
 
 
-def load_config(path: str | Path | None) -> ControllerConfig:
+def load_config(path: str | Path | None, warnings: list[str] | None = None) -> ControllerConfig:
+    """`warnings` collects what is worth telling but not worth refusing to start over (a key we do not know)."""
     if path is None:
         return ControllerConfig()
     try:
@@ -44,19 +55,30 @@ def load_config(path: str | Path | None) -> ControllerConfig:
     except (OSError, yaml.YAMLError) as error:
         raise ConfigError(f"cannot read config file {path}: {error}") from error
     try:
-        return parse_config(data)
+        return parse_config(data, warnings)
     except ConfigError as error:
         raise ConfigError(f"config file {path}: {error}") from None
 
 
-def parse_config(data: Any) -> ControllerConfig:
+def parse_config(data: Any, warnings: list[str] | None = None) -> ControllerConfig:
+    notes = warnings if warnings is not None else []
     document = _mapping(data, "the config")
-    _known(document, "the config", {"serviceDomain", "accelerators", "gangScheduler", "childNaming"})
+    _known(document, "the config",
+           {"serviceDomain", "accelerators", "gangScheduler", "childNaming", "tfImage", "grpcServerFilePath"}, notes)
     domain = document.get("serviceDomain", DEFAULT_SERVICE_DOMAIN)
     if not isinstance(domain, str) or not _DNS_SUFFIX.match(domain):
         raise ConfigError(f"serviceDomain {domain!r} is not a DNS suffix such as svc.cluster.local")
+    image = document.get("tfImage", DEFAULT_TF_IMAGE)
+    if not isinstance(image, str) or not image or image != image.strip():
+        raise ConfigError(f"tfImage {image!r} must name an image, such as {DEFAULT_TF_IMAGE}")
+    server_path = document.get("grpcServerFilePath", DEFAULT_GRPC_SERVER_FILE_PATH)
+    if (not isinstance(server_path, str) or not server_path.startswith("/") or server_path.endswith("/")
+            or posixpath.dirname(server_path) == "/"):
+        raise ConfigError(f"grpcServerFilePath {server_path!r} must be an absolute file path below a directory "
+                          "(the directory is where the script is mounted), such as "
+                          f"{DEFAULT_GRPC_SERVER_FILE_PATH}")
     accelerators = {
-        str(resource): _accelerator(spec, f"accelerators[{resource}]")
+        str(resource): _accelerator(spec, f"accelerators[{resource}]", notes)
         for resource, spec in _mapping(document.get("accelerators") or {}, "accelerators").items()
     }
     gang = document.get("gangScheduler", GANG_NONE)
@@ -66,17 +88,18 @@ def parse_config(data: Any) -> ControllerConfig:
     if naming not in NAMINGS:
         raise ConfigError(f"childNaming {naming!r} is not one of {', '.join(NAMINGS)}")
     return ControllerConfig(service_domain=domain, accelerators=MappingProxyType(accelerators), gang_scheduler=gang,
-                            child_naming=str(naming))
+                            child_naming=str(naming), tf_image=image,
+                            grpc_server_file_path=posixpath.normpath(server_path))
 
 
-def _accelerator(data: Any, path: str) -> Accelerator:
+def _accelerator(data: Any, path: str, notes: list[str]) -> Accelerator:
     spec = _mapping(data, path)
-    _known(spec, path, {"envVars", "volumes"})
+    _known(spec, path, {"envVars", "volumes"}, notes)
     env = []
     for position, variable in enumerate(_list(spec.get("envVars"), f"{path}.envVars")):
         where = f"{path}.envVars[{position}]"
         entry = _mapping(variable, where)
-        _known(entry, where, {"name", "value"})
+        _known(entry, where, {"name", "value"}, notes)
         name, value = entry.get("name"), entry.get("value", "")
         if not isinstance(name, str) or not _ENV_NAME.match(name):
             raise ConfigError(f"{where}.name must be an environment variable name, not {name!r}")
@@ -85,7 +108,7 @@ def _accelerator(data: Any, path: str) -> Accelerator:
     for position, volume in enumerate(_list(spec.get("volumes"), f"{path}.volumes")):
         where = f"{path}.volumes[{position}]"
         entry = _mapping(volume, where)
-        _known(entry, where, {"name", "mountPath", "hostPath"})
+        _known(entry, where, {"name", "mountPath", "hostPath"}, notes)
         name, mount_path, host_path = entry.get("name"), entry.get("mountPath"), entry.get("hostPath")
         if not isinstance(name, str) or not _DNS_LABEL.match(name):
             raise ConfigError(f"{where}.name must be a DNS label (it names a pod volume), not {name!r}")
@@ -110,7 +133,11 @@ def _list(value: Any, path: str) -> list[Any]:
     return value
 
 
-def _known(document: dict[str, Any], path: str, keys: set[str]) -> None:
-    unknown = sorted(set(document) - keys)
-    if unknown:
-        raise ConfigError(f"{path} has unknown key(s) {', '.join(map(str, unknown))}; known: {', '.join(sorted(keys))}")
+def _known(document: dict[str, Any], path: str, keys: set[str], notes: list[str]) -> None:
+    """A key we do not know is a warning (a config written for another operator version should not stop this one);
+    a near miss of a key we know is an error, because the setting it meant would silently keep its default."""
+    for key in sorted(map(str, set(document) - keys)):
+        close = difflib.get_close_matches(key, sorted(keys), n=1, cutoff=0.8)
+        if close and close[0] not in document:
+            raise ConfigError(f"{path} has unknown key {key!r}: did you mean {close[0]!r}?")
+        notes.append(f"{path} has unknown key {key!r}, ignored; known: {', '.join(sorted(keys))}")

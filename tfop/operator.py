@@ -30,6 +30,7 @@ from tfop.kube.leaderelection import LeaderElector
 from tfop.metrics import OperatorMetrics, create_registry
 from tfop.preflight import check_cluster, make_client
 from tfop.startup import EXIT_USAGE, ListenAddress, StartupError, parse_listen_address, report_startup_error
+from tfop.webhook import ConversionWebhook
 
 log = structlog.get_logger("tfop")
 
@@ -48,12 +49,15 @@ def run_operator(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    warnings: list[str] = []
     try:
-        config = load_config(args.config)
+        config = load_config(args.config, warnings)
         if args.gang_scheduler_name is not None:
             config = dataclasses.replace(config, gang_scheduler=args.gang_scheduler_name)
     except ConfigError as error:
         raise StartupError(EXIT_USAGE, "invalid configuration", str(error), "fix the file given to --config") from None
+    for warning in warnings:
+        log.warning("configuration", warning=warning, file=args.config)
     addresses = (parse_listen_address(args.metrics_addr, "--metrics-addr"),
                  parse_listen_address(args.health_addr, "--health-addr"))
     registry = create_registry()
@@ -66,7 +70,13 @@ def _run(args: argparse.Namespace) -> int:
         log.error("gang scheduling unavailable", problem=gang_problem)
     controller = TFJobController(client, recorder, config=config, metrics=metrics, namespaces=args.namespace,
                                  threads=args.threads, gang_problem=gang_problem)
-    servers = _endpoint_servers(addresses, controller, registry)
+    servers: list[EndpointServer | ConversionWebhook] = [*_endpoint_servers(addresses, controller, registry)]
+    if args.webhook_addr:
+        try:
+            servers.append(ConversionWebhook(args.webhook_addr, args.webhook_cert_dir))
+        except OSError as error:
+            raise StartupError(EXIT_USAGE, "cannot serve the conversion webhook", f"{error} ({args.webhook_cert_dir})",
+                               "give --webhook-cert-dir a directory with tls.crt and tls.key") from None
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, _on_signal(stop))
@@ -95,6 +105,23 @@ def _run(args: argparse.Namespace) -> int:
         for server in servers:
             server.stop()
         log.info("stopped")
+
+
+def run_webhook(args: argparse.Namespace) -> int:
+    logs.configure(args.log_format, "info")
+    try:
+        webhook = ConversionWebhook(args.addr, args.cert_dir)
+    except OSError as error:
+        log.error("cannot serve the conversion webhook", error=str(error), cert_dir=args.cert_dir)
+        return 2
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, _on_signal(stop))
+    webhook.start()
+    log.info("serving the conversion webhook", address=webhook.address)
+    stop.wait()
+    webhook.stop()
+    return 0
 
 
 def _run_with_leader_election(args: argparse.Namespace, client: KubeClient, controller: TFJobController,

@@ -73,6 +73,11 @@ ACCEPTED = {
     "zero replicas": tfjob(Worker={"replicas": 0, "template": pod_template()}),
     # 63 = len("a" * 46) + len("-evaluator-") + len(runtime id: 4) + len("-9")
     "longest name that fits": tfjob("a" * 46, Evaluator={"replicas": 10, "template": pod_template()}),
+    # The replica bound (hack/crd-template.yaml): 5000 in all, whatever the key spellings.
+    "5000 workers": tfjob(Worker={"replicas": 5000, "template": pod_template()}),
+    "5000 replicas over three types": tfjob(chief={"template": pod_template()},
+                                            WORKER={"replicas": 3999, "template": pod_template()},
+                                            ps={"replicas": 1000, "template": pod_template("server")}),
     "every run policy field": with_spec(tfjob(), runPolicy={
         "cleanPodPolicy": "All", "ttlSecondsAfterFinished": 0, "activeDeadlineSeconds": 60, "backoffLimit": 0,
         "suspend": False, "schedulingPolicy": {"minAvailable": 3, "queue": "q", "priorityClass": "high",
@@ -122,6 +127,14 @@ REJECTED: dict[str, tuple[dict[str, Any], list[str]]] = {
         tfjob(Worker={"template": pod_template()}, worker={"template": pod_template()}),
         ["spec.tfReplicaSpecs names a replica type twice"]),
     "no replica specs": (tfjob(), ["spec.tfReplicaSpecs"]),
+    "more replicas of one type than the bound": (
+        tfjob(Worker={"replicas": 5001, "template": pod_template()}),
+        ["spec.tfReplicaSpecs.Worker.replicas", "less than or equal to 5000"]),
+    "more replicas in all than the bound": (
+        # A Chief without `replicas` counts 1, its default.
+        tfjob(Chief={"template": pod_template()}, worker={"replicas": 4000, "template": pod_template()},
+              PS={"replicas": 1000, "template": pod_template("server")}),
+        ["spec.tfReplicaSpecs: the replicas of all types together must be at most 5000", "TF_CONFIG"]),
     "name too long for child names": (
         tfjob("a" * 47, Evaluator={"replicas": 10, "template": pod_template()}),
         ["metadata.name is too long"]),

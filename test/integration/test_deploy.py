@@ -233,7 +233,8 @@ def granted(cluster: LocalCluster, user: str, namespace: str) -> set[tuple[str, 
 OPERATOR_RULES = {(resource, "", verb) for resource, verbs in [
     ("tfjobs.kubeflow.org", "get list watch delete"), ("tfjobs.kubeflow.org/status", "update patch"),
     ("tfjobs.kubeflow.org/finalizers", "update"), ("pods", "list watch create delete"),
-    ("services", "list watch create delete"), ("events", "create patch")] for verb in verbs.split()}
+    ("services", "list watch create delete"), ("events", "create patch"), ("configmaps", "create")]
+    for verb in verbs.split()} | {("configmaps", "tfop-grpc-server", verb) for verb in ("get", "update")}
 
 
 def leader_election_rules(lease: str) -> set[tuple[str, str, str]]:
@@ -271,8 +272,9 @@ def test_kustomize_base_applies_and_its_deployment_runs_under_restricted_pod_sec
 
 def test_operator_service_account_is_denied_everything_it_does_not_use(
         cluster: LocalCluster, kustomize_base: list[Object], namespace: str) -> None:
-    for verb, resource in [("get", "secrets"), ("list", "secrets"), ("watch", "secrets"), ("create", "configmaps"),
-                           ("update", "configmaps"), ("patch", "configmaps"), ("delete", "configmaps"),
+    for verb, resource in [("get", "secrets"), ("list", "secrets"), ("watch", "secrets"), ("list", "configmaps"),
+                           ("update", "configmaps"), ("get", "configmaps/tf-job-operator-config"),
+                           ("patch", "configmaps"), ("delete", "configmaps"),
                            ("create", "deployments.apps"), ("update", "deployments.apps"), ("get", "nodes"),
                            ("list", "nodes"), ("create", "tfjobs.kubeflow.org"), ("update", "tfjobs.kubeflow.org"),
                            ("patch", "pods"), ("update", "pods"), ("create", "pods:exec"),

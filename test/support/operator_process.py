@@ -23,21 +23,26 @@ def free_port() -> int:
 class OperatorProcess:
     started: ClassVar[list[OperatorProcess]] = []  # every instance started in this test session, for stop_all()
 
-    def __init__(self, kubeconfig: Path, log_path: Path, *args: str) -> None:
+    def __init__(self, kubeconfig: Path, log_path: Path, *args: str, cgroup: Path | None = None) -> None:
         self.kubeconfig = kubeconfig
         self.log_path = log_path
         self.args = list(args)
+        self.cgroup = cgroup  # a cgroup v1 directory the process joins before it execs Python (memory limits)
         self.metrics_port = free_port()
         self.health_port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self, wait_ready: bool = True) -> OperatorProcess:
+        command = [sys.executable, "-m", "tfop", "run", "--kubeconfig", str(self.kubeconfig),
+                   "--metrics-addr", f"127.0.0.1:{self.metrics_port}", "--health-addr",
+                   f"127.0.0.1:{self.health_port}", "--log-format", "json", "--log-level", "debug", *self.args]
+        if self.cgroup is not None:
+            # The shell joins the cgroup and becomes the operator (exec keeps the pid), so every byte the operator
+            # ever allocates is charged there.
+            command = ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(self.cgroup / "cgroup.procs"), *command]
         with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "tfop", "run", "--kubeconfig", str(self.kubeconfig),
-                 "--metrics-addr", f"127.0.0.1:{self.metrics_port}", "--health-addr", f"127.0.0.1:{self.health_port}",
-                 "--log-format", "json", "--log-level", "debug", *self.args],
-                stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
         OperatorProcess.started.append(self)
         if wait_ready:
             self.wait_ready()

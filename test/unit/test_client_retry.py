@@ -16,6 +16,7 @@ from tfop.kube.errors import (
     Gone,
     Invalid,
     NotFound,
+    TooLarge,
     TransportError,
     error_from_status,
     error_from_watch_status,
@@ -199,6 +200,7 @@ def test_throttle_sleeps_for_the_reserved_wait_and_can_be_disabled() -> None:
     (422, "Invalid", Invalid),
     (403, "Forbidden", ApiError),
     (500, "InternalError", ApiError),
+    (413, "RequestEntityTooLarge", TooLarge),
 ])
 def test_errors_are_typed_from_the_status_body(code: int, reason: str, cls: type[ApiError]) -> None:
     error = error_from_status(code, status_body(code, reason, f"the {reason} message"), "HTTP reason")
@@ -206,6 +208,17 @@ def test_errors_are_typed_from_the_status_body(code: int, reason: str, cls: type
     assert (error.status, error.reason, error.message) == (code, reason, f"the {reason} message")
     assert error.body is not None and error.body["code"] == code
     assert f"the {reason} message" in str(error)
+
+
+@pytest.mark.parametrize(("message", "cls"), [
+    ("etcdserver: request is too large", TooLarge),
+    ("rpc error: code = ResourceExhausted desc = trying to send message larger than max (2100745 vs. 2097152)",
+     TooLarge),
+    ("etcdserver: leader changed", ApiError),
+])
+def test_an_object_too_large_for_etcd_is_told_from_a_failing_server(message: str, cls: type[ApiError]) -> None:
+    """Both reach the client as 500 InternalError (what kube-apiserver v1.36 answers for a pod over 1.5 MiB)."""
+    assert type(error_from_status(500, status_body(500, "InternalError", message))) is cls
 
 
 def test_errors_without_a_status_body_keep_the_http_reason_and_text() -> None:

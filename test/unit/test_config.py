@@ -4,9 +4,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tfop.config import ConfigError, load_config, parse_config
 from tfop.controller.accelerators import Accelerator, HostVolume
+
+SEEDS = Path(__file__).resolve().parents[1] / "data" / "seeds"
 
 SEEDS_AZURE = """
 accelerators:
@@ -50,7 +53,10 @@ def test_child_naming_for_new_jobs(naming: str) -> None:
 @pytest.mark.parametrize(("document", "message"), [
     ([], "the config must be a mapping"),
     ({"serviceDomain": "Svc_Local"}, "serviceDomain 'Svc_Local' is not a DNS suffix"),
-    ({"grpcServerFilePath": "/x"}, "the config has unknown key(s) grpcServerFilePath"),
+    ({"servicedomain": "svc"}, "the config has unknown key 'servicedomain': did you mean 'serviceDomain'?"),
+    ({"grpcServerFilePath": "/x"}, "grpcServerFilePath '/x' must be an absolute file path below a directory"),
+    ({"grpcServerFilePath": "x.py"}, "grpcServerFilePath 'x.py' must be an absolute file path"),
+    ({"tfImage": ""}, "tfImage '' must name an image"),
     ({"accelerators": {"nvidia.com/gpu": {"envVars": [{"name": "1BAD"}]}}},
      "accelerators[nvidia.com/gpu].envVars[0].name must be an environment variable name"),
     ({"accelerators": {"nvidia.com/gpu": {"volumes": [{"name": "lib", "mountPath": "rel", "hostPath": "/x"}]}}},
@@ -59,11 +65,12 @@ def test_child_naming_for_new_jobs(naming: str) -> None:
      "accelerators[nvidia.com/gpu].volumes[0].name must be a DNS label"),
     ({"accelerators": {"nvidia.com/gpu": {"volumes": {"name": "lib"}}}},
      "accelerators[nvidia.com/gpu].volumes must be a list"),
-    ({"accelerators": {"nvidia.com/gpu": {"env": []}}},
-     "accelerators[nvidia.com/gpu] has unknown key(s) env"),
+    ({"accelerators": {"nvidia.com/gpu": {"envVar": []}}},
+     "accelerators[nvidia.com/gpu] has unknown key 'envVar': did you mean 'envVars'?"),
     ({"childNaming": "GoStyle"}, "childNaming 'GoStyle' is not one of RuntimeId, TypeIndex"),
-], ids=["not-a-mapping", "bad-domain", "unknown-key", "bad-env-name", "relative-mount", "bad-volume-name",
-        "volumes-not-a-list", "unknown-accelerator-key", "bad-child-naming"])
+], ids=["not-a-mapping", "bad-domain", "typo", "server-path-at-root", "relative-server-path", "empty-image",
+        "bad-env-name", "relative-mount", "bad-volume-name", "volumes-not-a-list", "accelerator-key-typo",
+        "bad-child-naming"])
 def test_bad_config_is_rejected_naming_the_key(document: Any, message: str) -> None:
     with pytest.raises(ConfigError, match=None) as raised:
         parse_config(document)
@@ -75,3 +82,29 @@ def test_unreadable_file_names_the_file(tmp_path: Path) -> None:
     path.write_text("serviceDomain: [unclosed\n")
     with pytest.raises(ConfigError, match=r"cannot read config file .*broken\.yaml"):
         load_config(path)
+
+
+def test_unknown_keys_are_warnings_naming_them() -> None:
+    warnings: list[str] = []
+    config = parse_config({"serviceDomain": "svc", "cloud": "azure",
+                           "accelerators": {"nvidia.com/gpu": {"envVars": [], "driver": "384"}}}, warnings)
+    assert config.service_domain == "svc"
+    assert warnings == [
+        ("the config has unknown key 'cloud', ignored; known: accelerators, childNaming, gangScheduler, "
+         "grpcServerFilePath, serviceDomain, tfImage"),
+        "accelerators[nvidia.com/gpu] has unknown key 'driver', ignored; known: envVars, volumes"]
+
+
+def test_seed_003_configmap_loads_as_written(tmp_path: Path) -> None:
+    """The controller config of seed 003's `kubectl describe configmaps tf-job-operator-config`, copied as is."""
+    configmap = yaml.safe_load((SEEDS / "003-tf-job-operator-config.yaml").read_text())
+    path = tmp_path / "controller_config_file.yaml"
+    path.write_text(configmap["data"]["controller_config_file.yaml"])
+    warnings: list[str] = []
+    config = load_config(path, warnings)
+    assert warnings == []
+    assert config.grpc_server_file_path == "/opt/mlkube/grpc_tensorflow_server/grpc_tensorflow_server.py"
+    gpu = config.accelerators["alpha.kubernetes.io/nvidia-gpu"]
+    assert gpu.env == (("LD_LIBRARY_PATH", "/usr/lib/nvidia:/usr/lib/x86_64-linux-gnu"),)
+    assert [volume.name for volume in gpu.volumes] == ["lib", "bin", "libcuda"]
+    assert config.tf_image == "tensorflow/tensorflow:2.21.0"

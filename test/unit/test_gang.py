@@ -327,7 +327,8 @@ ROWS = {
             {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
              "message": "pre-filter pod mnist-worker cannot find enough sibling pods"}]}},
               make_pod("Worker", 1, "Pending"), make_pod("PS", 0, "Pending")],
-        message=["PodGroup ns/mnist: no phase yet; the scheduler says: pre-filter pod mnist-worker cannot find"]),
+        message=["PodGroup ns/mnist: no phase yet.",
+                 "[Unschedulable]: pre-filter pod mnist-worker cannot find"]),
     "a suspended job deletes its group": Row(
         make_job(run_policy={"suspend": True}), groups=[group()], pods=running_pods(),
         delete=[(POD_GROUP, "mnist"), *[(POD, name) for name in IN_ORDER], *[(SERVICE, name) for name in IN_ORDER]]),

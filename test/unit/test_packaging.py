@@ -27,7 +27,8 @@ def install_requires() -> dict[str, Requirement]:
 
 def test_every_third_party_import_of_tfop_is_declared() -> None:
     imported: set[str] = set()
-    for path in (REPO / "tfop").rglob("*.py"):
+    # tfop/psserver holds scripts shipped into TensorFlow pods (a ConfigMap), never imported by the operator.
+    for path in (p for p in (REPO / "tfop").rglob("*.py") if "psserver" not in p.parts):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 imported.update(alias.name.partition(".")[0] for alias in node.names)

@@ -11,12 +11,14 @@ from typing import Any
 import pytest
 
 from tfop.api.runtime_id import child_name, runtime_id
+from tfop.controller.apply import is_permanent_refusal
 from tfop.controller.cached import slim_metadata, slim_pod
 from tfop.controller.children import KINDS_BY_NAME
 from tfop.controller.plan_types import POD, SERVICE, CreateRefusal, JobCounters, Plan, PlanContext, ReplicaRestart
 from tfop.controller.reconcile import plan
 from tfop.controller.resources import ReplicaSlot, selector_labels
 from tfop.controller.settings import ControllerConfig
+from tfop.kube.errors import ApiError, error_from_status
 
 NOW = datetime(2026, 11, 21, 10, 0, 0, tzinfo=UTC)
 T0 = "2026-11-21T10:00:00Z"
@@ -577,6 +579,7 @@ INVALID = {
 
 BAD_ENV = f'Pod "{W1}" is invalid: spec.containers[0].env[0].name: Invalid value: "1=BAD": a valid env var name'
 QUOTA = f'pods "{W1}" is forbidden: exceeded quota: pods, requested: pods=1, used: pods=2, limited: pods=2'
+TOO_LARGE = "etcdserver: request is too large"
 REFUSED = {
     "a pod the apiserver refuses fails the job with the replica and the field, and cleans up": Case(
         running(make_job()), [make_pod("Worker", 0), make_pod("PS", 0)],
@@ -590,6 +593,13 @@ REFUSED = {
         make_job(), services=[], refusals=(CreateRefusal(POD, ReplicaSlot("Worker", 1), W1, QUOTA, permanent=False),),
         create_pods=ALL3, create_services=ALL3, conditions={"Running": ("False", "TFJobPending"), "Failed": None},
         messages={"Running": ["waiting for 3 of 3 replicas", "creating them fails", "Worker 1", "exceeded quota"]}),
+    "a pod too large for etcd fails the job instead of being retried forever": Case(
+        make_job(), services=[],
+        refusals=(CreateRefusal(POD, ReplicaSlot("Worker", 0), W0, TOO_LARGE, permanent=True),),
+        create_pods=[], create_services=[], events=["TFJobCreated", "InvalidSpec"],
+        counters=JobCounters(created=1, failed=1),
+        conditions={"Failed": ("True", "InvalidSpec")},
+        messages={"Failed": ["the apiserver refused the pod of Worker 0", "request is too large"]}),
     "a permanent refusal wins over a transient one": Case(
         make_job(), services=[], refusals=(CreateRefusal(POD, ReplicaSlot("Worker", 1), W1, QUOTA, permanent=False),
                                            CreateRefusal(SERVICE, ReplicaSlot("PS", 0), PS0, "bad port", True)),
@@ -736,6 +746,31 @@ TROUBLES = {
                                            make_pod("Worker", 2, "Succeeded", exit_code=0)],
         events=["ExitedWithCode"], conditions={"Succeeded": None}),
 }
+
+# How the applier sorts the apiserver's answers to a create into permanent (the job fails) and transient (retried).
+REFUSAL_KINDS: dict[str, tuple[int, str, str, bool]] = {
+    "invalid": (422, "Invalid", BAD_ENV, True),
+    "undecodable": (400, "BadRequest", "quantities must match the regular expression", True),
+    "too large for etcd": (500, "InternalError", TOO_LARGE, True),
+    "too large for the apiserver's etcd client": (
+        500, "InternalError", "rpc error: code = ResourceExhausted desc = trying to send message larger than max",
+        True),
+    "too large for the apiserver": (413, "RequestEntityTooLarge", "limit is 3145728", True),
+    "quota": (403, "Forbidden", QUOTA, False),
+    "denied by a webhook": (403, "Forbidden", 'admission webhook "x" denied the request', False),
+    "throttled": (429, "TooManyRequests", "please try again later", False),
+    "server failing": (500, "InternalError", "etcdserver: leader changed", False),
+    "webhook timeout": (504, "Timeout", "context deadline exceeded", False),
+}
+
+
+@pytest.mark.parametrize(("code", "reason", "message", "permanent"), list(REFUSAL_KINDS.values()),
+                         ids=list(REFUSAL_KINDS))
+def test_refusals_are_permanent_only_when_the_same_body_must_fail_again(code: int, reason: str, message: str,
+                                                                        permanent: bool) -> None:
+    error: ApiError = error_from_status(code, {"kind": "Status", "code": code, "reason": reason, "message": message})
+    assert is_permanent_refusal(error) is permanent
+
 
 TABLE = {**CREATION, **EXIT_CODES, **BACKOFF, **DEADLINE, **TTL, **SUCCESS, **SUSPEND, **STATUS, **INVALID,
          **REFUSED, **TAKEOVER, **TROUBLES}

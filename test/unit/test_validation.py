@@ -87,6 +87,8 @@ INVALID: dict[str, tuple[Callable[[dict[str, Any]], None], str, str]] = {
     "replicas as a boolean": (assign(worker, "replicas", True), f"{W}.replicas", "must be an integer"),
     "no replicas at all": (lambda job: [replica.update(replicas=0) for replica in replicas_map(job).values()],
                            "spec.tfReplicaSpecs", "at least one replica"),
+    "more replicas than a pod's TF_CONFIG can list": (assign(worker, "replicas", 5000), "spec.tfReplicaSpecs",
+                                                      "5002 replicas in all, more than 5000"),
     "empty replica map": (assign(spec, "tfReplicaSpecs", {}), "spec.tfReplicaSpecs", "at least one replica type"),
     "no replica map": (drop(spec, "tfReplicaSpecs"), "spec.tfReplicaSpecs", "is required"),
     "replica map as a list": (assign(spec, "tfReplicaSpecs", []), "spec.tfReplicaSpecs", "must be an object"),

@@ -26,6 +26,9 @@ TF_CONFIG_ENV: Final = "TF_CONFIG"
 
 # Children are Services too, so their names must be DNS-1035 labels.
 MAX_CHILD_NAME_LENGTH: Final = 63
+# Every pod's TF_CONFIG lists every replica, up to 140 bytes each, and a pod must fit in etcd's 1.5 MiB request
+# limit: 5000 replicas take at most 700,000 bytes of it (the CRD's rule; the README has the arithmetic).
+MAX_REPLICAS: Final = 5000
 
 LABEL_JOB_NAME: Final = "training.kubeflow.org/job-name"
 LABEL_REPLICA_TYPE: Final = "training.kubeflow.org/replica-type"

@@ -16,6 +16,7 @@ from tfop.api.constants import (
     CLEAN_POD_POLICIES,
     DEFAULT_CONTAINER_NAME,
     MAX_CHILD_NAME_LENGTH,
+    MAX_REPLICAS,
     REPLICA_PS,
     REPLICA_TYPES,
     RESTART_POLICIES,
@@ -103,6 +104,10 @@ def _validate_replica_specs(spec: dict[str, Any], job_name: str | None, errors: 
     if len(chiefs) > 1:
         errors.append(FieldError("spec.tfReplicaSpecs",
                                  f"may have a Chief or a Master, not both ({', '.join(chiefs)})"))
+    if total_replicas > MAX_REPLICAS:  # the CRD refuses these; a job stored under an older CRD may not be
+        errors.append(FieldError("spec.tfReplicaSpecs",
+                                 f"asks for {total_replicas} replicas in all, more than {MAX_REPLICAS}: every pod's "
+                                 "TF_CONFIG lists every replica and must fit in a pod object"))
     if total_replicas == 0 and not any(error.path.startswith("spec.tfReplicaSpecs") for error in errors):
         errors.append(FieldError("spec.tfReplicaSpecs", "must ask for at least one replica in total"))
     return longest_child

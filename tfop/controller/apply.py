@@ -14,7 +14,11 @@ import structlog
 
 from tfop.api.constants import (
     KIND,
+    REASON_BACKOFF_LIMIT_EXCEEDED,
     REASON_CREATED,
+    REASON_DEADLINE_EXCEEDED,
+    REASON_FAILED,
+    REASON_INVALID_SPEC,
     REASON_RESTARTING,
     REASON_RESUMED,
     REASON_RUNNING,
@@ -25,9 +29,11 @@ from tfop.api.constants import (
 )
 from tfop.api.timestamps import parse_time
 from tfop.controller.children import CHILD_KINDS, TFJOBS, ChildKinds, Scope, child_id
-from tfop.controller.plan_types import ChildPatch, ChildRef, CreateRefusal, Creation, Object, Plan
+from tfop.controller.plan_types import POD, ChildPatch, ChildRef, CreateRefusal, Creation, Object, Plan
+from tfop.controller.psserver import SCRIPT_CONFIGMAP
+from tfop.controller.serverscript import ServerScriptKeeper
 from tfop.kube.client import KubeClient
-from tfop.kube.errors import ApiError, BadRequest, Invalid, NotFound
+from tfop.kube.errors import ApiError, BadRequest, Invalid, NotFound, TooLarge
 from tfop.kube.events import NORMAL, WARNING, EventRecorder
 from tfop.kube.expectations import Expectations
 from tfop.kube.slowstart import create_in_batches
@@ -48,6 +54,10 @@ LIFECYCLE_LINES = {
     REASON_TTL_EXPIRED: "deleting finished job: its TTL has passed",
 }
 
+# The reasons a job's Failed condition takes; any other Warning (a pod's trouble, an exit code) is not the end.
+FAILED_REASONS = frozenset({REASON_FAILED, REASON_INVALID_SPEC, REASON_BACKOFF_LIMIT_EXCEEDED,
+                            REASON_DEADLINE_EXCEEDED})
+
 CacheOf = Callable[[str, str], Store]  # (kind, namespace) -> the cache of that kind's children
 
 
@@ -64,12 +74,20 @@ class ChildChanges:
                             [*self.errors, *other.errors])
 
 
+def is_permanent_refusal(error: ApiError) -> bool:
+    """Whether sending the same body again must get the same answer: the object itself is invalid (422), cannot be
+    decoded (400), or is larger than etcd stores (a pod whose TF_CONFIG and template together pass its 1.5 MiB).
+    Anything else (quota, admission that denies, throttling, a failing server) may pass later."""
+    return isinstance(error, (Invalid, BadRequest, TooLarge))
+
+
 class PlanApplier:
     def __init__(self, client: KubeClient, recorder: EventRecorder, expectations: Expectations,
                  metrics: OperatorMetrics, cache_of: CacheOf, *, create_concurrency: int = 16,
                  kinds: ChildKinds = CHILD_KINDS) -> None:
         self.client = client
         self.kinds = kinds
+        self._server_script = ServerScriptKeeper(client)
         self.recorder = recorder
         self.expectations = expectations
         self.metrics = metrics
@@ -116,16 +134,18 @@ class PlanApplier:
             if event.reason == REASON_RESTARTING or event.reason.startswith(("SuccessfulCreate", "SuccessfulDelete")):
                 continue
             line = LIFECYCLE_LINES.get(event.reason)
-            if line is None and event.type == WARNING:
-                log.info("job failed", job=key, reason=event.reason, message=event.message)
-            else:
-                log.info(line or "job event", job=key, reason=event.reason, message=event.message)
+            if line is None and event.reason in FAILED_REASONS:
+                line = "job failed"
+            log.info(line or ("job warning" if event.type == WARNING else "job event"), job=key, reason=event.reason,
+                     message=event.message)
 
     def _create_children(self, key: str, job: Object, plan: Plan, changes: ChildChanges) -> None:
         creations, desired = plan.create, plan.desired
         if not creations or desired is None:
             return
         namespace = job["metadata"]["namespace"]
+        if desired.needs_server_script and any(creation.kind == POD for creation in creations):
+            self._ensure_server_script(job, namespace, changes)
         self.expectations.expect_creates(key, [child_id(creation.kind, creation.name) for creation in creations])
 
         def create(creation: Creation) -> Object:
@@ -191,8 +211,17 @@ class PlanApplier:
             self.recorder.record(job, NORMAL, f"SuccessfulUpdate{patch.kind}",
                                  f"Updated {patch.kind.lower()} {patch.name}: {', '.join(sorted(patch.patch['spec']))}")
 
+    def _ensure_server_script(self, job: Object, namespace: str, changes: ChildChanges) -> None:
+        """The pods are created even when this fails: they wait for the ConfigMap, and the retry brings it."""
+        try:
+            self._server_script.ensure(namespace)
+        except ApiError as error:
+            changes.errors.append(error)
+            self.recorder.record(job, WARNING, "FailedCreateConfigMap",
+                                 f"Error keeping the default PS server's script {SCRIPT_CONFIGMAP}: {error.message}")
+
     def _refused(self, job: Object, creation: Creation, error: ApiError, changes: ChildChanges) -> None:
-        permanent = isinstance(error, (Invalid, BadRequest))
+        permanent = is_permanent_refusal(error)
         changes.refusals.append(CreateRefusal(creation.kind, creation.slot, creation.name, error.message, permanent))
         if not permanent:
             changes.errors.append(error)

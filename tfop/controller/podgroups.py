@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tfop.api.fields import items, mapping, mapping_at, text
+from tfop.api.fields import mapping_at, text
 from tfop.controller.draft import PlanDraft
 from tfop.controller.gang import admission_wait, describe, pod_group_name, pod_group_spec, spec_drift
 from tfop.controller.plan_types import POD_GROUP, ChildPatch, Creation, PlanContext
@@ -24,7 +24,7 @@ class GangState:
     note: str = ""  # what the group and the scheduler say, for a message about pending replicas
 
 
-def plan_pod_group(draft: PlanDraft, job: Object, context: PlanContext, pods: list[Object]) -> GangState:
+def plan_pod_group(draft: PlanDraft, job: Object, context: PlanContext) -> GangState:
     """`job` is defaulted and valid, and runs (neither finished nor suspended)."""
     gang = context.config.gang
     draft.status.pop(POD_GROUP_PHASE, None)  # set again below from the group the cache shows
@@ -60,16 +60,6 @@ def plan_pod_group(draft: PlanDraft, job: Object, context: PlanContext, pods: li
     if wait is not None:
         return GangState(hold_pods=f"{ref} {wait}",
                          note=f"; their pods are created once the {gang.name} scheduler admits {ref}, which {wait}")
-    return GangState(note=f"; {ref}: {describe(current)}{_unschedulable(pods)}" if current is not None else "")
+    # What the scheduler says about pods it cannot place is in the troubles the Running message lists already.
+    return GangState(note=f"; {ref}: {describe(current)}" if current is not None else "")
 
-
-def _unschedulable(pods: list[Object]) -> str:
-    """What the scheduler said about the first pod it could not place."""
-    for pod in pods:
-        for entry in items(mapping_at(pod, "status").get("conditions")):
-            condition = mapping(entry)
-            if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
-                said = text(condition.get("message")) or text(condition.get("reason"))
-                if said:
-                    return f"; the scheduler says: {said}"
-    return ""

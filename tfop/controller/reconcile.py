@@ -53,6 +53,7 @@ from tfop.controller.lifecycle import COMPLETION_TIME, clean_up, finish, keep_fi
 from tfop.controller.naming import CHILD_NAMING, ChildNaming, naming_of
 from tfop.controller.plan_types import POD, SERVICE, CreateRefusal, Creation, Plan, PlanContext, ReplicaRestart
 from tfop.controller.podgroups import plan_pod_group
+from tfop.controller.psserver import with_default_ps_server
 from tfop.controller.resources import (
     DesiredChildren,
     ReplicaSlot,
@@ -87,7 +88,7 @@ def plan(context: PlanContext) -> Plan:
     if is_terminating(job):
         return Plan()  # the garbage collector removes the children of a deleted job
     draft = PlanDraft(job, context.now, context.config)
-    defaulted = apply_defaults(job)
+    defaulted = with_default_ps_server(apply_defaults(job), context.config)
     errors = validate(defaulted)
     _note_created(draft, defaulted)
     naming = naming_of(job, [*context.of_kind(POD), *context.of_kind(SERVICE)], context.config.child_naming)
@@ -172,7 +173,7 @@ def _run(p: _Planning) -> None:
     for service in children.surplus_of(SERVICE):
         if not is_terminating(service):
             draft.delete_child(SERVICE, service)
-    gang = plan_pod_group(draft, p.job, p.context, p.context.of_kind(POD))
+    gang = plan_pod_group(draft, p.job, p.context)
     _create_missing(p, hold_pods=gang.hold_pods is not None)
     _update_running(p, [count.recreated for count in counts.values()], gang_note=gang.note)
     _record_replicas(p, counts, finishing=False)

@@ -35,11 +35,12 @@ from tfop.api.constants import (
     RESTART_POLICY_NEVER,
     TF_CONFIG_ENV,
 )
-from tfop.api.fields import items, mapping
+from tfop.api.fields import items, mapping, mapping_at
 from tfop.api.runtime_id import child_name, runtime_id
 from tfop.controller.accelerators import Accelerators, apply_accelerators
 from tfop.controller.gang import GangScheduler, join_gang, pod_group
 from tfop.controller.naming import ChildNaming, labelled_slot, naming_of
+from tfop.controller.psserver import uses_script
 from tfop.controller.settings import DEFAULT_SERVICE_DOMAIN
 
 __all__ = [
@@ -131,6 +132,9 @@ class DesiredChildren:
         self._domain = service_domain.strip(".")
         self._master = self._master_slot()
         self._cluster = self._tf_cluster() if total_replicas(job) > 1 else None
+        # Whether the job's pods mount the default PS server's script, which must exist in the namespace.
+        self.needs_server_script = any(uses_script(mapping_at(replica, "template", "spec"))
+                                       for replica in job["spec"]["tfReplicaSpecs"].values())
 
     def pod(self, replica_type: str, index: int) -> dict[str, Any]:
         replica = self._job["spec"]["tfReplicaSpecs"][replica_type]

@@ -12,6 +12,10 @@ from tfop.controller.gang import GANG_NONE, GangScheduler, gang_scheduler
 
 # "svc" resolves through every pod's DNS search path, whatever the cluster domain; "svc.cluster.local" names it.
 DEFAULT_SERVICE_DOMAIN = "svc"
+# The default PS server (controller/psserver.py): its image when the job names none, and where its script is
+# mounted (the seeds' controller config names this very path).
+DEFAULT_TF_IMAGE = "tensorflow/tensorflow:2.21.0"
+DEFAULT_GRPC_SERVER_FILE_PATH = "/opt/mlkube/grpc_tensorflow_server/grpc_tensorflow_server.py"
 
 
 @dataclass(frozen=True)
@@ -24,6 +28,8 @@ class ControllerConfig:
     gang_scheduler: str = GANG_NONE
     # How new jobs name their children (controller/naming.py); adopted jobs keep the naming they have.
     child_naming: str = NAMING_RUNTIME_ID
+    tf_image: str = DEFAULT_TF_IMAGE
+    grpc_server_file_path: str = DEFAULT_GRPC_SERVER_FILE_PATH
 
     @property
     def gang(self) -> GangScheduler | None:

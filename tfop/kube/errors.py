@@ -42,6 +42,16 @@ class Invalid(ApiError):
     """422: the server rejected the object; the message names the fields."""
 
 
+class TooLarge(ApiError):
+    """The object is larger than the server stores: 413, or the 500 the apiserver passes on from etcd ("etcdserver:
+    request is too large", or its gRPC client's "message larger than max"). The same body is refused every time."""
+
+
+# What etcd and the apiserver's gRPC client say about an object over their size limits; both reach the client as
+# a 500 InternalError, told apart from a server failing only by the message.
+_TOO_LARGE_MESSAGES = ("request is too large", "message larger than max")
+
+
 class TransportError(ApiError):
     """No HTTP answer at all (connection refused, reset, timeout) after the client's retries; status 0."""
 
@@ -109,6 +119,8 @@ def error_from_status(code: int, body: bytes | dict[str, Any] | None, http_reaso
         cls = Gone
     elif code == 422:
         cls = Invalid
+    elif code == 413 or (code == 500 and any(text in message for text in _TOO_LARGE_MESSAGES)):
+        cls = TooLarge
     return cls(code, reason, message, status)
 
 

@@ -70,6 +70,14 @@ ttlSecondsAfterFinished, creates and deletes the Pods and Services of each job, 
 - apiGroups: [""]
   resources: [events]
   verbs: [create, patch]
+# The default PS server's script (tfop/controller/serverscript.py): one ConfigMap per namespace, by name.
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [create]
+- apiGroups: [""]
+  resources: [configmaps]
+  resourceNames: [tfop-grpc-server]
+  verbs: [get, update]
 {{- with (get (dict "scheduler-plugins" "scheduling.x-k8s.io" "volcano" "scheduling.volcano.sh") .Values.gangScheduler) }}
 # Gang scheduling: one PodGroup per job, created before its pods, patched when the job's schedulingPolicy
 # changes, deleted when it finishes or is suspended.

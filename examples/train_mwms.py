@@ -1,0 +1,65 @@
+"""Synchronous data-parallel training with MultiWorkerMirroredStrategy: every process (the chief and each worker)
+holds a copy of the model, trains on its own shard of the data, and all of them add up their gradients before
+each update. TF_CONFIG, written by tfop into every pod, tells each process who its peers are.
+
+The model fits y = 3x - 2 from synthetic data, so the example needs no download and runs in seconds on a CPU.
+Run by examples/mwms.yaml; prints one `tfop-example:` line saying which task it is, then the loss of every step.
+"""
+import sys
+
+import tensorflow as tf
+
+STEPS = 20
+BATCH_PER_REPLICA = 16
+LEARNING_RATE = 0.1
+
+
+def announce(resolver: tf.distribute.cluster_resolver.ClusterResolver) -> None:
+    """One line that shows, from TensorFlow's own reading of TF_CONFIG, that every replica joined one cluster."""
+    cluster = resolver.cluster_spec().as_dict()
+    print(f"tfop-example: task={resolver.task_type}:{resolver.task_id} workers={len(cluster.get('worker', []))} "
+          f"chief={len(cluster.get('chief', []))} ps={len(cluster.get('ps', []))}", flush=True)
+
+
+def make_dataset(context: tf.distribute.InputContext) -> tf.data.Dataset:
+    # A different seed per process: each one trains on its own shard, as with real data split across workers.
+    batch = BATCH_PER_REPLICA
+    x = tf.random.stateless_uniform([batch * STEPS, 1], seed=[context.input_pipeline_id, 7], minval=-1, maxval=1)
+    noise = tf.random.stateless_normal([batch * STEPS, 1], seed=[context.input_pipeline_id, 8], stddev=0.05)
+    return tf.data.Dataset.from_tensor_slices((x, 3.0 * x - 2.0 + noise)).batch(batch)
+
+
+def main() -> int:
+    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    announce(resolver)
+    # Blocks until every process of the cluster is up: the collective all-reduce needs all of them.
+    strategy = tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver)
+    global_batch = BATCH_PER_REPLICA * strategy.num_replicas_in_sync
+
+    with strategy.scope():
+        # Every replica applies the same all-reduced gradient, so the first replica's update stands for all.
+        weight = tf.Variable(0.0, aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+        bias = tf.Variable(0.0, aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+    batches = iter(strategy.distribute_datasets_from_function(make_dataset))
+
+    @tf.function
+    def train_step(x: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
+        with tf.GradientTape() as tape:
+            # Scaled by the global batch, so the sum over replicas below is the mean over all examples.
+            loss = tf.nn.compute_average_loss(tf.square(x * weight + bias - y), global_batch_size=global_batch)
+        gradients = tape.gradient(loss, [weight, bias])
+        gradients = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, gradients)
+        for variable, gradient in zip([weight, bias], gradients):
+            variable.assign_sub(LEARNING_RATE * gradient)
+        return loss
+
+    for step in range(1, STEPS + 1):
+        per_replica_loss = strategy.run(train_step, args=next(batches))
+        loss = strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica_loss, axis=None)
+        print(f"step {step} loss {float(loss):.4f}", flush=True)
+    print(f"done: y = {float(weight.numpy()):.2f}x {float(bias.numpy()):+.2f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

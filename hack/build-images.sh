@@ -1,0 +1,318 @@
+#!/usr/bin/env bash
+# Builds the container images of the local cluster's real node without a registry or a Docker daemon, caches each
+# as an OCI image layout tarball under the cache root, and prints one line per image on stdout:
+#
+#   <image-ref> <path-to-oci-archive.tar>
+#
+# ready for `ctr -n k8s.io images import --base-name <image-ref> <tar>`. Images (all by default):
+#   tensorflow  Debian minbase + python3, a virtualenv with the locked tensorflow-cpu, examples/train_*.py in /opt/train
+#   tfop        Debian minbase + python3, a virtualenv with tfop (from this checkout) and its locked dependencies;
+#               runs `tfop run` as 65532, like the Dockerfile
+#   pause       the pod sandbox: hack/images/pause, a static Go program that reaps children and exits on SIGTERM
+#
+# Usage: hack/build-images.sh [tensorflow|tfop|pause ...]   build what is missing, print the refs and archives
+#        hack/build-images.sh --refs                         print each image's ref from its inputs, build nothing
+#        hack/build-images.sh --pin                          write the computed refs into versions.env and examples/
+#
+# A ref's tag ends in a hash of the image's inputs (this script, the lock, the sources it copies in), so the cache
+# is keyed by content: a changed input gives a new ref and a new build, never a stale cached image. The TensorFlow
+# and pause refs are pinned in versions.env (manifests name them); tfop's changes with every edit of its source.
+set -euo pipefail
+
+LOG_NAME=build-images
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=wheels.sh
+source "${HACK_DIR}/wheels.sh"
+REPO="$(cd "${HACK_DIR}/.." && pwd)"
+IMAGES_DIR="${CACHE_ROOT}/images"
+ALL_IMAGES=(tensorflow tfop pause)
+# The host tools: mmdebstrap builds the root filesystems, umoci packs them as OCI images.
+HOST_PACKAGES=(mmdebstrap umoci python3-venv binutils)
+# Documentation, manuals and translations are of no use in a container and are a good part of a minimal root.
+DPKG_EXCLUDES=(--dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*'
+  --dpkgopt='path-exclude=/usr/share/info/*' --dpkgopt='path-exclude=/usr/share/locale/*'
+  --dpkgopt='path-include=/usr/share/doc/*/copyright')
+BASE_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+
+for var in TENSORFLOW_VERSION IMAGE_DEBIAN_SUITE TENSORFLOW_IMAGE PAUSE_IMAGE TFOP_IMAGE_NAME; do
+  [[ -n "${!var:-}" ]] || die "${var} is not set in ${HACK_DIR}/versions.env"
+done
+
+# lib.sh gains these on the branch that builds the node; defined here only where it has not, so either works.
+if ! declare -F with_progress >/dev/null; then
+  # with_progress WHAT CMD...: runs CMD, saying every 30 s that WHAT is still going (pip and gzip are silent).
+  with_progress() {
+    local what="$1" started=${SECONDS} ticker rc=0
+    shift
+    ( while sleep 30; do log "still building ${what} ($((SECONDS - started))s)"; done ) &
+    ticker=$!
+    "$@" || rc=$?
+    kill "${ticker}" 2>/dev/null || true
+    wait "${ticker}" 2>/dev/null || true
+    return "${rc}"
+  }
+fi
+if ! declare -F ensure_debian_packages >/dev/null; then
+  # ensure_debian_packages PKG...: installs the Debian packages that are missing, with one `apt-get update` first.
+  ensure_debian_packages() {
+    local missing=() pkg
+    for pkg in "$@"; do
+      dpkg-query -W -f='${Status}' "${pkg}" 2>/dev/null | grep -q 'install ok installed' || missing+=("${pkg}")
+    done
+    [[ ${#missing[@]} -eq 0 ]] && return 0
+    [[ "$(id -u)" -eq 0 ]] || die "Debian packages ${missing[*]} are missing and installing them needs root"
+    log "installing Debian packages: ${missing[*]}"
+    apt-get update -qq >&2 || die "apt-get update failed"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2 \
+      || die "apt-get install ${missing[*]} failed"
+  }
+fi
+
+# --- what goes into each image, and so its ref ----------------------------------------------------------------
+
+# image_inputs NAME: the files (relative to the repository) an image is built from, one a line.
+image_inputs() {
+  (
+    cd "${REPO}"
+    echo hack/build-images.sh
+    case "$1" in
+      tensorflow)
+        echo hack/wheels.sh
+        echo hack/images/tensorflow/requirements.txt
+        ls examples/train_*.py ;;
+      tfop)
+        echo hack/wheels.sh
+        echo hack/images/tfop/requirements.txt
+        echo hack/images/tfop/build-requirements.txt
+        echo setup.cfg
+        echo pyproject.toml
+        find tfop -type f ! -name '*.pyc' ! -path '*/__pycache__/*' | LC_ALL=C sort ;;
+      pause)
+        echo hack/images/pause/go.mod
+        echo hack/images/pause/main.go ;;
+    esac
+  )
+}
+
+# inputs_hash NAME: 12 hex digits of SHA-256 over the names and contents of the inputs, and the versions used.
+inputs_hash() {
+  (
+    cd "${REPO}"
+    image_inputs "$1" | xargs sha256sum
+    echo "debian=${IMAGE_DEBIAN_SUITE} tensorflow=${TENSORFLOW_VERSION}"
+  ) | sha256sum | cut -c1-12
+}
+
+# computed_ref NAME: the ref the image's inputs give today.
+computed_ref() {
+  case "$1" in
+    tensorflow) echo "${TENSORFLOW_IMAGE%%:*}:${TENSORFLOW_VERSION}-$(inputs_hash tensorflow)" ;;
+    pause) echo "${PAUSE_IMAGE%%:*}:1-$(inputs_hash pause)" ;;
+    tfop)
+      local version
+      version="$(sed -n -E 's/^version\s*=\s*(\S+)/\1/p' "${REPO}/setup.cfg")"
+      echo "${TFOP_IMAGE_NAME}:${version}-$(inputs_hash tfop)" ;;
+  esac
+}
+
+# pinned_ref NAME: the ref versions.env names (tfop has none: its ref follows its source).
+pinned_ref() {
+  case "$1" in
+    tensorflow) echo "${TENSORFLOW_IMAGE}" ;;
+    pause) echo "${PAUSE_IMAGE}" ;;
+    tfop) computed_ref tfop ;;
+  esac
+}
+
+# pin: writes the computed TensorFlow and pause refs into versions.env, and the TensorFlow one into the examples.
+pin() {
+  local name var old new file
+  for name in tensorflow pause; do
+    var="$(echo "${name}" | tr a-z A-Z)_IMAGE"
+    old="$(pinned_ref "${name}")"
+    new="$(computed_ref "${name}")"
+    [[ "${old}" == "${new}" ]] && continue
+    log "${var}: ${old} -> ${new}"
+    sed -i "s|^${var}=.*|${var}=${new}|" "${HACK_DIR}/versions.env"
+    for file in "${REPO}"/examples/*.yaml; do
+      grep -qF "${old}" "${file}" && sed -i "s|${old}|${new}|g" "${file}"
+    done
+  done
+  return 0
+}
+
+# --- packing --------------------------------------------------------------------------------------------------
+
+# debian_root DIR PACKAGES ARGS...: a minbase Debian root in DIR with PACKAGES (comma-separated); ARGS go to
+# mmdebstrap (hooks). Uses this machine's apt sources when they serve the suite, so the image gets the same
+# mirror and security updates as the host; otherwise mmdebstrap's default mirror.
+debian_root() {
+  local dir="$1" packages="$2" sources=() clean_env=() var
+  shift 2
+  # mmdebstrap passes its environment to the hooks; pip settings meant for this machine (a find-links directory,
+  # an index) have no meaning in the chroot, where pip installs from the wheels copied in and nothing else.
+  for var in $(compgen -e | grep '^PIP_' || true); do clean_env+=(-u "${var}"); done
+  if grep -qsE "^Suites:.*\b${IMAGE_DEBIAN_SUITE}\b" /etc/apt/sources.list.d/debian.sources; then
+    sources=(/etc/apt/sources.list.d/debian.sources)
+  fi
+  with_progress "the Debian root (mmdebstrap ${IMAGE_DEBIAN_SUITE})" \
+    env "${clean_env[@]}" mmdebstrap --quiet --mode=root --variant=minbase --include="${packages}" "${DPKG_EXCLUDES[@]}" "$@" \
+      --customize-hook='rm -f "$1/etc/resolv.conf" "$1/etc/hostname"' \
+      "${IMAGE_DEBIAN_SUITE}" "${dir}" "${sources[@]}" >&2 \
+    || die "mmdebstrap ${IMAGE_DEBIAN_SUITE} with ${packages} failed (see its output above)"
+  # runc mounts a fresh /dev in every container; device nodes in a layer would only need mknod on import.
+  find "${dir}/dev" -mindepth 1 -delete
+}
+
+# new_image REF: an empty OCI image named REF, unpacked into a bundle; prints the bundle's root directory, where the
+# build puts the image's files. umoci's repack of a bundle, unlike its insert, writes complete tar layers.
+new_image() {
+  local ref="$1" dir="${WORK}/${1##*/}"
+  dir="${dir//:/_}"
+  umoci init --layout "${dir}/oci" >&2
+  umoci new --image "${dir}/oci:${ref##*:}" >&2
+  umoci unpack --image "${dir}/oci:${ref##*:}" "${dir}/bundle" >&2 || die "umoci could not unpack the new ${ref}"
+  echo "${dir}/bundle/rootfs"
+}
+
+# finish_image REF OUT UMOCI_CONFIG_ARGS...: the bundle's root as the single layer of REF, written to OUT as an
+# OCI layout tarball. umoci records only a tag in index.json; the full ref is written there too (as containerd's
+# own exports do), so an import finds the name whether or not --base-name is given.
+finish_image() {
+  local ref="$1" out="$2" dir="${WORK}/${1##*/}" tag="${1##*:}"
+  shift 2
+  dir="${dir//:/_}"
+  with_progress "the layer of ${ref}" \
+    umoci repack --history.created_by "hack/build-images.sh" --image "${dir}/oci:${tag}" "${dir}/bundle" >&2 \
+    || die "umoci could not pack the root of ${ref} as a layer"
+  umoci config --image "${dir}/oci:${tag}" --config.workingdir / --architecture "$(dpkg --print-architecture)" \
+    --os linux "$@" >&2 || die "umoci config of ${ref} failed"
+  umoci gc --layout "${dir}/oci" >&2
+  "${IMAGE_PYTHON}" - "${dir}/oci/index.json" "${ref}" <<'PY' || die "could not name ${ref} in its index.json"
+import json, sys
+
+path, ref = sys.argv[1], sys.argv[2]
+with open(path) as f:
+    index = json.load(f)
+for manifest in index["manifests"]:
+    manifest.setdefault("annotations", {}).update(
+        {"org.opencontainers.image.ref.name": ref, "io.containerd.image.name": ref})
+with open(path, "w") as f:
+    json.dump(index, f)
+PY
+  mkdir -p "$(dirname "${out}")"
+  tar -C "${dir}/oci" -cf "${out}.partial" oci-layout index.json blobs
+  mv "${out}.partial" "${out}"  # atomic: a half-written archive is never taken as built
+  rm -rf "${dir}"
+}
+
+# --- the images -----------------------------------------------------------------------------------------------
+
+build_tensorflow() {
+  local ref="$1" out="$2" lock="${HACK_DIR}/images/tensorflow/requirements.txt" root
+  download_wheels "${lock}"
+  root="$(new_image "${ref}")"
+  mkdir -p "${WORK}/tensorflow-in/train"
+  cp "${lock}" "${WORK}/tensorflow-in/requirements.txt"
+  cp "${REPO}"/examples/train_*.py "${WORK}/tensorflow-in/train/"
+  # The wheels are hard-linked into the root when they can be (same file system), copied when not; the venv's
+  # pip installs them with no index and checks every hash. tensorflow/include holds the C++ headers for building
+  # custom ops (a fifth of the install) that a training pod never reads; and TensorFlow's shared libraries carry
+  # their static symbol tables, a sixth of the install, which only a debugger reads (strip --strip-unneeded keeps
+  # the dynamic symbols that loading and op registration use). Only TensorFlow's: the libraries auditwheel
+  # vendors into other wheels (*.libs/) were rewritten by patchelf, and strip breaks them (numpy's OpenBLAS then
+  # fails with "ELF load command address/offset not page-aligned").
+  debian_root "${root}" python3,python3-venv \
+    --customize-hook="mkdir -p \"\$1/tmp/in\" && cp -a '${WORK}/tensorflow-in/.' \"\$1/tmp/in/\"" \
+    --customize-hook="mkdir -p \"\$1/tmp/in/wheels\" && { cp -al '${WHEEL_DIR}/.' \"\$1/tmp/in/wheels/\" 2>/dev/null || cp -a '${WHEEL_DIR}/.' \"\$1/tmp/in/wheels/\"; }" \
+    --customize-hook='chroot "$1" python3 -m venv /opt/tensorflow' \
+    --customize-hook='chroot "$1" /opt/tensorflow/bin/pip install --quiet --disable-pip-version-check --no-index --find-links /tmp/in/wheels --require-hashes --no-deps -r /tmp/in/requirements.txt' \
+    --customize-hook='rm -rf "$1"/opt/tensorflow/lib/python3*/site-packages/tensorflow/include' \
+    --customize-hook='find "$1"/opt/tensorflow/lib/python3*/site-packages/tensorflow -type f -name "*.so*" -exec strip --strip-unneeded {} +' \
+    --customize-hook='mkdir -p "$1/opt/train" && cp "$1"/tmp/in/train/*.py "$1/opt/train/" && rm -rf "$1/tmp/in"'
+  finish_image "${ref}" "${out}" \
+    --config.env "PATH=/opt/tensorflow/bin:${BASE_PATH}" --config.env PYTHONUNBUFFERED=1 \
+    --config.env TF_CPP_MIN_LOG_LEVEL=1 --config.workingdir /opt/train --config.cmd python
+}
+
+build_tfop() {
+  local ref="$1" out="$2" root src="${WORK}/tfop-in/src"
+  download_wheels "${HACK_DIR}/images/tfop/requirements.txt"
+  download_wheels "${HACK_DIR}/images/tfop/build-requirements.txt"
+  root="$(new_image "${ref}")"
+  # The project as the Dockerfile's context has it (.dockerignore): metadata and the package, nothing else.
+  mkdir -p "${src}"
+  cp "${REPO}/pyproject.toml" "${REPO}/setup.cfg" "${REPO}/README.md" "${src}/"
+  (cd "${REPO}" && find tfop -type f ! -name '*.pyc' ! -path '*/__pycache__/*' -print0 \
+    | xargs -0 cp --parents -t "${src}/")
+  cp "${HACK_DIR}"/images/tfop/*requirements.txt "${WORK}/tfop-in/"
+  # The wheel is built in a throwaway venv with the locked setuptools and wheel, and pip's build isolation off
+  # (isolation would fetch unpinned build tools); the image's venv gets the wheel and its locked dependencies, and
+  # loses the pip and setuptools that venv put there, since nothing installs at run time.
+  debian_root "${root}" python3,python3-venv \
+    --customize-hook="mkdir -p \"\$1/tmp/in\" && cp -a '${WORK}/tfop-in/.' \"\$1/tmp/in/\"" \
+    --customize-hook="mkdir -p \"\$1/tmp/in/wheels\" && { cp -al '${WHEEL_DIR}/.' \"\$1/tmp/in/wheels/\" 2>/dev/null || cp -a '${WHEEL_DIR}/.' \"\$1/tmp/in/wheels/\"; }" \
+    --customize-hook='chroot "$1" python3 -m venv /tmp/build' \
+    --customize-hook='chroot "$1" /tmp/build/bin/pip install --quiet --disable-pip-version-check --no-index --find-links /tmp/in/wheels --require-hashes --no-deps -r /tmp/in/build-requirements.txt' \
+    --customize-hook='chroot "$1" /tmp/build/bin/pip wheel --quiet --disable-pip-version-check --no-index --no-deps --no-build-isolation --wheel-dir /tmp/in/dist /tmp/in/src' \
+    --customize-hook='chroot "$1" python3 -m venv /opt/tfop' \
+    --customize-hook='chroot "$1" /opt/tfop/bin/pip install --quiet --disable-pip-version-check --no-index --find-links /tmp/in/wheels --require-hashes --no-deps -r /tmp/in/requirements.txt' \
+    --customize-hook='chroot "$1" sh -c "/opt/tfop/bin/pip install --quiet --disable-pip-version-check --no-index --no-deps /tmp/in/dist/tfop-*.whl"' \
+    --customize-hook='chroot "$1" /opt/tfop/bin/pip uninstall --quiet --yes setuptools pip' \
+    --customize-hook='chroot "$1" /opt/tfop/bin/tfop --help >/dev/null' \
+    --customize-hook='rm -rf "$1/tmp/in" "$1/tmp/build"'
+  # A numeric user, so that a pod's runAsNonRoot can be verified; 65532 is the usual "nonroot".
+  finish_image "${ref}" "${out}" \
+    --config.user 65532:65532 --config.entrypoint /opt/tfop/bin/tfop --config.entrypoint run \
+    --config.env "PATH=/opt/tfop/bin:${BASE_PATH}" --config.env PYTHONUNBUFFERED=1 \
+    --config.env PYTHONDONTWRITEBYTECODE=1 --config.exposedports 8080/tcp --config.exposedports 8081/tcp
+}
+
+build_pause() {
+  local ref="$1" out="$2" root
+  go_build_env
+  root="$(new_image "${ref}")"
+  (cd "${HACK_DIR}/images/pause" && go build -ldflags "-s -w" -o "${root}/pause" .) \
+    || die "building the pause program (hack/images/pause) failed (see the Go output above)"
+  finish_image "${ref}" "${out}" --config.entrypoint /pause --config.user 65535:65535
+}
+
+# --- main -----------------------------------------------------------------------------------------------------
+
+case "${1:-}" in
+  --refs)
+    for name in "${ALL_IMAGES[@]}"; do echo "$(computed_ref "${name}")"; done
+    exit 0 ;;
+  --pin)
+    pin
+    exit 0 ;;
+esac
+
+names=("$@")
+[[ ${#names[@]} -gt 0 ]] || names=("${ALL_IMAGES[@]}")
+for name in "${names[@]}"; do
+  [[ " ${ALL_IMAGES[*]} " == *" ${name} "* ]] || die "unknown image '${name}' (known: ${ALL_IMAGES[*]})"
+  ref="$(computed_ref "${name}")"
+  [[ "${ref}" == "$(pinned_ref "${name}")" ]] \
+    || die "the ${name} image's inputs changed: versions.env names $(pinned_ref "${name}"), they make ${ref}; run \`make image-refs\` and commit"
+done
+
+WORK=""
+cleanup() { [[ -z "${WORK}" ]] || rm -rf "${WORK}"; }
+trap cleanup EXIT
+
+for name in "${names[@]}"; do
+  ref="$(computed_ref "${name}")"
+  out="${IMAGES_DIR}/${name}/${ref##*:}.tar"
+  if [[ ! -f "${out}" ]]; then
+    [[ "$(id -u)" -eq 0 ]] || die "building the ${name} image needs root (mmdebstrap and umoci keep file owners)"
+    ensure_debian_packages "${HOST_PACKAGES[@]}"
+    [[ -n "${WORK}" ]] || WORK="$(mktemp -d)"
+    log "building ${ref}"
+    start=${SECONDS}
+    "build_${name}" "${ref}" "${out}"
+    log "built ${ref} in $((SECONDS - start))s: $(du -h "${out}" | cut -f1) archive"
+  fi
+  echo "${ref} ${out}"
+done

@@ -1,0 +1,65 @@
+"""The local cluster's certificates: one CA signs the apiserver's serving certificate, the clients' certificates
+(admin, the apiserver as kubelet's client, the node as system:node:NAME) and kubelet's serving certificate.
+
+Each file is made once, when missing; the apiserver's is remade when the addresses it must carry change.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+DAYS = "3650"
+
+
+class PKIError(RuntimeError):
+    """openssl is missing or refused; the message has its answer."""
+
+
+def openssl(*args: str, cwd: Path) -> None:
+    result = subprocess.run(["openssl", *args], cwd=cwd, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise PKIError(f"openssl {' '.join(args[:2])} failed: {result.stderr.strip()}")
+
+
+def _signed(pki: Path, name: str, subject: str, ext: str) -> None:
+    """A key and a certificate `name` for `subject`, signed by the CA, with the extensions in `ext`."""
+    (pki / f"{name}.ext").write_text(ext)
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
+            "-subj", subject, cwd=pki)
+    openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+            "-out", f"{name}.crt", "-days", DAYS, "-extfile", f"{name}.ext", cwd=pki)
+
+
+def make_pki(pki: Path, api_service_ip: str, node_name: str, node_ip: str) -> None:
+    """Everything the control plane and the real node need; cheap to make, so made whether or not a node runs."""
+    if shutil.which("openssl") is None:
+        raise PKIError("openssl is needed to make the cluster's certificates; install it (apt-get install openssl)")
+    pki.mkdir(parents=True, exist_ok=True)
+    if not (pki / "ca.crt").exists():
+        openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
+                "-days", DAYS, "-subj", "/CN=tfop-local-ca", cwd=pki)
+    # client.ext is also read by hack/bench for its operator's certificate.
+    client = "extendedKeyUsage=clientAuth\n"
+    (pki / "client.ext").write_text(client)
+    apiserver_ext = ("subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,"
+                     "DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,"
+                     f"IP:{api_service_ip}\nextendedKeyUsage=serverAuth\n")
+    wanted = {
+        "apiserver": ("/CN=kube-apiserver", apiserver_ext),
+        "admin": ("/O=system:masters/CN=tfop-admin", client),
+        # The apiserver's identity towards kubelet (logs, exec): kubelet authorizes every authenticated client.
+        "kubelet-client": ("/O=system:masters/CN=kube-apiserver-kubelet-client", client),
+        # kubelet's identity towards the apiserver; RBAC binds the system:node ClusterRole to this user.
+        "node": (f"/O=system:nodes/CN=system:node:{node_name}", client),
+        "kubelet-serving": (f"/CN={node_name}",
+                            f"subjectAltName=IP:{node_ip},DNS:{node_name}\nextendedKeyUsage=serverAuth\n"),
+    }
+    for name, (subject, ext) in wanted.items():
+        current = pki / f"{name}.ext"
+        if not (pki / f"{name}.crt").exists() or (current.exists() and current.read_text() != ext):
+            _signed(pki, name, subject, ext)
+    if not (pki / "sa.key").exists():
+        openssl("genrsa", "-out", "sa.key", "2048", cwd=pki)
+        openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=pki)

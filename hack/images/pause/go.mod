@@ -1,0 +1,3 @@
+module tfop.local/pause
+
+go 1.22

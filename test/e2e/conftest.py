@@ -1,0 +1,35 @@
+"""The real node for the e2e suite: the session's cluster gets it on first request (kubelet, containerd, CoreDNS;
+built and cached by hack/build-node.sh), and the session's teardown takes it down with the cluster."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from busybox_image import build as busybox_image
+from local_cluster import LocalCluster
+from support.operator_process import OperatorProcess
+
+
+@pytest.fixture(scope="session")
+def real_node(cluster: LocalCluster) -> LocalCluster:
+    """The session cluster with its real node up. Not root, or a piece missing: the test errors, never skips."""
+    cluster.real_node = True
+    cluster.up()
+    return cluster
+
+
+@pytest.fixture(scope="session")
+def busybox() -> str:
+    """The busybox image's reference (imported into the node by `up`)."""
+    return busybox_image()[0]
+
+
+@pytest.fixture
+def operator(real_node: LocalCluster, tfjob_crd: Path, namespace: str, tmp_path: Path) -> Iterator[OperatorProcess]:
+    """tfop as a process on the host (it reaches the apiserver on loopback), watching the test's namespace."""
+    process = OperatorProcess(real_node.kubeconfig, tmp_path / "tfop.log", "--namespace", namespace).start()
+    yield process
+    process.kill()

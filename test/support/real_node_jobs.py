@@ -1,0 +1,61 @@
+"""TFJobs whose pods run on the local cluster's real node, and the few kubectl reads the tests make of them."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from local_cluster import LocalCluster
+from real_node import NODE_LABEL
+
+
+def on_real_node(spec: dict[str, Any]) -> dict[str, Any]:
+    """A pod spec that asks for the real node: its label, and a toleration of its taint."""
+    return {**spec, "nodeSelector": {NODE_LABEL: "true"},
+            "tolerations": [{"key": NODE_LABEL, "operator": "Exists", "effect": "NoSchedule"}]}
+
+
+def shell_container(image: str, script: str, **extra: Any) -> dict[str, Any]:
+    return {"name": "tensorflow", "image": image, "imagePullPolicy": "Never", "command": ["sh", "-c", script],
+            **extra}
+
+
+def tfjob(name: str, replicas: dict[str, dict[str, Any]], backoff_limit: int = 3) -> dict[str, Any]:
+    """replicas: type -> {"restartPolicy": ..., "spec": pod spec}; every pod is put on the real node."""
+    return {
+        "apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": name},
+        "spec": {"runPolicy": {"backoffLimit": backoff_limit, "cleanPodPolicy": "None"},
+                 "tfReplicaSpecs": {kind: {"replicas": 1, "restartPolicy": r["restartPolicy"],
+                                           "template": {"spec": on_real_node(r["spec"])}}
+                                    for kind, r in replicas.items()}},
+    }
+
+
+def apply(cluster: LocalCluster, namespace: str, obj: dict[str, Any]) -> None:
+    cluster.kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(obj))
+
+
+def get(cluster: LocalCluster, namespace: str, kind: str, name: str) -> dict[str, Any]:
+    return json.loads(cluster.kubectl("get", kind, name, "-n", namespace, "-o", "json").stdout)  # type: ignore[no-any-return]
+
+
+def wait_for_condition(cluster: LocalCluster, namespace: str, name: str, wanted: set[str],
+                       timeout: float = 120.0) -> dict[str, Any]:
+    """Waits until one of the `wanted` condition types is True on the TFJob; returns the job."""
+    deadline = time.monotonic() + timeout
+    job: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        job = get(cluster, namespace, "tfjob", name)
+        true = {c["type"] for c in job.get("status", {}).get("conditions", []) if c["status"] == "True"}
+        if true & wanted:
+            return job
+        time.sleep(0.3)
+    raise AssertionError(f"TFJob {name} reached none of {wanted} in {timeout:.0f}s; status: "
+                         f"{json.dumps(job.get('status'), indent=1)}")
+
+
+def job_pods(cluster: LocalCluster, namespace: str, name: str) -> list[dict[str, Any]]:
+    items = json.loads(cluster.kubectl("get", "pods", "-n", namespace, "-o", "json",
+                                       "-l", f"training.kubeflow.org/job-name={name}").stdout)["items"]
+    return items  # type: ignore[no-any-return]

@@ -1,0 +1,1 @@
+"""Files tfop ships into pods (not imported by the operator)."""

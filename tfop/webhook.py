@@ -1,0 +1,155 @@
+"""The CRD's conversion webhook: HTTPS POST /convert answers a ConversionReview with tfop/api/conversion.py.
+
+It runs inside `tfop run` (--webhook-addr; every replica serves it, leader or not, so conversion keeps working
+through a rollout) or alone as `tfop webhook`. The certificate is read from --webhook-cert-dir (tls.crt and
+tls.key, the layout of a kubernetes.io/tls Secret that cert-manager keeps) and read again when the files change,
+so a rotated certificate is used without a restart. The webhook needs no API access at all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import ssl
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from tfop.api.conversion import ConversionError, convert
+
+log = structlog.get_logger("tfop.webhook")
+REVIEW_API_VERSION = "apiextensions.k8s.io/v1"
+MAX_BODY = 16 * 1024 * 1024  # a list of large TFJobs; the apiserver's own request limit is 3 MiB per object
+
+
+def review_response(review: Any) -> dict[str, Any]:
+    """The ConversionReview answering `review`: every object converted, or a Failure naming the fields."""
+    request = review.get("request") if isinstance(review, dict) else None
+    if not isinstance(request, dict):
+        return _answer("", failure="the body is not a ConversionReview with a request")
+    uid = str(request.get("uid", ""))
+    desired = request.get("desiredAPIVersion")
+    converted: list[dict[str, Any]] = []
+    for obj in request.get("objects") or []:
+        try:
+            result = convert(obj, str(desired))
+        except ConversionError as error:
+            return _answer(uid, failure=str(error))
+        if result.problems:
+            name = (obj.get("metadata") or {}).get("name", "")
+            fields = "; ".join(str(problem) for problem in result.problems)
+            return _answer(uid, failure=f"{obj.get('apiVersion')} TFJob {name!r} cannot be stored as "
+                                        f"kubeflow.org/v1: {fields}")
+        converted.append(result.obj)
+    return _answer(uid, converted=converted)
+
+
+def _answer(uid: str, *, converted: list[dict[str, Any]] | None = None, failure: str | None = None) -> dict[str, Any]:
+    response: dict[str, Any] = {"uid": uid}
+    if failure is None:
+        response.update(result={"status": "Success"}, convertedObjects=converted or [])
+    else:
+        response.update(result={"status": "Failure", "message": failure}, convertedObjects=[])
+    return {"apiVersion": REVIEW_API_VERSION, "kind": "ConversionReview", "response": response}
+
+
+class CertificateFiles:
+    """An SSL context from tls.crt/tls.key in a directory, rebuilt when either file changes."""
+
+    def __init__(self, directory: str | Path) -> None:
+        self.cert = Path(directory) / "tls.crt"
+        self.key = Path(directory) / "tls.key"
+        self._lock = threading.Lock()
+        self._stamp: tuple[float, float] | None = None
+        self._context: ssl.SSLContext | None = None
+        self.context()  # fail at start, naming the files, rather than at the first request
+
+    def context(self) -> ssl.SSLContext:
+        with self._lock:
+            stamp = (os.stat(self.cert).st_mtime, os.stat(self.key).st_mtime)
+            if self._context is None or stamp != self._stamp:
+                context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+                context.minimum_version = ssl.TLSVersion.TLSv1_2
+                context.load_cert_chain(self.cert, self.key)
+                if self._context is not None:
+                    log.info("webhook certificate reloaded", cert=str(self.cert))
+                self._context, self._stamp = context, stamp
+            return self._context
+
+
+class _TLSServer(ThreadingHTTPServer):
+    daemon_threads = True
+    certificates: CertificateFiles
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        connection, address = super().get_request()
+        connection.settimeout(10.0)
+        # The handshake happens on the request's own thread (finish_request), so a slow client holds up no other.
+        return self.certificates.context().wrap_socket(connection, server_side=True,
+                                                       do_handshake_on_connect=False), address
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        try:
+            request.do_handshake()
+        except OSError:
+            return  # a client that does not trust us, or a port scan
+        super().finish_request(request, client_address)
+
+
+class ConversionWebhook:
+    def __init__(self, address: str, cert_dir: str | Path) -> None:
+        host, _, port = address.rpartition(":")
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                if self.path.split("?", 1)[0] != "/convert":
+                    self._send(404, {"message": "not found"})
+                    return
+                length = int(self.headers.get("Content-Length") or 0)
+                if not 0 < length <= MAX_BODY:
+                    self._send(413, {"message": "body missing or too large"})
+                    return
+                try:
+                    review = json.loads(self.rfile.read(length))
+                except ValueError:
+                    self._send(400, {"message": "the body is not JSON"})
+                    return
+                answer = review_response(review)
+                result = answer["response"]["result"]
+                if result["status"] != "Success":
+                    log.info("conversion refused", message=result["message"])
+                self._send(200, answer)
+
+            def do_GET(self) -> None:
+                self._send(200 if self.path == "/healthz" else 404, {"status": "ok"})
+
+            def _send(self, code: int, body: dict[str, Any]) -> None:
+                data = json.dumps(body, separators=(",", ":")).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self._server = _TLSServer((host or "0.0.0.0", int(port)), Handler)
+        self._server.certificates = CertificateFiles(cert_dir)
+        self._thread = threading.Thread(target=self._server.serve_forever, name="webhook", daemon=True)
+
+    @property
+    def address(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"{host!s}:{port}"
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
