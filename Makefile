@@ -9,17 +9,21 @@ CLUSTER_DIR ?= .local/cluster
 ARGS ?=
 # Extra arguments for pytest, e.g. make test PYTEST_ARGS="-k crd"
 PYTEST_ARGS ?=
+# A gang scheduler for `make cluster-up`: scheduler-plugins (its co-scheduler and PodGroup CRD) or volcano (its
+# PodGroup CRD only), e.g. make cluster-up GANG=scheduler-plugins
+GANG ?=
 # 1: `make run` and `make cluster-up` start the real node (kubelet, containerd, CoreDNS; needs root); 0: kwok only
 REAL_NODE ?= 1
 NODE_FLAG := $(if $(filter 1,$(REAL_NODE)),--real-node,--no-real-node)
 
-.PHONY: help venv controlplane node cluster-up cluster-down cluster-status cluster-destroy run test unit integration \
+.PHONY: help venv controlplane node coscheduler cluster-up cluster-down cluster-status cluster-destroy run test unit integration \
 	e2e lint crd constraints clean
 
 help: ## list the targets and the variables they take
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
 	@echo "Variables: ARGS (make run: flags for tfop run), PYTEST_ARGS (test, unit, integration, e2e), HELM_ARGS"
-	@echo "  (deploy-render), BENCH_ARGS (bench), CLUSTER_DIR (.local/cluster), TFOP_CACHE_DIR (~/.cache/tfop)."
+	@echo "  (deploy-render), BENCH_ARGS (bench), CLUSTER_DIR (.local/cluster), TFOP_CACHE_DIR (~/.cache/tfop),"
+	@echo "  GANG (cluster-up: scheduler-plugins or volcano)."
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,22 +39,29 @@ controlplane: ## build (first time: tens of minutes) or reuse the pinned Kuberne
 node: ## build (first time: a few minutes) or reuse kubelet, containerd and CoreDNS; apt-installs runc, CNI plugins
 	@bash hack/build-node.sh >/dev/null
 
-cluster-up: controlplane ## start the local cluster (idempotent), with the real node unless REAL_NODE=0
+coscheduler: ## build (first time: 5-40 min) or reuse scheduler-plugins' scheduler, for gang scheduling
+	@bash hack/build-coscheduler.sh >/dev/null
+
+cluster-up: controlplane ## start the local cluster (idempotent), with the real node unless REAL_NODE=0; prints the kubeconfig. GANG=scheduler-plugins|volcano
 	@$(PYTHON) hack/local_cluster.py up $(NODE_FLAG) --dir $(CLUSTER_DIR)
+	@if [ -n "$(GANG)" ]; then $(PYTHON) hack/coscheduler.py up --gang $(GANG) --dir $(CLUSTER_DIR); fi
 
 cluster-down: ## stop the local cluster, keeping its data
+	@$(PYTHON) hack/coscheduler.py down --dir $(CLUSTER_DIR)
 	@$(PYTHON) hack/local_cluster.py down --dir $(CLUSTER_DIR)
 
 cluster-destroy: ## stop the local cluster and delete its data
+	@$(PYTHON) hack/coscheduler.py down --dir $(CLUSTER_DIR)
 	@$(PYTHON) hack/local_cluster.py destroy --dir $(CLUSTER_DIR)
 
 cluster-status: ## show which local cluster components run, and the real node's state
 	@$(PYTHON) hack/local_cluster.py status --dir $(CLUSTER_DIR)
+	@$(PYTHON) hack/coscheduler.py status --dir $(CLUSTER_DIR)
 
 run: venv ## run the operator against $KUBECONFIG (asks before installing the CRD there; ARGS=--install-crd or --no-install-crd answer for you), or against the local cluster (started if needed, with the real node unless REAL_NODE=0)
 	@REAL_NODE=$(REAL_NODE) bash hack/run.sh $(ARGS)
 
-test: venv controlplane node helm training-operator ## run every test: unit, integration and e2e against a real local control plane
+test: venv controlplane node helm coscheduler training-operator ## run every test: unit, integration and e2e against a real local control plane
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The suites are selected by marker (test/conftest.py gives each test the one of its directory); the directory is
@@ -58,7 +69,7 @@ test: venv controlplane node helm training-operator ## run every test: unit, int
 unit: venv ## run the unit tests only (-m unit; no cluster)
 	$(PY) -m pytest -m unit test/unit $(PYTEST_ARGS)
 
-integration: venv controlplane helm training-operator ## run the integration tests only (-m integration)
+integration: venv controlplane helm coscheduler training-operator ## run the integration tests only (-m integration)
 	$(PY) -m pytest -m integration test/integration $(PYTEST_ARGS)
 
 e2e: venv controlplane node ## run the end-to-end tests only (-m e2e)

@@ -71,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="auto = JSON unless stderr is a terminal")
     run.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     run.add_argument("--config", default=None, help="controller config file (YAML)")
+    run.add_argument("--gang-scheduler-name", choices=["none", "scheduler-plugins", "volcano"], default=None,
+                     help="gang-schedule each job as one PodGroup of this scheduler (default: the config file's "
+                          "gangScheduler, else none)")
     run.add_argument("--webhook-addr", default=None,
                      help="host:port to serve the CRD's conversion webhook on (HTTPS /convert; default: not served)")
     run.add_argument("--webhook-cert-dir", default="/run/tfop/webhook",

@@ -11,6 +11,7 @@ cluster the operator runs in rather than how one process runs (those are flags).
         - {name: LD_LIBRARY_PATH, value: /usr/lib/nvidia:/usr/lib/x86_64-linux-gnu}
         volumes:
         - {name: lib, mountPath: /usr/lib/nvidia, hostPath: /usr/lib/nvidia-384}
+    gangScheduler: scheduler-plugins      # none (default), scheduler-plugins or volcano: one PodGroup per job
     childNaming: RuntimeId                # new jobs' children: {job}-{type}-{runtimeId}-{index} (default), or
                                           # TypeIndex: {job}-{type}-{index}, as the Kubeflow training operator
 """
@@ -28,6 +29,7 @@ import yaml
 
 from tfop.api.constants import NAMING_RUNTIME_ID, NAMINGS
 from tfop.controller.accelerators import Accelerator, HostVolume
+from tfop.controller.gang import GANG_NONE, GANG_SCHEDULER_NAMES
 from tfop.controller.settings import (
     DEFAULT_GRPC_SERVER_FILE_PATH,
     DEFAULT_SERVICE_DOMAIN,
@@ -61,8 +63,8 @@ def load_config(path: str | Path | None, warnings: list[str] | None = None) -> C
 def parse_config(data: Any, warnings: list[str] | None = None) -> ControllerConfig:
     notes = warnings if warnings is not None else []
     document = _mapping(data, "the config")
-    _known(document, "the config", {"serviceDomain", "accelerators", "childNaming", "tfImage", "grpcServerFilePath"},
-           notes)
+    _known(document, "the config",
+           {"serviceDomain", "accelerators", "gangScheduler", "childNaming", "tfImage", "grpcServerFilePath"}, notes)
     domain = document.get("serviceDomain", DEFAULT_SERVICE_DOMAIN)
     if not isinstance(domain, str) or not _DNS_SUFFIX.match(domain):
         raise ConfigError(f"serviceDomain {domain!r} is not a DNS suffix such as svc.cluster.local")
@@ -79,10 +81,13 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> ControllerConf
         str(resource): _accelerator(spec, f"accelerators[{resource}]", notes)
         for resource, spec in _mapping(document.get("accelerators") or {}, "accelerators").items()
     }
+    gang = document.get("gangScheduler", GANG_NONE)
+    if gang not in GANG_SCHEDULER_NAMES:
+        raise ConfigError(f"gangScheduler {gang!r} is not one of {', '.join(GANG_SCHEDULER_NAMES)}")
     naming = document.get("childNaming", NAMING_RUNTIME_ID)
     if naming not in NAMINGS:
         raise ConfigError(f"childNaming {naming!r} is not one of {', '.join(NAMINGS)}")
-    return ControllerConfig(service_domain=domain, accelerators=MappingProxyType(accelerators),
+    return ControllerConfig(service_domain=domain, accelerators=MappingProxyType(accelerators), gang_scheduler=gang,
                             child_naming=str(naming), tf_image=image,
                             grpc_server_file_path=posixpath.normpath(server_path))
 

@@ -8,6 +8,7 @@ then releases the lease so a successor takes over at once.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import signal
 import socket
 import threading
@@ -21,7 +22,7 @@ from prometheus_client import CollectorRegistry
 
 from tfop import logs
 from tfop.config import ConfigError, load_config
-from tfop.controller.controller import TFJobController
+from tfop.controller.controller import TFJobController, gang_scheduler_problem
 from tfop.health import Checks, EndpointServer
 from tfop.kube.client import KubeClient
 from tfop.kube.events import EventRecorder
@@ -51,6 +52,8 @@ def _run(args: argparse.Namespace) -> int:
     warnings: list[str] = []
     try:
         config = load_config(args.config, warnings)
+        if args.gang_scheduler_name is not None:
+            config = dataclasses.replace(config, gang_scheduler=args.gang_scheduler_name)
     except ConfigError as error:
         raise StartupError(EXIT_USAGE, "invalid configuration", str(error), "fix the file given to --config") from None
     for warning in warnings:
@@ -62,8 +65,11 @@ def _run(args: argparse.Namespace) -> int:
     client = make_client(args.kubeconfig, qps=args.qps, burst=args.burst, metrics=metrics.kube)
     check_cluster(client, args.namespace)
     recorder = EventRecorder(client, "tfop", metrics=metrics.kube)
+    gang_problem = gang_scheduler_problem(client, config.gang)
+    if gang_problem is not None:
+        log.error("gang scheduling unavailable", problem=gang_problem)
     controller = TFJobController(client, recorder, config=config, metrics=metrics, namespaces=args.namespace,
-                                 threads=args.threads)
+                                 threads=args.threads, gang_problem=gang_problem)
     servers: list[EndpointServer | ConversionWebhook] = [*_endpoint_servers(addresses, controller, registry)]
     if args.webhook_addr:
         try:
@@ -80,7 +86,8 @@ def _run(args: argparse.Namespace) -> int:
     recorder.start()
     controller.start_informers()
     log.info("starting", namespaces=args.namespace or "all", threads=args.threads, qps=args.qps, burst=args.burst,
-             leader_elect=args.leader_elect, endpoints=[s.address for s in servers], server=client.host)
+             leader_elect=args.leader_elect, endpoints=[s.address for s in servers], server=client.host,
+             gang_scheduler=config.gang_scheduler)
     try:
         while not controller.wait_for_sync(timeout=1.0):
             if stop.is_set():
@@ -148,6 +155,7 @@ def _endpoint_servers(addresses: tuple[ListenAddress, ListenAddress], controller
     liveness, readiness = Checks(), Checks()
     liveness.add("controller", controller.health_problem)
     readiness.add("caches", controller.readiness_problem)
+    readiness.add("gang-scheduler", controller.gang_readiness_problem)
     if metrics_addr == health_addr:
         wanted = [("--metrics-addr", health_addr, {"liveness": liveness, "readiness": readiness,
                                                     "metrics": registry})]

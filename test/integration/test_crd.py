@@ -171,15 +171,15 @@ def test_invalid_manifests_are_rejected_naming_the_field(
 def test_kubectl_get_prints_the_printer_columns(cluster: LocalCluster, tfjob_crd: Path, namespace: str) -> None:
     assert create(cluster, namespace, tfjob("columns"), dry_run=False).returncode == 0
     status = {"state": "Running", "phase": "Running", "replicaSummary": "1/2", "runtimeId": "abcd",
-              "reason": "TFJobRunning"}
+              "reason": "TFJobRunning", "podGroupPhase": "Inqueue"}
     cluster.kubectl("patch", "tfjob", "columns", "-n", namespace, "--subresource=status", "--type=merge",
                     "-p", json.dumps({"status": status}))
     header, row = cluster.kubectl("get", "tfjobs", "-n", namespace).stdout.splitlines()
     assert header.split() == ["NAME", "STATE", "REPLICAS", "AGE"]
     assert row.split()[:3] == ["columns", "Running", "1/2"]
     header, row = cluster.kubectl("get", "tfjob", "-n", namespace, "-o", "wide").stdout.splitlines()
-    assert header.split() == ["NAME", "STATE", "REPLICAS", "AGE", "PHASE", "REASON", "RUNTIME-ID"]
-    assert row.split()[4:] == ["Running", "TFJobRunning", "abcd"]
+    assert header.split() == ["NAME", "STATE", "REPLICAS", "AGE", "PHASE", "REASON", "RUNTIME-ID", "PODGROUP"]
+    assert row.split()[4:] == ["Running", "TFJobRunning", "abcd", "Inqueue"]
     # The `kubeflow` category lists TFJobs with other Kubeflow kinds.
     assert "tfjob.kubeflow.org/columns" in cluster.kubectl("get", "kubeflow", "-n", namespace, "-o", "name").stdout
 

@@ -5,6 +5,7 @@ job to success), the shipped config loads, and the dashboard and alerts use metr
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 from collections.abc import Callable, Iterator
@@ -21,7 +22,8 @@ from support.pods import exit_pod
 from support.tfjobs import TFJOBS, events_about, replica, tfjob
 from support.waiting import wait_for, wait_for_count
 from tfop import __version__
-from tfop.config import load_config
+from tfop.cli import build_parser
+from tfop.config import load_config, parse_config
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import NotFound
 from tfop.kube.resource import LEASES, PODS
@@ -540,3 +542,27 @@ def test_dockerfile_runs_tfop_as_the_user_the_deployment_expects() -> None:
     for line in re.findall(r"^COPY (?!--from)(.+)$", dockerfile, re.MULTILINE):
         for source in line.split()[:-1]:
             assert source in allowed and (REPO / source).exists(), f"COPY {source}"
+
+
+@pytest.mark.parametrize(("gang", "group"), [("scheduler-plugins", "scheduling.x-k8s.io"),
+                                             ("volcano", "scheduling.volcano.sh")])
+def test_a_gang_scheduler_adds_exactly_its_pod_group_rule_in_helm_and_the_kustomize_component(
+        cluster: LocalCluster, helm: Path, tmp_path: Path, gang: str, group: str) -> None:
+    rule = {"apiGroups": [group], "resources": ["podgroups"], "verbs": ["list", "watch", "create", "patch", "delete"]}
+    rendered = by_kind_and_name(documents(helm_template(helm, "tfop", SYSTEM_NAMESPACE, "--set",
+                                                        f"gangScheduler={gang}")))
+    helm_rules = rendered[("ClusterRole", "tfop")]["rules"]
+    assert helm_rules[-1] == rule
+    config = parse_config(yaml.safe_load(rendered[("ConfigMap", "tf-job-operator-config")]["data"][CONFIG_KEY]))
+    assert config.gang_scheduler == gang
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+        "resources": [os.path.relpath(DEPLOY, overlay)],
+        "components": [os.path.relpath(DEPLOY / "components" / f"gang-{gang}", overlay)]}))
+    base = by_kind_and_name(documents(cluster.kubectl("kustomize", str(overlay)).stdout))
+    assert base[("ClusterRole", "tfop")]["rules"] == helm_rules
+    args = base[("Deployment", "tfop")]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[-1] == f"--gang-scheduler-name={gang}"
+    assert build_parser().parse_args(["run", *args]).gang_scheduler_name == gang

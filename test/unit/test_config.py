@@ -90,8 +90,8 @@ def test_unknown_keys_are_warnings_naming_them() -> None:
                            "accelerators": {"nvidia.com/gpu": {"envVars": [], "driver": "384"}}}, warnings)
     assert config.service_domain == "svc"
     assert warnings == [
-        ("the config has unknown key 'cloud', ignored; known: accelerators, childNaming, grpcServerFilePath, "
-        "serviceDomain, tfImage"),
+        ("the config has unknown key 'cloud', ignored; known: accelerators, childNaming, gangScheduler, "
+         "grpcServerFilePath, serviceDomain, tfImage"),
         "accelerators[nvidia.com/gpu] has unknown key 'driver', ignored; known: envVars, volumes"]
 
 

@@ -28,8 +28,8 @@ from tfop.api.constants import (
     REASON_TTL_EXPIRED,
 )
 from tfop.api.timestamps import parse_time
-from tfop.controller.children import KINDS_BY_NAME, TFJOBS, child_id
-from tfop.controller.plan_types import POD, ChildRef, CreateRefusal, Creation, Object, Plan
+from tfop.controller.children import CHILD_KINDS, TFJOBS, ChildKinds, Scope, child_id
+from tfop.controller.plan_types import POD, ChildPatch, ChildRef, CreateRefusal, Creation, Object, Plan
 from tfop.controller.psserver import SCRIPT_CONFIGMAP
 from tfop.controller.serverscript import ServerScriptKeeper
 from tfop.kube.client import KubeClient
@@ -83,8 +83,10 @@ def is_permanent_refusal(error: ApiError) -> bool:
 
 class PlanApplier:
     def __init__(self, client: KubeClient, recorder: EventRecorder, expectations: Expectations,
-                 metrics: OperatorMetrics, cache_of: CacheOf, *, create_concurrency: int = 16) -> None:
+                 metrics: OperatorMetrics, cache_of: CacheOf, *, create_concurrency: int = 16,
+                 kinds: ChildKinds = CHILD_KINDS) -> None:
         self.client = client
+        self.kinds = kinds
         self._server_script = ServerScriptKeeper(client)
         self.recorder = recorder
         self.expectations = expectations
@@ -102,6 +104,7 @@ class PlanApplier:
         changes = ChildChanges()
         self._delete_children(key, job, [ref for ref in plan.delete if ref.uid not in skip_deletes], changes)
         if create:
+            self._patch_children(job, plan.patch, changes)
             self._create_children(key, job, plan, changes)
         return changes
 
@@ -146,18 +149,33 @@ class PlanApplier:
         self.expectations.expect_creates(key, [child_id(creation.kind, creation.name) for creation in creations])
 
         def create(creation: Creation) -> Object:
-            kind = KINDS_BY_NAME[creation.kind]
+            kind = self.kinds[creation.kind]
             # Built here, on the creating thread: only the bodies in flight exist at once.
             return self.client.create(kind.resource, kind.build(desired, creation.slot), namespace)
 
-        # One slow-start sequence, in which a replica type whose template is refused, or whose quota is spent,
+        created: list[Creation] = []
+        replica_creations = [creation for creation in creations if self.kinds[creation.kind].scope is Scope.REPLICA]
+        # The job's own children first, one by one: a PodGroup must exist before the pods that name it are
+        # scheduled, so if one cannot be made, no replica's children are tried.
+        for creation in creations:
+            if self.kinds[creation.kind].scope is not Scope.JOB:
+                continue
+            try:
+                create(creation)
+                created.append(creation)
+            except ApiError as error:
+                self._refused(job, creation, error, changes)
+                replica_creations = []
+                break
+        # Then one slow-start sequence, in which a replica type whose template is refused, or whose quota is spent,
         # stops alone: the other types neither wait for it nor lose their place in the growing batches.
-        result = create_in_batches(create, creations, self._creators, name_of=lambda c: child_id(c.kind, c.name),
-                                   group_of=lambda c: c.slot.replica_type)
+        result = create_in_batches(create, replica_creations, self._creators,
+                                   name_of=lambda c: child_id(c.kind, c.name), group_of=_replica_type)
         done = set(result.created)
-        created = [creation for creation in creations if child_id(creation.kind, creation.name) in done]
-        for failed_id, error in result.failures:
-            self._refused(job, next(c for c in creations if child_id(c.kind, c.name) == failed_id), error, changes)
+        created.extend(creation for creation in replica_creations if child_id(creation.kind, creation.name) in done)
+        for failed_id, refusal in result.failures:
+            failed = next(c for c in replica_creations if child_id(c.kind, c.name) == failed_id)
+            self._refused(job, failed, refusal, changes)
         created_ids = {child_id(creation.kind, creation.name) for creation in created}
         for creation in creations:
             creation_id = child_id(creation.kind, creation.name)
@@ -166,7 +184,7 @@ class PlanApplier:
             if (creation_id not in created_ids
                     or self._cache_of(creation.kind, namespace).get_by_name(namespace, creation.name) is not None):
                 self.expectations.created(key, creation_id)
-        for kind in KINDS_BY_NAME:
+        for kind in self.kinds.by_name:
             names = [creation.name for creation in created if creation.kind == kind]
             if names:
                 self.recorder.record(job, NORMAL, f"SuccessfulCreate{kind}",
@@ -175,6 +193,23 @@ class PlanApplier:
                 counter = self.metrics.children_created.get(kind)
                 if counter is not None:
                     counter.labels(namespace).inc(len(names))
+
+    def _patch_children(self, job: Object, patches: list[ChildPatch], changes: ChildChanges) -> None:
+        """Merge patches of children whose spec follows the job's; a failure is retried with the job's key."""
+        namespace = job["metadata"]["namespace"]
+        for patch in patches:
+            kind = self.kinds[patch.kind]
+            try:
+                self.client.patch(kind.resource, patch.name, patch.patch, namespace)
+            except NotFound:
+                continue  # gone since the cache saw it: the next plan creates it
+            except ApiError as error:
+                changes.errors.append(error)
+                self.recorder.record(job, WARNING, f"FailedUpdate{patch.kind}",
+                                     f"Error updating {patch.kind.lower()} {patch.name}: {error.message}")
+                continue
+            self.recorder.record(job, NORMAL, f"SuccessfulUpdate{patch.kind}",
+                                 f"Updated {patch.kind.lower()} {patch.name}: {', '.join(sorted(patch.patch['spec']))}")
 
     def _ensure_server_script(self, job: Object, namespace: str, changes: ChildChanges) -> None:
         """The pods are created even when this fails: they wait for the ConfigMap, and the retry brings it."""
@@ -202,7 +237,7 @@ class PlanApplier:
         self.expectations.expect_deletes(key, [ref.uid for ref in refs])
         deleted: dict[str, list[str]] = {}
         for ref in refs:
-            kind = KINDS_BY_NAME[ref.kind]
+            kind = self.kinds[ref.kind]
             try:
                 self.client.delete(kind.resource, ref.name, namespace, uid=ref.uid,
                                    propagation_policy=kind.propagation_policy)
@@ -264,3 +299,8 @@ class PlanApplier:
             created = parse_time(job["metadata"].get("creationTimestamp"))
             if created is not None:
                 metrics.job_start_latency.observe(max(0.0, (now - created).total_seconds()))
+
+
+def _replica_type(creation: Creation) -> str | None:
+    """A replica-scoped creation's slow-start group."""
+    return creation.slot.replica_type if creation.slot is not None else None

@@ -39,3 +39,12 @@ def slim_pod(pod: Object) -> Object:
                 for entry in containers]
         slim["status"] = kept
     return slim
+
+
+def slim_pod_group(pod_group: Object) -> Object:
+    """A PodGroup is small, and the planner reads its spec (to update it) and its status (phase, conditions)."""
+    slim = slim_metadata(pod_group)
+    for key in ("spec", "status"):
+        if isinstance(pod_group.get(key), dict):
+            slim[key] = pod_group[key]
+    return slim

@@ -1,14 +1,19 @@
 """The kinds of child a TFJob owns, as data: adding a kind is one entry here plus its part in the planner.
 
 Each entry names the API resource, how the operator finds its children of that kind (label selector, an index by
-controlling owner), what the cache keeps of them, how a planned creation becomes a body, and how they are
-deleted. The informers, expectations and the applier iterate over this table; nothing else names a kind.
+controlling owner), what the cache keeps of them, how a planned creation becomes a body, how they are deleted,
+and their scope: one per replica slot (Pods, Services) or one per job (a PodGroup). The informers, expectations
+and the applier iterate over the table; nothing else names a kind.
+
+The table depends on the controller config: a PodGroup kind exists only when a gang scheduler is configured (and
+its resource is that scheduler's), so `child_kinds(gang)` builds it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import enum
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from tfop.api.constants import (
@@ -20,8 +25,9 @@ from tfop.api.constants import (
     PLURAL,
     VERSION,
 )
-from tfop.controller.cached import slim_metadata, slim_pod
-from tfop.controller.plan_types import POD, SERVICE
+from tfop.controller.cached import slim_metadata, slim_pod, slim_pod_group
+from tfop.controller.gang import GangScheduler
+from tfop.controller.plan_types import POD, POD_GROUP, SERVICE
 from tfop.controller.resources import DesiredChildren, ReplicaSlot
 from tfop.kube.informer import Transform
 from tfop.kube.resource import PODS, SERVICES, Resource
@@ -36,23 +42,74 @@ BY_OWNER = "controller-uid"  # the cache index a job's children are looked up by
 CHILD_SELECTOR = f"{LABEL_OPERATOR_NAME} in ({OPERATOR_NAME},{LEGACY_OPERATOR_NAME})"
 
 
+class Scope(enum.Enum):
+    REPLICA = "replica"  # one per replica slot; a Creation names its slot
+    JOB = "job"  # one per job; a Creation has no slot, and it is created before any replica's children
+
+
 @dataclass(frozen=True)
 class ChildKind:
     kind: str  # the planner's name for it (the objects' `kind`)
     resource: Resource
-    build: Callable[[DesiredChildren, ReplicaSlot], Object]
+    # The body of one child: for REPLICA scope the slot it fills, for JOB scope None.
+    build: Callable[[DesiredChildren, ReplicaSlot | None], Object]
     transform: Transform  # what the cache keeps of each object (controller/cached.py)
+    scope: Scope = Scope.REPLICA
     label_selector: str = CHILD_SELECTOR
     owner_index: str = BY_OWNER
     # Background: the delete returns at once and the garbage collector removes what the child owns.
     propagation_policy: str = "Background"
 
 
-CHILD_KINDS: tuple[ChildKind, ...] = (
-    ChildKind(POD, PODS, lambda desired, slot: desired.pod(slot.replica_type, slot.index), slim_pod),
-    ChildKind(SERVICE, SERVICES, lambda desired, slot: desired.service(slot.replica_type, slot.index), slim_metadata),
+def _replica(build: Callable[[DesiredChildren, ReplicaSlot], Object]) -> Callable[[DesiredChildren, ReplicaSlot | None],
+                                                                                   Object]:
+    def build_for_slot(desired: DesiredChildren, slot: ReplicaSlot | None) -> Object:
+        if slot is None:
+            raise ValueError("a replica's child needs its slot")
+        return build(desired, slot)
+
+    return build_for_slot
+
+
+REPLICA_KINDS: tuple[ChildKind, ...] = (
+    ChildKind(POD, PODS, _replica(lambda desired, slot: desired.pod(slot.replica_type, slot.index)), slim_pod),
+    ChildKind(SERVICE, SERVICES, _replica(lambda desired, slot: desired.service(slot.replica_type, slot.index)),
+              slim_metadata),
 )
-KINDS_BY_NAME = {child_kind.kind: child_kind for child_kind in CHILD_KINDS}
+
+
+@dataclass(frozen=True)
+class ChildKinds:
+    """The table for one controller config."""
+
+    kinds: tuple[ChildKind, ...]
+    by_name: Mapping[str, ChildKind] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "by_name", {kind.kind: kind for kind in self.kinds})
+
+    def __iter__(self) -> Iterator[ChildKind]:
+        return iter(self.kinds)
+
+    def __getitem__(self, name: str) -> ChildKind:
+        return self.by_name[name]
+
+
+def child_kinds(gang: GangScheduler | None) -> ChildKinds:
+    """Pods and Services, and the gang scheduler's PodGroup when one is configured (and its CRD is installed)."""
+    if gang is None:
+        return ChildKinds(REPLICA_KINDS)
+    pod_groups = ChildKind(POD_GROUP, pod_group_resource(gang), lambda desired, slot: desired.pod_group(),
+                           slim_pod_group, scope=Scope.JOB)
+    return ChildKinds((pod_groups, *REPLICA_KINDS))
+
+
+def pod_group_resource(gang: GangScheduler) -> Resource:
+    return Resource(gang.group, gang.version, gang.plural, gang.kind)
+
+
+CHILD_KINDS = child_kinds(None)
+KINDS_BY_NAME = CHILD_KINDS.by_name
 
 
 def child_id(kind: str, name: str) -> str:

@@ -12,12 +12,14 @@ import structlog
 
 from tfop.api.constants import GROUP, KIND
 from tfop.controller.apply import PlanApplier
-from tfop.controller.children import CHILD_KINDS, KINDS_BY_NAME, TFJOBS, ChildKind, child_id
+from tfop.controller.children import TFJOBS, ChildKind, child_id, child_kinds, pod_group_resource
+from tfop.controller.gang import GangScheduler
 from tfop.controller.plan_types import Object, PlanContext
 from tfop.controller.reconcile import plan as plan_job
 from tfop.controller.settings import ControllerConfig
 from tfop.kube.client import KubeClient
 from tfop.kube.clock import SYSTEM_CLOCK, Clock
+from tfop.kube.errors import NotFound
 from tfop.kube.events import EventRecorder
 from tfop.kube.expectations import Expectations
 from tfop.kube.runtime import Change, ControllerRuntime, Watch
@@ -32,18 +34,23 @@ CONTROLLER_NAME = "tfjob"
 class TFJobController:
     def __init__(self, client: KubeClient, recorder: EventRecorder, *, config: ControllerConfig,
                  metrics: OperatorMetrics | None = None, namespaces: Sequence[str] = (), threads: int = 4,
-                 create_concurrency: int = 16, stall_after: float = 900.0, clock: Clock = SYSTEM_CLOCK) -> None:
+                 create_concurrency: int = 16, stall_after: float = 900.0, clock: Clock = SYSTEM_CLOCK,
+                 gang_problem: str | None = None) -> None:
+        """`gang_problem` (from `gang_scheduler_problem`): why the configured gang scheduler cannot be used. Its
+        PodGroups are then not watched, and every job waits with that reason in its status."""
         self.config = config
+        self.gang_problem = gang_problem
+        self.kinds = child_kinds(config.gang if gang_problem is None else None)
         self.clock = clock
         self.metrics = metrics or OperatorMetrics.create()
         self.expectations = Expectations()
         watches = [Watch(TFJOBS, object_key, observe=self._job_changed),
-                   *(self._child_watch(kind) for kind in CHILD_KINDS)]
+                   *(self._child_watch(kind) for kind in self.kinds)]
         self.runtime = ControllerRuntime(client, CONTROLLER_NAME, self.reconcile, watches, namespaces=namespaces,
                                          threads=threads, stall_after=stall_after, metrics=self.metrics.kube,
                                          key_name="job")
         self.applier = PlanApplier(client, recorder, self.expectations, self.metrics, self._cache_of,
-                                   create_concurrency=create_concurrency)
+                                   create_concurrency=create_concurrency, kinds=self.kinds)
 
     def _child_watch(self, kind: ChildKind) -> Watch:
         return Watch(kind.resource, owner_key, label_selector=kind.label_selector,
@@ -72,6 +79,9 @@ class TFJobController:
     def readiness_problem(self) -> str | None:
         return self.runtime.readiness_problem()
 
+    def gang_readiness_problem(self) -> str | None:
+        return self.gang_problem
+
     # --- what the cache has seen -----------------------------------------------------------------------------
     def _job_changed(self, change: Change, key: str, job: Object) -> None:
         if change is Change.ADDED:
@@ -88,7 +98,7 @@ class TFJobController:
             self.expectations.deleted(key, child["metadata"]["uid"])
 
     def _cache_of(self, kind: str, namespace: str) -> Store:
-        return self.runtime.store(KINDS_BY_NAME[kind].resource, namespace)
+        return self.runtime.store(self.kinds[kind].resource, namespace)
 
     # --- reconcile -------------------------------------------------------------------------------------------
     def reconcile(self, key: str) -> float | None:
@@ -105,9 +115,9 @@ class TFJobController:
             return None
         uid = job["metadata"]["uid"]
         children = {kind.kind: self._cache_of(kind.kind, namespace).by_index(kind.owner_index, uid)
-                    for kind in CHILD_KINDS}
+                    for kind in self.kinds}
         now = datetime.fromtimestamp(self.clock.wall(), UTC)
-        context = PlanContext(job, children, now, self.config)
+        context = PlanContext(job, children, now, self.config, gang_problem=self.gang_problem)
         plan = plan_job(context)
         changes = self.applier.change_children(key, job, plan)
         if changes.refusals:
@@ -128,3 +138,20 @@ def owner_key(child: Object) -> str | None:
         if ref.get("controller") and ref.get("kind") == KIND and ref.get("apiVersion", "").startswith(GROUP + "/"):
             return f"{child['metadata']['namespace']}/{ref['name']}"
     return None
+
+
+def gang_scheduler_problem(client: KubeClient, gang: GangScheduler | None) -> str | None:
+    """Whether the apiserver serves the gang scheduler's PodGroups (its CRD is installed), asked once at start by
+    discovery: an informer on a missing resource would only ever get 404s. None when it does (or none is set)."""
+    if gang is None:
+        return None
+    resource = pod_group_resource(gang)
+    try:
+        served = client.request("GET", f"/apis/{resource.group}/{resource.version}")
+    except NotFound:
+        served = {}
+    if any(isinstance(entry, dict) and entry.get("name") == resource.plural for entry in served.get("resources", ())):
+        return None
+    return (f"gang scheduler {gang.name} is configured but the apiserver does not serve {resource.kind} "
+            f"{resource.api_version} (CRD {gang.crd_name} is not installed): jobs wait until it is installed and "
+            f"the operator restarted")

@@ -25,7 +25,7 @@ from tfop.api.constants import (
 )
 from tfop.api.fields import integer, mapping, text
 from tfop.api.timestamps import as_utc, format_time
-from tfop.controller.plan_types import ChildRef, Creation, JobCounters, JobEvent, Plan, ReplicaRestart
+from tfop.controller.plan_types import ChildPatch, ChildRef, Creation, JobCounters, JobEvent, Plan, ReplicaRestart
 from tfop.controller.resources import DesiredChildren
 from tfop.controller.settings import ControllerConfig
 from tfop.controller.status import (
@@ -54,6 +54,7 @@ class PlanDraft:
         self.conditions = list(self._old_conditions)
         self.create: list[Creation] = []
         self.delete: list[ChildRef] = []
+        self.patch: list[ChildPatch] = []
         self.desired: DesiredChildren | None = None
         self.events: list[JobEvent] = []
         self.requeue_after: float | None = None
@@ -113,8 +114,10 @@ class PlanDraft:
             # Stamped only alongside a real change, so an idle job is never re-patched.
             self.set_time(LAST_RECONCILE_TIME)
             status = self.status
-        return Plan(self.create, self.delete, self.desired if self.create else None, status, events,
-                    self.requeue_after, self.delete_job, counters, tuple(self.restarted))
+        return Plan(create=self.create, delete=self.delete, patch=self.patch,
+                    desired=self.desired if self.create or self.patch else None, status=status, events=events,
+                    requeue_after=self.requeue_after, delete_job=self.delete_job, counters=counters,
+                    restarts=tuple(self.restarted))
 
     def _transitions(self) -> tuple[list[JobEvent], JobCounters]:
         became = {condition_type for condition_type in

@@ -24,7 +24,7 @@ from tfop.api.constants import (
 from tfop.api.fields import integer, mapping, mapping_at, text
 from tfop.api.timestamps import parse_time
 from tfop.controller.draft import PlanDraft
-from tfop.controller.plan_types import POD, SERVICE, PlanContext
+from tfop.controller.plan_types import POD, POD_GROUP, SERVICE, PlanContext
 from tfop.controller.status import is_terminating, pod_phase
 
 COMPLETION_TIME = "completionTime"
@@ -73,9 +73,13 @@ def clean_pod_policy(value: object) -> str:
 
 def clean_up(draft: PlanDraft, context: PlanContext, policy: str) -> None:
     """Deletes the pods the policy names (All; Running: those not finished; None) and the services of every pod
-    that is not kept (a Service and its Pod share their name), then notes whether anything is still going."""
-    pods, services = context.of_kind(POD), context.of_kind(SERVICE)
+    that is not kept (a Service and its Pod share their name), and the job's PodGroup unless every pod is kept
+    (None: a pod still running keeps its group), then notes whether anything is still going."""
+    pods, services, groups = context.of_kind(POD), context.of_kind(SERVICE), context.of_kind(POD_GROUP)
     if policy != CLEAN_POD_POLICY_NONE:
+        for group in groups:
+            if not is_terminating(group):
+                draft.delete_child(POD_GROUP, group)
         kept: set[str] = set()
         for pod in pods:
             if is_terminating(pod):
@@ -87,4 +91,6 @@ def clean_up(draft: PlanDraft, context: PlanContext, policy: str) -> None:
         for service in services:
             if not is_terminating(service) and mapping(service.get("metadata")).get("name") not in kept:
                 draft.delete_child(SERVICE, service)
-    draft.note_cleanup([*pods, *services])
+    if not any(not is_terminating(group) for group in groups) or policy != CLEAN_POD_POLICY_NONE:
+        draft.status.pop("podGroupPhase", None)  # no PodGroup is left to have a phase
+    draft.note_cleanup([*pods, *services, *groups])

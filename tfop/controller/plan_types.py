@@ -18,6 +18,7 @@ Object = dict[str, Any]
 # to its API resource; the planner only needs the names.
 POD = "Pod"
 SERVICE = "Service"
+POD_GROUP = "PodGroup"  # one per job, when a gang scheduler is configured
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class CreateRefusal:
     or the server failing), and the create is retried."""
 
     kind: str
-    slot: ReplicaSlot
+    slot: ReplicaSlot | None  # None: a child of the whole job (its PodGroup)
     name: str
     message: str
     permanent: bool
@@ -45,6 +46,8 @@ class PlanContext:
     now: datetime = datetime.min
     config: ControllerConfig = field(default_factory=ControllerConfig)
     refusals: tuple[CreateRefusal, ...] = ()
+    # Why the configured gang scheduler cannot be used (its PodGroup CRD is not installed), or None.
+    gang_problem: str | None = None
 
     def of_kind(self, kind: str) -> list[Object]:
         return self.children.get(kind, [])
@@ -52,12 +55,22 @@ class PlanContext:
 
 @dataclass(frozen=True)
 class Creation:
-    """A child to create for a replica slot. Its body is built only when it is sent (see Plan.desired), so a
-    plan for thousands of replicas holds names, not thousands of pod specs each listing the whole cluster."""
+    """A child to create for a replica slot, or for the whole job (slot None: its PodGroup). Its body is built only
+    when it is sent (see Plan.desired), so a plan for thousands of replicas holds names, not thousands of pod specs
+    each listing the whole cluster."""
 
     kind: str
-    slot: ReplicaSlot
+    slot: ReplicaSlot | None
     name: str
+
+
+@dataclass(frozen=True)
+class ChildPatch:
+    """A merge patch for a child whose spec follows the job's (the PodGroup when the scheduling policy changes)."""
+
+    kind: str
+    name: str
+    patch: Object
 
 
 @dataclass(frozen=True)
@@ -116,6 +129,7 @@ class Plan:
     # In the order to send them: each replica's children side by side, so a replica is whole as early as can be.
     create: list[Creation] = field(default_factory=list)
     delete: list[ChildRef] = field(default_factory=list)
+    patch: list[ChildPatch] = field(default_factory=list)
     desired: DesiredChildren | None = None  # builds the bodies of `create`; None when there is nothing to create
     status: Object | None = None  # the complete new status; None when it is unchanged
     events: list[JobEvent] = field(default_factory=list)

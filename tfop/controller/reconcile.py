@@ -52,6 +52,7 @@ from tfop.controller.exitcodes import container_termination, exit_class_name, la
 from tfop.controller.lifecycle import COMPLETION_TIME, clean_up, finish, keep_finished
 from tfop.controller.naming import CHILD_NAMING, ChildNaming, naming_of
 from tfop.controller.plan_types import POD, SERVICE, CreateRefusal, Creation, Plan, PlanContext, ReplicaRestart
+from tfop.controller.podgroups import plan_pod_group
 from tfop.controller.psserver import with_default_ps_server
 from tfop.controller.resources import (
     DesiredChildren,
@@ -172,22 +173,24 @@ def _run(p: _Planning) -> None:
     for service in children.surplus_of(SERVICE):
         if not is_terminating(service):
             draft.delete_child(SERVICE, service)
-    _create_missing(p)
-    _update_running(p, [count.recreated for count in counts.values()])
+    gang = plan_pod_group(draft, p.job, p.context)
+    _create_missing(p, hold_pods=gang.hold_pods is not None)
+    _update_running(p, [count.recreated for count in counts.values()], gang_note=gang.note)
     _record_replicas(p, counts, finishing=False)
 
 
-def _create_missing(p: _Planning) -> None:
-    """Each slot's missing pod and service, side by side; the bodies are built by the applier as it sends them."""
+def _create_missing(p: _Planning, *, hold_pods: bool) -> None:
+    """Each slot's missing pod and service, side by side (pods only if the gang scheduler lets them exist yet);
+    the bodies are built by the applier as it sends them."""
     for slot in p.children.slots:
         replica = slot.slot
-        missing = [kind for kind, absent in ((POD, slot.state is SlotState.ABSENT),
+        missing = [kind for kind, absent in ((POD, slot.state is SlotState.ABSENT and not hold_pods),
                                              (SERVICE, replica not in p.children.services)) if absent]
         for kind in missing:
             p.draft.create.append(Creation(kind, replica, p.naming.name(replica.replica_type, replica.index)))
-    if p.draft.create:
+    if p.draft.create or p.draft.patch:
         config = p.draft.config
-        p.draft.desired = DesiredChildren(p.job, config.service_domain, config.accelerators, p.naming)
+        p.draft.desired = DesiredChildren(p.job, config.service_domain, config.accelerators, config.gang, p.naming)
 
 
 def _suspend(p: _Planning) -> None:
@@ -287,7 +290,7 @@ def _succeeded(job: dict[str, Any], slots: list[Slot]) -> bool:
     return bool(slots) and all(slot.state is SlotState.SUCCEEDED for slot in slots)
 
 
-def _update_running(p: _Planning, recreated: Iterable[list[dict[str, Any]]]) -> None:
+def _update_running(p: _Planning, recreated: Iterable[list[dict[str, Any]]], *, gang_note: str = "") -> None:
     """Running means every replica pod runs (or has finished its part); while any is pending the condition says
     how many, rather than claiming the job runs."""
     draft, children = p.draft, p.children
@@ -316,7 +319,7 @@ def _update_running(p: _Planning, recreated: Iterable[list[dict[str, Any]]]) -> 
         refused = [_describe_refusal(refusal) for refusal in p.context.refusals]
         cause = f"; creating them fails: {_listing(refused)}" if refused else ""
         message = (f"{draft.job_ref} is waiting for {waiting} of {len(children.slots)} replicas to run: "
-                   f"{detail}{cause}.")
+                   f"{detail}{cause}{gang_note}.")
         draft.set_condition(CONDITION_RUNNING, true=False, reason=REASON_PENDING,
                             message=with_troubles(message, troubles))
 
@@ -381,8 +384,8 @@ def _restart_of(pod: dict[str, Any] | None, replica_type: str, restarts: int, *,
 def _describe_refusal(refusal: CreateRefusal) -> str:
     """e.g. `the apiserver refused the pod of Worker 1: Pod "x" is invalid: spec.volumes[0].name: ...`."""
     slot = refusal.slot
-    return (f"the apiserver refused the {refusal.kind.lower()} of {slot.replica_type} {slot.index}: "
-            f"{refusal.message.rstrip('.')}")
+    whose = "the job" if slot is None else f"{slot.replica_type} {slot.index}"
+    return f"the apiserver refused the {refusal.kind.lower()} of {whose}: {refusal.message.rstrip('.')}"
 
 
 def _listing(entries: list[str]) -> str:

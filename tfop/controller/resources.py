@@ -38,6 +38,7 @@ from tfop.api.constants import (
 from tfop.api.fields import items, mapping, mapping_at
 from tfop.api.runtime_id import child_name, runtime_id
 from tfop.controller.accelerators import Accelerators, apply_accelerators
+from tfop.controller.gang import GangScheduler, join_gang, pod_group
 from tfop.controller.naming import ChildNaming, labelled_slot, naming_of
 from tfop.controller.psserver import uses_script
 from tfop.controller.settings import DEFAULT_SERVICE_DOMAIN
@@ -118,8 +119,10 @@ class DesiredChildren:
     once, so building a thousand pods stays linear in the cluster size per pod."""
 
     def __init__(self, job: dict[str, Any], service_domain: str = DEFAULT_SERVICE_DOMAIN,
-                 accelerators: Accelerators = MappingProxyType({}), naming: ChildNaming | None = None) -> None:
+                 accelerators: Accelerators = MappingProxyType({}), gang: GangScheduler | None = None,
+                 naming: ChildNaming | None = None) -> None:
         self._job = job
+        self._gang = gang
         self._accelerators = accelerators
         self._name: str = job["metadata"]["name"]
         self._namespace: str = job["metadata"]["namespace"]
@@ -152,7 +155,15 @@ class DesiredChildren:
             container = _tensorflow_container(spec)
             if container is not None:
                 _set_env(container, TF_CONFIG_ENV, tf_config(self._cluster, replica_type, index))
-        return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+        if self._gang is not None:
+            join_gang(pod, self._name, replica_type, self._gang)
+        return pod
+
+    def pod_group(self) -> dict[str, Any]:
+        if self._gang is None:
+            raise ValueError("a PodGroup needs a gang scheduler")
+        return pod_group(self._job, self._gang, self._owner, self._runtime_id)
 
     def service(self, replica_type: str, index: int) -> dict[str, Any]:
         return {

@@ -8,6 +8,7 @@ from types import MappingProxyType
 
 from tfop.api.constants import NAMING_RUNTIME_ID
 from tfop.controller.accelerators import Accelerators
+from tfop.controller.gang import GANG_NONE, GangScheduler, gang_scheduler
 
 # "svc" resolves through every pod's DNS search path, whatever the cluster domain; "svc.cluster.local" names it.
 DEFAULT_SERVICE_DOMAIN = "svc"
@@ -23,7 +24,13 @@ class ControllerConfig:
     service_domain: str = DEFAULT_SERVICE_DOMAIN
     # Env vars and hostPath mounts for containers that request an accelerator resource.
     accelerators: Accelerators = field(default_factory=lambda: MappingProxyType({}))
+    # Which gang scheduler places the job's pods as one PodGroup: none, scheduler-plugins or volcano.
+    gang_scheduler: str = GANG_NONE
     # How new jobs name their children (controller/naming.py); adopted jobs keep the naming they have.
     child_naming: str = NAMING_RUNTIME_ID
     tf_image: str = DEFAULT_TF_IMAGE
     grpc_server_file_path: str = DEFAULT_GRPC_SERVER_FILE_PATH
+
+    @property
+    def gang(self) -> GangScheduler | None:
+        return gang_scheduler(self.gang_scheduler)

@@ -78,6 +78,13 @@ ttlSecondsAfterFinished, creates and deletes the Pods and Services of each job, 
   resources: [configmaps]
   resourceNames: [tfop-grpc-server]
   verbs: [get, update]
+{{- with (get (dict "scheduler-plugins" "scheduling.x-k8s.io" "volcano" "scheduling.volcano.sh") .Values.gangScheduler) }}
+# Gang scheduling: one PodGroup per job, created before its pods, patched when the job's schedulingPolicy
+# changes, deleted when it finishes or is suspended.
+- apiGroups: [{{ . }}]
+  resources: [podgroups]
+  verbs: [list, watch, create, patch, delete]
+{{- end }}
 {{- end -}}
 
 {{/* The controller config file: serviceDomain, and the cloud's accelerator preset under the user's own. */}}
@@ -91,5 +98,9 @@ ttlSecondsAfterFinished, creates and deletes the Pods and Services of each job, 
 {{- $accelerators = fromYaml $preset -}}
 {{- end -}}
 {{- $accelerators = mergeOverwrite $accelerators (deepCopy .Values.accelerators) -}}
-{{- dict "serviceDomain" .Values.serviceDomain "accelerators" $accelerators | toYaml -}}
+{{- $config := dict "serviceDomain" .Values.serviceDomain "accelerators" $accelerators -}}
+{{- if ne .Values.gangScheduler "none" -}}
+{{- $_ := set $config "gangScheduler" .Values.gangScheduler -}}
+{{- end -}}
+{{- $config | toYaml -}}
 {{- end -}}

@@ -1,0 +1,336 @@
+"""Gang scheduling against the real apiserver and the real co-scheduler (scheduler-plugins' Coscheduling), on a
+kwok node of 8 GPUs of its own (tainted, so no other test's pods land there): two jobs that each need 6 GPUs
+deadlock without gang scheduling and run one after the other with it. Volcano's scheduler is not built here, so
+the test plays its part by setting the PodGroup's phase."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from coscheduler import VOLCANO_CRD, CoScheduler, install_volcano_crd
+from local_cluster import LocalCluster
+from support.operator_process import OperatorProcess
+from support.pods import exit_pod
+from support.tfjobs import TFJOBS, condition, job_status, pods_by_name
+from support.waiting import wait_for
+from tfop.kube.client import KubeClient
+from tfop.kube.errors import AlreadyExists, Invalid, NotFound
+from tfop.kube.resource import PODS, Resource
+
+PLUGIN_GROUPS = Resource("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup")
+VOLCANO_GROUPS = Resource("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup")
+PRIORITY_CLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False)
+NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
+TAINT = "tfop.test/gang"
+GPU = "nvidia.com/gpu"
+
+
+# ---------------------------------------------------------------- fixtures
+
+@pytest.fixture(scope="module")
+def gang_node(cluster: LocalCluster) -> Iterator[str]:
+    """A kwok node with 8 GPUs that only this module's pods tolerate."""
+    client = KubeClient.from_kubeconfig(str(cluster.kubeconfig))
+    name = f"gang-node-{uuid.uuid4().hex[:6]}"
+    client.create(NODES, {"apiVersion": "v1", "kind": "Node", "metadata": {
+        "name": name, "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+        "labels": {"type": "kwok", "kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}},
+        "spec": {"taints": [{"key": TAINT, "value": "true", "effect": "NoSchedule"}]},
+        "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110", GPU: "8"},
+                   "capacity": {"cpu": "64", "memory": "256Gi", "pods": "110", GPU: "8"}}})
+    wait_for(lambda: any(c["type"] == "Ready" and c["status"] == "True"
+                         for c in client.get(NODES, name).get("status", {}).get("conditions", [])),
+             60, f"kwok to make node {name} Ready")
+    for priority_class, value in (("tfop-gang-high", 1000), ("tfop-gang-low", 100), ("tfop-gang-blocker", 10000)):
+        with contextlib.suppress(AlreadyExists):
+            client.create(PRIORITY_CLASSES, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                             "metadata": {"name": priority_class}, "value": value})
+    yield name
+    client.delete(NODES, name)
+
+
+@pytest.fixture(scope="module")
+def coscheduler(cluster: LocalCluster) -> Iterator[CoScheduler]:
+    """scheduler-plugins' scheduler beside the default one, and its PodGroup CRD."""
+    scheduler = CoScheduler(cluster)
+    scheduler.start()
+    yield scheduler
+    scheduler.stop()
+
+
+@pytest.fixture
+def operators(cluster: LocalCluster, tmp_path: Path, namespace: str) -> Iterator[Callable[..., OperatorProcess]]:
+    """Makes `tfop run --namespace <the test's> ARGS...` processes, stopped when the test ends."""
+    made: list[OperatorProcess] = []
+
+    def make(*args: str) -> OperatorProcess:
+        made.append(OperatorProcess(cluster.kubeconfig, tmp_path / f"operator-{len(made)}.log", "--namespace",
+                                    namespace, *args))
+        return made[-1]
+
+    yield make
+    for process in made:
+        process.terminate()
+
+
+def gpu_replica(node: str, replicas: int, gpus: int = 1, priority_class: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "containers": [{"name": "tensorflow", "image": "tensorflow/tensorflow:2.21.0",
+                        "resources": {"limits": {GPU: gpus}}}],
+        "nodeSelector": {"kubernetes.io/hostname": node},
+        "tolerations": [{"key": TAINT, "operator": "Exists", "effect": "NoSchedule"}]}
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    return {"replicas": replicas, "restartPolicy": "Never", "template": {"spec": spec}}
+
+
+def six_gpu_job(name: str, node: str, run_policy: dict[str, Any] | None = None) -> dict[str, Any]:
+    """3 workers that the scheduler places first (higher priority) and 3 PS: 6 GPUs in all, as many teams set
+    priorities by role."""
+    spec: dict[str, Any] = {"tfReplicaSpecs": {"Worker": gpu_replica(node, 3, priority_class="tfop-gang-high"),
+                                               "PS": gpu_replica(node, 3, priority_class="tfop-gang-low")}}
+    if run_policy:
+        spec["runPolicy"] = run_policy
+    return {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": name}, "spec": spec}
+
+
+def pods_of(client: KubeClient, namespace: str, job: str) -> list[dict[str, Any]]:
+    return list(pods_by_name(client, namespace, job).values())
+
+
+def bound(pods: list[dict[str, Any]]) -> int:
+    return sum(1 for pod in pods if pod["spec"].get("nodeName"))
+
+
+def running(pods: list[dict[str, Any]]) -> int:
+    return sum(1 for pod in pods if pod.get("status", {}).get("phase") == "Running")
+
+
+def blocker(client: KubeClient, namespace: str, node: str) -> str:
+    """A pod holding all 8 GPUs, so both jobs' pods are all Pending before any is placed (of a higher priority
+    than theirs, or the scheduler would preempt it for them)."""
+    client.create(PODS, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "blocker"}, "spec": {
+        "containers": [{"name": "c", "image": "busybox", "resources": {"limits": {GPU: 8}}}],
+        "priorityClassName": "tfop-gang-blocker",
+        "nodeSelector": {"kubernetes.io/hostname": node},
+        "tolerations": [{"key": TAINT, "operator": "Exists", "effect": "NoSchedule"}]}}, namespace)
+    wait_for(lambda: client.get(PODS, "blocker", namespace).get("status", {}).get("phase") == "Running", 60,
+             "the blocker pod to run")
+    return "blocker"
+
+
+# ---------------------------------------------------------------- the problem, and the cure
+
+def test_without_gang_scheduling_two_six_gpu_jobs_both_start_partially_and_neither_runs(
+        cluster: LocalCluster, tfjob_crd: Path, kube_client: KubeClient, namespace: str, gang_node: str,
+        operators: Callable[..., OperatorProcess]) -> None:
+    operators().start()
+    blocker(kube_client, namespace, gang_node)
+    for job in ("job-a", "job-b"):
+        kube_client.create(TFJOBS, six_gpu_job(job, gang_node), namespace)
+    wait_for(lambda: all(len(pods_of(kube_client, namespace, job)) == 6 for job in ("job-a", "job-b")), 60,
+             "both jobs' 6 pods to exist (Pending: the blocker holds every GPU)")
+    kube_client.delete(PODS, "blocker", namespace)
+    wait_for(lambda: sum(running(pods_of(kube_client, namespace, job)) for job in ("job-a", "job-b")) == 8, 90,
+             "the default scheduler to fill the node's 8 GPUs")
+    time.sleep(5)  # nothing more can be placed: every GPU is taken
+    counts = {job: running(pods_of(kube_client, namespace, job)) for job in ("job-a", "job-b")}
+    print(f"without gang scheduling: running pods per job {counts} (each needs 6)")
+    assert sum(counts.values()) == 8
+    assert all(0 < count < 6 for count in counts.values()), f"both jobs hold GPUs, neither runs whole: {counts}"
+    for job in ("job-a", "job-b"):
+        assert "is waiting for" in running_message(kube_client, namespace, job)
+
+
+def test_with_scheduler_plugins_one_job_runs_whole_then_the_other(
+        cluster: LocalCluster, tfjob_crd: Path, kube_client: KubeClient, namespace: str, gang_node: str,
+        coscheduler: CoScheduler, operators: Callable[..., OperatorProcess]) -> None:
+    operators("--gang-scheduler-name", "scheduler-plugins").start()
+    blocker(kube_client, namespace, gang_node)
+    for job in ("job-a", "job-b"):
+        kube_client.create(TFJOBS, six_gpu_job(job, gang_node), namespace)
+    wait_for(lambda: all(len(pods_of(kube_client, namespace, job)) == 6 for job in ("job-a", "job-b")), 60,
+             "both jobs' 6 pods to exist")
+    for job in ("job-a", "job-b"):
+        group = kube_client.get(PLUGIN_GROUPS, job, namespace)
+        assert group["spec"] == {"minMember": 6, "minResources": {GPU: "6"}}
+        assert group["metadata"]["ownerReferences"][0]["name"] == job
+        for pod in pods_of(kube_client, namespace, job):
+            assert pod["spec"]["schedulerName"] == "scheduler-plugins-scheduler"
+            assert pod["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == job
+    kube_client.delete(PODS, "blocker", namespace)
+
+    def whole() -> str | None:
+        for job in ("job-a", "job-b"):
+            if running(pods_of(kube_client, namespace, job)) == 6:
+                return job
+        return None
+
+    wait_for(lambda: whole() is not None, 120, "one job to run whole")
+    first = whole()
+    assert first is not None
+    second = "job-b" if first == "job-a" else "job-a"
+    # For a while (longer than the plugin's 10 s permit wait), no pod of the other job is ever bound.
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        assert bound(pods_of(kube_client, namespace, second)) == 0, f"a pod of {second} was bound"
+        time.sleep(0.5)
+    counts = {first: running(pods_of(kube_client, namespace, first)),
+              second: running(pods_of(kube_client, namespace, second))}
+    print(f"with scheduler-plugins: running pods per job {counts}; bound pods of {second}: 0")
+    assert counts == {first: 6, second: 0}
+    message = running_message(kube_client, namespace, second)
+    assert f"PodGroup {namespace}/{second}" in message, message
+
+    # The first finishes (worker 0 exits 0); its running pods and its PodGroup go, and the second runs whole.
+    worker_0 = next(name for name, pod in pods_by_name(kube_client, namespace, first).items()
+                    if "-worker-" in name and name.endswith("-0"))
+    exit_pod(kube_client, namespace, worker_0, 0)
+    wait_for(lambda: (condition(kube_client, namespace, first, "Succeeded") or {}).get("status") == "True", 60,
+             f"{first} to succeed")
+    wait_for(lambda: _gone(kube_client, PLUGIN_GROUPS, first, namespace), 60, f"{first}'s PodGroup to be deleted")
+    wait_for(lambda: running(pods_of(kube_client, namespace, second)) == 6, 120, f"{second} to run whole")
+    print(f"after {first} finished: {second} runs {running(pods_of(kube_client, namespace, second))} of 6")
+
+
+def test_min_available_lets_a_job_start_with_that_many(
+        cluster: LocalCluster, tfjob_crd: Path, kube_client: KubeClient, namespace: str, gang_node: str,
+        coscheduler: CoScheduler, operators: Callable[..., OperatorProcess]) -> None:
+    operators("--gang-scheduler-name", "scheduler-plugins").start()
+    job = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "elastic"}, "spec": {
+        "runPolicy": {"schedulingPolicy": {"minAvailable": 4, "scheduleTimeoutSeconds": 30}},
+        "enableDynamicWorker": True, "tfReplicaSpecs": {"Worker": gpu_replica(gang_node, 6, gpus=2)}}}
+    kube_client.create(TFJOBS, job, namespace)
+    wait_for(lambda: running(pods_of(kube_client, namespace, "elastic")) == 4, 120, "4 of 6 workers to run")
+    group = kube_client.get(PLUGIN_GROUPS, "elastic", namespace)
+    assert group["spec"] == {"minMember": 4, "minResources": {GPU: "8"}, "scheduleTimeoutSeconds": 30}
+    time.sleep(3)
+    assert running(pods_of(kube_client, namespace, "elastic")) == 4  # 8 GPUs: the other 2 wait
+
+
+def test_suspend_deletes_the_pod_group_and_resume_makes_it_again(
+        cluster: LocalCluster, tfjob_crd: Path, kube_client: KubeClient, namespace: str, gang_node: str,
+        coscheduler: CoScheduler, operators: Callable[..., OperatorProcess]) -> None:
+    operators("--gang-scheduler-name", "scheduler-plugins").start()
+    job = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "pausable"}, "spec": {
+        "runPolicy": {"schedulingPolicy": {"queue": "team-a"}},
+        "tfReplicaSpecs": {"Worker": gpu_replica(gang_node, 2)}}}
+    kube_client.create(TFJOBS, job, namespace)
+    wait_for(lambda: running(pods_of(kube_client, namespace, "pausable")) == 2, 120, "both workers to run")
+    first_uid = kube_client.get(PLUGIN_GROUPS, "pausable", namespace)["metadata"]["uid"]
+
+    # The queue may not change while the job runs (CEL), but may while it is suspended.
+    with pytest.raises(Invalid, match=r"schedulingPolicy\.queue cannot change while the job runs"):
+        kube_client.patch(TFJOBS, "pausable", {"spec": {"runPolicy": {"schedulingPolicy": {"queue": "team-b"}}}},
+                          namespace)
+    kube_client.patch(TFJOBS, "pausable", {"spec": {"runPolicy": {"suspend": True}}}, namespace)
+    wait_for(lambda: _gone(kube_client, PLUGIN_GROUPS, "pausable", namespace), 60, "the PodGroup to be deleted")
+    wait_for(lambda: not pods_of(kube_client, namespace, "pausable"), 60, "the pods to be deleted")
+    kube_client.patch(TFJOBS, "pausable", {"spec": {"runPolicy": {"schedulingPolicy": {"queue": "team-b"}}}},
+                      namespace)
+    kube_client.patch(TFJOBS, "pausable", {"spec": {"runPolicy": {"suspend": False}}}, namespace)
+    wait_for(lambda: not _gone(kube_client, PLUGIN_GROUPS, "pausable", namespace), 60, "a new PodGroup")
+    group = kube_client.get(PLUGIN_GROUPS, "pausable", namespace)
+    assert group["metadata"]["uid"] != first_uid
+    assert kube_client.get(TFJOBS, "pausable", namespace)["spec"]["runPolicy"]["schedulingPolicy"]["queue"] == "team-b"
+    wait_for(lambda: running(pods_of(kube_client, namespace, "pausable")) == 2, 120, "both workers to run again")
+
+
+# ---------------------------------------------------------------- Volcano, and no CRD at all
+
+def test_volcano_pods_wait_while_the_pod_group_is_pending_and_appear_once_it_is_inqueue(
+        cluster: LocalCluster, tfjob_crd: Path, kube_client: KubeClient, namespace: str,
+        operators: Callable[..., OperatorProcess]) -> None:
+    install_volcano_crd(cluster)
+    operators("--gang-scheduler-name", "volcano").start()
+    job = six_gpu_job("volcanic", "nowhere", run_policy={"schedulingPolicy": {"queue": "research"}})
+    kube_client.create(TFJOBS, job, namespace)
+    wait_for(lambda: not _gone(kube_client, VOLCANO_GROUPS, "volcanic", namespace), 60, "the PodGroup")
+    group = kube_client.get(VOLCANO_GROUPS, "volcanic", namespace)
+    assert group["spec"] == {"minMember": 6, "minResources": {GPU: "6"}, "queue": "research",
+                             "priorityClassName": "tfop-gang-high"}
+    # The scheduler would set Pending with its reason; the pods must not exist meanwhile.
+    kube_client.patch(VOLCANO_GROUPS, "volcanic", {"status": {"phase": "Pending", "conditions": [
+        {"type": "Unschedulable", "status": "True", "reason": "NotEnoughResources",
+         "message": "6/6 tasks in gang unschedulable: 6 Insufficient nvidia.com/gpu"}]}}, namespace)
+    wait_for(lambda: "6 Insufficient nvidia.com/gpu" in
+             running_message(kube_client, namespace, "volcanic"), 60,
+             "the job's status to say what Volcano reports")
+    time.sleep(3)
+    assert not pods_of(kube_client, namespace, "volcanic")
+    kube_client.patch(VOLCANO_GROUPS, "volcanic", {"status": {"phase": "Inqueue"}}, namespace)
+    wait_for(lambda: len(pods_of(kube_client, namespace, "volcanic")) == 6, 60, "the 6 pods once Inqueue")
+    wait_for(lambda: "Inqueue" in cluster.kubectl("get", "tfjob", "volcanic", "-n", namespace, "-o", "wide").stdout,
+             30, "kubectl get tfjob -o wide to show the PodGroup's phase")
+    for pod in pods_of(kube_client, namespace, "volcanic"):
+        assert pod["spec"]["schedulerName"] == "volcano"
+        annotations = pod["metadata"]["annotations"]
+        assert annotations["scheduling.k8s.io/group-name"] == "volcanic"
+        assert annotations["volcano.sh/task-spec"] == pod["metadata"]["labels"]["training.kubeflow.org/replica-type"]
+
+
+def test_without_the_pod_group_crd_the_operator_says_so_once_and_jobs_wait(
+        cluster: LocalCluster, tfjob_crd: Path, kube_client: KubeClient, namespace: str,
+        operators: Callable[..., OperatorProcess]) -> None:
+    cluster.kubectl("delete", "crd", "podgroups.scheduling.volcano.sh", "--ignore-not-found")
+    wait_for(lambda: cluster.kubectl("get", "crd", "podgroups.scheduling.volcano.sh", check=False).returncode != 0,
+             60, "Volcano's PodGroup CRD to be gone")
+    process = operators("--gang-scheduler-name", "volcano").start(wait_ready=False)
+    wait_for(lambda: process.get("/readyz")[0] == 500
+             and "podgroups.scheduling.volcano.sh" in process.get("/readyz")[1], 30, "/readyz to name the missing CRD")
+    assert process.get("/healthz")[0] == 200  # alive: a restart would not install the CRD
+    kube_client.create(TFJOBS, six_gpu_job("waiting", "nowhere"), namespace)
+    wait_for(lambda: "podgroups.scheduling.volcano.sh is not installed" in
+             running_message(kube_client, namespace, "waiting"), 60,
+             "the job's status to name the missing CRD")
+    time.sleep(2)
+    assert not pods_of(kube_client, namespace, "waiting")
+    lines = [line for line in process.log_path.read_text().splitlines() if "podgroups.scheduling.volcano.sh" in line
+             and '"level": "error"' in line]
+    assert len(lines) == 1, lines  # said once, not on every reconcile
+    assert "reconcile failed" not in process.log_path.read_text()
+
+
+def test_volcano_crd_has_every_json_field_of_the_go_types() -> None:
+    """hack/volcano-podgroup-crd.yaml against volcano.sh/apis' own types, field by field."""
+    scratch = Path(subprocess.run(["mktemp", "-d"], capture_output=True, text=True, check=True).stdout.strip())
+    listing = subprocess.run(["go", "mod", "download", "-json", "volcano.sh/apis@v1.12.1"], cwd=scratch,
+                             capture_output=True, text=True, check=False)
+    assert listing.returncode == 0, f"downloading volcano.sh/apis v1.12.1 failed: {listing.stderr}"
+    source = (Path(re.search(r'"Dir": "([^"]+)"', listing.stdout).group(1))  # type: ignore[union-attr]
+              / "pkg" / "apis" / "scheduling" / "v1beta1" / "types.go").read_text()
+    schema = yaml.safe_load(VOLCANO_CRD.read_text())["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    spec, status = schema["properties"]["spec"], schema["properties"]["status"]
+    expected = {"PodGroupSpec": spec, "PodGroupStatus": status, "NetworkTopologySpec": spec["properties"][
+        "networkTopology"], "PodGroupCondition": status["properties"]["conditions"]["items"]}
+    for struct, declared in expected.items():
+        body = re.search(rf"type {struct} struct {{(.*?)\n}}", source, re.S)
+        assert body is not None, f"{struct} is not in types.go"
+        fields = set(re.findall(r'json:"([A-Za-z]+)[,"]', body.group(1)))
+        assert fields == set(declared["properties"]), f"{struct}: Go {sorted(fields)} vs CRD {sorted(declared)}"
+
+
+def running_message(client: KubeClient, namespace: str, name: str) -> str:
+    """The message of the job's Running condition, True or not."""
+    for entry in job_status(client, namespace, name).get("conditions", []):
+        if entry["type"] == "Running":
+            return str(entry.get("message", ""))
+    return ""
+
+
+def _gone(client: KubeClient, resource: Resource, name: str, namespace: str) -> bool:
+    try:
+        client.get(resource, name, namespace)
+    except NotFound:
+        return True
+    return False

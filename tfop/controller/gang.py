@@ -1,0 +1,256 @@
+"""Gang scheduling: the PodGroup a job's pods are scheduled as one, and what its pods carry to join it.
+
+Two gang schedulers are known: the Coscheduling plugin of scheduler-plugins (PodGroup scheduling.x-k8s.io/
+v1alpha1, a pod joins by a label) and Volcano (PodGroup scheduling.volcano.sh/v1beta1, a pod joins by an
+annotation). Both read the group's minMember (how many pods must fit at once) and minResources (what they need
+together). Everything here is pure: the planner compares the spec it wants with the cached one, the applier
+builds the body.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from tfop.api.constants import (
+    LABEL_JOB_NAME,
+    LABEL_MANAGED_BY,
+    LABEL_OPERATOR_NAME,
+    LABEL_RUNTIME_ID,
+    MANAGED_BY,
+    OPERATOR_NAME,
+    REPLICA_TYPES,
+)
+from tfop.api.fields import integer, items, mapping, text
+from tfop.controller.quantity import QuantityError, format_quantity, parse_quantity
+
+Object = dict[str, Any]
+
+GANG_NONE = "none"
+GANG_SCHEDULER_PLUGINS = "scheduler-plugins"
+GANG_VOLCANO = "volcano"
+GANG_SCHEDULER_NAMES = (GANG_NONE, GANG_SCHEDULER_PLUGINS, GANG_VOLCANO)
+
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"  # scheduler-plugins: the pod's group, by name
+VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
+VOLCANO_TASK_ANNOTATION = "volcano.sh/task-spec"
+PHASE_PENDING = "Pending"
+
+
+@dataclass(frozen=True)
+class GangScheduler:
+    name: str  # the value of --gang-scheduler-name / gangScheduler
+    group: str  # the API group and version that serve its PodGroups
+    version: str
+    scheduler_name: str  # the pods' spec.schedulerName, unless their template names one
+    # Volcano admits a group (phase Pending -> Inqueue) before its pods may exist; the Coscheduling plugin holds
+    # pods that exist until their whole group fits.
+    pods_wait_for_admission: bool
+    # What its PodGroup spec has beyond minMember and minResources (a CRD prunes the fields it does not declare,
+    # so setting one it lacks would look like a change on every reconcile).
+    schedule_timeout: bool  # scheduleTimeoutSeconds
+    queues: bool  # queue and priorityClassName
+
+    kind = "PodGroup"
+    plural = "podgroups"
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}"
+
+    @property
+    def crd_name(self) -> str:
+        return f"{self.plural}.{self.group}"
+
+
+GANG_SCHEDULERS: dict[str, GangScheduler] = {
+    GANG_SCHEDULER_PLUGINS: GangScheduler(
+        GANG_SCHEDULER_PLUGINS, "scheduling.x-k8s.io", "v1alpha1",
+        # The name scheduler-plugins' own manifests give the co-scheduler when it runs beside the default one.
+        "scheduler-plugins-scheduler", pods_wait_for_admission=False, schedule_timeout=True, queues=False),
+    GANG_VOLCANO: GangScheduler(
+        GANG_VOLCANO, "scheduling.volcano.sh", "v1beta1",
+        "volcano", pods_wait_for_admission=True, schedule_timeout=False, queues=True),
+}
+
+
+def gang_scheduler(name: str) -> GangScheduler | None:
+    """None for `none`; KeyError for a name that is neither."""
+    return None if name == GANG_NONE else GANG_SCHEDULERS[name]
+
+
+def pod_group_name(job: Object) -> str:
+    """One group per job, named after it: a pod names its group, so the name must be known before either exists."""
+    return str(job["metadata"]["name"])
+
+
+def pod_group_spec(job: Object, gang: GangScheduler) -> Object:
+    """The spec the job's PodGroup should have. `job` is defaulted and valid."""
+    policy = mapping(job["spec"].get("runPolicy", {}).get("schedulingPolicy"))
+    pods = _pods_in_order(job)
+    min_available = integer(policy.get("minAvailable"))
+    min_member = min_available if min_available is not None and min_available > 0 else len(pods)
+    spec: Object = {"minMember": min_member}
+    given = mapping(policy.get("minResources"))
+    if given:
+        spec["minResources"] = {name: _canonical(value) for name, value in sorted(given.items())}
+    else:
+        total = sum_resources(pod_requests(pod) for pod in pods[:min_member])
+        if total:
+            spec["minResources"] = {name: format_quantity(amount) for name, amount in sorted(total.items())}
+    queue = text(policy.get("queue"))
+    if gang.queues and queue:
+        spec["queue"] = queue
+    priority_class = text(policy.get("priorityClass")) or _template_priority_class(job)
+    if gang.queues and priority_class:
+        spec["priorityClassName"] = priority_class
+    timeout = integer(policy.get("scheduleTimeoutSeconds"))
+    if gang.schedule_timeout and timeout is not None and timeout > 0:
+        spec["scheduleTimeoutSeconds"] = timeout
+    return spec
+
+
+def pod_group(job: Object, gang: GangScheduler, owner: Object, runtime_id: str) -> Object:
+    name = pod_group_name(job)
+    return {
+        "apiVersion": gang.api_version,
+        "kind": gang.kind,
+        "metadata": {
+            "name": name,
+            "namespace": job["metadata"]["namespace"],
+            "labels": {LABEL_JOB_NAME: name, LABEL_RUNTIME_ID: runtime_id, LABEL_OPERATOR_NAME: OPERATOR_NAME,
+                       LABEL_MANAGED_BY: MANAGED_BY},
+            "ownerReferences": [dict(owner)],
+        },
+        "spec": pod_group_spec(job, gang),
+    }
+
+
+def spec_drift(wanted: Object, pod_group_object: Object) -> Object | None:
+    """The merge patch that brings the cached group to `wanted`, or None if it has it. Fields the operator does
+    not set (a scheduler's or a webhook's defaults, e.g. Volcano's queue) are left alone; fields it set before and
+    no longer wants are removed."""
+    current = mapping(pod_group_object.get("spec"))
+    patch: Object = {key: value for key, value in wanted.items() if current.get(key) != value}
+    for key in ("minResources", "priorityClassName", "scheduleTimeoutSeconds"):  # never queue: Volcano defaults it
+        if key not in wanted and key in current:
+            patch[key] = None
+    if isinstance(patch.get("minResources"), dict):
+        # A merge patch merges maps: resources no longer wanted are removed explicitly.
+        old = mapping(current.get("minResources"))
+        patch["minResources"] = {**{name: None for name in old if name not in wanted["minResources"]},
+                                 **wanted["minResources"]}
+    return {"spec": patch} if patch else None
+
+
+def join_gang(pod: Object, job_name: str, replica_type: str, gang: GangScheduler) -> None:
+    """What a pod carries to be scheduled with its group (in place)."""
+    spec = pod["spec"]
+    if not spec.get("schedulerName"):
+        spec["schedulerName"] = gang.scheduler_name
+    metadata = pod["metadata"]
+    if gang.name == GANG_SCHEDULER_PLUGINS:
+        metadata["labels"][POD_GROUP_LABEL] = job_name
+    else:
+        metadata["annotations"] = {**mapping(metadata.get("annotations")), VOLCANO_GROUP_ANNOTATION: job_name,
+                                   VOLCANO_TASK_ANNOTATION: replica_type.lower()}
+
+
+def admission_wait(pod_group_object: Object | None, gang: GangScheduler) -> str | None:
+    """Why the job's pods may not be created yet, or None. Only Volcano holds them, until it admits the group."""
+    if not gang.pods_wait_for_admission:
+        return None
+    if pod_group_object is None:
+        return "is not created yet"
+    status = mapping(pod_group_object.get("status"))
+    phase = text(status.get("phase")) or ""
+    if phase not in ("", PHASE_PENDING):
+        return None
+    return f"is {phase or PHASE_PENDING}" + _scheduler_says(status)
+
+
+def describe(pod_group_object: Object | None) -> str:
+    """e.g. `phase Inqueue: 2/4 running`, for a status message."""
+    status = mapping(mapping(pod_group_object).get("status"))
+    phase = text(status.get("phase"))
+    return (f"phase {phase}" if phase else "no phase yet") + _scheduler_says(status)
+
+
+def _scheduler_says(status: Object) -> str:
+    """The newest message a scheduler left in the group's conditions."""
+    messages = [text(mapping(condition).get("message")) for condition in items(status.get("conditions"))]
+    said = [message for message in messages if message]
+    return f" ({said[-1]})" if said else ""
+
+
+# --- what a pod requests, counted as the scheduler counts it -----------------------------------------------------
+
+def pod_requests(pod_spec: Object) -> dict[str, Fraction]:
+    """A pod's effective request per resource, as kube-scheduler computes it: the larger of the containers' sum
+    (with the restartable init containers, sidecars, that run beside them) and the largest regular init container
+    (plus the sidecars started before it), plus the pod's overhead. A container's request is its limit where it
+    gives no request (the apiserver defaults it so)."""
+    containers: dict[str, Fraction] = sum_resources(_container_requests(c) for c in items(pod_spec.get("containers")))
+    sidecars: dict[str, Fraction] = {}
+    init_peak: dict[str, Fraction] = {}
+    for init in items(pod_spec.get("initContainers")):
+        requests = _container_requests(init)
+        if mapping(init).get("restartPolicy") == "Always":
+            sidecars = sum_resources([sidecars, requests])
+            continue
+        for name, amount in sum_resources([sidecars, requests]).items():
+            init_peak[name] = max(init_peak.get(name, Fraction(0)), amount)
+    running = sum_resources([containers, sidecars])
+    effective = {name: max(running.get(name, Fraction(0)), init_peak.get(name, Fraction(0)))
+                 for name in {*running, *init_peak}}
+    return sum_resources([effective, _quantities(pod_spec.get("overhead"))])
+
+
+def sum_resources(resource_lists: Any) -> dict[str, Fraction]:
+    total: dict[str, Fraction] = defaultdict(Fraction)
+    for resources in resource_lists:
+        for name, amount in resources.items():
+            total[name] += amount
+    return {name: amount for name, amount in total.items() if amount}
+
+
+def _container_requests(container: object) -> dict[str, Fraction]:
+    resources = mapping(mapping(container).get("resources"))
+    return {**_quantities(resources.get("limits")), **_quantities(resources.get("requests"))}
+
+
+def _quantities(resource_list: object) -> dict[str, Fraction]:
+    parsed: dict[str, Fraction] = {}
+    for name, value in mapping(resource_list).items():
+        try:
+            parsed[str(name)] = parse_quantity(value)
+        except QuantityError:
+            continue  # the apiserver refuses such a pod; the refusal, not the group, tells the user
+    return parsed
+
+
+def _canonical(value: object) -> str:
+    try:
+        return format_quantity(parse_quantity(value))
+    except QuantityError:
+        return str(value)
+
+
+def _pods_in_order(job: Object) -> list[Object]:
+    """The pod spec of every replica, chief first (the order the minAvailable first pods are counted in)."""
+    specs = job["spec"]["tfReplicaSpecs"]
+    return [mapping(mapping(specs[replica_type].get("template")).get("spec"))
+            for replica_type in REPLICA_TYPES if replica_type in specs
+            for _ in range(integer(specs[replica_type].get("replicas")) or 0)]
+
+
+def _template_priority_class(job: Object) -> str | None:
+    specs = job["spec"]["tfReplicaSpecs"]
+    for replica_type in REPLICA_TYPES:
+        if replica_type in specs:
+            name = text(mapping(mapping(specs[replica_type].get("template")).get("spec")).get("priorityClassName"))
+            if name:
+                return name
+    return None
