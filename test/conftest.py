@@ -17,6 +17,7 @@ import pytest
 # hack/ and test/ are on sys.path through setup.cfg's pytest `pythonpath`.
 from local_cluster import LocalCluster
 from support.crds import crd_established
+from support.heartbeat import Heartbeat
 from support.operator_process import OperatorProcess
 from support.waiting import wait_for
 
@@ -69,6 +70,35 @@ def namespace(cluster: LocalCluster, request: pytest.FixtureRequest) -> Iterator
              30, f"the default ServiceAccount in namespace {name}")
     yield name
     cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+
+
+_heartbeat = Heartbeat()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    def write(line: str) -> None:
+        # Looked up late (the terminal reporter registers after this conftest); capture is lifted for the line,
+        # as pytest holds the test's stdout and stderr meanwhile.
+        writer = config.get_terminal_writer()
+        capture = config.pluginmanager.getplugin("capturemanager")
+        with capture.global_and_fixture_disabled():
+            writer.line()
+            writer.line(line)
+            writer.flush()
+
+    _heartbeat.write = write
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    _heartbeat.stop()
+
+
+def pytest_runtest_logstart(nodeid: str) -> None:
+    _heartbeat.test_started(nodeid)
+
+
+def pytest_runtest_logfinish(nodeid: str) -> None:
+    _heartbeat.test_finished()
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
