@@ -87,7 +87,8 @@ def same_type_twice(rng: random.Random, job: Job) -> None:
     specs = job["spec"]["tfReplicaSpecs"]
     key = rng.choice(list(specs))
     others = [s for spellings in SPELLINGS.values() if key in spellings for s in spellings if s != key]
-    specs[rng.choice(others)] = copy.deepcopy(specs[key])
+    if others:  # an earlier mutation may have renamed the key to one no type is spelt as
+        specs[rng.choice(others)] = copy.deepcopy(specs[key])
 
 
 def bad_count(rng: random.Random, job: Job) -> None:
