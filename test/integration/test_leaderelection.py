@@ -8,11 +8,12 @@ import time
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlparse
 
 import pytest
 from prometheus_client import CollectorRegistry
-from pytest_mock import MockerFixture
 
+from support.proxy import TcpProxy
 from support.waiting import wait_for
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import Conflict
@@ -56,8 +57,8 @@ class Candidate:
 def candidates(kube_client: KubeClient, namespace: str) -> Iterator[Callable[..., Candidate]]:
     made: list[Candidate] = []
 
-    def make(identity: str, **kw: Any) -> Candidate:
-        candidate = Candidate(kube_client, namespace, identity, **kw)
+    def make(identity: str, client: KubeClient | None = None, **kw: Any) -> Candidate:
+        candidate = Candidate(client or kube_client, namespace, identity, **kw)
         made.append(candidate)
         candidate.thread.start()
         return candidate
@@ -154,14 +155,20 @@ def test_a_leader_whose_lease_is_taken_stops_at_once(candidates: Callable[..., C
 
 
 def test_a_leader_that_cannot_renew_within_the_deadline_steps_down(candidates: Callable[..., Candidate],
-                                                                   cluster: Any, mocker: MockerFixture) -> None:
-    leader = candidates("leader")
-    wait_for(leader.elector.is_leader, 15, "the leader", POLL)
-    # Swap in a client that reaches nothing: every renewal now fails, as in a network partition.
-    mocker.patch.object(leader.elector, "client",
-                        KubeClient.from_kubeconfig(str(cluster.kubeconfig), server="https://127.0.0.1:1"))
-    cut = time.monotonic()
-    wait_for(lambda: leader.stopped_at is not None, 3 * LEASE, "on_stopped_leading", POLL)
+                                                                   cluster: Any) -> None:
+    server = urlparse(cluster.server)
+    proxy = TcpProxy((server.hostname or "127.0.0.1", server.port or 443))
+    try:
+        through_proxy = KubeClient.from_kubeconfig(str(cluster.kubeconfig),
+                                                   server=f"https://127.0.0.1:{proxy.port}")
+        leader = candidates("leader", client=through_proxy)
+        wait_for(leader.elector.is_leader, 15, "the leader", POLL)
+        # Cut the leader's connection to the apiserver: every renewal now fails, as in a network partition.
+        proxy.cut()
+        cut = time.monotonic()
+        wait_for(lambda: leader.stopped_at is not None, 3 * LEASE, "on_stopped_leading", POLL)
+    finally:
+        proxy.close()
     assert leader.stopped_at is not None
     # The deadline runs from the last successful renewal, which was at most one period before the cut.
     assert RENEW - RETRY - 0.2 < leader.stopped_at - cut < RENEW + RETRY + 0.5
