@@ -28,13 +28,8 @@ go_build_env
 WORK="$(mktemp -d)"
 trap 'rm -rf "${WORK}"' EXIT
 
-download_field() {
-  local field="$1"
-  (cd "${WORK}" && go mod download -json "${MODULE}@${VERSION}") | sed -n "s/.*\"${field}\": \"\(.*\)\".*/\1/p"
-}
-
 if [[ "${1:-}" == "--module-dir" ]]; then
-  dir="$(download_field Dir)"
+  dir="$(module_field "${MODULE}" "${VERSION}" Dir)"
   [[ -d "${dir}" ]] || die "could not download ${MODULE}@${VERSION} from the Go module proxy"
   echo "${dir}"
   exit 0
@@ -45,7 +40,7 @@ if [[ -f "${STAMP}" ]]; then
   exit 0
 fi
 
-modfile="$(download_field GoMod)"
+modfile="$(module_field "${MODULE}" "${VERSION}" GoMod)"
 [[ -f "${modfile}" ]] || die "could not download ${MODULE}@${VERSION} from the Go module proxy"
 
 # The module's replaces, one per line: `X => X vN` (inside a replace block or on a `replace` line). A replace to a
@@ -64,7 +59,7 @@ fi
   sed 's/^/replace /' <<<"${replaces}"
 } >"${WORK}/go.mod"
 # Its go.sum vouches for the same versions, so nothing needs a checksum database lookup (which may be unreachable).
-moddir="$(download_field Dir)"
+moddir="$(module_field "${MODULE}" "${VERSION}" Dir)"
 [[ -f "${moddir}/go.sum" ]] || die "${MODULE}@${VERSION} has no go.sum in ${moddir}"
 cp "${moddir}/go.sum" "${WORK}/go.sum"
 

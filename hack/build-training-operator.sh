@@ -23,16 +23,8 @@ STAMP="${BIN_DIR}/.complete"
 
 go_build_env
 
-# go mod download needs a module to stand in, or it refuses to run outside one on some Go versions.
-download_json() {
-  local scratch
-  scratch="$(mktemp -d)"
-  (cd "${scratch}" && go mod download -json "${MODULE}@${VERSION}")
-  rm -rf "${scratch}"
-}
-
 if [[ "${1:-}" == "--module-dir" ]]; then
-  dir="$(download_json | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')"
+  dir="$(module_field "${MODULE}" "${VERSION}" Dir)"
   [[ -d "${dir}" ]] || die "could not download ${MODULE}@${VERSION} from the Go module proxy"
   echo "${dir}"
   exit 0
@@ -43,7 +35,7 @@ if [[ -f "${STAMP}" ]]; then
   exit 0
 fi
 
-modfile="$(download_json | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')"
+modfile="$(module_field "${MODULE}" "${VERSION}" GoMod)"
 [[ -f "${modfile}" ]] || die "could not download ${MODULE}@${VERSION} from the Go module proxy"
 if grep -qE '^\s*(replace\s+)?[^/ ]+/[^ ]*\s+=>' "${modfile}"; then
   die "${MODULE}@${VERSION}'s go.mod has replace directives, which go install refuses;" \

@@ -84,6 +84,15 @@ with_progress() {
 # wrapper_module DIR MODULE VERSION SIBLING_VERSION: a module requiring MODULE@VERSION whose path-replaced siblings
 # are pinned to SIBLING_VERSION, and which carries MODULE's exclude directives. `go install pkg@version` refuses a
 # module with either, and neither applies to a module that is only required, so the wrapper restates them.
+# module_field MODULE VERSION FIELD: one field (Dir, GoMod, ...) of `go mod download -json`, downloading the module
+# into the module cache if needed. A scratch module stands in: some Go versions refuse to download outside one.
+module_field() {
+  local scratch
+  scratch="$(mktemp -d)"
+  (cd "${scratch}" && go mod download -json "$1@$2") | sed -n "s/.*\"$3\": \"\(.*\)\".*/\1/p"
+  rm -rf "${scratch}"
+}
+
 wrapper_module() {
   local dir="$1" module="$2" version="$3" sibling_version="$4"
   mkdir -p "${dir}"
