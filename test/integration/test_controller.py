@@ -4,11 +4,8 @@ children, TF_CONFIG, exit codes, garbage collection, crash recovery and bad inpu
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from local_cluster import LocalCluster
 from support.operator_process import OperatorProcess
@@ -26,14 +23,6 @@ from support.tfjobs import (
 from support.waiting import wait_for, wait_for_count
 from tfop.kube.client import KubeClient
 from tfop.kube.resource import PODS, RESOURCE_QUOTAS, SERVICES
-
-
-@pytest.fixture
-def operator(cluster: LocalCluster, tfjob_crd: Path, namespace: str, tmp_path: Path) -> Iterator[OperatorProcess]:
-    process = OperatorProcess(cluster.kubeconfig, tmp_path / "operator.log", "--namespace", namespace).start()
-    yield process
-    process.terminate()
-    print(f"--- operator log ---\n{process.log_tail(80)}")
 
 
 def test_distributed_job_gets_named_labelled_owned_children_with_tf_config(

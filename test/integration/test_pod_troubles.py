@@ -3,25 +3,12 @@ that cannot be pulled (kwok leaves such pods waiting: hack/kwok-stages.yaml)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-from local_cluster import LocalCluster
 from support.operator_process import OperatorProcess
 from support.tfjobs import IMAGE, create_job, events_about, job_status
 from support.waiting import wait_for
 from tfop.kube.client import KubeClient
-
-
-@pytest.fixture
-def operator(cluster: LocalCluster, tfjob_crd: Path, namespace: str, tmp_path: Path) -> Iterator[OperatorProcess]:
-    process = OperatorProcess(cluster.kubeconfig, tmp_path / "operator.log", "--namespace", namespace).start()
-    yield process
-    process.terminate()
-    print(f"--- operator log ---\n{process.log_tail(60)}")
 
 
 def running_message(client: KubeClient, namespace: str, name: str) -> str:

@@ -9,13 +9,11 @@ import json
 import os
 import signal
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from local_cluster import LocalCluster
 from support.operator_process import OperatorProcess, free_port
 from support.tensorflow import SCRIPTS, tensorflow_python
 from support.tfjobs import TFJOBS, children, job_status, replica
@@ -43,11 +41,6 @@ def tf_python() -> Path:
     return tensorflow_python()
 
 
-@pytest.fixture
-def operator(cluster: LocalCluster, tfjob_crd: Path, namespace: str, tmp_path: Path) -> Iterator[OperatorProcess]:
-    process = OperatorProcess(cluster.kubeconfig, tmp_path / "operator.log", "--namespace", namespace).start()
-    yield process
-    process.terminate()
 
 
 def create(client: KubeClient, namespace: str, name: str, replicas: dict[str, Any], **spec: Any) -> list[Any]:
