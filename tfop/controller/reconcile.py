@@ -44,6 +44,7 @@ from tfop.api.constants import (
 )
 from tfop.api.defaults import apply_defaults, canonical_replica_type
 from tfop.api.fields import integer, mapping, mapping_at, text
+from tfop.api.kueue import kueue_key_problems, managed_elsewhere
 from tfop.api.runtime_id import runtime_id
 from tfop.api.timestamps import parse_time
 from tfop.api.validation import validate
@@ -85,11 +86,11 @@ class _Planning:
 
 def plan(context: PlanContext) -> Plan:
     job = context.job
-    if is_terminating(job):
-        return Plan()  # the garbage collector removes the children of a deleted job
+    if is_terminating(job) or managed_elsewhere(job):
+        return Plan()  # the garbage collector removes a deleted job's children; another controller runs the job
     draft = PlanDraft(job, context.now, context.config)
     defaulted = with_default_ps_server(apply_defaults(job), context.config)
-    errors = validate(defaulted)
+    errors = [str(error) for error in validate(defaulted)] + kueue_key_problems(job)
     _note_created(draft, defaulted)
     naming = naming_of(job, [*context.of_kind(POD), *context.of_kind(SERVICE)], context.config.child_naming)
     draft.status[CHILD_NAMING] = naming.scheme
@@ -97,7 +98,7 @@ def plan(context: PlanContext) -> Plan:
     if _is_finished(draft):
         keep_finished(draft, defaulted, context, just_finished=False)
     elif errors or refused:
-        _reject(draft, defaulted, context, [str(error) for error in errors] or [_describe_refusal(r) for r in refused])
+        _reject(draft, defaulted, context, errors or [_describe_refusal(r) for r in refused])
     else:
         _run(_Planning(draft, context, defaulted, naming, sort_children(defaulted, context, naming)))
     return draft.finalize()
