@@ -22,10 +22,6 @@ from tfop.api.constants import (
     CONDITION_SUCCEEDED,
     CONDITION_SUSPENDED,
     EVENT_WARNING,
-    LABEL_REPLICA_INDEX,
-    LABEL_REPLICA_TYPE,
-    POD_FAILED,
-    POD_SUCCEEDED,
     REASON_BACKOFF_LIMIT_EXCEEDED,
     REASON_CREATED,
     REASON_DEADLINE_EXCEEDED,
@@ -42,28 +38,29 @@ from tfop.api.constants import (
     REPLICA_WORKER,
     SUCCESS_POLICY_ALL_WORKERS,
 )
-from tfop.api.defaults import apply_defaults, canonical_replica_type
-from tfop.api.fields import integer, mapping, mapping_at, text
+from tfop.api.defaults import apply_defaults
+from tfop.api.fields import mapping, mapping_at, text
+from tfop.api.kueue import kueue_key_problems, managed_elsewhere
 from tfop.api.runtime_id import runtime_id
 from tfop.api.timestamps import parse_time
 from tfop.api.validation import validate
 from tfop.controller.draft import PlanDraft
-from tfop.controller.exitcodes import container_termination, exit_class_name, latest_restarted
 from tfop.controller.lifecycle import COMPLETION_TIME, clean_up, finish, keep_finished
 from tfop.controller.naming import CHILD_NAMING, ChildNaming, naming_of
-from tfop.controller.plan_types import POD, SERVICE, CreateRefusal, Creation, Plan, PlanContext, ReplicaRestart
+from tfop.controller.plan_types import POD, SERVICE, CreateRefusal, Creation, Plan, PlanContext
 from tfop.controller.podgroups import plan_pod_group
 from tfop.controller.psserver import with_default_ps_server
+from tfop.controller.replica_records import count_replica_restarts, describe_failure, record_replicas, uid_of
 from tfop.controller.resources import (
     DesiredChildren,
     ReplicaSlot,
     pod_restart_policy,
     replica_count,
 )
-from tfop.controller.restarts import RestartCount, RestartLedger, count_restarts
-from tfop.controller.slots import Slot, SlotState, SortedChildren, replica_types, sort_children
-from tfop.controller.status import TRUE, conditions_of, is_terminating, pod_phase, replica_status
-from tfop.controller.troubles import announce_exits, announce_troubles, latest_exits, troubles_of, with_troubles
+from tfop.controller.restarts import RestartCount
+from tfop.controller.slots import Slot, SlotState, SortedChildren, sort_children
+from tfop.controller.status import TRUE, conditions_of, is_terminating
+from tfop.controller.troubles import announce_troubles, troubles_of, with_troubles
 
 __all__ = ["plan"]
 
@@ -85,11 +82,11 @@ class _Planning:
 
 def plan(context: PlanContext) -> Plan:
     job = context.job
-    if is_terminating(job):
-        return Plan()  # the garbage collector removes the children of a deleted job
+    if is_terminating(job) or managed_elsewhere(job):
+        return Plan()  # the garbage collector removes a deleted job's children; another controller runs the job
     draft = PlanDraft(job, context.now, context.config)
     defaulted = with_default_ps_server(apply_defaults(job), context.config)
-    errors = validate(defaulted)
+    errors = [str(error) for error in validate(defaulted)] + kueue_key_problems(job)
     _note_created(draft, defaulted)
     naming = naming_of(job, [*context.of_kind(POD), *context.of_kind(SERVICE)], context.config.child_naming)
     draft.status[CHILD_NAMING] = naming.scheme
@@ -97,7 +94,7 @@ def plan(context: PlanContext) -> Plan:
     if _is_finished(draft):
         keep_finished(draft, defaulted, context, just_finished=False)
     elif errors or refused:
-        _reject(draft, defaulted, context, [str(error) for error in errors] or [_describe_refusal(r) for r in refused])
+        _reject(draft, defaulted, context, errors or [_describe_refusal(r) for r in refused])
     else:
         _run(_Planning(draft, context, defaulted, naming, sort_children(defaulted, context, naming)))
     return draft.finalize(refused=bool(context.refusals))
@@ -161,11 +158,11 @@ def _run(p: _Planning) -> None:
 
     recreate = [slot for slot in children.slots if slot.state is SlotState.RETRYABLE]
     scaled_down = [pod for pod in children.surplus_of(POD) if not is_terminating(pod)]
-    recreating = {_uid(slot.pod) for slot in recreate}
-    counts = _count_restarts(p, deleting=recreating | {_uid(pod) for pod in scaled_down}, recreating=recreating)
+    recreating = {uid_of(slot.pod) for slot in recreate}
+    counts = _count_restarts(p, deleting=recreating | {uid_of(pod) for pod in scaled_down}, recreating=recreating)
     if _finish_if_done(p, sum(count.total for count in counts.values())):
         keep_finished(draft, p.job, p.context, just_finished=True)
-        _record_replicas(p, counts, finishing=True)
+        record_replicas(p.draft, p.job, p.children, counts, finishing=True)
         return
 
     for pod in [*(slot.pod for slot in recreate if slot.pod is not None), *scaled_down]:
@@ -176,7 +173,7 @@ def _run(p: _Planning) -> None:
     gang = plan_pod_group(draft, p.job, p.context)
     _create_missing(p, hold_pods=gang.hold_pods is not None)
     _update_running(p, [count.recreated for count in counts.values()], gang_note=gang.note)
-    _record_replicas(p, counts, finishing=False)
+    record_replicas(p.draft, p.job, p.children, counts, finishing=False)
 
 
 def _create_missing(p: _Planning, *, hold_pods: bool) -> None:
@@ -196,7 +193,7 @@ def _create_missing(p: _Planning, *, hold_pods: bool) -> None:
 def _suspend(p: _Planning) -> None:
     """A suspended job keeps nothing running; its clock (startTime) stops, and restarts in place so far are kept."""
     draft = p.draft
-    deleting = {_uid(pod) for pod in p.context.of_kind(POD) if not is_terminating(pod)}
+    deleting = {uid_of(pod) for pod in p.context.of_kind(POD) if not is_terminating(pod)}
     counts = _count_restarts(p, deleting=deleting, recreating=set())
     clean_up(draft, p.context, CLEAN_POD_POLICY_ALL)
     message = f"{draft.job_ref} is suspended."
@@ -204,42 +201,15 @@ def _suspend(p: _Planning) -> None:
     draft.set_condition(CONDITION_RUNNING, true=False, reason=REASON_SUSPENDED, message=message)
     draft.clear_condition(CONDITION_RESTARTING, reason=REASON_SUSPENDED, message=message)
     draft.status.pop(START_TIME, None)
-    _record_replicas(p, counts, finishing=False)
+    record_replicas(p.draft, p.job, p.children, counts, finishing=False)
 
 
 def _count_restarts(p: _Planning, *, deleting: set[str], recreating: set[str]) -> dict[str, RestartCount]:
-    """Counts restarts per replica type, announcing the new ones: a recreation as it is decided, restarts in
-    place as the status first sees them."""
-    draft, pods_by_type = p.draft, p.children.pods_by_type
-    previous = mapping(draft.status.get("replicaStatuses"))
     # A status with conditions but without restart counts was written by another operator (the Kubeflow training
     # operator keeps none): the containers' restarts found at adoption happened under it.
     adopted = bool(conditions_of(p.context.job.get("status")))
-    counts: dict[str, RestartCount] = {}
-    for replica_type in replica_types(p.job):
-        before = mapping(previous.get(replica_type))
-        count = count_restarts(RestartLedger.from_replica_status(before), pods_by_type.get(replica_type, []),
-                               deleting=deleting, recreating=recreating)
-        counts[replica_type] = count
-        announce_exits(draft, count.recreated)
-        for pod in count.recreated:
-            draft.event(EVENT_WARNING, REASON_RESTARTING, f"{draft.job_ref} is restarting {_describe_failure(pod)}.")
-            draft.restarts_by_exit_class[exit_class_name(pod)] += 1
-            draft.restarted.append(_restart_of(pod, replica_type, count.total, in_place=0))
-        known = integer(before.get("restarts"))
-        if known is None and adopted:
-            known = count.total - len(count.recreated)  # the restarts so far are the baseline, not news
-        in_place = count.total - (known or 0) - len(count.recreated)
-        if in_place > 0:
-            latest = latest_restarted(pods_by_type.get(replica_type, []))
-            restart = _restart_of(latest, replica_type, count.total, in_place=in_place)
-            draft.restarts_by_exit_class[restart.exit_class] += in_place
-            draft.restarted.append(restart)
-            draft.event(EVENT_WARNING, REASON_RESTARTING,
-                        f"{draft.job_ref}: {replica_type} containers restarted in place {in_place} more time(s), "
-                        f"{count.total} restart(s) of {replica_type} replicas in all.")
-        draft.restarts += len(count.recreated) + max(in_place, 0)
-    return counts
+    return count_replica_restarts(p.draft, p.job, p.children.pods_by_type, adopted=adopted, deleting=deleting,
+                                  recreating=recreating)
 
 
 def _finish_if_done(p: _Planning, restarts: int) -> bool:
@@ -251,7 +221,7 @@ def _finish_if_done(p: _Planning, restarts: int) -> bool:
         return True
     failed = [slot.pod for slot in p.children.slots if slot.state is SlotState.PERMANENT and slot.pod is not None]
     if failed:
-        listed = _listing([_describe_failure(pod) for pod in failed])
+        listed = _listing([describe_failure(pod) for pod in failed])
         finish(draft, CONDITION_FAILED, REASON_FAILED, f"{draft.job_ref} has failed because {listed}.")
         return True
     backoff_limit = run_policy.get("backoffLimit")
@@ -298,7 +268,7 @@ def _update_running(p: _Planning, recreated: Iterable[list[dict[str, Any]]], *, 
     announce_troubles(draft, troubles)
     replaced = [pod for pods in recreated for pod in pods]
     if replaced:
-        listed = _listing([_describe_failure(pod) for pod in replaced])
+        listed = _listing([describe_failure(pod) for pod in replaced])
         draft.set_condition(CONDITION_RESTARTING, true=True, reason=REASON_RESTARTING,
                             message=f"{draft.job_ref} is restarting {listed}.")
     states = Counter(slot.state for slot in children.slots)
@@ -324,65 +294,6 @@ def _update_running(p: _Planning, recreated: Iterable[list[dict[str, Any]]], *, 
                             message=with_troubles(message, troubles))
 
 
-def _record_replicas(p: _Planning, counts: dict[str, RestartCount], *, finishing: bool) -> None:
-    """replicaStatuses and replicaSummary as the plan leaves the pods. A pod deleted now is no longer active; when
-    the job finishes, pods removed by the clean-up still count as succeeded or failed, as the job's final tally."""
-    draft, children = p.draft, p.children
-    deleted = draft.deleted_uids(POD)
-
-    def counted(pod: dict[str, Any]) -> bool:
-        if is_terminating(pod):
-            return False
-        return _uid(pod) not in deleted or (finishing and pod_phase(pod) in (POD_SUCCEEDED, POD_FAILED))
-
-    previous = mapping(draft.status.get("replicaStatuses"))
-    statuses: dict[str, Any] = {}
-    ended: list[dict[str, Any]] = []  # told in one event per exit code, whatever their replica types
-    for replica_type in replica_types(p.job):
-        pods = [pod for pod in children.pods_by_type.get(replica_type, []) if counted(pod)]
-        statuses[replica_type] = {**replica_status(pods, counts[replica_type].total),
-                                  **counts[replica_type].ledger.status_fields()}
-        # Pods that ended since the last plan grow the tally; the recreated ones were announced as they went.
-        ended += latest_exits([pod for pod in pods if pod_phase(pod) in (POD_SUCCEEDED, POD_FAILED)],
-                              _ended(statuses[replica_type]) - _ended(previous.get(replica_type)))
-    announce_exits(draft, ended)
-    draft.status["replicaStatuses"] = statuses
-    running = sum(1 for slot in children.slots
-                  if slot.state is SlotState.RUNNING and slot.pod is not None and _uid(slot.pod) not in deleted)
-    draft.status["replicaSummary"] = f"{running}/{len(children.slots)}"
-    if finishing:
-        # The final tally: the pods are gone or going, so "0/7 running" would read like a failure.
-        tally = draft.status["replicaStatuses"].values()
-        succeeded, failed = sum(entry["succeeded"] for entry in tally), sum(entry["failed"] for entry in tally)
-        draft.status["replicaSummary"] = (f"{succeeded}/{len(children.slots)} succeeded"
-                                          + (f", {failed} failed" if failed else ""))
-
-
-def _ended(replica_status: object) -> int:
-    entry = mapping(replica_status)
-    return (integer(entry.get("succeeded")) or 0) + (integer(entry.get("failed")) or 0)
-
-
-def _describe_failure(pod: dict[str, Any]) -> str:
-    """e.g. `Worker 1, which exited with code 137 (OOMKilled)`."""
-    labels = mapping_at(pod, "metadata", "labels")
-    who = (f"{canonical_replica_type(labels.get(LABEL_REPLICA_TYPE)) or 'replica'} "
-           f"{text(labels.get(LABEL_REPLICA_INDEX)) or '?'}")
-    termination = container_termination(pod)
-    if termination is not None:
-        return f"{who}, which {termination.describe()}"
-    reason = text(mapping_at(pod, "status").get("reason"))
-    return f"{who}, whose pod failed" + (f" ({reason})" if reason else "")
-
-
-def _restart_of(pod: dict[str, Any] | None, replica_type: str, restarts: int, *, in_place: int) -> ReplicaRestart:
-    termination = container_termination(pod)
-    index = text(mapping_at(pod, "metadata", "labels").get(LABEL_REPLICA_INDEX)) or ""
-    return ReplicaRestart(replica_type, int(index) if index.isdigit() else None,
-                          termination.exit_code if termination else None,
-                          exit_class_name(pod) if pod is not None else "unknown", restarts, in_place)
-
-
 def _describe_refusal(refusal: CreateRefusal) -> str:
     """e.g. `the apiserver refused the pod of Worker 1: Pod "x" is invalid: spec.volumes[0].name: ...`."""
     slot = refusal.slot
@@ -394,6 +305,3 @@ def _listing(entries: list[str]) -> str:
     shown = "; ".join(entries[:_MAX_LISTED])
     return shown if len(entries) <= _MAX_LISTED else f"{shown}; and {len(entries) - _MAX_LISTED} more"
 
-
-def _uid(pod: dict[str, Any] | None) -> str:
-    return text(mapping_at(pod, "metadata").get("uid")) or ""

@@ -1,0 +1,122 @@
+"""What a plan records about a job's replicas: their restarts counted against backoffLimit (each new one announced
+once, as the status first sees it), and replicaStatuses and replicaSummary as the plan leaves the pods."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tfop.api.constants import (
+    EVENT_WARNING,
+    LABEL_REPLICA_INDEX,
+    LABEL_REPLICA_TYPE,
+    POD_FAILED,
+    POD_SUCCEEDED,
+    REASON_RESTARTING,
+)
+from tfop.api.defaults import canonical_replica_type
+from tfop.api.fields import integer, mapping, mapping_at, text
+from tfop.controller.draft import PlanDraft
+from tfop.controller.exitcodes import container_termination, exit_class_name, latest_restarted
+from tfop.controller.plan_types import POD, ReplicaRestart
+from tfop.controller.restarts import RestartCount, RestartLedger, count_restarts
+from tfop.controller.slots import SlotState, SortedChildren, replica_types
+from tfop.controller.status import is_terminating, pod_phase, replica_status
+from tfop.controller.troubles import announce_exits, latest_exits
+
+Object = dict[str, Any]
+
+
+def count_replica_restarts(draft: PlanDraft, job: Object, pods_by_type: dict[str, list[Object]], *, adopted: bool,
+                           deleting: set[str], recreating: set[str]) -> dict[str, RestartCount]:
+    """Counts restarts per replica type of the defaulted `job`, announcing the new ones: a recreation as it is
+    decided, restarts in place as the status first sees them. `adopted`: the status was written by another
+    operator (conditions but no restart counts), so restarts found now happened under it."""
+    previous = mapping(draft.status.get("replicaStatuses"))
+    counts: dict[str, RestartCount] = {}
+    for replica_type in replica_types(job):
+        before = mapping(previous.get(replica_type))
+        count = count_restarts(RestartLedger.from_replica_status(before), pods_by_type.get(replica_type, []),
+                               deleting=deleting, recreating=recreating)
+        counts[replica_type] = count
+        announce_exits(draft, count.recreated)
+        for pod in count.recreated:
+            draft.event(EVENT_WARNING, REASON_RESTARTING, f"{draft.job_ref} is restarting {describe_failure(pod)}.")
+            draft.restarts_by_exit_class[exit_class_name(pod)] += 1
+            draft.restarted.append(_restart_of(pod, replica_type, count.total, in_place=0))
+        known = integer(before.get("restarts"))
+        if known is None and adopted:
+            known = count.total - len(count.recreated)  # the restarts so far are the baseline, not news
+        in_place = count.total - (known or 0) - len(count.recreated)
+        if in_place > 0:
+            latest = latest_restarted(pods_by_type.get(replica_type, []))
+            restart = _restart_of(latest, replica_type, count.total, in_place=in_place)
+            draft.restarts_by_exit_class[restart.exit_class] += in_place
+            draft.restarted.append(restart)
+            draft.event(EVENT_WARNING, REASON_RESTARTING,
+                        f"{draft.job_ref}: {replica_type} containers restarted in place {in_place} more time(s), "
+                        f"{count.total} restart(s) of {replica_type} replicas in all.")
+        draft.restarts += len(count.recreated) + max(in_place, 0)
+    return counts
+
+
+def record_replicas(draft: PlanDraft, job: Object, children: SortedChildren, counts: dict[str, RestartCount], *,
+                    finishing: bool) -> None:
+    """replicaStatuses and replicaSummary as the plan leaves the pods. A pod deleted now is no longer active; when
+    the job finishes, pods removed by the clean-up still count as succeeded or failed, as the job's final tally."""
+    deleted = draft.deleted_uids(POD)
+
+    def counted(pod: Object) -> bool:
+        if is_terminating(pod):
+            return False
+        return uid_of(pod) not in deleted or (finishing and pod_phase(pod) in (POD_SUCCEEDED, POD_FAILED))
+
+    previous = mapping(draft.status.get("replicaStatuses"))
+    statuses: dict[str, Any] = {}
+    ended: list[dict[str, Any]] = []  # told in one event per exit code, whatever their replica types
+    for replica_type in replica_types(job):
+        pods = [pod for pod in children.pods_by_type.get(replica_type, []) if counted(pod)]
+        statuses[replica_type] = {**replica_status(pods, counts[replica_type].total),
+                                  **counts[replica_type].ledger.status_fields()}
+        # Pods that ended since the last plan grow the tally; the recreated ones were announced as they went.
+        ended += latest_exits([pod for pod in pods if pod_phase(pod) in (POD_SUCCEEDED, POD_FAILED)],
+                              _ended(statuses[replica_type]) - _ended(previous.get(replica_type)))
+    announce_exits(draft, ended)
+    draft.status["replicaStatuses"] = statuses
+    running = sum(1 for slot in children.slots
+                  if slot.state is SlotState.RUNNING and slot.pod is not None and uid_of(slot.pod) not in deleted)
+    draft.status["replicaSummary"] = f"{running}/{len(children.slots)}"
+    if finishing:
+        # The final tally: the pods are gone or going, so "0/7 running" would read like a failure.
+        tally = draft.status["replicaStatuses"].values()
+        succeeded, failed = sum(entry["succeeded"] for entry in tally), sum(entry["failed"] for entry in tally)
+        draft.status["replicaSummary"] = (f"{succeeded}/{len(children.slots)} succeeded"
+                                          + (f", {failed} failed" if failed else ""))
+
+
+def _ended(replica_status: object) -> int:
+    entry = mapping(replica_status)
+    return (integer(entry.get("succeeded")) or 0) + (integer(entry.get("failed")) or 0)
+
+
+def describe_failure(pod: Object) -> str:
+    """e.g. `Worker 1, which exited with code 137 (OOMKilled)`."""
+    labels = mapping_at(pod, "metadata", "labels")
+    who = (f"{canonical_replica_type(labels.get(LABEL_REPLICA_TYPE)) or 'replica'} "
+           f"{text(labels.get(LABEL_REPLICA_INDEX)) or '?'}")
+    termination = container_termination(pod)
+    if termination is not None:
+        return f"{who}, which {termination.describe()}"
+    reason = text(mapping_at(pod, "status").get("reason"))
+    return f"{who}, whose pod failed" + (f" ({reason})" if reason else "")
+
+
+def _restart_of(pod: Object | None, replica_type: str, restarts: int, *, in_place: int) -> ReplicaRestart:
+    termination = container_termination(pod)
+    index = text(mapping_at(pod, "metadata", "labels").get(LABEL_REPLICA_INDEX)) or ""
+    return ReplicaRestart(replica_type, int(index) if index.isdigit() else None,
+                          termination.exit_code if termination else None,
+                          exit_class_name(pod) if pod is not None else "unknown", restarts, in_place)
+
+
+def uid_of(child: Object | None) -> str:
+    return text(mapping_at(child, "metadata").get("uid")) or ""
