@@ -29,7 +29,7 @@ from tfop.api.constants import (
 )
 from tfop.api.timestamps import parse_time
 from tfop.controller.children import CHILD_KINDS, TFJOBS, ChildKinds, Scope, child_id
-from tfop.controller.plan_types import POD, ChildPatch, ChildRef, CreateRefusal, Creation, Object, Plan
+from tfop.controller.plan_types import JOB, POD, ChildPatch, ChildRef, CreateRefusal, Creation, Object, Plan
 from tfop.controller.psserver import SCRIPT_CONFIGMAP
 from tfop.controller.serverscript import ServerScriptKeeper
 from tfop.kube.client import KubeClient
@@ -144,7 +144,7 @@ class PlanApplier:
         if not creations or desired is None:
             return
         namespace = job["metadata"]["namespace"]
-        if desired.needs_server_script and any(creation.kind == POD for creation in creations):
+        if desired.needs_server_script and any(creation.kind in (POD, JOB) for creation in creations):
             self._ensure_server_script(job, namespace, changes)
         self.expectations.expect_creates(key, [child_id(creation.kind, creation.name) for creation in creations])
 
