@@ -31,9 +31,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from bench.chart import timelines
 from bench.cluster import BenchCluster, copy_logs
-from bench.report import chart, summarize, table, targets
-from bench.runs import CONTENDERS, HACK_DIR, REPO_DIR, Contender, Runner
+from bench.report import noise, summarize, table, targets
+from bench.runs import CONTENDERS, DEFAULT_CONTENDERS, HACK_DIR, REPO_DIR, Contender, Runner
 from tfop import logs
 
 OUR_CRD = REPO_DIR / "crd" / "kubeflow.org_tfjobs.yaml"
@@ -68,7 +69,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     names = ", ".join(c.name for c in CONTENDERS)
     parser.add_argument("--jobs", type=int, default=100, help="TFJobs per run of the main pass")
     parser.add_argument("--runs", type=int, default=3, help="runs per contender in the main pass (median)")
-    parser.add_argument("--contenders", default=",".join(c.name for c in CONTENDERS),
+    parser.add_argument("--contenders", default=",".join(DEFAULT_CONTENDERS),
                         help=f"the main pass's contenders, comma-separated, of: {names}")
     parser.add_argument("--big-jobs", type=int, default=500, help="TFJobs per run of the large pass (0: none)")
     parser.add_argument("--big-runs", type=int, default=1, help="runs per contender in the large pass")
@@ -80,6 +81,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--state-dir", type=Path, default=REPO_DIR / ".local" / "bench-cluster")
     parser.add_argument("--results", type=Path, default=REPO_DIR / "bench-results")
     parser.add_argument("--keep-cluster", action="store_true", help="leave the cluster running afterwards")
+    parser.add_argument("--delete-each-run", action="store_true",
+                        help="delete every run's namespace once it is measured (make bench-large: 2,000 finished "
+                             "jobs' 28,000 children left behind would weigh on the next contender)")
     args = parser.parse_args(argv)
     for option in ("contenders", "big_contenders"):
         chosen = [name for name in getattr(args, option).split(",") if name]
@@ -125,7 +129,7 @@ class Bench:
             if self.attempt(f"{contender.name}: {jobs} jobs, run {index + 1}/{count}",
                             partial(self.runner.run, contender, jobs, index), self.runs):
                 left.append(self.runs[-1]["namespace"])
-                if contender.kind == "limit" and not final:
+                if (contender.kind == "limit" or self.args.delete_each_run) and not final:
                     self.runs[-1]["cleanup_s"] = cluster.delete_namespaces([left.pop()])
 
         for index in range(self.args.runs if self.args.jobs else 0):
@@ -202,7 +206,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.keep_cluster:
             cluster.destroy()
 
-    rows = summarize(bench.runs, [c.name for c in CONTENDERS])
+    order = [c.name for c in CONTENDERS]
+    rows = summarize(bench.runs, order)
     checks = targets(rows, bench.idle)
     commands = {c.name: c.command for c in CONTENDERS if c in args.contenders + args.big_contenders}
     text = table(rows, bench.idle, checks, commands)
@@ -211,17 +216,17 @@ def main(argv: list[str] | None = None) -> int:
         "started": stamp, "seconds": elapsed,
         "arguments": {k: [c.name for c in v] if k.endswith("contenders") else str(v) for k, v in vars(args).items()},
         "machine": {"cpus": len(os.sched_getaffinity(0)), "load_average_at_end": os.getloadavg(),
-                    "python": platform.python_version(), "platform": platform.platform()},
+                    "python": platform.python_version(), "platform": platform.platform(), "noise": noise(rows)},
         "contenders": commands, "summary": rows, "idle": bench.idle, "targets": checks, "runs": bench.runs,
         "failures": bench.failures, "notes": notes,
     }
     (results / "bench.json").write_text(json.dumps(report, indent=1))
     (results / "bench.txt").write_text(text + "\n")
-    png = chart(bench.runs, results / "children.png") if bench.runs else None
+    charts = timelines(bench.runs, order, results)
     print(text)
     for note in [*notes, *bench.failures]:
         print(f"NOTE: {note}")
-    print(f"\nresults: {results}/ bench.json, bench.txt{', children.png' if png else ''} "
+    print(f"\nresults: {results}/ bench.json, bench.txt{''.join(', ' + path.name for path in charts)} "
           f"(whole bench {elapsed / 60:.1f} min)")
     latest = args.results / "latest"
     latest.unlink(missing_ok=True)

@@ -1,8 +1,10 @@
 """The apiserver's view of the requests the operator under test made, from the audit log.
 
 apiserver_request_total has no user or user-agent label, so the bench gives the contender its own client
-certificate (user bench-operator) and the audit policy logs that user's requests only, one line per stage. A run
-owns the lines written between two offsets of the file: contenders run one at a time.
+certificate (user bench-operator) and the audit policy logs that user's requests, one line per stage. It also
+logs the cluster admin's writes to batch Jobs and Pods: the Job controller (in the controller-manager, which runs as
+the admin) creates the pods of tfop's Jobs backend, and its user agent ends in "/job-controller". A run owns the
+lines written between two offsets of the file: contenders run one at a time.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from bench.cluster import OPERATOR_USER
+from bench.cluster import ADMIN_USER, OPERATOR_USER
+
+JOB_CONTROLLER_AGENT = "/job-controller"  # the controller-manager appends each controller's name
 
 
 @dataclass(frozen=True)
@@ -39,9 +43,9 @@ class AuditLog:
         except FileNotFoundError:
             return 0
 
-    def requests(self, start: int, end: int | None = None) -> list[Request]:
-        """The operator user's requests logged between two offsets; a long request (a watch) logs two stages
-        and counts once."""
+    def requests(self, start: int, end: int | None = None, job_controller: bool = False) -> list[Request]:
+        """The operator user's requests (or the Job controller's) logged between two offsets; a long request (a
+        watch) logs two stages and counts once."""
         try:
             with self.path.open("rb") as log:
                 log.seek(start)
@@ -53,7 +57,10 @@ class AuditLog:
         found: list[Request] = []
         for line in data.splitlines():
             event = json.loads(line)
-            if event.get("user", {}).get("username") != OPERATOR_USER or event["auditID"] in seen:
+            user = event.get("user", {}).get("username")
+            mine = (user == ADMIN_USER and event.get("userAgent", "").endswith(JOB_CONTROLLER_AGENT)
+                    if job_controller else user == OPERATOR_USER)
+            if not mine or event["auditID"] in seen:
                 continue
             seen.add(event["auditID"])
             ref = event.get("objectRef") or {}

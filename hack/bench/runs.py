@@ -36,6 +36,11 @@ class Contender:
         return self.kind == "go"
 
     @property
+    def batch_jobs(self) -> bool:
+        """Whether its replicas are batch Jobs (the Job controller makes their pods)."""
+        return "--replica-backend" in self.args and self.args[self.args.index("--replica-backend") + 1] == "jobs"
+
+    @property
     def command(self) -> str:
         """How to run it, for the report."""
         if self.kind == "limit":
@@ -50,10 +55,13 @@ TUNED_GO = ("--controller-threads", "16", "--kube-api-qps", "1000", "--kube-api-
 CONTENDERS = (
     Contender("limit", "limit"),
     Contender("tfop", "tfop"),
+    Contender("tfop-jobs", "tfop", ("--replica-backend", "jobs")),
     Contender("tfop-tuned", "tfop", TUNED_TFOP),
     Contender("go", "go"),
     Contender("go-tuned", "go", TUNED_GO),
 )
+# tfop-jobs needs `tfop run --replica-backend` (issue 18), not on main yet: ask for it with --contenders.
+DEFAULT_CONTENDERS = [c.name for c in CONTENDERS if c.name != "tfop-jobs"]
 
 
 class Runner:
@@ -82,12 +90,13 @@ class Runner:
         timeout = 120.0 + 1.5 * jobs
         admin = self.cluster.admin()
         self.cluster.create_namespace(namespace)
-        timeline = Timeline(admin, namespace, TFJOBS)
+        timeline = Timeline(admin, namespace, TFJOBS, batch_jobs=contender.batch_jobs)
         timeline.start()
         audit_start = self.audit.offset()
         operator = None if contender.kind == "limit" else self.operator(contender, namespace, namespace)
         limit = None
-        result: dict[str, Any] = {"contender": contender.name, "jobs": jobs, "run": index, "namespace": namespace}
+        result: dict[str, Any] = {"contender": contender.name, "jobs": jobs, "run": index, "namespace": namespace,
+                                  "load_before": os.getloadavg()}
         finished = False
         try:
             if operator is not None:
@@ -120,11 +129,19 @@ class Runner:
             by_job = timeline.pods_of_job()
             last_running = {uid: max(p.running_at or 0.0 for p in job_pods) for uid, job_pods in by_job.items()}
             result["pods_running_s"] = max(last_running.values()) - began
-            result.update(_latencies(sorted(last_running[uid] - at for uid, at in created.items())))
+            result["pod_curves"] = timeline.pod_curves(began)
+            for stage in ("created", "scheduled"):
+                result[f"pods_{stage}_s"] = result["pod_curves"][stage][-1]
+            pods_latency = _latencies(sorted(last_running[uid] - at for uid, at in created.items()))
+            result.update({f"pods_{key}": value for key, value in pods_latency.items()})
 
-            if operator is not None:
+            if operator is None:  # no Running condition: a job starts when all its pods run
+                result.update(pods_latency)
+            else:
                 timeline.wait(lambda: len(timeline.jobs_running) >= jobs, timeout, f"{jobs} Running jobs")
                 result["jobs_running_s"] = max(timeline.jobs_running.values()) - began
+                result["jobs_running_at"] = sorted(round(at - began, 3) for at in timeline.jobs_running.values())
+                result.update(_latencies(sorted(timeline.jobs_running[uid] - at for uid, at in created.items())))
                 exits_began = time.monotonic()
                 result["pods_gone_before_exit"] = exit_all(admin, namespace, by_job)
                 result["exit_patches_s"] = time.monotonic() - exits_began
@@ -148,11 +165,15 @@ class Runner:
             if not finished:  # a failed run's jobs must not count as finished ones
                 self.cluster.delete_namespaces([namespace])
         time.sleep(0.5)  # the last watches' closing lines
+        result["load_after"] = os.getloadavg()
         audited = self.audit.requests(audit_start)
         result["requests_audit"] = len(audited)
         result["requests_audit_by_kind"] = by_kind(audited)
         result["requests_until_children"] = by_kind(audited, until=children_epoch)
         result["requests_failed"] = failed(audited)
+        job_controller = self.audit.requests(audit_start, job_controller=True)
+        result["requests_job_controller"] = len(job_controller)
+        result["requests_job_controller_by_kind"] = by_kind(job_controller)
         return result
 
     def idle(self, contender: Contender, finished_jobs: int, seconds: float) -> dict[str, Any]:
@@ -202,7 +223,7 @@ class _Feed:
 
 
 def _latencies(values: list[float]) -> dict[str, float]:
-    """Per-job start latency (job created -> all its replicas Running): p50 and p99."""
+    """Per-job start latency (job created -> its Running condition, or all its pods Running): p50 and p99."""
     cuts = statistics.quantiles(values, n=100, method="inclusive") if len(values) > 1 else values * 99
     return {"start_p50_s": statistics.median(values), "start_p99_s": cuts[98]}
 

@@ -1,9 +1,10 @@
 """What the bench sees happen in one run's namespace, stamped with time.monotonic() as watch events arrive.
 
 The same observer for every contender, so each figure includes the same watch delay: children appearing, pods
-running (kwok runs them once the scheduler binds them), jobs' Running and Succeeded conditions. Children are
-tied to their job by the controller ownerReference's uid, which tfop, the Go operator and the limit client all
-set, whatever they name the children.
+created, scheduled (bound to a node) and running (kwok runs them once bound), jobs' Running and Succeeded
+conditions. A pod is tied to its TFJob by the controller ownerReference's uid, which tfop, the Go operator and the
+limit client all set, whatever they name the children; with tfop's Jobs backend the pod's controller is a batch Job
+whose controller is the TFJob, and the Job counts as the child.
 """
 
 from __future__ import annotations
@@ -20,30 +21,34 @@ from tfop.kube.resource import PODS, SERVICES, Resource
 
 Object = dict[str, Any]
 LABEL_REPLICA_TYPE = "training.kubeflow.org/replica-type"  # tfop and the Go operator both set it
+BATCH_JOBS = Resource("batch", "v1", "jobs", "Job")
 
 
 @dataclass
 class PodSeen:
     name: str
-    job_uid: str
+    owner_uid: str  # its controller: the TFJob, or a batch Job (tfop's Jobs backend)
     replica_type: str
+    created_at: float
+    scheduled_at: float | None = None
     running_at: float | None = None
 
 
 class Timeline:
-    def __init__(self, client: KubeClient, namespace: str, tfjobs: Resource) -> None:
+    def __init__(self, client: KubeClient, namespace: str, tfjobs: Resource, batch_jobs: bool = False) -> None:
         self.namespace = namespace
-        self.children_created: dict[str, float] = {}  # uid of a Pod or Service -> when first seen
+        self.children_created: dict[str, float] = {}  # uid of a Pod, Service or Job the TFJob owns -> first seen
         self.pods: dict[str, PodSeen] = {}
+        self.batch_job_owner: dict[str, str] = {}  # batch Job uid -> its TFJob's uid
         self.jobs_running: dict[str, float] = {}  # job uid -> when its Running condition was first True
         self.jobs_succeeded: dict[str, float] = {}
         self._changed = threading.Condition()
+        resources = [PODS, SERVICES, tfjobs, *((BATCH_JOBS,) if batch_jobs else ())]
         self._informers = [Informer(client, resource, namespace=namespace, watch_timeout_range=(600, 900))
-                           for resource in (PODS, SERVICES, tfjobs)]
-        pods, services, jobs = self._informers
-        pods.add_event_handler(self._pod, lambda old, new: self._pod(new))
-        services.add_event_handler(self._service, lambda old, new: self._service(new))
-        jobs.add_event_handler(self._job, lambda old, new: self._job(new))
+                           for resource in resources]
+        handlers = [self._pod, self._service, self._job, self._batch_job]
+        for informer, handler in zip(self._informers, handlers, strict=False):
+            informer.add_event_handler(handler, _on_update(handler))
 
     def start(self, timeout: float = 30.0) -> None:
         for informer in self._informers:
@@ -68,10 +73,12 @@ class Timeline:
 
     # --- derived figures -------------------------------------------------------------------------------------
     def pods_of_job(self) -> dict[str, list[PodSeen]]:
+        """TFJob uid -> its pods (through its batch Jobs with the Jobs backend)."""
         with self._changed:
             grouped: dict[str, list[PodSeen]] = {}
             for pod in self.pods.values():
-                grouped.setdefault(pod.job_uid, []).append(pod)
+                job_uid = self.batch_job_owner.get(pod.owner_uid, pod.owner_uid)
+                grouped.setdefault(job_uid, []).append(pod)
             return grouped
 
     def running_pods(self) -> int:
@@ -87,6 +94,13 @@ class Timeline:
         with self._changed:
             return sorted(self.children_created.values())
 
+    def pod_curves(self, since: float) -> dict[str, list[float]]:
+        """Seconds after `since` at which each pod was created, scheduled and running, each list sorted."""
+        with self._changed:
+            pods = list(self.pods.values())
+        return {stage: sorted(round(at - since, 3) for pod in pods if (at := getattr(pod, f"{stage}_at")) is not None)
+                for stage in ("created", "scheduled", "running")}
+
     # --- event handlers (informer threads) -------------------------------------------------------------------
     def _pod(self, pod: Object) -> None:
         now = time.monotonic()
@@ -95,13 +109,18 @@ class Timeline:
         if owner is None:
             return
         with self._changed:
-            self.children_created.setdefault(metadata["uid"], now)
             seen = self.pods.get(metadata["uid"])
             if seen is None:
                 replica_type = (metadata.get("labels") or {}).get(LABEL_REPLICA_TYPE, "")
-                seen = self.pods[metadata["uid"]] = PodSeen(metadata["name"], owner, replica_type.lower())
+                seen = self.pods[metadata["uid"]] = PodSeen(metadata["name"], owner, replica_type.lower(), now)
+                if owner not in self.batch_job_owner:  # a Job-made pod is not the operator's child
+                    self.children_created.setdefault(metadata["uid"], now)
+            if seen.scheduled_at is None and (pod.get("spec") or {}).get("nodeName"):
+                seen.scheduled_at = now
             if seen.running_at is None and (pod.get("status") or {}).get("phase") == "Running":
                 seen.running_at = now
+                if seen.scheduled_at is None:
+                    seen.scheduled_at = now
             self._changed.notify_all()
 
     def _service(self, service: Object) -> None:
@@ -111,6 +130,21 @@ class Timeline:
             return
         with self._changed:
             self.children_created.setdefault(metadata["uid"], now)
+            self._changed.notify_all()
+
+    def _batch_job(self, job: Object) -> None:
+        now = time.monotonic()
+        metadata = job["metadata"]
+        owner = _controller_uid(metadata)
+        if owner is None:
+            return
+        with self._changed:
+            if metadata["uid"] not in self.batch_job_owner:
+                self.batch_job_owner[metadata["uid"]] = owner
+                self.children_created[metadata["uid"]] = now
+                for pod_uid, pod in self.pods.items():  # pods seen before their Job are not children
+                    if pod.owner_uid == metadata["uid"]:
+                        self.children_created.pop(pod_uid, None)
             self._changed.notify_all()
 
     def _job(self, job: Object) -> None:
@@ -124,6 +158,10 @@ class Timeline:
                 self.jobs_running.setdefault(uid, now)  # finished before we saw it running counts as running
                 self.jobs_succeeded.setdefault(uid, now)
             self._changed.notify_all()
+
+
+def _on_update(handler: Callable[[Object], None]) -> Callable[[Object, Object], None]:
+    return lambda old, new: handler(new)
 
 
 def _controller_uid(metadata: Object) -> str | None:

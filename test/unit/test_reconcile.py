@@ -520,6 +520,46 @@ SUSPEND = {
         status={"startTime": T0}),
 }
 
+MULTIKUEUE = {"managedBy": "kueue.x-k8s.io/multikueue"}
+# The manager cluster's copy of a job MultiKueue runs elsewhere: its status is the worker's, copied over by Kueue.
+MIRRORED = make_job({"Worker": 2}, run_policy={**MULTIKUEUE, "ttlSecondsAfterFinished": 60}, status={
+    "startTime": T0, "completionTime": T0, "replicaStatuses": {"Worker": {"active": 0, "succeeded": 1}},
+    "conditions": [cond("Succeeded", "True", "TFJobSucceeded", "TFJob ns/mnist successfully completed.")]})
+QUEUED = {"metadata": {**make_job()["metadata"], "labels": {"kueue.x-k8s.io/queue-name": "team-a"}}}
+LOWER_WORKER = ("spec.tfReplicaSpecs[worker]: must be spelt Worker in a job queued by Kueue (label "
+                "kueue.x-k8s.io/queue-name=team-a): Kueue counts quota only for the keys Chief, Master, Worker, PS, "
+                "Evaluator, so its pods would run outside the queue's quota")
+MANAGED_BY = {
+    "a job another controller runs (MultiKueue's manager copy) gets no child, no status, no event": Case(
+        make_job(run_policy=MULTIKUEUE), services=[], create_pods=[], create_services=[], events=[],
+        counters=JobCounters(), requeue_after=None, unchanged_status=True),
+    "children of a job another controller runs are never deleted": Case(
+        make_job(run_policy={"managedBy": "example.com/other"}), running_pods(), delete_pods=[], delete_services=[],
+        create_pods=[], events=[], unchanged_status=True),
+    "a finished job another controller runs is never deleted by its TTL": Case(
+        MIRRORED, services=[], now=at(600), delete_pods=[], events=[], requeue_after=None, delete_job=False,
+        unchanged_status=True),
+    "managedBy kubeflow.org/training-operator is tfop's to run": Case(
+        make_job(run_policy={"managedBy": "kubeflow.org/training-operator"}), services=[], create_pods=ALL3,
+        create_services=ALL3, events=["TFJobCreated"]),
+    "an empty managedBy is tfop's to run": Case(
+        make_job(run_policy={"managedBy": ""}), services=[], create_pods=ALL3, events=["TFJobCreated"]),
+    "a queued job whose key Kueue cannot count fails, creating nothing": Case(
+        {**make_job({"worker": 2}), **QUEUED}, services=[], create_pods=[], create_services=[],
+        events=["TFJobCreated", "InvalidSpec"], conditions={"Failed": ("True", "InvalidSpec")},
+        messages={"Failed": [LOWER_WORKER]}, status={"state": "Failed"}),
+    "a queued job with TitleCase keys runs": Case(
+        {**make_job(), **QUEUED}, services=[], create_pods=ALL3, events=["TFJobCreated"]),
+    "lowercase keys are fine without a Kueue queue": Case(
+        make_job({"worker": 1}), services=[], create_pods=[W0], events=["TFJobCreated"]),
+    "suspended by Kueue after it started: pods go and active drops to 0 in the same status write": Case(
+        {**running(make_job()), **QUEUED, "spec": SUSPENDED_JOB["spec"]}, running_pods(), delete_pods=ALL3,
+        conditions={"Running": ("False", "TFJobSuspended")}, status={"replicaStatuses": {
+            "Worker": {"active": 0, "succeeded": 0, "failed": 0, "restarts": 0,
+                       "retiredPodUIDs": [f"pod-{W0}", f"pod-{W1}"]},
+            "PS": {"active": 0, "succeeded": 0, "failed": 0, "restarts": 0, "retiredPodUIDs": [f"pod-{PS0}"]}}}),
+}
+
 STATUS = {
     "Running only when every pod runs; the pending ones are counted": Case(
         running(make_job()), [make_pod("Worker", 0), make_pod("Worker", 1, "Pending"), make_pod("PS", 0, "Pending")],
@@ -773,7 +813,7 @@ def test_refusals_are_permanent_only_when_the_same_body_must_fail_again(code: in
 
 
 TABLE = {**CREATION, **EXIT_CODES, **BACKOFF, **DEADLINE, **TTL, **SUCCESS, **SUSPEND, **STATUS, **INVALID,
-         **REFUSED, **TAKEOVER, **TROUBLES}
+         **REFUSED, **TAKEOVER, **TROUBLES, **MANAGED_BY}
 
 
 @pytest.mark.parametrize(("case", "events"), [

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 import structlog
 
 from tfop.api.constants import GROUP, KIND, LABEL_JOB_NAME
+from tfop.api.kueue import managed_elsewhere
 from tfop.controller.apply import PlanApplier
 from tfop.controller.children import TFJOBS, ChildKind, child_id, child_kinds, pod_group_resource
 from tfop.controller.gang import GangScheduler
@@ -87,6 +88,9 @@ class TFJobController:
     def _job_changed(self, change: Change, key: str, job: Object) -> None:
         if change is Change.ADDED:
             self.metrics.know_namespace(key.partition("/")[0])
+            manager = managed_elsewhere(job)  # immutable (CRD rule), so said once per job and operator start
+            if manager is not None:
+                log.debug("job managed by another controller: leaving it alone", job=key, managed_by=manager)
         if change is Change.DELETED:
             self.expectations.forget(key)
             log.info("job deleted", job=key)

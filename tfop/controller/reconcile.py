@@ -41,6 +41,7 @@ from tfop.api.constants import (
 )
 from tfop.api.defaults import apply_defaults
 from tfop.api.fields import mapping, mapping_at, text
+from tfop.api.kueue import kueue_key_problems, managed_elsewhere
 from tfop.api.runtime_id import runtime_id
 from tfop.api.timestamps import parse_time
 from tfop.api.validation import validate
@@ -89,12 +90,13 @@ class _Planning:
 
 def plan(context: PlanContext) -> Plan:
     job = context.job
-    if is_terminating(job):
-        return Plan()  # the garbage collector removes the children of a deleted job
+    if is_terminating(job) or managed_elsewhere(job):
+        return Plan()  # the garbage collector removes a deleted job's children; another controller runs the job
     draft = PlanDraft(job, context.now, context.config)
     defaulted = with_default_ps_server(apply_defaults(job), context.config)
     backend, backend_error = replica_backend_of(job, context)
-    errors = [*map(str, validate(defaulted)), *([backend_error] if backend_error else [])]
+    errors = [str(error) for error in validate(defaulted)] + kueue_key_problems(job) + (
+        [backend_error] if backend_error else [])
     _note_created(draft, defaulted)
     own = [*context.of_kind(JOB), *(pod for pod in context.of_kind(POD) if not made_by_job(pod)),
            *context.of_kind(SERVICE)]

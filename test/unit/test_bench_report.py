@@ -1,0 +1,72 @@
+"""The bench's arithmetic (hack/bench/report.py): which figure each ratio divides by, and which targets hold."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bench.report import noise, summarize, targets
+
+ORDER = ["limit", "tfop", "go-tuned"]
+
+
+def run(contender: str, index: int, **figures: float) -> dict[str, Any]:
+    return {"contender": contender, "jobs": 100, "run": index, "load_before": (2.0 + index, 1.0, 1.0),
+            "requests_audit_by_kind": {"create pods": 700, "create services": 700}, **figures}
+
+
+RUNS = [
+    run("limit", 0, pods_running_s=10.0, children_s=8.0, requests_audit=1400, start_p99_s=9.0),
+    run("limit", 1, pods_running_s=12.0, children_s=9.0, requests_audit=1400, start_p99_s=9.0),
+    run("limit", 2, pods_running_s=11.0, children_s=7.0, requests_audit=1400, start_p99_s=9.0),
+    run("tfop", 0, pods_running_s=11.5, jobs_running_s=11.5, children_s=8.8, requests_audit=1610, start_p99_s=9.5),
+    run("go-tuned", 0, pods_running_s=11.0, jobs_running_s=12.0, children_s=9.6, requests_audit=3300,
+        start_p99_s=10.0),
+]
+
+
+def by_name(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {row["contender"]: row for row in rows}
+
+
+@pytest.mark.parametrize(("contender", "figure", "expected"), [
+    ("limit", "pods_running_s", 11.0),  # the median of 10, 12, 11
+    ("limit", "children_s", 8.0),
+    ("limit", "requests_per_job", 14.0),
+    ("tfop", "jobs_running_s_vs_limit", 11.5 / 11.0),  # jobs Running against the limit's pods running
+    ("tfop", "jobs_running_s_vs_go-tuned", 11.5 / 12.0),  # like for like against an operator
+    ("tfop", "start_p99_s_vs_go-tuned", 0.95),
+    ("tfop", "requests_per_job_vs_limit", 1.15),
+    ("tfop", "children_s_vs_limit", 1.1),
+    ("go-tuned", "requests_per_job_vs_limit", 3300 / 1400),
+])
+def test_summarize(contender: str, figure: str, expected: float) -> None:
+    assert by_name(summarize(RUNS, ORDER))[contender][figure] == pytest.approx(expected)
+
+
+def test_requests_by_kind_and_spread() -> None:
+    limit = by_name(summarize(RUNS, ORDER))["limit"]
+    assert limit["requests_by_kind"] == {"create pods": 700, "create services": 700}
+    assert limit["pods_running_spread"] == pytest.approx(2.0 / 11.0)
+    assert limit["load_1m"] == [2.0, 3.0, 4.0]
+
+
+def test_targets() -> None:
+    checks = targets(summarize(RUNS, ORDER), [{"contender": "tfop", "finished_jobs": 1100, "cpu_percent": 0.05,
+                                               "rss_mb": 130.0}])
+    assert [(check["goal"], check["met"]) for check in checks] == [
+        ("tfop time to all children within 1.3x of the limit, N=100", True),
+        ("tfop requests per job within 1.2x of the limit's, N=100", True),
+        ("tfop time to every job Running within 1.1x of the limit's pods running, N=100", True),
+        ("tfop time to every job Running below go-tuned's, N=100", True),
+        ("tfop start latency p99 below go-tuned's, N=100", True),
+        ("tfop idle CPU with 1100 finished jobs under 1% of a core", True),
+        ("tfop idle RSS with 1100 finished jobs under 120 MB", False),
+    ]
+
+
+def test_noise() -> None:
+    assert noise(summarize(RUNS, ORDER)) == (
+        "the limit's pods-running time varied by 18% of its median over 3 runs at N=100; "
+        "1-minute load average at the start of a run 2.0 to 4.0 (median 2.0)")
