@@ -113,7 +113,7 @@ def plan(context: PlanContext) -> Plan:
         on_jobs = backend == REPLICA_BACKEND_JOBS
         children = (sort_job_children if on_jobs else sort_children)(defaulted, context, naming)
         _run(_Planning(draft, context, defaulted, naming, children, JOB if on_jobs else POD))
-    return draft.finalize()
+    return draft.finalize(refused=bool(context.refusals))
 
 
 def _note_created(draft: PlanDraft, job: dict[str, Any]) -> None:
