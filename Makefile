@@ -47,21 +47,24 @@ cluster-up: controlplane ## start the local cluster (idempotent), with the real 
 	@if [ -n "$(GANG)" ]; then $(PYTHON) hack/coscheduler.py up --gang $(GANG) --dir $(CLUSTER_DIR); fi
 
 cluster-down: ## stop the local cluster, keeping its data
+	@if [ -x $(PY) ]; then $(PY) hack/kueue.py down --dir $(CLUSTER_DIR); fi
 	@$(PYTHON) hack/coscheduler.py down --dir $(CLUSTER_DIR)
 	@$(PYTHON) hack/local_cluster.py down --dir $(CLUSTER_DIR)
 
 cluster-destroy: ## stop the local cluster and delete its data
+	@if [ -x $(PY) ]; then $(PY) hack/kueue.py down --dir $(CLUSTER_DIR); fi
 	@$(PYTHON) hack/coscheduler.py down --dir $(CLUSTER_DIR)
 	@$(PYTHON) hack/local_cluster.py destroy --dir $(CLUSTER_DIR)
 
 cluster-status: ## show which local cluster components run, and the real node's state
 	@$(PYTHON) hack/local_cluster.py status --dir $(CLUSTER_DIR)
 	@$(PYTHON) hack/coscheduler.py status --dir $(CLUSTER_DIR)
+	@if [ -x $(PY) ]; then $(PY) hack/kueue.py status --dir $(CLUSTER_DIR); fi
 
 run: venv ## run the operator against $KUBECONFIG (asks before installing the CRD there; ARGS=--install-crd or --no-install-crd answer for you), or against the local cluster (started if needed, with the real node unless REAL_NODE=0)
 	@REAL_NODE=$(REAL_NODE) bash hack/run.sh $(ARGS)
 
-test: venv controlplane node helm coscheduler training-operator ## run every test: unit, integration and e2e against a real local control plane
+test: venv controlplane node helm coscheduler training-operator kueue ## run every test: unit, integration and e2e against a real local control plane
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The suites are selected by marker (test/conftest.py gives each test the one of its directory); the directory is
@@ -69,7 +72,7 @@ test: venv controlplane node helm coscheduler training-operator ## run every tes
 unit: venv ## run the unit tests only (-m unit; no cluster)
 	$(PY) -m pytest -m unit test/unit $(PYTEST_ARGS)
 
-integration: venv controlplane helm coscheduler training-operator ## run the integration tests only (-m integration)
+integration: venv controlplane helm coscheduler training-operator kueue ## run the integration tests only (-m integration)
 	$(PY) -m pytest -m integration test/integration $(PYTEST_ARGS)
 
 e2e: venv controlplane node ## run the end-to-end tests only (-m e2e)
@@ -94,6 +97,18 @@ training-operator: ## build (first time: tens of minutes on 2 cores) or reuse th
 	@bash hack/build-training-operator.sh >/dev/null
 
 .PHONY: training-operator
+
+# --- Kueue (job queueing; README "Queues with Kueue") -------------------------------------------------------------
+.PHONY: kueue kueue-up kueue-down
+
+kueue: ## build (first time: ~6 min on 2 cores) or reuse Kueue's manager (KUEUE_VERSION in hack/versions.env)
+	@bash hack/build-kueue.sh >/dev/null
+
+kueue-up: venv kueue ## start Kueue beside the local cluster (CLUSTER_DIR) on loopback, with its TFJob integration
+	@$(PY) hack/kueue.py up --dir $(CLUSTER_DIR)
+
+kueue-down: venv ## stop the local cluster's Kueue and remove its webhook configurations (its CRDs and queues stay)
+	@$(PY) hack/kueue.py down --dir $(CLUSTER_DIR)
 
 # --- images for the real node, and TensorFlow for the tests ------------------------------------------------------
 .PHONY: images image-refs image-locks tensorflow

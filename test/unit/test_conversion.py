@@ -4,6 +4,7 @@ seeds' manifests as v1 sees them, and refusals that name the field."""
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +77,8 @@ ROUND_TRIPS = {
                                                             "team": "a"}),
     "a full status": v1({"Chief": replica(), "Worker": replica(), "PS": replica(replicas=2)}, status=FULL_STATUS),
     "an empty status": v1({"Worker": replica()}, status={}),
+    "managed by MultiKueue": v1({"Worker": replica()},
+                                runPolicy={"managedBy": "kueue.x-k8s.io/multikueue", "backoffLimit": 1}),
 }
 
 
@@ -116,6 +119,15 @@ def test_v1beta1_view_moves_the_run_policy_up() -> None:
     beta = from_v1(job, V1BETA1)
     assert beta["spec"] == {"tfReplicaSpecs": {"MASTER": replica()}, "cleanPodPolicy": "None", "backoffLimit": 2}
     assert '"suspend":false' in beta["metadata"]["annotations"][FIELDS_ANNOTATION]
+
+
+@pytest.mark.parametrize("version", [V1ALPHA1, V1BETA1])
+def test_older_versions_carry_managed_by_in_the_annotation(version: str) -> None:
+    """Neither older version has runPolicy.managedBy: a client reading and writing back an old view must not hand
+    a job MultiKueue runs to tfop."""
+    old = from_v1(v1({"Worker": replica()}, runPolicy={"managedBy": "kueue.x-k8s.io/multikueue"}), version)
+    assert "managedBy" not in json.dumps(old["spec"])
+    assert '"managedBy":"kueue.x-k8s.io/multikueue"' in old["metadata"]["annotations"][FIELDS_ANNOTATION]
 
 
 def test_seed_001_v1beta1_becomes_v1_with_the_same_replicas() -> None:

@@ -141,7 +141,7 @@ def running(job: dict[str, Any], *, since: float = 0, restarts: dict[str, int] |
     at, replicas = stamp(since), replicas_of(job)
     total = sum(replicas.values())
     return {**job, "status": {
-        "runtimeId": RID, "childNaming": "RuntimeId", "startTime": at,
+        "runtimeId": RID, "childNaming": "RuntimeId", "replicaBackend": "pods", "startTime": at,
         "replicaStatuses": replica_statuses(replicas, restarts=restarts),
         "replicaSummary": f"{total}/{total}",
         "conditions": [cond("Created", "True", "TFJobCreated", "TFJob ns/mnist is created.", at),
@@ -180,7 +180,7 @@ def suspended(job: dict[str, Any], since: float = 0) -> dict[str, Any]:
     """`job` (Worker 2, PS 1) as its plans leave it once suspended with nothing left running."""
     at = stamp(since)
     return {**job, "status": {
-        "runtimeId": RID, "childNaming": "RuntimeId",
+        "runtimeId": RID, "childNaming": "RuntimeId", "replicaBackend": "pods",
         "replicaStatuses": replica_statuses(replicas_of(job), active=False),
         "replicaSummary": "0/3",
         "conditions": [cond("Created", "True", "TFJobCreated", "TFJob ns/mnist is created.", at),
@@ -196,7 +196,7 @@ THREE_WORKERS = ("TFJob ns/mnist has an invalid spec: spec.tfReplicaSpecs[Worker
 def invalid(job: dict[str, Any]) -> dict[str, Any]:
     """`job` (Worker: "three") failed for its invalid spec."""
     return {**job, "status": {
-        "runtimeId": RID, "childNaming": "RuntimeId", "completionTime": T0,
+        "runtimeId": RID, "childNaming": "RuntimeId", "replicaBackend": "pods", "completionTime": T0,
         "conditions": [cond("Created", "True", "TFJobCreated", "TFJob ns/mnist is created."),
                        cond("Failed", "True", "InvalidSpec", THREE_WORKERS),
                        cond("Running", "False", "InvalidSpec", THREE_WORKERS)],
@@ -426,8 +426,8 @@ DEADLINE = {
 }
 
 FINISHED_AT = make_job({"Worker": 1}, run_policy={"ttlSecondsAfterFinished": 60}, status={
-    "startTime": T0, "completionTime": T0, "runtimeId": RID, "childNaming": "RuntimeId", "phase": "Done",
-    "state": "Succeeded",
+    "startTime": T0, "completionTime": T0, "runtimeId": RID, "childNaming": "RuntimeId", "replicaBackend": "pods",
+    "phase": "Done", "state": "Succeeded",
     "reason": "TFJobSucceeded", "lastReconcileTime": T0, "conditions": [
         CREATED, {"type": "Succeeded", "status": "True", "reason": "TFJobSucceeded", "message": "done",
                   "lastTransitionTime": T0}]})
@@ -518,6 +518,46 @@ SUSPEND = {
         {**suspended(SUSPENDED_JOB, since=-30), "spec": make_job()["spec"]}, create_pods=ALL3, create_services=ALL3,
         services=[], events=["TFJobResumed"], conditions={"Suspended": ("False", "TFJobResumed")},
         status={"startTime": T0}),
+}
+
+MULTIKUEUE = {"managedBy": "kueue.x-k8s.io/multikueue"}
+# The manager cluster's copy of a job MultiKueue runs elsewhere: its status is the worker's, copied over by Kueue.
+MIRRORED = make_job({"Worker": 2}, run_policy={**MULTIKUEUE, "ttlSecondsAfterFinished": 60}, status={
+    "startTime": T0, "completionTime": T0, "replicaStatuses": {"Worker": {"active": 0, "succeeded": 1}},
+    "conditions": [cond("Succeeded", "True", "TFJobSucceeded", "TFJob ns/mnist successfully completed.")]})
+QUEUED = {"metadata": {**make_job()["metadata"], "labels": {"kueue.x-k8s.io/queue-name": "team-a"}}}
+LOWER_WORKER = ("spec.tfReplicaSpecs[worker]: must be spelt Worker in a job queued by Kueue (label "
+                "kueue.x-k8s.io/queue-name=team-a): Kueue counts quota only for the keys Chief, Master, Worker, PS, "
+                "Evaluator, so its pods would run outside the queue's quota")
+MANAGED_BY = {
+    "a job another controller runs (MultiKueue's manager copy) gets no child, no status, no event": Case(
+        make_job(run_policy=MULTIKUEUE), services=[], create_pods=[], create_services=[], events=[],
+        counters=JobCounters(), requeue_after=None, unchanged_status=True),
+    "children of a job another controller runs are never deleted": Case(
+        make_job(run_policy={"managedBy": "example.com/other"}), running_pods(), delete_pods=[], delete_services=[],
+        create_pods=[], events=[], unchanged_status=True),
+    "a finished job another controller runs is never deleted by its TTL": Case(
+        MIRRORED, services=[], now=at(600), delete_pods=[], events=[], requeue_after=None, delete_job=False,
+        unchanged_status=True),
+    "managedBy kubeflow.org/training-operator is tfop's to run": Case(
+        make_job(run_policy={"managedBy": "kubeflow.org/training-operator"}), services=[], create_pods=ALL3,
+        create_services=ALL3, events=["TFJobCreated"]),
+    "an empty managedBy is tfop's to run": Case(
+        make_job(run_policy={"managedBy": ""}), services=[], create_pods=ALL3, events=["TFJobCreated"]),
+    "a queued job whose key Kueue cannot count fails, creating nothing": Case(
+        {**make_job({"worker": 2}), **QUEUED}, services=[], create_pods=[], create_services=[],
+        events=["TFJobCreated", "InvalidSpec"], conditions={"Failed": ("True", "InvalidSpec")},
+        messages={"Failed": [LOWER_WORKER]}, status={"state": "Failed"}),
+    "a queued job with TitleCase keys runs": Case(
+        {**make_job(), **QUEUED}, services=[], create_pods=ALL3, events=["TFJobCreated"]),
+    "lowercase keys are fine without a Kueue queue": Case(
+        make_job({"worker": 1}), services=[], create_pods=[W0], events=["TFJobCreated"]),
+    "suspended by Kueue after it started: pods go and active drops to 0 in the same status write": Case(
+        {**running(make_job()), **QUEUED, "spec": SUSPENDED_JOB["spec"]}, running_pods(), delete_pods=ALL3,
+        conditions={"Running": ("False", "TFJobSuspended")}, status={"replicaStatuses": {
+            "Worker": {"active": 0, "succeeded": 0, "failed": 0, "restarts": 0,
+                       "retiredPodUIDs": [f"pod-{W0}", f"pod-{W1}"]},
+            "PS": {"active": 0, "succeeded": 0, "failed": 0, "restarts": 0, "retiredPodUIDs": [f"pod-{PS0}"]}}}),
 }
 
 STATUS = {
@@ -709,7 +749,7 @@ def waiting(pod: dict[str, Any], reason: str, words: str = "") -> dict[str, Any]
 
 
 HUNDRED = make_job({"Worker": 100}, status={"startTime": T0, "runtimeId": RID, "childNaming": "RuntimeId",
-                                            "conditions": [CREATED]})
+                                            "replicaBackend": "pods", "conditions": [CREATED]})
 NO_GPU_RUNNING = ("TFJob ns/mnist is waiting for 100 of 100 replicas to run: 100 Pending. Worker 0-99 "
                   "[Unschedulable]: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu.")
 TROUBLES = {
@@ -773,7 +813,7 @@ def test_refusals_are_permanent_only_when_the_same_body_must_fail_again(code: in
 
 
 TABLE = {**CREATION, **EXIT_CODES, **BACKOFF, **DEADLINE, **TTL, **SUCCESS, **SUSPEND, **STATUS, **INVALID,
-         **REFUSED, **TAKEOVER, **TROUBLES}
+         **REFUSED, **TAKEOVER, **TROUBLES, **MANAGED_BY}
 
 
 @pytest.mark.parametrize(("case", "events"), [

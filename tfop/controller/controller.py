@@ -10,10 +10,12 @@ from datetime import UTC, datetime
 
 import structlog
 
-from tfop.api.constants import GROUP, KIND
+from tfop.api.constants import GROUP, KIND, LABEL_JOB_NAME
+from tfop.api.kueue import managed_elsewhere
 from tfop.controller.apply import PlanApplier
 from tfop.controller.children import TFJOBS, ChildKind, child_id, child_kinds, pod_group_resource
 from tfop.controller.gang import GangScheduler
+from tfop.controller.jobspec import made_by_job
 from tfop.controller.plan_types import Object, PlanContext
 from tfop.controller.reconcile import plan as plan_job
 from tfop.controller.settings import ControllerConfig
@@ -50,7 +52,7 @@ class TFJobController:
                                          threads=threads, stall_after=stall_after, metrics=self.metrics.kube,
                                          key_name="job")
         self.applier = PlanApplier(client, recorder, self.expectations, self.metrics, self._cache_of,
-                                   create_concurrency=create_concurrency, kinds=self.kinds)
+                                   create_concurrency=create_concurrency, kinds=self.kinds, clock=clock)
 
     def _child_watch(self, kind: ChildKind) -> Watch:
         return Watch(kind.resource, owner_key, label_selector=kind.label_selector,
@@ -86,8 +88,12 @@ class TFJobController:
     def _job_changed(self, change: Change, key: str, job: Object) -> None:
         if change is Change.ADDED:
             self.metrics.know_namespace(key.partition("/")[0])
+            manager = managed_elsewhere(job)  # immutable (CRD rule), so said once per job and operator start
+            if manager is not None:
+                log.debug("job managed by another controller: leaving it alone", job=key, managed_by=manager)
         if change is Change.DELETED:
             self.expectations.forget(key)
+            self.applier.held_statuses.close(key)
             log.info("job deleted", job=key)
 
     def _child_changed(self, kind: str, change: Change, key: str, child: Object) -> None:
@@ -108,6 +114,7 @@ class TFJobController:
         job = self.runtime.store(TFJOBS, namespace).get(key)
         if job is None:
             self.expectations.forget(key)
+            self.applier.held_statuses.close(key)
             return None
         if not self.expectations.satisfied(key, job["metadata"].get("resourceVersion")):
             log.debug("waiting for the cache to see our writes", job=key,
@@ -116,6 +123,12 @@ class TFJobController:
         uid = job["metadata"]["uid"]
         children = {kind.kind: self._cache_of(kind.kind, namespace).by_index(kind.owner_index, uid)
                     for kind in self.kinds}
+        for kind in self.kinds:
+            if kind.grandchildren is not None:
+                grand = self.kinds[kind.grandchildren]
+                cache = self._cache_of(grand.kind, namespace)
+                for child in children[kind.kind]:
+                    children[grand.kind].extend(cache.by_index(grand.owner_index, child["metadata"]["uid"]))
         now = datetime.fromtimestamp(self.clock.wall(), UTC)
         context = PlanContext(job, children, now, self.config, gang_problem=self.gang_problem)
         plan = plan_job(context)
@@ -126,17 +139,22 @@ class TFJobController:
             plan = plan_job(replace(context, refusals=tuple(changes.refusals)))
             changes = changes.merge(self.applier.change_children(key, job, plan, create=False,
                                                                  skip_deletes=frozenset(changes.deleted)))
-        self.applier.record(key, job, plan, now)
+        held = self.applier.record(key, job, plan, now)
         if changes.errors:
             raise changes.errors[0]  # the key is retried with backoff; everything else was done
-        return plan.requeue_after
+        timers = [after for after in (plan.requeue_after, held) if after is not None]
+        return min(timers) if timers else None
 
 
 def owner_key(child: Object) -> str | None:
-    """The key of the TFJob that controls `child`, if any."""
+    """The key of the TFJob that controls `child`, if any; for a pod a replica's Job controls, that Job's TFJob,
+    named by the job-name label the pod has from the Job's template."""
     for ref in child["metadata"].get("ownerReferences") or ():
         if ref.get("controller") and ref.get("kind") == KIND and ref.get("apiVersion", "").startswith(GROUP + "/"):
             return f"{child['metadata']['namespace']}/{ref['name']}"
+    job_name = (child["metadata"].get("labels") or {}).get(LABEL_JOB_NAME)
+    if made_by_job(child) and job_name:
+        return f"{child['metadata']['namespace']}/{job_name}"
     return None
 
 

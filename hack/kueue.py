@@ -1,0 +1,399 @@
+#!/usr/bin/env python3
+"""Kueue (job queueing, built by hack/build-kueue.sh) beside a local cluster, out of cluster on loopback.
+
+    python hack/kueue.py up|down|status|build [--dir .local/cluster] [--namespace-label KEY=VALUE]
+                                              [--integration kubeflow.org/tfjob ...]
+
+`--dir` is any cluster directory hack/local_cluster.py made (its kubeconfig and state.json): each directory gets a
+Kueue of its own, with its own ports, certificates, Configuration and log, so two clusters on one machine (a
+MultiKueue manager and a worker) each run one. From Python: `Kueue(LocalCluster(dir), ...).start()`; its
+`config_overrides` are merged into the Configuration (e.g. `{"multiKueue": {"gcInterval": "5s"}}`).
+
+`up` installs Kueue's CRDs and webhook configurations from the module's own config/ (Go module cache): the
+conversion webhooks its CRD kustomization enables and the webhooks (named `kueue-...-webhook-configuration` as a
+release names them) all call https://127.0.0.1:<webhook port>/<path>, trusted through a CA made here. Only the
+webhooks of Kueue's own kinds and of the enabled integrations are installed (one for a disabled integration would
+only be a failure point for every such create); `--namespace-label` limits the integrations' webhooks to namespaces
+with that label (the tests' other TFJobs never pass through Kueue). Then it starts `kueue` with a Configuration
+(config.kueue.x-k8s.io/v1beta2): internal certificate management and leader election off; webhooks, health and
+metrics on 127.0.0.1; the on-demand visibility server off (it would bind 0.0.0.0:8082); the integrations on
+(`kubeflow.org/tfjob` by default). It waits for /readyz and for a webhook answer to the apiserver (a server-side
+dry run of a ResourceFlavor). `down` stops it and deletes its webhook configurations (with failurePolicy Fail they
+would refuse every TFJob while Kueue is down); CRDs and Kueue's objects stay.
+
+Without the TFJob CRD, Kueue sets its TFJob integration up once the CRD appears. State: <dir>/kueue/ (certificates,
+configuration, manifests, ports), <dir>/run/kueue.pid, <dir>/logs/kueue.log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import copy
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from cluster_pki import PKIError, openssl
+from local_cluster import DEFAULT_DIR, ClusterError, LocalCluster, free_port
+
+HACK_DIR = Path(__file__).resolve().parent
+BINARY = "kueue"
+NAMESPACE = "kueue-system"
+TFJOB_INTEGRATION = "kubeflow.org/tfjob"
+DEFAULT_INTEGRATIONS = (TFJOB_INTEGRATION,)
+KUEUE_GROUP = "kueue.x-k8s.io"
+WEBHOOK_NAMES = {"MutatingWebhookConfiguration": "kueue-mutating-webhook-configuration",
+                 "ValidatingWebhookConfiguration": "kueue-validating-webhook-configuration"}
+# The kinds of Kueue's integrations that live in the core or apps group, spelt without one.
+CORE_INTEGRATIONS = {"pod": ("", "pods"), "deployment": ("apps", "deployments"),
+                     "statefulset": ("apps", "statefulsets")}
+
+
+def log(message: str) -> None:
+    print(f"[kueue] {message}", file=sys.stderr, flush=True)
+
+
+def _build_script(*args: str) -> Path:
+    """Runs hack/build-kueue.sh (its progress goes to our stderr) and returns the path it prints."""
+    result = subprocess.run(["bash", str(HACK_DIR / "build-kueue.sh"), *args], stdout=subprocess.PIPE, text=True,
+                            check=False)
+    if result.returncode != 0:
+        raise ClusterError(f"hack/build-kueue.sh {' '.join(args)} failed (exit {result.returncode}); its messages "
+                           "above name the module and version")
+    return Path(result.stdout.strip().splitlines()[-1])
+
+
+def build() -> Path:
+    """The bin directory holding `kueue`, built once per version."""
+    return _build_script()
+
+
+def module_dir() -> Path:
+    """The Kueue module's source in the Go module cache (its config/ is what gets installed)."""
+    return _build_script("--module-dir")
+
+
+def integration_resource(name: str) -> tuple[str, str]:
+    """(API group, resource) an integration's webhooks are registered for: `kubeflow.org/tfjob` -> tfjobs."""
+    if name in CORE_INTEGRATIONS:
+        return CORE_INTEGRATIONS[name]
+    group, _, kind = name.rpartition("/")
+    return group, f"{kind}s"
+
+
+def _documents(path: Path) -> list[dict[str, Any]]:
+    return [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
+
+
+def render_crds(module: Path, url: str, ca_bundle: str) -> list[dict[str, Any]]:
+    """Kueue's CRDs as its kustomization lists them, with the conversion webhooks it enables pointed at `url`."""
+    crd_dir = module / "config" / "components" / "crd"
+    kustomization = yaml.safe_load((crd_dir / "kustomization.yaml").read_text())
+    crds = {doc["metadata"]["name"]: doc for resource in kustomization["resources"]
+            for doc in _documents(crd_dir / resource)}
+    for patch in kustomization.get("patches") or []:
+        for doc in _documents(crd_dir / patch["path"]):
+            conversion = doc.get("spec", {}).get("conversion")
+            if not conversion:
+                continue  # a patch of something else than the conversion (none in v0.15.0)
+            name = doc["metadata"]["name"]
+            if name not in crds:
+                raise ClusterError(f"{crd_dir / patch['path']} patches {name}, which the kustomization lists not")
+            crds[name]["spec"]["conversion"] = {
+                "strategy": "Webhook",
+                "webhook": {"conversionReviewVersions": conversion["webhook"]["conversionReviewVersions"],
+                            "clientConfig": {"url": url, "caBundle": ca_bundle}}}
+    return list(crds.values())
+
+
+def render_webhooks(module: Path, base_url: str, ca_bundle: str, integrations: Iterable[str],
+                    namespace_labels: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Kueue's webhook configurations, keeping the webhooks of its own kinds and of `integrations`, called at
+    `base_url` + their path. `namespace_labels` (if any) select the namespaces the integrations' webhooks see."""
+    wanted = {integration_resource(name): name for name in integrations}
+    found: set[str] = set()
+    configurations = []
+    for doc in _documents(module / "config" / "components" / "webhook" / "manifests.yaml"):
+        kept = []
+        for original in doc["webhooks"]:
+            targets = {(group, resource) for rule in original["rules"] for group in rule["apiGroups"]
+                       for resource in rule["resources"]}
+            own = any(group == KUEUE_GROUP for group, _ in targets)
+            matched = {wanted[target] for target in targets if target in wanted}
+            if not own and not matched:
+                continue
+            found |= matched
+            webhook = copy.deepcopy(original)
+            path = webhook["clientConfig"]["service"]["path"]
+            webhook["clientConfig"] = {"url": f"{base_url}{path}", "caBundle": ca_bundle}
+            if matched and namespace_labels:
+                webhook["namespaceSelector"] = {"matchLabels": dict(namespace_labels)}
+            kept.append(webhook)
+        configurations.append({**doc, "metadata": {"name": WEBHOOK_NAMES[doc["kind"]]}, "webhooks": kept})
+    missing = set(wanted.values()) - found
+    if missing:
+        raise ClusterError(f"Kueue's webhook manifests have no webhook for the integration(s) {sorted(missing)}")
+    return configurations
+
+
+def _merge(base: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """`overrides` merged into `base`, mappings key by key, anything else replaced."""
+    merged = dict(base)
+    for key, value in overrides.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+class Kueue:
+    """The Kueue of one LocalCluster."""
+
+    def __init__(self, cluster: LocalCluster, integrations: Iterable[str] = DEFAULT_INTEGRATIONS,
+                 namespace_labels: Mapping[str, str] | None = None,
+                 config_overrides: Mapping[str, Any] | None = None) -> None:
+        self.cluster = cluster
+        self.integrations = list(integrations)
+        self.namespace_labels = dict(namespace_labels or {})
+        self.config_overrides = dict(config_overrides or {})
+        self.state = cluster.directory / "kueue"
+
+    # --- paths and ports -------------------------------------------------------------------------------------
+    @property
+    def pid_file(self) -> Path:
+        return self.cluster.directory / "run" / f"{BINARY}.pid"
+
+    @property
+    def log_file(self) -> Path:
+        return self.cluster.directory / "logs" / f"{BINARY}.log"
+
+    @property
+    def certs(self) -> Path:
+        return self.state / "certs"
+
+    def ports(self) -> dict[str, int]:
+        """Webhook, health and metrics ports, chosen once per cluster directory: the webhook configurations in the
+        apiserver name the webhook port, so a restarted Kueue must come back on it."""
+        saved = self.state / "ports.json"
+        if saved.exists():
+            return dict(json.loads(saved.read_text()))
+        ports = {"webhook": free_port(), "health": free_port(), "metrics": free_port()}
+        self.state.mkdir(parents=True, exist_ok=True)
+        saved.write_text(json.dumps(ports))
+        return ports
+
+    @property
+    def webhook_url(self) -> str:
+        return f"https://127.0.0.1:{self.ports()['webhook']}"
+
+    def pid(self) -> int | None:
+        try:
+            pid = int(self.pid_file.read_text())
+            argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, ValueError):
+            return None
+        if state in ("Z", "X"):
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+            return None
+        # unshare and sh exec Kueue in turn; mid-exec the command line reads empty.
+        return pid if not argv0 or Path(argv0).name in (BINARY, "unshare", "sh") else None
+
+    # --- set-up ----------------------------------------------------------------------------------------------
+    def make_certificates(self) -> str:
+        """A CA and a serving certificate for 127.0.0.1 (webhooks and metrics), made once; returns the CA, base64."""
+        certs = self.certs
+        certs.mkdir(parents=True, exist_ok=True)
+        try:
+            if not (certs / "ca.crt").exists():
+                openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
+                        "-days", "3650", "-subj", "/CN=tfop-kueue-ca", cwd=certs)
+            if not (certs / "tls.crt").exists():
+                (certs / "tls.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n"
+                                               "extendedKeyUsage=serverAuth\n")
+                openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "tls.key", "-out", "tls.csr",
+                        "-subj", "/CN=kueue-webhook", cwd=certs)
+                openssl("x509", "-req", "-in", "tls.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+                        "-out", "tls.crt", "-days", "3650", "-extfile", "tls.ext", cwd=certs)
+        except PKIError as error:
+            raise ClusterError(str(error)) from error
+        return base64.b64encode((certs / "ca.crt").read_bytes()).decode()
+
+    def install(self, module: Path, ca_bundle: str) -> None:
+        """CRDs first (Established), then the webhook configurations, then Kueue's namespace."""
+        crds = render_crds(module, f"{self.webhook_url}/convert", ca_bundle)
+        self._apply("crds.yaml", crds)
+        for crd in crds:
+            self.cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s",
+                                 f"crd/{crd['metadata']['name']}")
+        self._apply("webhooks.yaml", render_webhooks(module, self.webhook_url, ca_bundle, self.integrations,
+                                                     self.namespace_labels))
+        if self.cluster.kubectl("get", "namespace", NAMESPACE, check=False).returncode != 0:
+            self.cluster.kubectl("create", "namespace", NAMESPACE)
+
+    def _apply(self, file_name: str, documents: list[dict[str, Any]]) -> None:
+        """Server-side apply (the CRDs are too big for client-side apply's annotation), kept on disk to read."""
+        (path := self.state / file_name).write_text(yaml.safe_dump_all(documents, sort_keys=False))
+        self.cluster.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=tfop-hack-kueue",
+                             "-f", str(path))
+
+    def write_config(self) -> None:
+        ports = self.ports()
+        config: dict[str, Any] = {
+            "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+            "kind": "Configuration",
+            "namespace": NAMESPACE,
+            "manageJobsWithoutQueueName": False,
+            "internalCertManagement": {"enable": False},
+            "leaderElection": {"leaderElect": False},
+            "webhook": {"host": "127.0.0.1", "port": ports["webhook"], "certDir": str(self.certs)},
+            "health": {"healthProbeBindAddress": f"127.0.0.1:{ports['health']}"},
+            "metrics": {"bindAddress": f"127.0.0.1:{ports['metrics']}"},
+            "clientConnection": {"qps": 50, "burst": 100},
+            "integrations": {"frameworks": self.integrations},
+            "featureGates": {"VisibilityOnDemand": False},
+        }
+        (self.state / "config.yaml").write_text(yaml.safe_dump(_merge(config, self.config_overrides),
+                                                               sort_keys=False))
+
+    # --- lifecycle -------------------------------------------------------------------------------------------
+    def start(self, timeout: float = 120.0) -> None:
+        """Installs Kueue's CRDs and webhooks and starts it unless it runs; waits until its webhooks answer."""
+        bin_dir = build()
+        module = module_dir()
+        ca_bundle = self.make_certificates()
+        self.install(module, ca_bundle)
+        if TFJOB_INTEGRATION in self.integrations and self.cluster.kubectl("get", "crd", "tfjobs.kubeflow.org",
+                                                                           check=False).returncode != 0:
+            log("the TFJob CRD is not installed yet: Kueue sets its TFJob integration up once it appears")
+        if self.pid() is None:
+            self.write_config()
+            self._spawn(bin_dir / BINARY)
+        self._wait_ready(timeout)
+
+    def _spawn(self, binary: Path) -> None:
+        """Kueue v0.15 reads its metrics serving certificate from the fixed /etc/kueue/metrics/certs when internal
+        certificate management is off (a release mounts a Secret there). So it runs in a mount namespace of its
+        own whose /etc is an overlay holding that directory: the machine's /etc is left alone. unshare and sh exec
+        in turn, so the pid written is Kueue's."""
+        if shutil.which("unshare") is None:
+            raise ClusterError("unshare (util-linux) is needed to give Kueue its metrics certificate directory")
+        mount_point = self.state / "etc-overlay"
+        mount_point.mkdir(parents=True, exist_ok=True)
+        script = ('set -e; mount -t tmpfs tmpfs "$1"; mkdir -p "$1/upper/kueue/metrics/certs" "$1/work"; '
+                  'cp "$2/tls.crt" "$2/tls.key" "$1/upper/kueue/metrics/certs/"; '
+                  'mount -t overlay overlay -o "lowerdir=/etc,upperdir=$1/upper,workdir=$1/work" /etc; '
+                  'shift 2; exec "$@"')
+        command = ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", str(mount_point),
+                   str(self.certs), str(binary), f"--config={self.state / 'config.yaml'}"]
+        (self.cluster.directory / "run").mkdir(parents=True, exist_ok=True)
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_file.open("ab") as out:
+            process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                       start_new_session=True, cwd=self.state,
+                                       env={**os.environ, "KUBECONFIG": str(self.cluster.kubeconfig)})
+        self.pid_file.write_text(str(process.pid))
+
+    def _wait_ready(self, timeout: float) -> None:
+        """Ready when /readyz says so (its webhook server listens) and the apiserver reaches a webhook."""
+        deadline = time.monotonic() + timeout
+        readyz = f"http://127.0.0.1:{self.ports()['health']}/readyz"
+        probe = yaml.safe_dump({"apiVersion": f"{KUEUE_GROUP}/v1beta2", "kind": "ResourceFlavor",
+                                "metadata": {"name": "tfop-hack-kueue-probe"}})
+        last = "not started"
+        while time.monotonic() < deadline:
+            if self.pid() is None:
+                raise ClusterError(f"kueue exited; see {self.log_file}:\n{_tail(self.log_file)}")
+            if _http_status(readyz) == 200:
+                result = self.cluster.kubectl("create", "--dry-run=server", "-f", "-", input=probe, check=False)
+                if result.returncode == 0:
+                    return
+                last = result.stderr.strip()
+            time.sleep(0.3)
+        raise ClusterError(f"kueue was not ready within {timeout:.0f}s (last webhook answer: {last}); see "
+                           f"{self.log_file}:\n{_tail(self.log_file)}")
+
+    def stop(self, timeout: float = 15.0) -> None:
+        """Stops Kueue and removes its webhook configurations, which would refuse every create they see."""
+        pid = self.pid()
+        if pid is not None:
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + timeout
+            while self.pid() is not None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if self.pid() is not None:
+                os.kill(pid, signal.SIGKILL)
+        self.pid_file.unlink(missing_ok=True)
+        if self.cluster.kubeconfig.exists():
+            for kind, name in WEBHOOK_NAMES.items():
+                self.cluster.kubectl("delete", kind.lower(), name, "--ignore-not-found", check=False)
+
+    def status(self) -> str:
+        pid = self.pid()
+        return f"running (pid {pid}, webhooks on {self.webhook_url})" if pid else "stopped"
+
+
+def _http_status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return int(error.code)
+    except OSError:
+        return 0
+
+
+def _tail(path: Path, lines: int = 25) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except FileNotFoundError:
+        return "(no log)"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("command", choices=["up", "down", "status", "build"])
+    parser.add_argument("--dir", type=Path, default=DEFAULT_DIR,
+                        help=f"cluster state directory (default {DEFAULT_DIR})")
+    parser.add_argument("--integration", action="append", dest="integrations",
+                        help=f"a Kueue integration to enable; repeatable (default {TFJOB_INTEGRATION})")
+    parser.add_argument("--namespace-label", metavar="KEY=VALUE",
+                        help="limit the integrations' webhooks to namespaces with this label")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "build":
+            print(build())
+            return 0
+        labels = dict([args.namespace_label.split("=", 1)]) if args.namespace_label else {}
+        kueue = Kueue(LocalCluster(args.dir), args.integrations or DEFAULT_INTEGRATIONS, labels)
+        if args.command == "up":
+            kueue.start()
+            log(f"kueue is running (pid {kueue.pid()}); log: {kueue.log_file}")
+        elif args.command == "down":
+            kueue.stop()
+            log("stopped")
+        else:
+            print(f"{'kueue':26} {kueue.status()}")
+    except ClusterError as error:
+        log(f"ERROR: {error}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

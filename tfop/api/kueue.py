@@ -1,0 +1,50 @@
+"""What Kueue and MultiKueue need of a TFJob's spec, as pure functions of the job.
+
+`runPolicy.managedBy` says which controller runs a job. Like the Kubeflow training operator, tfop runs a job whose
+value is absent, empty or that operator's own `kubeflow.org/training-operator` (tfop replaces it, so manifests
+and Kueue, which knows only that value, keep working); any other value, such as MultiKueue's on a manager
+cluster, hands the job to that controller, and tfop never touches it.
+
+Kueue's TFJob integration looks replica types up by their TitleCase keys only (Chief, Master, PS, Worker,
+Evaluator): a `worker` key makes no pod set, so its pods would run outside the quota and without the flavor's
+node selectors. A queued job must spell its keys that way; tfop accepts the other spellings everywhere else.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from tfop.api.constants import REPLICA_TYPES
+from tfop.api.fields import mapping_at, text
+
+MANAGED_BY_OPERATOR: Final = "kubeflow.org/training-operator"
+MANAGED_BY_MULTIKUEUE: Final = "kueue.x-k8s.io/multikueue"
+# Kueue reads the queue from this label (and, deprecated, from an annotation of the same name).
+QUEUE_NAME: Final = "kueue.x-k8s.io/queue-name"
+
+
+def managed_elsewhere(job: object) -> str | None:
+    """The controller that runs `job` instead of tfop, or None when tfop runs it."""
+    manager = text(mapping_at(job, "spec", "runPolicy").get("managedBy"))
+    return manager if manager and manager != MANAGED_BY_OPERATOR else None
+
+
+def queue_name(job: object) -> str | None:
+    metadata = mapping_at(job, "metadata")
+    return text(mapping_at(metadata, "labels").get(QUEUE_NAME)) or text(
+        mapping_at(metadata, "annotations").get(QUEUE_NAME)) or None
+
+
+def kueue_key_problems(job: object) -> list[str]:
+    """Replica keys Kueue would not count, for a job in a Kueue queue (run before defaulting renames keys)."""
+    queue = queue_name(job)
+    if queue is None:
+        return []
+    problems = []
+    for key in mapping_at(job, "spec", "tfReplicaSpecs"):
+        titled = next((replica_type for replica_type in REPLICA_TYPES if replica_type.lower() == key.lower()), None)
+        if titled is not None and titled != key:
+            problems.append(f"spec.tfReplicaSpecs[{key}]: must be spelt {titled} in a job queued by Kueue (label "
+                            f"{QUEUE_NAME}={queue}): Kueue counts quota only for the keys "
+                            f"{', '.join(REPLICA_TYPES)}, so its pods would run outside the queue's quota")
+    return problems
