@@ -10,7 +10,6 @@ must never touch its copy.
 
 from __future__ import annotations
 
-import base64
 import json
 import sys
 import time
@@ -34,14 +33,13 @@ from tfop.kube.client import KubeClient
 from tfop.kube.errors import NotFound
 from tfop.kube.resource import PODS, SERVICES, Resource
 
-CRD_FILE = Path(__file__).resolve().parents[2] / "crd" / "kubeflow.org_tfjobs.yaml"
-KUEUE_API = "kueue.x-k8s.io/v1beta2"
+REPO = Path(__file__).resolve().parents[2]
+CRD_FILE = REPO / "crd" / "kubeflow.org_tfjobs.yaml"
+EXAMPLES = REPO / "examples" / "multikueue"  # the README's walk-through applies the same files
 WORKLOADS = Resource("kueue.x-k8s.io", "v1beta2", "workloads", "Workload")
 MULTIKUEUE_CLUSTERS = Resource("kueue.x-k8s.io", "v1beta2", "multikueueclusters", "MultiKueueCluster",
                                namespaced=False)
 MULTIKUEUE = "kueue.x-k8s.io/multikueue"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-WORKER_SECRET = "worker-kubeconfig"
 
 
 @dataclass
@@ -55,36 +53,8 @@ class Side:
     operator: OperatorProcess | None = None
 
 
-def self_contained_kubeconfig(cluster: LocalCluster) -> str:
-    """The cluster's kubeconfig with its files inlined: MultiKueue refuses file paths in a kubeconfig."""
-    config = yaml.safe_load(cluster.kubeconfig.read_text())
-    for entry in config["clusters"]:
-        path = entry["cluster"].pop("certificate-authority")
-        entry["cluster"]["certificate-authority-data"] = base64.b64encode(Path(path).read_bytes()).decode()
-    for entry in config["users"]:
-        for key in ("client-certificate", "client-key"):
-            entry["user"][f"{key}-data"] = base64.b64encode(Path(entry["user"].pop(key)).read_bytes()).decode()
-    return yaml.safe_dump(config)
-
-
-def apply(side: Side, *documents: dict[str, Any]) -> None:
-    side.cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(documents))
-
-
-def queues(namespace: str, admission_check: str | None) -> list[dict[str, Any]]:
-    """A flavor, a ClusterQueue of 8 CPUs and a LocalQueue in `namespace`, the same names on both clusters."""
-    cluster_queue: dict[str, Any] = {
-        "namespaceSelector": {},
-        "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
-            {"name": "default", "resources": [{"name": "cpu", "nominalQuota": "8"}]}]}]}
-    if admission_check:
-        cluster_queue["admissionChecksStrategy"] = {"admissionChecks": [{"name": admission_check}]}
-    return [
-        {"apiVersion": KUEUE_API, "kind": "ResourceFlavor", "metadata": {"name": "default"}},
-        {"apiVersion": KUEUE_API, "kind": "ClusterQueue", "metadata": {"name": "team"}, "spec": cluster_queue},
-        {"apiVersion": KUEUE_API, "kind": "LocalQueue", "metadata": {"name": "team", "namespace": namespace},
-         "spec": {"clusterQueue": "team"}},
-    ]
+def apply_example(side: Side, name: str, namespace: str) -> None:
+    side.cluster.kubectl("apply", "-n", namespace, "-f", str(EXAMPLES / name))
 
 
 def condition_true(obj: dict[str, Any] | None, condition_type: str) -> bool:
@@ -111,18 +81,12 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Side, Side,
             side.kueue.start()
             cluster.kubectl("create", "namespace", namespace)
         manager, worker = sides
-        apply(worker, *queues(namespace, None))
-        apply(manager, {"apiVersion": "v1", "kind": "Secret",
-                        "metadata": {"name": WORKER_SECRET, "namespace": "kueue-system"},
-                        "stringData": {"kubeconfig": self_contained_kubeconfig(worker.cluster)}},
-              {"apiVersion": KUEUE_API, "kind": "MultiKueueCluster", "metadata": {"name": "worker"},
-               "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": WORKER_SECRET}}}},
-              {"apiVersion": KUEUE_API, "kind": "MultiKueueConfig", "metadata": {"name": "workers"},
-               "spec": {"clusters": ["worker"]}},
-              {"apiVersion": KUEUE_API, "kind": "AdmissionCheck", "metadata": {"name": "multikueue"},
-               "spec": {"controllerName": MULTIKUEUE, "parameters": {
-                   "apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": "workers"}}},
-              *queues(namespace, "multikueue"))
+        apply_example(worker, "worker.yaml", namespace)
+        # As the README says to: the worker's kubeconfig with its files inlined (MultiKueue refuses file paths).
+        kubeconfig = worker.cluster.kubectl("config", "view", "--flatten", "--raw").stdout
+        manager.cluster.kubectl("create", "secret", "generic", "worker-kubeconfig", "-n", "kueue-system",
+                                "--from-file=kubeconfig=/dev/stdin", input=kubeconfig)
+        apply_example(manager, "manager.yaml", namespace)
         wait_for(lambda: condition_true(manager.client.get(MULTIKUEUE_CLUSTERS, "worker"), "Active"), 60,
                  "the MultiKueueCluster to connect to the worker cluster")
         for side in sides:
@@ -139,17 +103,6 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Side, Side,
             side.cluster.destroy()
 
 
-def tfjob(name: str) -> dict[str, Any]:
-    """A Chief and two Workers of one CPU each, sent to the LocalQueue `team`; managedBy left to Kueue."""
-    def replica(count: int) -> dict[str, Any]:
-        return {"replicas": count, "restartPolicy": "Never", "template": {"spec": {"containers": [
-            {"name": "tensorflow", "image": "tensorflow/tensorflow:2.21.0",
-             "resources": {"requests": {"cpu": "1"}, "limits": {"cpu": "1"}}}]}}}
-    return {"apiVersion": "kubeflow.org/v1", "kind": "TFJob",
-            "metadata": {"name": name, "labels": {QUEUE_LABEL: "team"}},
-            "spec": {"tfReplicaSpecs": {"Chief": replica(1), "Worker": replica(2)}}}
-
-
 def workload_finished(client: KubeClient, namespace: str) -> bool:
     items, _ = client.list(WORKLOADS, namespace)
     return bool(items) and all(condition_true(item, "Finished") for item in items)
@@ -163,7 +116,7 @@ def test_a_job_sent_to_the_manager_runs_on_the_worker_only(pair: tuple[Side, Sid
     def note(what: str) -> None:
         timeline.append(f"{time.monotonic() - started:6.2f}s {what}")
 
-    created = manager.client.create(TFJOBS, tfjob("dist"), namespace)
+    created = manager.client.create(TFJOBS, yaml.safe_load((EXAMPLES / "tfjob.yaml").read_text()), namespace)
     note("created on the manager")
     assert created["spec"]["runPolicy"]["managedBy"] == MULTIKUEUE, "Kueue's webhook hands the job to MultiKueue"
 
