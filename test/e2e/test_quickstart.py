@@ -48,7 +48,7 @@ def test_distributed_example_runs_to_success_and_sigterm_stops_the_operator(
         exit_pod(client, namespace, chief["metadata"]["name"], 0)
         wait_for(lambda: tfjob_row(cluster, namespace)[1:2] == ["Succeeded"], timeout=60,
                  message="kubectl get tfjobs to show Succeeded")
-        reasons = ("SuccessfulCreatePod", "SuccessfulCreateService", "TFJobRunning", "TFJobSucceeded")
+        reasons = ("SuccessfulCreate", "ExitedWithCode", "TFJobSucceeded")
         wait_for(lambda: all(reason in cluster.kubectl("describe", "tfjob", "dist-mnist", "-n", namespace).stdout
                              for reason in reasons), message=f"kubectl describe to show the events {reasons}")
     finally:

@@ -67,6 +67,11 @@ def test_distributed_job_gets_named_labelled_owned_children_with_tf_config(
             "training.kubeflow.org/replica-index", "training.kubeflow.org/runtime-id")}
         assert [(p["name"], p["port"]) for p in service["spec"]["ports"]] == [("tfjob-port", 2222)]
     wait_for(lambda: condition(kube_client, namespace, "dist", "Running"), message="Running once kwok runs pods")
+    # One event tells what was created; Created and Running are told by the conditions (and the log) only.
+    created = wait_for(lambda: [e["message"] for e in events_about(kube_client, namespace, "dist")
+                                if e["reason"] == "SuccessfulCreate"], message="the creation event")
+    assert created == ["Created 5 pods and 5 services for Chief 0, Evaluator 0, PS 0, Worker 0-1"]
+    assert not {"TFJobCreated", "TFJobRunning"} & {e["reason"] for e in events_about(kube_client, namespace, "dist")}
 
 
 def test_exit_codes_succeed_fail_or_restart(kube_client: KubeClient, namespace: str,

@@ -335,7 +335,7 @@ def test_operator_runs_a_distributed_job_to_success_as_its_service_account(
         wait_for(lambda: not found(lambda: kube_client.get(TFJOBS, "dist", namespace)), timeout=60,
                  message="the job deleted after its TTL")
         reasons = {e["reason"] for e in events_about(kube_client, namespace, "dist")}
-        assert {"SuccessfulCreatePod", "SuccessfulCreateService", "TFJobSucceeded", "SuccessfulDeletePod"} <= reasons
+        assert {"SuccessfulCreate", "TFJobSucceeded", "SuccessfulDelete"} <= reasons
         assert operator.terminate() == 0
         # A graceful stop releases the lease (an update), so a successor need not wait for it to expire.
         assert kube_client.get(LEASES, LEASE, SYSTEM_NAMESPACE)["spec"]["leaseDurationSeconds"] == 1

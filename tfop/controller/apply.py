@@ -29,13 +29,25 @@ from tfop.api.constants import (
 )
 from tfop.api.timestamps import parse_time
 from tfop.controller.children import CHILD_KINDS, TFJOBS, ChildKinds, Scope, child_id
-from tfop.controller.plan_types import POD, ChildPatch, ChildRef, CreateRefusal, Creation, Object, Plan
+from tfop.controller.plan_types import (
+    POD,
+    ChildPatch,
+    ChildRef,
+    CreateRefusal,
+    Creation,
+    Object,
+    Plan,
+    StatusWait,
+)
 from tfop.controller.psserver import SCRIPT_CONFIGMAP
 from tfop.controller.serverscript import ServerScriptKeeper
+from tfop.controller.troubles import replica_ranges
 from tfop.kube.client import KubeClient
+from tfop.kube.clock import SYSTEM_CLOCK, Clock
 from tfop.kube.errors import ApiError, BadRequest, Invalid, NotFound, TooLarge
 from tfop.kube.events import NORMAL, WARNING, EventRecorder
 from tfop.kube.expectations import Expectations
+from tfop.kube.holdback import HoldBack
 from tfop.kube.slowstart import create_in_batches
 from tfop.kube.store import Store, object_key
 from tfop.metrics import FRAMEWORK, OperatorMetrics
@@ -55,10 +67,16 @@ LIFECYCLE_LINES = {
 }
 
 # The reasons a job's Failed condition takes; any other Warning (a pod's trouble, an exit code) is not the end.
+REASON_SUCCESSFUL_CREATE = "SuccessfulCreate"  # as Kubernetes' own controllers call them
+REASON_SUCCESSFUL_DELETE = "SuccessfulDelete"
+
 FAILED_REASONS = frozenset({REASON_FAILED, REASON_INVALID_SPEC, REASON_BACKOFF_LIMIT_EXCEEDED,
                             REASON_DEADLINE_EXCEEDED})
 
 CacheOf = Callable[[str, str], Store]  # (kind, namespace) -> the cache of that kind's children
+
+# How long a status that only moves counts and messages may wait for the next (a state change never waits).
+STATUS_HOLD_SECONDS = 5.0
 
 
 @dataclass
@@ -84,7 +102,8 @@ def is_permanent_refusal(error: ApiError) -> bool:
 class PlanApplier:
     def __init__(self, client: KubeClient, recorder: EventRecorder, expectations: Expectations,
                  metrics: OperatorMetrics, cache_of: CacheOf, *, create_concurrency: int = 16,
-                 kinds: ChildKinds = CHILD_KINDS) -> None:
+                 kinds: ChildKinds = CHILD_KINDS, status_hold: float = STATUS_HOLD_SECONDS,
+                 clock: Clock = SYSTEM_CLOCK) -> None:
         self.client = client
         self.kinds = kinds
         self._server_script = ServerScriptKeeper(client)
@@ -93,6 +112,7 @@ class PlanApplier:
         self.metrics = metrics
         self._cache_of = cache_of
         self._creators = ThreadPoolExecutor(max_workers=create_concurrency, thread_name_prefix="create")
+        self.held_statuses: HoldBack[str] = HoldBack(status_hold, clock)
 
     def shutdown(self, *, wait: bool) -> None:
         self._creators.shutdown(wait=wait, cancel_futures=not wait)
@@ -108,18 +128,29 @@ class PlanApplier:
             self._create_children(key, job, plan, changes)
         return changes
 
-    def record(self, key: str, job: Object, plan: Plan, now: datetime) -> None:
-        """The plan's status, then its events and counters, then the TTL delete."""
+    def record(self, key: str, job: Object, plan: Plan, now: datetime) -> float | None:
+        """The plan's status, then its events and counters, then the TTL delete; or, if its status may wait, none
+        of it. Returns the seconds a held status may still wait (the key needs a look then), or None."""
+        if plan.status is not None and plan.status_waits is StatusWait.FOR_CREATES:
+            if self.expectations.outstanding(key) != (0, 0):
+                return None  # seeing them wakes the next plan, which says all this
+        elif plan.status is not None and plan.status_waits is StatusWait.BRIEFLY:
+            remaining = self.held_statuses.remaining(key)
+            if remaining > 0:
+                return remaining
+        self.held_statuses.close(key)
         if plan.status is not None:
             self._write_status(key, job, plan.status)
         # Transitions are announced and counted only once their status is stored (the write above raises
         # otherwise), so a conflict that makes us plan again cannot announce or count one twice.
         for event in plan.events:
-            self.recorder.record(job, event.type, event.reason, event.message)
+            if not event.quiet:
+                self.recorder.record(job, event.type, event.reason, event.message)
         self._log_lifecycle(key, plan)
         self._count(job, plan, now)
         if plan.delete_job:
             self._delete_job(job)
+        return None
 
     @staticmethod
     def _log_lifecycle(key: str, plan: Plan) -> None:
@@ -184,15 +215,26 @@ class PlanApplier:
             if (creation_id not in created_ids
                     or self._cache_of(creation.kind, namespace).get_by_name(namespace, creation.name) is not None):
                 self.expectations.created(key, creation_id)
+        self._announce_created(key, job, created)
+
+    def _announce_created(self, key: str, job: Object, created: list[Creation]) -> None:
+        """One event for all a plan created, with the counts and the replicas, e.g. `Created 7 pods and 7
+        services for Chief 0, Worker 0-3, PS 0-1`: a line per child would cost a write per child."""
+        if not created:
+            return
+        namespace = job["metadata"]["namespace"]
+        by_kind: dict[str, list[str]] = {}
         for kind in self.kinds.by_name:
             names = [creation.name for creation in created if creation.kind == kind]
             if names:
-                self.recorder.record(job, NORMAL, f"SuccessfulCreate{kind}",
-                                     f"Created {kind.lower()}s: {', '.join(names)}")
+                by_kind[kind] = names
                 log.debug(f"created {kind.lower()}s", job=key, names=names)
                 counter = self.metrics.children_created.get(kind)
                 if counter is not None:
                     counter.labels(namespace).inc(len(names))
+        slots = {creation.slot for creation in created if creation.slot is not None}
+        self.recorder.record(job, NORMAL, REASON_SUCCESSFUL_CREATE,
+                             f"Created {_counted(by_kind)}" + (f" for {replica_ranges(slots)}" if slots else ""))
 
     def _patch_children(self, job: Object, patches: list[ChildPatch], changes: ChildChanges) -> None:
         """Merge patches of children whose spec follows the job's; a failure is retried with the job's key."""
@@ -254,9 +296,11 @@ class PlanApplier:
             counter = self.metrics.children_deleted.get(kind_name)
             if counter is not None:
                 counter.labels(namespace).inc(len(names))
-            self.recorder.record(job, NORMAL, f"SuccessfulDelete{kind_name}",
-                                 f"Deleted {kind_name.lower()}s: {', '.join(names)}")
             log.debug(f"deleted {kind_name.lower()}s", job=key, names=names)
+        if deleted:  # one event, as for creates; a replica's pod and service share its name
+            names = sorted({name for kind_names in deleted.values() for name in kind_names})
+            self.recorder.record(job, NORMAL, REASON_SUCCESSFUL_DELETE,
+                                 f"Deleted {_counted(deleted)}: {', '.join(names)}")
 
     def _write_status(self, key: str, job: Object, status: Object) -> None:
         """PUT the status with the cached resourceVersion: a stale plan fails with Conflict instead of
@@ -304,3 +348,9 @@ class PlanApplier:
 def _replica_type(creation: Creation) -> str | None:
     """A replica-scoped creation's slow-start group."""
     return creation.slot.replica_type if creation.slot is not None else None
+
+
+def _counted(names_by_kind: dict[str, list[str]]) -> str:
+    """e.g. `7 pods and 7 services`, `1 podgroup, 7 pods and 7 services`."""
+    counts = [f"{len(names)} {kind.lower()}{'s' if len(names) > 1 else ''}" for kind, names in names_by_kind.items()]
+    return " and ".join([", ".join(counts[:-1]), counts[-1]]) if len(counts) > 1 else counts[0]

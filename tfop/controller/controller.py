@@ -51,7 +51,7 @@ class TFJobController:
                                          threads=threads, stall_after=stall_after, metrics=self.metrics.kube,
                                          key_name="job")
         self.applier = PlanApplier(client, recorder, self.expectations, self.metrics, self._cache_of,
-                                   create_concurrency=create_concurrency, kinds=self.kinds)
+                                   create_concurrency=create_concurrency, kinds=self.kinds, clock=clock)
 
     def _child_watch(self, kind: ChildKind) -> Watch:
         return Watch(kind.resource, owner_key, label_selector=kind.label_selector,
@@ -92,6 +92,7 @@ class TFJobController:
                 log.debug("job managed by another controller: leaving it alone", job=key, managed_by=manager)
         if change is Change.DELETED:
             self.expectations.forget(key)
+            self.applier.held_statuses.close(key)
             log.info("job deleted", job=key)
 
     def _child_changed(self, kind: str, change: Change, key: str, child: Object) -> None:
@@ -112,6 +113,7 @@ class TFJobController:
         job = self.runtime.store(TFJOBS, namespace).get(key)
         if job is None:
             self.expectations.forget(key)
+            self.applier.held_statuses.close(key)
             return None
         if not self.expectations.satisfied(key, job["metadata"].get("resourceVersion")):
             log.debug("waiting for the cache to see our writes", job=key,
@@ -130,10 +132,11 @@ class TFJobController:
             plan = plan_job(replace(context, refusals=tuple(changes.refusals)))
             changes = changes.merge(self.applier.change_children(key, job, plan, create=False,
                                                                  skip_deletes=frozenset(changes.deleted)))
-        self.applier.record(key, job, plan, now)
+        held = self.applier.record(key, job, plan, now)
         if changes.errors:
             raise changes.errors[0]  # the key is retried with backoff; everything else was done
-        return plan.requeue_after
+        timers = [after for after in (plan.requeue_after, held) if after is not None]
+        return min(timers) if timers else None
 
 
 def owner_key(child: Object) -> str | None:

@@ -25,7 +25,16 @@ from tfop.api.constants import (
 )
 from tfop.api.fields import integer, mapping, text
 from tfop.api.timestamps import as_utc, format_time
-from tfop.controller.plan_types import ChildPatch, ChildRef, Creation, JobCounters, JobEvent, Plan, ReplicaRestart
+from tfop.controller.plan_types import (
+    ChildPatch,
+    ChildRef,
+    Creation,
+    JobCounters,
+    JobEvent,
+    Plan,
+    ReplicaRestart,
+    StatusWait,
+)
 from tfop.controller.resources import DesiredChildren
 from tfop.controller.settings import ControllerConfig
 from tfop.controller.status import (
@@ -104,7 +113,8 @@ class PlanDraft:
         """A finished or suspended job is cleaning up while it deletes children or waits for them to go."""
         self.cleaning_up = bool(self.delete) or any(is_terminating(child) for child in children)
 
-    def finalize(self) -> Plan:
+    def finalize(self, *, refused: bool = False) -> Plan:
+        """`refused`: the apiserver refused creates of the plan made from this state, which the status must tell."""
         if self.conditions or "conditions" in self.status:
             self.status["conditions"] = self.conditions
         self.status.update(summary(self.conditions, cleaning_up=self.cleaning_up))
@@ -115,9 +125,17 @@ class PlanDraft:
             self.set_time(LAST_RECONCILE_TIME)
             status = self.status
         return Plan(create=self.create, delete=self.delete, patch=self.patch,
-                    desired=self.desired if self.create or self.patch else None, status=status, events=events,
+                    desired=self.desired if self.create or self.patch else None, status=status,
+                    status_waits=self._status_wait(status, refused), events=events,
                     requeue_after=self.requeue_after, delete_job=self.delete_job, counters=counters,
                     restarts=tuple(self.restarted))
+
+    def _status_wait(self, status: dict[str, Any] | None, refused: bool) -> StatusWait:
+        if status is None or refused or self.delete or self.patch or self.restarts or self.delete_job:
+            return StatusWait.NO
+        if self.create:
+            return StatusWait.FOR_CREATES
+        return StatusWait.BRIEFLY if _progress_only(self._old_status, status) else StatusWait.NO
 
     def _transitions(self) -> tuple[list[JobEvent], JobCounters]:
         became = {condition_type for condition_type in
@@ -126,13 +144,13 @@ class PlanDraft:
         before: list[JobEvent] = []
         after: list[JobEvent] = []
         if CONDITION_CREATED in became:
-            before.append(self._condition_event(CONDITION_CREATED, EVENT_NORMAL))
+            before.append(self._condition_event(CONDITION_CREATED, EVENT_NORMAL, quiet=True))
         if CONDITION_SUSPENDED in became:
             before.append(self._condition_event(CONDITION_SUSPENDED, EVENT_NORMAL))
         elif condition_is_true(self._old_conditions, CONDITION_SUSPENDED) and not self.is_true(CONDITION_SUSPENDED):
             before.append(JobEvent(EVENT_NORMAL, REASON_RESUMED, f"{self.job_ref} is resumed."))
         if CONDITION_RUNNING in became:
-            after.append(self._condition_event(CONDITION_RUNNING, EVENT_NORMAL))
+            after.append(self._condition_event(CONDITION_RUNNING, EVENT_NORMAL, quiet=True))
         if CONDITION_SUCCEEDED in became:
             after.append(self._condition_event(CONDITION_SUCCEEDED, EVENT_NORMAL))
         failed, old_failed = self.condition(CONDITION_FAILED), find_condition(self._old_conditions, CONDITION_FAILED)
@@ -152,12 +170,34 @@ class PlanDraft:
         )
         return [*before, *self.events, *after], counters
 
-    def _condition_event(self, condition_type: str, event_type: str) -> JobEvent:
+    def _condition_event(self, condition_type: str, event_type: str, *, quiet: bool = False) -> JobEvent:
         condition = self.condition(condition_type) or {}
-        return JobEvent(event_type, str(condition.get("reason", "")), str(condition.get("message", "")))
+        return JobEvent(event_type, str(condition.get("reason", "")), str(condition.get("message", "")), quiet)
 
 
 def _without_reconcile_time(status: object) -> object:
     if not isinstance(status, dict):
         return status
     return {key: value for key, value in status.items() if key != LAST_RECONCILE_TIME}
+
+
+# What moves as pods progress without the job changing state: replica counts, the summary, condition messages.
+_PROGRESS_COUNTS = frozenset({"active", "succeeded", "failed"})
+_PROGRESS_FIELDS = frozenset({LAST_RECONCILE_TIME, "replicaSummary", "conditions", "replicaStatuses"})
+
+
+def _progress_only(old: object, new: dict[str, Any]) -> bool:
+    """Whether `new` differs from `old` only in what pods' progress moves: every condition keeps its status and
+    reason, and every other field (times, restart counts, phase, ...) stays as it was."""
+    if not isinstance(old, dict):
+        return False
+
+    def shape(status: dict[str, Any]) -> tuple[object, ...]:
+        conditions = [(c.get("type"), c.get("status"), c.get("reason"), c.get("lastTransitionTime"))
+                      for c in conditions_of(status)]
+        replicas = {replica_type: {k: v for k, v in mapping(entry).items() if k not in _PROGRESS_COUNTS}
+                    for replica_type, entry in mapping(status.get("replicaStatuses")).items()}
+        rest = {k: v for k, v in status.items() if k not in _PROGRESS_FIELDS}
+        return conditions, replicas, rest
+
+    return shape(old) == shape(new)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -93,6 +94,9 @@ class JobEvent:
     type: str  # Normal or Warning
     reason: str
     message: str
+    # Told in the operator's log and by the job's condition only, not written as an Event: news that needs no
+    # debugging and would cost a write per job (the Kubeflow training operator writes none for these either).
+    quiet: bool = False
 
 
 @dataclass(frozen=True)
@@ -124,6 +128,16 @@ class JobCounters:
     started_running: int = 0  # all replicas ran for the first time (never restarted before): start latency
 
 
+class StatusWait(enum.Enum):
+    """Whether a plan's status write may wait for a later plan that will say the same and more. A status that waits
+    is announced by nothing (no events, no counters): the plan that writes it derives them again from the status
+    stored, which is the same one. Nothing that only this plan sees may wait: deletes and restarts never do."""
+
+    NO = "no"
+    FOR_CREATES = "for its creates"  # the plan made once they are seen (they wake it) tells them too
+    BRIEFLY = "briefly"  # only counts and messages moved: several of these become one write
+
+
 @dataclass(frozen=True)
 class Plan:
     # In the order to send them: each replica's children side by side, so a replica is whole as early as can be.
@@ -132,6 +146,7 @@ class Plan:
     patch: list[ChildPatch] = field(default_factory=list)
     desired: DesiredChildren | None = None  # builds the bodies of `create`; None when there is nothing to create
     status: Object | None = None  # the complete new status; None when it is unchanged
+    status_waits: StatusWait = StatusWait.NO
     events: list[JobEvent] = field(default_factory=list)
     requeue_after: float | None = None  # seconds until the soonest timer (deadline, TTL)
     delete_job: bool = False  # ttlSecondsAfterFinished has passed

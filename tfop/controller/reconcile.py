@@ -97,7 +97,7 @@ def plan(context: PlanContext) -> Plan:
         _reject(draft, defaulted, context, errors or [_describe_refusal(r) for r in refused])
     else:
         _run(_Planning(draft, context, defaulted, naming, sort_children(defaulted, context, naming)))
-    return draft.finalize()
+    return draft.finalize(refused=bool(context.refusals))
 
 
 def _note_created(draft: PlanDraft, job: dict[str, Any]) -> None:

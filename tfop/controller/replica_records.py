@@ -72,13 +72,15 @@ def record_replicas(draft: PlanDraft, job: Object, children: SortedChildren, cou
 
     previous = mapping(draft.status.get("replicaStatuses"))
     statuses: dict[str, Any] = {}
+    ended: list[dict[str, Any]] = []  # told in one event per exit code, whatever their replica types
     for replica_type in replica_types(job):
         pods = [pod for pod in children.pods_by_type.get(replica_type, []) if counted(pod)]
         statuses[replica_type] = {**replica_status(pods, counts[replica_type].total),
                                   **counts[replica_type].ledger.status_fields()}
         # Pods that ended since the last plan grow the tally; the recreated ones were announced as they went.
-        announce_exits(draft, latest_exits([pod for pod in pods if pod_phase(pod) in (POD_SUCCEEDED, POD_FAILED)],
-                                           _ended(statuses[replica_type]) - _ended(previous.get(replica_type))))
+        ended += latest_exits([pod for pod in pods if pod_phase(pod) in (POD_SUCCEEDED, POD_FAILED)],
+                              _ended(statuses[replica_type]) - _ended(previous.get(replica_type)))
+    announce_exits(draft, ended)
     draft.status["replicaStatuses"] = statuses
     running = sum(1 for slot in children.slots
                   if slot.state is SlotState.RUNNING and slot.pod is not None and uid_of(slot.pod) not in deleted)

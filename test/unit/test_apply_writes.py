@@ -1,0 +1,152 @@
+"""PlanApplier's writes: a status that may wait is neither written nor announced until it must be, one that may not
+goes out at once and ends any wait; quiet events are only logged; a plan's creates and deletes are told in one event
+each, with the counts. A recording client stands in for the apiserver, the real EventRecorder (with no
+sender thread: it writes on flush) for the events."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from prometheus_client import CollectorRegistry
+from structlog.testing import capture_logs
+
+from tfop.controller.apply import PlanApplier
+from tfop.controller.plan_types import ChildRef, Creation, JobEvent, Plan, StatusWait
+from tfop.controller.resources import ReplicaSlot
+from tfop.kube.client import KubeClient
+from tfop.kube.clock import FakeClock
+from tfop.kube.events import EventRecorder
+from tfop.kube.expectations import Expectations
+from tfop.kube.resource import Resource
+from tfop.kube.store import Store
+from tfop.metrics import OperatorMetrics
+from unit.test_reconcile import make_job, plan_of
+
+KEY = "ns/mnist"
+JOB = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "spec": {},
+       "metadata": {"name": "mnist", "namespace": "ns", "uid": "uid-1", "resourceVersion": "7"}}
+NOW = datetime(2026, 11, 21, 10, 0, 0, tzinfo=UTC)
+RUNNING = JobEvent("Normal", "TFJobRunning", "TFJob ns/mnist is running.")
+
+
+class RecordingClient:
+    """Stands in for KubeClient: keeps each write as (verb, resource plural, what)."""
+
+    def __init__(self) -> None:
+        self.writes: list[tuple[str, str, Any]] = []
+
+    def replace(self, resource: Resource, name: str, body: dict[str, Any], namespace: str | None = None, *,
+                subresource: str | None = None) -> dict[str, Any]:
+        self.writes.append(("replace", f"{resource.plural}/{subresource}", body["status"]))
+        return body
+
+    def create(self, resource: Resource, body: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
+        self.writes.append(("create", resource.plural, (body.get("reason"), body.get("message"))))
+        return body
+
+    def delete(self, resource: Resource, name: str, namespace: str | None = None, *, uid: str | None = None,
+               propagation_policy: str | None = None) -> None:
+        self.writes.append(("delete", resource.plural, name))
+
+    def patch(self, resource: Resource, name: str, patch: Any, namespace: str | None = None, *,
+              patch_type: str = "merge") -> dict[str, Any]:
+        self.writes.append(("patch", resource.plural, patch))
+        return {}
+
+
+def applier(client: RecordingClient, clock: FakeClock, expectations: Expectations) -> tuple[PlanApplier,
+                                                                                              EventRecorder]:
+    recorder = EventRecorder(client, "tfop-test", clock=clock, host="test")
+    created = Store()
+
+    def cache_of(kind: str, namespace: str) -> Store:
+        return created
+
+    metrics = OperatorMetrics.create(CollectorRegistry())
+    return PlanApplier(cast(KubeClient, client), recorder, expectations, metrics, cache_of, status_hold=5.0,
+                       clock=clock), recorder
+
+
+def writes_after(recorder: EventRecorder, client: RecordingClient) -> list[tuple[str, str, Any]]:
+    assert recorder.flush()
+    written, client.writes = client.writes, []
+    return written
+
+
+def test_a_status_waiting_for_creates_is_left_to_the_plan_that_sees_them() -> None:
+    client, clock, expectations = RecordingClient(), FakeClock(), Expectations()
+    apply, recorder = applier(client, clock, expectations)
+    plan = Plan(create=[Creation("Pod", ReplicaSlot("Worker", 0), "mnist-worker-0")], status={"state": "Pending"},
+                status_waits=StatusWait.FOR_CREATES, events=[JobEvent("Normal", "TFJobCreated", "created")])
+    expectations.expect_creates(KEY, ["Pod/mnist-worker-0"])
+    assert apply.record(KEY, JOB, plan, NOW) is None  # no timer: seeing the pod wakes the next plan
+    assert writes_after(recorder, client) == []
+    expectations.created(KEY, "Pod/mnist-worker-0")  # seen already (or never coming): nothing would wake it
+    assert apply.record(KEY, JOB, plan, NOW) is None
+    assert writes_after(recorder, client) == [("replace", "tfjobs/status", {"state": "Pending"}),
+                                              ("create", "events", ("TFJobCreated", "created"))]
+
+
+def test_a_status_that_only_moves_counts_waits_for_the_window_then_goes_out_once() -> None:
+    client, clock, expectations = RecordingClient(), FakeClock(), Expectations()
+    apply, recorder = applier(client, clock, expectations)
+    progress = Plan(status={"replicaSummary": "1/3"}, status_waits=StatusWait.BRIEFLY)
+    assert apply.record(KEY, JOB, progress, NOW) == 5.0
+    clock.step(3.0)
+    assert apply.record(KEY, JOB, Plan(status={"replicaSummary": "2/3"}, status_waits=StatusWait.BRIEFLY),
+                        NOW) == 2.0
+    assert writes_after(recorder, client) == []
+    clock.step(2.0)
+    assert apply.record(KEY, JOB, Plan(status={"replicaSummary": "2/3"}, status_waits=StatusWait.BRIEFLY),
+                        NOW) is None
+    assert writes_after(recorder, client) == [("replace", "tfjobs/status", {"replicaSummary": "2/3"})]
+    assert apply.record(KEY, JOB, progress, NOW) == 5.0  # written: the next one opens a new window
+
+
+def test_a_state_change_goes_out_at_once_and_ends_the_wait() -> None:
+    client, clock, expectations = RecordingClient(), FakeClock(), Expectations()
+    apply, recorder = applier(client, clock, expectations)
+    assert apply.record(KEY, JOB, Plan(status={"replicaSummary": "2/3"}, status_waits=StatusWait.BRIEFLY),
+                        NOW) == 5.0
+    clock.step(1.0)
+    running = Plan(status={"replicaSummary": "3/3", "state": "Running"}, events=[RUNNING])
+    assert apply.record(KEY, JOB, running, NOW) is None
+    assert writes_after(recorder, client) == [
+        ("replace", "tfjobs/status", {"replicaSummary": "3/3", "state": "Running"}),
+        ("create", "events", ("TFJobRunning", "TFJob ns/mnist is running."))]
+    assert len(apply.held_statuses) == 0
+
+
+def test_quiet_events_are_logged_and_not_written() -> None:
+    client, clock, expectations = RecordingClient(), FakeClock(), Expectations()
+    apply, recorder = applier(client, clock, expectations)
+    succeeded = JobEvent("Normal", "TFJobSucceeded", "TFJob ns/mnist successfully completed.")
+    with capture_logs() as lines:
+        apply.record(KEY, JOB, Plan(status={"state": "Succeeded"}, events=[
+            JobEvent("Normal", "TFJobRunning", "TFJob ns/mnist is running.", quiet=True), succeeded]), NOW)
+    assert writes_after(recorder, client) == [("replace", "tfjobs/status", {"state": "Succeeded"}),
+                                              ("create", "events", ("TFJobSucceeded", succeeded.message))]
+    assert [line["reason"] for line in lines] == ["TFJobRunning", "TFJobSucceeded"]
+
+
+def test_a_plans_creates_are_told_in_one_event_with_the_counts_and_replicas() -> None:
+    client, clock, expectations = RecordingClient(), FakeClock(), Expectations()
+    apply, recorder = applier(client, clock, expectations)
+    job = make_job()  # Worker 2, PS 1
+    changes = apply.change_children(KEY, job, plan_of(job, [], []))
+    assert changes.errors == [] and changes.refusals == []
+    written = writes_after(recorder, client)
+    assert sorted(what for verb, what, _ in written if verb == "create") == ["events"] + ["pods"] * 3 + ["services"] * 3
+    assert [detail for _, what, detail in written if what == "events"] == [
+        ("SuccessfulCreate", "Created 3 pods and 3 services for PS 0, Worker 0-1")]
+
+
+def test_a_plans_deletes_are_told_in_one_event() -> None:
+    client, clock, expectations = RecordingClient(), FakeClock(), Expectations()
+    apply, recorder = applier(client, clock, expectations)
+    refs = [ChildRef("Pod", "mnist-worker-x-1", "p1"), ChildRef("Pod", "mnist-worker-x-2", "p2"),
+            ChildRef("Service", "mnist-worker-x-1", "s1"), ChildRef("Service", "mnist-worker-x-2", "s2")]
+    apply.change_children(KEY, JOB, Plan(delete=refs))
+    assert writes_after(recorder, client)[-1] == (
+        "create", "events", ("SuccessfulDelete", "Deleted 2 pods and 2 services: mnist-worker-x-1, mnist-worker-x-2"))

@@ -1,0 +1,101 @@
+"""Table tests of the writes a plan asks for: which status writes may wait (plan.status_waits: for the creates the plan
+sends, briefly when only counts and messages moved, never for a state change, a delete or a restart), and which of
+its events are only logged (quiet: the Created and Running transitions)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from tfop.controller.plan_types import CreateRefusal, StatusWait
+from tfop.controller.resources import ReplicaSlot
+from unit.test_reconcile import (
+    make_job,
+    make_pod,
+    plan_of,
+    running,
+    running_pods,
+    services_for,
+    waiting_for_one_pending_worker,
+)
+
+CHIEF_JOB = {"Chief": 1, "Worker": 2}
+
+
+@dataclass
+class Row:
+    job: dict[str, Any]
+    pods: list[dict[str, Any]]
+    services: list[dict[str, Any]] | None = None  # None: every desired service exists
+    refusals: tuple[CreateRefusal, ...] = ()
+    waits: StatusWait = StatusWait.NO
+    writes: bool = True  # the plan has a status to write at all
+    events: list[str] = field(default_factory=list)  # the reasons it announces once written; quiet: log only
+
+
+def unschedulable(replica_type: str, index: int) -> dict[str, Any]:
+    pod = make_pod(replica_type, index, "Pending")
+    pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                    "message": "0/3 nodes are available: 3 Insufficient cpu."}]
+    return pod
+
+
+ROWS = {
+    "a fresh job's status waits for the creates it sends": Row(
+        make_job(), [], [], waits=StatusWait.FOR_CREATES, events=["TFJobCreated (quiet)"]),
+    "a running job missing a pod waits for its create": Row(
+        running(make_job()), [make_pod("Worker", 0), make_pod("PS", 0)], waits=StatusWait.FOR_CREATES),
+    "creates the apiserver refused are told at once": Row(
+        make_job(), [], [], refusals=(CreateRefusal("Pod", ReplicaSlot("Worker", 0), "mnist-worker-0",
+                                                    "exceeded quota", permanent=False),),
+        waits=StatusWait.NO, events=["TFJobCreated (quiet)"]),
+    "one more pod runs, others pending: only counts move": Row(
+        {**make_job(), "status": {**waiting_for_one_pending_worker(make_job())["status"],
+                                  "replicaSummary": "1/3"}},
+        [make_pod("Worker", 0, "Pending"), make_pod("Worker", 1), make_pod("PS", 0, "Pending")],
+        waits=StatusWait.BRIEFLY),
+    "a pending pod turns unschedulable: its trouble is told briefly later": Row(
+        waiting_for_one_pending_worker(make_job()), [unschedulable("Worker", 0), make_pod("Worker", 1),
+                                                      make_pod("PS", 0)],
+        waits=StatusWait.BRIEFLY, events=["Unschedulable"]),
+    "the last pending pod runs: Running is written at once": Row(
+        waiting_for_one_pending_worker(make_job()), running_pods(), waits=StatusWait.NO,
+        events=["TFJobRunning (quiet)"]),
+    "a worker ends while the chief runs: only counts move": Row(
+        running(make_job(CHIEF_JOB)),
+        [make_pod("Chief", 0), make_pod("Worker", 0, "Succeeded", exit_code=0), make_pod("Worker", 1)],
+        services_for(CHIEF_JOB), waits=StatusWait.BRIEFLY, events=["ExitedWithCode"]),
+    "the chief ends: Succeeded is written at once": Row(
+        running(make_job(CHIEF_JOB)),
+        [make_pod("Chief", 0, "Succeeded", exit_code=0), make_pod("Worker", 0, "Succeeded", exit_code=0),
+         make_pod("Worker", 1, "Succeeded", exit_code=0)],
+        services_for(CHIEF_JOB), waits=StatusWait.NO, events=["ExitedWithCode", "TFJobSucceeded"]),
+    "a pod recreated for exit 137 never waits: the plan deletes it": Row(
+        running(make_job()), [make_pod("Worker", 0), make_pod("Worker", 1, "Failed", exit_code=137),
+                              make_pod("PS", 0)],
+        waits=StatusWait.NO, events=["ExitedWithCode", "TFJobRestarting"]),
+    "a restart in place is counted at once": Row(
+        running(make_job({"Worker": 1}, policy="OnFailure")), [make_pod("Worker", 0, restarts=1)],
+        services_for({"Worker": 1}), waits=StatusWait.NO, events=["TFJobRestarting"]),
+    "nothing changed: nothing to write, nothing waits": Row(
+        running(make_job()), running_pods(), waits=StatusWait.NO, writes=False),
+}
+
+
+@pytest.mark.parametrize("row", ROWS.values(), ids=ROWS.keys())
+def test_which_status_writes_may_wait(row: Row) -> None:
+    result = plan_of(row.job, row.pods, services_for() if row.services is None else row.services,
+                     refusals=row.refusals)
+    assert (result.status is not None) == row.writes
+    assert result.status_waits is row.waits
+    assert [event.reason + (" (quiet)" if event.quiet else "") for event in result.events] == row.events
+
+
+def test_replicas_of_every_type_that_ended_with_one_code_are_told_in_one_event() -> None:
+    result = plan_of(running(make_job(CHIEF_JOB)),
+                     [make_pod("Chief", 0, "Succeeded", exit_code=0), make_pod("Worker", 0, "Succeeded", exit_code=0),
+                      make_pod("Worker", 1, "Failed", exit_code=1)], services_for(CHIEF_JOB))
+    assert [event.message for event in result.events if event.reason == "ExitedWithCode"] == [
+        "TFJob ns/mnist: Chief 0, Worker 0 exited with code 0.", "TFJob ns/mnist: Worker 1 exited with code 1."]
