@@ -41,6 +41,18 @@ def slim_pod(pod: Object) -> Object:
     return slim
 
 
+def slim_batch_job(batch_job: Object) -> Object:
+    """A Job backend's Job: whether it is suspended, and its status (conditions and counts, small); never its pod
+    template, which carries TF_CONFIG."""
+    slim = slim_metadata(batch_job)
+    spec = batch_job.get("spec")
+    if isinstance(spec, dict) and "suspend" in spec:
+        slim["spec"] = {"suspend": spec["suspend"]}
+    if isinstance(batch_job.get("status"), dict):
+        slim["status"] = batch_job["status"]
+    return slim
+
+
 def slim_pod_group(pod_group: Object) -> Object:
     """A PodGroup is small, and the planner reads its spec (to update it) and its status (phase, conditions)."""
     slim = slim_metadata(pod_group)
