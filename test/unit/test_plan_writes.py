@@ -47,6 +47,11 @@ ROWS = {
         make_job(), [], [], waits=StatusWait.FOR_CREATES, events=["TFJobCreated (quiet)"]),
     "a running job missing a pod waits for its create": Row(
         running(make_job()), [make_pod("Worker", 0), make_pod("PS", 0)], waits=StatusWait.FOR_CREATES),
+    "its children seen, none runs yet: a job's first status waits briefly for them to": Row(
+        make_job(), [make_pod("Worker", 0, "Pending"), make_pod("Worker", 1, "Pending"), make_pod("PS", 0, "Pending")],
+        waits=StatusWait.BRIEFLY, events=["TFJobCreated (quiet)"]),
+    "its children seen and running: a job's first status says Running at once": Row(
+        make_job(), running_pods(), waits=StatusWait.NO, events=["TFJobCreated (quiet)", "TFJobRunning (quiet)"]),
     "creates the apiserver refused are told at once": Row(
         make_job(), [], [], refusals=(CreateRefusal("Pod", ReplicaSlot("Worker", 0), "mnist-worker-0",
                                                     "exceeded quota", permanent=False),),
