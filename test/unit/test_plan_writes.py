@@ -12,6 +12,9 @@ import pytest
 from tfop.controller.plan_types import CreateRefusal, StatusWait
 from tfop.controller.resources import ReplicaSlot
 from unit.test_reconcile import (
+    T0,
+    cond,
+    make_service,
     make_job,
     make_pod,
     plan_of,
@@ -77,6 +80,16 @@ ROWS = {
         [make_pod("Chief", 0, "Succeeded", exit_code=0), make_pod("Worker", 0, "Succeeded", exit_code=0),
          make_pod("Worker", 1, "Succeeded", exit_code=0)],
         services_for(CHIEF_JOB), waits=StatusWait.NO, events=["ExitedWithCode", "TFJobSucceeded"]),
+    "a finished job's clean-up ends (phase CleanUp -> Done): briefly": Row(
+        {**running(make_job(CHIEF_JOB)), "status": {
+            **running(make_job(CHIEF_JOB))["status"], "phase": "CleanUp", "state": "Succeeded",
+            "reason": "TFJobSucceeded", "completionTime": T0, "replicaSummary": "1/3 succeeded",
+            "replicaStatuses": {"Chief": {"active": 0, "succeeded": 1, "failed": 0, "restarts": 0},
+                                "Worker": {"active": 0, "succeeded": 0, "failed": 0, "restarts": 0}},
+            "conditions": [cond("Created", "True", "TFJobCreated", "TFJob ns/mnist is created."),
+                           cond("Running", "False", "TFJobSucceeded", "TFJob ns/mnist successfully completed."),
+                           cond("Succeeded", "True", "TFJobSucceeded", "TFJob ns/mnist successfully completed.")]}},
+        [make_pod("Chief", 0, "Succeeded", exit_code=0)], [make_service("Chief", 0)], waits=StatusWait.BRIEFLY),
     "a pod recreated for exit 137 never waits: the plan deletes it": Row(
         running(make_job()), [make_pod("Worker", 0), make_pod("Worker", 1, "Failed", exit_code=137),
                               make_pod("PS", 0)],

@@ -186,9 +186,10 @@ def _without_reconcile_time(status: object) -> object:
     return {key: value for key, value in status.items() if key != LAST_RECONCILE_TIME}
 
 
-# What moves as pods progress without the job changing state: replica counts, the summary, condition messages.
+# What moves as pods progress without the job changing state: replica counts, the summary, condition messages,
+# and the older API's phase as a finished job's clean-up ends (CleanUp -> Done; the conditions decide the rest).
 _PROGRESS_COUNTS = frozenset({"active", "succeeded", "failed"})
-_PROGRESS_FIELDS = frozenset({LAST_RECONCILE_TIME, "replicaSummary", "conditions", "replicaStatuses"})
+_PROGRESS_FIELDS = frozenset({LAST_RECONCILE_TIME, "replicaSummary", "conditions", "replicaStatuses", "phase"})
 
 
 def _first_and_pending(old: object, new: dict[str, Any]) -> bool:
