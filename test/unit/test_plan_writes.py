@@ -14,9 +14,9 @@ from tfop.controller.resources import ReplicaSlot
 from unit.test_reconcile import (
     T0,
     cond,
-    make_service,
     make_job,
     make_pod,
+    make_service,
     plan_of,
     running,
     running_pods,
