@@ -74,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--gang-scheduler-name", choices=["none", "scheduler-plugins", "volcano"], default=None,
                      help="gang-schedule each job as one PodGroup of this scheduler (default: the config file's "
                           "gangScheduler, else none)")
+    run.add_argument("--replica-backend", choices=["pods", "jobs"], default=None,
+                     help="what new jobs' replicas are: pods, or one batch/v1 Job each (default: the config file's "
+                          "replicaBackend, else pods; a job's tfop.kubeflow.org/replica-backend annotation wins)")
     run.add_argument("--webhook-addr", default=None,
                      help="host:port to serve the CRD's conversion webhook on (HTTPS /convert; default: not served)")
     run.add_argument("--webhook-cert-dir", default="/run/tfop/webhook",

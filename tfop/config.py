@@ -14,6 +14,8 @@ cluster the operator runs in rather than how one process runs (those are flags).
     gangScheduler: scheduler-plugins      # none (default), scheduler-plugins or volcano: one PodGroup per job
     childNaming: RuntimeId                # new jobs' children: {job}-{type}-{runtimeId}-{index} (default), or
                                           # TypeIndex: {job}-{type}-{index}, as the Kubeflow training operator
+    replicaBackend: pods                  # new jobs' replicas: Pods (default) or jobs, one batch/v1 Job each;
+                                          # a job's annotation tfop.kubeflow.org/replica-backend overrides it
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from tfop.api.constants import NAMING_RUNTIME_ID, NAMINGS
+from tfop.api.constants import NAMING_RUNTIME_ID, NAMINGS, REPLICA_BACKEND_PODS, REPLICA_BACKENDS
 from tfop.controller.accelerators import Accelerator, HostVolume
 from tfop.controller.gang import GANG_NONE, GANG_SCHEDULER_NAMES
 from tfop.controller.settings import (
@@ -64,7 +66,8 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> ControllerConf
     notes = warnings if warnings is not None else []
     document = _mapping(data, "the config")
     _known(document, "the config",
-           {"serviceDomain", "accelerators", "gangScheduler", "childNaming", "tfImage", "grpcServerFilePath"}, notes)
+           {"serviceDomain", "accelerators", "gangScheduler", "childNaming", "tfImage", "grpcServerFilePath",
+            "replicaBackend"}, notes)
     domain = document.get("serviceDomain", DEFAULT_SERVICE_DOMAIN)
     if not isinstance(domain, str) or not _DNS_SUFFIX.match(domain):
         raise ConfigError(f"serviceDomain {domain!r} is not a DNS suffix such as svc.cluster.local")
@@ -87,9 +90,12 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> ControllerConf
     naming = document.get("childNaming", NAMING_RUNTIME_ID)
     if naming not in NAMINGS:
         raise ConfigError(f"childNaming {naming!r} is not one of {', '.join(NAMINGS)}")
+    backend = document.get("replicaBackend", REPLICA_BACKEND_PODS)
+    if backend not in REPLICA_BACKENDS:
+        raise ConfigError(f"replicaBackend {backend!r} is not one of {', '.join(REPLICA_BACKENDS)}")
     return ControllerConfig(service_domain=domain, accelerators=MappingProxyType(accelerators), gang_scheduler=gang,
                             child_naming=str(naming), tf_image=image,
-                            grpc_server_file_path=posixpath.normpath(server_path))
+                            grpc_server_file_path=posixpath.normpath(server_path), replica_backend=str(backend))
 
 
 def _accelerator(data: Any, path: str, notes: list[str]) -> Accelerator:

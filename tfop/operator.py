@@ -54,6 +54,8 @@ def _run(args: argparse.Namespace) -> int:
         config = load_config(args.config, warnings)
         if args.gang_scheduler_name is not None:
             config = dataclasses.replace(config, gang_scheduler=args.gang_scheduler_name)
+        if args.replica_backend is not None:
+            config = dataclasses.replace(config, replica_backend=args.replica_backend)
     except ConfigError as error:
         raise StartupError(EXIT_USAGE, "invalid configuration", str(error), "fix the file given to --config") from None
     for warning in warnings:
@@ -87,7 +89,7 @@ def _run(args: argparse.Namespace) -> int:
     controller.start_informers()
     log.info("starting", namespaces=args.namespace or "all", threads=args.threads, qps=args.qps, burst=args.burst,
              leader_elect=args.leader_elect, endpoints=[s.address for s in servers], server=client.host,
-             gang_scheduler=config.gang_scheduler)
+             gang_scheduler=config.gang_scheduler, replica_backend=config.replica_backend)
     try:
         while not controller.wait_for_sync(timeout=1.0):
             if stop.is_set():

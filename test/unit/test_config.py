@@ -50,6 +50,12 @@ def test_child_naming_for_new_jobs(naming: str) -> None:
     assert parse_config({}).child_naming == "RuntimeId"
 
 
+@pytest.mark.parametrize("backend", ["pods", "jobs"])
+def test_replica_backend_for_new_jobs(backend: str) -> None:
+    assert parse_config({"replicaBackend": backend}).replica_backend == backend
+    assert parse_config({}).replica_backend == "pods"
+
+
 @pytest.mark.parametrize(("document", "message"), [
     ([], "the config must be a mapping"),
     ({"serviceDomain": "Svc_Local"}, "serviceDomain 'Svc_Local' is not a DNS suffix"),
@@ -68,9 +74,10 @@ def test_child_naming_for_new_jobs(naming: str) -> None:
     ({"accelerators": {"nvidia.com/gpu": {"envVar": []}}},
      "accelerators[nvidia.com/gpu] has unknown key 'envVar': did you mean 'envVars'?"),
     ({"childNaming": "GoStyle"}, "childNaming 'GoStyle' is not one of RuntimeId, TypeIndex"),
+    ({"replicaBackend": "Jobs"}, "replicaBackend 'Jobs' is not one of pods, jobs"),
 ], ids=["not-a-mapping", "bad-domain", "typo", "server-path-at-root", "relative-server-path", "empty-image",
         "bad-env-name", "relative-mount", "bad-volume-name", "volumes-not-a-list", "accelerator-key-typo",
-        "bad-child-naming"])
+        "bad-child-naming", "bad-replica-backend"])
 def test_bad_config_is_rejected_naming_the_key(document: Any, message: str) -> None:
     with pytest.raises(ConfigError, match=None) as raised:
         parse_config(document)
@@ -91,7 +98,7 @@ def test_unknown_keys_are_warnings_naming_them() -> None:
     assert config.service_domain == "svc"
     assert warnings == [
         ("the config has unknown key 'cloud', ignored; known: accelerators, childNaming, gangScheduler, "
-         "grpcServerFilePath, serviceDomain, tfImage"),
+         "grpcServerFilePath, replicaBackend, serviceDomain, tfImage"),
         "accelerators[nvidia.com/gpu] has unknown key 'driver', ignored; known: envVars, volumes"]
 
 

@@ -12,7 +12,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "tfop"
 PURE_PLANNING = ("reconcile", "slots", "resources", "status", "draft", "lifecycle", "restarts", "exitcodes",
                  "plan_types", "settings", "accelerators", "gang", "podgroups", "quantity", "naming", "troubles",
-                 "psserver", "replica_records")
+                 "psserver", "replica_records", "jobspec", "jobslots")
 IO_MODULES = {"socket", "subprocess", "urllib", "urllib3", "requests", "http", "kubernetes", "threading", "time"}
 # Words that would mean the generic runtime learnt what it reconciles.
 TFJOB_WORDS = ("tfjob", "TFJob", "tensorflow", "replica")

@@ -141,7 +141,7 @@ def running(job: dict[str, Any], *, since: float = 0, restarts: dict[str, int] |
     at, replicas = stamp(since), replicas_of(job)
     total = sum(replicas.values())
     return {**job, "status": {
-        "runtimeId": RID, "childNaming": "RuntimeId", "startTime": at,
+        "runtimeId": RID, "childNaming": "RuntimeId", "replicaBackend": "pods", "startTime": at,
         "replicaStatuses": replica_statuses(replicas, restarts=restarts),
         "replicaSummary": f"{total}/{total}",
         "conditions": [cond("Created", "True", "TFJobCreated", "TFJob ns/mnist is created.", at),
@@ -180,7 +180,7 @@ def suspended(job: dict[str, Any], since: float = 0) -> dict[str, Any]:
     """`job` (Worker 2, PS 1) as its plans leave it once suspended with nothing left running."""
     at = stamp(since)
     return {**job, "status": {
-        "runtimeId": RID, "childNaming": "RuntimeId",
+        "runtimeId": RID, "childNaming": "RuntimeId", "replicaBackend": "pods",
         "replicaStatuses": replica_statuses(replicas_of(job), active=False),
         "replicaSummary": "0/3",
         "conditions": [cond("Created", "True", "TFJobCreated", "TFJob ns/mnist is created.", at),
@@ -196,7 +196,7 @@ THREE_WORKERS = ("TFJob ns/mnist has an invalid spec: spec.tfReplicaSpecs[Worker
 def invalid(job: dict[str, Any]) -> dict[str, Any]:
     """`job` (Worker: "three") failed for its invalid spec."""
     return {**job, "status": {
-        "runtimeId": RID, "childNaming": "RuntimeId", "completionTime": T0,
+        "runtimeId": RID, "childNaming": "RuntimeId", "replicaBackend": "pods", "completionTime": T0,
         "conditions": [cond("Created", "True", "TFJobCreated", "TFJob ns/mnist is created."),
                        cond("Failed", "True", "InvalidSpec", THREE_WORKERS),
                        cond("Running", "False", "InvalidSpec", THREE_WORKERS)],
@@ -426,8 +426,8 @@ DEADLINE = {
 }
 
 FINISHED_AT = make_job({"Worker": 1}, run_policy={"ttlSecondsAfterFinished": 60}, status={
-    "startTime": T0, "completionTime": T0, "runtimeId": RID, "childNaming": "RuntimeId", "phase": "Done",
-    "state": "Succeeded",
+    "startTime": T0, "completionTime": T0, "runtimeId": RID, "childNaming": "RuntimeId", "replicaBackend": "pods",
+    "phase": "Done", "state": "Succeeded",
     "reason": "TFJobSucceeded", "lastReconcileTime": T0, "conditions": [
         CREATED, {"type": "Succeeded", "status": "True", "reason": "TFJobSucceeded", "message": "done",
                   "lastTransitionTime": T0}]})
@@ -749,7 +749,7 @@ def waiting(pod: dict[str, Any], reason: str, words: str = "") -> dict[str, Any]
 
 
 HUNDRED = make_job({"Worker": 100}, status={"startTime": T0, "runtimeId": RID, "childNaming": "RuntimeId",
-                                            "conditions": [CREATED]})
+                                            "replicaBackend": "pods", "conditions": [CREATED]})
 NO_GPU_RUNNING = ("TFJob ns/mnist is waiting for 100 of 100 replicas to run: 100 Pending. Worker 0-99 "
                   "[Unschedulable]: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu.")
 TROUBLES = {
@@ -955,10 +955,19 @@ def test_the_cache_keeps_all_the_planner_reads(case: Case) -> None:
 def test_the_cache_drops_the_spec_and_what_else_no_one_reads() -> None:
     pod = slim_pod(as_served(make_pod("Worker", 0, "Failed", exit_code=137, reason="OOMKilled")))
     assert set(pod) == {"apiVersion", "kind", "metadata", "status"}
-    assert set(pod["metadata"]) == {"name", "namespace", "uid", "labels", "ownerReferences"}
+    assert set(pod["metadata"]) == {"name", "namespace", "uid", "labels", "ownerReferences", "creationTimestamp"}
     assert pod["metadata"]["ownerReferences"] == []  # only a ConfigMap's, not its controller's
     assert pod["status"] == {"phase": "Failed", "containerStatuses": [
         {"name": "tensorflow", "restartCount": 0, "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}]}
+
+
+def test_the_cache_keeps_the_pod_conditions_read_an_unscheduled_pod_and_a_disruption() -> None:
+    pod = make_pod("Worker", 0, "Pending")
+    unscheduled = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/3 nodes"}
+    disrupted = {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI", "message": "evicted"}
+    pod["status"]["conditions"] = [{**unscheduled, "lastTransitionTime": T0}, {**disrupted, "lastProbeTime": None},
+                                   {"type": "Ready", "status": "False", "reason": "PodCompleted"}]
+    assert slim_pod(pod)["status"]["conditions"] == [unscheduled, disrupted]
 
 
 def test_the_job_cache_drops_only_managed_fields_and_kubectls_copy_of_the_manifest() -> None:

@@ -52,6 +52,13 @@ NAMING_RUNTIME_ID: Final = "RuntimeId"
 NAMING_TYPE_INDEX: Final = "TypeIndex"
 NAMINGS: Final = (NAMING_RUNTIME_ID, NAMING_TYPE_INDEX)
 
+# What makes a job's replicas (status.replicaBackend): Pods the operator creates, or one batch/v1 Job per replica
+# whose controller makes the pod. Chosen per operator, overridden per job by the annotation, kept once recorded.
+REPLICA_BACKEND_PODS: Final = "pods"
+REPLICA_BACKEND_JOBS: Final = "jobs"
+REPLICA_BACKENDS: Final = (REPLICA_BACKEND_PODS, REPLICA_BACKEND_JOBS)
+ANNOTATION_REPLICA_BACKEND: Final = "tfop.kubeflow.org/replica-backend"
+
 RESTART_POLICY_ALWAYS: Final = "Always"
 RESTART_POLICY_ON_FAILURE: Final = "OnFailure"
 RESTART_POLICY_NEVER: Final = "Never"

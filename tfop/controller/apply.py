@@ -30,6 +30,7 @@ from tfop.api.constants import (
 from tfop.api.timestamps import parse_time
 from tfop.controller.children import CHILD_KINDS, TFJOBS, ChildKinds, Scope, child_id
 from tfop.controller.plan_types import (
+    JOB,
     POD,
     ChildPatch,
     ChildRef,
@@ -175,7 +176,7 @@ class PlanApplier:
         if not creations or desired is None:
             return
         namespace = job["metadata"]["namespace"]
-        if desired.needs_server_script and any(creation.kind == POD for creation in creations):
+        if desired.needs_server_script and any(creation.kind in (POD, JOB) for creation in creations):
             self._ensure_server_script(job, namespace, changes)
         self.expectations.expect_creates(key, [child_id(creation.kind, creation.name) for creation in creations])
 

@@ -3,9 +3,9 @@
 A pod as the apiserver sends it carries its whole spec, and every replica's spec carries TF_CONFIG, which lists
 every replica of the job: a job of n replicas caches n pods of O(n) bytes each. The planner reads a pod's
 identity, labels, owner, deletion mark and how its containers ran, never its spec, so the cache keeps that and
-nothing else (client-go's SetTransform, for the same reason): of the pod conditions only an unscheduled one, of
-a container's states only how it waits or ended, of the owners only the controller. test_reconcile proves the
-planner decides the same on slimmed children as on whole ones.
+nothing else (client-go's SetTransform, for the same reason): of a container's states only how it waits or
+ended, of the owners only the controller, of the pod conditions an unscheduled PodScheduled and a
+DisruptionTarget. test_reconcile proves the planner decides the same on slimmed children as on whole ones.
 
 Each watch event is decoded on its own, so every cached object would hold its own copies of the same key names
 and label values; they are interned, one string for all. Of a TFJob the cache keeps all but managedFields and
@@ -20,11 +20,13 @@ from typing import Any
 Object = dict[str, Any]
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
-_METADATA = ("name", "namespace", "uid", "resourceVersion", "labels", "ownerReferences", "deletionTimestamp")
+_METADATA = ("name", "namespace", "uid", "resourceVersion", "labels", "ownerReferences", "deletionTimestamp",
+             "creationTimestamp")
 _OWNER_REFERENCE = ("apiVersion", "kind", "name", "uid", "controller")
 _POD_STATUS = ("phase", "reason", "message")
 _POD_CONDITION = ("type", "status", "reason", "message")
-_SCHEDULED = "PodScheduled"  # the one pod condition read, while false: why a pod is not scheduled
+_SCHEDULED = "PodScheduled"  # read while false: why a pod is not scheduled
+_DISRUPTED = "DisruptionTarget"  # read by the Job backend: the pod was evicted, preempted or drained
 _CONTAINER_STATUS = ("name", "restartCount")
 _CONTAINER_STATES = ("state", "lastState")
 _STATE_DETAILS = {"terminated": ("exitCode", "reason", "message", "finishedAt"), "waiting": ("reason", "message")}
@@ -65,16 +67,22 @@ def slim_pod(pod: Object) -> Object:
         kept = _kept(status, _POD_STATUS)
         kept["phase"] = _shared(kept.get("phase"))
         conditions = status.get("conditions")
-        unscheduled = [_kept(condition, _POD_CONDITION) for condition in conditions
-                       if isinstance(condition, dict) and condition.get("type") == _SCHEDULED
-                       and condition.get("status") != "True"] if isinstance(conditions, list) else []
-        if unscheduled:
-            kept["conditions"] = unscheduled
+        read = [_kept(condition, _POD_CONDITION) for condition in conditions if _is_read(condition)
+                ] if isinstance(conditions, list) else []
+        if read:
+            kept["conditions"] = read
         containers = status.get("containerStatuses")
         if isinstance(containers, list):
             kept["containerStatuses"] = [_slim_container(entry) for entry in containers]
         slim["status"] = kept
     return slim
+
+
+def _is_read(condition: Any) -> bool:
+    if not isinstance(condition, dict):
+        return False
+    return condition.get("type") == _DISRUPTED or (condition.get("type") == _SCHEDULED
+                                                   and condition.get("status") != "True")
 
 
 def _slim_container(entry: Any) -> Any:
@@ -112,6 +120,18 @@ def _with_shared_keys(value: Any) -> Any:
     if isinstance(value, list):
         return [_with_shared_keys(item) for item in value]
     return value
+
+
+def slim_batch_job(batch_job: Object) -> Object:
+    """A Job backend's Job: whether it is suspended, and its status (conditions and counts, small); never its pod
+    template, which carries TF_CONFIG."""
+    slim = slim_metadata(batch_job)
+    spec = batch_job.get("spec")
+    if isinstance(spec, dict) and "suspend" in spec:
+        slim["spec"] = {"suspend": spec["suspend"]}
+    if isinstance(batch_job.get("status"), dict):
+        slim["status"] = batch_job["status"]
+    return slim
 
 
 def slim_pod_group(pod_group: Object) -> Object:

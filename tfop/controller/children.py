@@ -25,12 +25,12 @@ from tfop.api.constants import (
     PLURAL,
     VERSION,
 )
-from tfop.controller.cached import slim_metadata, slim_pod, slim_pod_group
+from tfop.controller.cached import slim_batch_job, slim_metadata, slim_pod, slim_pod_group
 from tfop.controller.gang import GangScheduler
-from tfop.controller.plan_types import POD, POD_GROUP, SERVICE
+from tfop.controller.plan_types import JOB, POD, POD_GROUP, SERVICE
 from tfop.controller.resources import DesiredChildren, ReplicaSlot
 from tfop.kube.informer import Transform
-from tfop.kube.resource import PODS, SERVICES, Resource
+from tfop.kube.resource import JOBS, PODS, SERVICES, Resource
 
 Object = dict[str, Any]
 TFJOBS = Resource(GROUP, VERSION, PLURAL, KIND)  # the owner of every child below
@@ -59,6 +59,9 @@ class ChildKind:
     owner_index: str = BY_OWNER
     # Background: the delete returns at once and the garbage collector removes what the child owns.
     propagation_policy: str = "Background"
+    # The kind of object these children control in turn that belongs to the job too (a Job's pods): the wiring
+    # passes those, found by their controller's uid in that kind's owner index, with the job's own of that kind.
+    grandchildren: str | None = None
 
 
 def _replica(build: Callable[[DesiredChildren, ReplicaSlot], Object]) -> Callable[[DesiredChildren, ReplicaSlot | None],
@@ -75,6 +78,10 @@ REPLICA_KINDS: tuple[ChildKind, ...] = (
     ChildKind(POD, PODS, _replica(lambda desired, slot: desired.pod(slot.replica_type, slot.index)), slim_pod),
     ChildKind(SERVICE, SERVICES, _replica(lambda desired, slot: desired.service(slot.replica_type, slot.index)),
               slim_metadata),
+    # The Job backend's. Foreground: a Job being deleted stays, terminating, until its pods are gone, so the
+    # planner sees the replica until nothing of it runs (and its pods' restarts stay countable).
+    ChildKind(JOB, JOBS, _replica(lambda desired, slot: desired.batch_job(slot.replica_type, slot.index)),
+              slim_batch_job, propagation_policy="Foreground", grandchildren=POD),
 )
 
 
@@ -96,7 +103,8 @@ class ChildKinds:
 
 
 def child_kinds(gang: GangScheduler | None) -> ChildKinds:
-    """Pods and Services, and the gang scheduler's PodGroup when one is configured (and its CRD is installed)."""
+    """Pods, Services and Jobs (any job may choose the Job backend), and the gang scheduler's PodGroup when one is
+    configured (and its CRD is installed)."""
     if gang is None:
         return ChildKinds(REPLICA_KINDS)
     pod_groups = ChildKind(POD_GROUP, pod_group_resource(gang), lambda desired, slot: desired.pod_group(),

@@ -10,12 +10,13 @@ from datetime import UTC, datetime
 
 import structlog
 
-from tfop.api.constants import GROUP, KIND
+from tfop.api.constants import GROUP, KIND, LABEL_JOB_NAME
 from tfop.api.kueue import managed_elsewhere
 from tfop.controller.apply import PlanApplier
 from tfop.controller.cached import slim_job
 from tfop.controller.children import TFJOBS, ChildKind, child_id, child_kinds, pod_group_resource
 from tfop.controller.gang import GangScheduler
+from tfop.controller.jobspec import made_by_job
 from tfop.controller.plan_types import Object, PlanContext
 from tfop.controller.reconcile import plan as plan_job
 from tfop.controller.settings import ControllerConfig
@@ -123,6 +124,12 @@ class TFJobController:
         uid = job["metadata"]["uid"]
         children = {kind.kind: self._cache_of(kind.kind, namespace).by_index(kind.owner_index, uid)
                     for kind in self.kinds}
+        for kind in self.kinds:
+            if kind.grandchildren is not None:
+                grand = self.kinds[kind.grandchildren]
+                cache = self._cache_of(grand.kind, namespace)
+                for child in children[kind.kind]:
+                    children[grand.kind].extend(cache.by_index(grand.owner_index, child["metadata"]["uid"]))
         now = datetime.fromtimestamp(self.clock.wall(), UTC)
         context = PlanContext(job, children, now, self.config, gang_problem=self.gang_problem)
         plan = plan_job(context)
@@ -141,10 +148,14 @@ class TFJobController:
 
 
 def owner_key(child: Object) -> str | None:
-    """The key of the TFJob that controls `child`, if any."""
+    """The key of the TFJob that controls `child`, if any; for a pod a replica's Job controls, that Job's TFJob,
+    named by the job-name label the pod has from the Job's template."""
     for ref in child["metadata"].get("ownerReferences") or ():
         if ref.get("controller") and ref.get("kind") == KIND and ref.get("apiVersion", "").startswith(GROUP + "/"):
             return f"{child['metadata']['namespace']}/{ref['name']}"
+    job_name = (child["metadata"].get("labels") or {}).get(LABEL_JOB_NAME)
+    if made_by_job(child) and job_name:
+        return f"{child['metadata']['namespace']}/{job_name}"
     return None
 
 

@@ -5,6 +5,7 @@ These work on the raw child lists and read the spec leniently, because an invali
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from tfop.api.constants import (
@@ -24,7 +25,8 @@ from tfop.api.constants import (
 from tfop.api.fields import integer, mapping, mapping_at, text
 from tfop.api.timestamps import parse_time
 from tfop.controller.draft import PlanDraft
-from tfop.controller.plan_types import POD, POD_GROUP, SERVICE, PlanContext
+from tfop.controller.jobspec import controller_uid, is_suspended, job_outcome, made_by_job
+from tfop.controller.plan_types import JOB, POD, POD_GROUP, SERVICE, ChildPatch, PlanContext
 from tfop.controller.status import is_terminating, pod_phase
 
 COMPLETION_TIME = "completionTime"
@@ -71,11 +73,14 @@ def clean_pod_policy(value: object) -> str:
     return policy if policy in CLEAN_POD_POLICIES and policy is not None else CLEAN_POD_POLICY_RUNNING
 
 
-def clean_up(draft: PlanDraft, context: PlanContext, policy: str) -> None:
+def clean_up(draft: PlanDraft, context: PlanContext, policy: str, *, suspend_jobs: bool = False) -> None:
     """Deletes the pods the policy names (All; Running: those not finished; None) and the services of every pod
     that is not kept (a Service and its Pod share their name), and the job's PodGroup unless every pod is kept
-    (None: a pod still running keeps its group), then notes whether anything is still going."""
-    pods, services, groups = context.of_kind(POD), context.of_kind(SERVICE), context.of_kind(POD_GROUP)
+    (None: a pod still running keeps its group), then notes whether anything is still going. With the Job
+    backend the same goes for each replica's Job, deleted with its pod (or, `suspend_jobs`, suspended and kept);
+    the pods of Jobs are never deleted by themselves."""
+    pods = [pod for pod in context.of_kind(POD) if not made_by_job(pod)]
+    services, groups, batch_jobs = context.of_kind(SERVICE), context.of_kind(POD_GROUP), context.of_kind(JOB)
     if policy != CLEAN_POD_POLICY_NONE:
         for group in groups:
             if not is_terminating(group):
@@ -88,9 +93,39 @@ def clean_up(draft: PlanDraft, context: PlanContext, policy: str) -> None:
                 draft.delete_child(POD, pod)
             else:
                 kept.add(str(mapping(pod.get("metadata")).get("name")))
+        job_pods = [pod for pod in context.of_kind(POD) if made_by_job(pod)]
+        for batch_job in batch_jobs:
+            # Finished: the Job controller says so, or it has yet to say so of a pod that has ended.
+            its_pods = [pod for pod in job_pods if controller_uid(pod) == _uid(batch_job)]
+            finished = job_outcome(batch_job) is not None or (bool(its_pods) and all(
+                pod_phase(pod) in (POD_SUCCEEDED, POD_FAILED) for pod in its_pods))
+            if is_terminating(batch_job):
+                continue
+            if suspend_jobs:
+                if not finished and not is_suspended(batch_job):
+                    draft.patch.append(ChildPatch(JOB, _name(batch_job), {"spec": {"suspend": True}}))
+            elif policy == CLEAN_POD_POLICY_ALL or not finished:
+                draft.delete_child(JOB, batch_job)
+            else:
+                kept.add(_name(batch_job))
         for service in services:
             if not is_terminating(service) and mapping(service.get("metadata")).get("name") not in kept:
                 draft.delete_child(SERVICE, service)
     if not any(not is_terminating(group) for group in groups) or policy != CLEAN_POD_POLICY_NONE:
         draft.status.pop("podGroupPhase", None)  # no PodGroup is left to have a phase
-    draft.note_cleanup([*pods, *services, *groups])
+    draft.note_cleanup([*pods, *services, *groups, *batch_jobs])
+
+
+def resume_jobs(draft: PlanDraft, batch_jobs: Iterable[dict[str, Any]]) -> None:
+    """The Jobs a suspension left suspended run again (the Job controller makes their pods)."""
+    for batch_job in batch_jobs:
+        if is_suspended(batch_job) and not is_terminating(batch_job) and job_outcome(batch_job) is None:
+            draft.patch.append(ChildPatch(JOB, _name(batch_job), {"spec": {"suspend": False}}))
+
+
+def _uid(child: dict[str, Any]) -> str:
+    return str(mapping(child.get("metadata")).get("uid"))
+
+
+def _name(child: dict[str, Any]) -> str:
+    return str(mapping(child.get("metadata")).get("name"))

@@ -20,6 +20,7 @@ Object = dict[str, Any]
 POD = "Pod"
 SERVICE = "Service"
 POD_GROUP = "PodGroup"  # one per job, when a gang scheduler is configured
+JOB = "Job"  # a batch/v1 Job per replica, with the Job backend; the pods it makes are passed as POD children too
 
 
 @dataclass(frozen=True)

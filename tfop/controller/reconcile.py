@@ -35,6 +35,7 @@ from tfop.api.constants import (
     REASON_SUCCEEDED,
     REASON_SUSPENDED,
     REASON_TEMPLATE_RESTART_POLICY,
+    REPLICA_BACKEND_JOBS,
     REPLICA_WORKER,
     SUCCESS_POLICY_ALL_WORKERS,
 )
@@ -45,9 +46,11 @@ from tfop.api.runtime_id import runtime_id
 from tfop.api.timestamps import parse_time
 from tfop.api.validation import validate
 from tfop.controller.draft import PlanDraft
-from tfop.controller.lifecycle import COMPLETION_TIME, clean_up, finish, keep_finished
+from tfop.controller.jobslots import REPLICA_BACKEND, count_job_restarts, replica_backend_of, sort_job_children
+from tfop.controller.jobspec import made_by_job
+from tfop.controller.lifecycle import COMPLETION_TIME, clean_up, finish, keep_finished, resume_jobs
 from tfop.controller.naming import CHILD_NAMING, ChildNaming, naming_of
-from tfop.controller.plan_types import POD, SERVICE, CreateRefusal, Creation, Plan, PlanContext
+from tfop.controller.plan_types import JOB, POD, SERVICE, CreateRefusal, Creation, Plan, PlanContext
 from tfop.controller.podgroups import plan_pod_group
 from tfop.controller.psserver import with_default_ps_server
 from tfop.controller.replica_records import count_replica_restarts, describe_failure, record_replicas, uid_of
@@ -78,6 +81,11 @@ class _Planning:
     job: dict[str, Any]
     naming: ChildNaming
     children: SortedChildren
+    replica_kind: str  # what makes a replica: POD, or JOB with the Job backend
+
+    @property
+    def on_jobs(self) -> bool:
+        return self.replica_kind == JOB
 
 
 def plan(context: PlanContext) -> Plan:
@@ -86,17 +94,25 @@ def plan(context: PlanContext) -> Plan:
         return Plan()  # the garbage collector removes a deleted job's children; another controller runs the job
     draft = PlanDraft(job, context.now, context.config)
     defaulted = with_default_ps_server(apply_defaults(job), context.config)
-    errors = [str(error) for error in validate(defaulted)] + kueue_key_problems(job)
+    backend, backend_error = replica_backend_of(job, context)
+    errors = [str(error) for error in validate(defaulted)] + kueue_key_problems(job) + (
+        [backend_error] if backend_error else [])
     _note_created(draft, defaulted)
-    naming = naming_of(job, [*context.of_kind(POD), *context.of_kind(SERVICE)], context.config.child_naming)
+    own = [*context.of_kind(JOB), *(pod for pod in context.of_kind(POD) if not made_by_job(pod)),
+           *context.of_kind(SERVICE)]
+    naming = naming_of(job, own, context.config.child_naming)
     draft.status[CHILD_NAMING] = naming.scheme
+    if backend is not None:
+        draft.status[REPLICA_BACKEND] = backend
     refused = [refusal for refusal in context.refusals if refusal.permanent]
     if _is_finished(draft):
         keep_finished(draft, defaulted, context, just_finished=False)
     elif errors or refused:
         _reject(draft, defaulted, context, errors or [_describe_refusal(r) for r in refused])
     else:
-        _run(_Planning(draft, context, defaulted, naming, sort_children(defaulted, context, naming)))
+        on_jobs = backend == REPLICA_BACKEND_JOBS
+        children = (sort_job_children if on_jobs else sort_children)(defaulted, context, naming)
+        _run(_Planning(draft, context, defaulted, naming, children, JOB if on_jobs else POD))
     return draft.finalize(refused=bool(context.refusals))
 
 
@@ -156,23 +172,29 @@ def _run(p: _Planning) -> None:
     if parse_time(draft.status.get(START_TIME)) is None:
         draft.set_time(START_TIME)
 
-    recreate = [slot for slot in children.slots if slot.state is SlotState.RETRYABLE]
-    scaled_down = [pod for pod in children.surplus_of(POD) if not is_terminating(pod)]
+    # With Jobs, the Job controller replaces a failed pod itself.
+    retryable = [slot for slot in children.slots if slot.state is SlotState.RETRYABLE]
+    recreate = [] if p.on_jobs else retryable
+    scaled_down = [child for child in children.surplus_of(p.replica_kind) if not is_terminating(child)]
     recreating = {uid_of(slot.pod) for slot in recreate}
-    counts = _count_restarts(p, deleting=recreating | {uid_of(pod) for pod in scaled_down}, recreating=recreating)
+    counts = _count_restarts(p, deleting=recreating | {uid_of(child) for child in scaled_down}, recreating=recreating)
     if _finish_if_done(p, sum(count.total for count in counts.values())):
         keep_finished(draft, p.job, p.context, just_finished=True)
         record_replicas(p.draft, p.job, p.children, counts, finishing=True)
         return
 
-    for pod in [*(slot.pod for slot in recreate if slot.pod is not None), *scaled_down]:
-        draft.delete_child(POD, pod)  # a recreated pod is created once the old one is gone: its name is taken
+    for child in [*(slot.pod for slot in recreate if slot.pod is not None), *scaled_down]:
+        draft.delete_child(p.replica_kind, child)  # a recreated pod is made once the old one is gone: its name is taken
     for service in children.surplus_of(SERVICE):
         if not is_terminating(service):
             draft.delete_child(SERVICE, service)
+    if p.on_jobs:
+        resume_jobs(draft, children.batch_jobs.values())
     gang = plan_pod_group(draft, p.job, p.context)
     _create_missing(p, hold_pods=gang.hold_pods is not None)
-    _update_running(p, [count.recreated for count in counts.values()], gang_note=gang.note)
+    replaced = [[slot.pod for slot in retryable if slot.pod is not None]] if p.on_jobs else [
+        count.recreated for count in counts.values()]
+    _update_running(p, replaced, gang_note=gang.note)
     record_replicas(p.draft, p.job, p.children, counts, finishing=False)
 
 
@@ -181,7 +203,7 @@ def _create_missing(p: _Planning, *, hold_pods: bool) -> None:
     the bodies are built by the applier as it sends them."""
     for slot in p.children.slots:
         replica = slot.slot
-        missing = [kind for kind, absent in ((POD, slot.state is SlotState.ABSENT and not hold_pods),
+        missing = [kind for kind, absent in ((p.replica_kind, slot.state is SlotState.ABSENT and not hold_pods),
                                              (SERVICE, replica not in p.children.services)) if absent]
         for kind in missing:
             p.draft.create.append(Creation(kind, replica, p.naming.name(replica.replica_type, replica.index)))
@@ -193,9 +215,10 @@ def _create_missing(p: _Planning, *, hold_pods: bool) -> None:
 def _suspend(p: _Planning) -> None:
     """A suspended job keeps nothing running; its clock (startTime) stops, and restarts in place so far are kept."""
     draft = p.draft
-    deleting = {uid_of(pod) for pod in p.context.of_kind(POD) if not is_terminating(pod)}
+    # With Jobs, each Job is suspended (the Job controller removes its pod) and kept, with its restarts.
+    deleting = set() if p.on_jobs else {uid_of(pod) for pod in p.context.of_kind(POD) if not is_terminating(pod)}
     counts = _count_restarts(p, deleting=deleting, recreating=set())
-    clean_up(draft, p.context, CLEAN_POD_POLICY_ALL)
+    clean_up(draft, p.context, CLEAN_POD_POLICY_ALL, suspend_jobs=True)
     message = f"{draft.job_ref} is suspended."
     draft.set_condition(CONDITION_SUSPENDED, true=True, reason=REASON_SUSPENDED, message=message)
     draft.set_condition(CONDITION_RUNNING, true=False, reason=REASON_SUSPENDED, message=message)
@@ -205,6 +228,8 @@ def _suspend(p: _Planning) -> None:
 
 
 def _count_restarts(p: _Planning, *, deleting: set[str], recreating: set[str]) -> dict[str, RestartCount]:
+    if p.on_jobs:
+        return count_job_restarts(p.draft, p.job, p.context, p.children, deleting=deleting)
     # A status with conditions but without restart counts was written by another operator (the Kubeflow training
     # operator keeps none): the containers' restarts found at adoption happened under it.
     adopted = bool(conditions_of(p.context.job.get("status")))
@@ -219,12 +244,17 @@ def _finish_if_done(p: _Planning, restarts: int) -> bool:
     if _succeeded(p.job, p.children.slots):
         finish(draft, CONDITION_SUCCEEDED, REASON_SUCCEEDED, f"{draft.job_ref} successfully completed.")
         return True
-    failed = [slot.pod for slot in p.children.slots if slot.state is SlotState.PERMANENT and slot.pod is not None]
+    backoff_limit = run_policy.get("backoffLimit")
+    # A Job out of restarts while the job has no limit (any more: the spec was edited) fails the job as it is.
+    final = (SlotState.PERMANENT,) if backoff_limit is not None else (SlotState.PERMANENT, SlotState.EXHAUSTED)
+    failed = [slot for slot in p.children.slots if slot.state in final and (slot.pod or p.on_jobs)]
     if failed:
-        listed = _listing([describe_failure(pod) for pod in failed])
+        listed = _listing([describe_failure(slot.pod) if slot.pod is not None else
+                           f"{slot.slot.replica_type} {slot.slot.index}, whose Job failed" for slot in failed])
         finish(draft, CONDITION_FAILED, REASON_FAILED, f"{draft.job_ref} has failed because {listed}.")
         return True
-    backoff_limit = run_policy.get("backoffLimit")
+    if backoff_limit is not None and any(slot.state is SlotState.EXHAUSTED for slot in p.children.slots):
+        restarts = max(restarts, backoff_limit + 1)  # a Job failed for the limit, which its count is bound to
     if backoff_limit is not None and restarts > backoff_limit:
         finish(draft, CONDITION_FAILED, REASON_BACKOFF_LIMIT_EXCEEDED,
                f"{draft.job_ref} has failed because its replicas restarted {restarts} times, more than its "

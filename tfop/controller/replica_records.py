@@ -17,7 +17,7 @@ from tfop.api.defaults import canonical_replica_type
 from tfop.api.fields import integer, mapping, mapping_at, text
 from tfop.controller.draft import PlanDraft
 from tfop.controller.exitcodes import container_termination, exit_class_name, latest_restarted
-from tfop.controller.plan_types import POD, ReplicaRestart
+from tfop.controller.plan_types import JOB, POD, ReplicaRestart
 from tfop.controller.restarts import RestartCount, RestartLedger, count_restarts
 from tfop.controller.slots import SlotState, SortedChildren, replica_types
 from tfop.controller.status import is_terminating, pod_phase, replica_status
@@ -46,7 +46,7 @@ def count_replica_restarts(draft: PlanDraft, job: Object, pods_by_type: dict[str
         known = integer(before.get("restarts"))
         if known is None and adopted:
             known = count.total - len(count.recreated)  # the restarts so far are the baseline, not news
-        in_place = count.total - (known or 0) - len(count.recreated)
+        in_place = count.total - (known or 0) - (len(count.recreated) - count.disrupted)
         if in_place > 0:
             latest = latest_restarted(pods_by_type.get(replica_type, []))
             restart = _restart_of(latest, replica_type, count.total, in_place=in_place)
@@ -64,6 +64,8 @@ def record_replicas(draft: PlanDraft, job: Object, children: SortedChildren, cou
     """replicaStatuses and replicaSummary as the plan leaves the pods. A pod deleted now is no longer active; when
     the job finishes, pods removed by the clean-up still count as succeeded or failed, as the job's final tally."""
     deleted = draft.deleted_uids(POD)
+    for job_uid in draft.deleted_uids(JOB):  # a Job's pods go with it
+        deleted.update(uid_of(pod) for pod in children.pods_by_job.get(job_uid, []))
 
     def counted(pod: Object) -> bool:
         if is_terminating(pod):

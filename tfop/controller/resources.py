@@ -35,10 +35,11 @@ from tfop.api.constants import (
     RESTART_POLICY_NEVER,
     TF_CONFIG_ENV,
 )
-from tfop.api.fields import items, mapping, mapping_at
+from tfop.api.fields import integer, items, mapping, mapping_at
 from tfop.api.runtime_id import child_name, runtime_id
 from tfop.controller.accelerators import Accelerators, apply_accelerators
 from tfop.controller.gang import GangScheduler, join_gang, pod_group
+from tfop.controller.jobspec import replica_job
 from tfop.controller.naming import ChildNaming, labelled_slot, naming_of
 from tfop.controller.psserver import uses_script
 from tfop.controller.settings import DEFAULT_SERVICE_DOMAIN
@@ -159,6 +160,12 @@ class DesiredChildren:
         if self._gang is not None:
             join_gang(pod, self._name, replica_type, self._gang)
         return pod
+
+    def batch_job(self, replica_type: str, index: int) -> dict[str, Any]:
+        """The Job backend's Job of one replica: its pod as the template (controller/jobspec.py)."""
+        replica = self._job["spec"]["tfReplicaSpecs"][replica_type]
+        backoff_limit = integer(mapping_at(self._job, "spec", "runPolicy").get("backoffLimit"))
+        return replica_job(self.pod(replica_type, index), replica["restartPolicy"], backoff_limit)
 
     def pod_group(self) -> dict[str, Any]:
         if self._gang is None:

@@ -10,12 +10,13 @@ after an operator restart, does not count it twice. Both live in replicaStatuses
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from tfop.api.constants import POD_FAILED
 from tfop.api.fields import integer, items, mapping, text
+from tfop.controller.jobspec import is_disrupted
 from tfop.controller.status import is_terminating, pod_phase, pod_restart_count
 
 RETIRED_RESTARTS = "retiredRestarts"
@@ -49,33 +50,40 @@ class RestartCount:
     ledger: RestartLedger
     total: int  # retired restarts plus the in-place restarts of the pods still alive
     recreated: list[dict[str, Any]] = field(default_factory=list)  # failed pods retired now, to be replaced
+    # Of those, pods disrupted (DisruptionTarget: evicted, preempted, drained): replaced without counting against
+    # backoffLimit, as a Job's podFailurePolicy ignores them with the Job backend.
+    disrupted: int = 0
 
 
 def count_restarts(ledger: RestartLedger, pods: Iterable[dict[str, Any]], *, deleting: set[str],
-                   recreating: set[str]) -> RestartCount:
+                   recreating: set[str],
+                   restarts_of: Callable[[dict[str, Any]], int] = pod_restart_count) -> RestartCount:
     """`pods` are all the cache's pods of one replica type; `deleting` the uids this plan deletes, of which
     `recreating` are failed pods deleted to be replaced. A pod found terminating that failed is a replacement
-    too: the plan that deleted it may not have saved its status."""
+    too: the plan that deleted it may not have saved its status. The Job backend passes its Jobs as `pods`, with
+    `restarts_of` counting each Job's restarts."""
     retired = ledger.retired
     counted = set(ledger.pod_uids)
     alive = 0
     recreated: list[dict[str, Any]] = []
+    disrupted = 0
     present: set[str] = set()
     for pod in pods:
         uid = text(mapping(pod.get("metadata")).get("uid")) or ""
         present.add(uid)
         if uid in counted:
             continue
-        restarts = pod_restart_count(pod)
+        restarts = restarts_of(pod)
         terminating = is_terminating(pod)
         if not terminating and uid not in deleting:
             alive += restarts
             continue
         replaced = uid in recreating or (terminating and pod_phase(pod) == POD_FAILED)
-        retired += restarts + (1 if replaced else 0)
+        retired += restarts + (1 if replaced and not is_disrupted(pod) else 0)
         counted.add(uid)
         if replaced:
             recreated.append(pod)
+            disrupted += is_disrupted(pod)
     # A uid the cache no longer shows belongs to a pod that is gone for good: it can never be seen again.
     kept = tuple(sorted(uid for uid in counted if uid in present))
-    return RestartCount(RestartLedger(retired, kept), retired + alive, recreated)
+    return RestartCount(RestartLedger(retired, kept), retired + alive, recreated, disrupted)

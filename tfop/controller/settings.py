@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from tfop.api.constants import NAMING_RUNTIME_ID
+from tfop.api.constants import NAMING_RUNTIME_ID, REPLICA_BACKEND_PODS
 from tfop.controller.accelerators import Accelerators
 from tfop.controller.gang import GANG_NONE, GangScheduler, gang_scheduler
 
@@ -29,6 +29,8 @@ class ControllerConfig:
     # How new jobs name their children (controller/naming.py); adopted jobs keep the naming they have.
     child_naming: str = NAMING_RUNTIME_ID
     tf_image: str = DEFAULT_TF_IMAGE
+    # What new jobs' replicas are, unless a job's annotation says: Pods, or batch/v1 Jobs (controller/jobs.py).
+    replica_backend: str = REPLICA_BACKEND_PODS
     grpc_server_file_path: str = DEFAULT_GRPC_SERVER_FILE_PATH
 
     @property

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import enum
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tfop.api.constants import (
@@ -41,6 +41,7 @@ class SlotState(enum.Enum):
     RETRYABLE = "failed, to be recreated"
     PERMANENT = "failed"
     TOLERATED = "failed, tolerated as a dynamic worker"
+    EXHAUSTED = "failed, out of restarts"  # Job backend: its Job failed for its backoffLimit (the job's budget)
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,10 @@ class SortedChildren:
     slots: list[Slot]  # every replica the spec asks for, in a stable order
     services: dict[ReplicaSlot, Object]
     surplus: dict[str, list[Object]]  # by kind: ours but filling no slot
-    pods_by_type: dict[str, list[Object]]  # every pod with a replica type, slot or not
+    pods_by_type: dict[str, list[Object]]  # every pod with a replica type, slot or not (Job backend: each Job's latest)
+    # The Job backend's: each slot's Job, and every pod of each Job by the Job's uid.
+    batch_jobs: dict[ReplicaSlot, Object] = field(default_factory=dict)
+    pods_by_job: dict[str, list[Object]] = field(default_factory=dict)
 
     def surplus_of(self, kind: str) -> list[Object]:
         return self.surplus.get(kind, [])
@@ -76,7 +80,7 @@ def sort_children(job: Object, context: PlanContext, naming: ChildNaming) -> Sor
     filled: dict[str, dict[ReplicaSlot, Object]] = {}
     surplus: dict[str, list[Object]] = {}
     for kind in (POD, SERVICE):
-        filled[kind], surplus[kind] = _fill_slots(job, context.of_kind(kind), naming)
+        filled[kind], surplus[kind] = fill_slots(job, context.of_kind(kind), naming)
     pods_at = filled[POD]
     slots = [Slot(slot, pods_at.get(slot), slot_state(job, slot, pods_at.get(slot)))
              for replica_type in replica_types(job) for slot in
@@ -84,7 +88,7 @@ def sort_children(job: Object, context: PlanContext, naming: ChildNaming) -> Sor
     return SortedChildren(slots, filled[SERVICE], surplus, dict(pods_by_type))
 
 
-def _fill_slots(job: Object, children: list[Object],
+def fill_slots(job: Object, children: list[Object],
                 naming: ChildNaming) -> tuple[dict[ReplicaSlot, Object], list[Object]]:
     """Each slot the spec has takes one child labelled for it: the one with the name the job's naming gives,
     else the first by name; the rest are surplus."""

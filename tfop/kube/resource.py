@@ -50,6 +50,7 @@ class Resource:
 
 PODS = Resource("", "v1", "pods", "Pod")
 SERVICES = Resource("", "v1", "services", "Service")
+JOBS = Resource("batch", "v1", "jobs", "Job")
 EVENTS = Resource("", "v1", "events", "Event")
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
 RESOURCE_QUOTAS = Resource("", "v1", "resourcequotas", "ResourceQuota")

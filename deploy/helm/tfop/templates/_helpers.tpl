@@ -67,6 +67,10 @@ ttlSecondsAfterFinished, creates and deletes the Pods and Services of each job, 
 - apiGroups: [""]
   resources: [pods, services]
   verbs: [list, watch, create, delete]
+# The Job backend (a job's replicas as batch/v1 Jobs, per operator or per job): patched to suspend and resume.
+- apiGroups: [batch]
+  resources: [jobs]
+  verbs: [list, watch, create, patch, delete]
 - apiGroups: [""]
   resources: [events]
   verbs: [create, patch]
@@ -101,6 +105,9 @@ ttlSecondsAfterFinished, creates and deletes the Pods and Services of each job, 
 {{- $config := dict "serviceDomain" .Values.serviceDomain "accelerators" $accelerators -}}
 {{- if ne .Values.gangScheduler "none" -}}
 {{- $_ := set $config "gangScheduler" .Values.gangScheduler -}}
+{{- end -}}
+{{- if ne .Values.replicaBackend "pods" -}}
+{{- $_ := set $config "replicaBackend" .Values.replicaBackend -}}
 {{- end -}}
 {{- $config | toYaml -}}
 {{- end -}}

@@ -1,0 +1,188 @@
+"""The same exit-code scenarios against both replica backends, with the real Job controller (kube-controller-
+manager) replacing the Job backend's pods: what a replica's exit means for the job must not depend on whether a
+Pod or a Job makes it."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from local_cluster import LocalCluster
+from support.operator_process import OperatorProcess
+from support.pods import exit_pod, restart_in_place
+from support.tfjobs import children, condition, create_job, events_about, job_status, pods_by_name, replica
+from support.waiting import wait_for
+from tfop.kube.client import KubeClient
+from tfop.kube.resource import JOBS, PODS
+
+BACKENDS = ["pods", "jobs"]
+# The Job controller waits 10 s before replacing a failed pod, and twice as long after each further failure.
+REPLACEMENT_TIMEOUT = 90
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest, cluster: LocalCluster, tfjob_crd: Path, namespace: str,
+            tmp_path: Path) -> Iterator[str]:
+    """`tfop run --replica-backend` with each backend, watching the test's namespace."""
+    process = OperatorProcess(cluster.kubeconfig, tmp_path / "operator.log", "--namespace", namespace,
+                              "--replica-backend", request.param).start()
+    yield str(request.param)
+    process.terminate()
+    print(f"--- operator log ---\n{process.log_tail(80)}")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One Chief replica under `policy` whose container ends with `exit_code` (in place: restarted by the
+    kubelet), and what becomes of the job: Succeeded, Failed (with `message`), or restarted once."""
+
+    name: str
+    policy: str
+    exit_code: int
+    outcome: str  # Succeeded | Failed | Restarted
+    message: str = ""
+    reason: str | None = None
+    in_place: bool = False
+
+
+SCENARIOS = [
+    Scenario("exitcode-0", "ExitCode", 0, "Succeeded"),
+    Scenario("exitcode-1", "ExitCode", 1, "Failed", "Chief 0, which exited with code 1 (Error)"),
+    Scenario("exitcode-137", "ExitCode", 137, "Restarted", reason="OOMKilled"),
+    Scenario("never-0", "Never", 0, "Succeeded"),
+    Scenario("never-137", "Never", 137, "Failed", "Chief 0, which exited with code 137 (Error)"),
+    Scenario("onfailure-0", "OnFailure", 0, "Succeeded"),
+    Scenario("onfailure-1", "OnFailure", 1, "Restarted", in_place=True),
+    Scenario("always-137", "Always", 137, "Restarted", in_place=True),
+]
+
+
+def the_pod(client: KubeClient, namespace: str, job: str) -> dict[str, Any] | None:
+    """The job's one running pod, whatever made it (the Job backend's pods have generated names)."""
+    running = [pod for pod in pods_by_name(client, namespace, job).values()
+               if pod.get("status", {}).get("phase") == "Running"]
+    return running[0] if len(running) == 1 else None
+
+
+def test_exit_codes_per_restart_policy(backend: str, kube_client: KubeClient, namespace: str) -> None:
+    for scenario in SCENARIOS:
+        create_job(kube_client, namespace, scenario.name, Chief=replica(restart_policy=scenario.policy))
+    first = {s.name: wait_for(lambda s=s: the_pod(kube_client, namespace, s.name), 60, f"{s.name} running")
+             for s in SCENARIOS}
+    for scenario in SCENARIOS:
+        wait_for(lambda s=scenario: condition(kube_client, namespace, s.name, "Running"), 60,
+                 f"{scenario.name} Running")
+    assert job_status(kube_client, namespace, SCENARIOS[0].name)["replicaBackend"] == backend
+    made = {pod["metadata"]["ownerReferences"][0]["kind"] for pod in first.values()}
+    assert made == {"TFJob" if backend == "pods" else "Job"}
+    if backend == "jobs":
+        job = children(kube_client, JOBS, namespace, "never-0")[0]
+        assert job["spec"]["template"]["spec"]["restartPolicy"] == "Never"
+        assert job["spec"]["backoffLimit"] == 0
+
+    for scenario in SCENARIOS:
+        name = first[scenario.name]["metadata"]["name"]
+        if scenario.in_place:
+            restart_in_place(kube_client, namespace, name, scenario.exit_code, restart_count=1)
+        else:
+            exit_pod(kube_client, namespace, name, scenario.exit_code, reason=scenario.reason)
+
+    for scenario in SCENARIOS:
+        if scenario.outcome == "Restarted":
+            old = first[scenario.name]["metadata"]["uid"]
+            if not scenario.in_place:
+                wait_for(lambda s=scenario, old=old: (pod := the_pod(kube_client, namespace, s.name))
+                         and pod["metadata"]["uid"] != old, REPLACEMENT_TIMEOUT, f"{scenario.name} replaced")
+            wait_for(lambda s=scenario: job_status(kube_client, namespace, s.name).get("replicaStatuses", {})
+                     .get("Chief", {}).get("restarts") == 1, 60, f"{scenario.name} restart counted")
+            wait_for(lambda s=scenario: any(e["reason"] == "TFJobRestarting" for e in
+                                            events_about(kube_client, namespace, s.name)),
+                     message=f"{scenario.name} TFJobRestarting event")
+            assert not condition(kube_client, namespace, scenario.name, "Failed")
+        else:
+            reached = wait_for(lambda s=scenario: condition(kube_client, namespace, s.name, s.outcome), 60,
+                               f"{scenario.name} {scenario.outcome}")
+            assert scenario.message in reached["message"], scenario.name
+    # A restarted replica runs on to success.
+    exit_pod(kube_client, namespace, wait_for(lambda: the_pod(kube_client, namespace, "exitcode-137"), 30,
+                                              "exitcode-137 running")["metadata"]["name"], 0)
+    wait_for(lambda: condition(kube_client, namespace, "exitcode-137", "Succeeded"), 60, "exitcode-137 Succeeded")
+
+
+def test_backoff_limit_is_the_whole_jobs_budget(backend: str, kube_client: KubeClient, namespace: str) -> None:
+    create_job(kube_client, namespace, "flaky", run_policy={"backoffLimit": 1}, Worker=replica(2))
+    seen: set[str] = set()
+    for worker in ("0", "1"):  # one retryable failure per worker: two restarts, one more than the budget
+        pod = wait_for(lambda w=worker: next(
+            (p for p in pods_by_name(kube_client, namespace, "flaky").values()
+             if p["metadata"]["labels"]["training.kubeflow.org/replica-index"] == w
+             and p.get("status", {}).get("phase") == "Running" and p["metadata"]["uid"] not in seen), None),
+            REPLACEMENT_TIMEOUT, f"worker {worker} running")
+        seen.add(pod["metadata"]["uid"])
+        exit_pod(kube_client, namespace, pod["metadata"]["name"], 143)
+    failed = wait_for(lambda: condition(kube_client, namespace, "flaky", "Failed"), REPLACEMENT_TIMEOUT, "Failed")
+    assert failed["reason"] == "BackoffLimitExceeded"
+    assert "restarted 2 times, more than its backoffLimit of 1" in failed["message"]
+
+
+def evict(client: KubeClient, namespace: str, name: str) -> None:
+    """What the kubelet does to a pod it evicts for node pressure: Failed, reason Evicted, DisruptionTarget."""
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    client.patch_status(PODS, name, {"status": {
+        "phase": "Failed", "reason": "Evicted", "message": "The node was low on resource: memory.",
+        "conditions": [{"type": "DisruptionTarget", "status": "True", "reason": "TerminationByKubelet",
+                        "lastTransitionTime": now}]}}, namespace)
+
+
+def test_an_eviction_is_replaced_and_not_counted(backend: str, kube_client: KubeClient, namespace: str) -> None:
+    create_job(kube_client, namespace, "evicted", run_policy={"backoffLimit": 0}, Worker=replica())
+    pod = wait_for(lambda: the_pod(kube_client, namespace, "evicted"), 60, "running")
+    evict(kube_client, namespace, pod["metadata"]["name"])
+    wait_for(lambda: (new := the_pod(kube_client, namespace, "evicted")) and new["metadata"]["uid"]
+             != pod["metadata"]["uid"], REPLACEMENT_TIMEOUT, "the evicted replica replaced")
+    wait_for(lambda: condition(kube_client, namespace, "evicted", "Running"), 60, "Running again")
+    status = job_status(kube_client, namespace, "evicted")
+    assert status["replicaStatuses"]["Worker"]["restarts"] == 0
+    assert not condition(kube_client, namespace, "evicted", "Failed")
+
+
+def test_with_tfop_stopped_the_job_controller_replaces_a_killed_replica(
+        cluster: LocalCluster, tfjob_crd: Path, kube_client: KubeClient, namespace: str, tmp_path: Path) -> None:
+    log = tmp_path / "operator.log"
+    first = OperatorProcess(cluster.kubeconfig, log, "--namespace", namespace, "--replica-backend", "jobs").start()
+    try:
+        create_job(kube_client, namespace, "alone", Worker=replica(2))
+        wait_for(lambda: condition(kube_client, namespace, "alone", "Running"), 60, "Running")
+    finally:
+        first.terminate()
+    killed = wait_for(lambda: next((p for n, p in pods_by_name(kube_client, namespace, "alone").items()
+                                    if p["metadata"]["labels"]["training.kubeflow.org/replica-index"] == "1"),
+                                   None), message="worker 1's pod")
+    exit_pod(kube_client, namespace, killed["metadata"]["name"], 137)
+    # No operator runs: the Job controller alone brings worker 1 back.
+    wait_for(lambda: any(p["metadata"]["labels"]["training.kubeflow.org/replica-index"] == "1"
+                         and p["metadata"]["uid"] != killed["metadata"]["uid"]
+                         and p.get("status", {}).get("phase") == "Running"
+                         for p in pods_by_name(kube_client, namespace, "alone").values()),
+             REPLACEMENT_TIMEOUT, "worker 1 replaced by its Job")
+    assert job_status(kube_client, namespace, "alone")["replicaStatuses"]["Worker"]["restarts"] == 0
+
+    second = OperatorProcess(cluster.kubeconfig, log, "--namespace", namespace, "--replica-backend", "pods").start()
+    try:
+        # The status catches up; the job stays on Jobs though the operator's default is now Pods.
+        wait_for(lambda: job_status(kube_client, namespace, "alone").get("replicaStatuses", {}).get(
+            "Worker", {}).get("restarts") == 1, 60, "the restart counted")
+        wait_for(lambda: condition(kube_client, namespace, "alone", "Running"), 60, "Running")
+        status = job_status(kube_client, namespace, "alone")
+        assert status["replicaBackend"] == "jobs"
+        assert all(p["metadata"]["ownerReferences"][0]["kind"] == "Job"
+                   for p in pods_by_name(kube_client, namespace, "alone").values())
+        assert len(children(kube_client, JOBS, namespace, "alone")) == 2
+    finally:
+        second.terminate()
+        print(f"--- operator log ---\n{log.read_text()[-5000:]}")

@@ -1,0 +1,126 @@
+"""The Job backend's desired batch/v1 Job for one replica, and reading what the Job controller made of one.
+
+A replica's Job wraps the very pod the Pod backend would create (same labels, TF_CONFIG, gang fields) as its
+template, with completions and parallelism 1. The replica's restartPolicy becomes the Job's rules:
+
+- ExitCode: the pod's restartPolicy is Never, and a podFailurePolicy fails the Job when the tensorflow container
+  exits with 1-127 (permanent), ignores pods disrupted (DisruptionTarget: evicted, preempted; they are replaced
+  without counting) and counts every other failure (128-255, lost pods) against the Job's backoffLimit.
+- OnFailure and Always: the kubelet restarts the container in place (a Job's pod template allows only Never and
+  OnFailure, so Always runs as OnFailure; a container that exits 0 ends the replica either way).
+- Never: no retry at all, backoffLimit 0.
+
+The TFJob's backoffLimit stays the budget of the whole job: the planner sums the restarts of all its Jobs. Each
+Job's own limit is set so that it cannot outlast that budget (OnFailure's one higher, because the Job controller
+fails such a Job once its restarts reach the limit, where the TFJob fails only past it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tfop.api.constants import (
+    DEFAULT_CONTAINER_NAME,
+    RESTART_POLICY_ALWAYS,
+    RESTART_POLICY_EXIT_CODE,
+    RESTART_POLICY_NEVER,
+    RESTART_POLICY_ON_FAILURE,
+)
+from tfop.api.fields import items, mapping, mapping_at, text
+
+Object = dict[str, Any]
+
+BATCH_API_VERSION = "batch/v1"
+JOB_KIND = "Job"
+MAX_BACKOFF_LIMIT = 2**31 - 1  # int32: "no limit", as a TFJob without backoffLimit has
+PERMANENT_EXIT_CODES = list(range(1, 128))
+DISRUPTION_TARGET = "DisruptionTarget"
+# The Job controller's reasons for a Failed Job that matter here.
+FAILED_BY_POLICY = "PodFailurePolicy"
+FAILED_BY_BACKOFF_LIMIT = "BackoffLimitExceeded"
+
+
+def job_restart_policy(replica_policy: str) -> str:
+    return RESTART_POLICY_ON_FAILURE if replica_policy in (RESTART_POLICY_ALWAYS, RESTART_POLICY_ON_FAILURE) \
+        else RESTART_POLICY_NEVER
+
+
+def job_backoff_limit(replica_policy: str, backoff_limit: int | None) -> int:
+    if replica_policy == RESTART_POLICY_NEVER:
+        return 0
+    if backoff_limit is None:
+        return MAX_BACKOFF_LIMIT
+    extra = 1 if job_restart_policy(replica_policy) == RESTART_POLICY_ON_FAILURE else 0
+    return min(backoff_limit + extra, MAX_BACKOFF_LIMIT)
+
+
+def pod_failure_policy(pod_spec: Object) -> Object:
+    """ExitCode's rules. Disruptions come first: an evicted container may well have exited with 1."""
+    rules: list[Object] = [{"action": "Ignore", "onPodConditions": [{"type": DISRUPTION_TARGET, "status": "True"}]}]
+    if any(mapping(container).get("name") == DEFAULT_CONTAINER_NAME for container in items(pod_spec.get("containers"))):
+        rules.append({"action": "FailJob", "onExitCodes": {"containerName": DEFAULT_CONTAINER_NAME, "operator": "In",
+                                                           "values": PERMANENT_EXIT_CODES}})
+    return {"rules": rules}
+
+
+def replica_job(pod: Object, replica_policy: str, backoff_limit: int | None) -> Object:
+    """The Job whose template is `pod` (the Pod backend's pod of the replica), named and labelled as it is."""
+    metadata = pod["metadata"]
+    spec = dict(pod["spec"])
+    spec["restartPolicy"] = job_restart_policy(replica_policy)
+    template_metadata: Object = {"labels": dict(metadata["labels"])}
+    if metadata.get("annotations"):
+        template_metadata["annotations"] = metadata["annotations"]
+    job_spec: Object = {"completions": 1, "parallelism": 1,
+                        "backoffLimit": job_backoff_limit(replica_policy, backoff_limit),
+                        "template": {"metadata": template_metadata, "spec": spec}}
+    if replica_policy == RESTART_POLICY_EXIT_CODE:
+        job_spec["podFailurePolicy"] = pod_failure_policy(spec)
+    return {"apiVersion": BATCH_API_VERSION, "kind": JOB_KIND,
+            "metadata": {"name": metadata["name"], "namespace": metadata["namespace"],
+                         "labels": dict(metadata["labels"]), "ownerReferences": metadata["ownerReferences"]},
+            "spec": job_spec}
+
+
+def made_by_job(pod: object) -> bool:
+    """Whether a Job controls the pod (the Job backend's pods), rather than the TFJob itself."""
+    return any(mapping(ref).get("controller") is True and mapping(ref).get("kind") == JOB_KIND
+               and mapping(ref).get("apiVersion") == BATCH_API_VERSION
+               for ref in items(mapping_at(pod, "metadata").get("ownerReferences")))
+
+
+def controller_uid(child: object) -> str:
+    for ref in items(mapping_at(child, "metadata").get("ownerReferences")):
+        if mapping(ref).get("controller") is True:
+            return text(mapping(ref).get("uid")) or ""
+    return ""
+
+
+def job_outcome(batch_job: object) -> tuple[str, str] | None:
+    """("Complete" | "Failed", reason) once the Job controller has decided; FailureTarget, which it sets before
+    Failed while the pods go, already counts as Failed."""
+    for entry in items(mapping_at(batch_job, "status").get("conditions")):
+        condition = mapping(entry)
+        if condition.get("status") != "True":
+            continue
+        kind = condition.get("type")
+        if kind == "Complete":
+            return "Complete", text(condition.get("reason")) or ""
+        if kind in ("Failed", "FailureTarget"):
+            return "Failed", text(condition.get("reason")) or ""
+    return None
+
+
+def is_suspended(batch_job: object) -> bool:
+    return mapping_at(batch_job, "spec").get("suspend") is True
+
+
+def failed_pods(batch_job: object) -> int:
+    value = mapping_at(batch_job, "status").get("failed")
+    return value if isinstance(value, int) and value > 0 else 0
+
+
+def is_disrupted(pod: object) -> bool:
+    """The pod carries DisruptionTarget=True: evicted, preempted, or its node drained."""
+    return any(mapping(entry).get("type") == DISRUPTION_TARGET and mapping(entry).get("status") == "True"
+               for entry in items(mapping_at(pod, "status").get("conditions")))
