@@ -117,3 +117,10 @@ def test_replicas_of_every_type_that_ended_with_one_code_are_told_in_one_event()
                       make_pod("Worker", 1, "Failed", exit_code=1)], services_for(CHIEF_JOB))
     assert [event.message for event in result.events if event.reason == "ExitedWithCode"] == [
         "TFJob ns/mnist: Chief 0, Worker 0 exited with code 0.", "TFJob ns/mnist: Worker 1 exited with code 1."]
+
+
+def test_a_fresh_jobs_pods_are_created_before_its_services() -> None:
+    result = plan_of(make_job(), [], [])
+    assert [(creation.kind, creation.slot) for creation in result.create] == [
+        ("Pod", ReplicaSlot("Worker", 0)), ("Pod", ReplicaSlot("Worker", 1)), ("Pod", ReplicaSlot("PS", 0)),
+        ("Service", ReplicaSlot("Worker", 0)), ("Service", ReplicaSlot("Worker", 1)), ("Service", ReplicaSlot("PS", 0))]
