@@ -35,16 +35,17 @@ from typing import Any
 from bench.chart import timelines
 from bench.cluster import BenchCluster, copy_logs
 from bench.report import noise, summarize, table, targets
-from bench.runs import CONTENDERS, DEFAULT_CONTENDERS, HACK_DIR, REPO_DIR, Contender, Runner
+from bench.runs import CONTENDERS, HACK_DIR, REPO_DIR, Contender, Runner
 from tfop import logs
 
 OUR_CRD = REPO_DIR / "crd" / "kubeflow.org_tfjobs.yaml"
 GO_CRD = Path("manifests/base/crds/kubeflow.org_tfjobs.yaml")
 # The large pass defaults to what the targets need (tfop against the limit and go-tuned at N=500, its RSS with 500
-# jobs' children cached, and finished jobs for the idle measurement), so that `make bench` stays near 20 minutes on
+# jobs' children cached, finished jobs for the idle measurement, the Jobs backend's cost at scale), so that
+# `make bench` stays near 30 minutes on
 # 2 cores. The Go operator at its defaults would take 13 minutes there (16,000 requests at 20/s); each tuned
 # contender adds about 2 minutes (--big-contenders).
-BIG_CONTENDERS = "limit,tfop,go-tuned"
+BIG_CONTENDERS = "limit,tfop,tfop-jobs,go-tuned"
 
 
 def log(message: str) -> None:
@@ -70,7 +71,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     names = ", ".join(c.name for c in CONTENDERS)
     parser.add_argument("--jobs", type=int, default=100, help="TFJobs per run of the main pass")
     parser.add_argument("--runs", type=int, default=3, help="runs per contender in the main pass (median)")
-    parser.add_argument("--contenders", default=",".join(DEFAULT_CONTENDERS),
+    parser.add_argument("--contenders", default=",".join(c.name for c in CONTENDERS),
                         help=f"the main pass's contenders, comma-separated, of: {names}")
     parser.add_argument("--big-jobs", type=int, default=500, help="TFJobs per run of the large pass (0: none)")
     parser.add_argument("--big-runs", type=int, default=1, help="runs per contender in the large pass")
