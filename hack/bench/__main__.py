@@ -6,7 +6,8 @@ run, so background noise spreads over all of them. A timed operator run watches 
 (--namespace), so what earlier runs left behind cannot weigh on it, and operator runs are not cleaned up one by
 one (waiting for that would cost as much as the runs): their finished jobs stay for the idle measurement, and
 namespaces are deleted in bulk, and waited for, before the CRD changes. The limit's jobs never finish (it writes
-no status), so its namespace is deleted, and waited for, after each run.
+no status), so its namespace is deleted, and waited for, after each run; so are tfop-jobs' (the idle measurement is
+over Pod-backed jobs).
 
 The Go operator goes first, under its own TFJob CRD (from its module in the Go module cache); then that CRD is
 deleted, waited for, and tfop's installed under the same name for the limit, tfop and tfop-tuned. After the large
@@ -34,16 +35,17 @@ from typing import Any
 from bench.chart import timelines
 from bench.cluster import BenchCluster, copy_logs
 from bench.report import noise, summarize, table, targets
-from bench.runs import CONTENDERS, DEFAULT_CONTENDERS, HACK_DIR, REPO_DIR, Contender, Runner
+from bench.runs import CONTENDERS, HACK_DIR, REPO_DIR, Contender, Runner
 from tfop import logs
 
 OUR_CRD = REPO_DIR / "crd" / "kubeflow.org_tfjobs.yaml"
 GO_CRD = Path("manifests/base/crds/kubeflow.org_tfjobs.yaml")
-# The large pass defaults to what the targets need (tfop against the limit at N=500, its RSS with 500 jobs'
-# children cached, and finished jobs for the idle measurement), so that `make bench` fits in 20 minutes on 2 cores.
-# The Go operator at its defaults would take 13 minutes there (16,000 requests at 20/s); the tuned contenders add
-# about 2 minutes each (--big-contenders).
-BIG_CONTENDERS = "limit,tfop"
+# The large pass defaults to what the targets need (tfop against the limit and go-tuned at N=500, its RSS with 500
+# jobs' children cached, finished jobs for the idle measurement, the Jobs backend's cost at scale), so that
+# `make bench` stays near 30 minutes on
+# 2 cores. The Go operator at its defaults would take 13 minutes there (16,000 requests at 20/s); each tuned
+# contender adds about 2 minutes (--big-contenders).
+BIG_CONTENDERS = "limit,tfop,tfop-jobs,go-tuned"
 
 
 def log(message: str) -> None:
@@ -69,7 +71,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     names = ", ".join(c.name for c in CONTENDERS)
     parser.add_argument("--jobs", type=int, default=100, help="TFJobs per run of the main pass")
     parser.add_argument("--runs", type=int, default=3, help="runs per contender in the main pass (median)")
-    parser.add_argument("--contenders", default=",".join(DEFAULT_CONTENDERS),
+    parser.add_argument("--contenders", default=",".join(c.name for c in CONTENDERS),
                         help=f"the main pass's contenders, comma-separated, of: {names}")
     parser.add_argument("--big-jobs", type=int, default=500, help="TFJobs per run of the large pass (0: none)")
     parser.add_argument("--big-runs", type=int, default=1, help="runs per contender in the large pass")
@@ -129,7 +131,8 @@ class Bench:
             if self.attempt(f"{contender.name}: {jobs} jobs, run {index + 1}/{count}",
                             partial(self.runner.run, contender, jobs, index), self.runs):
                 left.append(self.runs[-1]["namespace"])
-                if (contender.kind == "limit" or self.args.delete_each_run) and not final:
+                # The idle measurement is over finished jobs of the default (Pods) backend only.
+                if (contender.kind == "limit" or contender.batch_jobs or self.args.delete_each_run) and not final:
                     self.runs[-1]["cleanup_s"] = cluster.delete_namespaces([left.pop()])
 
         for index in range(self.args.runs if self.args.jobs else 0):
@@ -142,8 +145,8 @@ class Bench:
         operators = [c for c in main + (big if big_runs else []) if c.kind != "limit"]
         if idle and self.args.idle_jobs and operators:
             finished = sum(run["jobs"] for run in self.runs if run["namespace"] in left)
-            finished += self.fill(operators[-1], self.args.idle_jobs - finished, left)
             default = next((c for c in operators if not c.args), operators[0])
+            finished += self.fill(default, self.args.idle_jobs - finished, left)
             self.attempt(f"{default.name}: idle over {finished} finished jobs for {self.args.idle_seconds:.0f}s",
                          partial(self.runner.idle, default, finished, self.args.idle_seconds), self.idle)
         limits = [c for c in big if c.kind == "limit"]

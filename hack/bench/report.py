@@ -26,9 +26,9 @@ def summarize(runs: Sequence[Run], order: Sequence[str]) -> list[dict[str, Any]]
             values = [run[figure] for run in mine if run.get(figure) is not None]
             if values:
                 row[figure] = statistics.median(values)
-        kinds = {kind for run in mine for kind in run.get("requests_audit_by_kind", {})}
-        row["requests_by_kind"] = {kind: statistics.median(run.get("requests_audit_by_kind", {}).get(kind, 0)
-                                                           for run in mine) for kind in kinds}
+        row["requests_by_kind"] = _median_counts(mine, "requests_audit_by_kind")
+        if row.get("requests_job_controller"):
+            row["job_controller_by_kind"] = _median_counts(mine, "requests_job_controller_by_kind")
         row["load_1m"] = [run["load_before"][0] for run in mine if run.get("load_before")]
         if "requests_audit" in row:
             row["requests_per_job"] = row["requests_audit"] / jobs
@@ -50,6 +50,11 @@ def summarize(runs: Sequence[Run], order: Sequence[str]) -> list[dict[str, Any]]
                 if other.get(against) and row.get(figure) is not None:
                     row[f"{figure}_vs_{reference}"] = row[figure] / other[against]
     return rows
+
+
+def _median_counts(runs: Sequence[Run], field: str) -> dict[str, float]:
+    kinds = {kind for run in runs for kind in run.get(field, {})}
+    return {kind: statistics.median(run.get(field, {}).get(kind, 0) for run in runs) for kind in kinds}
 
 
 def targets(rows: Sequence[dict[str, Any]], idle: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -111,7 +116,8 @@ def table(rows: Sequence[dict[str, Any]], idle: Sequence[dict[str, Any]], checks
         lines += ["", (f"N = {jobs}: costs (CPU and RSS of the operator process; requests as the apiserver's "
                        "audit log counts them)")]
         lines += _columns(mine, COSTS, lambda row: "  load " + "/".join(f"{v:.1f}" for v in row["load_1m"]))
-        lines += ["", f"N = {jobs}: requests by verb and resource (audit log, median of the runs)"]
+        lines += ["", (f"N = {jobs}: requests by verb and resource (audit log, median of the runs; <name>:jc is the "
+                       "Job controller's for that contender)")]
         lines += _by_kind(mine)
     if idle:
         lines += ["", "Idle: a fresh operator over finished jobs, after its start-up pass",
@@ -155,11 +161,14 @@ def _columns(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, int, s
 
 
 def _by_kind(rows: Sequence[dict[str, Any]]) -> list[str]:
-    kinds = sorted({kind for row in rows for kind in row["requests_by_kind"]},
-                   key=lambda kind: -max(row["requests_by_kind"].get(kind, 0) for row in rows))
-    header = f"{'verb resource':<38} " + " ".join(f"{row['contender']:>11}" for row in rows)
+    """A column per contender, and one for the Job controller's requests made for a contender (tfop-jobs)."""
+    columns = [(row["contender"], row["requests_by_kind"]) for row in rows] + [
+        (f"{row['contender']}:jc", row["job_controller_by_kind"]) for row in rows if "job_controller_by_kind" in row]
+    kinds = sorted({kind for _, counts in columns for kind in counts},
+                   key=lambda kind: -max(counts.get(kind, 0) for _, counts in columns))
+    header = f"{'verb resource':<38} " + " ".join(f"{name:>12}" for name, _ in columns)
     return [header, "-" * len(header)] + [
-        f"{kind:<38} " + " ".join(_f(row["requests_by_kind"].get(kind), 11, 0) for row in rows) for kind in kinds]
+        f"{kind:<38} " + " ".join(_f(counts.get(kind), 12, 0) for _, counts in columns) for kind in kinds]
 
 
 def _f(value: float | None, width: int, digits: int = 1) -> str:

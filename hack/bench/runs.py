@@ -60,8 +60,6 @@ CONTENDERS = (
     Contender("go", "go"),
     Contender("go-tuned", "go", TUNED_GO),
 )
-# tfop-jobs needs `tfop run --replica-backend` (issue 18), not on main yet: ask for it with --contenders.
-DEFAULT_CONTENDERS = [c.name for c in CONTENDERS if c.name != "tfop-jobs"]
 
 
 class Runner:

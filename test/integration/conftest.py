@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -9,6 +10,7 @@ import pytest
 from support.operator_process import OperatorProcess
 
 if TYPE_CHECKING:
+    from kueue import Kueue
     from local_cluster import LocalCluster
     from tfop.kube.client import KubeClient
 
@@ -27,3 +29,40 @@ def operator(cluster: LocalCluster, tfjob_crd: Path, namespace: str, tmp_path: P
     yield process
     process.terminate()
     print(f"--- operator log ---\n{process.log_tail(80)}")
+
+
+KUEUE_NAMESPACE_LABEL = ("tfop.test/kueue", "on")
+
+
+@pytest.fixture(scope="session")
+def kueue(cluster: LocalCluster, tfjob_crd: Path) -> Iterator[Kueue]:
+    """Real Kueue (hack/kueue.py), started once per session with its TFJob integration. Its TFJob webhooks see
+    only namespaces labelled KUEUE_NAMESPACE_LABEL (the `kueue_namespace` fixture), so the other tests' TFJobs
+    never depend on it."""
+    from kueue import Kueue
+
+    instance = Kueue(cluster, namespace_labels=dict([KUEUE_NAMESPACE_LABEL]))
+    instance.start()
+    yield instance
+    instance.stop()
+
+
+@pytest.fixture
+def kueue_namespace(kueue: Kueue, cluster: LocalCluster, namespace: str) -> str:
+    """The test's namespace, labelled for Kueue's webhooks; ready once the apiserver sends a TFJob there through
+    them (it sees the label through its own namespace cache, a moment after the label is written)."""
+    from support.tfjobs import tfjob
+    from support.waiting import wait_for
+
+    cluster.kubectl("label", "namespace", namespace, "=".join(KUEUE_NAMESPACE_LABEL))
+    probe = tfjob("webhook-probe", Worker={"replicas": 1, "template": {"spec": {"containers": [
+        {"name": "tensorflow", "image": "tensorflow/tensorflow"}]}}})
+    probe["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "probe"}
+
+    def suspended_by_kueue() -> bool:
+        result = cluster.kubectl("create", "--dry-run=server", "-o", "json", "-n", namespace, "-f", "-",
+                                 input=json.dumps(probe))
+        return json.loads(result.stdout)["spec"]["runPolicy"].get("suspend") is True
+
+    wait_for(suspended_by_kueue, 30, f"Kueue's TFJob webhook to see namespace {namespace}", interval=0.3)
+    return namespace

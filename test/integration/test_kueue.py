@@ -1,0 +1,239 @@
+"""tfop under real Kueue (v0.15, hack/kueue.py): quota admission, the flavor's placement, and preemption.
+
+Kueue drives a TFJob only through the kubeflow.org/v1 API: its webhook suspends a queued job at creation, its
+admission unsuspends it with the flavor's nodeSelector and tolerations in the pod templates, an eviction suspends
+it again and waits until every replicaStatuses[*].active is 0, and the job's Running and Succeeded conditions
+tell it the pods are ready and the Workload finished. kwok's fake nodes carry the GPUs; the tests end pods by
+writing their status, as a kubelet would.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from support.kueue import (
+    CLUSTER_QUEUES,
+    GPU,
+    LOCAL_QUEUES,
+    NODES,
+    PRIORITY_CLASSES,
+    RESOURCE_FLAVORS,
+    Timeline,
+    cluster_queue,
+    flavor,
+    is_true,
+    live_pods,
+    local_queue,
+    queued_tfjob,
+    workload_of,
+)
+from support.operator_process import OperatorProcess
+from support.pods import exit_pod
+from support.tfjobs import TFJOBS, condition, events_about, job_status
+from support.waiting import wait_for
+from tfop.kube.client import KubeClient
+from tfop.kube.errors import ApiError
+from tfop.kube.resource import PODS
+
+# What Kueue's TFJob integration selects a job's pods by (kueuectl lists them with it).
+KUEUE_POD_SELECTOR = "training.kubeflow.org/job-name={},training.kubeflow.org/operator-name=tfjob-controller"
+REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
+POOL_LABEL = "tfop.test/gpu-pool"
+
+
+@pytest.fixture
+def cluster_objects(kube_client: KubeClient) -> Iterator[list[tuple[Any, str]]]:
+    """Cluster-scoped objects a test makes (flavors, queues, nodes, priority classes), deleted afterwards."""
+    made: list[tuple[Any, str]] = []
+    yield made
+    for resource, name in reversed(made):
+        with contextlib.suppress(ApiError):
+            kube_client.delete(resource, name)
+
+
+def make(client: KubeClient, made: list[tuple[Any, str]], resource: Any, body: dict[str, Any]) -> None:
+    client.create(resource, body)
+    made.append((resource, body["metadata"]["name"]))
+
+
+def make_queue(client: KubeClient, made: list[tuple[Any, str]], namespace: str, gpus: int,
+               flavor_body: dict[str, Any], preemption: bool = False) -> None:
+    """A flavor, a ClusterQueue of `gpus` GPUs of it for `namespace`, and the LocalQueue `queue` there."""
+    make(client, made, RESOURCE_FLAVORS, flavor_body)
+    make(client, made, CLUSTER_QUEUES,
+         cluster_queue(f"{namespace}-cq", flavor_body["metadata"]["name"], gpus, namespace, preemption))
+    client.create(LOCAL_QUEUES, local_queue("queue", f"{namespace}-cq"), namespace)
+    wait_for(lambda: is_true(client.get(CLUSTER_QUEUES, f"{namespace}-cq"), "Active"), 30,
+             "the ClusterQueue to be Active")
+
+
+def submit(client: KubeClient, namespace: str, timeline: Timeline, body: dict[str, Any]) -> dict[str, Any]:
+    created = client.create(TFJOBS, body, namespace)
+    timeline.created(created)
+    # Kueue's mutating webhook suspends a queued job before it is stored: tfop never sees it runnable.
+    assert created["spec"]["runPolicy"].get("suspend") is True, created["spec"]["runPolicy"]
+    return created
+
+
+def admitted(client: KubeClient, namespace: str, job: dict[str, Any]) -> bool:
+    return is_true(workload_of(client, namespace, job), "Admitted")
+
+
+def finish_chief(client: KubeClient, namespace: str, job: str) -> None:
+    chief = next(pod for pod in live_pods(client, namespace, job)
+                 if pod["metadata"]["labels"][REPLICA_TYPE_LABEL] == "chief")
+    exit_pod(client, namespace, chief["metadata"]["name"], 0)
+
+
+def running_pods(client: KubeClient, namespace: str, job: str, count: int) -> list[dict[str, Any]]:
+    """Waits until the job has `count` pods, all Running (kwok started them), and returns them."""
+    def check() -> list[dict[str, Any]] | None:
+        pods = live_pods(client, namespace, job)
+        ok = len(pods) == count and all(p.get("status", {}).get("phase") == "Running" for p in pods)
+        return pods if ok else None
+
+    pods: list[dict[str, Any]] = wait_for(check, 60, f"{count} Running pods of {job}", interval=0.2)
+    return pods
+
+
+def test_quota_admits_two_of_three_jobs_and_the_third_runs_when_one_succeeds(
+        kube_client: KubeClient, kueue_namespace: str, operator: OperatorProcess,
+        cluster_objects: list[tuple[Any, str]]) -> None:
+    ns, client = kueue_namespace, kube_client
+    make_queue(client, cluster_objects, ns, 8, flavor(f"{ns}-gpu"))
+    timeline = Timeline(KubeClient.from_kubeconfig(str(operator.kubeconfig)), ns).start()
+    try:
+        jobs = {}
+        for name in ("job-a", "job-b", "job-c"):
+            jobs[name] = submit(client, ns, timeline, queued_tfjob(name, "queue", gpus_per_replica=2))
+            # Kueue queues by creation time at a second's resolution: a second apart, the order is certain.
+            wait_for(lambda: timeline.elapsed() >= 1.1 * len(jobs), 5, "a second to pass")
+
+        for name in ("job-a", "job-b"):
+            wait_for(lambda n=name: condition(client, ns, n, "Running"), 60, f"{name} to be Running")
+            pods = running_pods(client, ns, name, 2)
+            found, _ = client.list(PODS, ns, label_selector=KUEUE_POD_SELECTOR.format(name))
+            assert sorted(p["metadata"]["name"] for p in found) == sorted(p["metadata"]["name"] for p in pods)
+        # 8 GPUs hold two jobs of 4: the third waits, suspended, with no pod at all.
+        assert not admitted(client, ns, jobs["job-c"])
+        assert client.get(TFJOBS, "job-c", ns)["spec"]["runPolicy"]["suspend"] is True
+        assert live_pods(client, ns, "job-c") == []
+
+        finish_chief(client, ns, "job-a")
+        wait_for(lambda: condition(client, ns, "job-a", "Succeeded"), 60, "job-a to succeed")
+        wait_for(lambda: condition(client, ns, "job-c", "Running"), 60, "job-c to be admitted and Running")
+        running_pods(client, ns, "job-c", 2)
+        for name in ("job-b", "job-c"):
+            finish_chief(client, ns, name)
+        for name, job in jobs.items():
+            wait_for(lambda n=name: condition(client, ns, n, "Succeeded"), 60, f"{name} to succeed")
+            wait_for(lambda j=job: is_true(workload_of(client, ns, j), "Finished"), 60,
+                     f"{name}'s Workload to be Finished")
+        wait_for(lambda: timeline.first("job-c", "workload finished"), 10, "the timeline to see job-c finish")
+    finally:
+        timeline.stop()
+        print(f"--- admission timeline (s since the first create) ---\n{timeline.table()}")
+
+    # The apiserver's own times (to the second) order it too: job-a succeeded, then job-c was admitted, then its
+    # pods were made. Nothing counted a restart.
+    a_succeeded = condition(client, ns, "job-a", "Succeeded")
+    c_admitted = next(c for c in workload_of(client, ns, jobs["job-c"])["status"]["conditions"]  # type: ignore[index]
+                      if c["type"] == "Admitted")
+    c_pods = timeline.first("job-c", "pods")
+    assert a_succeeded is not None and c_pods is not None
+    assert a_succeeded["lastTransitionTime"] <= c_admitted["lastTransitionTime"]
+    for name in ("job-a", "job-b", "job-c"):
+        replica_statuses = job_status(client, ns, name)["replicaStatuses"]
+        assert {t: s.get("restarts", 0) for t, s in replica_statuses.items()} == {"Chief": 0, "Worker": 0}
+
+
+def event_reasons(client: KubeClient, namespace: str, job: str) -> set[str]:
+    """The reasons of the events on the job (tfop's and Kueue's)."""
+    return {event.get("reason", "") for event in events_about(client, namespace, job)}
+
+
+def active_counts(client: KubeClient, namespace: str, job: str) -> dict[str, int]:
+    return {t: s.get("active", 0) for t, s in job_status(client, namespace, job)["replicaStatuses"].items()}
+
+
+def gpu_nodes(client: KubeClient, made: list[tuple[Any, str]], pool: str, count: int) -> list[str]:
+    """kwok nodes of 8 GPUs labelled and tainted for `pool` only: the flavor's placement is all that gets a pod
+    there."""
+    names = []
+    for index in range(count):
+        name = f"{pool}-gpu-{index}"
+        make(client, made, NODES, {
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "annotations": {"kwok.x-k8s.io/node": "fake"},
+                         "labels": {"type": "kwok", "kubernetes.io/hostname": name, POOL_LABEL: pool}},
+            "spec": {"taints": [{"key": POOL_LABEL, "value": pool, "effect": "NoSchedule"}]},
+            "status": {"allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110", GPU: "8"},
+                       "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110", GPU: "8"}}})
+        names.append(name)
+    wait_for(lambda: all(is_true(client.get(NODES, n), "Ready") for n in names), 60, "kwok to make the nodes Ready")
+    return names
+
+
+def test_flavor_places_the_pods_and_a_preempted_job_resumes_without_counting_a_restart(
+        kube_client: KubeClient, kueue_namespace: str, operator: OperatorProcess,
+        cluster_objects: list[tuple[Any, str]]) -> None:
+    ns, client = kueue_namespace, kube_client
+    nodes = gpu_nodes(client, cluster_objects, ns, 2)
+    toleration = {"key": POOL_LABEL, "operator": "Equal", "value": ns, "effect": "NoSchedule"}
+    make_queue(client, cluster_objects, ns, 8, flavor(f"{ns}-pool", {POOL_LABEL: ns}, [toleration]),
+               preemption=True)
+    for level, value in (("low", 10), ("high", 1000)):
+        make(client, cluster_objects, PRIORITY_CLASSES, {
+            "apiVersion": PRIORITY_CLASSES.api_version, "kind": "WorkloadPriorityClass",
+            "metadata": {"name": f"{ns}-{level}"}, "value": value})
+    timeline = Timeline(KubeClient.from_kubeconfig(str(operator.kubeconfig)), ns).start()
+    try:
+        low = submit(client, ns, timeline, queued_tfjob("low", "queue", 2, priority_class=f"{ns}-low"))
+        wait_for(lambda: condition(client, ns, "low", "Running"), 60, "low to be admitted and Running")
+        first_pods = running_pods(client, ns, "low", 2)
+        for pod in first_pods:
+            # Admission wrote the flavor's nodeLabels and tolerations into the templates tfop made these from.
+            assert pod["spec"]["nodeSelector"] == {POOL_LABEL: ns}
+            assert toleration in pod["spec"]["tolerations"]
+            assert pod["spec"]["nodeName"] in nodes
+
+        # 4 + 8 GPUs do not fit in 8: Kueue evicts the lower priority, suspending it; tfop stops its pods.
+        submit(client, ns, timeline, queued_tfjob("high", "queue", 4, priority_class=f"{ns}-high"))
+        wait_for(lambda: is_true(workload_of(client, ns, low), "Evicted"), 60, "Kueue to evict low")
+        wait_for(lambda: live_pods(client, ns, "low") == [], 60, "low's pods to go")
+        # Kueue admits nothing into the freed quota until every active count is 0: tfop's status must say so.
+        wait_for(lambda: active_counts(client, ns, "low") == {"Chief": 0, "Worker": 0}, 30,
+                 "low's replicaStatuses to count no active pod")
+        assert condition(client, ns, "low", "Suspended") is not None
+        assert condition(client, ns, "low", "Failed") is None
+        wait_for(lambda: condition(client, ns, "high", "Running"), 60, "high to be admitted and Running")
+        assert live_pods(client, ns, "low") == []
+
+        finish_chief(client, ns, "high")
+        wait_for(lambda: condition(client, ns, "high", "Succeeded"), 60, "high to succeed")
+        # Re-admitted: new pods, placed by the flavor again, and the eviction cost no restart.
+        wait_for(lambda: condition(client, ns, "low", "Running"), 60, "low to be re-admitted and Running")
+        second_pods = running_pods(client, ns, "low", 2)
+        assert not {p["metadata"]["uid"] for p in second_pods} & {p["metadata"]["uid"] for p in first_pods}
+        assert all(p["spec"]["nodeSelector"] == {POOL_LABEL: ns} for p in second_pods)
+        resumed = job_status(client, ns, "low")
+        assert {t: s.get("restarts", 0) for t, s in resumed["replicaStatuses"].items()} == {"Chief": 0, "Worker": 0}
+        assert condition(client, ns, "low", "Suspended") is None
+
+        finish_chief(client, ns, "low")
+        wait_for(lambda: condition(client, ns, "low", "Succeeded"), 60, "low to succeed after its preemption")
+        # Kueue says so in an event on the job: once the Workload's quota is released, Kueue v0.15 compares the
+        # job's templates (which still hold the flavor's nodeSelector) with the Workload's and deletes it as not
+        # matching, so the Workload itself may be gone by the time anyone looks.
+        for name in ("high", "low"):
+            wait_for(lambda n=name: event_reasons(client, ns, n) & {"FinishedWorkload"}, 60,
+                     f"Kueue to declare {name}'s Workload finished")
+    finally:
+        timeline.stop()
+        print(f"--- preemption timeline (s since the first create) ---\n{timeline.table()}")
+        for name in ("low", "high"):
+            print(f"events on {name}: {sorted(event_reasons(client, ns, name))}")

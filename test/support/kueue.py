@@ -1,0 +1,162 @@
+"""Kueue's objects as the tests write them, what they read back about a job's Workload, and a timeline of jobs.
+
+Spelt out here rather than imported: the tests state the Kueue API (kueue.x-k8s.io/v1beta2, v0.15) they expect.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from support.tfjobs import JOB_NAME_LABEL, TFJOBS
+from tfop.kube.client import KubeClient
+from tfop.kube.resource import PODS, Resource
+
+RESOURCE_FLAVORS = Resource("kueue.x-k8s.io", "v1beta2", "resourceflavors", "ResourceFlavor", namespaced=False)
+CLUSTER_QUEUES = Resource("kueue.x-k8s.io", "v1beta2", "clusterqueues", "ClusterQueue", namespaced=False)
+LOCAL_QUEUES = Resource("kueue.x-k8s.io", "v1beta2", "localqueues", "LocalQueue")
+WORKLOADS = Resource("kueue.x-k8s.io", "v1beta2", "workloads", "Workload")
+PRIORITY_CLASSES = Resource("kueue.x-k8s.io", "v1beta2", "workloadpriorityclasses", "WorkloadPriorityClass",
+                            namespaced=False)
+NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+GPU = "nvidia.com/gpu"
+
+
+def flavor(name: str, node_labels: dict[str, str] | None = None,
+           tolerations: list[dict[str, str]] | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {}
+    if node_labels:
+        spec["nodeLabels"] = node_labels
+    if tolerations:
+        spec["tolerations"] = tolerations
+    return {"apiVersion": RESOURCE_FLAVORS.api_version, "kind": "ResourceFlavor", "metadata": {"name": name},
+            "spec": spec}
+
+
+def cluster_queue(name: str, flavor_name: str, gpus: int, namespace: str, preemption: bool = False) -> dict[str, Any]:
+    """A ClusterQueue of `gpus` GPUs of one flavor, for one namespace; `preemption`: lower priorities give way."""
+    spec: dict[str, Any] = {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+        "resourceGroups": [{"coveredResources": [GPU], "flavors": [
+            {"name": flavor_name, "resources": [{"name": GPU, "nominalQuota": str(gpus)}]}]}],
+    }
+    if preemption:
+        spec["preemption"] = {"withinClusterQueue": "LowerPriority"}
+    return {"apiVersion": CLUSTER_QUEUES.api_version, "kind": "ClusterQueue", "metadata": {"name": name},
+            "spec": spec}
+
+
+def local_queue(name: str, cluster_queue_name: str) -> dict[str, Any]:
+    return {"apiVersion": LOCAL_QUEUES.api_version, "kind": "LocalQueue", "metadata": {"name": name},
+            "spec": {"clusterQueue": cluster_queue_name}}
+
+
+def gpu_replica(gpus: int, replicas: int = 1) -> dict[str, Any]:
+    """A replica spec whose tensorflow container asks for `gpus` GPUs (requests and limits, as Kueue counts)."""
+    container = {"name": "tensorflow", "image": "tensorflow/tensorflow:2.21.0",
+                 "resources": {"requests": {GPU: str(gpus)}, "limits": {GPU: str(gpus)}}}
+    return {"replicas": replicas, "restartPolicy": "OnFailure", "template": {"spec": {"containers": [container]}}}
+
+
+def queued_tfjob(name: str, queue: str, gpus_per_replica: int, priority_class: str | None = None,
+                 backoff_limit: int = 0) -> dict[str, Any]:
+    """A Chief and a Worker of `gpus_per_replica` GPUs each, sent to LocalQueue `queue`. backoffLimit 0: a single
+    restart counted against it would fail the job."""
+    labels = {QUEUE_LABEL: queue}
+    if priority_class:
+        labels[PRIORITY_LABEL] = priority_class
+    return {"apiVersion": TFJOBS.api_version, "kind": "TFJob", "metadata": {"name": name, "labels": labels},
+            "spec": {"runPolicy": {"backoffLimit": backoff_limit},
+                     "tfReplicaSpecs": {"Chief": gpu_replica(gpus_per_replica),
+                                        "Worker": gpu_replica(gpus_per_replica)}}}
+
+
+def workload_of(client: KubeClient, namespace: str, job: dict[str, Any]) -> dict[str, Any] | None:
+    """The Workload Kueue made for `job` (owned by it), if any yet."""
+    items, _ = client.list(WORKLOADS, namespace)
+    uid = job["metadata"]["uid"]
+    for workload in items:
+        if any(owner.get("uid") == uid for owner in workload["metadata"].get("ownerReferences", [])):
+            return workload
+    return None
+
+
+def is_true(obj: dict[str, Any] | None, condition_type: str) -> bool:
+    if obj is None:
+        return False
+    return any(c["type"] == condition_type and c["status"] == "True"
+               for c in (obj.get("status") or {}).get("conditions", []))
+
+
+def live_pods(client: KubeClient, namespace: str, job: str) -> list[dict[str, Any]]:
+    """The job's pods, terminating ones included: what exists at all."""
+    items, _ = client.list(PODS, namespace, label_selector=f"{JOB_NAME_LABEL}={job}")
+    return items
+
+
+class Timeline:
+    """Polls jobs and their Workloads in a thread and notes, per job, when each fact first turned true and when
+    it turned false again (seconds since the timeline started), for the test to print and check the order of."""
+
+    def __init__(self, client: KubeClient, namespace: str, interval: float = 0.2) -> None:
+        self.client = client
+        self.namespace = namespace
+        self.interval = interval
+        self.started = time.monotonic()
+        self.events: list[tuple[float, str, str]] = []  # (seconds, job, "admitted" / "admitted ended" / ...)
+        self._jobs: dict[str, dict[str, Any]] = {}
+        self._state: dict[tuple[str, str], bool] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="kueue-timeline", daemon=True)
+        self._lock = threading.Lock()
+
+    def start(self) -> Timeline:
+        self._thread.start()
+        return self
+
+    def created(self, job: dict[str, Any]) -> None:
+        with self._lock:
+            self._jobs[job["metadata"]["name"]] = job
+            self.events.append((self.elapsed(), job["metadata"]["name"], "created"))
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def first(self, job: str, event: str) -> float | None:
+        with self._lock:
+            return next((at for at, name, what in self.events if name == job and what == event), None)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            with self._lock:
+                jobs = dict(self._jobs)
+            for name, job in jobs.items():
+                try:
+                    facts = self._facts(name, job)
+                except Exception:  # noqa: BLE001 - a failed poll only delays a note; the test's own waits judge
+                    continue
+                with self._lock:
+                    for fact, value in facts.items():
+                        if self._state.get((name, fact), False) != value:
+                            self._state[(name, fact)] = value
+                            self.events.append((self.elapsed(), name, fact if value else f"{fact} ended"))
+
+    def _facts(self, name: str, job: dict[str, Any]) -> dict[str, bool]:
+        current = self.client.get(TFJOBS, name, self.namespace)
+        workload = workload_of(self.client, self.namespace, job)
+        return {"workload": workload is not None, "admitted": is_true(workload, "Admitted"),
+                "pods": bool(live_pods(self.client, self.namespace, name)),
+                "running": is_true(current, "Running"),
+                "succeeded": is_true(current, "Succeeded"),
+                "workload finished": is_true(workload, "Finished")}
+
+    def table(self) -> str:
+        with self._lock:
+            return "\n".join(f"{at:7.2f}s  {name:12} {what}" for at, name, what in self.events)
