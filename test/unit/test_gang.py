@@ -295,7 +295,7 @@ class Row:
 ROWS = {
     "a fresh job creates its PodGroup before its pods and services": Row(
         make_job(), services=[],
-        create=[(POD_GROUP, "mnist"), *[(kind, name) for name in IN_ORDER for kind in (POD, SERVICE)]]),
+        create=[(POD_GROUP, "mnist"), *[(POD, name) for name in IN_ORDER], *[(SERVICE, name) for name in IN_ORDER]]),
     "the group exists: nothing to do for it": Row(running(make_job()), groups=[group()], pods=running_pods()),
     "a changed minAvailable patches the group": Row(
         make_job(run_policy={"schedulingPolicy": {"minAvailable": 2}}), groups=[group()], pods=running_pods(),
@@ -334,7 +334,7 @@ ROWS = {
         delete=[(POD_GROUP, "mnist"), *[(POD, name) for name in IN_ORDER], *[(SERVICE, name) for name in IN_ORDER]]),
     "a resumed job creates its group again": Row(
         suspended(make_job()), services=[],
-        create=[(POD_GROUP, "mnist"), *[(kind, name) for name in IN_ORDER for kind in (POD, SERVICE)]]),
+        create=[(POD_GROUP, "mnist"), *[(POD, name) for name in IN_ORDER], *[(SERVICE, name) for name in IN_ORDER]]),
     "a finished job deletes its group": Row(
         running(make_job()), groups=[group()],
         pods=[make_pod("Worker", 0, "Succeeded", exit_code=0), make_pod("Worker", 1, "Succeeded", exit_code=0),
@@ -347,7 +347,8 @@ ROWS = {
         make_job(), groups=[], services=[], gang_problem="gang scheduler volcano is configured but ...",
         create=[(SERVICE, name) for name in IN_ORDER], message=["3 not created; gang scheduler volcano is configured"]),
     "no gang scheduler: no group": Row(
-        make_job(), gang="none", services=[], create=[(kind, name) for name in IN_ORDER for kind in (POD, SERVICE)]),
+        make_job(), gang="none", services=[],
+        create=[*[(POD, name) for name in IN_ORDER], *[(SERVICE, name) for name in IN_ORDER]]),
 }
 
 

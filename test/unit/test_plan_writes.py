@@ -12,8 +12,11 @@ import pytest
 from tfop.controller.plan_types import CreateRefusal, StatusWait
 from tfop.controller.resources import ReplicaSlot
 from unit.test_reconcile import (
+    T0,
+    cond,
     make_job,
     make_pod,
+    make_service,
     plan_of,
     running,
     running_pods,
@@ -47,6 +50,11 @@ ROWS = {
         make_job(), [], [], waits=StatusWait.FOR_CREATES, events=["TFJobCreated (quiet)"]),
     "a running job missing a pod waits for its create": Row(
         running(make_job()), [make_pod("Worker", 0), make_pod("PS", 0)], waits=StatusWait.FOR_CREATES),
+    "its children seen, none runs yet: a job's first status waits briefly for them to": Row(
+        make_job(), [make_pod("Worker", 0, "Pending"), make_pod("Worker", 1, "Pending"), make_pod("PS", 0, "Pending")],
+        waits=StatusWait.BRIEFLY, events=["TFJobCreated (quiet)"]),
+    "its children seen and running: a job's first status says Running at once": Row(
+        make_job(), running_pods(), waits=StatusWait.NO, events=["TFJobCreated (quiet)", "TFJobRunning (quiet)"]),
     "creates the apiserver refused are told at once": Row(
         make_job(), [], [], refusals=(CreateRefusal("Pod", ReplicaSlot("Worker", 0), "mnist-worker-0",
                                                     "exceeded quota", permanent=False),),
@@ -72,6 +80,16 @@ ROWS = {
         [make_pod("Chief", 0, "Succeeded", exit_code=0), make_pod("Worker", 0, "Succeeded", exit_code=0),
          make_pod("Worker", 1, "Succeeded", exit_code=0)],
         services_for(CHIEF_JOB), waits=StatusWait.NO, events=["ExitedWithCode", "TFJobSucceeded"]),
+    "a finished job's clean-up ends (phase CleanUp -> Done): briefly": Row(
+        {**running(make_job(CHIEF_JOB)), "status": {
+            **running(make_job(CHIEF_JOB))["status"], "phase": "CleanUp", "state": "Succeeded",
+            "reason": "TFJobSucceeded", "completionTime": T0, "replicaSummary": "1/3 succeeded",
+            "replicaStatuses": {"Chief": {"active": 0, "succeeded": 1, "failed": 0, "restarts": 0},
+                                "Worker": {"active": 0, "succeeded": 0, "failed": 0, "restarts": 0}},
+            "conditions": [cond("Created", "True", "TFJobCreated", "TFJob ns/mnist is created."),
+                           cond("Running", "False", "TFJobSucceeded", "TFJob ns/mnist successfully completed."),
+                           cond("Succeeded", "True", "TFJobSucceeded", "TFJob ns/mnist successfully completed.")]}},
+        [make_pod("Chief", 0, "Succeeded", exit_code=0)], [make_service("Chief", 0)], waits=StatusWait.BRIEFLY),
     "a pod recreated for exit 137 never waits: the plan deletes it": Row(
         running(make_job()), [make_pod("Worker", 0), make_pod("Worker", 1, "Failed", exit_code=137),
                               make_pod("PS", 0)],
@@ -99,3 +117,10 @@ def test_replicas_of_every_type_that_ended_with_one_code_are_told_in_one_event()
                       make_pod("Worker", 1, "Failed", exit_code=1)], services_for(CHIEF_JOB))
     assert [event.message for event in result.events if event.reason == "ExitedWithCode"] == [
         "TFJob ns/mnist: Chief 0, Worker 0 exited with code 0.", "TFJob ns/mnist: Worker 1 exited with code 1."]
+
+
+def test_a_fresh_jobs_pods_are_created_before_its_services() -> None:
+    result = plan_of(make_job(), [], [])
+    assert [(creation.kind, creation.slot) for creation in result.create] == [
+        ("Pod", ReplicaSlot("Worker", 0)), ("Pod", ReplicaSlot("Worker", 1)), ("Pod", ReplicaSlot("PS", 0)),
+        ("Service", ReplicaSlot("Worker", 0)), ("Service", ReplicaSlot("Worker", 1)), ("Service", ReplicaSlot("PS", 0))]

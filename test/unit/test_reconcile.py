@@ -12,7 +12,7 @@ import pytest
 
 from tfop.api.runtime_id import child_name, runtime_id
 from tfop.controller.apply import is_permanent_refusal
-from tfop.controller.cached import slim_metadata, slim_pod
+from tfop.controller.cached import slim_job, slim_metadata, slim_pod
 from tfop.controller.children import KINDS_BY_NAME
 from tfop.controller.plan_types import POD, SERVICE, CreateRefusal, JobCounters, Plan, PlanContext, ReplicaRestart
 from tfop.controller.reconcile import plan
@@ -552,12 +552,24 @@ MANAGED_BY = {
         {**make_job(), **QUEUED}, services=[], create_pods=ALL3, events=["TFJobCreated"]),
     "lowercase keys are fine without a Kueue queue": Case(
         make_job({"worker": 1}), services=[], create_pods=[W0], events=["TFJobCreated"]),
-    "suspended by Kueue after it started: pods go and active drops to 0 in the same status write": Case(
+    # Kueue frees a suspended job's quota once no replica is active: a pod holds its node until it is gone.
+    "suspended by Kueue after it started: pods are deleted and stay active while they go": Case(
         {**running(make_job()), **QUEUED, "spec": SUSPENDED_JOB["spec"]}, running_pods(), delete_pods=ALL3,
         conditions={"Running": ("False", "TFJobSuspended")}, status={"replicaStatuses": {
-            "Worker": {"active": 0, "succeeded": 0, "failed": 0, "restarts": 0,
+            "Worker": {"active": 2, "succeeded": 0, "failed": 0, "restarts": 0,
                        "retiredPodUIDs": [f"pod-{W0}", f"pod-{W1}"]},
-            "PS": {"active": 0, "succeeded": 0, "failed": 0, "restarts": 0, "retiredPodUIDs": [f"pod-{PS0}"]}}}),
+            "PS": {"active": 1, "succeeded": 0, "failed": 0, "restarts": 0, "retiredPodUIDs": [f"pod-{PS0}"]}}}),
+    "a suspended job's pods still terminating are still active": Case(
+        {**suspended(make_job(run_policy={"suspend": True})), **QUEUED},
+        [make_pod("Worker", 0, terminating=True), make_pod("Worker", 1, terminating=True),
+         make_pod("PS", 0, terminating=True)], services=[], delete_pods=[], create_pods=[], events=[],
+        status={"replicaStatuses": {
+            "Worker": {"active": 2, "succeeded": 0, "failed": 0, "restarts": 0,
+                       "retiredPodUIDs": [f"pod-{W0}", f"pod-{W1}"]},
+            "PS": {"active": 1, "succeeded": 0, "failed": 0, "restarts": 0, "retiredPodUIDs": [f"pod-{PS0}"]}}}),
+    "a suspended job whose pods are gone has none active": Case(
+        {**suspended(make_job(run_policy={"suspend": True})), **QUEUED}, [], services=[], delete_pods=[],
+        create_pods=[], events=[], unchanged_status=True),
 }
 
 STATUS = {
@@ -916,12 +928,25 @@ def as_served(child: dict[str, Any]) -> dict[str, Any]:
     served = copy.deepcopy(child)
     served["metadata"].update({"annotations": {"a": "b"}, "generation": 1, "managedFields": [{"manager": "x"}],
                                "creationTimestamp": T0})
+    served["metadata"]["ownerReferences"] = [
+        *({**ref, "blockOwnerDeletion": True} for ref in served["metadata"].get("ownerReferences", [])),
+        {"apiVersion": "v1", "kind": "ConfigMap", "name": "not-the-controller", "uid": "cm-1"}]
     served["spec"] = {"containers": [{"name": "tensorflow", "image": "tf", "env": [
         {"name": "TF_CONFIG", "value": '{"cluster": {"worker": ["a:2222", "b:2222"]}}'}]}], "nodeName": "n1"}
     status = served.setdefault("status", {})
     status.update({"hostIP": "198.18.0.1", "podIP": "198.18.0.9", "startTime": T0, "qosClass": "BestEffort"})
+    if child["kind"] == "Pod":
+        conditions = status.setdefault("conditions", [])
+        if not any(condition["type"] == "PodScheduled" for condition in conditions):
+            conditions.append({"type": "PodScheduled", "status": "True", "lastTransitionTime": T0})
+        conditions += [{"type": "Ready", "status": "False", "reason": "PodCompleted", "lastTransitionTime": T0},
+                       {"type": "Initialized", "status": "True", "lastProbeTime": None, "lastTransitionTime": T0}]
     for container in status.get("containerStatuses", []):
-        container.update({"image": "tf", "imageID": "sha256:x", "containerID": "containerd://x", "ready": True})
+        container.update({"image": "tf", "imageID": "sha256:x", "containerID": "containerd://x", "ready": True,
+                          "lastState": container.get("lastState", {})})
+        for state in (container["state"], container["lastState"]):
+            for details in state.values():
+                details.update({"startedAt": T0, "containerID": "containerd://x"})
     return served
 
 
@@ -942,9 +967,29 @@ def test_the_cache_keeps_all_the_planner_reads(case: Case) -> None:
 def test_the_cache_drops_the_spec_and_what_else_no_one_reads() -> None:
     pod = slim_pod(as_served(make_pod("Worker", 0, "Failed", exit_code=137, reason="OOMKilled")))
     assert set(pod) == {"apiVersion", "kind", "metadata", "status"}
-    assert set(pod["metadata"]) == {"name", "namespace", "uid", "labels", "creationTimestamp"}
+    assert set(pod["metadata"]) == {"name", "namespace", "uid", "labels", "ownerReferences", "creationTimestamp"}
+    assert pod["metadata"]["ownerReferences"] == []  # only a ConfigMap's, not its controller's
     assert pod["status"] == {"phase": "Failed", "containerStatuses": [
         {"name": "tensorflow", "restartCount": 0, "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}]}
+
+
+def test_the_cache_keeps_the_pod_conditions_read_an_unscheduled_pod_and_a_disruption() -> None:
+    pod = make_pod("Worker", 0, "Pending")
+    unscheduled = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/3 nodes"}
+    disrupted = {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI", "message": "evicted"}
+    pod["status"]["conditions"] = [{**unscheduled, "lastTransitionTime": T0}, {**disrupted, "lastProbeTime": None},
+                                   {"type": "Ready", "status": "False", "reason": "PodCompleted"}]
+    assert slim_pod(pod)["status"]["conditions"] == [unscheduled, disrupted]
+
+
+def test_the_job_cache_drops_only_managed_fields_and_kubectls_copy_of_the_manifest() -> None:
+    job = running(make_job())
+    served = copy.deepcopy(job)
+    served["metadata"].update({"managedFields": [{"manager": "kubectl"}], "annotations": {
+        "kubectl.kubernetes.io/last-applied-configuration": '{"spec": "as long as the spec"}', "team": "a"}})
+    assert slim_job(served) == {**job, "metadata": {**job["metadata"], "annotations": {"team": "a"}}}
+    del served["metadata"]["annotations"]["team"]
+    assert slim_job(served) == job
 
 
 def test_a_job_runs_from_creation_to_success_and_deletion() -> None:

@@ -1,44 +1,125 @@
-"""What the informer caches keep of a TFJob's children: only what the planner and the wiring read.
+"""What the informer caches keep of a TFJob's children (only what the planner and the wiring read), and of a TFJob.
 
 A pod as the apiserver sends it carries its whole spec, and every replica's spec carries TF_CONFIG, which lists
 every replica of the job: a job of n replicas caches n pods of O(n) bytes each. The planner reads a pod's
 identity, labels, owner, deletion mark and how its containers ran, never its spec, so the cache keeps that and
-nothing else (client-go's SetTransform, for the same reason). test_reconcile proves the planner decides the
-same on slimmed children as on whole ones.
+nothing else (client-go's SetTransform, for the same reason): of a container's states only how it waits or
+ended, of the owners only the controller, of the pod conditions an unscheduled PodScheduled and a
+DisruptionTarget. test_reconcile proves the planner decides the same on slimmed children as on whole ones.
+
+Each watch event is decoded on its own, so every cached object would hold its own copies of the same key names
+and label values; they are interned, one string for all. Of a TFJob the cache keeps all but managedFields and
+kubectl's last-applied copy.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 Object = dict[str, Any]
 
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 _METADATA = ("name", "namespace", "uid", "resourceVersion", "labels", "ownerReferences", "deletionTimestamp",
              "creationTimestamp")
-_POD_STATUS = ("phase", "reason", "message", "conditions")
-_CONTAINER_STATUS = ("name", "restartCount", "state", "lastState")
+_OWNER_REFERENCE = ("apiVersion", "kind", "name", "uid", "controller")
+_POD_STATUS = ("phase", "reason", "message")
+_POD_CONDITION = ("type", "status", "reason", "message")
+_SCHEDULED = "PodScheduled"  # read while false: why a pod is not scheduled
+_DISRUPTED = "DisruptionTarget"  # read by the Job backend: the pod was evicted, preempted or drained
+_CONTAINER_STATUS = ("name", "restartCount")
+_CONTAINER_STATES = ("state", "lastState")
+_STATE_DETAILS = {"terminated": ("exitCode", "reason", "message", "finishedAt"), "waiting": ("reason", "message")}
+
+
+def _kept(entry: Any, keys: tuple[str, ...]) -> Any:
+    """The `keys` of a dict, their names shared by every cached object (one string each, not one per object:
+    thousands of cached children repeat the same few dozen names); anything else as it is."""
+    if not isinstance(entry, dict):
+        return entry
+    return {sys.intern(key): entry[key] for key in keys if key in entry}
+
+
+def _shared(value: Any) -> Any:
+    """A short text many objects repeat (a label's value, a namespace, a phase), one string for them all."""
+    return sys.intern(value) if isinstance(value, str) else value
 
 
 def slim_metadata(obj: Object) -> Object:
     metadata = obj.get("metadata")
     if not isinstance(metadata, dict):
         return obj
-    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
-            "metadata": {key: metadata[key] for key in _METADATA if key in metadata}}
+    kept = _kept(metadata, _METADATA)
+    if "namespace" in kept:
+        kept["namespace"] = _shared(kept["namespace"])
+    if isinstance(kept.get("labels"), dict):
+        kept["labels"] = {sys.intern(key): _shared(value) for key, value in kept["labels"].items()}
+    if isinstance(kept.get("ownerReferences"), list):  # only the controller's is read
+        kept["ownerReferences"] = [_kept(ref, _OWNER_REFERENCE) for ref in kept["ownerReferences"]
+                                   if isinstance(ref, dict) and ref.get("controller")]
+    return {"apiVersion": _shared(obj.get("apiVersion")), "kind": _shared(obj.get("kind")), "metadata": kept}
 
 
 def slim_pod(pod: Object) -> Object:
     slim = slim_metadata(pod)
     status = pod.get("status")
     if isinstance(status, dict):
-        kept = {key: status[key] for key in _POD_STATUS if key in status}
+        kept = _kept(status, _POD_STATUS)
+        kept["phase"] = _shared(kept.get("phase"))
+        conditions = status.get("conditions")
+        read = [_kept(condition, _POD_CONDITION) for condition in conditions if _is_read(condition)
+                ] if isinstance(conditions, list) else []
+        if read:
+            kept["conditions"] = read
         containers = status.get("containerStatuses")
         if isinstance(containers, list):
-            kept["containerStatuses"] = [
-                {key: entry[key] for key in _CONTAINER_STATUS if key in entry} if isinstance(entry, dict) else entry
-                for entry in containers]
+            kept["containerStatuses"] = [_slim_container(entry) for entry in containers]
         slim["status"] = kept
     return slim
+
+
+def _is_read(condition: Any) -> bool:
+    if not isinstance(condition, dict):
+        return False
+    return condition.get("type") == _DISRUPTED or (condition.get("type") == _SCHEDULED
+                                                   and condition.get("status") != "True")
+
+
+def _slim_container(entry: Any) -> Any:
+    """A container's name, restarts, and of each state only why it waits or how it ended."""
+    kept = _kept(entry, _CONTAINER_STATUS)
+    if not isinstance(entry, dict):
+        return kept
+    for state_key in _CONTAINER_STATES:
+        state = entry.get(state_key)
+        if isinstance(state, dict) and state.keys() & _STATE_DETAILS.keys():
+            kept[sys.intern(state_key)] = {sys.intern(name): _kept(details, _STATE_DETAILS[name])
+                                           for name, details in state.items() if name in _STATE_DETAILS}
+    return kept
+
+
+def slim_job(job: Object) -> Object:
+    """A TFJob whole (the planner reads its spec and status), but for what no controller reads: managedFields and
+    kubectl's copy of the last applied manifest (as large as the spec again); its keys shared."""
+    metadata = job.get("metadata")
+    if isinstance(metadata, dict):
+        metadata.pop("managedFields", None)
+        annotations = metadata.get("annotations")
+        if isinstance(annotations, dict):
+            annotations.pop(LAST_APPLIED, None)
+            if not annotations:
+                del metadata["annotations"]
+    shared: Object = _with_shared_keys(job)
+    return shared
+
+
+def _with_shared_keys(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {sys.intern(key) if isinstance(key, str) else key: _with_shared_keys(item)
+                for key, item in value.items()}
+    if isinstance(value, list):
+        return [_with_shared_keys(item) for item in value]
+    return value
 
 
 def slim_batch_job(batch_job: Object) -> Object:

@@ -13,6 +13,7 @@ import structlog
 from tfop.api.constants import GROUP, KIND, LABEL_JOB_NAME
 from tfop.api.kueue import managed_elsewhere
 from tfop.controller.apply import PlanApplier
+from tfop.controller.cached import slim_job
 from tfop.controller.children import TFJOBS, ChildKind, child_id, child_kinds, pod_group_resource
 from tfop.controller.gang import GangScheduler
 from tfop.controller.jobspec import made_by_job
@@ -46,7 +47,7 @@ class TFJobController:
         self.clock = clock
         self.metrics = metrics or OperatorMetrics.create()
         self.expectations = Expectations()
-        watches = [Watch(TFJOBS, object_key, observe=self._job_changed),
+        watches = [Watch(TFJOBS, object_key, transform=slim_job, observe=self._job_changed),
                    *(self._child_watch(kind) for kind in self.kinds)]
         self.runtime = ControllerRuntime(client, CONTROLLER_NAME, self.reconcile, watches, namespaces=namespaces,
                                          threads=threads, stall_after=stall_after, metrics=self.metrics.kube,

@@ -21,6 +21,8 @@ from tfop.api.constants import (
     CONDITION_SUSPENDED,
     EVENT_NORMAL,
     EVENT_WARNING,
+    REASON_CREATED,
+    REASON_PENDING,
     REASON_RESUMED,
 )
 from tfop.api.fields import integer, mapping, text
@@ -38,6 +40,7 @@ from tfop.controller.plan_types import (
 from tfop.controller.resources import DesiredChildren
 from tfop.controller.settings import ControllerConfig
 from tfop.controller.status import (
+    FALSE,
     TRUE,
     condition_is_true,
     conditions_of,
@@ -135,7 +138,9 @@ class PlanDraft:
             return StatusWait.NO
         if self.create:
             return StatusWait.FOR_CREATES
-        return StatusWait.BRIEFLY if _progress_only(self._old_status, status) else StatusWait.NO
+        if _progress_only(self._old_status, status) or _first_and_pending(self._old_status, status):
+            return StatusWait.BRIEFLY
+        return StatusWait.NO
 
     def _transitions(self) -> tuple[list[JobEvent], JobCounters]:
         became = {condition_type for condition_type in
@@ -181,9 +186,18 @@ def _without_reconcile_time(status: object) -> object:
     return {key: value for key, value in status.items() if key != LAST_RECONCILE_TIME}
 
 
-# What moves as pods progress without the job changing state: replica counts, the summary, condition messages.
+# What moves as pods progress without the job changing state: replica counts, the summary, condition messages,
+# and the older API's phase as a finished job's clean-up ends (CleanUp -> Done; the conditions decide the rest).
 _PROGRESS_COUNTS = frozenset({"active", "succeeded", "failed"})
-_PROGRESS_FIELDS = frozenset({LAST_RECONCILE_TIME, "replicaSummary", "conditions", "replicaStatuses"})
+_PROGRESS_FIELDS = frozenset({LAST_RECONCILE_TIME, "replicaSummary", "conditions", "replicaStatuses", "phase"})
+
+
+def _first_and_pending(old: object, new: dict[str, Any]) -> bool:
+    """A job's first status, saying its replicas wait to run, as they do right after they are created: news only
+    if it lasts, and if they run within the window, the one write says Running."""
+    shown = {(c.get("type"), c.get("status"), c.get("reason")) for c in conditions_of(new)}
+    return not conditions_of(old) and shown == {(CONDITION_CREATED, TRUE, REASON_CREATED),
+                                                 (CONDITION_RUNNING, FALSE, REASON_PENDING)}
 
 
 def _progress_only(old: object, new: dict[str, Any]) -> bool:

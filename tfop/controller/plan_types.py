@@ -141,7 +141,7 @@ class StatusWait(enum.Enum):
 
 @dataclass(frozen=True)
 class Plan:
-    # In the order to send them: each replica's children side by side, so a replica is whole as early as can be.
+    # In the order to send them: the job's own (a PodGroup), every replica's pod, then every replica's service.
     create: list[Creation] = field(default_factory=list)
     delete: list[ChildRef] = field(default_factory=list)
     patch: list[ChildPatch] = field(default_factory=list)

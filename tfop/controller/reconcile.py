@@ -199,14 +199,14 @@ def _run(p: _Planning) -> None:
 
 
 def _create_missing(p: _Planning, *, hold_pods: bool) -> None:
-    """Each slot's missing pod and service, side by side (pods only if the gang scheduler lets them exist yet);
-    the bodies are built by the applier as it sends them."""
-    for slot in p.children.slots:
-        replica = slot.slot
-        missing = [kind for kind, absent in ((p.replica_kind, slot.state is SlotState.ABSENT and not hold_pods),
-                                             (SERVICE, replica not in p.children.services)) if absent]
-        for kind in missing:
-            p.draft.create.append(Creation(kind, replica, p.naming.name(replica.replica_type, replica.index)))
+    """Every slot's missing pod (only if the gang scheduler lets them exist yet), then every missing service: the
+    job runs once its pods do, so they reach the scheduler first. The applier builds the bodies as it sends them."""
+    for kind in (p.replica_kind, SERVICE):
+        for slot in p.children.slots:
+            replica = slot.slot
+            if (replica not in p.children.services if kind == SERVICE
+                    else slot.state is SlotState.ABSENT and not hold_pods):
+                p.draft.create.append(Creation(kind, replica, p.naming.name(replica.replica_type, replica.index)))
     if p.draft.create or p.draft.patch:
         config = p.draft.config
         p.draft.desired = DesiredChildren(p.job, config.service_domain, config.accelerators, config.gang, p.naming)
