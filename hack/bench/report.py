@@ -10,7 +10,7 @@ Run = dict[str, Any]
 FIGURES = ("children_s", "pods_created_s", "pods_scheduled_s", "pods_running_s", "jobs_running_s",
            "exit_patches_s", "succeeded_s", "cpu_s", "peak_rss_mb", "requests_own", "requests_audit",
            "requests_job_controller", "start_p50_s", "start_p99_s", "pods_start_p50_s", "pods_start_p99_s",
-           "startup_s")
+           "lag_p50_s", "lag_p99_s", "startup_s")
 REFERENCES = ("limit", "go", "go-tuned")
 
 
@@ -98,6 +98,7 @@ TIMES = (  # (header, width, key, digits)
     ("sched", 6, "pods_scheduled_s", 1), ("pods run", 8, "pods_running_s", 1), ("jobs run", 8, "jobs_running_s", 1),
     ("/limit", 6, "jobs_running_s_vs_limit", 2), ("/go-t", 5, "jobs_running_s_vs_go-tuned", 2),
     ("start p50", 9, "start_p50_s", 1), ("p99", 5, "start_p99_s", 1), ("/go-t", 5, "start_p99_s_vs_go-tuned", 2),
+    ("lag p50", 7, "lag_p50_s", 1), ("p99", 5, "lag_p99_s", 1),
     ("exits", 5, "exit_patches_s", 1), ("succeed", 7, "succeeded_s", 1))
 COSTS = (
     ("CPU s", 6, "cpu_s", 1), ("peak RSS MB", 11, "peak_rss_mb", 0), ("req own", 7, "requests_own", 0),

@@ -140,6 +140,9 @@ class Runner:
                 result["jobs_running_s"] = max(timeline.jobs_running.values()) - began
                 result["jobs_running_at"] = sorted(round(at - began, 3) for at in timeline.jobs_running.values())
                 result.update(_latencies(sorted(timeline.jobs_running[uid] - at for uid, at in created.items())))
+                # What the operator adds once the pods run: its watch, its queue and its status write.
+                lag = _latencies(sorted(timeline.jobs_running[uid] - last_running[uid] for uid in created))
+                result.update({"lag_p50_s": lag["start_p50_s"], "lag_p99_s": lag["start_p99_s"]})
                 exits_began = time.monotonic()
                 result["pods_gone_before_exit"] = exit_all(admin, namespace, by_job)
                 result["exit_patches_s"] = time.monotonic() - exits_began
