@@ -233,7 +233,8 @@ def granted(cluster: LocalCluster, user: str, namespace: str) -> set[tuple[str, 
 OPERATOR_RULES = {(resource, "", verb) for resource, verbs in [
     ("tfjobs.kubeflow.org", "get list watch delete"), ("tfjobs.kubeflow.org/status", "update patch"),
     ("tfjobs.kubeflow.org/finalizers", "update"), ("pods", "list watch create delete"),
-    ("services", "list watch create delete"), ("events", "create patch"), ("configmaps", "create")]
+    ("services", "list watch create delete"), ("jobs.batch", "list watch create patch delete"),
+    ("events", "create patch"), ("configmaps", "create")]
     for verb in verbs.split()} | {("configmaps", "tfop-grpc-server", verb) for verb in ("get", "update")}
 
 

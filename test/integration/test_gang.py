@@ -218,15 +218,22 @@ def test_min_available_lets_a_job_start_with_that_many(
     assert running(pods_of(kube_client, namespace, "elastic")) == 4  # 8 GPUs: the other 2 wait
 
 
+@pytest.mark.parametrize("backend", ["pods", "jobs"])
 def test_suspend_deletes_the_pod_group_and_resume_makes_it_again(
         cluster: LocalCluster, tfjob_crd: Path, kube_client: KubeClient, namespace: str, gang_node: str,
-        coscheduler: CoScheduler, operators: Callable[..., OperatorProcess]) -> None:
-    operators("--gang-scheduler-name", "scheduler-plugins").start()
+        coscheduler: CoScheduler, operators: Callable[..., OperatorProcess], backend: str) -> None:
+    """With either replica backend: the Job backend's pods have the gang's scheduler and group from the Job's
+    template, and a suspended job's Jobs are suspended (their pods go) and resumed."""
+    operators("--gang-scheduler-name", "scheduler-plugins", "--replica-backend", backend).start()
     job = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "pausable"}, "spec": {
         "runPolicy": {"schedulingPolicy": {"queue": "team-a"}},
         "tfReplicaSpecs": {"Worker": gpu_replica(gang_node, 2)}}}
     kube_client.create(TFJOBS, job, namespace)
     wait_for(lambda: running(pods_of(kube_client, namespace, "pausable")) == 2, 120, "both workers to run")
+    for pod in pods_of(kube_client, namespace, "pausable"):
+        assert pod["metadata"]["ownerReferences"][0]["kind"] == ("Job" if backend == "jobs" else "TFJob")
+        assert pod["spec"]["schedulerName"] == "scheduler-plugins-scheduler"
+        assert pod["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == "pausable"
     first_uid = kube_client.get(PLUGIN_GROUPS, "pausable", namespace)["metadata"]["uid"]
 
     # The queue may not change while the job runs (CEL), but may while it is suspended.

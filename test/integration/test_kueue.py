@@ -10,17 +10,21 @@ writing their status, as a kubelet would.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from local_cluster import LocalCluster
 from support.kueue import (
     CLUSTER_QUEUES,
     GPU,
     LOCAL_QUEUES,
     NODES,
     PRIORITY_CLASSES,
+    QUEUE_LABEL,
     RESOURCE_FLAVORS,
     Timeline,
     cluster_queue,
@@ -43,6 +47,7 @@ from tfop.kube.resource import PODS
 KUEUE_POD_SELECTOR = "training.kubeflow.org/job-name={},training.kubeflow.org/operator-name=tfjob-controller"
 REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
 POOL_LABEL = "tfop.test/gpu-pool"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "kueue"
 
 
 @pytest.fixture
@@ -237,3 +242,15 @@ def test_flavor_places_the_pods_and_a_preempted_job_resumes_without_counting_a_r
         print(f"--- preemption timeline (s since the first create) ---\n{timeline.table()}")
         for name in ("low", "high"):
             print(f"events on {name}: {sorted(event_reasons(client, ns, name))}")
+
+
+def test_the_readmes_kueue_examples_pass_kueues_webhooks(cluster: LocalCluster, kueue_namespace: str) -> None:
+    """examples/kueue/ as the README applies them: the queues pass Kueue's validation, and the TFJob comes back
+    suspended by its webhook, queue label intact (server-side dry runs: nothing is left behind)."""
+    for example in ("queues.yaml", "tfjob.yaml"):
+        result = cluster.kubectl("create", "--dry-run=server", "-o", "json", "-n", kueue_namespace,
+                                 "-f", str(EXAMPLES / example), check=False)
+        assert result.returncode == 0, f"{example}: {result.stderr}"
+    job = json.loads(result.stdout)
+    assert job["kind"] == "TFJob" and job["spec"]["runPolicy"]["suspend"] is True
+    assert job["metadata"]["labels"][QUEUE_LABEL] == "gpu-queue"

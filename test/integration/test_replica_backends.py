@@ -4,6 +4,7 @@ Pod or a Job makes it."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -16,9 +17,9 @@ from local_cluster import LocalCluster
 from support.operator_process import OperatorProcess
 from support.pods import exit_pod, restart_in_place
 from support.tfjobs import children, condition, create_job, events_about, job_status, pods_by_name, replica
-from support.waiting import wait_for
+from support.waiting import wait_for, wait_for_count
 from tfop.kube.client import KubeClient
-from tfop.kube.resource import JOBS, PODS
+from tfop.kube.resource import CONFIGMAPS, JOBS, PODS, SERVICES
 
 BACKENDS = ["pods", "jobs"]
 # The Job controller waits 10 s before replacing a failed pod, and twice as long after each further failure.
@@ -186,3 +187,41 @@ def test_with_tfop_stopped_the_job_controller_replaces_a_killed_replica(
     finally:
         second.terminate()
         print(f"--- operator log ---\n{log.read_text()[-5000:]}")
+
+
+def test_jobs_carry_tf_config_and_the_default_ps_server(
+        cluster: LocalCluster, tfjob_crd: Path, kube_client: KubeClient, namespace: str, tmp_path: Path) -> None:
+    """A Job's template is the pod the Pods backend would make: TF_CONFIG names the Services, and a PS without a
+    tensorflow container gets the default gRPC server, whose script's ConfigMap tfop keeps in the namespace."""
+    process = OperatorProcess(cluster.kubeconfig, tmp_path / "operator.log", "--namespace", namespace,
+                              "--replica-backend", "jobs").start()
+    try:
+        create_job(kube_client, namespace, "dist", Chief=replica(), Worker=replica(2), PS={"replicas": 1})
+        rid = wait_for(lambda: job_status(kube_client, namespace, "dist").get("runtimeId"), message="runtimeId")
+        made = wait_for_count(lambda: children(kube_client, JOBS, namespace, "dist"), 4, message="Jobs")
+        jobs = {j["metadata"]["name"]: j for j in made}
+        names = [f"dist-chief-{rid}-0", f"dist-worker-{rid}-0", f"dist-worker-{rid}-1", f"dist-ps-{rid}-0"]
+        assert sorted(jobs) == sorted(names)
+        address = f"{{}}.{namespace}.svc:2222".format
+        for job in jobs.values():
+            [owner] = job["metadata"]["ownerReferences"]
+            assert (owner["kind"], owner["name"], owner["controller"]) == ("TFJob", "dist", True)
+            assert (job["spec"]["completions"], job["spec"]["parallelism"]) == (1, 1)
+            container = next(c for c in job["spec"]["template"]["spec"]["containers"] if c["name"] == "tensorflow")
+            tf_config = json.loads(next(e["value"] for e in container["env"] if e["name"] == "TF_CONFIG"))
+            assert tf_config["cluster"] == {"chief": [address(names[0])], "worker": [address(names[1]),
+                                                                                     address(names[2])],
+                                            "ps": [address(names[3])]}
+        assert kube_client.get(CONFIGMAPS, "tfop-grpc-server", namespace)["data"]["grpc_tensorflow_server.py"]
+        ps_job = jobs[names[3]]
+        assert any(v.get("configMap", {}).get("name") == "tfop-grpc-server"
+                   for v in ps_job["spec"]["template"]["spec"]["volumes"])
+        wait_for(lambda: condition(kube_client, namespace, "dist", "Running"), 60, "Running")
+        # Each replica's pod is the one its Service selects.
+        for pod in pods_by_name(kube_client, namespace, "dist").values():
+            labels = pod["metadata"]["labels"]
+            service = kube_client.get(SERVICES, pod["metadata"]["name"].rsplit("-", 1)[0], namespace)
+            assert service["spec"]["selector"].items() <= labels.items()
+    finally:
+        process.terminate()
+        print(f"--- operator log ---\n{process.log_tail(60)}")

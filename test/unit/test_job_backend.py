@@ -301,3 +301,25 @@ def test_the_pod_backend_recreates_a_disrupted_pod_without_counting_it() -> None
     assert result.status is not None
     assert result.status["replicaStatuses"]["Worker"]["restarts"] == 0
     assert not any(c["type"] == "Failed" for c in result.status["conditions"])
+
+
+def test_the_planner_decides_the_same_on_jobs_as_the_cache_slims_them() -> None:
+    from tfop.api.defaults import apply_defaults
+    from tfop.controller.cached import slim_batch_job, slim_pod
+
+    job = on_jobs(make_job({"Worker": 2}, run_policy={"suspend": True}))
+    desired = DesiredChildren(apply_defaults(job))
+    whole = [{**desired.batch_job("Worker", index), "status": {"active": 1, "failed": index}}
+             for index in range(2)]
+    for body, cached in zip(whole, all_jobs({"Worker": 2}), strict=True):
+        body["metadata"]["uid"] = cached["metadata"]["uid"]
+    pods = running_job_pods({"Worker": 2})
+    slim = [slim_batch_job(body) for body in whole]
+    assert all("template" not in body.get("spec", {}) for body in slim)
+
+    def planned(jobs: list[dict[str, Any]]) -> Plan:
+        return plan(PlanContext(job, {POD: [slim_pod(pod) for pod in pods], SERVICE: services_for({"Worker": 2}),
+                                      JOB: jobs}, NOW, JOBS_CONFIG))
+
+    assert planned(whole) == planned(slim)
+    assert sorted((p.name, p.patch["spec"]["suspend"]) for p in planned(slim).patch) == [(W0, True), (W1, True)]

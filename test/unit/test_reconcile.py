@@ -552,12 +552,24 @@ MANAGED_BY = {
         {**make_job(), **QUEUED}, services=[], create_pods=ALL3, events=["TFJobCreated"]),
     "lowercase keys are fine without a Kueue queue": Case(
         make_job({"worker": 1}), services=[], create_pods=[W0], events=["TFJobCreated"]),
-    "suspended by Kueue after it started: pods go and active drops to 0 in the same status write": Case(
+    # Kueue frees a suspended job's quota once no replica is active: a pod holds its node until it is gone.
+    "suspended by Kueue after it started: pods are deleted and stay active while they go": Case(
         {**running(make_job()), **QUEUED, "spec": SUSPENDED_JOB["spec"]}, running_pods(), delete_pods=ALL3,
         conditions={"Running": ("False", "TFJobSuspended")}, status={"replicaStatuses": {
-            "Worker": {"active": 0, "succeeded": 0, "failed": 0, "restarts": 0,
+            "Worker": {"active": 2, "succeeded": 0, "failed": 0, "restarts": 0,
                        "retiredPodUIDs": [f"pod-{W0}", f"pod-{W1}"]},
-            "PS": {"active": 0, "succeeded": 0, "failed": 0, "restarts": 0, "retiredPodUIDs": [f"pod-{PS0}"]}}}),
+            "PS": {"active": 1, "succeeded": 0, "failed": 0, "restarts": 0, "retiredPodUIDs": [f"pod-{PS0}"]}}}),
+    "a suspended job's pods still terminating are still active": Case(
+        {**suspended(make_job(run_policy={"suspend": True})), **QUEUED},
+        [make_pod("Worker", 0, terminating=True), make_pod("Worker", 1, terminating=True),
+         make_pod("PS", 0, terminating=True)], services=[], delete_pods=[], create_pods=[], events=[],
+        status={"replicaStatuses": {
+            "Worker": {"active": 2, "succeeded": 0, "failed": 0, "restarts": 0,
+                       "retiredPodUIDs": [f"pod-{W0}", f"pod-{W1}"]},
+            "PS": {"active": 1, "succeeded": 0, "failed": 0, "restarts": 0, "retiredPodUIDs": [f"pod-{PS0}"]}}}),
+    "a suspended job whose pods are gone has none active": Case(
+        {**suspended(make_job(run_policy={"suspend": True})), **QUEUED}, [], services=[], delete_pods=[],
+        create_pods=[], events=[], unchanged_status=True),
 }
 
 STATUS = {

@@ -10,6 +10,8 @@ from tfop.api.constants import (
     LABEL_REPLICA_INDEX,
     LABEL_REPLICA_TYPE,
     POD_FAILED,
+    POD_PENDING,
+    POD_RUNNING,
     POD_SUCCEEDED,
     REASON_RESTARTING,
 )
@@ -61,13 +63,18 @@ def count_replica_restarts(draft: PlanDraft, job: Object, pods_by_type: dict[str
 
 def record_replicas(draft: PlanDraft, job: Object, children: SortedChildren, counts: dict[str, RestartCount], *,
                     finishing: bool) -> None:
-    """replicaStatuses and replicaSummary as the plan leaves the pods. A pod deleted now is no longer active; when
-    the job finishes, pods removed by the clean-up still count as succeeded or failed, as the job's final tally."""
+    """replicaStatuses and replicaSummary as the plan leaves the pods. Until the job finishes, a pending or running
+    pod stays active until it is gone, even when deleted now or terminating: it holds its node's resources until
+    then, and Kueue releases a suspended job's quota once no replica is active (the Go operator, which counts pods
+    by phase, agrees). When the job finishes, its status is the final tally: pods the clean-up removes are no
+    longer active, and the ended ones among them still count as succeeded or failed."""
     deleted = draft.deleted_uids(POD)
     for job_uid in draft.deleted_uids(JOB):  # a Job's pods go with it
         deleted.update(uid_of(pod) for pod in children.pods_by_job.get(job_uid, []))
 
     def counted(pod: Object) -> bool:
+        if not finishing and pod_phase(pod) in (POD_PENDING, POD_RUNNING):
+            return True
         if is_terminating(pod):
             return False
         return uid_of(pod) not in deleted or (finishing and pod_phase(pod) in (POD_SUCCEEDED, POD_FAILED))
