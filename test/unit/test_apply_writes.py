@@ -150,3 +150,33 @@ def test_a_plans_deletes_are_told_in_one_event() -> None:
     apply.change_children(KEY, JOB, Plan(delete=refs))
     assert writes_after(recorder, client)[-1] == (
         "create", "events", ("SuccessfulDelete", "Deleted 2 pods and 2 services: mnist-worker-x-1, mnist-worker-x-2"))
+
+
+class UnchangedClient(RecordingClient):
+    """An apiserver for which the status sent is the one it holds: the answer keeps the resourceVersion."""
+
+
+class ChangedClient(RecordingClient):
+    def replace(self, resource: Resource, name: str, body: dict[str, Any], namespace: str | None = None, *,
+                subresource: str | None = None) -> dict[str, Any]:
+        super().replace(resource, name, body, namespace, subresource=subresource)
+        return {**body, "metadata": {**body["metadata"], "resourceVersion": "8"}}
+
+
+def test_a_status_write_that_changed_nothing_leaves_nothing_to_wait_for() -> None:
+    """The apiserver skips a write that changes nothing: same resourceVersion, no watch event. Waiting for the
+    cache to move past version 7 would stall the job until the expectation expires."""
+    client, clock, expectations = UnchangedClient(), FakeClock(), Expectations()
+    apply, recorder = applier(client, clock, expectations)
+    apply.record(KEY, JOB, Plan(status={"state": "Running"}), NOW)
+    assert writes_after(recorder, client) == [("replace", "tfjobs/status", {"state": "Running"})]
+    assert expectations.satisfied(KEY, "7")
+
+
+def test_a_status_write_waits_for_the_cache_to_see_its_new_version() -> None:
+    client, clock, expectations = ChangedClient(), FakeClock(), Expectations()
+    apply, recorder = applier(client, clock, expectations)
+    apply.record(KEY, JOB, Plan(status={"state": "Running"}), NOW)
+    assert writes_after(recorder, client) == [("replace", "tfjobs/status", {"state": "Running"})]
+    assert not expectations.satisfied(KEY, "7")
+    assert expectations.satisfied(KEY, "8")

@@ -27,6 +27,7 @@ from tfop.api.constants import (
     REASON_SUSPENDED,
     REASON_TTL_EXPIRED,
 )
+from tfop.api.fields import mapping_at
 from tfop.api.timestamps import parse_time
 from tfop.controller.children import CHILD_KINDS, TFJOBS, ChildKinds, Scope, child_id
 from tfop.controller.plan_types import (
@@ -311,8 +312,11 @@ class PlanApplier:
                 "metadata": {"name": metadata["name"], "namespace": metadata["namespace"],
                              "uid": metadata["uid"], "resourceVersion": metadata["resourceVersion"]},
                 "spec": job.get("spec"), "status": status}
-        self.client.replace(TFJOBS, metadata["name"], body, metadata["namespace"], subresource="status")
-        self.expectations.expect_newer(key, metadata["resourceVersion"])
+        written = self.client.replace(TFJOBS, metadata["name"], body, metadata["namespace"], subresource="status")
+        # A write that changed nothing keeps its resourceVersion and makes no watch event: waiting for the cache
+        # to move past it would stall the job until the expectation expires.
+        if mapping_at(written, "metadata").get("resourceVersion") != metadata["resourceVersion"]:
+            self.expectations.expect_newer(key, metadata["resourceVersion"])
 
     def _delete_job(self, job: Object) -> None:
         metadata = job["metadata"]
