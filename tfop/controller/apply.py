@@ -68,10 +68,10 @@ LIFECYCLE_LINES = {
     REASON_TTL_EXPIRED: "deleting finished job: its TTL has passed",
 }
 
-# The reasons a job's Failed condition takes; any other Warning (a pod's trouble, an exit code) is not the end.
 REASON_SUCCESSFUL_CREATE = "SuccessfulCreate"  # as Kubernetes' own controllers call them
 REASON_SUCCESSFUL_DELETE = "SuccessfulDelete"
 
+# The reasons a job's Failed condition takes; any other Warning (a pod's trouble, an exit code) is not the end.
 FAILED_REASONS = frozenset({REASON_FAILED, REASON_INVALID_SPEC, REASON_BACKOFF_LIMIT_EXCEEDED,
                             REASON_DEADLINE_EXCEEDED})
 
@@ -221,7 +221,7 @@ class PlanApplier:
 
     def _announce_created(self, key: str, job: Object, created: list[Creation]) -> None:
         """One event for all a plan created, with the counts and the replicas, e.g. `Created 7 pods and 7
-        services for Chief 0, Worker 0-3, PS 0-1`: a line per child would cost a write per child."""
+        services for Chief 0, PS 0-1, Worker 0-3`: a line per child would cost a write per child."""
         if not created:
             return
         namespace = job["metadata"]["namespace"]
