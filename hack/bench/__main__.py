@@ -83,6 +83,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--state-dir", type=Path, default=REPO_DIR / ".local" / "bench-cluster")
     parser.add_argument("--results", type=Path, default=REPO_DIR / "bench-results")
     parser.add_argument("--keep-cluster", action="store_true", help="leave the cluster running afterwards")
+    parser.add_argument("--report", type=Path, help="only print the tables and draw the charts of this bench.json")
     parser.add_argument("--delete-each-run", action="store_true",
                         help="delete every run's namespace once it is measured (make bench-large: 2,000 finished "
                              "jobs' 28,000 children left behind would weigh on the next contender)")
@@ -97,12 +98,38 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 class Bench:
-    def __init__(self, args: argparse.Namespace, runner: Runner) -> None:
+    def __init__(self, args: argparse.Namespace, runner: Runner, notes: list[str]) -> None:
         self.args = args
         self.runner = runner
+        self.notes = notes
         self.runs: list[dict[str, Any]] = []
         self.idle: list[dict[str, Any]] = []
         self.failures: list[str] = []
+        self.began = time.monotonic()
+
+    def save(self, charts: bool = False) -> str:
+        """bench.json and bench.txt (and the charts) from the runs so far: a bench cut short keeps what it
+        measured. Returns the tables."""
+        args, results = self.args, self.runner.results
+        order = [c.name for c in CONTENDERS]
+        rows = summarize(self.runs, order)
+        checks = targets(rows, self.idle)
+        commands = {c.name: c.command for c in CONTENDERS if c in args.contenders + args.big_contenders}
+        text = table(rows, self.idle, checks, commands)
+        report = {
+            "started": results.name, "seconds": time.monotonic() - self.began,
+            "arguments": {k: [c.name for c in v] if k.endswith("contenders") else str(v)
+                          for k, v in vars(args).items()},
+            "machine": {"cpus": len(os.sched_getaffinity(0)), "load_average_at_end": os.getloadavg(),
+                        "python": platform.python_version(), "platform": platform.platform(), "noise": noise(rows)},
+            "contenders": commands, "summary": rows, "idle": self.idle, "targets": checks, "runs": self.runs,
+            "failures": self.failures, "notes": self.notes,
+        }
+        (results / "bench.json").write_text(json.dumps(report, indent=1))
+        (results / "bench.txt").write_text(text + "\n")
+        if charts:
+            timelines(self.runs, order, results)
+        return text
 
     def attempt(self, what: str, action: Callable[[], dict[str, Any]], into: list[dict[str, Any]]) -> bool:
         log(what)
@@ -113,6 +140,7 @@ class Bench:
             log(f"FAILED {what}: {error}\n{traceback.format_exc()}")
             return False
         into.append(result)
+        self.save()
         log("  " + ", ".join(f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}" for k, v in result.items()
                              if isinstance(v, (int, float, str))))
         return True
@@ -167,13 +195,27 @@ class Bench:
         return made
 
 
+def report_again(path: Path) -> int:
+    """Tables and charts again from a bench.json (one written as the runs went, by a bench cut short)."""
+    saved = json.loads(path.read_text())
+    order = [c.name for c in CONTENDERS]
+    rows = summarize(saved["runs"], order)
+    print(table(rows, saved["idle"], targets(rows, saved["idle"]), saved["contenders"]))
+    for chart in timelines(saved["runs"], order, path.parent):
+        print(f"wrote {chart}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.report:
+        return report_again(args.report)
     logs.configure("console", "warning")  # the bench watches through tfop's informers, which log with structlog
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    results = (args.results / stamp).resolve()
+    results = (args.results / time.strftime("%Y%m%d-%H%M%S")).resolve()
     results.mkdir(parents=True, exist_ok=True)
-    began = time.monotonic()
+    latest = args.results / "latest"
+    latest.unlink(missing_ok=True)
+    latest.symlink_to(results.name)
 
     notes: list[str] = []
     go_binary: Path | None = None
@@ -192,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     cluster = BenchCluster(args.state_dir)
     log(f"starting a fresh cluster in {args.state_dir}")
     cluster.up()
-    bench = Bench(args, Runner(cluster, go_binary, results))
+    bench = Bench(args, Runner(cluster, go_binary, results), notes)
     try:
         go_main = [c for c in args.contenders if c.uses_go_crd]
         go_big = [c for c in args.big_contenders if c.uses_go_crd]
@@ -209,31 +251,13 @@ def main(argv: list[str] | None = None) -> int:
         if not args.keep_cluster:
             cluster.destroy()
 
-    order = [c.name for c in CONTENDERS]
-    rows = summarize(bench.runs, order)
-    checks = targets(rows, bench.idle)
-    commands = {c.name: c.command for c in CONTENDERS if c in args.contenders + args.big_contenders}
-    text = table(rows, bench.idle, checks, commands)
-    elapsed = time.monotonic() - began
-    report = {
-        "started": stamp, "seconds": elapsed,
-        "arguments": {k: [c.name for c in v] if k.endswith("contenders") else str(v) for k, v in vars(args).items()},
-        "machine": {"cpus": len(os.sched_getaffinity(0)), "load_average_at_end": os.getloadavg(),
-                    "python": platform.python_version(), "platform": platform.platform(), "noise": noise(rows)},
-        "contenders": commands, "summary": rows, "idle": bench.idle, "targets": checks, "runs": bench.runs,
-        "failures": bench.failures, "notes": notes,
-    }
-    (results / "bench.json").write_text(json.dumps(report, indent=1))
-    (results / "bench.txt").write_text(text + "\n")
-    charts = timelines(bench.runs, order, results)
+    text = bench.save(charts=bool(bench.runs))
     print(text)
     for note in [*notes, *bench.failures]:
         print(f"NOTE: {note}")
-    print(f"\nresults: {results}/ bench.json, bench.txt{''.join(', ' + path.name for path in charts)} "
-          f"(whole bench {elapsed / 60:.1f} min)")
-    latest = args.results / "latest"
-    latest.unlink(missing_ok=True)
-    latest.symlink_to(results.name)
+    charts = "".join(f", {path.name}" for path in sorted(results.glob("timeline-*.png")))
+    minutes = (time.monotonic() - bench.began) / 60
+    print(f"\nresults: {results}/ bench.json, bench.txt{charts} (whole bench {minutes:.1f} min)")
     return 1 if bench.failures else 0
 
 
