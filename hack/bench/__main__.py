@@ -83,6 +83,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--state-dir", type=Path, default=REPO_DIR / ".local" / "bench-cluster")
     parser.add_argument("--results", type=Path, default=REPO_DIR / "bench-results")
     parser.add_argument("--keep-cluster", action="store_true", help="leave the cluster running afterwards")
+    parser.add_argument("--no-exits", action="store_true",
+                        help="stop each run once every job runs (no exit patches, no Succeeded): for short runs")
     parser.add_argument("--report", type=Path, help="only print the tables and draw the charts of this bench.json")
     parser.add_argument("--delete-each-run", action="store_true",
                         help="delete every run's namespace once it is measured (make bench-large: 2,000 finished "
@@ -234,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     cluster = BenchCluster(args.state_dir)
     log(f"starting a fresh cluster in {args.state_dir}")
     cluster.up()
-    bench = Bench(args, Runner(cluster, go_binary, results), notes)
+    bench = Bench(args, Runner(cluster, go_binary, results, exits=not args.no_exits), notes)
     try:
         go_main = [c for c in args.contenders if c.uses_go_crd]
         go_big = [c for c in args.big_contenders if c.uses_go_crd]
