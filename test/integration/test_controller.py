@@ -111,9 +111,11 @@ def test_backoff_limit_counts_the_operators_recreations(kube_client: KubeClient,
     """The Go operator counts only in-place restarts, so an ExitCode job can restart forever."""
     create_job(kube_client, namespace, "flaky", run_policy={"backoffLimit": 1}, Worker=replica())
     for attempt in range(2):
-        uid = wait_for(lambda: [p["metadata"]["uid"] for p in pods_by_name(kube_client, namespace, "flaky").values()
-                                if p.get("status", {}).get("phase") == "Running"], message=f"attempt {attempt}")[0]
-        name = next(iter(pods_by_name(kube_client, namespace, "flaky")))
+        # The running pod, not the first listed: the one the last attempt ended may still be going.
+        uid, name = wait_for(lambda: [(p["metadata"]["uid"], name) for name, p in
+                                      pods_by_name(kube_client, namespace, "flaky").items()
+                                      if p.get("status", {}).get("phase") == "Running"],
+                             message=f"attempt {attempt}")[0]
         exit_pod(kube_client, namespace, name, 143)
         if attempt == 0:
             wait_for(lambda uid=uid: all(p["metadata"]["uid"] != uid for p in

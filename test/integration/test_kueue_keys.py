@@ -58,7 +58,9 @@ def test_kueue_counts_only_titlecase_keys_and_tfop_refuses_the_others(
     workload = wait_for(lambda: workload_of(kube_client, namespace, created), 30, "Kueue's Workload for the job")
     assert [(pod_set["name"], pod_set["count"]) for pod_set in workload["spec"]["podSets"]] == [("chief", 1)]
     wait_for(lambda: is_true(workload_of(kube_client, namespace, created), "Admitted"), 30, "Kueue to admit it")
-    assert kube_client.get(TFJOBS, "mixed", namespace)["spec"]["runPolicy"]["suspend"] is False
+    # Kueue unsuspends the job once its Workload is admitted: a moment after the condition, not with it.
+    wait_for(lambda: kube_client.get(TFJOBS, "mixed", namespace)["spec"]["runPolicy"]["suspend"] is False, 30,
+             "Kueue to unsuspend the admitted job")
 
     operator = OperatorProcess(cluster.kubeconfig, tmp_path / "operator.log", "--namespace", namespace).start()
     try:
