@@ -19,21 +19,9 @@ MODULE=github.com/kubeflow/training-operator
 PACKAGE="${MODULE}/cmd/training-operator.v1"
 
 BIN_DIR="${CACHE_ROOT}/training-operator/${VERSION}/bin"
-STAMP="${BIN_DIR}/.complete"
 
 go_build_env
-
-if [[ "${1:-}" == "--module-dir" ]]; then
-  dir="$(module_field "${MODULE}" "${VERSION}" Dir)"
-  [[ -d "${dir}" ]] || die "could not download ${MODULE}@${VERSION} from the Go module proxy"
-  echo "${dir}"
-  exit 0
-fi
-
-if [[ -f "${STAMP}" ]]; then
-  echo "${BIN_DIR}"
-  exit 0
-fi
+cached_bin_dir_or_module_dir "${MODULE}" "${VERSION}" "${BIN_DIR}" "$@"
 
 modfile="$(module_field "${MODULE}" "${VERSION}" GoMod)"
 [[ -f "${modfile}" ]] || die "could not download ${MODULE}@${VERSION} from the Go module proxy"
@@ -42,13 +30,5 @@ if grep -qE '^\s*(replace\s+)?[^/ ]+/[^ ]*\s+=>' "${modfile}"; then
     "build it from a wrapper module as hack/build-controlplane.sh does"
 fi
 
-log "building ${PACKAGE}@${VERSION} (a few minutes on 2 cores)"
-start=${SECONDS}
-mkdir -p "${BIN_DIR}.partial"
-GOBIN="${BIN_DIR}.partial" go install -ldflags "-s -w" "${PACKAGE}@${VERSION}" \
-  || die "building ${PACKAGE}@${VERSION} failed (see the Go output above)"
-rm -rf "${BIN_DIR}"
-mv "${BIN_DIR}.partial" "${BIN_DIR}"
-touch "${STAMP}"
-log "built in $((SECONDS - start))s into ${BIN_DIR}"
-echo "${BIN_DIR}"
+build_into_cache "${BIN_DIR}" training-operator.v1 "${PACKAGE}@${VERSION}" "a few minutes on 2 cores" \
+  env GOBIN="${BIN_DIR}.partial" go install -ldflags "-s -w" "${PACKAGE}@${VERSION}"

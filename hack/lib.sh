@@ -118,6 +118,76 @@ wrapper_module() {
   } >"${dir}/go.mod"
 }
 
+# The scripts that build one Go command per module version (build-coscheduler.sh, build-kueue.sh,
+# build-training-operator.sh) share the functions below, so they answer --module-dir, reuse their cache and publish
+# a build the same way: BIN_DIR holds the binaries and counts as built only once BIN_DIR/.complete exists.
+
+# cached_bin_dir_or_module_dir MODULE VERSION BIN_DIR [--module-dir]: with --module-dir prints MODULE@VERSION's
+# source directory in the Go module cache and exits; when BIN_DIR is complete prints it and exits; else returns.
+cached_bin_dir_or_module_dir() {
+  local module="$1" version="$2" bin_dir="$3" dir
+  if [[ "${4:-}" == "--module-dir" ]]; then
+    dir="$(module_field "${module}" "${version}" Dir)"
+    [[ -d "${dir}" ]] || die "could not download ${module}@${version} from the Go module proxy"
+    echo "${dir}"
+    exit 0
+  fi
+  if [[ -f "${bin_dir}/.complete" ]]; then
+    echo "${bin_dir}"
+    exit 0
+  fi
+}
+
+# build_into_cache BIN_DIR BINARY WHAT NOTE CMD...: runs CMD, which writes BINARY into BIN_DIR.partial, then swaps
+# that in as BIN_DIR, marks it complete and prints it. A failed build leaves no complete BIN_DIR behind.
+build_into_cache() {
+  local bin_dir="$1" binary="$2" what="$3" note="$4" started=${SECONDS}
+  shift 4
+  log "building ${what} (${note})"
+  mkdir -p "${bin_dir}.partial"
+  "$@" || die "building ${what} failed (see the Go output above)"
+  [[ -x "${bin_dir}.partial/${binary}" ]] || die "go build reported success but wrote no ${bin_dir}.partial/${binary}"
+  rm -rf "${bin_dir}"
+  mv "${bin_dir}.partial" "${bin_dir}"
+  touch "${bin_dir}/.complete"
+  log "built in $((SECONDS - started))s into ${bin_dir}"
+  echo "${bin_dir}"
+}
+
+# build_from_replacing_wrapper MODULE VERSION PACKAGE BIN_DIR BINARY NOTE: builds PACKAGE as BIN_DIR/BINARY from a
+# throwaway module that requires MODULE@VERSION and restates its replaces, which `go install pkg@version` refuses
+# and which do not apply to a module that is only required. Unlike wrapper_module it keeps each replace's own
+# target, and it uses MODULE's go.sum, which vouches for the same versions, so no checksum database lookup (which
+# may be unreachable) is needed.
+build_from_replacing_wrapper() {
+  local module="$1" version="$2" package="$3" bin_dir="$4" binary="$5" note="$6" modfile moddir replaces
+  REPLACING_WRAPPER_DIR="$(mktemp -d)"
+  trap 'rm -rf "${REPLACING_WRAPPER_DIR}"' EXIT
+  modfile="$(module_field "${module}" "${version}" GoMod)"
+  [[ -f "${modfile}" ]] || die "could not download ${module}@${version} from the Go module proxy"
+  # The module's replaces, one per line: `X => X vN` (inside a replace block or on a `replace` line). A replace to
+  # a local path cannot be honoured outside the module's own tree: stop and say so.
+  replaces="$(sed -n -E 's/^\s*(replace\s+)?([a-z0-9./-]+)\s+=>\s+(.*)$/\2 => \3/p' "${modfile}")"
+  if grep -qE '=> \.\.?/' <<<"${replaces}"; then
+    die "${module}@${version}'s go.mod replaces a module with a local path; pin it to a published tag here"
+  fi
+  {
+    echo "module tfop.local/build"
+    echo
+    grep -E '^go [0-9]' "${modfile}"
+    echo
+    echo "require ${module} ${version}"
+    echo
+    if [[ -n "${replaces}" ]]; then sed 's/^/replace /' <<<"${replaces}"; fi
+  } >"${REPLACING_WRAPPER_DIR}/go.mod"
+  moddir="$(module_field "${module}" "${version}" Dir)"
+  [[ -f "${moddir}/go.sum" ]] || die "${module}@${version} has no go.sum in ${moddir}"
+  cp "${moddir}/go.sum" "${REPLACING_WRAPPER_DIR}/go.sum"
+  build_into_cache "${bin_dir}" "${binary}" "${package}@${version}" "${note}" \
+    with_progress "${package}@${version}" \
+    bash -c "cd '${REPLACING_WRAPPER_DIR}' && go build -ldflags '-s -w' -o '${bin_dir}.partial/${binary}' '${package}'"
+}
+
 # ensure_debian_packages PKG...: installs the Debian packages that are missing, with one `apt-get update` first.
 ensure_debian_packages() {
   local missing=() pkg
