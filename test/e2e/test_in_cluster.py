@@ -84,8 +84,16 @@ def test_the_kustomize_base_runs_the_operator_in_cluster_and_it_runs_a_job_to_su
     assert cluster.kubectl("logs", "-n", namespace, pod["metadata"]["name"]).stdout.strip() == "trained"
 
     def operator_logs() -> str:
-        return cluster.kubectl("logs", "-n", OPERATOR_NAMESPACE, "-l", "app.kubernetes.io/name=tfop",
-                               "--prefix", "--tail=-1").stdout
+        # A replica that loses its lease exits and is restarted: its earlier lines (say, "job created" before a
+        # slow apiserver cost it the lease) are in the previous container's log.
+        operators = json.loads(cluster.kubectl("get", "pods", "-n", OPERATOR_NAMESPACE, "-o", "json",
+                                               "-l", "app.kubernetes.io/name=tfop").stdout)["items"]
+        previous = "".join(
+            cluster.kubectl("logs", "-n", OPERATOR_NAMESPACE, p["metadata"]["name"], "--previous", "--prefix",
+                            "--tail=-1", check=False).stdout
+            for p in operators if any(c.get("restartCount", 0) for c in p["status"].get("containerStatuses", [])))
+        return previous + cluster.kubectl("logs", "-n", OPERATOR_NAMESPACE, "-l", "app.kubernetes.io/name=tfop",
+                                          "--prefix", "--tail=-1").stdout
     # kubectl logs reads the operator's own lines: one replica leads, synced its caches through the relay, and
     # tells the job's story with job=namespace/name on every line.
     job_key = f'"job": "{namespace}/in-cluster"'
