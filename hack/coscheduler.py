@@ -16,14 +16,11 @@ State (pid, config, log) lives in the cluster's directory, next to the other com
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 
+from addon import AddOnProcess, describe, run_build_script, run_cli
 from local_cluster import DEFAULT_DIR, ClusterError, LocalCluster, free_port
 
 HACK_DIR = Path(__file__).resolve().parent
@@ -37,23 +34,13 @@ def log(message: str) -> None:
     print(f"[coscheduler] {message}", file=sys.stderr, flush=True)
 
 
-def _hack_script(*args: str) -> Path:
-    """Runs hack/build-coscheduler.sh (its progress goes to our stderr) and returns the path it prints."""
-    result = subprocess.run(["bash", str(HACK_DIR / "build-coscheduler.sh"), *args], stdout=subprocess.PIPE,
-                            text=True, check=False)
-    if result.returncode != 0:
-        raise ClusterError(f"hack/build-coscheduler.sh {' '.join(args)} failed (exit {result.returncode}); its "
-                           "messages above name the module and version")
-    return Path(result.stdout.strip().splitlines()[-1])
-
-
 def build() -> Path:
     """The bin directory holding the co-scheduler, built once per version."""
-    return _hack_script()
+    return run_build_script("build-coscheduler.sh")
 
 
 def module_dir() -> Path:
-    return _hack_script("--module-dir")
+    return run_build_script("build-coscheduler.sh", "--module-dir")
 
 
 class CoScheduler:
@@ -62,31 +49,18 @@ class CoScheduler:
     def __init__(self, cluster: LocalCluster) -> None:
         self.cluster = cluster
         self.directory = cluster.directory
-
-    @property
-    def pid_file(self) -> Path:
-        return self.directory / "run" / f"{BINARY}.pid"
+        self.process = AddOnProcess(cluster.directory, BINARY)
 
     @property
     def log_file(self) -> Path:
-        return self.directory / "logs" / f"{BINARY}.log"
+        return self.process.log_file
 
     @property
     def config_file(self) -> Path:
         return self.directory / "coscheduler-config.yaml"
 
     def pid(self) -> int | None:
-        try:
-            pid = int(self.pid_file.read_text())
-            argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, ValueError):
-            return None
-        if state in ("Z", "X"):
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, os.WNOHANG)
-            return None
-        return pid if not argv0 or Path(argv0).name == BINARY else None
+        return self.process.pid()
 
     def install_crd(self) -> None:
         crd = module_dir() / "manifests" / "coscheduling" / "crd.yaml"
@@ -126,17 +100,9 @@ profiles:
     args:
       permitWaitingTimeSeconds: 10
 """)
-            (self.directory / "run").mkdir(parents=True, exist_ok=True)
-            self.log_file.parent.mkdir(parents=True, exist_ok=True)
-            with self.log_file.open("ab") as out:
-                proc = subprocess.Popen(
-                    [str(bin_dir / BINARY), f"--config={self.config_file}", "--bind-address=127.0.0.1",
-                     f"--secure-port={port}",
-                     f"--authentication-kubeconfig={self.cluster.kubeconfig}",
-                     f"--authorization-kubeconfig={self.cluster.kubeconfig}", "--v=2"],
-                    stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                    cwd=self.directory)
-            self.pid_file.write_text(str(proc.pid))
+            self.process.spawn([str(bin_dir / BINARY), f"--config={self.config_file}", "--bind-address=127.0.0.1",
+                                f"--secure-port={port}", f"--authentication-kubeconfig={self.cluster.kubeconfig}",
+                                f"--authorization-kubeconfig={self.cluster.kubeconfig}", "--v=2"], cwd=self.directory)
             (self.directory / "run" / f"{BINARY}.port").write_text(str(port))
         self._wait_leading()
 
@@ -145,39 +111,22 @@ profiles:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.pid() is None:
-                raise ClusterError(f"the co-scheduler exited; see {self.log_file}:\n{_tail(self.log_file)}")
+                raise self.process.exited("the co-scheduler")
             if "Starting Kubernetes Scheduler" in self.log_file.read_text(errors="replace"):
                 return
             time.sleep(0.2)
         raise ClusterError(f"the co-scheduler did not start within {timeout:.0f}s; see {self.log_file}")
 
     def stop(self, timeout: float = 15.0) -> None:
-        pid = self.pid()
-        if pid is None:
-            return
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while self.pid() is not None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if self.pid() is not None:
-            os.kill(pid, signal.SIGKILL)
-        self.pid_file.unlink(missing_ok=True)
+        self.process.stop(timeout)
 
     def status(self) -> str:
-        pid = self.pid()
-        return f"running (pid {pid})" if pid else "stopped"
+        return describe(self.pid())
 
 
 def install_volcano_crd(cluster: LocalCluster) -> None:
     cluster.kubectl("apply", "--server-side", "-f", str(VOLCANO_CRD))
     cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/podgroups.scheduling.volcano.sh")
-
-
-def _tail(path: Path, lines: int = 25) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except FileNotFoundError:
-        return "(no log)"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -187,10 +136,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, default=DEFAULT_DIR,
                         help=f"cluster state directory (default {DEFAULT_DIR})")
     args = parser.parse_args(argv)
-    try:
+
+    def command() -> None:
         if args.command == "build":
             print(build())
-            return 0
+            return
         cluster = LocalCluster(args.dir)
         scheduler = CoScheduler(cluster)
         if args.command == "up":
@@ -206,11 +156,8 @@ def main(argv: list[str] | None = None) -> int:
             log("stopped")
         else:
             print(f"{SCHEDULER_NAME:26} {scheduler.status()}")
-    except ClusterError as error:
-        log(f"ERROR: {error}")
-        return 1
-    return 0
 
+    return run_cli(command, log)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -29,13 +29,10 @@ from __future__ import annotations
 
 import argparse
 import base64
-import contextlib
 import copy
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import time
 import urllib.error
@@ -46,10 +43,10 @@ from typing import Any
 
 import yaml
 
+from addon import AddOnProcess, describe, run_build_script, run_cli, tail
 from cluster_pki import PKIError, openssl
 from local_cluster import DEFAULT_DIR, ClusterError, LocalCluster, free_port
 
-HACK_DIR = Path(__file__).resolve().parent
 BINARY = "kueue"
 NAMESPACE = "kueue-system"
 TFJOB_INTEGRATION = "kubeflow.org/tfjob"
@@ -66,24 +63,14 @@ def log(message: str) -> None:
     print(f"[kueue] {message}", file=sys.stderr, flush=True)
 
 
-def _build_script(*args: str) -> Path:
-    """Runs hack/build-kueue.sh (its progress goes to our stderr) and returns the path it prints."""
-    result = subprocess.run(["bash", str(HACK_DIR / "build-kueue.sh"), *args], stdout=subprocess.PIPE, text=True,
-                            check=False)
-    if result.returncode != 0:
-        raise ClusterError(f"hack/build-kueue.sh {' '.join(args)} failed (exit {result.returncode}); its messages "
-                           "above name the module and version")
-    return Path(result.stdout.strip().splitlines()[-1])
-
-
 def build() -> Path:
     """The bin directory holding `kueue`, built once per version."""
-    return _build_script()
+    return run_build_script("build-kueue.sh")
 
 
 def module_dir() -> Path:
     """The Kueue module's source in the Go module cache (its config/ is what gets installed)."""
-    return _build_script("--module-dir")
+    return run_build_script("build-kueue.sh", "--module-dir")
 
 
 def integration_resource(name: str) -> tuple[str, str]:
@@ -171,15 +158,13 @@ class Kueue:
         self.namespace_labels = dict(namespace_labels or {})
         self.config_overrides = dict(config_overrides or {})
         self.state = cluster.directory / "kueue"
+        # unshare and sh exec Kueue in turn (see _spawn).
+        self.process = AddOnProcess(cluster.directory, BINARY, launchers=("unshare", "sh"))
 
     # --- paths and ports -------------------------------------------------------------------------------------
     @property
-    def pid_file(self) -> Path:
-        return self.cluster.directory / "run" / f"{BINARY}.pid"
-
-    @property
     def log_file(self) -> Path:
-        return self.cluster.directory / "logs" / f"{BINARY}.log"
+        return self.process.log_file
 
     @property
     def certs(self) -> Path:
@@ -201,18 +186,7 @@ class Kueue:
         return f"https://127.0.0.1:{self.ports()['webhook']}"
 
     def pid(self) -> int | None:
-        try:
-            pid = int(self.pid_file.read_text())
-            argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, ValueError):
-            return None
-        if state in ("Z", "X"):
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, os.WNOHANG)
-            return None
-        # unshare and sh exec Kueue in turn; mid-exec the command line reads empty.
-        return pid if not argv0 or Path(argv0).name in (BINARY, "unshare", "sh") else None
+        return self.process.pid()
 
     # --- set-up ----------------------------------------------------------------------------------------------
     def make_certificates(self) -> str:
@@ -301,13 +275,7 @@ class Kueue:
                   'shift 2; exec "$@"')
         command = ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", str(mount_point),
                    str(self.certs), str(binary), f"--config={self.state / 'config.yaml'}"]
-        (self.cluster.directory / "run").mkdir(parents=True, exist_ok=True)
-        self.log_file.parent.mkdir(parents=True, exist_ok=True)
-        with self.log_file.open("ab") as out:
-            process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                       start_new_session=True, cwd=self.state,
-                                       env={**os.environ, "KUBECONFIG": str(self.cluster.kubeconfig)})
-        self.pid_file.write_text(str(process.pid))
+        self.process.spawn(command, cwd=self.state, env={**os.environ, "KUBECONFIG": str(self.cluster.kubeconfig)})
 
     def _wait_ready(self, timeout: float) -> None:
         """Ready when /readyz says so (its webhook server listens) and the apiserver reaches a webhook."""
@@ -318,7 +286,7 @@ class Kueue:
         last = "not started"
         while time.monotonic() < deadline:
             if self.pid() is None:
-                raise ClusterError(f"kueue exited; see {self.log_file}:\n{_tail(self.log_file)}")
+                raise self.process.exited("kueue")
             if _http_status(readyz) == 200:
                 result = self.cluster.kubectl("create", "--dry-run=server", "-f", "-", input=probe, check=False)
                 if result.returncode == 0:
@@ -326,26 +294,18 @@ class Kueue:
                 last = result.stderr.strip()
             time.sleep(0.3)
         raise ClusterError(f"kueue was not ready within {timeout:.0f}s (last webhook answer: {last}); see "
-                           f"{self.log_file}:\n{_tail(self.log_file)}")
+                           f"{self.log_file}:\n{tail(self.log_file)}")
 
     def stop(self, timeout: float = 15.0) -> None:
         """Stops Kueue and removes its webhook configurations, which would refuse every create they see."""
-        pid = self.pid()
-        if pid is not None:
-            os.kill(pid, signal.SIGTERM)
-            deadline = time.monotonic() + timeout
-            while self.pid() is not None and time.monotonic() < deadline:
-                time.sleep(0.05)
-            if self.pid() is not None:
-                os.kill(pid, signal.SIGKILL)
-        self.pid_file.unlink(missing_ok=True)
+        self.process.stop(timeout)
         if self.cluster.kubeconfig.exists():
             for kind, name in WEBHOOK_NAMES.items():
                 self.cluster.kubectl("delete", kind.lower(), name, "--ignore-not-found", check=False)
 
     def status(self) -> str:
         pid = self.pid()
-        return f"running (pid {pid}, webhooks on {self.webhook_url})" if pid else "stopped"
+        return describe(pid, f", webhooks on {self.webhook_url}" if pid else "")
 
 
 def _http_status(url: str) -> int:
@@ -358,13 +318,6 @@ def _http_status(url: str) -> int:
         return 0
 
 
-def _tail(path: Path, lines: int = 25) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except FileNotFoundError:
-        return "(no log)"
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", choices=["up", "down", "status", "build"])
@@ -375,10 +328,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--namespace-label", metavar="KEY=VALUE",
                         help="limit the integrations' webhooks to namespaces with this label")
     args = parser.parse_args(argv)
-    try:
+
+    def command() -> None:
         if args.command == "build":
             print(build())
-            return 0
+            return
         labels = dict([args.namespace_label.split("=", 1)]) if args.namespace_label else {}
         kueue = Kueue(LocalCluster(args.dir), args.integrations or DEFAULT_INTEGRATIONS, labels)
         if args.command == "up":
@@ -389,11 +343,8 @@ def main(argv: list[str] | None = None) -> int:
             log("stopped")
         else:
             print(f"{'kueue':26} {kueue.status()}")
-    except ClusterError as error:
-        log(f"ERROR: {error}")
-        return 1
-    return 0
 
+    return run_cli(command, log)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -26,6 +26,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from addon import run_cli
 from cluster_pki import PKIError, make_pki, openssl
 from node_host import HostError, bridge_owner
 from real_node import (
@@ -501,7 +502,8 @@ def main(argv: list[str] | None = None) -> int:
         print(build_controlplane())
         return 0
     cluster = LocalCluster(args.dir, real_node=args.real_node)
-    try:
+
+    def command() -> None:
         if args.command == "up":
             cluster.up()
             print(f"Kubernetes {cluster.version()} is up at {cluster.server}")
@@ -523,11 +525,8 @@ def main(argv: list[str] | None = None) -> int:
             for component, state in cluster.status().items():
                 print(f"{component:26} {state}")
             print(f"kubeconfig: {cluster.kubeconfig}")
-    except ClusterError as error:
-        log(f"ERROR: {error}")
-        return 1
-    return 0
 
+    return run_cli(command, log)
 
 if __name__ == "__main__":
     sys.exit(main())
