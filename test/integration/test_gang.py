@@ -94,11 +94,13 @@ def gpu_replica(node: str, replicas: int, gpus: int = 1, priority_class: str | N
     return {"replicas": replicas, "restartPolicy": "Never", "template": {"spec": spec}}
 
 
-def six_gpu_job(name: str, node: str, run_policy: dict[str, Any] | None = None) -> dict[str, Any]:
-    """3 workers that the scheduler places first (higher priority) and 3 PS: 6 GPUs in all, as many teams set
-    priorities by role."""
-    spec: dict[str, Any] = {"tfReplicaSpecs": {"Worker": gpu_replica(node, 3, priority_class="tfop-gang-high"),
-                                               "PS": gpu_replica(node, 3, priority_class="tfop-gang-low")}}
+def six_gpu_job(name: str, node: str, run_policy: dict[str, Any] | None = None,
+                by_role: bool = True) -> dict[str, Any]:
+    """3 workers and 3 PS: 6 GPUs in all. `by_role`: the workers have the higher priority, as many teams set it, so
+    the default scheduler places every job's workers first. Without it all six have the same priority."""
+    spec: dict[str, Any] = {"tfReplicaSpecs": {
+        "Worker": gpu_replica(node, 3, priority_class="tfop-gang-high" if by_role else None),
+        "PS": gpu_replica(node, 3, priority_class="tfop-gang-low" if by_role else None)}}
     if run_policy:
         spec["runPolicy"] = run_policy
     return {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": name}, "spec": spec}
@@ -157,8 +159,10 @@ def test_with_scheduler_plugins_one_job_runs_whole_then_the_other(
         coscheduler: CoScheduler, operators: Callable[..., OperatorProcess]) -> None:
     operators("--gang-scheduler-name", "scheduler-plugins").start()
     blocker(kube_client, namespace, gang_node)
+    # One priority for all: with priorities by role, the waiting job's workers preempt the running job's PS (the
+    # co-scheduler keeps the scheduler's default preemption, which knows no groups), and neither runs whole.
     for job in ("job-a", "job-b"):
-        kube_client.create(TFJOBS, six_gpu_job(job, gang_node), namespace)
+        kube_client.create(TFJOBS, six_gpu_job(job, gang_node, by_role=False), namespace)
     wait_for(lambda: all(len(pods_of(kube_client, namespace, job)) == 6 for job in ("job-a", "job-b")), 60,
              "both jobs' 6 pods to exist")
     for job in ("job-a", "job-b"):
