@@ -12,7 +12,8 @@ over Pod-backed jobs).
 The Go operator goes first, under its own TFJob CRD (from its module in the Go module cache); then that CRD is
 deleted, waited for, and tfop's installed under the same name for the limit, tfop and tfop-tuned. After the large
 pass's operator runs, a fresh tfop with default settings is measured idle over the finished jobs tfop's runs left
-(at least --idle-jobs); the large pass's limit run comes last.
+(at least --idle-jobs). Each pass's limit runs first, on a cluster that holds no more finished jobs than the
+operators' runs of that pass will see.
 
     PYTHONPATH=hack:test .venv/bin/python -m bench [--jobs 100] [--runs 3] [--big-jobs 500] ...
 """
@@ -147,30 +148,30 @@ class Bench:
                              if isinstance(v, (int, float, str))))
         return True
 
-    def group(self, crd: Path, main: list[Contender], big: list[Contender], idle: bool, last: bool) -> list[str]:
+    def group(self, crd: Path, main: list[Contender], big: list[Contender], idle: bool) -> list[str]:
         """All passes of the contenders that share one CRD; returns the namespaces left behind.
 
-        The limit's jobs never finish (it writes no status), so its namespace is deleted after each of its runs,
-        except after the very last run of the bench, which comes after the idle measurement."""
+        The limit's jobs never finish (it writes no status), so its namespace is deleted after each of its runs."""
         cluster = self.runner.cluster
         log(f"installing the TFJob CRD from {crd}")
         cluster.install_crd(crd)
         left: list[str] = []
 
-        def run(contender: Contender, jobs: int, index: int, count: int, final: bool = False) -> None:
+        def run(contender: Contender, jobs: int, index: int, count: int) -> None:
             if self.attempt(f"{contender.name}: {jobs} jobs, run {index + 1}/{count}",
                             partial(self.runner.run, contender, jobs, index), self.runs):
                 left.append(self.runs[-1]["namespace"])
                 # The idle measurement is over finished jobs of the default (Pods) backend only.
-                if (contender.kind == "limit" or contender.batch_jobs or self.args.delete_each_run) and not final:
+                if contender.kind == "limit" or contender.batch_jobs or self.args.delete_each_run:
                     self.runs[-1]["cleanup_s"] = cluster.delete_namespaces([left.pop()])
 
         for index in range(self.args.runs if self.args.jobs else 0):
             for contender in main:
                 run(contender, self.args.jobs, index, self.args.runs)
         big_runs = self.args.big_runs if self.args.big_jobs else 0
+        # The limit first: after the operators' runs the cluster holds their finished jobs, which slow it down.
         for index in range(big_runs):
-            for contender in (c for c in big if c.kind != "limit"):
+            for contender in sorted(big, key=lambda c: c.kind != "limit"):
                 run(contender, self.args.big_jobs, index, big_runs)
         operators = [c for c in main + (big if big_runs else []) if c.kind != "limit"]
         if idle and self.args.idle_jobs and operators:
@@ -179,11 +180,6 @@ class Bench:
             finished += self.fill(default, self.args.idle_jobs - finished, left)
             self.attempt(f"{default.name}: idle over {finished} finished jobs for {self.args.idle_seconds:.0f}s",
                          partial(self.runner.idle, default, finished, self.args.idle_seconds), self.idle)
-        limits = [c for c in big if c.kind == "limit"]
-        for index in range(big_runs):
-            for contender in limits:
-                run(contender, self.args.big_jobs, index, big_runs,
-                    final=last and index == big_runs - 1 and contender is limits[-1])
         return left
 
     def fill(self, contender: Contender, missing: int, names: list[str]) -> int:
@@ -241,13 +237,13 @@ def main(argv: list[str] | None = None) -> int:
         go_main = [c for c in args.contenders if c.uses_go_crd]
         go_big = [c for c in args.big_contenders if c.uses_go_crd]
         if go_crd is not None and go_main + go_big:
-            left = bench.group(go_crd, go_main, go_big, idle=args.go_idle, last=False)
+            left = bench.group(go_crd, go_main, go_big, idle=args.go_idle)
             log(f"deleting the Go operator's {len(left)} namespaces before the CRD changes back")
             cluster.delete_namespaces(left)
         ours_main = [c for c in args.contenders if not c.uses_go_crd]
         ours_big = [c for c in args.big_contenders if not c.uses_go_crd]
         if ours_main + ours_big:
-            bench.group(OUR_CRD, ours_main, ours_big, idle=True, last=not args.keep_cluster)
+            bench.group(OUR_CRD, ours_main, ours_big, idle=True)
     finally:
         copy_logs(cluster, results / "logs" / "cluster")
         if not args.keep_cluster:
