@@ -55,7 +55,8 @@ def test_a_pod_made_again_under_its_name_is_left_running(cluster: LocalCluster, 
             assert found is not None and found[0] == uid, f"the new {name} pod was deleted: {found}"
         time.sleep(0.2)
     for name, uid in replacements.items():
-        assert phase(kube_client, namespace, name) == (uid, "Running")
+        wait_for(lambda n=name, u=uid: phase(kube_client, namespace, n) == (u, "Running"),
+                 message=f"kwok runs the new {name} pod")
     # The stray deletes showed as NotFound errors in kwok's log even when no replacement was there to hit.
     strays = [line for line in cluster.log_file("kwok").read_text().splitlines()
               if f'"pod":"{namespace}/' in line and "failed to apply stage" in line]
