@@ -346,5 +346,6 @@ def main(argv: list[str] | None = None) -> int:
 
     return run_cli(command, log)
 
+
 if __name__ == "__main__":
     sys.exit(main())
