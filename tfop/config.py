@@ -30,14 +30,14 @@ from typing import Any
 import yaml
 
 from tfop.api.constants import NAMING_RUNTIME_ID, NAMINGS, REPLICA_BACKEND_PODS, REPLICA_BACKENDS
-from tfop.controller.accelerators import Accelerator, HostVolume
-from tfop.controller.gang import GANG_NONE, GANG_SCHEDULER_NAMES
-from tfop.controller.settings import (
+from tfop.controller.plan.accelerators import Accelerator, HostVolume
+from tfop.controller.plan.controller_config import (
     DEFAULT_GRPC_SERVER_FILE_PATH,
     DEFAULT_SERVICE_DOMAIN,
     DEFAULT_TF_IMAGE,
     ControllerConfig,
 )
+from tfop.controller.plan.gang import GANG_NONE, GANG_SCHEDULER_NAMES
 
 _DNS_SUFFIX = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")

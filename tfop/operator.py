@@ -22,7 +22,7 @@ from prometheus_client import CollectorRegistry
 
 from tfop import logs
 from tfop.config import ConfigError, load_config
-from tfop.controller.controller import TFJobController, gang_scheduler_problem
+from tfop.controller.reconciler import TFJobController, gang_scheduler_problem
 from tfop.health import Checks, EndpointServer
 from tfop.kube.client import KubeClient
 from tfop.kube.events import EventRecorder

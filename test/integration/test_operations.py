@@ -11,8 +11,8 @@ from support.operator_process import OperatorProcess
 from support.pods import exit_pod
 from support.tfjobs import TFJOBS, condition, events_about, pods_by_name, replica, tfjob
 from support.waiting import wait_for, wait_for_count
-from tfop.controller.controller import TFJobController
-from tfop.controller.settings import ControllerConfig
+from tfop.controller.plan.controller_config import ControllerConfig
+from tfop.controller.reconciler import TFJobController
 from tfop.health import Checks, EndpointServer
 from tfop.kube.client import KubeClient
 from tfop.kube.events import EventRecorder

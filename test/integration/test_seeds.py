@@ -24,7 +24,7 @@ from support.tfjobs import TFJOBS, children, condition, job_status
 from support.waiting import wait_for, wait_for_count
 from support.webhook import WebhookProcess, apply_until_converted
 from tfop.api.conversion import to_v1
-from tfop.controller.serverscript import server_script
+from tfop.controller.ps_server_script import server_script
 from tfop.kube.client import KubeClient
 from tfop.kube.resource import CONFIGMAPS, PODS, SERVICES
 

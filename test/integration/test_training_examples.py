@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from tfop.api.defaults import apply_defaults
-from tfop.controller.resources import DesiredChildren
+from tfop.controller.plan.desired import DesiredChildren
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tfop.controller.accelerators import Accelerator, HostVolume, apply_accelerators
+from tfop.controller.plan.accelerators import Accelerator, HostVolume, apply_accelerators
 
 GPU = {"nvidia.com/gpu": Accelerator(
     env=(("LD_LIBRARY_PATH", "/usr/local/nvidia/lib64"),),
@@ -55,9 +55,9 @@ def test_the_planner_config_reaches_the_desired_pods() -> None:
     from datetime import datetime
 
     from tfop.controller.children import KINDS_BY_NAME
-    from tfop.controller.plan_types import POD, PlanContext
-    from tfop.controller.reconcile import plan
-    from tfop.controller.settings import ControllerConfig
+    from tfop.controller.plan.controller_config import ControllerConfig
+    from tfop.controller.plan.planner import plan
+    from tfop.controller.plan.types import POD, PlanContext
 
     job = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob",
            "metadata": {"name": "gpu", "namespace": "ns", "uid": "uid-1", "generation": 1},

@@ -12,8 +12,8 @@ from prometheus_client import CollectorRegistry
 from structlog.testing import capture_logs
 
 from tfop.controller.apply import PlanApplier
-from tfop.controller.plan_types import ChildRef, Creation, JobEvent, Plan, StatusWait
-from tfop.controller.resources import ReplicaSlot
+from tfop.controller.plan.desired import ReplicaSlot
+from tfop.controller.plan.types import ChildRef, Creation, JobEvent, Plan, StatusWait
 from tfop.kube.client import KubeClient
 from tfop.kube.clock import FakeClock
 from tfop.kube.events import EventRecorder

@@ -13,17 +13,17 @@ from tfop.api.defaults import apply_defaults
 from tfop.cli import build_parser
 from tfop.config import ConfigError, parse_config
 from tfop.controller.children import child_kinds
-from tfop.controller.gang import (
+from tfop.controller.plan.controller_config import ControllerConfig
+from tfop.controller.plan.gang import (
     GANG_SCHEDULERS,
     admission_wait,
     pod_group_spec,
     pod_requests,
     spec_drift,
 )
-from tfop.controller.plan_types import POD, POD_GROUP, SERVICE, Plan, PlanContext
-from tfop.controller.quantity import format_quantity, parse_quantity
-from tfop.controller.reconcile import plan
-from tfop.controller.settings import ControllerConfig
+from tfop.controller.plan.planner import plan
+from tfop.controller.plan.quantity import format_quantity, parse_quantity
+from tfop.controller.plan.types import POD, POD_GROUP, SERVICE, Plan, PlanContext
 from unit.test_reconcile import (
     KEEP,
     NOW,

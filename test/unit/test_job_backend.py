@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from tfop.controller.controller import owner_key
-from tfop.controller.jobspec import MAX_BACKOFF_LIMIT
-from tfop.controller.plan_types import JOB, POD, SERVICE, Plan, PlanContext
-from tfop.controller.reconcile import plan
-from tfop.controller.resources import DesiredChildren, selector_labels
-from tfop.controller.settings import ControllerConfig
+from tfop.controller.plan.batch_job import MAX_BACKOFF_LIMIT
+from tfop.controller.plan.controller_config import ControllerConfig
+from tfop.controller.plan.desired import DesiredChildren, selector_labels
+from tfop.controller.plan.planner import plan
+from tfop.controller.plan.types import JOB, POD, SERVICE, Plan, PlanContext
+from tfop.controller.reconciler import owner_key
 from unit.test_reconcile import (
     JOB_NAME,
     NOW,
@@ -41,7 +41,7 @@ def on_jobs(job: dict[str, Any]) -> dict[str, Any]:
 
 def batch_job(replica_type: str, index: int, *, failed: int = 0, outcome: tuple[str, str] | None = None,
               suspend: bool | None = None, terminating: bool = False) -> dict[str, Any]:
-    """A replica's Job as the cache keeps it (controller/cached.py: no template)."""
+    """A replica's Job as the cache keeps it (controller/cache_transforms.py: no template)."""
     name = name_of(replica_type, index)
     metadata: dict[str, Any] = {"name": name, "namespace": "ns", "uid": f"job-{name}",
                                 "labels": selector_labels(JOB_NAME, replica_type, RID, index),
@@ -305,7 +305,7 @@ def test_the_pod_backend_recreates_a_disrupted_pod_without_counting_it() -> None
 
 def test_the_planner_decides_the_same_on_jobs_as_the_cache_slims_them() -> None:
     from tfop.api.defaults import apply_defaults
-    from tfop.controller.cached import slim_batch_job, slim_pod
+    from tfop.controller.cache_transforms import slim_batch_job, slim_pod
 
     job = on_jobs(make_job({"Worker": 2}, run_policy={"suspend": True}))
     desired = DesiredChildren(apply_defaults(job))

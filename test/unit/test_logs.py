@@ -10,7 +10,7 @@ import sys
 from structlog.testing import capture_logs
 
 from tfop.controller.apply import PlanApplier
-from tfop.controller.plan_types import JobEvent, Plan, ReplicaRestart
+from tfop.controller.plan.types import JobEvent, Plan, ReplicaRestart
 
 LIBRARY_CHATTER = """
 import logging, warnings

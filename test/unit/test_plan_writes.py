@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from tfop.controller.plan_types import CreateRefusal, StatusWait
-from tfop.controller.resources import ReplicaSlot
+from tfop.controller.plan.desired import ReplicaSlot
+from tfop.controller.plan.types import CreateRefusal, StatusWait
 from unit.test_reconcile import (
     T0,
     cond,

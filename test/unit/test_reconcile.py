@@ -12,12 +12,12 @@ import pytest
 
 from tfop.api.runtime_id import child_name, runtime_id
 from tfop.controller.apply import is_permanent_refusal
-from tfop.controller.cached import slim_job, slim_metadata, slim_pod
+from tfop.controller.cache_transforms import slim_job, slim_metadata, slim_pod
 from tfop.controller.children import KINDS_BY_NAME
-from tfop.controller.plan_types import POD, SERVICE, CreateRefusal, JobCounters, Plan, PlanContext, ReplicaRestart
-from tfop.controller.reconcile import plan
-from tfop.controller.resources import ReplicaSlot, selector_labels
-from tfop.controller.settings import ControllerConfig
+from tfop.controller.plan.controller_config import ControllerConfig
+from tfop.controller.plan.desired import ReplicaSlot, selector_labels
+from tfop.controller.plan.planner import plan
+from tfop.controller.plan.types import POD, SERVICE, CreateRefusal, JobCounters, Plan, PlanContext, ReplicaRestart
 from tfop.kube.errors import ApiError, error_from_status
 
 NOW = datetime(2026, 11, 21, 10, 0, 0, tzinfo=UTC)
@@ -952,7 +952,7 @@ def as_served(child: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("case", list(TABLE.values()), ids=list(TABLE))
 def test_the_cache_keeps_all_the_planner_reads(case: Case) -> None:
-    """The informer transforms (controller/cached.py) drop nothing a plan depends on."""
+    """The informer transforms (controller/cache_transforms.py) drop nothing a plan depends on."""
     services = case.services if case.services is not None else services_for(
         {key: value["replicas"] for key, value in case.job["spec"]["tfReplicaSpecs"].items()
          if isinstance(value.get("replicas"), int) and value["replicas"] >= 0})

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from tfop.controller.exitcodes import ExitClass, Termination, classify_exit_code, container_termination
-from tfop.controller.restarts import RestartLedger, count_restarts
-from tfop.controller.status import (
+from tfop.controller.plan.exit_codes import ExitClass, Termination, classify_exit_code, container_termination
+from tfop.controller.plan.restarts import RestartLedger, count_restarts
+from tfop.controller.plan.status import (
     condition_is_true,
     conditions_of,
     find_condition,

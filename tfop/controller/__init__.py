@@ -1,1 +1,1 @@
-"""The TFJob controller: pure planning (resources, status, reconcile) and the wiring that applies plans."""
+"""The TFJob controller: the pure planner (plan/) and the wiring that watches, reconciles and applies plans."""

@@ -30,20 +30,19 @@ from tfop.api.constants import (
 from tfop.api.fields import mapping_at
 from tfop.api.timestamps import parse_time
 from tfop.controller.children import CHILD_KINDS, TFJOBS, ChildKinds, Scope, child_id
-from tfop.controller.plan_types import (
+from tfop.controller.plan.ps_server import SCRIPT_CONFIGMAP
+from tfop.controller.plan.troubles import replica_ranges
+from tfop.controller.plan.types import (
     JOB,
     POD,
     ChildPatch,
     ChildRef,
     CreateRefusal,
     Creation,
-    Object,
     Plan,
     StatusWait,
 )
-from tfop.controller.psserver import SCRIPT_CONFIGMAP
-from tfop.controller.serverscript import ServerScriptKeeper
-from tfop.controller.troubles import replica_ranges
+from tfop.controller.ps_server_script import ServerScriptKeeper
 from tfop.kube.client import KubeClient
 from tfop.kube.clock import SYSTEM_CLOCK, Clock
 from tfop.kube.errors import ApiError, BadRequest, Invalid, NotFound, TooLarge
@@ -53,6 +52,7 @@ from tfop.kube.holdback import HoldBack
 from tfop.kube.slowstart import create_in_batches
 from tfop.kube.store import Store, object_key
 from tfop.metrics import FRAMEWORK, OperatorMetrics
+from tfop.objects import Object
 
 log = structlog.get_logger("tfop.controller")
 

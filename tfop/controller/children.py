@@ -14,7 +14,6 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from tfop.api.constants import (
     GROUP,
@@ -25,14 +24,14 @@ from tfop.api.constants import (
     PLURAL,
     VERSION,
 )
-from tfop.controller.cached import slim_batch_job, slim_metadata, slim_pod, slim_pod_group
-from tfop.controller.gang import GangScheduler
-from tfop.controller.plan_types import JOB, POD, POD_GROUP, SERVICE
-from tfop.controller.resources import DesiredChildren, ReplicaSlot
+from tfop.controller.cache_transforms import slim_batch_job, slim_metadata, slim_pod, slim_pod_group
+from tfop.controller.plan.desired import DesiredChildren, ReplicaSlot
+from tfop.controller.plan.gang import GangScheduler
+from tfop.controller.plan.types import JOB, POD, POD_GROUP, SERVICE
 from tfop.kube.informer import Transform
 from tfop.kube.resource import JOBS, PODS, SERVICES, Resource
+from tfop.objects import Object
 
-Object = dict[str, Any]
 TFJOBS = Resource(GROUP, VERSION, PLURAL, KIND)  # the owner of every child below
 BY_OWNER = "controller-uid"  # the cache index a job's children are looked up by: its uid
 # The children the Kubeflow training operator's TFJob controller made, tfop's own (which carry the same value), and
@@ -53,7 +52,7 @@ class ChildKind:
     resource: Resource
     # The body of one child: for REPLICA scope the slot it fills, for JOB scope None.
     build: Callable[[DesiredChildren, ReplicaSlot | None], Object]
-    transform: Transform  # what the cache keeps of each object (controller/cached.py)
+    transform: Transform  # what the cache keeps of each object (controller/cache_transforms.py)
     scope: Scope = Scope.REPLICA
     label_selector: str = CHILD_SELECTOR
     owner_index: str = BY_OWNER

@@ -18,8 +18,9 @@ import structlog
 from tfop.kube.client import KubeClient, WatchStream
 from tfop.kube.errors import Gone, error_from_watch_status
 from tfop.kube.resource import Resource
-from tfop.kube.store import Change, IndexFunc, Object, Store, object_key
+from tfop.kube.store import Change, IndexFunc, Store, object_key
 from tfop.kube.throttle import ExponentialBackoff
+from tfop.objects import Object
 
 log = structlog.get_logger("tfop.kube.informer")
 

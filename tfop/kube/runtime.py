@@ -15,7 +15,6 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import structlog
 
@@ -27,10 +26,10 @@ from tfop.kube.ratelimit import RateLimiter
 from tfop.kube.resource import Resource
 from tfop.kube.store import IndexFunc, Store
 from tfop.kube.workqueue import RateLimitingQueue
+from tfop.objects import Object
 
 log = structlog.get_logger("tfop.kube.runtime")
 
-Object = dict[str, Any]
 Reconcile = Callable[[str], float | None]  # seconds until the key needs another look, or None
 
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from tfop.kube.errors import AlreadyExists, ApiError
+from tfop.objects import Object
 
-Object = dict[str, Any]
 T = TypeVar("T")
 
 

@@ -10,9 +10,10 @@ import builtins
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
-Object = dict[str, Any]
+from tfop.objects import Object
+
 IndexFunc = Callable[[Object], Iterable[str]]
 """Maps an object to the index values it is filed under (none, one or several)."""
 

@@ -47,7 +47,7 @@ helm template, pass --api-versions group/version/Kind). Empty output means no.
 {{- end -}}
 
 {{/*
-What the operator does on the API in the namespaces it manages, and nothing more (tfop/controller/controller.py
+What the operator does on the API in the namespaces it manages, and nothing more (tfop/controller/reconciler.py
 and tfop/kube/): it watches TFJobs and writes their status, deletes finished ones after
 ttlSecondsAfterFinished, creates and deletes the Pods and Services of each job, and records Events.
 */}}
@@ -74,7 +74,7 @@ ttlSecondsAfterFinished, creates and deletes the Pods and Services of each job, 
 - apiGroups: [""]
   resources: [events]
   verbs: [create, patch]
-# The default PS server's script (tfop/controller/serverscript.py): one ConfigMap per namespace, by name.
+# The default PS server's script (tfop/controller/ps_server_script.py): one ConfigMap per namespace, by name.
 - apiGroups: [""]
   resources: [configmaps]
   verbs: [create]

@@ -7,13 +7,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
-from typing import Any
 
 from tfop.api.fields import mapping, text
-from tfop.controller.resources import DesiredChildren, ReplicaSlot
-from tfop.controller.settings import ControllerConfig
-
-Object = dict[str, Any]
+from tfop.controller.plan.controller_config import ControllerConfig
+from tfop.controller.plan.desired import DesiredChildren, ReplicaSlot
+from tfop.objects import Object
 
 # The kinds of child a plan creates and deletes, by the `kind` of their objects. controller/children.py maps each
 # to its API resource; the planner only needs the names.

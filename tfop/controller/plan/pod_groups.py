@@ -4,15 +4,14 @@ the pods, keep its spec in line with the job's, replace a stray one, and say whe
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from tfop.api.fields import mapping_at, text
-from tfop.controller.draft import PlanDraft
-from tfop.controller.gang import admission_wait, describe, pod_group_name, pod_group_spec, spec_drift
-from tfop.controller.plan_types import POD_GROUP, ChildPatch, Creation, PlanContext
-from tfop.controller.status import is_terminating
+from tfop.controller.plan.draft import PlanDraft
+from tfop.controller.plan.gang import admission_wait, describe, pod_group_name, pod_group_spec, spec_drift
+from tfop.controller.plan.status import is_terminating
+from tfop.controller.plan.types import POD_GROUP, ChildPatch, Creation, PlanContext
+from tfop.objects import Object
 
-Object = dict[str, Any]
 POD_GROUP_PHASE = "podGroupPhase"  # in the job's status, for kubectl get -o wide
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-Object = dict[str, Any]
+from tfop.objects import Object
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 _METADATA = ("name", "namespace", "uid", "resourceVersion", "labels", "ownerReferences", "deletionTimestamp",

@@ -24,9 +24,8 @@ from tfop.api.constants import (
     REPLICA_TYPES,
 )
 from tfop.api.fields import integer, items, mapping, text
-from tfop.controller.quantity import QuantityError, format_quantity, parse_quantity
-
-Object = dict[str, Any]
+from tfop.controller.plan.quantity import QuantityError, format_quantity, parse_quantity
+from tfop.objects import Object
 
 GANG_NONE = "none"
 GANG_SCHEDULER_PLUGINS = "scheduler-plugins"

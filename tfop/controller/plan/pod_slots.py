@@ -7,7 +7,6 @@ from __future__ import annotations
 import enum
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
 
 from tfop.api.constants import (
     POD_FAILED,
@@ -20,13 +19,12 @@ from tfop.api.constants import (
     RESTART_POLICY_EXIT_CODE,
     RESTART_POLICY_ON_FAILURE,
 )
-from tfop.controller.exitcodes import ExitClass, container_termination
-from tfop.controller.naming import ChildNaming
-from tfop.controller.plan_types import POD, SERVICE, PlanContext
-from tfop.controller.resources import ReplicaSlot, replica_count, replica_slot_of
-from tfop.controller.status import is_terminating, pod_phase
-
-Object = dict[str, Any]
+from tfop.controller.plan.desired import ReplicaSlot, replica_count, replica_slot_of
+from tfop.controller.plan.exit_codes import ExitClass, container_termination
+from tfop.controller.plan.naming import ChildNaming
+from tfop.controller.plan.status import is_terminating, pod_phase
+from tfop.controller.plan.types import POD, SERVICE, PlanContext
+from tfop.objects import Object
 
 
 class SlotState(enum.Enum):

@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from tfop.api.constants import NAMING_RUNTIME_ID, REPLICA_BACKEND_PODS
-from tfop.controller.accelerators import Accelerators
-from tfop.controller.gang import GANG_NONE, GangScheduler, gang_scheduler
+from tfop.controller.plan.accelerators import Accelerators
+from tfop.controller.plan.gang import GANG_NONE, GangScheduler, gang_scheduler
 
 # "svc" resolves through every pod's DNS search path, whatever the cluster domain; "svc.cluster.local" names it.
 DEFAULT_SERVICE_DOMAIN = "svc"
-# The default PS server (controller/psserver.py): its image when the job names none, and where its script is
+# The default PS server (controller/plan/ps_server.py): its image when the job names none, and where its script is
 # mounted (the seeds' controller config names this very path).
 DEFAULT_TF_IMAGE = "tensorflow/tensorflow:2.21.0"
 DEFAULT_GRPC_SERVER_FILE_PATH = "/opt/mlkube/grpc_tensorflow_server/grpc_tensorflow_server.py"
@@ -26,10 +26,10 @@ class ControllerConfig:
     accelerators: Accelerators = field(default_factory=lambda: MappingProxyType({}))
     # Which gang scheduler places the job's pods as one PodGroup: none, scheduler-plugins or volcano.
     gang_scheduler: str = GANG_NONE
-    # How new jobs name their children (controller/naming.py); adopted jobs keep the naming they have.
+    # How new jobs name their children (controller/plan/naming.py); adopted jobs keep the naming they have.
     child_naming: str = NAMING_RUNTIME_ID
     tf_image: str = DEFAULT_TF_IMAGE
-    # What new jobs' replicas are, unless a job's annotation says: Pods, or batch/v1 Jobs (controller/jobs.py).
+    # What new jobs' replicas are, unless a job's annotation says: Pods, or batch/v1 Jobs (plan/batch_job.py).
     replica_backend: str = REPLICA_BACKEND_PODS
     grpc_server_file_path: str = DEFAULT_GRPC_SERVER_FILE_PATH
 

@@ -17,8 +17,6 @@ fails such a Job once its restarts reach the limit, where the TFJob fails only p
 
 from __future__ import annotations
 
-from typing import Any
-
 from tfop.api.constants import (
     DEFAULT_CONTAINER_NAME,
     RESTART_POLICY_ALWAYS,
@@ -27,8 +25,7 @@ from tfop.api.constants import (
     RESTART_POLICY_ON_FAILURE,
 )
 from tfop.api.fields import items, mapping, mapping_at, text
-
-Object = dict[str, Any]
+from tfop.objects import Object
 
 BATCH_API_VERSION = "batch/v1"
 JOB_KIND = "Job"

@@ -17,15 +17,14 @@ from tfop.api.constants import (
 )
 from tfop.api.defaults import canonical_replica_type
 from tfop.api.fields import integer, mapping, mapping_at, text
-from tfop.controller.draft import PlanDraft
-from tfop.controller.exitcodes import container_termination, exit_class_name, latest_restarted
-from tfop.controller.plan_types import JOB, POD, ReplicaRestart
-from tfop.controller.restarts import RestartCount, RestartLedger, count_restarts
-from tfop.controller.slots import SlotState, SortedChildren, replica_types
-from tfop.controller.status import is_terminating, pod_phase, replica_status
-from tfop.controller.troubles import announce_exits, latest_exits
-
-Object = dict[str, Any]
+from tfop.controller.plan.draft import PlanDraft
+from tfop.controller.plan.exit_codes import container_termination, exit_class_name, latest_restarted
+from tfop.controller.plan.pod_slots import SlotState, SortedChildren, replica_types
+from tfop.controller.plan.restarts import RestartCount, RestartLedger, count_restarts
+from tfop.controller.plan.status import is_terminating, pod_phase, replica_status
+from tfop.controller.plan.troubles import announce_exits, latest_exits
+from tfop.controller.plan.types import JOB, POD, ReplicaRestart
+from tfop.objects import Object
 
 
 def count_replica_restarts(draft: PlanDraft, job: Object, pods_by_type: dict[str, list[Object]], *, adopted: bool,

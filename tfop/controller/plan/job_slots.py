@@ -10,7 +10,6 @@ pods' containers (OnFailure). Their sum over all the Jobs is the job's restart c
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
 
 from tfop.api.constants import (
     ANNOTATION_REPLICA_BACKEND,
@@ -25,9 +24,7 @@ from tfop.api.constants import (
     RESTART_POLICY_NEVER,
 )
 from tfop.api.fields import integer, mapping, mapping_at, text
-from tfop.controller.draft import PlanDraft
-from tfop.controller.exitcodes import container_termination, exit_class_name
-from tfop.controller.jobspec import (
+from tfop.controller.plan.batch_job import (
     FAILED_BY_BACKOFF_LIMIT,
     controller_uid,
     failed_pods,
@@ -35,15 +32,17 @@ from tfop.controller.jobspec import (
     job_outcome,
     made_by_job,
 )
-from tfop.controller.naming import ChildNaming
-from tfop.controller.plan_types import JOB, POD, SERVICE, PlanContext, ReplicaRestart
-from tfop.controller.replica_records import describe_failure, uid_of
-from tfop.controller.resources import ReplicaSlot, replica_count, replica_slot_of
-from tfop.controller.restarts import RestartCount, RestartLedger, count_restarts
-from tfop.controller.slots import Slot, SlotState, SortedChildren, fill_slots, replica_types, slot_state
-from tfop.controller.status import is_terminating, pod_phase, pod_restart_count
+from tfop.controller.plan.desired import ReplicaSlot, replica_count, replica_slot_of
+from tfop.controller.plan.draft import PlanDraft
+from tfop.controller.plan.exit_codes import container_termination, exit_class_name
+from tfop.controller.plan.naming import ChildNaming
+from tfop.controller.plan.pod_slots import Slot, SlotState, SortedChildren, fill_slots, replica_types, slot_state
+from tfop.controller.plan.replica_records import describe_failure, uid_of
+from tfop.controller.plan.restarts import RestartCount, RestartLedger, count_restarts
+from tfop.controller.plan.status import is_terminating, pod_phase, pod_restart_count
+from tfop.controller.plan.types import JOB, POD, SERVICE, PlanContext, ReplicaRestart
+from tfop.objects import Object
 
-Object = dict[str, Any]
 REPLICA_BACKEND = "replicaBackend"  # where the status records it
 
 

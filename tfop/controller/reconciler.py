@@ -13,13 +13,13 @@ import structlog
 from tfop.api.constants import GROUP, KIND, LABEL_JOB_NAME
 from tfop.api.kueue import managed_elsewhere
 from tfop.controller.apply import PlanApplier
-from tfop.controller.cached import slim_job
+from tfop.controller.cache_transforms import slim_job
 from tfop.controller.children import TFJOBS, ChildKind, child_id, child_kinds, pod_group_resource
-from tfop.controller.gang import GangScheduler
-from tfop.controller.jobspec import made_by_job
-from tfop.controller.plan_types import Object, PlanContext
-from tfop.controller.reconcile import plan as plan_job
-from tfop.controller.settings import ControllerConfig
+from tfop.controller.plan.batch_job import made_by_job
+from tfop.controller.plan.controller_config import ControllerConfig
+from tfop.controller.plan.gang import GangScheduler
+from tfop.controller.plan.planner import plan as plan_job
+from tfop.controller.plan.types import PlanContext
 from tfop.kube.client import KubeClient
 from tfop.kube.clock import SYSTEM_CLOCK, Clock
 from tfop.kube.errors import NotFound
@@ -28,6 +28,7 @@ from tfop.kube.expectations import Expectations
 from tfop.kube.runtime import Change, ControllerRuntime, Watch
 from tfop.kube.store import Store, by_controller_uid, object_key
 from tfop.metrics import OperatorMetrics
+from tfop.objects import Object
 
 log = structlog.get_logger("tfop.controller")
 

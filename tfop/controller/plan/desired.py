@@ -37,12 +37,12 @@ from tfop.api.constants import (
 )
 from tfop.api.fields import integer, items, mapping, mapping_at
 from tfop.api.runtime_id import child_name, runtime_id
-from tfop.controller.accelerators import Accelerators, apply_accelerators
-from tfop.controller.gang import GangScheduler, join_gang, pod_group
-from tfop.controller.jobspec import replica_job
-from tfop.controller.naming import ChildNaming, labelled_slot, naming_of
-from tfop.controller.psserver import uses_script
-from tfop.controller.settings import DEFAULT_SERVICE_DOMAIN
+from tfop.controller.plan.accelerators import Accelerators, apply_accelerators
+from tfop.controller.plan.batch_job import replica_job
+from tfop.controller.plan.controller_config import DEFAULT_SERVICE_DOMAIN
+from tfop.controller.plan.gang import GangScheduler, join_gang, pod_group
+from tfop.controller.plan.naming import ChildNaming, labelled_slot, naming_of
+from tfop.controller.plan.ps_server import uses_script
 
 __all__ = [
     "DesiredChildren", "ReplicaSlot", "child_name", "desired_pod", "desired_service",
@@ -162,7 +162,7 @@ class DesiredChildren:
         return pod
 
     def batch_job(self, replica_type: str, index: int) -> dict[str, Any]:
-        """The Job backend's Job of one replica: its pod as the template (controller/jobspec.py)."""
+        """The Job backend's Job of one replica: its pod as the template (controller/plan/batch_job.py)."""
         replica = self._job["spec"]["tfReplicaSpecs"][replica_type]
         backoff_limit = integer(mapping_at(self._job, "spec", "runPolicy").get("backoffLimit"))
         return replica_job(self.pod(replica_type, index), replica["restartPolicy"], backoff_limit)

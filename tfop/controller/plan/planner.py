@@ -45,25 +45,25 @@ from tfop.api.kueue import kueue_key_problems, managed_elsewhere
 from tfop.api.runtime_id import runtime_id
 from tfop.api.timestamps import parse_time
 from tfop.api.validation import validate
-from tfop.controller.draft import PlanDraft
-from tfop.controller.jobslots import REPLICA_BACKEND, count_job_restarts, replica_backend_of, sort_job_children
-from tfop.controller.jobspec import made_by_job
-from tfop.controller.lifecycle import COMPLETION_TIME, clean_up, finish, keep_finished, resume_jobs
-from tfop.controller.naming import CHILD_NAMING, ChildNaming, naming_of
-from tfop.controller.plan_types import JOB, POD, SERVICE, CreateRefusal, Creation, Plan, PlanContext
-from tfop.controller.podgroups import plan_pod_group
-from tfop.controller.psserver import with_default_ps_server
-from tfop.controller.replica_records import count_replica_restarts, describe_failure, record_replicas, uid_of
-from tfop.controller.resources import (
+from tfop.controller.plan.batch_job import made_by_job
+from tfop.controller.plan.desired import (
     DesiredChildren,
     ReplicaSlot,
     pod_restart_policy,
     replica_count,
 )
-from tfop.controller.restarts import RestartCount
-from tfop.controller.slots import Slot, SlotState, SortedChildren, sort_children
-from tfop.controller.status import TRUE, conditions_of, is_terminating
-from tfop.controller.troubles import announce_troubles, troubles_of, with_troubles
+from tfop.controller.plan.draft import PlanDraft
+from tfop.controller.plan.job_slots import REPLICA_BACKEND, count_job_restarts, replica_backend_of, sort_job_children
+from tfop.controller.plan.lifecycle import COMPLETION_TIME, clean_up, finish, keep_finished, resume_jobs
+from tfop.controller.plan.naming import CHILD_NAMING, ChildNaming, naming_of
+from tfop.controller.plan.pod_groups import plan_pod_group
+from tfop.controller.plan.pod_slots import Slot, SlotState, SortedChildren, sort_children
+from tfop.controller.plan.ps_server import with_default_ps_server
+from tfop.controller.plan.replica_records import count_replica_restarts, describe_failure, record_replicas, uid_of
+from tfop.controller.plan.restarts import RestartCount
+from tfop.controller.plan.status import TRUE, conditions_of, is_terminating
+from tfop.controller.plan.troubles import announce_troubles, troubles_of, with_troubles
+from tfop.controller.plan.types import JOB, POD, SERVICE, CreateRefusal, Creation, Plan, PlanContext
 
 __all__ = ["plan"]
 

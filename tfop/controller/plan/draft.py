@@ -27,19 +27,9 @@ from tfop.api.constants import (
 )
 from tfop.api.fields import integer, mapping, text
 from tfop.api.timestamps import as_utc, format_time
-from tfop.controller.plan_types import (
-    ChildPatch,
-    ChildRef,
-    Creation,
-    JobCounters,
-    JobEvent,
-    Plan,
-    ReplicaRestart,
-    StatusWait,
-)
-from tfop.controller.resources import DesiredChildren
-from tfop.controller.settings import ControllerConfig
-from tfop.controller.status import (
+from tfop.controller.plan.controller_config import ControllerConfig
+from tfop.controller.plan.desired import DesiredChildren
+from tfop.controller.plan.status import (
     FALSE,
     TRUE,
     condition_is_true,
@@ -48,6 +38,16 @@ from tfop.controller.status import (
     is_terminating,
     set_condition,
     summary,
+)
+from tfop.controller.plan.types import (
+    ChildPatch,
+    ChildRef,
+    Creation,
+    JobCounters,
+    JobEvent,
+    Plan,
+    ReplicaRestart,
+    StatusWait,
 )
 
 LAST_RECONCILE_TIME = "lastReconcileTime"

@@ -24,10 +24,10 @@ from tfop.api.constants import (
 )
 from tfop.api.fields import integer, mapping, mapping_at, text
 from tfop.api.timestamps import parse_time
-from tfop.controller.draft import PlanDraft
-from tfop.controller.jobspec import controller_uid, is_suspended, job_outcome, made_by_job
-from tfop.controller.plan_types import JOB, POD, POD_GROUP, SERVICE, ChildPatch, PlanContext
-from tfop.controller.status import is_terminating, pod_phase
+from tfop.controller.plan.batch_job import controller_uid, is_suspended, job_outcome, made_by_job
+from tfop.controller.plan.draft import PlanDraft
+from tfop.controller.plan.status import is_terminating, pod_phase
+from tfop.controller.plan.types import JOB, POD, POD_GROUP, SERVICE, ChildPatch, PlanContext
 
 COMPLETION_TIME = "completionTime"
 
