@@ -12,14 +12,10 @@ from __future__ import annotations
 from collections import defaultdict
 
 from tfop.api.constants import (
-    ANNOTATION_REPLICA_BACKEND,
     EVENT_WARNING,
     LABEL_REPLICA_INDEX,
     POD_FAILED,
     REASON_RESTARTING,
-    REPLICA_BACKEND_JOBS,
-    REPLICA_BACKEND_PODS,
-    REPLICA_BACKENDS,
     REPLICA_WORKER,
     RESTART_POLICY_NEVER,
 )
@@ -42,28 +38,6 @@ from tfop.controller.plan.restarts import RestartCount, RestartLedger, count_res
 from tfop.controller.plan.status import is_terminating, pod_phase, pod_restart_count
 from tfop.controller.plan.types import JOB, POD, SERVICE, PlanContext, ReplicaRestart
 from tfop.objects import Object
-
-REPLICA_BACKEND = "replicaBackend"  # where the status records it
-
-
-def replica_backend_of(job: Object, context: PlanContext) -> tuple[str | None, str | None]:
-    """(backend, None), or (None, why the annotation is invalid). Once recorded in the status the backend never
-    changes; before that, children already made tell it (a job an older tfop or the Go operator ran has Pods);
-    else the job's annotation, else the operator's default."""
-    recorded = text(mapping(job.get("status")).get(REPLICA_BACKEND))
-    if recorded in REPLICA_BACKENDS:
-        return recorded, None
-    if context.of_kind(JOB):
-        return REPLICA_BACKEND_JOBS, None
-    if context.of_kind(POD):
-        return REPLICA_BACKEND_PODS, None
-    asked = mapping_at(job, "metadata", "annotations").get(ANNOTATION_REPLICA_BACKEND)
-    if asked is None:
-        return context.config.replica_backend, None
-    if asked in REPLICA_BACKENDS:
-        return str(asked), None
-    return None, (f"metadata.annotations[{ANNOTATION_REPLICA_BACKEND}]: must be one of "
-                  f"{', '.join(REPLICA_BACKENDS)}, not {asked!r}")
 
 
 def sort_job_children(job: Object, context: PlanContext, naming: ChildNaming) -> SortedChildren:

@@ -8,13 +8,11 @@ nothing. The wiring passes only children whose controller ownerReference is this
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from tfop.api.constants import (
     CHIEF_REPLICA_TYPES,
-    CLEAN_POD_POLICY_ALL,
     CONDITION_CREATED,
     CONDITION_FAILED,
     CONDITION_RESTARTING,
@@ -35,7 +33,6 @@ from tfop.api.constants import (
     REASON_SUCCEEDED,
     REASON_SUSPENDED,
     REASON_TEMPLATE_RESTART_POLICY,
-    REPLICA_BACKEND_JOBS,
     REPLICA_WORKER,
     SUCCESS_POLICY_ALL_WORKERS,
 )
@@ -45,6 +42,7 @@ from tfop.api.kueue import kueue_key_problems, managed_elsewhere
 from tfop.api.runtime_id import runtime_id
 from tfop.api.timestamps import parse_time
 from tfop.api.validation import validate
+from tfop.controller.plan.backends import REPLICA_BACKEND, ReplicaBackend, backend_of
 from tfop.controller.plan.batch_job import made_by_job
 from tfop.controller.plan.desired import (
     DesiredChildren,
@@ -53,15 +51,13 @@ from tfop.controller.plan.desired import (
     replica_count,
 )
 from tfop.controller.plan.draft import PlanDraft
-from tfop.controller.plan.job_slots import REPLICA_BACKEND, count_job_restarts, replica_backend_of, sort_job_children
-from tfop.controller.plan.lifecycle import COMPLETION_TIME, clean_up, finish, keep_finished, resume_jobs
+from tfop.controller.plan.lifecycle import COMPLETION_TIME, finish, keep_finished
 from tfop.controller.plan.naming import CHILD_NAMING, ChildNaming, naming_of
 from tfop.controller.plan.pod_groups import plan_pod_group
-from tfop.controller.plan.pod_slots import Slot, SlotState, SortedChildren, sort_children
+from tfop.controller.plan.pod_slots import Slot, SlotState, SortedChildren
 from tfop.controller.plan.ps_server import with_default_ps_server
-from tfop.controller.plan.replica_records import count_replica_restarts, describe_failure, record_replicas, uid_of
-from tfop.controller.plan.restarts import RestartCount
-from tfop.controller.plan.status import TRUE, conditions_of, is_terminating
+from tfop.controller.plan.replica_records import describe_failure, record_replicas, uid_of
+from tfop.controller.plan.status import TRUE, is_terminating
 from tfop.controller.plan.troubles import announce_troubles, troubles_of, with_troubles
 from tfop.controller.plan.types import JOB, POD, SERVICE, CreateRefusal, Creation, Plan, PlanContext
 
@@ -81,11 +77,7 @@ class _Planning:
     job: dict[str, Any]
     naming: ChildNaming
     children: SortedChildren
-    replica_kind: str  # what makes a replica: POD, or JOB with the Job backend
-
-    @property
-    def on_jobs(self) -> bool:
-        return self.replica_kind == JOB
+    backend: ReplicaBackend
 
 
 def plan(context: PlanContext) -> Plan:
@@ -94,7 +86,7 @@ def plan(context: PlanContext) -> Plan:
         return Plan()  # the garbage collector removes a deleted job's children; another controller runs the job
     draft = PlanDraft(job, context.now, context.config)
     defaulted = with_default_ps_server(apply_defaults(job), context.config)
-    backend, backend_error = replica_backend_of(job, context)
+    backend, backend_error = backend_of(job, context)
     errors = [str(error) for error in validate(defaulted)] + kueue_key_problems(job) + (
         [backend_error] if backend_error else [])
     _note_created(draft, defaulted)
@@ -103,16 +95,15 @@ def plan(context: PlanContext) -> Plan:
     naming = naming_of(job, own, context.config.child_naming)
     draft.status[CHILD_NAMING] = naming.scheme
     if backend is not None:
-        draft.status[REPLICA_BACKEND] = backend
+        draft.status[REPLICA_BACKEND] = backend.name
     refused = [refusal for refusal in context.refusals if refusal.permanent]
     if _is_finished(draft):
         keep_finished(draft, defaulted, context, just_finished=False)
     elif errors or refused:
         _reject(draft, defaulted, context, errors or [_describe_refusal(r) for r in refused])
-    else:
-        on_jobs = backend == REPLICA_BACKEND_JOBS
-        children = (sort_job_children if on_jobs else sort_children)(defaulted, context, naming)
-        _run(_Planning(draft, context, defaulted, naming, children, JOB if on_jobs else POD))
+    elif backend is not None:  # without errors it always is
+        _run(_Planning(draft, context, defaulted, naming, backend.sort_children(defaulted, context, naming),
+                       backend))
     return draft.finalize(refused=bool(context.refusals))
 
 
@@ -172,36 +163,34 @@ def _run(p: _Planning) -> None:
     if parse_time(draft.status.get(START_TIME)) is None:
         draft.set_time(START_TIME)
 
-    # With Jobs, the Job controller replaces a failed pod itself.
     retryable = [slot for slot in children.slots if slot.state is SlotState.RETRYABLE]
-    recreate = [] if p.on_jobs else retryable
-    scaled_down = [child for child in children.surplus_of(p.replica_kind) if not is_terminating(child)]
+    recreate = p.backend.to_recreate(retryable)
+    scaled_down = [child for child in children.surplus_of(p.backend.kind) if not is_terminating(child)]
     recreating = {uid_of(slot.pod) for slot in recreate}
-    counts = _count_restarts(p, deleting=recreating | {uid_of(child) for child in scaled_down}, recreating=recreating)
+    counts = p.backend.count_restarts(draft, p.job, p.context, children,
+                                      deleting=recreating | {uid_of(child) for child in scaled_down},
+                                      recreating=recreating)
     if _finish_if_done(p, sum(count.total for count in counts.values())):
         keep_finished(draft, p.job, p.context, just_finished=True)
         record_replicas(p.draft, p.job, p.children, counts, finishing=True)
         return
 
     for child in [*(slot.pod for slot in recreate if slot.pod is not None), *scaled_down]:
-        draft.delete_child(p.replica_kind, child)  # a recreated pod is made once the old one is gone: its name is taken
+        draft.delete_child(p.backend.kind, child)  # a recreated pod is made once the old one is gone: its name is taken
     for service in children.surplus_of(SERVICE):
         if not is_terminating(service):
             draft.delete_child(SERVICE, service)
-    if p.on_jobs:
-        resume_jobs(draft, children.batch_jobs.values())
+    p.backend.resume(draft, children)
     gang = plan_pod_group(draft, p.job, p.context)
     _create_missing(p, hold_pods=gang.hold_pods is not None)
-    replaced = [[slot.pod for slot in retryable if slot.pod is not None]] if p.on_jobs else [
-        count.recreated for count in counts.values()]
-    _update_running(p, replaced, gang_note=gang.note)
+    _update_running(p, p.backend.replaced(retryable, counts), gang_note=gang.note)
     record_replicas(p.draft, p.job, p.children, counts, finishing=False)
 
 
 def _create_missing(p: _Planning, *, hold_pods: bool) -> None:
     """Every slot's missing pod (only if the gang scheduler lets them exist yet), then every missing service: the
     job runs once its pods do, so they reach the scheduler first. The applier builds the bodies as it sends them."""
-    for kind in (p.replica_kind, SERVICE):
+    for kind in (p.backend.kind, SERVICE):
         for slot in p.children.slots:
             replica = slot.slot
             if (replica not in p.children.services if kind == SERVICE
@@ -215,26 +204,15 @@ def _create_missing(p: _Planning, *, hold_pods: bool) -> None:
 def _suspend(p: _Planning) -> None:
     """A suspended job keeps nothing running; its clock (startTime) stops, and restarts in place so far are kept."""
     draft = p.draft
-    # With Jobs, each Job is suspended (the Job controller removes its pod) and kept, with its restarts.
-    deleting = set() if p.on_jobs else {uid_of(pod) for pod in p.context.of_kind(POD) if not is_terminating(pod)}
-    counts = _count_restarts(p, deleting=deleting, recreating=set())
-    clean_up(draft, p.context, CLEAN_POD_POLICY_ALL, suspend_jobs=True)
+    counts = p.backend.count_restarts(draft, p.job, p.context, p.children,
+                                      deleting=p.backend.retired_on_suspend(p.context), recreating=set())
+    p.backend.suspend(draft, p.context)
     message = f"{draft.job_ref} is suspended."
     draft.set_condition(CONDITION_SUSPENDED, true=True, reason=REASON_SUSPENDED, message=message)
     draft.set_condition(CONDITION_RUNNING, true=False, reason=REASON_SUSPENDED, message=message)
     draft.clear_condition(CONDITION_RESTARTING, reason=REASON_SUSPENDED, message=message)
     draft.status.pop(START_TIME, None)
     record_replicas(p.draft, p.job, p.children, counts, finishing=False)
-
-
-def _count_restarts(p: _Planning, *, deleting: set[str], recreating: set[str]) -> dict[str, RestartCount]:
-    if p.on_jobs:
-        return count_job_restarts(p.draft, p.job, p.context, p.children, deleting=deleting)
-    # A status with conditions but without restart counts was written by another operator (the Kubeflow training
-    # operator keeps none): the containers' restarts found at adoption happened under it.
-    adopted = bool(conditions_of(p.context.job.get("status")))
-    return count_replica_restarts(p.draft, p.job, p.children.pods_by_type, adopted=adopted, deleting=deleting,
-                                  recreating=recreating)
 
 
 def _finish_if_done(p: _Planning, restarts: int) -> bool:
@@ -247,7 +225,7 @@ def _finish_if_done(p: _Planning, restarts: int) -> bool:
     backoff_limit = run_policy.get("backoffLimit")
     # A Job out of restarts while the job has no limit (any more: the spec was edited) fails the job as it is.
     final = (SlotState.PERMANENT,) if backoff_limit is not None else (SlotState.PERMANENT, SlotState.EXHAUSTED)
-    failed = [slot for slot in p.children.slots if slot.state in final and (slot.pod or p.on_jobs)]
+    failed = [slot for slot in p.children.slots if slot.state in final and p.backend.has_failed(slot)]
     if failed:
         listed = _listing([describe_failure(slot.pod) if slot.pod is not None else
                            f"{slot.slot.replica_type} {slot.slot.index}, whose Job failed" for slot in failed])
@@ -290,13 +268,12 @@ def _succeeded(job: dict[str, Any], slots: list[Slot]) -> bool:
     return bool(slots) and all(slot.state is SlotState.SUCCEEDED for slot in slots)
 
 
-def _update_running(p: _Planning, recreated: Iterable[list[dict[str, Any]]], *, gang_note: str = "") -> None:
+def _update_running(p: _Planning, replaced: list[dict[str, Any]], *, gang_note: str = "") -> None:
     """Running means every replica pod runs (or has finished its part); while any is pending the condition says
     how many, rather than claiming the job runs."""
     draft, children = p.draft, p.children
     troubles = troubles_of((slot.slot, slot.pod) for slot in children.slots if slot.pod is not None)
     announce_troubles(draft, troubles)
-    replaced = [pod for pods in recreated for pod in pods]
     if replaced:
         listed = _listing([describe_failure(pod) for pod in replaced])
         draft.set_condition(CONDITION_RESTARTING, true=True, reason=REASON_RESTARTING,

@@ -1,0 +1,161 @@
+"""The replica backends: what one replica of a TFJob is made of, and so who replaces it when it fails.
+
+- Pods: tfop makes each replica's pod, and recreates a pod that failed retryably (under the same name).
+- Jobs: tfop makes one batch/v1 Job per replica; the Job controller replaces its failed pod, and tfop only reads
+  what it did.
+
+The planner asks the job's backend (`backend_of`) instead of branching on which one it is; everything
+else (services, the gang's PodGroup, status, success and failure) is the same for both.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import ClassVar
+
+from tfop.api.constants import (
+    ANNOTATION_REPLICA_BACKEND,
+    CLEAN_POD_POLICY_ALL,
+    REPLICA_BACKEND_JOBS,
+    REPLICA_BACKEND_PODS,
+    REPLICA_BACKENDS,
+)
+from tfop.api.fields import mapping, mapping_at, text
+from tfop.controller.plan.draft import PlanDraft
+from tfop.controller.plan.job_slots import count_job_restarts, sort_job_children
+from tfop.controller.plan.lifecycle import clean_up, resume_jobs, suspend_replica_jobs
+from tfop.controller.plan.naming import ChildNaming
+from tfop.controller.plan.pod_slots import Slot, SortedChildren, sort_children
+from tfop.controller.plan.replica_records import count_replica_restarts, uid_of
+from tfop.controller.plan.restarts import RestartCount
+from tfop.controller.plan.status import conditions_of, is_terminating
+from tfop.controller.plan.types import JOB, POD, PlanContext
+from tfop.objects import Object
+
+
+class ReplicaBackend(ABC):
+    name: ClassVar[str]  # as the annotation, the operator config and status.replicaBackend say it
+    kind: ClassVar[str]  # the child kind one replica is: POD or JOB
+
+    @abstractmethod
+    def sort_children(self, job: Object, context: PlanContext, naming: ChildNaming) -> SortedChildren:
+        """The job's children sorted into replica slots, each with its state."""
+
+    @abstractmethod
+    def to_recreate(self, retryable: list[Slot]) -> list[Slot]:
+        """Of the slots whose replica failed retryably, those tfop itself deletes so they are made again."""
+
+    @abstractmethod
+    def count_restarts(self, draft: PlanDraft, job: Object, context: PlanContext, children: SortedChildren, *,
+                       deleting: set[str], recreating: set[str]) -> dict[str, RestartCount]:
+        """Restarts per replica type, announcing the new ones; `deleting` (uids) retire their counts now."""
+
+    @abstractmethod
+    def retired_on_suspend(self, context: PlanContext) -> set[str]:
+        """The uids of replicas a suspension deletes, whose restart counts go into the status with them."""
+
+    @abstractmethod
+    def suspend(self, draft: PlanDraft, context: PlanContext) -> None:
+        """Keep nothing running while the job is suspended."""
+
+    @abstractmethod
+    def resume(self, draft: PlanDraft, children: SortedChildren) -> None:
+        """Undo what `suspend` kept, for a job running again."""
+
+    @abstractmethod
+    def replaced(self, retryable: list[Slot], counts: dict[str, RestartCount]) -> list[Object]:
+        """The failed pods being replaced in this pass, for the Restarting condition's message."""
+
+    @abstractmethod
+    def has_failed(self, slot: Slot) -> bool:
+        """Whether a slot in a final state counts as a failed replica (with Pods, only once its pod is seen)."""
+
+
+class PodBackend(ReplicaBackend):
+    name = REPLICA_BACKEND_PODS
+    kind = POD
+
+    def sort_children(self, job: Object, context: PlanContext, naming: ChildNaming) -> SortedChildren:
+        return sort_children(job, context, naming)
+
+    def to_recreate(self, retryable: list[Slot]) -> list[Slot]:
+        return retryable
+
+    def count_restarts(self, draft: PlanDraft, job: Object, context: PlanContext, children: SortedChildren, *,
+                       deleting: set[str], recreating: set[str]) -> dict[str, RestartCount]:
+        # A status with conditions but without restart counts was written by another operator (the Kubeflow
+        # training operator keeps none): the containers' restarts found at adoption happened under it.
+        adopted = bool(conditions_of(context.job.get("status")))
+        return count_replica_restarts(draft, job, children.pods_by_type, adopted=adopted, deleting=deleting,
+                                      recreating=recreating)
+
+    def retired_on_suspend(self, context: PlanContext) -> set[str]:
+        return {uid_of(pod) for pod in context.of_kind(POD) if not is_terminating(pod)}
+
+    def suspend(self, draft: PlanDraft, context: PlanContext) -> None:
+        clean_up(draft, context, CLEAN_POD_POLICY_ALL)
+
+    def resume(self, draft: PlanDraft, children: SortedChildren) -> None:
+        """Nothing was kept: the missing pods are simply made again."""
+
+    def replaced(self, retryable: list[Slot], counts: dict[str, RestartCount]) -> list[Object]:
+        return [pod for count in counts.values() for pod in count.recreated]
+
+    def has_failed(self, slot: Slot) -> bool:
+        return slot.pod is not None
+
+
+class JobBackend(ReplicaBackend):
+    name = REPLICA_BACKEND_JOBS
+    kind = JOB
+
+    def sort_children(self, job: Object, context: PlanContext, naming: ChildNaming) -> SortedChildren:
+        return sort_job_children(job, context, naming)
+
+    def to_recreate(self, retryable: list[Slot]) -> list[Slot]:
+        return []  # the Job controller replaces a failed pod itself
+
+    def count_restarts(self, draft: PlanDraft, job: Object, context: PlanContext, children: SortedChildren, *,
+                       deleting: set[str], recreating: set[str]) -> dict[str, RestartCount]:
+        return count_job_restarts(draft, job, context, children, deleting=deleting)
+
+    def retired_on_suspend(self, context: PlanContext) -> set[str]:
+        return set()  # each Job is suspended and kept, with its restarts
+
+    def suspend(self, draft: PlanDraft, context: PlanContext) -> None:
+        suspend_replica_jobs(draft, context)
+
+    def resume(self, draft: PlanDraft, children: SortedChildren) -> None:
+        resume_jobs(draft, children.batch_jobs.values())
+
+    def replaced(self, retryable: list[Slot], counts: dict[str, RestartCount]) -> list[Object]:
+        return [slot.pod for slot in retryable if slot.pod is not None]
+
+    def has_failed(self, slot: Slot) -> bool:
+        return True  # a failed Job fails its replica, whether or not its last pod is still seen
+
+
+BACKENDS: dict[str, ReplicaBackend] = {backend.name: backend for backend in (PodBackend(), JobBackend())}
+
+
+REPLICA_BACKEND = "replicaBackend"  # where the status records it
+
+
+def backend_of(job: Object, context: PlanContext) -> tuple[ReplicaBackend | None, str | None]:
+    """(backend, None), or (None, why the annotation is invalid). Once recorded in the status the backend never
+    changes; before that, children already made tell it (a job an older tfop or the Go operator ran has Pods);
+    else the job's annotation, else the operator's default."""
+    recorded = text(mapping(job.get("status")).get(REPLICA_BACKEND))
+    if recorded in REPLICA_BACKENDS:
+        return BACKENDS[recorded], None
+    if context.of_kind(JOB):
+        return BACKENDS[REPLICA_BACKEND_JOBS], None
+    if context.of_kind(POD):
+        return BACKENDS[REPLICA_BACKEND_PODS], None
+    asked = mapping_at(job, "metadata", "annotations").get(ANNOTATION_REPLICA_BACKEND)
+    if asked is None:
+        return BACKENDS[context.config.replica_backend], None
+    if asked in REPLICA_BACKENDS:
+        return BACKENDS[str(asked)], None
+    return None, (f"metadata.annotations[{ANNOTATION_REPLICA_BACKEND}]: must be one of "
+                  f"{', '.join(REPLICA_BACKENDS)}, not {asked!r}")
