@@ -85,13 +85,8 @@ STATUS_HOLD_SECONDS = 5.0
 class ChildChanges:
     """What sending a plan's deletes and creates came to."""
 
-    deleted: set[str] = field(default_factory=set)  # uids
     refusals: list[CreateRefusal] = field(default_factory=list)
     errors: list[ApiError] = field(default_factory=list)  # worth retrying: failed deletes, transient refusals
-
-    def merge(self, other: ChildChanges) -> ChildChanges:
-        return ChildChanges(self.deleted | other.deleted, [*self.refusals, *other.refusals],
-                            [*self.errors, *other.errors])
 
 
 def is_permanent_refusal(error: ApiError) -> bool:
@@ -119,15 +114,12 @@ class PlanApplier:
     def shutdown(self, *, wait: bool) -> None:
         self._creators.shutdown(wait=wait, cancel_futures=not wait)
 
-    def change_children(self, key: str, job: Object, plan: Plan, *, create: bool = True,
-                        skip_deletes: frozenset[str] = frozenset()) -> ChildChanges:
-        """Deletes and creates what the plan says (creates only if `create`; deletes of uids in `skip_deletes`,
-        already sent, are not sent again)."""
+    def change_children(self, key: str, job: Object, plan: Plan) -> ChildChanges:
+        """Deletes, patches and creates what the plan says."""
         changes = ChildChanges()
-        self._delete_children(key, job, [ref for ref in plan.delete if ref.uid not in skip_deletes], changes)
-        if create:
-            self._patch_children(job, plan.patch, changes)
-            self._create_children(key, job, plan, changes)
+        self._delete_children(key, job, plan.delete, changes)
+        self._patch_children(job, plan.patch, changes)
+        self._create_children(key, job, plan, changes)
         return changes
 
     def record(self, key: str, job: Object, plan: Plan, now: datetime) -> float | None:
@@ -286,7 +278,6 @@ class PlanApplier:
                 self.client.delete(kind.resource, ref.name, namespace, uid=ref.uid,
                                    propagation_policy=kind.propagation_policy)
                 deleted.setdefault(ref.kind, []).append(ref.name)
-                changes.deleted.add(ref.uid)
             except NotFound:
                 self.expectations.deleted(key, ref.uid)  # gone already: no event will come
             except ApiError as error:

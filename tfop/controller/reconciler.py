@@ -1,11 +1,11 @@
 """The TFJob controller: the generic runtime (tfop/kube/runtime.py) watching TFJobs and the child kinds of
 controller/children.py, a reconcile that reads a job and its children from the cache, asks the pure planner what
-to do, and hands the plan to the applier. Nothing here decides behaviour; `reconcile.plan` does."""
+to do, and hands the plan to the applier: one plan and one apply per pass. Nothing here decides behaviour;
+`plan/planner.py` does."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import UTC, datetime
 
 import structlog
@@ -19,7 +19,7 @@ from tfop.controller.plan.batch_job import made_by_job
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.gang import GangScheduler
 from tfop.controller.plan.planner import plan as plan_job
-from tfop.controller.plan.types import PlanContext
+from tfop.controller.plan.types import CreateRefusal, PlanContext
 from tfop.kube.client import KubeClient
 from tfop.kube.clock import SYSTEM_CLOCK, Clock
 from tfop.kube.errors import NotFound
@@ -48,6 +48,9 @@ class TFJobController:
         self.clock = clock
         self.metrics = metrics or OperatorMetrics.create()
         self.expectations = Expectations()
+        # Per job, what the apiserver refused of its last plan's creates, for the next plan to see; one worker per
+        # key means one pass at a time reads and writes a job's entry.
+        self.refusals: dict[str, tuple[CreateRefusal, ...]] = {}
         watches = [Watch(TFJOBS, object_key, transform=slim_job, observe=self._job_changed),
                    *(self._child_watch(kind) for kind in self.kinds)]
         self.runtime = ControllerRuntime(client, CONTROLLER_NAME, self.reconcile, watches, namespaces=namespaces,
@@ -95,6 +98,7 @@ class TFJobController:
                 log.debug("job managed by another controller: leaving it alone", job=key, managed_by=manager)
         if change is Change.DELETED:
             self.expectations.forget(key)
+            self.refusals.pop(key, None)
             self.applier.held_statuses.close(key)
             log.info("job deleted", job=key)
 
@@ -116,6 +120,7 @@ class TFJobController:
         job = self.runtime.store(TFJOBS, namespace).get(key)
         if job is None:
             self.expectations.forget(key)
+            self.refusals.pop(key, None)
             self.applier.held_statuses.close(key)
             return None
         if not self.expectations.satisfied(key, job["metadata"].get("resourceVersion")):
@@ -132,18 +137,18 @@ class TFJobController:
                 for child in children[kind.kind]:
                     children[grand.kind].extend(cache.by_index(grand.owner_index, child["metadata"]["uid"]))
         now = datetime.fromtimestamp(self.clock.wall(), UTC)
-        context = PlanContext(job, children, now, self.config, gang_problem=self.gang_problem)
+        # What the apiserver refused of the previous pass's plan is observed state, like what the cache holds.
+        context = PlanContext(job, children, now, self.config, refusals=self.refusals.pop(key, ()),
+                              gang_problem=self.gang_problem)
         plan = plan_job(context)
         changes = self.applier.change_children(key, job, plan)
-        if changes.refusals:
-            # What the apiserver refused is part of the state the status must tell: plan again knowing it, and
-            # write that plan's status (its creates were just tried; its clean-up deletes were not).
-            plan = plan_job(replace(context, refusals=tuple(changes.refusals)))
-            changes = changes.merge(self.applier.change_children(key, job, plan, create=False,
-                                                                 skip_deletes=frozenset(changes.deleted)))
         held = self.applier.record(key, job, plan, now)
+        if changes.refusals:
+            self.refusals[key] = tuple(changes.refusals)
         if changes.errors:
             raise changes.errors[0]  # the key is retried with backoff; everything else was done
+        if changes.refusals:
+            return 0.0  # a permanent refusal: plan again at once, knowing it, so the status tells it
         timers = [after for after in (plan.requeue_after, held) if after is not None]
         return min(timers) if timers else None
 
