@@ -11,7 +11,7 @@ from typing import Any, cast
 from prometheus_client import CollectorRegistry
 from structlog.testing import capture_logs
 
-from tfop.controller.apply import PlanApplier
+from tfop.controller.apply.applier import PlanApplier
 from tfop.controller.plan.desired import ReplicaSlot
 from tfop.controller.plan.types import ChildRef, Creation, JobEvent, Plan, StatusWait
 from tfop.kube.client import KubeClient

@@ -9,7 +9,7 @@ import sys
 
 from structlog.testing import capture_logs
 
-from tfop.controller.apply import PlanApplier
+from tfop.controller.apply.job_story import log_lifecycle
 from tfop.controller.plan.types import JobEvent, Plan, ReplicaRestart
 
 LIBRARY_CHATTER = """
@@ -53,7 +53,7 @@ def test_a_plan_is_told_as_lifecycle_lines_with_the_job() -> None:
     ], restarts=(ReplicaRestart("Worker", 1, 137, "retryable", 3),
                  ReplicaRestart("PS", 0, 1, "permanent", 2, in_place=2)))
     with capture_logs() as lines:
-        PlanApplier._log_lifecycle("ns/mnist", plan)
+        log_lifecycle("ns/mnist", plan)
     assert all(line["job"] == "ns/mnist" and line["log_level"] == "info" for line in lines)
     assert [(line["event"], line.get("reason")) for line in lines] == [
         ("replica restarting: recreating its pod", None), ("replica restarted", None),

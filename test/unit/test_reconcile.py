@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tfop.api.runtime_id import child_name, runtime_id
-from tfop.controller.apply import is_permanent_refusal
+from tfop.controller.apply.child_writes import is_permanent_refusal
 from tfop.controller.cache_transforms import slim_job, slim_metadata, slim_pod
 from tfop.controller.children import KINDS_BY_NAME
 from tfop.controller.plan.controller_config import ControllerConfig

@@ -12,7 +12,7 @@ import structlog
 
 from tfop.api.constants import GROUP, KIND, LABEL_JOB_NAME
 from tfop.api.kueue import managed_elsewhere
-from tfop.controller.apply import PlanApplier
+from tfop.controller.apply.applier import PlanApplier
 from tfop.controller.cache_transforms import slim_job
 from tfop.controller.children import TFJOBS, ChildKind, child_id, child_kinds, pod_group_resource
 from tfop.controller.plan.batch_job import made_by_job

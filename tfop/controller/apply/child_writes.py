@@ -1,35 +1,16 @@
-"""Applying a plan through the API, safely: expectations keep the next reconcile from planning on a cache that
-has not seen these writes, children are created in slow-start batches with their bodies built as they are sent,
-deletes carry uid preconditions, the status is written with optimistic concurrency, and events and counters
-follow only once the status that announces them is stored."""
+"""Writing a plan's children: deletes with uid preconditions, merge patches, and creates in slow-start batches
+with their bodies built as they are sent; expectations keep the next pass from planning on a cache that has not
+seen these writes. One event per plan for what it created, one for what it deleted."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime
 
 import structlog
 
-from tfop.api.constants import (
-    KIND,
-    REASON_BACKOFF_LIMIT_EXCEEDED,
-    REASON_CREATED,
-    REASON_DEADLINE_EXCEEDED,
-    REASON_FAILED,
-    REASON_INVALID_SPEC,
-    REASON_RESTARTING,
-    REASON_RESUMED,
-    REASON_RUNNING,
-    REASON_SPEC_CORRECTED,
-    REASON_SUCCEEDED,
-    REASON_SUSPENDED,
-    REASON_TTL_EXPIRED,
-)
-from tfop.api.fields import mapping_at
-from tfop.api.timestamps import parse_time
-from tfop.controller.children import CHILD_KINDS, TFJOBS, ChildKinds, Scope, child_id
+from tfop.controller.children import ChildKinds, Scope, child_id
 from tfop.controller.plan.ps_server import SCRIPT_CONFIGMAP
 from tfop.controller.plan.troubles import replica_ranges
 from tfop.controller.plan.types import (
@@ -40,45 +21,23 @@ from tfop.controller.plan.types import (
     CreateRefusal,
     Creation,
     Plan,
-    StatusWait,
 )
 from tfop.controller.ps_server_script import ServerScriptKeeper
 from tfop.kube.client import KubeClient
-from tfop.kube.clock import SYSTEM_CLOCK, Clock
 from tfop.kube.errors import ApiError, BadRequest, Invalid, NotFound, TooLarge
 from tfop.kube.events import NORMAL, WARNING, EventRecorder
 from tfop.kube.expectations import Expectations
-from tfop.kube.holdback import HoldBack
 from tfop.kube.slowstart import create_in_batches
 from tfop.kube.store import Store, object_key
-from tfop.metrics import FRAMEWORK, OperatorMetrics
+from tfop.metrics import OperatorMetrics
 from tfop.objects import Object
 
 log = structlog.get_logger("tfop.controller")
 
-# What a job's lifecycle events are called in the operator's log (the event reason is on the line too). A Warning
-# that is not here fails the job (TFJobFailed, BackoffLimitExceeded, DeadlineExceeded, InvalidSpec).
-LIFECYCLE_LINES = {
-    REASON_CREATED: "job created",
-    REASON_RUNNING: "job running: every replica runs",
-    REASON_SUSPENDED: "job suspended",
-    REASON_RESUMED: "job resumed",
-    REASON_SPEC_CORRECTED: "job spec corrected",
-    REASON_SUCCEEDED: "job succeeded",
-    REASON_TTL_EXPIRED: "deleting finished job: its TTL has passed",
-}
-
 REASON_SUCCESSFUL_CREATE = "SuccessfulCreate"  # as Kubernetes' own controllers call them
 REASON_SUCCESSFUL_DELETE = "SuccessfulDelete"
 
-# The reasons a job's Failed condition takes; any other Warning (a pod's trouble, an exit code) is not the end.
-FAILED_REASONS = frozenset({REASON_FAILED, REASON_INVALID_SPEC, REASON_BACKOFF_LIMIT_EXCEEDED,
-                            REASON_DEADLINE_EXCEEDED})
-
 CacheOf = Callable[[str, str], Store]  # (kind, namespace) -> the cache of that kind's children
-
-# How long a status that only moves counts and messages may wait for the next (a state change never waits).
-STATUS_HOLD_SECONDS = 5.0
 
 
 @dataclass
@@ -96,11 +55,10 @@ def is_permanent_refusal(error: ApiError) -> bool:
     return isinstance(error, (Invalid, BadRequest, TooLarge))
 
 
-class PlanApplier:
+
+class ChildWriter:
     def __init__(self, client: KubeClient, recorder: EventRecorder, expectations: Expectations,
-                 metrics: OperatorMetrics, cache_of: CacheOf, *, create_concurrency: int = 16,
-                 kinds: ChildKinds = CHILD_KINDS, status_hold: float = STATUS_HOLD_SECONDS,
-                 clock: Clock = SYSTEM_CLOCK) -> None:
+                 metrics: OperatorMetrics, cache_of: CacheOf, *, create_concurrency: int, kinds: ChildKinds) -> None:
         self.client = client
         self.kinds = kinds
         self._server_script = ServerScriptKeeper(client)
@@ -109,12 +67,11 @@ class PlanApplier:
         self.metrics = metrics
         self._cache_of = cache_of
         self._creators = ThreadPoolExecutor(max_workers=create_concurrency, thread_name_prefix="create")
-        self.held_statuses: HoldBack[str] = HoldBack(status_hold, clock)
 
     def shutdown(self, *, wait: bool) -> None:
         self._creators.shutdown(wait=wait, cancel_futures=not wait)
 
-    def change_children(self, key: str, job: Object, plan: Plan) -> ChildChanges:
+    def write(self, key: str, job: Object, plan: Plan) -> ChildChanges:
         """Deletes, patches and creates what the plan says."""
         changes = ChildChanges()
         self._delete_children(key, job, plan.delete, changes)
@@ -122,47 +79,6 @@ class PlanApplier:
         self._create_children(key, job, plan, changes)
         return changes
 
-    def record(self, key: str, job: Object, plan: Plan, now: datetime) -> float | None:
-        """The plan's status, then its events and counters, then the TTL delete; or, if its status may wait, none
-        of it. Returns the seconds a held status may still wait (the key needs a look then), or None."""
-        if plan.status is not None and plan.status_waits is StatusWait.FOR_CREATES:
-            if self.expectations.outstanding(key) != (0, 0):
-                return None  # seeing them wakes the next plan, which says all this
-        elif plan.status is not None and plan.status_waits is StatusWait.BRIEFLY:
-            remaining = self.held_statuses.remaining(key)
-            if remaining > 0:
-                return remaining
-        self.held_statuses.close(key)
-        if plan.status is not None:
-            self._write_status(key, job, plan.status)
-        # Transitions are announced and counted only once their status is stored (the write above raises
-        # otherwise), so a conflict that makes us plan again cannot announce or count one twice.
-        for event in plan.events:
-            if not event.quiet:
-                self.recorder.record(job, event.type, event.reason, event.message)
-        self._log_lifecycle(key, plan)
-        self._count(job, plan, now)
-        if plan.delete_job:
-            self._delete_job(job)
-        return None
-
-    @staticmethod
-    def _log_lifecycle(key: str, plan: Plan) -> None:
-        """One info line per transition the plan announces, with job=ns/name, so `grep '"job": "ns/name"'` tells a
-        job's story; restarts come with their replica, exit code and class rather than as prose."""
-        for restart in plan.restarts:
-            log.info("replica restarted" if restart.in_place else "replica restarting: recreating its pod", job=key,
-                     replica_type=restart.replica_type, replica_index=restart.index, exit_code=restart.exit_code,
-                     exit_class=restart.exit_class, restarts=restart.restarts,
-                     **({"in_place": restart.in_place} if restart.in_place else {}))
-        for event in plan.events:
-            if event.reason == REASON_RESTARTING or event.reason.startswith(("SuccessfulCreate", "SuccessfulDelete")):
-                continue
-            line = LIFECYCLE_LINES.get(event.reason)
-            if line is None and event.reason in FAILED_REASONS:
-                line = "job failed"
-            log.info(line or ("job warning" if event.type == WARNING else "job event"), job=key, reason=event.reason,
-                     message=event.message)
 
     def _create_children(self, key: str, job: Object, plan: Plan, changes: ChildChanges) -> None:
         creations, desired = plan.create, plan.desired
@@ -295,50 +211,6 @@ class PlanApplier:
             self.recorder.record(job, NORMAL, REASON_SUCCESSFUL_DELETE,
                                  f"Deleted {_counted(deleted)}: {', '.join(names)}")
 
-    def _write_status(self, key: str, job: Object, status: Object) -> None:
-        """PUT the status with the cached resourceVersion: a stale plan fails with Conflict instead of
-        overwriting a newer status."""
-        metadata = job["metadata"]
-        body = {"apiVersion": job.get("apiVersion", TFJOBS.api_version), "kind": KIND,
-                "metadata": {"name": metadata["name"], "namespace": metadata["namespace"],
-                             "uid": metadata["uid"], "resourceVersion": metadata["resourceVersion"]},
-                "spec": job.get("spec"), "status": status}
-        written = self.client.replace(TFJOBS, metadata["name"], body, metadata["namespace"], subresource="status")
-        # A write that changed nothing keeps its resourceVersion and makes no watch event: waiting for the cache
-        # to move past it would stall the job until the expectation expires.
-        if mapping_at(written, "metadata").get("resourceVersion") != metadata["resourceVersion"]:
-            self.expectations.expect_newer(key, metadata["resourceVersion"])
-
-    def _delete_job(self, job: Object) -> None:
-        metadata = job["metadata"]
-        try:
-            self.client.delete(TFJOBS, metadata["name"], metadata["namespace"], uid=metadata["uid"],
-                               propagation_policy="Background")
-        except NotFound:
-            return
-        self.metrics.jobs_deleted.labels(metadata["namespace"], FRAMEWORK).inc()
-        log.info("job deleted after its TTL", job=object_key(job))
-
-    def _count(self, job: Object, plan: Plan, now: datetime) -> None:
-        """The metrics a plan's transitions move."""
-        namespace = job["metadata"]["namespace"]
-        counters, metrics = plan.counters, self.metrics
-        for name, metric in metrics.job_counters.items():
-            amount = getattr(counters, name)
-            if amount and name != "deleted":  # counted by _delete_job, which knows whether it deleted
-                metric.labels(namespace, FRAMEWORK).inc(amount)
-        for exit_class, amount in counters.restarts_by_exit_class:
-            metrics.restarts.labels(namespace, exit_class).inc(amount)
-        status = plan.status or {}
-        if counters.successful or counters.failed:
-            started, completed = parse_time(status.get("startTime")), parse_time(status.get("completionTime"))
-            if started is not None and completed is not None:
-                outcome = "succeeded" if counters.successful else "failed"
-                metrics.job_duration.labels(outcome).observe(max(0.0, (completed - started).total_seconds()))
-        if counters.started_running:
-            created = parse_time(job["metadata"].get("creationTimestamp"))
-            if created is not None:
-                metrics.job_start_latency.observe(max(0.0, (now - created).total_seconds()))
 
 
 def _replica_type(creation: Creation) -> str | None:
