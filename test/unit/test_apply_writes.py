@@ -11,6 +11,7 @@ from typing import Any, cast
 from prometheus_client import CollectorRegistry
 from structlog.testing import capture_logs
 
+from support.plan_builders import make_job, plan_of
 from tfop.controller.apply.applier import PlanApplier
 from tfop.controller.plan.desired import ReplicaSlot
 from tfop.controller.plan.types import ChildRef, Creation, JobEvent, Plan, StatusWait
@@ -21,7 +22,6 @@ from tfop.kube.expectations import Expectations
 from tfop.kube.resource import Resource
 from tfop.kube.store import Store
 from tfop.metrics import OperatorMetrics
-from unit.test_reconcile import make_job, plan_of
 
 KEY = "ns/mnist"
 JOB = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "spec": {},

@@ -9,6 +9,18 @@ from typing import Any
 
 import pytest
 
+from support.plan_builders import (
+    KEEP,
+    NOW,
+    T0,
+    make_job,
+    make_pod,
+    name_of,
+    running,
+    running_pods,
+    services_for,
+    suspended,
+)
 from tfop.api.defaults import apply_defaults
 from tfop.cli import build_parser
 from tfop.config import ConfigError, parse_config
@@ -24,18 +36,6 @@ from tfop.controller.plan.gang import (
 from tfop.controller.plan.planner import plan
 from tfop.controller.plan.quantity import format_quantity, parse_quantity
 from tfop.controller.plan.types import POD, POD_GROUP, SERVICE, Plan, PlanContext
-from unit.test_reconcile import (
-    KEEP,
-    NOW,
-    T0,
-    make_job,
-    make_pod,
-    name_of,
-    running,
-    running_pods,
-    services_for,
-    suspended,
-)
 
 PLUGINS = GANG_SCHEDULERS["scheduler-plugins"]
 IN_ORDER = [name_of("Worker", 0), name_of("Worker", 1), name_of("PS", 0)]  # the order a plan creates them in

@@ -9,13 +9,7 @@ from typing import Any
 
 import pytest
 
-from tfop.controller.plan.batch_job import MAX_BACKOFF_LIMIT
-from tfop.controller.plan.controller_config import ControllerConfig
-from tfop.controller.plan.desired import DesiredChildren, selector_labels
-from tfop.controller.plan.planner import plan
-from tfop.controller.plan.types import JOB, POD, SERVICE, Plan, PlanContext
-from tfop.controller.reconciler import owner_key
-from unit.test_reconcile import (
+from support.plan_builders import (
     JOB_NAME,
     NOW,
     RID,
@@ -27,6 +21,12 @@ from unit.test_reconcile import (
     running,
     services_for,
 )
+from tfop.controller.plan.batch_job import MAX_BACKOFF_LIMIT
+from tfop.controller.plan.controller_config import ControllerConfig
+from tfop.controller.plan.desired import DesiredChildren, selector_labels
+from tfop.controller.plan.planner import plan
+from tfop.controller.plan.types import JOB, POD, SERVICE, Plan, PlanContext
+from tfop.controller.reconciler import owner_key
 
 JOBS_CONFIG = ControllerConfig(replica_backend="jobs")
 W0, W1, PS0 = name_of("Worker", 0), name_of("Worker", 1), name_of("PS", 0)

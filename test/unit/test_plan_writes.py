@@ -9,9 +9,7 @@ from typing import Any
 
 import pytest
 
-from tfop.controller.plan.desired import ReplicaSlot
-from tfop.controller.plan.types import CreateRefusal, StatusWait
-from unit.test_reconcile import (
+from support.plan_builders import (
     T0,
     cond,
     make_job,
@@ -23,6 +21,8 @@ from unit.test_reconcile import (
     services_for,
     waiting_for_one_pending_worker,
 )
+from tfop.controller.plan.desired import ReplicaSlot
+from tfop.controller.plan.types import CreateRefusal, StatusWait
 
 CHIEF_JOB = {"Chief": 1, "Worker": 2}
 

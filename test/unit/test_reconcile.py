@@ -5,220 +5,44 @@ from __future__ import annotations
 import copy
 import random
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 
-from tfop.api.runtime_id import child_name, runtime_id
+from support.plan_builders import (
+    JOB_NAME,
+    KEEP,
+    NOW,
+    RID,
+    T0,
+    cond,
+    condition,
+    invalid,
+    make_job,
+    make_pod,
+    make_service,
+    message,
+    name_of,
+    plan_of,
+    restarting_worker_1,
+    running,
+    running_pods,
+    services_for,
+    settled,
+    suspended,
+    waiting_for_one_pending_worker,
+)
 from tfop.controller.apply.child_writes import is_permanent_refusal
 from tfop.controller.cache_transforms import slim_job, slim_metadata, slim_pod
 from tfop.controller.children import KINDS_BY_NAME
 from tfop.controller.plan.controller_config import ControllerConfig
-from tfop.controller.plan.desired import ReplicaSlot, selector_labels
-from tfop.controller.plan.planner import plan
-from tfop.controller.plan.types import POD, SERVICE, CreateRefusal, JobCounters, Plan, PlanContext, ReplicaRestart
+from tfop.controller.plan.desired import ReplicaSlot
+from tfop.controller.plan.types import POD, SERVICE, CreateRefusal, JobCounters, Plan, ReplicaRestart
 from tfop.kube.errors import ApiError, error_from_status
-
-NOW = datetime(2026, 11, 21, 10, 0, 0, tzinfo=UTC)
-T0 = "2026-11-21T10:00:00Z"
-JOB_NAME = "mnist"
-UID = "uid-1"
-RID = runtime_id(UID)
-
-
-# ---------------------------------------------------------------- builders
-
-def container(name: str = "tensorflow", **extra: Any) -> dict[str, Any]:
-    return {"name": name, "image": "tensorflow/tensorflow:2.16.1", **extra}
-
-
-def make_job(replicas: dict[str, int] | None = None, *, policy: str | None = None, name: str = JOB_NAME,
-             uid: str = UID, generation: int = 1, run_policy: dict[str, Any] | None = None,
-             status: dict[str, Any] | None = None, **spec: Any) -> dict[str, Any]:
-    """A TFJob as the apiserver returns it (not defaulted): Worker 2 and PS 1 unless told otherwise."""
-    replica_specs: dict[str, Any] = {}
-    for replica_type, count in (replicas or {"Worker": 2, "PS": 1}).items():
-        replica_specs[replica_type] = {"replicas": count, "template": {"spec": {"containers": [container()]}}}
-        if policy is not None:
-            replica_specs[replica_type]["restartPolicy"] = policy
-    job: dict[str, Any] = {
-        "apiVersion": "kubeflow.org/v1", "kind": "TFJob",
-        "metadata": {"name": name, "namespace": "ns", "uid": uid, "generation": generation},
-        "spec": {"tfReplicaSpecs": replica_specs, **spec},
-    }
-    if run_policy is not None:
-        job["spec"]["runPolicy"] = run_policy
-    if status is not None:
-        job["status"] = status
-    return job
-
-
-def name_of(replica_type: str, index: int, job_name: str = JOB_NAME) -> str:
-    return child_name(job_name, replica_type, RID, index)
-
-
-def make_pod(replica_type: str, index: int, phase: str = "Running", *, exit_code: int | None = None,
-             reason: str = "", restarts: int = 0, terminating: bool = False, uid: str | None = None,
-             pod_reason: str | None = None) -> dict[str, Any]:
-    """A pod of the default job as the cache shows it; the tensorflow container's state follows the phase."""
-    name = name_of(replica_type, index)
-    metadata: dict[str, Any] = {"name": name, "namespace": "ns", "uid": uid or f"pod-{name}",
-                                "labels": selector_labels(JOB_NAME, replica_type, RID, index)}
-    if terminating:
-        metadata["deletionTimestamp"] = T0
-    state: dict[str, Any] = {"waiting": {"reason": "ContainerCreating"}} if phase == "Pending" else {}
-    if phase == "Running":
-        state = {"running": {"startedAt": T0}}
-    if exit_code is not None:
-        state = {"terminated": {"exitCode": exit_code, "reason": reason}}
-    status: dict[str, Any] = {"phase": phase,
-                              "containerStatuses": [{"name": "tensorflow", "restartCount": restarts, "state": state}]}
-    if pod_reason:
-        status["reason"] = pod_reason
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "status": status}
-
-
-def make_service(replica_type: str, index: int, *, terminating: bool = False) -> dict[str, Any]:
-    name = name_of(replica_type, index)
-    metadata: dict[str, Any] = {"name": name, "namespace": "ns", "uid": f"svc-{name}",
-                                "labels": selector_labels(JOB_NAME, replica_type, RID, index)}
-    if terminating:
-        metadata["deletionTimestamp"] = T0
-    return {"apiVersion": "v1", "kind": "Service", "metadata": metadata, "spec": {"clusterIP": "None"}}
-
-
-def services_for(replicas: dict[str, int] | None = None) -> list[dict[str, Any]]:
-    return [make_service(replica_type, index)
-            for replica_type, count in (replicas or {"Worker": 2, "PS": 1}).items() for index in range(count)]
-
-
-def running_pods(replicas: dict[str, int] | None = None) -> list[dict[str, Any]]:
-    return [make_pod(replica_type, index)
-            for replica_type, count in (replicas or {"Worker": 2, "PS": 1}).items() for index in range(count)]
-
-
-def plan_of(job: dict[str, Any], pods: list[dict[str, Any]], services: list[dict[str, Any]], now: datetime = NOW,
-            config: ControllerConfig | None = None, refusals: tuple[CreateRefusal, ...] = ()) -> Plan:
-    return plan(PlanContext(job, {POD: pods, SERVICE: services}, now, config or ControllerConfig(), refusals))
-
-
-def settled(job: dict[str, Any], pods: list[dict[str, Any]] | None = None,
-            services: list[dict[str, Any]] | None = None, now: datetime = NOW) -> dict[str, Any]:
-    """The job with the status its plan writes: the next step of a scenario, reconcile after reconcile. Table
-    rows never use it: their starting statuses are written out below."""
-    result = plan_of(job, pods or [], services or [], now)
-    job = copy.deepcopy(job)
-    if result.status is not None:
-        job["status"] = result.status
-    return job
-
-
-# ---------------------------------------------------------------- statuses, written out
-
-def stamp(minutes: float = 0) -> str:
-    return (NOW + timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def cond(condition_type: str, status: str, reason: str, message: str, at: str = T0) -> dict[str, Any]:
-    return {"type": condition_type, "status": status, "reason": reason, "message": message,
-            "observedGeneration": 1, "lastTransitionTime": at, "lastUpdateTime": at}
-
-
-def replica_statuses(replicas: dict[str, int], active: bool = True,
-                     restarts: dict[str, int] | None = None) -> dict[str, Any]:
-    return {replica_type: {"active": count if active else 0, "succeeded": 0, "failed": 0,
-                           "restarts": (restarts or {}).get(replica_type, 0)}
-            for replica_type, count in replicas.items()}
-
-
-def replicas_of(job: dict[str, Any]) -> dict[str, int]:
-    return {key: value["replicas"] for key, value in job["spec"]["tfReplicaSpecs"].items()}
-
-
-def running(job: dict[str, Any], *, since: float = 0, restarts: dict[str, int] | None = None) -> dict[str, Any]:
-    """`job` with the status of a job all of whose replicas run, started `since` minutes from NOW."""
-    at, replicas = stamp(since), replicas_of(job)
-    total = sum(replicas.values())
-    return {**job, "status": {
-        "runtimeId": RID, "childNaming": "RuntimeId", "replicaBackend": "pods", "startTime": at,
-        "replicaStatuses": replica_statuses(replicas, restarts=restarts),
-        "replicaSummary": f"{total}/{total}",
-        "conditions": [cond("Created", "True", "TFJobCreated", "TFJob ns/mnist is created.", at),
-                       cond("Running", "True", "TFJobRunning", "TFJob ns/mnist is running.", at)],
-        "phase": "Running", "state": "Running", "reason": "TFJobRunning", "lastReconcileTime": at}}
-
-
-def waiting_for_one_pending_worker(job: dict[str, Any]) -> dict[str, Any]:
-    """`job` (Worker 2, PS 1) with the status of a job whose worker 0 is still Pending."""
-    return {**job, "status": {
-        **running(job)["status"], "replicaSummary": "2/3", "phase": "Creating", "state": "Pending",
-        "reason": "TFJobPending",
-        "conditions": [cond("Created", "True", "TFJobCreated", "TFJob ns/mnist is created."),
-                       cond("Running", "False", "TFJobPending",
-                            "TFJob ns/mnist is waiting for 1 of 3 replicas to run: 1 Pending.")]}}
-
-
-RESTARTING_W1 = "TFJob ns/mnist is restarting Worker 1, which exited with code 143."
-
-
-def restarting_worker_1(job: dict[str, Any]) -> dict[str, Any]:
-    """`job` (Worker 2, PS 1) after the plan that deleted worker 1 (exit 143) to recreate it."""
-    return {**job, "status": {
-        **running(job)["status"], "replicaSummary": "2/3", "phase": "Creating", "state": "Restarting",
-        "reason": "TFJobRestarting",
-        "replicaStatuses": {
-            "Worker": {"active": 1, "succeeded": 0, "failed": 0, "restarts": 1, "retiredRestarts": 1,
-                       "retiredPodUIDs": [f"pod-{name_of('Worker', 1)}"]},
-            "PS": {"active": 1, "succeeded": 0, "failed": 0, "restarts": 0}},
-        "conditions": [cond("Created", "True", "TFJobCreated", "TFJob ns/mnist is created."),
-                       cond("Running", "False", "TFJobRestarting", RESTARTING_W1),
-                       cond("Restarting", "True", "TFJobRestarting", RESTARTING_W1)]}}
-
-
-def suspended(job: dict[str, Any], since: float = 0) -> dict[str, Any]:
-    """`job` (Worker 2, PS 1) as its plans leave it once suspended with nothing left running."""
-    at = stamp(since)
-    return {**job, "status": {
-        "runtimeId": RID, "childNaming": "RuntimeId", "replicaBackend": "pods",
-        "replicaStatuses": replica_statuses(replicas_of(job), active=False),
-        "replicaSummary": "0/3",
-        "conditions": [cond("Created", "True", "TFJobCreated", "TFJob ns/mnist is created.", at),
-                       cond("Suspended", "True", "TFJobSuspended", "TFJob ns/mnist is suspended.", at),
-                       cond("Running", "False", "TFJobSuspended", "TFJob ns/mnist is suspended.", at)],
-        "phase": "Creating", "state": "Suspended", "reason": "TFJobSuspended", "lastReconcileTime": at}}
-
-
-THREE_WORKERS = ("TFJob ns/mnist has an invalid spec: spec.tfReplicaSpecs[Worker].replicas: must be an integer, "
-                 "not 'three'.")
-
-
-def invalid(job: dict[str, Any]) -> dict[str, Any]:
-    """`job` (Worker: "three") failed for its invalid spec."""
-    return {**job, "status": {
-        "runtimeId": RID, "childNaming": "RuntimeId", "replicaBackend": "pods", "completionTime": T0,
-        "conditions": [cond("Created", "True", "TFJobCreated", "TFJob ns/mnist is created."),
-                       cond("Failed", "True", "InvalidSpec", THREE_WORKERS),
-                       cond("Running", "False", "InvalidSpec", THREE_WORKERS)],
-        "phase": "Failed", "state": "Failed", "reason": "InvalidSpec", "lastReconcileTime": T0}}
-
-
-def condition(result: Plan, condition_type: str) -> tuple[str, str] | None:
-    assert result.status is not None
-    for entry in result.status.get("conditions", []):
-        if entry["type"] == condition_type:
-            return entry["status"], entry["reason"]
-    return None
-
-
-def message(result: Plan, condition_type: str) -> str:
-    assert result.status is not None
-    return next(entry["message"] for entry in result.status["conditions"] if entry["type"] == condition_type)
-
 
 # ---------------------------------------------------------------- the table
 
-KEEP = object()  # "do not check this field"
 
 
 @dataclass
