@@ -21,7 +21,8 @@ import time
 from pathlib import Path
 
 from addon import AddOnProcess, describe, run_build_script, run_cli
-from local_cluster import DEFAULT_DIR, ClusterError, LocalCluster, free_port
+from local_cluster import DEFAULT_DIR, ClusterError, LocalCluster
+from ports import free_port
 
 HACK_DIR = Path(__file__).resolve().parent
 SCHEDULER_NAME = "scheduler-plugins-scheduler"

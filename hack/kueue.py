@@ -45,7 +45,8 @@ import yaml
 
 from addon import AddOnProcess, describe, run_build_script, run_cli, tail
 from cluster_pki import PKIError, openssl
-from local_cluster import DEFAULT_DIR, ClusterError, LocalCluster, free_port
+from local_cluster import DEFAULT_DIR, ClusterError, LocalCluster
+from ports import free_port
 
 BINARY = "kueue"
 NAMESPACE = "kueue-system"

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import socket
 import ssl
 import subprocess
 import sys
@@ -29,6 +28,7 @@ from pathlib import Path
 from addon import run_cli
 from cluster_pki import PKIError, make_pki, openssl
 from node_host import HostError, bridge_owner
+from ports import free_port
 from real_node import (
     KWOK_NODE_IP,
     KWOK_POD_CIDR,
@@ -65,11 +65,6 @@ def build_controlplane() -> Path:
         raise ClusterError(f"building the control plane failed (exit {result.returncode}); see the output above")
     return Path(result.stdout.strip().splitlines()[-1])
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass

@@ -14,7 +14,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from local_cluster import free_port
+from ports import free_port
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import AlreadyExists, NotFound
 from tfop.kube.resource import NAMESPACES, Resource

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from local_cluster import LocalCluster
-from support.operator_process import free_port
+from ports import free_port
 from support.pods import exit_pod
 from support.waiting import wait_for
 from tfop.kube.client import KubeClient

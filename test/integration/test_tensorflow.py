@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from support.operator_process import OperatorProcess, free_port
+from ports import free_port
+from support.operator_process import OperatorProcess
 from support.tensorflow import SCRIPTS, tensorflow_python
 from support.tfjobs import TFJOBS, children, job_status, replica
 from support.waiting import wait_for, wait_for_count

@@ -13,7 +13,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -24,6 +23,7 @@ from typing import IO, Any
 import pytest
 import yaml
 
+from ports import free_port
 from tfop.api.defaults import apply_defaults
 from tfop.controller.plan.desired import DesiredChildren
 
@@ -57,11 +57,6 @@ class Replica:
     def output(self) -> str:
         return self.log.read_text(errors="replace")
 
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def replicas_of(manifest: Path, log_dir: Path) -> list[Replica]:

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from local_cluster import LocalCluster
-from support.operator_process import free_port
+from ports import free_port
 from support.waiting import wait_for
 
 CRD = "tfjobs.kubeflow.org"
