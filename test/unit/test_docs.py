@@ -1,0 +1,54 @@
+"""The documentation site (docs/, mkdocs.yml) builds with --strict: a broken link or anchor, or a page left out of
+the nav, fails `make test` as it fails `make docs`. And every alert links to its section of the runbook page."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+RUNBOOK = "docs/operating/runbook.md"
+
+
+def build_site(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(config),
+               "--site-dir", str(site)]
+    return subprocess.run(command, check=False, capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_the_site_builds_strictly(tmp_path: Path) -> None:
+    result = build_site(REPO / "mkdocs.yml", tmp_path / "site")
+    assert result.returncode == 0, f"mkdocs build --strict failed:\n{result.stdout}{result.stderr}"
+    assert (tmp_path / "site" / "operating" / "runbook" / "index.html").is_file()
+
+
+def test_a_broken_link_fails_the_build(tmp_path: Path) -> None:
+    """Guard against a build that can never fail: the same site with one link to a section that does not exist."""
+    shutil.copy(REPO / "mkdocs.yml", tmp_path / "mkdocs.yml")
+    shutil.copytree(REPO / "docs", tmp_path / "docs")
+    page = tmp_path / "docs" / "operating" / "alerts.md"
+    page.write_text(page.read_text() + "\n[gone](runbook.md#no-such-alert)\n")
+    result = build_site(tmp_path / "mkdocs.yml", tmp_path / "site")
+    assert result.returncode != 0
+    assert "no-such-alert" in result.stdout + result.stderr
+
+
+def test_every_alert_links_to_its_runbook_section() -> None:
+    rule = yaml.safe_load((REPO / "deploy" / "helm" / "tfop" / "files" / "prometheusrule.yaml").read_text())
+    runbook = (REPO / RUNBOOK).read_text()
+    # MkDocs' anchors: the heading lowercased, punctuation dropped, spaces as hyphens.
+    anchors = {re.sub(r"[^a-z0-9 -]", "", heading.lower()).replace(" ", "-")
+               for heading in re.findall(r"^#+ (.+)$", runbook, re.MULTILINE)}
+    alerts = [alert for group in rule["spec"]["groups"] for alert in group["rules"]]
+    assert alerts
+    for alert in alerts:
+        url = alert["annotations"].get("runbook_url", "")
+        assert url == f"{RUNBOOK}#{alert['alert'].lower()}", f"{alert['alert']}: runbook_url {url!r}"
+        assert url.partition("#")[2] in anchors, f"{alert['alert']}: the runbook page has no section for it"
