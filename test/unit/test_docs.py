@@ -1,5 +1,6 @@
 """The documentation site (docs/, mkdocs.yml) builds with --strict: a broken link or anchor, or a page left out of
-the nav, fails `make test` as it fails `make docs`. And every alert links to its section of the runbook page."""
+the nav, fails `make test` as it fails `make docs`. Every alert links to its section of the runbook page, and the
+reference pages keep up with what they list: the CRD's fields, the alerts, the metric families."""
 
 from __future__ import annotations
 
@@ -9,8 +10,12 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import yaml
+from prometheus_client import CollectorRegistry
+
+from tfop.metrics import OperatorMetrics
 
 REPO = Path(__file__).resolve().parents[2]
 RUNBOOK = "docs/operating/runbook.md"
@@ -52,3 +57,48 @@ def test_every_alert_links_to_its_runbook_section() -> None:
         url = alert["annotations"].get("runbook_url", "")
         assert url == f"{RUNBOOK}#{alert['alert'].lower()}", f"{alert['alert']}: runbook_url {url!r}"
         assert url.partition("#")[2] in anchors, f"{alert['alert']}: the runbook page has no section for it"
+
+
+def crd_field_paths(node: dict[str, Any], path: str) -> list[str]:
+    """Every field of a schema as the reference page writes it: `{type}` for a map's key, `[]` for a list's item;
+    a pod template is one field (its schema is Kubernetes')."""
+    paths = []
+    for name, child in (node.get("properties") or {}).items():
+        here = f"{path}.{name}"
+        paths.append(here)
+        if name == "template":
+            continue
+        if child.get("type") == "array":
+            paths += crd_field_paths(child.get("items") or {}, here + "[]")
+        elif isinstance(child.get("additionalProperties"), dict):
+            paths += crd_field_paths(child["additionalProperties"], here + ".{type}")
+        else:
+            paths += crd_field_paths(child, here)
+    return paths
+
+
+def test_the_reference_lists_every_field_of_the_crd() -> None:
+    crd = yaml.safe_load((REPO / "crd" / "kubeflow.org_tfjobs.yaml").read_text())
+    [v1] = [version for version in crd["spec"]["versions"] if version["name"] == "v1"]
+    schema = v1["schema"]["openAPIV3Schema"]["properties"]
+    fields = crd_field_paths(schema["spec"], "spec") + crd_field_paths(schema["status"], "status")
+    reference = (REPO / "docs" / "tfjob" / "reference.md").read_text()
+    missing = [field for field in fields if f"| `{field}` |" not in reference]
+    assert len(fields) > 40 and not missing, f"docs/tfjob/reference.md has no row for {missing}"
+
+
+def test_the_alerts_page_lists_every_alert() -> None:
+    rule = yaml.safe_load((REPO / "deploy" / "helm" / "tfop" / "files" / "prometheusrule.yaml").read_text())
+    page = (REPO / "docs" / "operating" / "alerts.md").read_text()
+    missing = [alert["alert"] for group in rule["spec"]["groups"] for alert in group["rules"]
+               if f"| `{alert['alert']}` |" not in page]
+    assert not missing, f"docs/operating/alerts.md has no row for {missing}"
+
+
+def test_the_metrics_page_lists_every_family_the_operator_exports() -> None:
+    registry = CollectorRegistry()
+    OperatorMetrics.create(registry)
+    page = (REPO / "docs" / "operating" / "metrics.md").read_text()
+    names = [family.name + ("_total" if family.type == "counter" else "") for family in registry.collect()]
+    missing = [name for name in names if f"| `{name}` |" not in page]
+    assert len(names) > 20 and not missing, f"docs/operating/metrics.md has no row for {missing}"
