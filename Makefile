@@ -17,7 +17,7 @@ REAL_NODE ?= 1
 NODE_FLAG := $(if $(filter 1,$(REAL_NODE)),--real-node,--no-real-node)
 
 .PHONY: help venv controlplane node coscheduler cluster-up cluster-down cluster-status cluster-destroy run test unit integration \
-	e2e lint crd constraints clean
+	e2e lint docs crd constraints clean
 
 help: ## list the targets and the variables they take
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -81,6 +81,9 @@ e2e: venv controlplane node ## run the end-to-end tests only (-m e2e)
 lint: venv ## ruff (rules in ruff.toml) over tfop, test and hack, then mypy --strict; both run, either fails it
 	@status=0; $(PY) -m ruff check tfop test hack || status=1; $(PY) -m mypy || status=1; exit $$status
 
+docs: venv ## build the documentation site (docs/, mkdocs.yml) into site/; --strict: a broken link fails it
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
+
 constraints: ## re-resolve the image's pinned dependency set into constraints.txt (review the diff, then make test)
 	bash hack/constraints.sh
 
@@ -98,7 +101,7 @@ training-operator: ## build (first time: tens of minutes on 2 cores) or reuse th
 
 .PHONY: training-operator
 
-# --- Kueue (job queueing; README "Queues with Kueue") -------------------------------------------------------------
+# --- Kueue (job queueing; docs/scheduling/kueue.md) --------------------------------------------------------------
 .PHONY: kueue kueue-up kueue-down
 
 kueue: ## build (first time: ~6 min on 2 cores) or reuse Kueue's manager (KUEUE_VERSION in hack/versions.env)

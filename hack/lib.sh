@@ -12,7 +12,7 @@ die() { printf '[%s] ERROR: %s\n' "${LOG_NAME}" "$*" >&2; exit 1; }
 # Static, reproducible binaries from the local toolchain only (no toolchain download: none is possible here).
 go_build_env() {
   command -v go >/dev/null \
-    || die "go is not on PATH; ${LOG_NAME#build-} is built from source and needs Go ${GO_MIN_VERSION} or newer (see README)"
+    || die "go is not on PATH; ${LOG_NAME#build-} is built from source and needs Go ${GO_MIN_VERSION} or newer (see the README)"
   check_go_version
   export GOFLAGS="-mod=mod -trimpath"
   export CGO_ENABLED=0

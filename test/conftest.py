@@ -53,7 +53,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
 
 @pytest.fixture(scope="session")
 def tfjob_crd(cluster: LocalCluster) -> Path:
-    """The checked-in CRD, installed the way the README tells users to (plain client-side `kubectl apply`)."""
+    """The checked-in CRD, installed the way the docs tell users to (plain client-side `kubectl apply`)."""
     cluster.kubectl("apply", "-f", str(CRD_FILE))
     wait_for(lambda: crd_established(cluster, "tfjobs.kubeflow.org"), 60, "the TFJob CRD to be Established")
     return CRD_FILE

@@ -4,7 +4,7 @@
   `training_operator_jobs_{created,deleted,successful,failed,restarted}_total{job_namespace,framework}`, with
   framework="tensorflow", so dashboards and alerts built on that operator keep working after the switch. They
   are exported under that name only: the older tf-operator's `tf_operator_jobs_*_total`, which tfop exported
-  before, are gone (README: Moving from the Kubeflow training operator).
+  before, are gone (docs/install/from-go-operator.md).
 - What tfop adds keeps its `tf_operator_` prefix, as no other operator exports it: restarts by exit class,
   pods created and deleted, job duration and start latency, leadership.
 

@@ -1,7 +1,7 @@
-"""A new user's first hour, as the README tells it: `kubectl get tfjobs` says truly what each job is doing
+"""A new user's first hour, as the docs tell it: `kubectl get tfjobs` says truly what each job is doing
 (Pending, Running, Restarting, Suspended, Succeeded, with the final tally in REPLICAS), the operator's log tells
-each job's story on lines that the README's grep recipe finds, the PVC example runs with the local PV, and a
-kubeconfig whose CA does not verify the apiserver ends tfop at once with exit 1."""
+each job's story on lines that the grep recipe of docs/operating/logs.md finds, the PVC example runs with the
+local PV, and a kubeconfig whose CA does not verify the apiserver ends tfop at once with exit 1."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def pod_of(cluster: LocalCluster, namespace: str, job: str, replica_type: str, i
 
 
 def grep_recipe(log: Path, namespace: str, job: str) -> list[dict[str, Any]]:
-    """The README's recipe, `grep '"job": "NAMESPACE/NAME"'`, over the operator's log."""
+    """The recipe of docs/operating/logs.md, `grep '"job": "NAMESPACE/NAME"'`, over the operator's log."""
     needle = f'"job": "{namespace}/{job}"'
     return [json.loads(line) for line in log.read_text().splitlines() if needle in line]
 

@@ -245,8 +245,8 @@ def test_flavor_places_the_pods_and_a_preempted_job_resumes_without_counting_a_r
 
 
 def test_the_readmes_kueue_examples_pass_kueues_webhooks(cluster: LocalCluster, kueue_namespace: str) -> None:
-    """examples/kueue/ as the README applies them: the queues pass Kueue's validation, and the TFJob comes back
-    suspended by its webhook, queue label intact (server-side dry runs: nothing is left behind)."""
+    """examples/kueue/ as docs/scheduling/kueue.md applies them: the queues pass Kueue's validation, and the TFJob
+    comes back suspended by its webhook, queue label intact (server-side dry runs: nothing is left behind)."""
     for example in ("queues.yaml", "tfjob.yaml"):
         result = cluster.kubectl("create", "--dry-run=server", "-o", "json", "-n", kueue_namespace,
                                  "-f", str(EXAMPLES / example), check=False)

@@ -35,7 +35,7 @@ from tfop.kube.resource import PODS, SERVICES, Resource
 
 REPO = Path(__file__).resolve().parents[2]
 CRD_FILE = REPO / "crd" / "kubeflow.org_tfjobs.yaml"
-EXAMPLES = REPO / "examples" / "multikueue"  # the README's walk-through applies the same files
+EXAMPLES = REPO / "examples" / "multikueue"  # docs/scheduling/multikueue.md applies the same files
 WORKLOADS = Resource("kueue.x-k8s.io", "v1beta2", "workloads", "Workload")
 MULTIKUEUE_CLUSTERS = Resource("kueue.x-k8s.io", "v1beta2", "multikueueclusters", "MultiKueueCluster",
                                namespaced=False)
@@ -82,7 +82,8 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Side, Side,
             cluster.kubectl("create", "namespace", namespace)
         manager, worker = sides
         apply_example(worker, "worker.yaml", namespace)
-        # As the README says to: the worker's kubeconfig with its files inlined (MultiKueue refuses file paths).
+        # As docs/scheduling/multikueue.md says to: the worker's kubeconfig with its files inlined (MultiKueue refuses
+        # file paths).
         kubeconfig = worker.cluster.kubectl("config", "view", "--flatten", "--raw").stdout
         manager.cluster.kubectl("create", "secret", "generic", "worker-kubeconfig", "-n", "kueue-system",
                                 "--from-file=kubeconfig=/dev/stdin", input=kubeconfig)

@@ -209,8 +209,8 @@ def test_a_v1_job_written_back_through_an_older_version_is_unchanged(
 
 
 def test_the_webhook_component_serves_conversion_from_every_replica(cluster: LocalCluster, tmp_path: Path) -> None:
-    """deploy/webhook, used from an overlay as the README says, rendered by kubectl's kustomize (cert-manager's
-    kinds cannot be applied here: their CRDs are not installed)."""
+    """deploy/webhook, used from an overlay as docs/install/webhook.md says, rendered by kubectl's kustomize
+    (cert-manager's kinds cannot be applied here: their CRDs are not installed)."""
     deploy = Path(__file__).resolve().parents[2] / "deploy"
     (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump({
         "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",

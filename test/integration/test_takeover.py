@@ -1,5 +1,6 @@
 """Moving from the Kubeflow training operator: the real Go operator (v1.9.3, built by hack/) runs a mix of jobs,
-is stopped, and tfop takes them over as the README tells users to, without a pod or service made or removed."""
+is stopped, and tfop takes them over as docs/install/from-go-operator.md tells users to, without a pod or service
+made or removed."""
 
 from __future__ import annotations
 
@@ -48,8 +49,8 @@ def training_operator() -> tuple[Path, Path]:
 
 
 def replace_crd(cluster: LocalCluster, path: Path) -> None:
-    """What the README's steps do: the TFJob CRD replaced in place (never deleted, which would delete every
-    TFJob), then Established again."""
+    """What the steps of docs/install/from-go-operator.md do: the TFJob CRD replaced in place (never deleted, which
+    would delete every TFJob), then Established again."""
     cluster.kubectl("replace", "-f", str(path))
     wait_for(lambda: crd_established(cluster, "tfjobs.kubeflow.org"), 60, f"the CRD from {path} to be Established")
 
@@ -104,7 +105,7 @@ def test_tfop_takes_over_the_go_operators_running_jobs(
     before = {name: uids(kube_client, namespace, name) for name in JOBS}
     go_status = {name: job_status(kube_client, namespace, name) for name in JOBS}
 
-    # 2. The switch, as the README says: tfop's CRD replaces the Go operator's, then tfop starts.
+    # 2. The switch, as the docs say: tfop's CRD replaces the Go operator's, then tfop starts.
     replace_crd(cluster, CRD_FILE)
     started = time.monotonic()
     tfop = OperatorProcess(cluster.kubeconfig, tmp_path / "tfop.log", "--namespace", namespace).start()

@@ -1,6 +1,6 @@
-"""The layering rules of DESIGN.md, checked on the source: tfop/kube is generic machinery (imports nothing else
-of ours), tfop/api imports nothing of ours, the controller runtime knows nothing of TFJobs, and the planning
-modules stay pure (no machinery, no I/O)."""
+"""The layering rules of docs/architecture.md, checked on the source: tfop/kube is generic machinery
+(imports nothing else of ours), tfop/api imports nothing of ours, the controller runtime knows nothing of TFJobs,
+and the planning modules stay pure (no machinery, no I/O)."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ def test_planning_is_pure(path: Path) -> None:
 @pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")),
                          ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_no_module_holds_two_concepts(path: Path) -> None:
-    """DESIGN.md: a module over ~400 lines is a sign it holds two."""
+    """docs/architecture.md: a module over ~400 lines is a sign it holds two."""
     assert len(path.read_text().splitlines()) <= 400
 
 

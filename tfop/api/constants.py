@@ -27,7 +27,7 @@ TF_CONFIG_ENV: Final = "TF_CONFIG"
 # Children are Services too, so their names must be DNS-1035 labels.
 MAX_CHILD_NAME_LENGTH: Final = 63
 # Every pod's TF_CONFIG lists every replica, up to 140 bytes each, and a pod must fit in etcd's 1.5 MiB request
-# limit: 5000 replicas take at most 700,000 bytes of it (the CRD's rule; the README has the arithmetic).
+# limit: 5000 replicas take at most 700,000 bytes of it (the CRD's rule; docs/tfjob/reference.md has the arithmetic).
 MAX_REPLICAS: Final = 5000
 
 LABEL_JOB_NAME: Final = "training.kubeflow.org/job-name"
@@ -37,7 +37,7 @@ LABEL_RUNTIME_ID: Final = "training.kubeflow.org/runtime-id"
 LABEL_OPERATOR_NAME: Final = "training.kubeflow.org/operator-name"
 LABEL_JOB_ROLE: Final = "training.kubeflow.org/job-role"
 # The value the Kubeflow training operator's TFJob controller writes, which Kueue's TFJob integration and the
-# Go operator's own Services select on; tfop writes it too (README: Moving from the Kubeflow training operator).
+# Go operator's own Services select on; tfop writes it too (docs/install/from-go-operator.md).
 OPERATOR_NAME: Final = "tfjob-controller"
 # What tfop's children carried before it spoke the Go operator's label; still watched, so they are adopted.
 LEGACY_OPERATOR_NAME: Final = "tfop"
