@@ -29,13 +29,14 @@ from typing import Any
 
 import yaml
 
-from tfop.api.constants import NAMING_RUNTIME_ID, NAMINGS, REPLICA_BACKEND_PODS, REPLICA_BACKENDS
+from tfop.api.constants import NAMING_RUNTIME_ID, NAMINGS, NODE_LOSS_POLICIES, REPLICA_BACKEND_PODS, REPLICA_BACKENDS
 from tfop.controller.plan.accelerators import Accelerator, HostVolume
 from tfop.controller.plan.controller_config import (
     DEFAULT_GRPC_SERVER_FILE_PATH,
     DEFAULT_SERVICE_DOMAIN,
     DEFAULT_TF_IMAGE,
     ControllerConfig,
+    NodeLossSettings,
 )
 from tfop.controller.plan.gang import GANG_NONE, GANG_SCHEDULER_NAMES
 
@@ -67,7 +68,7 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> ControllerConf
     document = _mapping(data, "the config")
     _known(document, "the config",
            {"serviceDomain", "accelerators", "gangScheduler", "childNaming", "tfImage", "grpcServerFilePath",
-            "replicaBackend"}, notes)
+            "replicaBackend", "nodeLoss"}, notes)
     domain = document.get("serviceDomain", DEFAULT_SERVICE_DOMAIN)
     if not isinstance(domain, str) or not _DNS_SUFFIX.match(domain):
         raise ConfigError(f"serviceDomain {domain!r} is not a DNS suffix such as svc.cluster.local")
@@ -95,7 +96,39 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> ControllerConf
         raise ConfigError(f"replicaBackend {backend!r} is not one of {', '.join(REPLICA_BACKENDS)}")
     return ControllerConfig(service_domain=domain, accelerators=MappingProxyType(accelerators), gang_scheduler=gang,
                             child_naming=str(naming), tf_image=image,
-                            grpc_server_file_path=posixpath.normpath(server_path), replica_backend=str(backend))
+                            grpc_server_file_path=posixpath.normpath(server_path), replica_backend=str(backend),
+                            node_loss=_node_loss(document.get("nodeLoss") or {}, notes))
+
+
+def _node_loss(data: Any, notes: list[str]) -> NodeLossSettings:
+    """nodeLoss: {watchNodes, policy, graceSeconds, terminatingMarginSeconds, unhealthyConditions, unhealthyTaints}."""
+    spec = _mapping(data, "nodeLoss")
+    _known(spec, "nodeLoss", {"watchNodes", "policy", "graceSeconds", "terminatingMarginSeconds",
+                              "unhealthyConditions", "unhealthyTaints"}, notes)
+    defaults = NodeLossSettings()
+    watch = spec.get("watchNodes", defaults.watch_nodes)
+    if not isinstance(watch, bool):
+        raise ConfigError(f"nodeLoss.watchNodes must be true or false, not {watch!r}")
+    policy = spec.get("policy", defaults.policy)
+    if policy not in NODE_LOSS_POLICIES:
+        raise ConfigError(f"nodeLoss.policy {policy!r} is not one of {', '.join(NODE_LOSS_POLICIES)}")
+    seconds = {}
+    for key, default in (("graceSeconds", defaults.grace_seconds),
+                         ("terminatingMarginSeconds", defaults.terminating_margin_seconds)):
+        value = spec.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 86400:
+            raise ConfigError(f"nodeLoss.{key} must be a number of seconds from 0 to 86400, not {value!r}")
+        seconds[key] = float(value)
+    names = {}
+    for key in ("unhealthyConditions", "unhealthyTaints"):
+        entries = _list(spec.get(key), f"nodeLoss.{key}")
+        if not all(isinstance(entry, str) and entry for entry in entries):
+            raise ConfigError(f"nodeLoss.{key} must list condition types or taint keys, not {entries!r}")
+        names[key] = tuple(str(entry) for entry in entries)
+    return NodeLossSettings(watch_nodes=watch, policy=str(policy), grace_seconds=seconds["graceSeconds"],
+                            terminating_margin_seconds=seconds["terminatingMarginSeconds"],
+                            unhealthy_conditions=names["unhealthyConditions"],
+                            unhealthy_taints=names["unhealthyTaints"])
 
 
 def _accelerator(data: Any, path: str, notes: list[str]) -> Accelerator:

@@ -226,6 +226,10 @@ OPERATOR_RULES = {(resource, "", verb) for resource, verbs in [
     for verb in verbs.split()} | {("configmaps", "tfop-grpc-server", verb) for verb in ("get", "update")}
 
 
+# Node loss: the nodes the jobs' pods are on, read only (cluster-wide, so listed in every namespace).
+NODE_RULES = {("nodes", "", verb) for verb in ("get", "list", "watch")}
+
+
 def leader_election_rules(lease: str) -> set[tuple[str, str, str]]:
     return {("leases.coordination.k8s.io", "", "create"), ("leases.coordination.k8s.io", lease, "get"),
             ("leases.coordination.k8s.io", lease, "update")}
@@ -236,7 +240,8 @@ def test_kustomize_base_applies_and_its_deployment_runs_under_restricted_pod_sec
         cluster: LocalCluster, kustomize_base: list[Object]) -> None:
     kinds = sorted(o["kind"] for o in kustomize_base)
     assert kinds == sorted(["CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole", "ClusterRole",
-                            "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "ConfigMap",
+                            "ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "Role",
+                            "RoleBinding", "ConfigMap", "ConfigMap",
                             "Deployment", "PodDisruptionBudget", "Service", "ServiceMonitor", "PrometheusRule"])
     assert all(o["metadata"].get("namespace") == SYSTEM_NAMESPACE for o in kustomize_base
                if o["kind"] not in ("CustomResourceDefinition", "Namespace", "ClusterRole", "ClusterRoleBinding"))
@@ -264,8 +269,9 @@ def test_operator_service_account_is_denied_everything_it_does_not_use(
     for verb, resource in [("get", "secrets"), ("list", "secrets"), ("watch", "secrets"), ("list", "configmaps"),
                            ("update", "configmaps"), ("get", "configmaps/tf-job-operator-config"),
                            ("patch", "configmaps"), ("delete", "configmaps"),
-                           ("create", "deployments.apps"), ("update", "deployments.apps"), ("get", "nodes"),
-                           ("list", "nodes"), ("create", "tfjobs.kubeflow.org"), ("update", "tfjobs.kubeflow.org"),
+                           ("create", "deployments.apps"), ("update", "deployments.apps"), ("update", "nodes"),
+                           ("patch", "nodes"), ("delete", "nodes"), ("create", "tfjobs.kubeflow.org"),
+                           ("update", "tfjobs.kubeflow.org"),
                            ("patch", "pods"), ("update", "pods"), ("create", "pods:exec"),
                            ("create", "serviceaccounts:token"), ("delete", "leases.coordination.k8s.io")]:
         for scope in (namespace, SYSTEM_NAMESPACE, None):
@@ -277,8 +283,9 @@ def test_operator_service_account_is_denied_everything_it_does_not_use(
 
 def test_operator_service_account_may_do_exactly_what_the_operator_does(
         cluster: LocalCluster, kustomize_base: list[Object], namespace: str) -> None:
-    assert granted(cluster, OPERATOR_SA, namespace) == OPERATOR_RULES
-    assert granted(cluster, OPERATOR_SA, SYSTEM_NAMESPACE) == OPERATOR_RULES | leader_election_rules(LEASE)
+    assert granted(cluster, OPERATOR_SA, namespace) == OPERATOR_RULES | NODE_RULES
+    assert granted(cluster, OPERATOR_SA, SYSTEM_NAMESPACE) == OPERATOR_RULES | NODE_RULES | leader_election_rules(
+        LEASE)
     assert can_i(cluster, OPERATOR_SA, "watch", "tfjobs.kubeflow.org", None)  # all namespaces at once
 
 
@@ -404,7 +411,8 @@ def test_helm_chart_for_all_namespaces_applies_with_a_cluster_role(
     dry_run_and_apply(cluster, rendered)
     wait_available(cluster, namespace, "tfop-all", 2)
     account = f"system:serviceaccount:{namespace}:tfop-all"
-    assert granted(cluster, account, namespace) == OPERATOR_RULES | leader_election_rules("tfop-all-leader")
+    assert granted(cluster, account, namespace) == OPERATOR_RULES | NODE_RULES | leader_election_rules(
+        "tfop-all-leader")
     assert can_i(cluster, account, "watch", "pods", None)
     assert ("CustomResourceDefinition", "tfjobs.kubeflow.org") in by_kind_and_name(documents(rendered))
 
@@ -421,8 +429,8 @@ def test_helm_chart_for_a_namespace_list_on_azure_applies_with_roles_in_those_na
 
     account = f"system:serviceaccount:{namespace}:tfop-some"
     for watched in watched_namespaces:
-        assert granted(cluster, account, watched) == OPERATOR_RULES
-    assert granted(cluster, account, namespace) == leader_election_rules("tfop-some-leader")
+        assert granted(cluster, account, watched) == OPERATOR_RULES | NODE_RULES
+    assert granted(cluster, account, namespace) == leader_election_rules("tfop-some-leader") | NODE_RULES
     assert not can_i(cluster, account, "list", "pods", None)
     assert ("ClusterRoleBinding", "tfop-some") not in objects
     [container] = objects[("Deployment", "tfop-some")]["spec"]["template"]["spec"]["containers"]

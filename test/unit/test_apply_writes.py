@@ -46,7 +46,7 @@ class RecordingClient:
         return body
 
     def delete(self, resource: Resource, name: str, namespace: str | None = None, *, uid: str | None = None,
-               propagation_policy: str | None = None) -> None:
+               propagation_policy: str | None = None, grace_period_seconds: int | None = None) -> None:
         self.writes.append(("delete", resource.plural, name))
 
     def patch(self, resource: Resource, name: str, patch: Any, namespace: str | None = None, *,

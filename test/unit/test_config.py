@@ -98,7 +98,7 @@ def test_unknown_keys_are_warnings_naming_them() -> None:
     assert config.service_domain == "svc"
     assert warnings == [
         ("the config has unknown key 'cloud', ignored; known: accelerators, childNaming, gangScheduler, "
-         "grpcServerFilePath, replicaBackend, serviceDomain, tfImage"),
+         "grpcServerFilePath, nodeLoss, replicaBackend, serviceDomain, tfImage"),
         "accelerators[nvidia.com/gpu] has unknown key 'driver', ignored; known: envVars, volumes"]
 
 

@@ -790,7 +790,8 @@ def test_the_cache_keeps_all_the_planner_reads(case: Case) -> None:
 
 def test_the_cache_drops_the_spec_and_what_else_no_one_reads() -> None:
     pod = slim_pod(as_served(make_pod("Worker", 0, "Failed", exit_code=137, reason="OOMKilled")))
-    assert set(pod) == {"apiVersion", "kind", "metadata", "status"}
+    assert set(pod) == {"apiVersion", "kind", "metadata", "spec", "status"}
+    assert pod["spec"] == {"nodeName": "n1"}  # of the spec only where it runs, for node loss
     assert set(pod["metadata"]) == {"name", "namespace", "uid", "labels", "ownerReferences", "creationTimestamp"}
     assert pod["metadata"]["ownerReferences"] == []  # only a ConfigMap's, not its controller's
     assert pod["status"] == {"phase": "Failed", "containerStatuses": [

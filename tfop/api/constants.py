@@ -59,6 +59,14 @@ REPLICA_BACKEND_JOBS: Final = "jobs"
 REPLICA_BACKENDS: Final = (REPLICA_BACKEND_PODS, REPLICA_BACKEND_JOBS)
 ANNOTATION_REPLICA_BACKEND: Final = "tfop.kubeflow.org/replica-backend"
 
+# What tfop does with a replica whose node is unreachable (docs/concepts/node-loss.md): Replace it once the node
+# has been so for the grace, or WaitForProof (the out-of-service taint, the node deleted) that its process is gone.
+NODE_LOSS_REPLACE: Final = "Replace"
+NODE_LOSS_WAIT_FOR_PROOF: Final = "WaitForProof"
+NODE_LOSS_POLICIES: Final = (NODE_LOSS_REPLACE, NODE_LOSS_WAIT_FOR_PROOF)
+ANNOTATION_NODE_LOSS_POLICY: Final = "tfop.kubeflow.org/node-loss-policy"
+ANNOTATION_NODE_LOSS_GRACE: Final = "tfop.kubeflow.org/node-loss-grace-seconds"
+
 RESTART_POLICY_ALWAYS: Final = "Always"
 RESTART_POLICY_ON_FAILURE: Final = "OnFailure"
 RESTART_POLICY_NEVER: Final = "Never"
@@ -88,6 +96,7 @@ REASON_CREATED: Final = "TFJobCreated"
 REASON_PENDING: Final = "TFJobPending"
 REASON_RUNNING: Final = "TFJobRunning"
 REASON_RESTARTING: Final = "TFJobRestarting"
+REASON_NODE_LOST: Final = "NodeLost"  # a replica's node is lost or unhealthy: its pod is replaced
 REASON_SUCCEEDED: Final = "TFJobSucceeded"
 REASON_FAILED: Final = "TFJobFailed"
 REASON_BACKOFF_LIMIT_EXCEEDED: Final = "BackoffLimitExceeded"

@@ -15,6 +15,7 @@ kubectl's last-applied copy.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from tfop.objects import Object
@@ -25,6 +26,7 @@ _METADATA = ("name", "namespace", "uid", "resourceVersion", "labels", "ownerRefe
 _OWNER_REFERENCE = ("apiVersion", "kind", "name", "uid", "controller")
 _POD_STATUS = ("phase", "reason", "message")
 _POD_CONDITION = ("type", "status", "reason", "message")
+_NODE_CONDITION = ("type", "status", "reason", "lastTransitionTime")
 _SCHEDULED = "PodScheduled"  # read while false: why a pod is not scheduled
 _DISRUPTED = "DisruptionTarget"  # read by the Job backend: the pod was evicted, preempted or drained
 _CONTAINER_STATUS = ("name", "restartCount")
@@ -62,6 +64,9 @@ def slim_metadata(obj: Object) -> Object:
 
 def slim_pod(pod: Object) -> Object:
     slim = slim_metadata(pod)
+    node_name = (pod.get("spec") or {}).get("nodeName")
+    if node_name:  # where it runs: node loss is judged by its node's health
+        slim["spec"] = {"nodeName": _shared(node_name)}
     status = pod.get("status")
     if isinstance(status, dict):
         kept = _kept(status, _POD_STATUS)
@@ -141,3 +146,32 @@ def slim_pod_group(pod_group: Object) -> Object:
         if isinstance(pod_group.get(key), dict):
             slim[key] = pod_group[key]
     return slim
+
+
+BY_NODE = "node-name"  # the pod cache's index by the node a pod is bound to
+
+
+def pod_node(pod: Object) -> list[str]:
+    """The pod cache's index by node: which pods a node's change concerns."""
+    node_name = (pod.get("spec") or {}).get("nodeName")
+    return [node_name] if node_name else []
+
+
+def node_health_transform(conditions: tuple[str, ...]) -> Callable[[Object], Object]:
+    """What the node cache keeps: the node's name, whether it is unschedulable, its taints, and of its conditions
+    Ready and those named (`conditions`) with when they last changed; never heartbeat times, so the kubelet's
+    regular status updates leave the cached node unchanged and wake no job."""
+    read = {"Ready", *conditions}
+
+    def slim_node(node: Object) -> Object:
+        slim = slim_metadata(node)
+        spec = node.get("spec")
+        if isinstance(spec, dict):
+            slim["spec"] = {key: spec[key] for key in ("taints", "unschedulable") if key in spec}
+        status = node.get("status")
+        if isinstance(status, dict) and isinstance(status.get("conditions"), list):
+            slim["status"] = {"conditions": [_kept(entry, _NODE_CONDITION) for entry in status["conditions"]
+                                             if isinstance(entry, dict) and entry.get("type") in read]}
+        return slim
+
+    return slim_node

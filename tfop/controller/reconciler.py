@@ -13,18 +13,19 @@ import structlog
 from tfop.api.constants import GROUP, KIND, LABEL_JOB_NAME
 from tfop.api.kueue import managed_elsewhere
 from tfop.controller.apply.applier import PlanApplier
-from tfop.controller.cache_transforms import slim_job
+from tfop.controller.cache_transforms import BY_NODE, node_health_transform, pod_node, slim_job
 from tfop.controller.children import TFJOBS, ChildKind, child_id, child_kinds, pod_group_resource
 from tfop.controller.plan.batch_job import made_by_job
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.gang import GangScheduler
 from tfop.controller.plan.planner import plan as plan_job
-from tfop.controller.plan.types import CreateRefusal, PlanContext
+from tfop.controller.plan.types import POD, CreateRefusal, PlanContext
 from tfop.kube.client import KubeClient
 from tfop.kube.clock import SYSTEM_CLOCK, Clock
 from tfop.kube.errors import NotFound
 from tfop.kube.events import EventRecorder
 from tfop.kube.expectations import Expectations
+from tfop.kube.resource import NODES, PODS
 from tfop.kube.runtime import Change, ControllerRuntime, Watch
 from tfop.kube.store import Store, by_controller_uid, object_key
 from tfop.metrics import OperatorMetrics
@@ -53,6 +54,10 @@ class TFJobController:
         self.refusals: dict[str, tuple[CreateRefusal, ...]] = {}
         watches = [Watch(TFJOBS, object_key, transform=slim_job, observe=self._job_changed),
                    *(self._child_watch(kind) for kind in self.kinds)]
+        if config.node_loss.watch_nodes:
+            # Nodes are watched, not owned: a node's change concerns the jobs with pods on it.
+            watches.append(Watch(NODES, lambda node: None, keys_of=self._jobs_on_node,
+                                 transform=node_health_transform(config.node_loss.unhealthy_conditions)))
         self.runtime = ControllerRuntime(client, CONTROLLER_NAME, self.reconcile, watches, namespaces=namespaces,
                                          threads=threads, stall_after=stall_after, metrics=self.metrics.kube,
                                          key_name="job")
@@ -60,9 +65,23 @@ class TFJobController:
                                    create_concurrency=create_concurrency, kinds=self.kinds, clock=clock)
 
     def _child_watch(self, kind: ChildKind) -> Watch:
-        return Watch(kind.resource, owner_key, label_selector=kind.label_selector,
-                     indexers={kind.owner_index: by_controller_uid}, transform=kind.transform,
+        indexers = {kind.owner_index: by_controller_uid, **({BY_NODE: pod_node} if kind.kind == POD else {})}
+        return Watch(kind.resource, owner_key, label_selector=kind.label_selector, indexers=indexers,
+                     transform=kind.transform,
                      observe=lambda change, key, child: self._child_changed(kind.kind, change, key, child))
+
+    def _jobs_on_node(self, node: Object) -> set[str]:
+        name = node["metadata"]["name"]
+        return {key for store in self.runtime.stores(PODS) for pod in store.by_index(BY_NODE, name)
+                if (key := owner_key(pod)) is not None}
+
+    def _nodes_of(self, pods: list[Object]) -> dict[str, Object] | None:
+        """The cached nodes the pods are on, by name (a node not in the cache is left out: deleted)."""
+        if not self.config.node_loss.watch_nodes:
+            return None
+        store = self.runtime.store(NODES, "")
+        names = {name for pod in pods if (name := (pod.get("spec") or {}).get("nodeName"))}
+        return {name: node for name in names if (node := store.get(name)) is not None}
 
     # --- lifecycle: the runtime's --------------------------------------------------------------------------
     def start_informers(self) -> None:
@@ -139,7 +158,7 @@ class TFJobController:
         now = datetime.fromtimestamp(self.clock.wall(), UTC)
         # What the apiserver refused of the previous pass's plan is observed state, like what the cache holds.
         context = PlanContext(job, children, now, self.config, refusals=self.refusals.pop(key, ()),
-                              gang_problem=self.gang_problem)
+                              gang_problem=self.gang_problem, nodes=self._nodes_of(children.get(POD, [])))
         plan = plan_job(context)
         changes = self.applier.change_children(key, job, plan)
         held = self.applier.record(key, job, plan, now)

@@ -4,8 +4,10 @@ guard, health and readiness problems, and the controller_runtime_* metrics.
 
 It knows nothing of what it reconciles. A controller declares its watches as data: each names a resource, how
 to filter and index it, and which key an event concerns (the object's own, or its owner's); the runtime
-enqueues that key. `reconcile(key)` returns seconds until the key needs another look (a timer), or None; an
-exception requeues the key with backoff without touching any other key.
+enqueues that key. A watched kind the controller does not own (e.g. Nodes) maps an object to any number of keys
+instead, and its updates count only when what the cache keeps of it changed. `reconcile(key)` returns seconds
+until the key needs another look (a timer), or None; an exception requeues the key with backoff without touching
+any other key.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import enum
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import structlog
@@ -50,6 +52,9 @@ class Watch:
     resource: Resource
     key_of: Callable[[Object], str | None]  # None: the object concerns no key (not ours)
     label_selector: str | None = None
+    # For a watched kind that is not owned: every key an object concerns (then `key_of` is not asked); an update
+    # counts only when the object as cached (after `transform`) changed beyond its resourceVersion.
+    keys_of: Callable[[Object], Iterable[str]] | None = None
     indexers: Mapping[str, IndexFunc] = field(default_factory=dict)
     transform: Transform | None = strip_managed_fields
     observe: Observer | None = None
@@ -73,7 +78,7 @@ class ControllerRuntime:
             (watch.resource, scope): Informer(client, watch.resource, namespace=scope,
                                               label_selector=watch.label_selector, indexers=watch.indexers,
                                               transform=watch.transform)
-            for watch in self._watches for scope in scopes
+            for watch in self._watches for scope in _scopes_of(watch, scopes)
         }
         self._scopes = scopes
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(name, rate_limiter,
@@ -93,6 +98,10 @@ class ControllerRuntime:
     def informers(self) -> list[Informer]:
         return list(self._informers.values())
 
+    def stores(self, resource: Resource) -> list[Store]:
+        """Every cache of `resource`: one per namespace the controller is limited to, or one for all."""
+        return [informer.store for (watched, _), informer in self._informers.items() if watched == resource]
+
     def store(self, resource: Resource, namespace: str) -> Store:
         """The cache of `resource` that holds objects of `namespace`."""
         informer = self._informers.get((resource, namespace)) or self._informers.get((resource, None))
@@ -103,7 +112,7 @@ class ControllerRuntime:
     # --- lifecycle -------------------------------------------------------------------------------------------
     def start_informers(self) -> None:
         for watch in self._watches:
-            for scope in self._scopes:
+            for scope in _scopes_of(watch, self._scopes):
                 informer = self._informers[(watch.resource, scope)]
                 informer.add_event_handler(*self._handlers(watch))
                 informer.start()
@@ -156,7 +165,13 @@ class ControllerRuntime:
     # --- events to keys --------------------------------------------------------------------------------------
     def _handlers(self, watch: Watch) -> tuple[Callable[[Object], None], Callable[[Object, Object], None],
                                                 Callable[[Object, bool], None]]:
+        keys_of = watch.keys_of
+
         def changed(change: Change, obj: Object) -> None:
+            if keys_of is not None:
+                for each in keys_of(obj):
+                    self.queue.add(each)
+                return
             key = watch.key_of(obj)
             if key is None:
                 return
@@ -166,8 +181,11 @@ class ControllerRuntime:
 
         def updated(old: Object, new: Object) -> None:
             # The same resourceVersion is the same object (a re-list): nothing new to reconcile.
-            if old["metadata"].get("resourceVersion") != new["metadata"].get("resourceVersion"):
-                changed(Change.UPDATED, new)
+            if old["metadata"].get("resourceVersion") == new["metadata"].get("resourceVersion"):
+                return
+            if keys_of is not None and _without_version(old) == _without_version(new):
+                return  # e.g. a node's heartbeat: nothing the controller reads moved
+            changed(Change.UPDATED, new)
 
         return (lambda obj: changed(Change.ADDED, obj), updated,
                 lambda obj, stale: changed(Change.DELETED, obj))
@@ -207,3 +225,12 @@ class ControllerRuntime:
         details = {"error": error.message} if isinstance(error, ApiError) else {"exc_info": error}
         log.warning("reconcile failed, will retry", controller=self.name, retries=self.queue.num_requeues(key),
                     **{self._key_name: key}, **details)
+
+
+def _scopes_of(watch: Watch, scopes: list[str | None]) -> list[str | None]:
+    """A cluster-scoped resource has one cache whatever namespaces the controller is limited to."""
+    return scopes if watch.resource.namespaced else [None]
+
+
+def _without_version(obj: Object) -> Object:
+    return {**obj, "metadata": {k: v for k, v in obj.get("metadata", {}).items() if k != "resourceVersion"}}

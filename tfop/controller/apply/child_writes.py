@@ -192,7 +192,8 @@ class ChildWriter:
             kind = self.kinds[ref.kind]
             try:
                 self.client.delete(kind.resource, ref.name, namespace, uid=ref.uid,
-                                   propagation_policy=kind.propagation_policy)
+                                   propagation_policy=kind.propagation_policy,
+                                   grace_period_seconds=ref.grace_period_seconds)
                 deleted.setdefault(ref.kind, []).append(ref.name)
             except NotFound:
                 self.expectations.deleted(key, ref.uid)  # gone already: no event will come

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from tfop.api.constants import NAMING_RUNTIME_ID, REPLICA_BACKEND_PODS
+from tfop.api.constants import NAMING_RUNTIME_ID, NODE_LOSS_REPLACE, REPLICA_BACKEND_PODS
 from tfop.controller.plan.accelerators import Accelerators
 from tfop.controller.plan.gang import GANG_NONE, GangScheduler, gang_scheduler
 
@@ -16,6 +16,19 @@ DEFAULT_SERVICE_DOMAIN = "svc"
 # mounted (the seeds' controller config names this very path).
 DEFAULT_TF_IMAGE = "tensorflow/tensorflow:2.21.0"
 DEFAULT_GRPC_SERVER_FILE_PATH = "/opt/mlkube/grpc_tensorflow_server/grpc_tensorflow_server.py"
+
+
+@dataclass(frozen=True)
+class NodeLossSettings:
+    """The operator's defaults (its config file's `nodeLoss`); a job's annotations may set its policy and grace."""
+
+    # False: the operator does not watch Nodes (it may lack the RBAC to), and decides nothing about them.
+    watch_nodes: bool = True
+    policy: str = NODE_LOSS_REPLACE
+    grace_seconds: float = 30.0  # past the node's Ready transition (or an unhealthy mark), before replacing
+    terminating_margin_seconds: float = 30.0  # past a pod's deletion deadline, on a node that is not Ready
+    unhealthy_conditions: tuple[str, ...] = ()  # node condition types whose status True means "move off"
+    unhealthy_taints: tuple[str, ...] = ()  # taint keys that mean the same
 
 
 @dataclass(frozen=True)
@@ -32,6 +45,8 @@ class ControllerConfig:
     # What new jobs' replicas are, unless a job's annotation says: Pods, or batch/v1 Jobs (plan/batch_job.py).
     replica_backend: str = REPLICA_BACKEND_PODS
     grpc_server_file_path: str = DEFAULT_GRPC_SERVER_FILE_PATH
+    # When a replica's node counts as lost, and what tfop then does (plan/node_loss.py).
+    node_loss: NodeLossSettings = field(default_factory=NodeLossSettings)
 
     @property
     def gang(self) -> GangScheduler | None:

@@ -102,8 +102,8 @@ class PlanDraft:
         seconds = max(seconds, 0.0)
         self.requeue_after = seconds if self.requeue_after is None else min(self.requeue_after, seconds)
 
-    def delete_child(self, kind: str, child: dict[str, Any]) -> None:
-        self.delete.append(ChildRef.of(kind, child))
+    def delete_child(self, kind: str, child: dict[str, Any], *, force: bool = False) -> None:
+        self.delete.append(ChildRef.of(kind, child, force=force))
 
     def deleted_uids(self, kind: str) -> set[str]:
         return {ref.uid for ref in self.delete if ref.kind == kind}

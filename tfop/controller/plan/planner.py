@@ -53,6 +53,13 @@ from tfop.controller.plan.desired import (
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.lifecycle import COMPLETION_TIME, finish, keep_finished
 from tfop.controller.plan.naming import CHILD_NAMING, ChildNaming, naming_of
+from tfop.controller.plan.node_loss import (
+    JobNodePolicy,
+    Verdict,
+    job_node_policy,
+    move_off_bad_nodes,
+    replicas_on_bad_nodes,
+)
 from tfop.controller.plan.pod_groups import plan_pod_group
 from tfop.controller.plan.pod_slots import Slot, SlotState, SortedChildren
 from tfop.controller.plan.ps_server import with_default_ps_server
@@ -78,6 +85,7 @@ class _Planning:
     naming: ChildNaming
     children: SortedChildren
     backend: ReplicaBackend
+    node_policy: JobNodePolicy
 
 
 def plan(context: PlanContext) -> Plan:
@@ -87,7 +95,8 @@ def plan(context: PlanContext) -> Plan:
     draft = PlanDraft(job, context.now, context.config)
     defaulted = with_default_ps_server(apply_defaults(job), context.config)
     backend, backend_error = backend_of(job, context)
-    errors = [str(error) for error in validate(defaulted)] + kueue_key_problems(job) + (
+    node_policy, node_policy_errors = job_node_policy(job, context.config.node_loss)
+    errors = [str(error) for error in validate(defaulted)] + kueue_key_problems(job) + node_policy_errors + (
         [backend_error] if backend_error else [])
     _note_created(draft, defaulted)
     own = [*context.of_kind(JOB), *(pod for pod in context.of_kind(POD) if not made_by_job(pod)),
@@ -103,7 +112,7 @@ def plan(context: PlanContext) -> Plan:
         _reject(draft, defaulted, context, errors or [_describe_refusal(r) for r in refused])
     elif backend is not None:  # without errors it always is
         _run(_Planning(draft, context, defaulted, naming, backend.sort_children(defaulted, context, naming),
-                       backend))
+                       backend, node_policy))
     return draft.finalize(refused=bool(context.refusals))
 
 
@@ -167,8 +176,12 @@ def _run(p: _Planning) -> None:
     recreate = p.backend.to_recreate(retryable)
     scaled_down = [child for child in children.surplus_of(p.backend.kind) if not is_terminating(child)]
     recreating = {uid_of(slot.pod) for slot in recreate}
+    # A replica replaced for its node is not restarted: its pod's count retires, and no restart is added.
+    on_bad_nodes = [] if p.context.nodes is None else replicas_on_bad_nodes(
+        p.context.of_kind(POD), p.context.nodes, draft.now, draft.config.node_loss, p.node_policy)
+    moving = {uid_of(replica.pod) for replica in on_bad_nodes if replica.verdict in (Verdict.LOST, Verdict.MOVE)}
     counts = p.backend.count_restarts(draft, p.job, p.context, children,
-                                      deleting=recreating | {uid_of(child) for child in scaled_down},
+                                      deleting=recreating | moving | {uid_of(child) for child in scaled_down},
                                       recreating=recreating)
     if _finish_if_done(p, sum(count.total for count in counts.values())):
         keep_finished(draft, p.job, p.context, just_finished=True)
@@ -180,10 +193,11 @@ def _run(p: _Planning) -> None:
     for service in children.surplus_of(SERVICE):
         if not is_terminating(service):
             draft.delete_child(SERVICE, service)
+    node_note = move_off_bad_nodes(draft, on_bad_nodes, already_deleted=draft.deleted_uids(POD))
     p.backend.resume(draft, children)
     gang = plan_pod_group(draft, p.job, p.context)
     _create_missing(p, hold_pods=gang.hold_pods is not None)
-    _update_running(p, p.backend.replaced(retryable, counts), gang_note=gang.note)
+    _update_running(p, p.backend.replaced(retryable, counts), gang_note=gang.note, node_note=node_note)
     record_replicas(p.draft, p.job, p.children, counts, finishing=False)
 
 
@@ -268,7 +282,7 @@ def _succeeded(job: dict[str, Any], slots: list[Slot]) -> bool:
     return bool(slots) and all(slot.state is SlotState.SUCCEEDED for slot in slots)
 
 
-def _update_running(p: _Planning, replaced: list[dict[str, Any]], *, gang_note: str = "") -> None:
+def _update_running(p: _Planning, replaced: list[dict[str, Any]], *, gang_note: str = "", node_note: str = "") -> None:
     """Running means every replica pod runs (or has finished its part); while any is pending the condition says
     how many, rather than claiming the job runs."""
     draft, children = p.draft, p.children
@@ -281,10 +295,11 @@ def _update_running(p: _Planning, replaced: list[dict[str, Any]], *, gang_note: 
     states = Counter(slot.state for slot in children.slots)
     finished = states[SlotState.SUCCEEDED] + states[SlotState.TOLERATED]
     waiting = len(children.slots) - finished - states[SlotState.RUNNING]
+    said_of_nodes = f" {node_note}." if node_note else ""
     if waiting == 0 and states[SlotState.RUNNING] > 0:
         message = f"{draft.job_ref} is running."
         draft.set_condition(CONDITION_RUNNING, true=True, reason=REASON_RUNNING,
-                            message=with_troubles(message, troubles))
+                            message=with_troubles(message + said_of_nodes, troubles))
         draft.clear_condition(CONDITION_RESTARTING, reason=REASON_RUNNING, message=message)
     elif draft.is_true(CONDITION_RESTARTING):
         restarting = draft.condition(CONDITION_RESTARTING) or {}
@@ -296,7 +311,7 @@ def _update_running(p: _Planning, replaced: list[dict[str, Any]], *, gang_note: 
         refused = [_describe_refusal(refusal) for refusal in p.context.refusals]
         cause = f"; creating them fails: {_listing(refused)}" if refused else ""
         message = (f"{draft.job_ref} is waiting for {waiting} of {len(children.slots)} replicas to run: "
-                   f"{detail}{cause}{gang_note}.")
+                   f"{detail}{cause}{gang_note}.{said_of_nodes}")
         draft.set_condition(CONDITION_RUNNING, true=False, reason=REASON_PENDING,
                             message=with_troubles(message, troubles))
 

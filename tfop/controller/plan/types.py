@@ -48,6 +48,9 @@ class PlanContext:
     refusals: tuple[CreateRefusal, ...] = ()
     # Why the configured gang scheduler cannot be used (its PodGroup CRD is not installed), or None.
     gang_problem: str | None = None
+    # The cached nodes the job's pods are on, by name (a name missing: the node was deleted); None: node health is
+    # not known (no node cache), and nothing is decided about it.
+    nodes: Mapping[str, Object] | None = None
 
     def of_kind(self, kind: str) -> list[Object]:
         return self.children.get(kind, [])
@@ -81,11 +84,13 @@ class ChildRef:
     kind: str
     name: str
     uid: str
+    # 0 removes the object without waiting for its kubelet, which is gone (a pod on a lost node); None: its own.
+    grace_period_seconds: int | None = None
 
     @classmethod
-    def of(cls, kind: str, child: Object) -> ChildRef:
+    def of(cls, kind: str, child: Object, *, force: bool = False) -> ChildRef:
         metadata = mapping(child.get("metadata"))
-        return cls(kind, text(metadata.get("name")) or "", text(metadata.get("uid")) or "")
+        return cls(kind, text(metadata.get("name")) or "", text(metadata.get("uid")) or "", 0 if force else None)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,223 @@
+"""Node loss: which replicas sit on a node that is gone or going, and when tfop replaces them.
+
+A pod on a node whose kubelet went silent stays Running (or Terminating, once deleted) in the apiserver for ever:
+nothing confirms its process ended, and its name, which the replacement needs, stays taken. This module decides,
+from the node's health as the cache shows it and `now`, which replicas are lost and must be force-deleted (their
+pod removed without the kubelet's confirmation, so the normal path recreates it on a healthy node), and which are
+suspect and being waited for.
+
+The hard rule is never two live processes claiming one TensorFlow task. The signals, and what each proves:
+- the `node.kubernetes.io/out-of-service` taint: an administrator (or their tooling) says the node is down, so its
+  processes are gone; the replica is replaced at once, whatever the policy (Kubernetes' own non-graceful node
+  shutdown uses the same taint);
+- the Node object deleted: Kubernetes' pod garbage collector removes such pods too; replaced once the pod is
+  older than the grace (a node so new that the cache has yet to see it is not mistaken for a deleted one);
+- Ready Unknown (the kubelet stopped reporting) or False, or the `node.kubernetes.io/unreachable` taint: proves
+  nothing, a partitioned node's process may still run. With the policy Replace (the default) tfop replaces the
+  replica once the node has been so for the grace period: the replacement takes over the task's Service name, a
+  partitioned process can reach no peer, and its kubelet kills it when the node comes back and finds the pod
+  gone. With WaitForProof tfop waits for one of the proofs above (or for the kubelet to confirm the pod ended);
+- a node condition or taint the operator config names unhealthy (e.g. a node problem detector's GPU condition):
+  the kubelet still runs, so the replica's pod is deleted gracefully once the grace has passed, and the kubelet
+  confirms its end; pair it with a NoSchedule taint, or the replacement may be placed on the same node;
+- a pod still terminating past its deletion deadline plus a margin, on a node that is not Ready: its kubelet is
+  not there to finish the delete; treated as on a lost node.
+
+A replacement for a lost node is not a restart of the replica: it does not count against backoffLimit.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from tfop.api.constants import (
+    ANNOTATION_NODE_LOSS_GRACE,
+    ANNOTATION_NODE_LOSS_POLICY,
+    EVENT_WARNING,
+    LABEL_REPLICA_INDEX,
+    LABEL_REPLICA_TYPE,
+    NODE_LOSS_POLICIES,
+    NODE_LOSS_REPLACE,
+    NODE_LOSS_WAIT_FOR_PROOF,
+    REASON_NODE_LOST,
+)
+from tfop.api.defaults import canonical_replica_type
+from tfop.api.fields import mapping, mapping_at, text
+from tfop.api.timestamps import format_time, parse_time
+from tfop.controller.plan.controller_config import NodeLossSettings
+from tfop.controller.plan.draft import PlanDraft
+from tfop.controller.plan.status import is_terminating
+from tfop.controller.plan.types import POD
+from tfop.objects import Object
+
+TAINT_OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
+TAINT_UNREACHABLE = "node.kubernetes.io/unreachable"
+TAINT_NOT_READY = "node.kubernetes.io/not-ready"
+READY = "Ready"
+
+
+class Verdict(enum.Enum):
+    HEALTHY = "healthy"
+    SUSPECT = "suspect"  # waited for: the grace has not passed, or the policy waits for proof
+    LOST = "lost"  # its process is gone or cut off: force-delete the pod
+    MOVE = "move"  # the kubelet still answers: delete the pod gracefully
+
+
+@dataclass(frozen=True)
+class ReplicaOnNode:
+    """What node loss decides for one replica's pod, and the words that tell the user why."""
+
+    pod: Object
+    node: str
+    verdict: Verdict
+    cause: str  # e.g. "is unreachable since 12:03:10"
+    replace_at: datetime | None = None  # a SUSPECT replica is replaced then, if nothing changes
+
+
+@dataclass(frozen=True)
+class JobNodePolicy:
+    policy: str
+    grace: timedelta
+
+
+def job_node_policy(job: Object, settings: NodeLossSettings) -> tuple[JobNodePolicy, list[str]]:
+    """The job's policy and grace (its annotations over the operator's defaults), and what is wrong with them."""
+    annotations = mapping_at(job, "metadata", "annotations")
+    errors = []
+    policy = text(annotations.get(ANNOTATION_NODE_LOSS_POLICY)) or settings.policy
+    if policy not in NODE_LOSS_POLICIES:
+        errors.append(f"metadata.annotations[{ANNOTATION_NODE_LOSS_POLICY}]: must be one of "
+                      f"{', '.join(NODE_LOSS_POLICIES)}, not {policy!r}")
+        policy = settings.policy
+    grace = settings.grace_seconds
+    asked = annotations.get(ANNOTATION_NODE_LOSS_GRACE)
+    if asked is not None:
+        try:
+            grace = float(str(asked))
+            if not 0 <= grace <= 86400:
+                raise ValueError
+        except ValueError:
+            errors.append(f"metadata.annotations[{ANNOTATION_NODE_LOSS_GRACE}]: must be a number of seconds from 0 "
+                          f"to 86400, not {asked!r}")
+            grace = settings.grace_seconds
+    return JobNodePolicy(policy, timedelta(seconds=grace)), errors
+
+
+def replicas_on_bad_nodes(pods: Iterable[Object], nodes: Mapping[str, Object], now: datetime,
+                          settings: NodeLossSettings, policy: JobNodePolicy) -> list[ReplicaOnNode]:
+    """Every pod of the job whose node is not healthy, with its verdict; pods on healthy nodes, unscheduled pods
+    and pods that have ended are left out. `nodes`: the cached nodes by name (a name missing: deleted)."""
+    found = []
+    for pod in pods:
+        node_name = text(mapping_at(pod, "spec").get("nodeName"))
+        if not node_name or text(mapping_at(pod, "status").get("phase")) in ("Succeeded", "Failed"):
+            continue
+        node = nodes.get(node_name)
+        if node is None:
+            # Deleted; or so new that the cache has yet to see it, which the grace from the pod's creation covers.
+            created = parse_time(mapping_at(pod, "metadata").get("creationTimestamp")) or now
+            verdict = Verdict.LOST if now >= created + policy.grace else Verdict.SUSPECT
+            found.append(ReplicaOnNode(pod, node_name, verdict, "no longer exists",
+                                       None if verdict is Verdict.LOST else created + policy.grace))
+            continue
+        verdict, cause, since = _node_verdict(node, now, settings, policy)
+        if verdict is Verdict.HEALTHY:
+            continue
+        replace_at = None
+        if verdict is Verdict.SUSPECT:
+            stuck = _stuck_terminating_since(pod, settings)
+            if stuck is not None and now >= stuck and policy.policy == NODE_LOSS_REPLACE:
+                verdict, cause = Verdict.LOST, f"{cause}, and its pod has been terminating since {_clock(stuck)}"
+            elif since is not None and policy.policy == NODE_LOSS_REPLACE:
+                replace_at = since + policy.grace
+        found.append(ReplicaOnNode(pod, node_name, verdict, cause, replace_at))
+    return found
+
+
+def _node_verdict(node: Object, now: datetime, settings: NodeLossSettings,
+                  policy: JobNodePolicy) -> tuple[Verdict, str, datetime | None]:
+    taints = {text(taint.get("key")): taint for taint in _entries(mapping_at(node, "spec").get("taints"))}
+    if TAINT_OUT_OF_SERVICE in taints:
+        return Verdict.LOST, f"is out of service ({TAINT_OUT_OF_SERVICE})", None
+    ready = next((entry for entry in _entries(mapping_at(node, "status").get("conditions"))
+                  if entry.get("type") == READY), {})
+    if ready.get("status") != "True" or TAINT_UNREACHABLE in taints:
+        unreachable = ready.get("status") in (None, "Unknown") or TAINT_UNREACHABLE in taints
+        since = parse_time(ready.get("lastTransitionTime")) or parse_time(
+            mapping(taints.get(TAINT_UNREACHABLE)).get("timeAdded"))
+        what = "is unreachable" if unreachable else "is not ready"
+        cause = f"{what} since {_clock(since)}" if since is not None else what
+        if policy.policy == NODE_LOSS_WAIT_FOR_PROOF:
+            return Verdict.SUSPECT, f"{cause}; waiting for proof its processes are gone", since
+        if since is not None and now >= since + policy.grace:
+            return Verdict.LOST, cause, since
+        return Verdict.SUSPECT, cause, since
+    marked = _unhealthy_mark(node, taints, settings)
+    if marked is not None:
+        what, since = marked
+        if since is None or now >= since + policy.grace:
+            return Verdict.MOVE, what, since
+        return Verdict.SUSPECT, what, since
+    return Verdict.HEALTHY, "", None
+
+
+def _unhealthy_mark(node: Object, taints: Mapping[str | None, Object],
+                    settings: NodeLossSettings) -> tuple[str, datetime | None] | None:
+    for entry in _entries(mapping_at(node, "status").get("conditions")):
+        if entry.get("type") in settings.unhealthy_conditions and entry.get("status") == "True":
+            since = parse_time(entry.get("lastTransitionTime"))
+            return f"has condition {entry.get('type')}" + (f" since {_clock(since)}" if since else ""), since
+    for key in settings.unhealthy_taints:
+        if key in taints:
+            since = parse_time(taints[key].get("timeAdded"))
+            return f"has taint {key}" + (f" since {_clock(since)}" if since else ""), since
+    return None
+
+
+def _stuck_terminating_since(pod: Object, settings: NodeLossSettings) -> datetime | None:
+    """When a deleted pod is overdue: its deletion deadline (which includes its grace period) plus the margin."""
+    deadline = parse_time(mapping_at(pod, "metadata").get("deletionTimestamp"))
+    return None if deadline is None else deadline + timedelta(seconds=settings.terminating_margin_seconds)
+
+
+def _entries(value: object) -> list[Object]:
+    return [entry for entry in value if isinstance(entry, dict)] if isinstance(value, list) else []
+
+
+def _clock(moment: datetime | None) -> str:
+    """A time as a user reads it in a message: 12:03:10 (UTC, as the apiserver's timestamps)."""
+    return format_time(moment)[11:19] if moment is not None else "?"
+
+
+def replica_name(pod: Object) -> str:
+    """e.g. `Worker 1`, from the pod's labels."""
+    labels = mapping_at(pod, "metadata", "labels")
+    replica_type = canonical_replica_type(labels.get(LABEL_REPLICA_TYPE)) or "replica"
+    return f"{replica_type} {text(labels.get(LABEL_REPLICA_INDEX)) or '?'}"
+
+
+def move_off_bad_nodes(draft: PlanDraft, found: list[ReplicaOnNode], *, already_deleted: set[str]) -> str:
+    """Deletes the pods of lost replicas (forced: no kubelet will confirm) and of replicas on unhealthy nodes
+    (gracefully), each told by a NodeLost event; asks for a look when a suspect replica's grace ends. Returns what
+    the Running condition should say of the replicas still waited for."""
+    notes = []
+    for replica in found:
+        who, uid = replica_name(replica.pod), text(mapping_at(replica.pod, "metadata").get("uid")) or ""
+        where = f"{who}'s node {replica.node} {replica.cause}"
+        if replica.verdict is Verdict.SUSPECT:
+            if replica.replace_at is not None:
+                draft.requeue((replica.replace_at - draft.now).total_seconds())
+                notes.append(f"{where}; replacing it at {_clock(replica.replace_at)} unless the node recovers")
+            else:
+                notes.append(where)
+            continue
+        if uid in already_deleted or (replica.verdict is Verdict.MOVE and is_terminating(replica.pod)):
+            continue
+        forced = replica.verdict is Verdict.LOST
+        draft.delete_child(POD, replica.pod, force=forced)
+        how = " without waiting for its kubelet." if forced else "."
+        draft.event(EVENT_WARNING, REASON_NODE_LOST, f"{draft.job_ref}: {where}; replacing it{how}")
+    return "; ".join(notes)
