@@ -32,3 +32,18 @@ def wait_for_count(fetch: Callable[[], Any], count: int, timeout: float = 30.0, 
 
     wait_for(lambda: check() or None, timeout, f"{count} {message}".strip())
     return seen[0]
+
+
+def consistently(check: Callable[[], T], duration: float, message: str = "condition",
+                 interval: float = 0.2) -> T:
+    """Poll `check` for `duration` seconds and fail at the first falsy answer, with `message` and that value: the
+    negative check (something must NOT happen) that a fixed sleep followed by one look only pretends to make."""
+    deadline = time.monotonic() + duration
+    value = check()
+    while True:
+        if not value:
+            raise AssertionError(f"{message} stopped holding; value: {value!r}")
+        if time.monotonic() >= deadline:
+            return value
+        time.sleep(interval)
+        value = check()

@@ -1,0 +1,25 @@
+"""The test suites' waiting helpers fail when they should: a check that cannot fail proves nothing."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from support.waiting import consistently, wait_for
+
+
+def test_consistently_holds_for_its_duration_and_returns_the_last_value() -> None:
+    calls = itertools.count(1)
+    assert consistently(lambda: next(calls), 0.3, interval=0.05) >= 5
+
+
+def test_consistently_fails_at_the_first_violation() -> None:
+    answers = iter([True, True, False, True])
+    with pytest.raises(AssertionError, match=r"the pod kept its uid stopped holding; value: False"):
+        consistently(lambda: next(answers), 5.0, "the pod kept its uid", interval=0.01)
+
+
+def test_wait_for_fails_with_the_last_value_after_its_timeout() -> None:
+    with pytest.raises(AssertionError, match=r"timed out after 0.1s waiting for never; last value: 0"):
+        wait_for(lambda: 0, 0.1, "never", interval=0.02)
