@@ -4,11 +4,9 @@ a stray delete by name made replacement pods vanish a second after they appeared
 
 from __future__ import annotations
 
-import time
-
 from local_cluster import LocalCluster
 from support.pods import exit_pod
-from support.waiting import wait_for
+from support.waiting import consistently, wait_for
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import NotFound
 from tfop.kube.resource import PODS
@@ -48,12 +46,9 @@ def test_a_pod_made_again_under_its_name_is_left_running(cluster: LocalCluster, 
         wait_for(lambda n=name: phase(kube_client, namespace, n) is None, message=f"{name} gone")
         replacements[name] = kube_client.create(PODS, pod(name), namespace)["metadata"]["uid"]
 
-    deadline = time.monotonic() + QUIET_SECONDS
-    while time.monotonic() < deadline:
-        for name, uid in replacements.items():
-            found = phase(kube_client, namespace, name)
-            assert found is not None and found[0] == uid, f"the new {name} pod was deleted: {found}"
-        time.sleep(0.2)
+    consistently(lambda: all((found := phase(kube_client, namespace, name)) is not None and found[0] == uid
+                             for name, uid in replacements.items()), QUIET_SECONDS,
+                 "every replacement pod kept (not deleted by a stray retry)")
     for name, uid in replacements.items():
         wait_for(lambda n=name, u=uid: phase(kube_client, namespace, n) == (u, "Running"),
                  message=f"kwok runs the new {name} pod")

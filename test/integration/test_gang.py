@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import re
 import subprocess
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,7 +21,7 @@ from local_cluster import LocalCluster
 from support.operator_process import OperatorProcess
 from support.pods import exit_pod
 from support.tfjobs import TFJOBS, condition, job_status, pods_by_name
-from support.waiting import wait_for
+from support.waiting import consistently, wait_for
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import AlreadyExists, Invalid, NotFound
 from tfop.kube.resource import PODS, Resource
@@ -145,7 +144,8 @@ def test_without_gang_scheduling_two_six_gpu_jobs_both_start_partially_and_neith
     kube_client.delete(PODS, "blocker", namespace)
     wait_for(lambda: sum(running(pods_of(kube_client, namespace, job)) for job in ("job-a", "job-b")) == 8, 90,
              "the default scheduler to fill the node's 8 GPUs")
-    time.sleep(5)  # nothing more can be placed: every GPU is taken
+    consistently(lambda: sum(running(pods_of(kube_client, namespace, job)) for job in ("job-a", "job-b")) == 8, 5,
+                 "8 running pods (nothing more can be placed: every GPU is taken)")
     counts = {job: running(pods_of(kube_client, namespace, job)) for job in ("job-a", "job-b")}
     print(f"without gang scheduling: running pods per job {counts} (each needs 6)")
     assert sum(counts.values()) == 8
@@ -185,10 +185,8 @@ def test_with_scheduler_plugins_one_job_runs_whole_then_the_other(
     assert first is not None
     second = "job-b" if first == "job-a" else "job-a"
     # For a while (longer than the plugin's 10 s permit wait), no pod of the other job is ever bound.
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        assert bound(pods_of(kube_client, namespace, second)) == 0, f"a pod of {second} was bound"
-        time.sleep(0.5)
+    consistently(lambda: bound(pods_of(kube_client, namespace, second)) == 0, 20, f"no pod of {second} bound",
+                 interval=0.5)
     counts = {first: running(pods_of(kube_client, namespace, first)),
               second: running(pods_of(kube_client, namespace, second))}
     print(f"with scheduler-plugins: running pods per job {counts}; bound pods of {second}: 0")
@@ -218,8 +216,8 @@ def test_min_available_lets_a_job_start_with_that_many(
     wait_for(lambda: running(pods_of(kube_client, namespace, "elastic")) == 4, 120, "4 of 6 workers to run")
     group = kube_client.get(PLUGIN_GROUPS, "elastic", namespace)
     assert group["spec"] == {"minMember": 4, "minResources": {GPU: "8"}, "scheduleTimeoutSeconds": 30}
-    time.sleep(3)
-    assert running(pods_of(kube_client, namespace, "elastic")) == 4  # 8 GPUs: the other 2 wait
+    consistently(lambda: running(pods_of(kube_client, namespace, "elastic")) == 4, 3,
+                 "4 running workers (8 GPUs: the other 2 wait)")
 
 
 @pytest.mark.parametrize("backend", ["pods", "jobs"])
@@ -277,8 +275,7 @@ def test_volcano_pods_wait_while_the_pod_group_is_pending_and_appear_once_it_is_
     wait_for(lambda: "6 Insufficient nvidia.com/gpu" in
              running_message(kube_client, namespace, "volcanic"), 60,
              "the job's status to say what Volcano reports")
-    time.sleep(3)
-    assert not pods_of(kube_client, namespace, "volcanic")
+    consistently(lambda: not pods_of(kube_client, namespace, "volcanic"), 3, "no pod before the group is Inqueue")
     kube_client.patch(VOLCANO_GROUPS, "volcanic", {"status": {"phase": "Inqueue"}}, namespace)
     wait_for(lambda: len(pods_of(kube_client, namespace, "volcanic")) == 6, 60, "the 6 pods once Inqueue")
     wait_for(lambda: "Inqueue" in cluster.kubectl("get", "tfjob", "volcanic", "-n", namespace, "-o", "wide").stdout,
@@ -304,8 +301,7 @@ def test_without_the_pod_group_crd_the_operator_says_so_once_and_jobs_wait(
     wait_for(lambda: "podgroups.scheduling.volcano.sh is not installed" in
              running_message(kube_client, namespace, "waiting"), 60,
              "the job's status to name the missing CRD")
-    time.sleep(2)
-    assert not pods_of(kube_client, namespace, "waiting")
+    consistently(lambda: not pods_of(kube_client, namespace, "waiting"), 2, "no pod while the CRD is missing")
     lines = [line for line in process.log_path.read_text().splitlines() if "podgroups.scheduling.volcano.sh" in line
              and '"level": "error"' in line]
     assert len(lines) == 1, lines  # said once, not on every reconcile

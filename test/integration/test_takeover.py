@@ -19,7 +19,7 @@ from support.crds import crd_established
 from support.operator_process import OperatorProcess
 from support.pods import exit_pod
 from support.tfjobs import children, condition, create_job, events_about, job_status, pods_by_name, replica
-from support.waiting import wait_for
+from support.waiting import consistently, wait_for
 from tfop.kube.client import KubeClient
 from tfop.kube.resource import PODS, SERVICES
 
@@ -119,8 +119,11 @@ def test_tfop_takes_over_the_go_operators_running_jobs(
         for name in JOBS:  # written, and settled: nothing more to do
             wait_for(lambda n=name: job_status(kube_client, namespace, n).get("replicaSummary")
                      == f"{JOBS[n][1]}/{JOBS[n][1]}", 30, f"{name} to settle")
-        time.sleep(2)  # a late, wrong create or delete would show by now
-        after = {name: uids(kube_client, namespace, name) for name in JOBS}
+        settled_uids = {name: uids(kube_client, namespace, name) for name in JOBS}
+        # A late, wrong create or delete would show within this.
+        consistently(lambda: {name: uids(kube_client, namespace, name) for name in JOBS} == settled_uids, 2,
+                     "the settled jobs' children unchanged")
+        after = settled_uids
         recreated = sum(len(set(before[name].items()) ^ set(after[name].items())) for name in JOBS) // 2
         print(f"takeover: {len(JOBS)} jobs taken over, {recreated} pods/services recreated, first status write "
               + ", ".join(f"{name} {seconds:.2f}s" for name, seconds in first_write.items())
