@@ -67,6 +67,13 @@ NODE_LOSS_POLICIES: Final = (NODE_LOSS_REPLACE, NODE_LOSS_WAIT_FOR_PROOF)
 ANNOTATION_NODE_LOSS_POLICY: Final = "tfop.kubeflow.org/node-loss-policy"
 ANNOTATION_NODE_LOSS_GRACE: Final = "tfop.kubeflow.org/node-loss-grace-seconds"
 
+# Whether a failed or lost replica restarts alone (Replica) or with every other live replica (Job), as a
+# MultiWorkerMirroredStrategy collective needs.
+RESTART_SCOPE_REPLICA: Final = "Replica"
+RESTART_SCOPE_JOB: Final = "Job"
+RESTART_SCOPES: Final = (RESTART_SCOPE_REPLICA, RESTART_SCOPE_JOB)
+ANNOTATION_RESTART_SCOPE: Final = "tfop.kubeflow.org/restart-scope"
+
 RESTART_POLICY_ALWAYS: Final = "Always"
 RESTART_POLICY_ON_FAILURE: Final = "OnFailure"
 RESTART_POLICY_NEVER: Final = "Never"

@@ -34,6 +34,7 @@ from tfop.api.constants import (
     REASON_SUSPENDED,
     REASON_TEMPLATE_RESTART_POLICY,
     REPLICA_WORKER,
+    RESTART_SCOPE_JOB,
     SUCCESS_POLICY_ALL_WORKERS,
 )
 from tfop.api.defaults import apply_defaults
@@ -64,6 +65,7 @@ from tfop.controller.plan.pod_groups import plan_pod_group
 from tfop.controller.plan.pod_slots import Slot, SlotState, SortedChildren
 from tfop.controller.plan.ps_server import with_default_ps_server
 from tfop.controller.plan.replica_records import describe_failure, record_replicas, uid_of
+from tfop.controller.plan.restart_scope import restart_scope_of, restarted_with
 from tfop.controller.plan.status import TRUE, is_terminating
 from tfop.controller.plan.troubles import announce_troubles, troubles_of, with_troubles
 from tfop.controller.plan.types import JOB, POD, SERVICE, CreateRefusal, Creation, Plan, PlanContext
@@ -86,6 +88,7 @@ class _Planning:
     children: SortedChildren
     backend: ReplicaBackend
     node_policy: JobNodePolicy
+    restart_scope: str
 
 
 def plan(context: PlanContext) -> Plan:
@@ -96,8 +99,9 @@ def plan(context: PlanContext) -> Plan:
     defaulted = with_default_ps_server(apply_defaults(job), context.config)
     backend, backend_error = backend_of(job, context)
     node_policy, node_policy_errors = job_node_policy(job, context.config.node_loss)
+    scope, scope_errors = restart_scope_of(job, backend.name if backend is not None else None)
     errors = [str(error) for error in validate(defaulted)] + kueue_key_problems(job) + node_policy_errors + (
-        [backend_error] if backend_error else [])
+        scope_errors) + ([backend_error] if backend_error else [])
     _note_created(draft, defaulted)
     own = [*context.of_kind(JOB), *(pod for pod in context.of_kind(POD) if not made_by_job(pod)),
            *context.of_kind(SERVICE)]
@@ -112,7 +116,7 @@ def plan(context: PlanContext) -> Plan:
         _reject(draft, defaulted, context, errors or [_describe_refusal(r) for r in refused])
     elif backend is not None:  # without errors it always is
         _run(_Planning(draft, context, defaulted, naming, backend.sort_children(defaulted, context, naming),
-                       backend, node_policy))
+                       backend, node_policy, scope))
     return draft.finalize(refused=bool(context.refusals))
 
 
@@ -180,15 +184,18 @@ def _run(p: _Planning) -> None:
     on_bad_nodes = [] if p.context.nodes is None else replicas_on_bad_nodes(
         p.context.of_kind(POD), p.context.nodes, draft.now, draft.config.node_loss, p.node_policy)
     moving = {uid_of(replica.pod) for replica in on_bad_nodes if replica.verdict in (Verdict.LOST, Verdict.MOVE)}
+    # Restarted with them (restart scope Job): retired, not counted, since the job restarts once.
+    together = restarted_with(children.slots, recreating | moving) if p.restart_scope == RESTART_SCOPE_JOB else []
     counts = p.backend.count_restarts(draft, p.job, p.context, children,
-                                      deleting=recreating | moving | {uid_of(child) for child in scaled_down},
+                                      deleting=recreating | moving | {uid_of(pod) for pod in together}
+                                      | {uid_of(child) for child in scaled_down},
                                       recreating=recreating)
     if _finish_if_done(p, sum(count.total for count in counts.values())):
         keep_finished(draft, p.job, p.context, just_finished=True)
         record_replicas(p.draft, p.job, p.children, counts, finishing=True)
         return
 
-    for child in [*(slot.pod for slot in recreate if slot.pod is not None), *scaled_down]:
+    for child in [*(slot.pod for slot in recreate if slot.pod is not None), *scaled_down, *together]:
         draft.delete_child(p.backend.kind, child)  # a recreated pod is made once the old one is gone: its name is taken
     for service in children.surplus_of(SERVICE):
         if not is_terminating(service):
@@ -197,7 +204,8 @@ def _run(p: _Planning) -> None:
     p.backend.resume(draft, children)
     gang = plan_pod_group(draft, p.job, p.context)
     _create_missing(p, hold_pods=gang.hold_pods is not None)
-    _update_running(p, p.backend.replaced(retryable, counts), gang_note=gang.note, node_note=node_note)
+    _update_running(p, p.backend.replaced(retryable, counts), gang_note=gang.note, node_note=node_note,
+                    with_all=bool(together))
     record_replicas(p.draft, p.job, p.children, counts, finishing=False)
 
 
@@ -282,7 +290,8 @@ def _succeeded(job: dict[str, Any], slots: list[Slot]) -> bool:
     return bool(slots) and all(slot.state is SlotState.SUCCEEDED for slot in slots)
 
 
-def _update_running(p: _Planning, replaced: list[dict[str, Any]], *, gang_note: str = "", node_note: str = "") -> None:
+def _update_running(p: _Planning, replaced: list[dict[str, Any]], *, gang_note: str = "", node_note: str = "",
+                    with_all: bool = False) -> None:
     """Running means every replica pod runs (or has finished its part); while any is pending the condition says
     how many, rather than claiming the job runs."""
     draft, children = p.draft, p.children
@@ -290,8 +299,9 @@ def _update_running(p: _Planning, replaced: list[dict[str, Any]], *, gang_note: 
     announce_troubles(draft, troubles)
     if replaced:
         listed = _listing([describe_failure(pod) for pod in replaced])
+        together = ", and with it every other replica (restart scope Job)" if with_all else ""
         draft.set_condition(CONDITION_RESTARTING, true=True, reason=REASON_RESTARTING,
-                            message=f"{draft.job_ref} is restarting {listed}.")
+                            message=f"{draft.job_ref} is restarting {listed}{together}.")
     states = Counter(slot.state for slot in children.slots)
     finished = states[SlotState.SUCCEEDED] + states[SlotState.TOLERATED]
     waiting = len(children.slots) - finished - states[SlotState.RUNNING]
