@@ -154,11 +154,11 @@ $(VENV)/.bench-installed: $(VENV)/.installed setup.cfg
 	touch $@
 
 bench: venv controlplane $(VENV)/.bench-installed ## tfop vs the apiserver's limit and the Go operator (17 min measured on 2 idle cores; results in bench-results/)
-	PYTHONPATH=hack:test $(PY) -m bench $(BENCH_ARGS)
+	PYTHONPATH=hack $(PY) -m bench $(BENCH_ARGS)
 
 .PHONY: bench-large
 bench-large: venv controlplane $(VENV)/.bench-installed ## N=2,000 jobs (28,000 children) for the limit, tfop and go-tuned (15 min measured for the limit and tfop; go-tuned adds more)
-	PYTHONPATH=hack:test $(PY) -m bench --jobs 2000 --runs 1 --contenders limit,tfop,go-tuned --big-jobs 0 \
+	PYTHONPATH=hack $(PY) -m bench --jobs 2000 --runs 1 --contenders limit,tfop,go-tuned --big-jobs 0 \
 		--idle-jobs 0 --delete-each-run $(BENCH_ARGS)
 
 # Extra arguments for the memory benchmark, e.g. make bench-memory BENCH_MEMORY_ARGS="--code ../old --replicas 1000,2000"
@@ -166,4 +166,4 @@ BENCH_MEMORY_ARGS ?=
 .PHONY: bench-memory
 
 bench-memory: venv controlplane ## the operator's peak RSS: one job of 1,000 and 5,000 replicas, and 500 small jobs
-	$(PY) hack/bench_memory.py $(BENCH_MEMORY_ARGS)
+	PYTHONPATH=hack $(PY) -m bench.memory $(BENCH_MEMORY_ARGS)

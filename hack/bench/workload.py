@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from bench.timeline import PodSeen
-from support.pods import exit_pod
+from fake_kubelet import exit_pod
 from tfop.controller.children import TFJOBS
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import NotFound

@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from fake_kubelet import exit_pod
 from local_cluster import LocalCluster
 from support.crds import crd_established
 from support.operator_process import OperatorProcess
-from support.pods import exit_pod
 from support.tfjobs import replica, tfjob
 from support.waiting import wait_for
 from tfop.kube.client import KubeClient

@@ -11,9 +11,9 @@ import sys
 import time
 from pathlib import Path
 
+from fake_kubelet import exit_pod
 from local_cluster import LocalCluster
 from ports import free_port
-from support.pods import exit_pod
 from support.waiting import wait_for
 from tfop.kube.client import KubeClient
 

@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from fake_kubelet import exit_pod
 from local_cluster import LocalCluster
 from support.operator_process import OperatorProcess
-from support.pods import exit_pod
 from support.tfjobs import TFJOBS, condition, create_job, pods_by_name, replica
 from support.waiting import wait_for
 from tfop.kube.client import KubeClient

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from fake_kubelet import exit_pod
 from local_cluster import LocalCluster
 from support.operator_process import OperatorProcess
-from support.pods import exit_pod
 from support.tfjobs import (
     TFJOBS,
     children,

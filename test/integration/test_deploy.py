@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 import yaml
 
+from fake_kubelet import exit_pod
 from local_cluster import LocalCluster
 from support.crds import crd_established
 from support.operator_process import OperatorProcess
-from support.pods import exit_pod
 from support.tfjobs import TFJOBS, events_about, replica, tfjob
 from support.waiting import wait_for, wait_for_count
 from tfop import __version__

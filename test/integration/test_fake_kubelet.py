@@ -4,8 +4,8 @@ a stray delete by name made replacement pods vanish a second after they appeared
 
 from __future__ import annotations
 
+from fake_kubelet import exit_pod
 from local_cluster import LocalCluster
-from support.pods import exit_pod
 from support.waiting import consistently, wait_for
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import NotFound

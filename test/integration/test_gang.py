@@ -17,9 +17,9 @@ import pytest
 import yaml
 
 from coscheduler import VOLCANO_CRD, CoScheduler, install_volcano_crd
+from fake_kubelet import exit_pod
 from local_cluster import LocalCluster
 from support.operator_process import OperatorProcess
-from support.pods import exit_pod
 from support.tfjobs import TFJOBS, condition, job_status, pods_by_name
 from support.waiting import consistently, wait_for
 from tfop.kube.client import KubeClient

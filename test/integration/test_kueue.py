@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from fake_kubelet import exit_pod
 from local_cluster import LocalCluster
 from support.kueue import (
     CLUSTER_QUEUES,
@@ -36,7 +37,6 @@ from support.kueue import (
     workload_of,
 )
 from support.operator_process import OperatorProcess
-from support.pods import exit_pod
 from support.tfjobs import TFJOBS, condition, events_about, job_status
 from support.waiting import wait_for
 from tfop.kube.client import KubeClient

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from fake_kubelet import exit_pod
 from support.operator_process import OperatorProcess
-from support.pods import exit_pod
 from support.tfjobs import TFJOBS, children, create_job, events_about, job_status, pods_by_name, replica, tfjob
 from support.waiting import consistently, wait_for, wait_for_count
 from tfop.kube.client import KubeClient

@@ -22,11 +22,11 @@ from typing import Any
 import pytest
 import yaml
 
+from fake_kubelet import exit_pod
 from kueue import Kueue
 from local_cluster import LocalCluster
 from support.crds import crd_established
 from support.operator_process import OperatorProcess
-from support.pods import exit_pod
 from support.tfjobs import TFJOBS, children, events_about, job_status, pods_by_name
 from support.waiting import wait_for
 from tfop.kube.client import KubeClient

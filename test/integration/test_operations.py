@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from fake_kubelet import exit_pod
 from local_cluster import LocalCluster
 from support.http import http_get
 from support.operator_process import OperatorProcess
-from support.pods import exit_pod
 from support.tfjobs import TFJOBS, condition, events_about, pods_by_name, replica, tfjob
 from support.waiting import wait_for, wait_for_count
 from tfop.controller.plan.controller_config import ControllerConfig

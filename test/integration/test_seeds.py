@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 import yaml
 
+from fake_kubelet import exit_pod
 from local_cluster import LocalCluster
 from support.operator_process import OperatorProcess
-from support.pods import exit_pod
 from support.tfjobs import TFJOBS, children, condition, job_status
 from support.waiting import wait_for, wait_for_count
 from support.webhook import WebhookProcess, apply_until_converted

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from bench.operators import GoOperatorProcess
+from fake_kubelet import exit_pod
 from local_cluster import LocalCluster
 from support.crds import crd_established
 from support.operator_process import OperatorProcess
-from support.pods import exit_pod
 from support.tfjobs import children, condition, create_job, events_about, job_status, pods_by_name, replica
 from support.waiting import consistently, wait_for
 from tfop.kube.client import KubeClient

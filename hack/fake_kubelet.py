@@ -1,4 +1,4 @@
-"""Playing kubelet for the tests: kwok runs pods, these helpers end them with exit codes."""
+"""Playing kubelet on kwok's pods, for the tests and the bench: these end a pod's container with an exit code."""
 
 from __future__ import annotations
 

@@ -11,7 +11,8 @@ that moment and the seconds it took.
 
 `--code DIR` runs the operator from another checkout (e.g. a worktree of an older commit) to compare.
 
-    .venv/bin/python hack/bench_memory.py [--kubeconfig FILE] [--code DIR] [--replicas 1000,5000] [--jobs 500]
+    PYTHONPATH=hack .venv/bin/python -m bench.memory [--kubeconfig FILE] [--code DIR] [--replicas 1000,5000] \
+        [--jobs 500]
 
 Without --kubeconfig it starts a cluster of its own in .local/bench-memory-cluster and destroys it afterwards.
 """
@@ -33,15 +34,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "hack"))
+from local_cluster import LocalCluster
+from tfop.kube.client import KubeClient
+from tfop.kube.errors import NotFound
+from tfop.kube.resource import NAMESPACES, SERVICE_ACCOUNTS, Resource
 
-from local_cluster import LocalCluster  # noqa: E402 - after the path set-up above
-from tfop.kube.client import KubeClient  # noqa: E402
-from tfop.kube.errors import NotFound  # noqa: E402
-from tfop.kube.resource import NAMESPACES, SERVICE_ACCOUNTS, Resource  # noqa: E402
-
+REPO = Path(__file__).resolve().parents[2]
 TFJOBS = Resource("kubeflow.org", "v1", "tfjobs", "TFJob")
 CRD_FILE = REPO / "crd" / "kubeflow.org_tfjobs.yaml"
 

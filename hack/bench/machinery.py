@@ -9,7 +9,7 @@
 Each informer measurement runs in a fresh child process, so memory freed by an earlier run cannot hide in the
 allocator and make a later one look smaller.
 
-    .venv/bin/python hack/bench_machinery.py .local/cluster/kubeconfig [--pods 10000] [--keep]
+    PYTHONPATH=hack .venv/bin/python -m bench.machinery .local/cluster/kubeconfig [--pods 10000] [--keep]
 """
 
 from __future__ import annotations
@@ -26,8 +26,6 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import AlreadyExists, NotFound
