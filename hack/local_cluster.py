@@ -304,8 +304,8 @@ class LocalCluster(Supervisor):
                 f"--kubelet-client-key={pki / 'kubelet-client.key'}",
                 f"--kubelet-certificate-authority={pki / 'ca.crt'}",
                 "--authorization-mode=RBAC",
-                # It taints new nodes not-ready until the node lifecycle controller clears it, and that controller
-                # is off (see the controller-manager), so kwok's nodes would never take a pod.
+                # It taints new nodes not-ready until the node lifecycle controller's next pass clears it; off, so
+                # kwok's fake nodes take pods as soon as they are Ready.
                 "--disable-admission-plugins=TaintNodesByCondition",
                 # The `kubernetes` Service's endpoints would be a loopback address, which validation rejects.
                 "--endpoint-reconciler-type=none",
@@ -317,8 +317,12 @@ class LocalCluster(Supervisor):
                 *common, f"--secure-port={p['controller-manager']}", f"--cert-dir={data / 'controller-manager'}",
                 f"--service-account-private-key-file={pki / 'sa.key'}", f"--root-ca-file={pki / 'ca.crt'}",
                 f"--authentication-kubeconfig={self.kubeconfig}", f"--authorization-kubeconfig={self.kubeconfig}",
-                # No kubelet posts node heartbeats, so node lifecycle would evict every pod after 40 s.
-                "--controllers=*,-nodeipam,-nodelifecycle,-cloud-node-lifecycle,-service-lb-controller,-route",
+                # The node lifecycle controller runs, as in a real cluster, with Kubernetes' default settings: a
+                # node whose kubelet (or, for kwok's nodes, kwok: --node-lease-duration-seconds) renews neither
+                # its Lease nor its status for --node-monitor-grace-period (50 s) goes Ready Unknown and gets the
+                # unreachable taints; its pods are evicted after the apiserver's default 300 s toleration. Node
+                # CIDRs, cloud nodes, load balancers and routes have nothing to do here.
+                "--controllers=*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-route",
                 "--profiling=false",
             ]
         if component == "kube-scheduler":
@@ -330,6 +334,8 @@ class LocalCluster(Supervisor):
         if component == "kwok":
             return [
                 f"--kubeconfig={self.kubeconfig}", "--manage-all-nodes=false",
+                # Renews each fake node's Lease, the heartbeat the node lifecycle controller reads.
+                "--node-lease-duration-seconds=40",
                 "--manage-nodes-with-label-selector=type=kwok",
                 f"--server-address=127.0.0.1:{p['kwok']}",
                 f"--config={HACK_DIR / 'kwok-stages.yaml'}",
