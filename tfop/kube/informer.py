@@ -123,6 +123,9 @@ class Informer:
     def is_alive(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
+    def has_started(self) -> bool:
+        return self._thread is not None
+
     @property
     def last_progress(self) -> float | None:
         """time.monotonic() of the last successful list, watch event or bookmark, or normal watch end."""

@@ -147,7 +147,7 @@ class ControllerRuntime:
         for informer in self.informers:
             name = f"informer {informer.resource.plural} ({informer.namespace or 'all namespaces'})"
             progress = informer.last_progress
-            if not informer.is_alive():
+            if informer.has_started() and not informer.is_alive():  # one not started yet is the process starting
                 problems.append(f"{name} is not running")
             elif progress is not None and now - progress > self.stall_after:
                 problems.append(f"{name} made no progress for {now - progress:.0f}s")
