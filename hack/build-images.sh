@@ -39,36 +39,6 @@ for var in TENSORFLOW_VERSION IMAGE_DEBIAN_SUITE TENSORFLOW_IMAGE PAUSE_IMAGE TF
   [[ -n "${!var:-}" ]] || die "${var} is not set in ${HACK_DIR}/versions.env"
 done
 
-# lib.sh gains these on the branch that builds the node; defined here only where it has not, so either works.
-if ! declare -F with_progress >/dev/null; then
-  # with_progress WHAT CMD...: runs CMD, saying every 30 s that WHAT is still going (pip and gzip are silent).
-  with_progress() {
-    local what="$1" started=${SECONDS} ticker rc=0
-    shift
-    ( while sleep 30; do log "still building ${what} ($((SECONDS - started))s)"; done ) &
-    ticker=$!
-    "$@" || rc=$?
-    kill "${ticker}" 2>/dev/null || true
-    wait "${ticker}" 2>/dev/null || true
-    return "${rc}"
-  }
-fi
-if ! declare -F ensure_debian_packages >/dev/null; then
-  # ensure_debian_packages PKG...: installs the Debian packages that are missing, with one `apt-get update` first.
-  ensure_debian_packages() {
-    local missing=() pkg
-    for pkg in "$@"; do
-      dpkg-query -W -f='${Status}' "${pkg}" 2>/dev/null | grep -q 'install ok installed' || missing+=("${pkg}")
-    done
-    [[ ${#missing[@]} -eq 0 ]] && return 0
-    [[ "$(id -u)" -eq 0 ]] || die "Debian packages ${missing[*]} are missing and installing them needs root"
-    log "installing Debian packages: ${missing[*]}"
-    apt-get update -qq >&2 || die "apt-get update failed"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2 \
-      || die "apt-get install ${missing[*]} failed"
-  }
-fi
-
 # --- what goes into each image, and so its ref ----------------------------------------------------------------
 
 # image_inputs NAME: the files (relative to the repository) an image is built from, one a line.
