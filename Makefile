@@ -12,9 +12,11 @@ PYTEST_ARGS ?=
 # A gang scheduler for `make cluster-up`: scheduler-plugins (its co-scheduler and PodGroup CRD) or volcano (its
 # PodGroup CRD only), e.g. make cluster-up GANG=scheduler-plugins
 GANG ?=
-# 1: `make run` and `make cluster-up` start the real node (kubelet, containerd, CoreDNS; needs root); 0: kwok only
+# How many real nodes `make run` and `make cluster-up` start (kubelet and containerd each, one pod network with
+# CoreDNS; needs root; at most 4): 1 by default, 0 for kwok's fake nodes only (REAL_NODE=0 says the same).
 REAL_NODE ?= 1
-NODE_FLAG := $(if $(filter 1,$(REAL_NODE)),--real-node,--no-real-node)
+REAL_NODES ?= $(if $(filter 0,$(REAL_NODE)),0,1)
+NODE_FLAG := --real-nodes $(REAL_NODES)
 
 .PHONY: help venv controlplane node coscheduler cluster-up cluster-down cluster-status cluster-destroy run test unit integration \
 	e2e lint docs crd constraints clean
@@ -42,27 +44,27 @@ node: ## build (first time: a few minutes) or reuse kubelet, containerd and Core
 coscheduler: ## build (first time: 5-40 min) or reuse scheduler-plugins' scheduler, for gang scheduling
 	@bash hack/build-coscheduler.sh >/dev/null
 
-cluster-up: controlplane ## start the local cluster (idempotent), with the real node unless REAL_NODE=0; prints the kubeconfig. GANG=scheduler-plugins|volcano
+cluster-up: controlplane ## start the local cluster (idempotent), with REAL_NODES real nodes (1; 0 for none); prints the kubeconfig. GANG=scheduler-plugins|volcano
 	@$(PYTHON) hack/local_cluster.py up $(NODE_FLAG) --dir $(CLUSTER_DIR)
-	@if [ -n "$(GANG)" ]; then $(PYTHON) hack/coscheduler.py up --gang $(GANG) --dir $(CLUSTER_DIR); fi
+	@if [ -n "$(GANG)" ]; then $(PYTHON) hack/local_cluster.py coscheduler up --gang $(GANG) --dir $(CLUSTER_DIR); fi
 
 cluster-down: ## stop the local cluster, keeping its data
-	@if [ -x $(PY) ]; then $(PY) hack/kueue.py down --dir $(CLUSTER_DIR); fi
-	@$(PYTHON) hack/coscheduler.py down --dir $(CLUSTER_DIR)
+	@if [ -x $(PY) ]; then $(PY) hack/local_cluster.py kueue down --dir $(CLUSTER_DIR); fi
+	@$(PYTHON) hack/local_cluster.py coscheduler down --dir $(CLUSTER_DIR)
 	@$(PYTHON) hack/local_cluster.py down --dir $(CLUSTER_DIR)
 
 cluster-destroy: ## stop the local cluster and delete its data
-	@if [ -x $(PY) ]; then $(PY) hack/kueue.py down --dir $(CLUSTER_DIR); fi
-	@$(PYTHON) hack/coscheduler.py down --dir $(CLUSTER_DIR)
+	@if [ -x $(PY) ]; then $(PY) hack/local_cluster.py kueue down --dir $(CLUSTER_DIR); fi
+	@$(PYTHON) hack/local_cluster.py coscheduler down --dir $(CLUSTER_DIR)
 	@$(PYTHON) hack/local_cluster.py destroy --dir $(CLUSTER_DIR)
 
 cluster-status: ## show which local cluster components run, and the real node's state
 	@$(PYTHON) hack/local_cluster.py status --dir $(CLUSTER_DIR)
-	@$(PYTHON) hack/coscheduler.py status --dir $(CLUSTER_DIR)
-	@if [ -x $(PY) ]; then $(PY) hack/kueue.py status --dir $(CLUSTER_DIR); fi
+	@$(PYTHON) hack/local_cluster.py coscheduler status --dir $(CLUSTER_DIR)
+	@if [ -x $(PY) ]; then $(PY) hack/local_cluster.py kueue status --dir $(CLUSTER_DIR); fi
 
-run: venv ## run the operator against $KUBECONFIG (asks before installing the CRD there; ARGS=--install-crd or --no-install-crd answer for you), or against the local cluster (started if needed, with the real node unless REAL_NODE=0)
-	@REAL_NODE=$(REAL_NODE) bash hack/run.sh $(ARGS)
+run: venv ## run the operator against $KUBECONFIG (asks before installing the CRD there; ARGS=--install-crd or --no-install-crd answer for you), or against the local cluster (started if needed, with REAL_NODES real nodes, 1 by default)
+	@REAL_NODES=$(REAL_NODES) bash hack/run.sh $(ARGS)
 
 test: venv controlplane node helm coscheduler training-operator kueue ## run every test: unit, integration and e2e against a real local control plane
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -75,7 +77,7 @@ unit: venv ## run the unit tests only (-m unit; no cluster)
 integration: venv controlplane helm coscheduler training-operator kueue ## run the integration tests only (-m integration)
 	$(PY) -m pytest -m integration test/integration $(PYTEST_ARGS)
 
-e2e: venv controlplane node ## run the end-to-end tests only (-m e2e)
+e2e: venv controlplane node training-operator ## run the end-to-end tests only (-m e2e)
 	$(PY) -m pytest -m e2e test/e2e $(PYTEST_ARGS)
 
 lint: venv ## ruff (rules in ruff.toml) over tfop, test and hack, then mypy --strict; both run, either fails it
@@ -108,10 +110,10 @@ kueue: ## build (first time: ~6 min on 2 cores) or reuse Kueue's manager (KUEUE_
 	@bash hack/build-kueue.sh >/dev/null
 
 kueue-up: venv kueue ## start Kueue beside the local cluster (CLUSTER_DIR) on loopback, with its TFJob integration
-	@$(PY) hack/kueue.py up --dir $(CLUSTER_DIR)
+	@$(PY) hack/local_cluster.py kueue up --dir $(CLUSTER_DIR)
 
 kueue-down: venv ## stop the local cluster's Kueue and remove its webhook configurations (its CRDs and queues stay)
-	@$(PY) hack/kueue.py down --dir $(CLUSTER_DIR)
+	@$(PY) hack/local_cluster.py kueue down --dir $(CLUSTER_DIR)
 
 # --- images for the real node, and TensorFlow for the tests ------------------------------------------------------
 .PHONY: images image-refs image-locks tensorflow

@@ -4,14 +4,29 @@ each update. TF_CONFIG, written by tfop into every pod, tells each process who i
 
 The model fits y = 3x - 2 from synthetic data, so the example needs no download and runs in seconds on a CPU.
 Run by examples/mwms.yaml; prints one `tfop-example:` line saying which task it is, then the loss of every step.
+
+For long training that must survive a lost node, set CHECKPOINT_DIR to a directory every replica mounts (a
+network file system): the training state is saved there every SAVE_EVERY steps and restored at start, so a job
+restarted together (tfop's restart scope Job) resumes where it was. STEPS and STEP_SECONDS (a pause per step)
+stretch the run. When a peer is lost the collective breaks; the process then exits with a retryable code, so the
+operator restarts the job rather than failing it.
 """
+import os
 import sys
+import time
 
 import tensorflow as tf
 
-STEPS = 20
+STEPS = int(os.environ.get("STEPS", "20"))
+STEP_SECONDS = float(os.environ.get("STEP_SECONDS", "0"))
+CHECKPOINT_DIR = os.environ.get("CHECKPOINT_DIR", "")
+SAVE_EVERY = int(os.environ.get("SAVE_EVERY", "5"))
 BATCH_PER_REPLICA = 16
 LEARNING_RATE = 0.1
+# tfop and the Kubeflow operator restart a replica whose exit code is 128-255 and fail the job on 1-127.
+RETRYABLE_EXIT = 138
+PEER_LOST = (tf.errors.UnavailableError, tf.errors.DeadlineExceededError, tf.errors.CancelledError,
+             tf.errors.AbortedError)
 
 
 def announce(resolver: tf.distribute.cluster_resolver.ClusterResolver) -> None:
@@ -26,7 +41,13 @@ def make_dataset(context: tf.distribute.InputContext) -> tf.data.Dataset:
     batch = BATCH_PER_REPLICA
     x = tf.random.stateless_uniform([batch * STEPS, 1], seed=[context.input_pipeline_id, 7], minval=-1, maxval=1)
     noise = tf.random.stateless_normal([batch * STEPS, 1], seed=[context.input_pipeline_id, 8], stddev=0.05)
-    return tf.data.Dataset.from_tensor_slices((x, 3.0 * x - 2.0 + noise)).batch(batch)
+    return tf.data.Dataset.from_tensor_slices((x, 3.0 * x - 2.0 + noise)).batch(batch).repeat()
+
+
+def is_chief(resolver: tf.distribute.cluster_resolver.ClusterResolver) -> bool:
+    """The task that writes the real checkpoint: the chief, or worker 0 when the job has no chief."""
+    return resolver.task_type == "chief" or (
+        resolver.task_type == "worker" and resolver.task_id == 0 and "chief" not in resolver.cluster_spec().jobs)
 
 
 def main() -> int:
@@ -40,7 +61,21 @@ def main() -> int:
         # Every replica applies the same all-reduced gradient, so the first replica's update stands for all.
         weight = tf.Variable(0.0, aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
         bias = tf.Variable(0.0, aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+        done = tf.Variable(0, dtype=tf.int64, aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
     batches = iter(strategy.distribute_datasets_from_function(make_dataset))
+    manager = None
+    if CHECKPOINT_DIR:
+        checkpoint = tf.train.Checkpoint(weight=weight, bias=bias, step=done)
+        # Every task takes part in a save; only the chief's lands where the next attempt restores from.
+        directory = CHECKPOINT_DIR if is_chief(resolver) else os.path.join(
+            CHECKPOINT_DIR, f"scratch-{resolver.task_type}-{resolver.task_id}")
+        manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=2)
+        latest = tf.train.latest_checkpoint(CHECKPOINT_DIR)
+        if latest:
+            checkpoint.restore(latest)
+            print(f"resumed from checkpoint at step {int(done.numpy())}", flush=True)
+        else:
+            print("no checkpoint yet: starting at step 0", flush=True)
 
     @tf.function
     def train_step(x: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
@@ -53,10 +88,18 @@ def main() -> int:
             variable.assign_sub(LEARNING_RATE * gradient)
         return loss
 
-    for step in range(1, STEPS + 1):
-        per_replica_loss = strategy.run(train_step, args=next(batches))
-        loss = strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica_loss, axis=None)
-        print(f"step {step} loss {float(loss):.4f}", flush=True)
+    try:
+        for step in range(int(done.numpy()) + 1, STEPS + 1):
+            per_replica_loss = strategy.run(train_step, args=next(batches))
+            loss = strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica_loss, axis=None)
+            done.assign(step)
+            print(f"step {step} loss {float(loss):.4f}", flush=True)
+            if manager and step % SAVE_EVERY == 0:
+                manager.save(checkpoint_number=step)
+            time.sleep(STEP_SECONDS)
+    except PEER_LOST as error:
+        print(f"a peer is gone ({type(error).__name__}); exiting {RETRYABLE_EXIT} to be restarted", flush=True)
+        return RETRYABLE_EXIT
     print(f"done: y = {float(weight.numpy()):.2f}x {float(bias.numpy()):+.2f}", flush=True)
     return 0
 

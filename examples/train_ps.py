@@ -5,13 +5,17 @@ reading and updating the variables on the PS. TF_CONFIG, written by tfop into ev
 Workers and parameter servers only serve (tf.distribute.Server) until they are stopped: the job is done when the
 chief is, and tfop's cleanPodPolicy then deletes them. The model fits y = 3x - 2 from synthetic data.
 Run by examples/ps-strategy.yaml; prints one `tfop-example:` line saying which task it is, then the coordinator
-prints the loss of every step.
+prints the loss of every step. STEPS and STEP_SECONDS (a pause per step) stretch the run; a worker lost meanwhile
+is tolerated: the coordinator sends its steps to the others and takes it back when it returns.
 """
+import os
 import sys
+import time
 
 import tensorflow as tf
 
-STEPS = 20
+STEPS = int(os.environ.get("STEPS", "20"))
+STEP_SECONDS = float(os.environ.get("STEP_SECONDS", "0"))
 BATCH = 32
 LEARNING_RATE = 0.1
 
@@ -60,6 +64,7 @@ def coordinate(resolver: tf.distribute.cluster_resolver.ClusterResolver) -> None
     for step in range(1, STEPS + 1):
         loss = coordinator.schedule(train_step, args=(batches,)).fetch()
         print(f"step {step} loss {float(loss):.4f}", flush=True)
+        time.sleep(STEP_SECONDS)
     coordinator.join()
     print(f"done: y = {float(weight.numpy()):.2f}x {float(bias.numpy()):+.2f}", flush=True)
 

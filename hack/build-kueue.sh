@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Builds Kueue's manager (`sigs.k8s.io/kueue/cmd/kueue`, the job queueing controller and its webhooks) from source
 # through the Go module proxy and caches the binary per version, like hack/build-coscheduler.sh. Prints the bin
-# directory. hack/kueue.py runs it out of cluster against a local cluster.
+# directory. hack/localcluster/addons/kueue.py runs it out of cluster against a local cluster.
 #
 #   hack/build-kueue.sh               build (or reuse) and print the bin directory
-#   hack/build-kueue.sh --module-dir  print the module's source directory in the Go module cache (hack/kueue.py
+#   hack/build-kueue.sh --module-dir  print the module's source directory in the Go module cache (hack/localcluster/addons/kueue.py
 #                                     installs Kueue's CRDs and webhook configurations from its config/components)
 #
 # It is built from a throwaway wrapper module that requires Kueue and restates its replaces (none in v0.15.0; `go

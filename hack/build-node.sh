@@ -22,7 +22,7 @@ COREDNS_DIR="${CACHE_ROOT}/node/coredns-${COREDNS_VERSION}"
 # The CoreDNS plugins compiled in, in no particular order (CoreDNS orders them itself).
 COREDNS_PLUGINS=(bind ready health errors log cache loadbalance kubernetes)
 # Debian's: the OCI runtime, the CNI `bridge`/`host-local` plugins, iptables for kubelet's chains, and socat,
-# which relays the apiserver to pods (hack/real_node.py).
+# which relays the apiserver to pods (hack/localcluster/node.py).
 DEBIAN_PACKAGES=(runc containernetworking-plugins iptables socat)
 
 WORK=""

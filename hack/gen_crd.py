@@ -136,7 +136,7 @@ def load_openapi(source: str | None) -> tuple[dict[str, Any], str]:
     if source and Path(source).exists():
         return json.loads(Path(source).read_text()), f"file {Path(source).name}"
     sys.path.insert(0, str(HACK_DIR))
-    from local_cluster import LocalCluster
+    from localcluster import LocalCluster
 
     cluster = LocalCluster()
     cluster.up()

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make run`: install the CRD and run the operator in the foreground, against $KUBECONFIG if it is set, else
-# against the local cluster (built and started if needed, with the real node unless REAL_NODE=0). Extra arguments
+# against the local cluster (built and started if needed, with REAL_NODES real nodes, 1 by default). Extra arguments
 # go to `tfop run`, except these two:
 #   --install-crd      install or update the TFJob CRD in a $KUBECONFIG cluster without asking
 #   --no-install-crd   never touch the CRD (tfop then says so and exits 1 if the cluster lacks it)
@@ -21,8 +21,7 @@ done
 BIN_DIR="$(bash "${REPO}/hack/build-controlplane.sh")"
 ours=no
 if [[ -z "${KUBECONFIG:-}" ]]; then
-  if [[ "${REAL_NODE:-1}" == 1 ]]; then node_flag=--real-node; else node_flag=--no-real-node; fi
-  python3 "${REPO}/hack/local_cluster.py" up "${node_flag}" --dir "${CLUSTER_DIR}" >/dev/null
+  python3 "${REPO}/hack/local_cluster.py" up --real-nodes "${REAL_NODES:-1}" --dir "${CLUSTER_DIR}" >/dev/null
   KUBECONFIG="${CLUSTER_DIR}/kubeconfig"
   ours=yes
 fi
@@ -62,7 +61,7 @@ In another terminal:
   export KUBECONFIG=${KUBECONFIG}
   alias kubectl=${KUBECTL}
   kubectl apply -f ${REPO}/examples/distributed.yaml   # kwok nodes: pods only pretend to run
-  kubectl apply -f ${REPO}/examples/mwms.yaml          # the real node (unless REAL_NODE=0): trains for real
+  kubectl apply -f ${REPO}/examples/mwms.yaml          # the real nodes (unless REAL_NODES=0): train for real
   kubectl get tfjobs -A
 Starting tfop (Ctrl-C stops it).
 MSG

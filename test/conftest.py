@@ -8,6 +8,7 @@ suites never skip.
 from __future__ import annotations
 
 import re
+import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,14 +16,16 @@ from pathlib import Path
 import pytest
 
 # hack/ and test/ are on sys.path through setup.cfg's pytest `pythonpath`.
-from local_cluster import LocalCluster
-from support.crds import crd_established
+from localcluster import LocalCluster
+from support.crds import crd_established, replace_crd
 from support.heartbeat import Heartbeat
 from support.operator_process import OperatorProcess
 from support.waiting import wait_for
+from tfop.kube.client import KubeClient
 
 REPO = Path(__file__).resolve().parent.parent
 CRD_FILE = REPO / "crd" / "kubeflow.org_tfjobs.yaml"
+GO_CRD_IN_MODULE = Path("manifests/base/crds/kubeflow.org_tfjobs.yaml")
 SUITES = ("unit", "integration", "e2e")  # the directories under test/ and the markers that select them
 _versions: list[str] = []
 
@@ -57,6 +60,34 @@ def tfjob_crd(cluster: LocalCluster) -> Path:
     cluster.kubectl("apply", "-f", str(CRD_FILE))
     wait_for(lambda: crd_established(cluster, "tfjobs.kubeflow.org"), 60, "the TFJob CRD to be Established")
     return CRD_FILE
+
+
+@pytest.fixture
+def kube_client(cluster: LocalCluster) -> KubeClient:
+    return KubeClient.from_kubeconfig(str(cluster.kubeconfig))
+
+
+@pytest.fixture(scope="session")
+def training_operator() -> tuple[Path, Path]:
+    """(the Go operator's binary, its TFJob CRD), built or reused by hack/build-training-operator.sh."""
+    script = str(REPO / "hack" / "build-training-operator.sh")
+    built = subprocess.run(["bash", script], capture_output=True, text=True, timeout=3600, check=False)
+    assert built.returncode == 0, f"building the training operator failed:\n{built.stderr[-3000:]}"
+    module = subprocess.run(["bash", script, "--module-dir"], capture_output=True, text=True, timeout=600,
+                            check=False)
+    crd = Path(module.stdout.strip()) / GO_CRD_IN_MODULE
+    assert module.returncode == 0 and crd.is_file(), f"the training operator's CRD was not found:\n{module.stderr}"
+    return Path(built.stdout.strip().splitlines()[-1]) / "training-operator.v1", crd
+
+
+@pytest.fixture
+def go_crd(cluster: LocalCluster, tfjob_crd: Path, training_operator: tuple[Path, Path]) -> Iterator[Path]:
+    """The Go operator's CRD for the test; tfop's is back afterwards, whatever happened."""
+    replace_crd(cluster, training_operator[1])
+    try:
+        yield training_operator[1]
+    finally:
+        replace_crd(cluster, CRD_FILE)
 
 
 @pytest.fixture

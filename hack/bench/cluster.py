@@ -28,14 +28,15 @@ from typing import Any
 import yaml
 
 from bench.workload import tfjob
-from local_cluster import LocalCluster, openssl
+from localcluster import LocalCluster
+from localcluster.pki import openssl
 from tfop.controller.children import TFJOBS
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import AlreadyExists, NotFound
 from tfop.kube.resource import CUSTOM_RESOURCE_DEFINITIONS, NAMESPACES, PODS, SERVICE_ACCOUNTS, SERVICES, Resource
 
 OPERATOR_USER = "bench-operator"
-ADMIN_USER = "tfop-admin"  # hack/cluster_pki.py's admin certificate: the controller-manager, scheduler and kwok
+ADMIN_USER = "tfop-admin"  # hack/localcluster/pki.py's admin certificate: the controller-manager, scheduler and kwok
 TFJOB_CRD_NAME = "tfjobs.kubeflow.org"
 COMPONENT_QPS = ["--kube-api-qps=1000", "--kube-api-burst=2000"]
 ENDPOINT_SLICES = Resource("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice")
@@ -96,7 +97,7 @@ class BenchCluster:
                                "--delete-collection-workers=16"],
             "kube-controller-manager": COMPONENT_QPS,
             "kube-scheduler": [f"--config={self.directory / 'scheduler.yaml'}"],  # QPS set there
-            "kwok": [f"--config={self.directory / 'kwok.yaml'}"],  # beside hack/kwok-stages.yaml
+            "kwok": [f"--config={self.directory / 'kwok.yaml'}"],  # beside hack/localcluster/kwok-stages.yaml
         })
 
     @property

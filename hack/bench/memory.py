@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from local_cluster import LocalCluster
+from localcluster import LocalCluster
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import NotFound
 from tfop.kube.resource import NAMESPACES, SERVICE_ACCOUNTS, Resource

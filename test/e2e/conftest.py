@@ -1,5 +1,5 @@
-"""The real node for the e2e suite: the session's cluster gets it on first request (kubelet, containerd, CoreDNS;
-built and cached by hack/build-node.sh), and the session's teardown takes it down with the cluster."""
+"""The real nodes for the e2e suite: the session's cluster gets them on first request (kubelet and containerd each,
+CoreDNS; built and cached by hack/build-node.sh), and the session's teardown takes them down with the cluster."""
 
 from __future__ import annotations
 
@@ -8,15 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from busybox_image import build as busybox_image
-from local_cluster import LocalCluster
+from localcluster import LocalCluster
+from localcluster.busybox_image import build as busybox_image
 from support.operator_process import OperatorProcess
+
+# Two, so that node loss can be shown (a replica moves to the other node); tests that need one node use real-0.
+REAL_NODES = 2
 
 
 @pytest.fixture(scope="session")
 def real_node(cluster: LocalCluster) -> LocalCluster:
-    """The session cluster with its real node up. Not root, or a piece missing: the test errors, never skips."""
-    cluster.real_node = True
+    """The session cluster with its real nodes up. Not root, or a piece missing: the test errors, never skips."""
+    cluster.real_nodes = max(cluster.real_nodes or 0, REAL_NODES)
     cluster.up()
     return cluster
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from local_cluster import LocalCluster
+from localcluster import LocalCluster
 from support.operator_process import OperatorProcess
 from support.real_node_jobs import apply, job_pods, wait_for_condition
 

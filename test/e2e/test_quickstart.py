@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from fake_kubelet import exit_pod
-from local_cluster import LocalCluster
+from localcluster import LocalCluster
 from ports import free_port
 from support.waiting import wait_for
 from tfop.kube.client import KubeClient

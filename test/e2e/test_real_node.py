@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from local_cluster import LocalCluster
+from localcluster import LocalCluster
 from support.operator_process import OperatorProcess
 from support.real_node_jobs import apply, get, job_pods, shell_container, tfjob, wait_for_condition
 from support.waiting import wait_for
@@ -32,10 +32,11 @@ def terminated(pod: dict[str, Any]) -> dict[str, Any]:
 
 def host_pid(cluster: LocalCluster, container_id: str) -> int:
     """The container's main process as the host sees it (containerd's task list)."""
-    for line in cluster.node.ctr("tasks", "list").stdout.splitlines()[1:]:
-        task, pid, _ = line.split()
-        if task == container_id:
-            return int(pid)
+    for node in cluster.nodes:
+        for line in node.ctr("tasks", "list").stdout.splitlines()[1:]:
+            task, pid, _ = line.split()
+            if task == container_id:
+                return int(pid)
     raise AssertionError(f"no task {container_id} in containerd")
 
 
@@ -58,7 +59,7 @@ def test_a_replica_exiting_1_fails_the_job_and_kubectl_logs_shows_its_output(
     [failed] = [c for c in job["status"]["conditions"] if c["type"] == "Failed"]
     assert failed["status"] == "True", job["status"]
     [pod] = job_pods(real_node, namespace, "exit-one")
-    assert pod["spec"]["nodeName"] == real_node.network.node_name
+    assert pod["spec"]["nodeName"] in real_node.node_names
     assert terminated(pod)["exitCode"] == 1 and pod["status"]["phase"] == "Failed"
     logs = real_node.kubectl("logs", "-n", namespace, pod["metadata"]["name"]).stdout
     # (stdout and stderr are separate streams; the log orders them by kubelet's timestamps, which may tie.)
@@ -164,24 +165,25 @@ def test_replicas_reach_each_other_by_their_headless_service_names(
 
 def test_a_second_cluster_runs_its_own_node_beside_and_leaves_nothing_behind(
         real_node: LocalCluster, tmp_path_factory: Any) -> None:
-    """Two clusters at once (a test session beside a developer's): another slot, so another bridge, node name,
-    cgroup root and sockets; the watchdog restarts a killed kubelet; `down` undoes every host change."""
-    other = LocalCluster(tmp_path_factory.mktemp("c2"), real_node=True)
+    """Two clusters at once (a test session beside a developer's): another slot, so another bridge, addresses,
+    cgroup roots and sockets; the watchdog restarts a killed kubelet; `down` undoes every host change."""
+    other = LocalCluster(tmp_path_factory.mktemp("c2"), real_nodes=1)
     try:
         other.up()
         assert other.slot != real_node.slot
         assert other.network.bridge != real_node.network.bridge
-        assert other.status()[f"node {other.network.node_name}"] == "Ready"
-        killed = other.pid("kubelet")
+        assert other.status()["node real-0"] == "Ready"
+        killed = other.pid("real-0-kubelet")
         assert killed is not None
         os.kill(killed, signal.SIGKILL)
-        wait_for(lambda: other.pid("kubelet") not in (None, killed), timeout=30,
+        wait_for(lambda: other.pid("real-0-kubelet") not in (None, killed), timeout=30,
                  message="the watchdog to restart the killed kubelet")
+        node = other.node("real-0")
         started = time.monotonic()
         other.down()
-        assert other.node.leftovers() == []
+        assert node.leftovers() == [] and other.pods_network.leftovers() == []
         assert time.monotonic() - started < 30
-        # The session's own node is untouched.
-        assert real_node.status()[f"node {real_node.network.node_name}"] == "Ready"
+        # The session's own nodes are untouched.
+        assert {real_node.status()[f"node {name}"] for name in real_node.node_names} == {"Ready"}
     finally:
         other.destroy()

@@ -10,16 +10,8 @@ import pytest
 from support.operator_process import OperatorProcess
 
 if TYPE_CHECKING:
-    from kueue import Kueue
-    from local_cluster import LocalCluster
-    from tfop.kube.client import KubeClient
-
-
-@pytest.fixture
-def kube_client(cluster: LocalCluster) -> KubeClient:
-    from tfop.kube.client import KubeClient
-
-    return KubeClient.from_kubeconfig(str(cluster.kubeconfig))
+    from localcluster import LocalCluster
+    from localcluster.addons.kueue import Kueue
 
 
 @pytest.fixture
@@ -36,10 +28,10 @@ KUEUE_NAMESPACE_LABEL = ("tfop.test/kueue", "on")
 
 @pytest.fixture(scope="session")
 def kueue(cluster: LocalCluster, tfjob_crd: Path) -> Iterator[Kueue]:
-    """Real Kueue (hack/kueue.py), started once per session with its TFJob integration. Its TFJob webhooks see
-    only namespaces labelled KUEUE_NAMESPACE_LABEL (the `kueue_namespace` fixture), so the other tests' TFJobs
-    never depend on it."""
-    from kueue import Kueue
+    """Real Kueue (hack/localcluster/addons/kueue.py), started once per session with its TFJob integration.
+    Its TFJob webhooks see only namespaces labelled KUEUE_NAMESPACE_LABEL (the `kueue_namespace` fixture), so the
+    other tests' TFJobs never depend on it."""
+    from localcluster.addons.kueue import Kueue
 
     instance = Kueue(cluster, namespace_labels=dict([KUEUE_NAMESPACE_LABEL]))
     instance.start()

@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from fake_kubelet import exit_pod
-from local_cluster import LocalCluster
+from localcluster import LocalCluster
 from support.operator_process import OperatorProcess
 from support.tfjobs import TFJOBS, condition, create_job, pods_by_name, replica
 from support.waiting import wait_for

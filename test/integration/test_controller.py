@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from fake_kubelet import exit_pod
-from local_cluster import LocalCluster
+from localcluster import LocalCluster
 from support.operator_process import OperatorProcess
 from support.tfjobs import (
     TFJOBS,

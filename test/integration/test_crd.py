@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from local_cluster import LocalCluster
+from localcluster import LocalCluster
 from support import tfjobs
 from support.tfjobs import pod_template
 

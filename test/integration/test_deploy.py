@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from fake_kubelet import exit_pod
-from local_cluster import LocalCluster
+from localcluster import LocalCluster
 from support.crds import crd_established
 from support.operator_process import OperatorProcess
 from support.tfjobs import TFJOBS, events_about, replica, tfjob

@@ -1,11 +1,11 @@
-"""kwok, the local cluster's fake kubelet (hack/kwok-stages.yaml), ends a deleted pod as a kubelet would, and never
-touches a later pod that took the same name. The operator replaces a failed replica's pod under the same name, so
-a stray delete by name made replacement pods vanish a second after they appeared, over and over."""
+"""kwok, the local cluster's fake kubelet (hack/localcluster/kwok-stages.yaml), ends a deleted pod as a kubelet
+would, and never touches a later pod that took the same name. The operator replaces a failed replica's pod under
+the same name, so a stray delete by name made replacement pods vanish a second after they appeared, over and over."""
 
 from __future__ import annotations
 
 from fake_kubelet import exit_pod
-from local_cluster import LocalCluster
+from localcluster import LocalCluster
 from support.waiting import consistently, wait_for
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import NotFound

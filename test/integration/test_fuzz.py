@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from fake_kubelet import exit_pod
-from local_cluster import LocalCluster
+from localcluster import LocalCluster
 from support.operator_process import OperatorProcess
 from support.tfjobs import JOB_NAME_LABEL, TFJOBS, condition, events_about, pod_template
 from support.waiting import wait_for

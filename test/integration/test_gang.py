@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 import yaml
 
-from coscheduler import VOLCANO_CRD, CoScheduler, install_volcano_crd
 from fake_kubelet import exit_pod
-from local_cluster import LocalCluster
+from localcluster import LocalCluster
+from localcluster.addons.coscheduler import VOLCANO_CRD, CoScheduler, install_volcano_crd
 from support.operator_process import OperatorProcess
 from support.tfjobs import TFJOBS, condition, job_status, pods_by_name
 from support.waiting import consistently, wait_for

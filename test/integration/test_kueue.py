@@ -1,4 +1,5 @@
-"""tfop under real Kueue (v0.15, hack/kueue.py): quota admission, the flavor's placement, and preemption.
+"""tfop under real Kueue (v0.15, hack/localcluster/addons/kueue.py): quota admission, the flavor's placement, and
+preemption.
 
 Kueue drives a TFJob only through the kubeflow.org/v1 API: its webhook suspends a queued job at creation, its
 admission unsuspends it with the flavor's nodeSelector and tolerations in the pod templates, an eviction suspends
@@ -18,7 +19,7 @@ from typing import Any
 import pytest
 
 from fake_kubelet import exit_pod
-from local_cluster import LocalCluster
+from localcluster import LocalCluster
 from support.kueue import (
     CLUSTER_QUEUES,
     GPU,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from local_cluster import LocalCluster
+from localcluster import LocalCluster
 from support.kueue import CLUSTER_QUEUES, LOCAL_QUEUES, QUEUE_LABEL, RESOURCE_FLAVORS, is_true, live_pods, workload_of
 from support.operator_process import OperatorProcess
 from support.tfjobs import TFJOBS, condition

@@ -23,8 +23,8 @@ import pytest
 import yaml
 
 from fake_kubelet import exit_pod
-from kueue import Kueue
-from local_cluster import LocalCluster
+from localcluster import LocalCluster
+from localcluster.addons.kueue import Kueue
 from support.crds import crd_established
 from support.operator_process import OperatorProcess
 from support.tfjobs import TFJOBS, children, events_about, job_status, pods_by_name

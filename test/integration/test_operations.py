@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from fake_kubelet import exit_pod
-from local_cluster import LocalCluster
+from localcluster import LocalCluster
 from support.http import http_get
 from support.operator_process import OperatorProcess
 from support.tfjobs import TFJOBS, condition, events_about, pods_by_name, replica, tfjob

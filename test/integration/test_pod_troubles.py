@@ -1,5 +1,5 @@
 """What the pods suffer, told on the TFJob, against the real scheduler and kwok: a request no node fits, an image
-that cannot be pulled (kwok leaves such pods waiting: hack/kwok-stages.yaml)."""
+that cannot be pulled (kwok leaves such pods waiting: hack/localcluster/kwok-stages.yaml)."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from fake_kubelet import exit_pod, restart_in_place
-from local_cluster import LocalCluster
+from localcluster import LocalCluster
 from support.operator_process import OperatorProcess
 from support.tfjobs import children, condition, create_job, events_about, job_status, pods_by_name, replica
 from support.waiting import wait_for, wait_for_count

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from fake_kubelet import exit_pod
-from local_cluster import LocalCluster
+from localcluster import LocalCluster
 from support.operator_process import OperatorProcess
 from support.tfjobs import TFJOBS, children, condition, job_status
 from support.waiting import wait_for, wait_for_count

@@ -5,18 +5,14 @@ made or removed."""
 from __future__ import annotations
 
 import json
-import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from bench.operators import GoOperatorProcess
 from fake_kubelet import exit_pod
-from local_cluster import LocalCluster
-from support.crds import crd_established
+from localcluster import LocalCluster
+from support.crds import replace_crd
 from support.operator_process import OperatorProcess
 from support.tfjobs import children, condition, create_job, events_about, job_status, pods_by_name, replica
 from support.waiting import consistently, wait_for
@@ -25,7 +21,6 @@ from tfop.kube.resource import PODS, SERVICES
 
 REPO = Path(__file__).resolve().parents[2]
 CRD_FILE = REPO / "crd" / "kubeflow.org_tfjobs.yaml"
-GO_CRD_IN_MODULE = Path("manifests/base/crds/kubeflow.org_tfjobs.yaml")
 # The jobs the Go operator starts: name -> (replica specs, pods).
 JOBS: dict[str, tuple[dict[str, dict[str, Any]], int]] = {
     "mixed": ({"Chief": replica(), "Worker": replica(2), "PS": replica()}, 4),
@@ -33,36 +28,6 @@ JOBS: dict[str, tuple[dict[str, dict[str, Any]], int]] = {
     # The Go operator recreates a replica on a retryable exit code only under ExitCode (its default is Never).
     "restarted": ({"Worker": replica(2, restart_policy="ExitCode"), "PS": replica()}, 3),
 }
-
-
-@pytest.fixture(scope="session")
-def training_operator() -> tuple[Path, Path]:
-    """(the Go operator's binary, its TFJob CRD), built or reused by hack/build-training-operator.sh."""
-    script = str(REPO / "hack" / "build-training-operator.sh")
-    built = subprocess.run(["bash", script], capture_output=True, text=True, timeout=3600, check=False)
-    assert built.returncode == 0, f"building the training operator failed:\n{built.stderr[-3000:]}"
-    module = subprocess.run(["bash", script, "--module-dir"], capture_output=True, text=True, timeout=600,
-                            check=False)
-    crd = Path(module.stdout.strip()) / GO_CRD_IN_MODULE
-    assert module.returncode == 0 and crd.is_file(), f"the training operator's CRD was not found:\n{module.stderr}"
-    return Path(built.stdout.strip().splitlines()[-1]) / "training-operator.v1", crd
-
-
-def replace_crd(cluster: LocalCluster, path: Path) -> None:
-    """What the steps of docs/install/from-go-operator.md do: the TFJob CRD replaced in place (never deleted, which
-    would delete every TFJob), then Established again."""
-    cluster.kubectl("replace", "-f", str(path))
-    wait_for(lambda: crd_established(cluster, "tfjobs.kubeflow.org"), 60, f"the CRD from {path} to be Established")
-
-
-@pytest.fixture
-def go_crd(cluster: LocalCluster, tfjob_crd: Path, training_operator: tuple[Path, Path]) -> Iterator[Path]:
-    """The Go operator's CRD for the test; tfop's is back afterwards, whatever happened."""
-    replace_crd(cluster, training_operator[1])
-    try:
-        yield training_operator[1]
-    finally:
-        replace_crd(cluster, CRD_FILE)
 
 
 def uids(client: KubeClient, namespace: str, job: str) -> dict[str, str]:

@@ -6,8 +6,8 @@ import json
 import time
 from typing import Any
 
-from local_cluster import LocalCluster
-from real_node import NODE_LABEL
+from localcluster import LocalCluster
+from localcluster.node_layout import NODE_LABEL
 
 
 def on_real_node(spec: dict[str, Any]) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from local_cluster import LocalCluster
+from localcluster import LocalCluster
 from ports import free_port
 from support.waiting import wait_for
 

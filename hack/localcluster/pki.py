@@ -1,5 +1,6 @@
 """The local cluster's certificates: one CA signs the apiserver's serving certificate, the clients' certificates
-(admin, the apiserver as kubelet's client, the node as system:node:NAME) and kubelet's serving certificate.
+(admin, the apiserver as kubelet's client, each real node as system:node:NAME) and each kubelet's serving
+certificate.
 
 Each file is made once, when missing; the apiserver's is remade when the addresses it must carry change.
 """
@@ -32,8 +33,9 @@ def _signed(pki: Path, name: str, subject: str, ext: str) -> None:
             "-out", f"{name}.crt", "-days", DAYS, "-extfile", f"{name}.ext", cwd=pki)
 
 
-def make_pki(pki: Path, api_service_ip: str, node_name: str, node_ip: str) -> None:
-    """Everything the control plane and the real node need; cheap to make, so made whether or not a node runs."""
+def make_pki(pki: Path, api_service_ip: str, nodes: dict[str, str]) -> None:
+    """Everything the control plane and the real nodes (`nodes`: name -> IP) need; a node's pair is made when the
+    node is first asked for."""
     if shutil.which("openssl") is None:
         raise PKIError("openssl is needed to make the cluster's certificates; install it (apt-get install openssl)")
     pki.mkdir(parents=True, exist_ok=True)
@@ -51,11 +53,12 @@ def make_pki(pki: Path, api_service_ip: str, node_name: str, node_ip: str) -> No
         "admin": ("/O=system:masters/CN=tfop-admin", client),
         # The apiserver's identity towards kubelet (logs, exec): kubelet authorizes every authenticated client.
         "kubelet-client": ("/O=system:masters/CN=kube-apiserver-kubelet-client", client),
-        # kubelet's identity towards the apiserver; RBAC binds the system:node ClusterRole to this user.
-        "node": (f"/O=system:nodes/CN=system:node:{node_name}", client),
-        "kubelet-serving": (f"/CN={node_name}",
-                            f"subjectAltName=IP:{node_ip},DNS:{node_name}\nextendedKeyUsage=serverAuth\n"),
     }
+    for node_name, node_ip in nodes.items():
+        # kubelet's identity towards the apiserver; RBAC binds the system:node ClusterRole to this user.
+        wanted[f"node-{node_name}"] = (f"/O=system:nodes/CN=system:node:{node_name}", client)
+        wanted[f"kubelet-serving-{node_name}"] = (
+            f"/CN={node_name}", f"subjectAltName=IP:{node_ip},DNS:{node_name}\nextendedKeyUsage=serverAuth\n")
     for name, (subject, ext) in wanted.items():
         current = pki / f"{name}.ext"
         if not (pki / f"{name}.crt").exists() or (current.exists() and current.read_text() != ext):
@@ -63,3 +66,24 @@ def make_pki(pki: Path, api_service_ip: str, node_name: str, node_ip: str) -> No
     if not (pki / "sa.key").exists():
         openssl("genrsa", "-out", "sa.key", "2048", cwd=pki)
         openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=pki)
+
+
+def admin_kubeconfig(server: str, pki: Path) -> str:
+    """The kubeconfig `up` prints: the admin certificate, which kubectl, tests and `make run` use."""
+    return f"""apiVersion: v1
+kind: Config
+clusters:
+- name: tfop-local
+  cluster:
+    server: {server}
+    certificate-authority: {pki / 'ca.crt'}
+users:
+- name: tfop-admin
+  user:
+    client-certificate: {pki / 'admin.crt'}
+    client-key: {pki / 'admin.key'}
+contexts:
+- name: tfop-local
+  context: {{cluster: tfop-local, user: tfop-admin}}
+current-context: tfop-local
+"""

@@ -1,22 +1,19 @@
-"""The real node's configuration files: containerd's, the CNI network's, kubelet's and CoreDNS's Corefile. Each
-setting that is not a default says why it is there."""
+"""The real nodes' configuration files: containerd's, the CNI network's and kubelet's for each node, and the cluster
+DNS's Corefile. Each setting that is not a default says why it is there."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import Path
 
-if TYPE_CHECKING:
-    from real_node import RealNode
+from .node_layout import CLUSTER_DOMAIN, NODE_LABEL, PODS_PER_NODE, ClusterNetwork, NodeLayout
 
-CLUSTER_DOMAIN = "cluster.local"
-NODE_LABEL = "tfop.local/real-node"  # label and taint key: pods select the node and tolerate its taint
 # Debian packages the node needs at run time; hack/build-node.sh installs them.
 HOST_TOOLS = {"runc": "/usr/sbin/runc", "bridge CNI plugin": "/usr/lib/cni/bridge",
               "host-local CNI plugin": "/usr/lib/cni/host-local", "iptables": "/usr/sbin/iptables",
               "socat": "/usr/bin/socat"}
 
 
-def containerd_config(node: RealNode) -> str:
+def containerd_config(node: NodeLayout) -> str:
     state = node.containerd_state
     return f"""version = 3
 root = "{node.root / 'containerd' / 'root'}"
@@ -79,44 +76,46 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.tracing.processor
 """
 
 
-def cni_config(node: RealNode) -> dict[str, object]:
+def cni_config(node: NodeLayout) -> dict[str, object]:
     net = node.network
-    prefix = net.node_ip.rsplit(".", 1)[0]
+    first, last = net.pod_range
     return {
         "cniVersion": "1.0.0",
         "name": net.cni_network,
         "plugins": [{
             "type": "bridge",
-            "bridge": net.bridge,
-            # The bridge already has the node's address: not a gateway, so the plugin neither sets addresses nor
-            # turns IP forwarding on, and no masquerading. Pods reach the node's addresses and each other only.
+            "bridge": net.cluster.bridge,
+            # The bridge already has the host's addresses: not a gateway, so the plugin neither sets addresses nor
+            # turns IP forwarding on, and no masquerading. Pods reach the host's addresses on the bridge and each
+            # other (every node's pods share the segment) only.
             "isGateway": False,
             "ipMasq": False,
             "hairpinMode": False,
             "ipam": {
                 "type": "host-local",
-                "ranges": [[{"subnet": net.pod_subnet, "rangeStart": f"{prefix}.10", "rangeEnd": f"{prefix}.254",
-                             "gateway": net.node_ip}]],
-                # The one route besides the on-link subnet: the apiserver's Service IP, which is the node's own
-                # address (on the bridge), so the packets end at the node and are never forwarded.
-                "routes": [{"dst": f"{net.api_service_ip}/32", "gw": net.node_ip}],
+                # The cluster's subnet, this node's share of its addresses.
+                "ranges": [[{"subnet": net.cluster.subnet, "rangeStart": first, "rangeEnd": last,
+                             "gateway": net.cluster.gateway}]],
+                # The one route besides the on-link subnet: the apiserver's Service IP, which is the host's own
+                # address (on the bridge), so the packets end at the host and are never forwarded.
+                "routes": [{"dst": f"{net.cluster.api_service_ip}/32", "gw": net.cluster.gateway}],
                 "dataDir": str(node.containerd_state / "ipam"),
             },
         }],
     }
 
 
-def kubelet_config(node: RealNode) -> str:
+def kubelet_config(node: NodeLayout) -> str:
     net, pki = node.network, node.pki
     return f"""apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-address: {net.node_ip}
+address: {net.ip}
 port: 10250
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
 healthzPort: {node.kubelet_healthz_port}
-tlsCertFile: {pki / 'kubelet-serving.crt'}
-tlsPrivateKeyFile: {pki / 'kubelet-serving.key'}
+tlsCertFile: {pki / f'kubelet-serving-{node.name}.crt'}
+tlsPrivateKeyFile: {pki / f'kubelet-serving-{node.name}.key'}
 authentication:
   anonymous: {{enabled: false}}
   webhook: {{enabled: false}}
@@ -128,7 +127,7 @@ failCgroupV1: false
 cgroupDriver: cgroupfs
 cgroupRoot: {net.cgroup_root}
 containerRuntimeEndpoint: unix://{node.containerd_socket}
-clusterDNS: [{net.node_ip}]
+clusterDNS: [{net.cluster.gateway}]
 clusterDomain: {CLUSTER_DOMAIN}
 podLogsDir: {node.root / 'pod-logs'}
 registerWithTaints:
@@ -143,22 +142,23 @@ failSwapOn: false
 # backing off to 5 minutes (the KubeletCrashLoopBackOffMax feature, on by default since 1.35).
 crashLoopBackOff: {{maxContainerRestartPeriod: 2s}}
 serializeImagePulls: false
-maxPods: 110
+# As many pods as the node has addresses (its IPAM range).
+maxPods: {PODS_PER_NODE}
 """
 
 
-def corefile(node: RealNode) -> str:
-    net = node.network
+def corefile(net: ClusterNetwork, kubeconfig: Path) -> str:
+    """One CoreDNS per cluster, on the host's bridge address, so it outlives any one node's failure."""
     return f"""{CLUSTER_DOMAIN}:53 in-addr.arpa:53 ip6.arpa:53 {{
-    bind {net.node_ip}
+    bind {net.gateway}
     errors
     log . {{
         class denial error
     }}
-    health {net.node_ip}:8080
-    ready {net.node_ip}:8181
+    health {net.gateway}:8080
+    ready {net.gateway}:8181
     kubernetes {CLUSTER_DOMAIN} in-addr.arpa ip6.arpa {{
-        kubeconfig {node.root / 'coredns' / 'kubeconfig'} local
+        kubeconfig {kubeconfig} local
         pods insecure
         fallthrough in-addr.arpa ip6.arpa
     }}

@@ -1,7 +1,6 @@
-#!/usr/bin/env python3
 """Kueue (job queueing, built by hack/build-kueue.sh) beside a local cluster, out of cluster on loopback.
 
-    python hack/kueue.py up|down|status|build [--dir .local/cluster] [--namespace-label KEY=VALUE]
+    python3 hack/local_cluster.py kueue up|down|status|build [--dir .local/cluster] [--namespace-label KEY=VALUE]
                                               [--integration kubeflow.org/tfjob ...]
 
 `--dir` is any cluster directory hack/local_cluster.py made (its kubeconfig and state.json): each directory gets a
@@ -43,10 +42,12 @@ from typing import Any
 
 import yaml
 
-from addon import AddOnProcess, describe, run_build_script, run_cli, tail
-from cluster_pki import PKIError, openssl
-from local_cluster import DEFAULT_DIR, ClusterError, LocalCluster
 from ports import free_port
+
+from ..cluster import DEFAULT_DIR, LocalCluster
+from ..pki import PKIError, openssl
+from ..supervisor import ClusterError
+from .process import AddOnProcess, describe, run_build_script, run_cli, tail
 
 BINARY = "kueue"
 NAMESPACE = "kueue-system"
@@ -347,6 +348,3 @@ def main(argv: list[str] | None = None) -> int:
 
     return run_cli(command, log)
 
-
-if __name__ == "__main__":
-    sys.exit(main())

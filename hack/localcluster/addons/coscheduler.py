@@ -1,14 +1,13 @@
-#!/usr/bin/env python3
 """The gang schedulers' side of a local cluster (hack/local_cluster.py), started on demand beside it:
 
 - scheduler-plugins: its scheduler (kube-scheduler with the Coscheduling plugin, built by
   hack/build-coscheduler.sh) as a second scheduler named `scheduler-plugins-scheduler`, and its PodGroup CRD
   from the module's own manifests (manifests/coscheduling/crd.yaml in the Go module cache).
-- volcano: only its PodGroup CRD (hack/volcano-podgroup-crd.yaml, structural, from volcano.sh/apis' types; see
-  test/integration/test_gang.py). Volcano's scheduler is not built here: tests play its part by setting the
+- volcano: only its PodGroup CRD (volcano-podgroup-crd.yaml beside this module, structural, from volcano.sh/apis'
+  types; see test/integration/test_gang.py). Volcano's scheduler is not built here: tests play its part by setting the
   PodGroup's phase.
 
-    python hack/coscheduler.py up|down|status [--gang scheduler-plugins|volcano] [--dir .local/cluster]
+    python3 hack/local_cluster.py coscheduler up|down|status [--gang scheduler-plugins|volcano] [--dir .local/cluster]
 
 State (pid, config, log) lives in the cluster's directory, next to the other components'.
 """
@@ -20,13 +19,15 @@ import sys
 import time
 from pathlib import Path
 
-from addon import AddOnProcess, describe, run_build_script, run_cli
-from local_cluster import DEFAULT_DIR, ClusterError, LocalCluster
 from ports import free_port
 
-HACK_DIR = Path(__file__).resolve().parent
+from ..cluster import DEFAULT_DIR, LocalCluster
+from ..supervisor import ClusterError
+from .process import AddOnProcess, describe, run_build_script, run_cli
+
+HACK_DIR = Path(__file__).resolve().parents[2]
 SCHEDULER_NAME = "scheduler-plugins-scheduler"
-VOLCANO_CRD = HACK_DIR / "volcano-podgroup-crd.yaml"
+VOLCANO_CRD = Path(__file__).resolve().parent / "volcano-podgroup-crd.yaml"
 GANGS = ("scheduler-plugins", "volcano")
 BINARY = "kube-scheduler-plugins"
 
@@ -160,6 +161,3 @@ def main(argv: list[str] | None = None) -> int:
 
     return run_cli(command, log)
 
-
-if __name__ == "__main__":
-    sys.exit(main())

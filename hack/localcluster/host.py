@@ -55,11 +55,21 @@ def ensure_bridge(bridge: str, owner: str, addresses: list[str]) -> None:
     if current is None:
         run("ip", "link", "add", bridge, "type", "bridge")
         run("ip", "link", "set", "dev", bridge, "alias", owner)
-    existing = run("ip", "-o", "addr", "show", "dev", bridge).stdout
     for address in addresses:
-        if f" {address} " not in existing:
-            run("ip", "addr", "add", address, "dev", bridge)
+        ensure_address(bridge, address)
     run("ip", "link", "set", "dev", bridge, "up")
+
+
+def ensure_address(device: str, address: str) -> None:
+    if f" {address} " not in run("ip", "-o", "addr", "show", "dev", device).stdout:
+        run("ip", "addr", "add", address, "dev", device)
+
+
+def remove_address(device: str, address: str) -> None:
+    """Idempotent: the device or the address may be gone already."""
+    if Path(f"/sys/class/net/{device}").exists() and f" {address} " in run(
+            "ip", "-o", "addr", "show", "dev", device).stdout:
+        run("ip", "addr", "del", address, "dev", device)
 
 
 def delete_bridge(bridge: str, owner: str) -> None:
@@ -207,6 +217,37 @@ def kill_all(pids: list[int], timeout: float = 5.0) -> None:
         if time.monotonic() > deadline:
             raise HostError(f"processes {pids} did not exit after SIGKILL")
         time.sleep(0.05)
+
+
+def processes_in_cgroup(root: str) -> list[int]:
+    """Pids in the cgroup subtree `root` (a node's cgroupRoot: every container of its pods), read from the pids
+    hierarchy (or the unified one)."""
+    pids: set[int] = set()
+    for hierarchy in (CGROUP_MOUNT / "pids", CGROUP_MOUNT / "unified", CGROUP_MOUNT):
+        top = hierarchy / root.strip("/")
+        if top.is_dir():
+            for procs in top.rglob("cgroup.procs"):
+                with contextlib.suppress(OSError):
+                    pids.update(int(line) for line in procs.read_text().split())
+            break
+    return sorted(pids)
+
+
+def netns_mounts_under(directory: Path) -> list[str]:
+    """Network namespaces bind-mounted at or below `directory` (containerd keeps its pods' there)."""
+    prefix = str(directory.resolve())
+    found = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        fields = line.split()
+        point, fstype = fields[4], fields[fields.index("-") + 1]
+        if fstype == "nsfs" and (point == prefix or point.startswith(prefix + "/")):
+            found.append(point)
+    return sorted(set(found))
+
+
+def interfaces_with_index(index: int) -> list[str]:
+    return [path.name for path in Path("/sys/class/net").iterdir()
+            if (path / "ifindex").exists() and (path / "ifindex").read_text().strip() == str(index)]
 
 
 def _zombie(pid: int) -> bool:

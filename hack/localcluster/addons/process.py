@@ -1,4 +1,4 @@
-"""What the add-ons started beside a local cluster (hack/coscheduler.py, hack/kueue.py) share: the answer of the
+"""What the add-ons started beside a local cluster (coscheduler.py, kueue.py) share: the answer of the
 script that builds them, one process each (a pid file in the cluster's run/, a log in its logs/), and the
 command-line ending that turns a ClusterError into a message and exit code 1."""
 
@@ -12,9 +12,9 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from supervisor import ClusterError
+from ..supervisor import ClusterError
 
-HACK_DIR = Path(__file__).resolve().parent
+HACK_DIR = Path(__file__).resolve().parents[2]
 
 
 def run_build_script(script: str, *args: str) -> Path:

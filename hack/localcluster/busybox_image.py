@@ -8,7 +8,7 @@ The package is fetched with `apt-get download` (no host install) and packed as a
 is all a sandbox container has to do: containerd stops a sandbox with SIGKILL, and without a shared PID namespace
 it has no children to reap.
 
-    python3 hack/busybox_image.py     # prints the archive's path
+    python3 hack/localcluster/busybox_image.py     # prints the archive's path
 """
 
 from __future__ import annotations

@@ -1,0 +1,133 @@
+"""What the node-loss tests on real nodes read and build: TensorFlow replicas placed on chosen real nodes, the
+containers' own log files on each node's disk (timestamped by the runtime, readable while a node is cut off), and
+the timeline of one recovery (node failed, marked lost, replacement created, Running again, resumed, Succeeded)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from localcluster import LocalCluster
+from localcluster.node_layout import NODE_LABEL
+
+REPO = Path(__file__).resolve().parents[2]
+# kube-controller-manager's --node-monitor-grace-period in the local cluster (Kubernetes' default): how long a
+# silent node stays Ready before it is marked Unknown; its node monitor looks every 5 s.
+NODE_MONITOR_GRACE = 50 + 5
+STEP = re.compile(r"^step (\d+) loss")
+RESUMED = re.compile(r"resumed from checkpoint at step (\d+)")
+
+
+def tensorflow_image() -> str:
+    pinned = dict(line.split("=", 1) for line in (REPO / "hack" / "versions.env").read_text().splitlines()
+                  if "=" in line and not line.startswith("#"))
+    return pinned["TENSORFLOW_IMAGE"]
+
+
+def tf_pod(script: str, env: dict[str, str], *, node: str | None = None, prefer: str | None = None,
+           spread: str | None = None, shared: Path | None = None) -> dict[str, Any]:
+    """A pod spec running /opt/train/`script` on a real node: pinned to `node`, or preferring `prefer`, or spread
+    over the nodes away from the other pods of the TFJob `spread`; `shared` is mounted at /shared."""
+    affinity: dict[str, Any] = {}
+    if prefer:
+        affinity["nodeAffinity"] = {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "preference": {
+            "matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [prefer]}]}}]}
+    if spread:
+        affinity["podAntiAffinity"] = {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100,
+            "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname", "labelSelector": {
+                "matchLabels": {"training.kubeflow.org/job-name": spread}}}}]}
+    container: dict[str, Any] = {
+        "name": "tensorflow", "image": tensorflow_image(), "imagePullPolicy": "Never",
+        "command": ["python", f"/opt/train/{script}"], "env": [{"name": k, "value": v} for k, v in env.items()],
+        "resources": {"requests": {"cpu": "50m", "memory": "256Mi"}, "limits": {"memory": "2Gi"}},
+    }
+    spec: dict[str, Any] = {
+        "nodeSelector": {NODE_LABEL: "true", **({"kubernetes.io/hostname": node} if node else {})},
+        "tolerations": [{"key": NODE_LABEL, "operator": "Exists", "effect": "NoSchedule"}],
+        # Short, so a restart together is quick; long enough for a SIGTERM to reach TensorFlow.
+        "terminationGracePeriodSeconds": 5,
+        "containers": [container],
+    }
+    if affinity:
+        spec["affinity"] = affinity
+    if shared:
+        spec["volumes"] = [{"name": "shared", "hostPath": {"path": str(shared), "type": "Directory"}}]
+        container["volumeMounts"] = [{"name": "shared", "mountPath": "/shared"}]
+    return spec
+
+
+def timestamp(text: str) -> float:
+    """An RFC 3339 time (the apiserver's seconds, or the runtime's nanoseconds) as a Unix time."""
+    whole, _, fraction = text.rstrip("Z").partition(".")
+    seconds = datetime.strptime(whole, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC).timestamp()
+    return seconds + (float(f"0.{fraction}") if fraction else 0.0)
+
+
+@dataclass(frozen=True)
+class LogLine:
+    at: float
+    text: str
+
+
+def container_logs(cluster: LocalCluster, namespace: str, job: str) -> dict[str, list[LogLine]]:
+    """pod uid -> the lines its tensorflow container wrote, from the log files kubelet keeps on each node's disk
+    (`<ns>_<pod>_<uid>/tensorflow/<n>.log`, each line `<time> <stream> <tag> <text>`). Read from the disk, so a
+    pod deleted from the API or a node cut off still shows what its process did."""
+    found: dict[str, list[LogLine]] = {}
+    for node in cluster.nodes:
+        for pod_dir in (node.layout.root / "pod-logs").glob(f"{namespace}_{job}-*_*"):
+            uid = pod_dir.name.rsplit("_", 1)[1]
+            for log in sorted((pod_dir / "tensorflow").glob("*.log")):
+                for raw in log.read_text(errors="replace").splitlines():
+                    when, _, rest = raw.partition(" ")
+                    found.setdefault(uid, []).append(LogLine(timestamp(when), rest.split(" ", 2)[-1]))
+    return found
+
+
+def step_spans(lines: list[LogLine]) -> tuple[float, float] | None:
+    """When a process logged its first and its last training step, if it logged any."""
+    steps = [line.at for line in lines if STEP.match(line.text)]
+    return (steps[0], steps[-1]) if steps else None
+
+
+@dataclass
+class Timeline:
+    """Seconds after the node failed, of each stage of one recovery."""
+
+    failed_at: float
+    stages: dict[str, float] = field(default_factory=dict)
+    resumed_step: int | None = None
+
+    def mark(self, stage: str, at: float) -> None:
+        self.stages[stage] = round(at - self.failed_at, 1)
+
+    def row(self, scenario: str) -> str:
+        cells = [f"{self.stages[s]:.0f} s" if s in self.stages else "never"
+                 for s in ("marked lost", "replacement created", "Running again", "resumed", "Succeeded")]
+        step = "" if self.resumed_step is None else f" (step {self.resumed_step})"
+        return f"| {scenario} | 0 | {' | '.join(cells[:3])} | {cells[3]}{step} | {cells[4]} |"
+
+
+def node_lost_at(cluster: LocalCluster, name: str) -> float | None:
+    """When the node lifecycle controller marked the node Ready Unknown (or False), if it did."""
+    node = cluster.api("GET", f"/api/v1/nodes/{name}")
+    [ready] = [c for c in node["status"]["conditions"] if c["type"] == "Ready"]
+    return None if ready["status"] == "True" else timestamp(ready["lastTransitionTime"])
+
+
+def started_at(pod: dict[str, Any]) -> float | None:
+    for status in pod.get("status", {}).get("containerStatuses", []):
+        running = status.get("state", {}).get("running")
+        if status["name"] == "tensorflow" and running:
+            return timestamp(running["startedAt"])
+    return None
+
+
+def condition_at(job: dict[str, Any], kind: str) -> float | None:
+    for condition in job.get("status", {}).get("conditions", []):
+        if condition["type"] == kind and condition["status"] == "True":
+            return timestamp(condition["lastTransitionTime"])
+    return None
