@@ -64,7 +64,7 @@ cluster-status: ## show which local cluster components run, and the real node's 
 run: venv ## run the operator against $KUBECONFIG (asks before installing the CRD there; ARGS=--install-crd or --no-install-crd answer for you), or against the local cluster (started if needed, with the real node unless REAL_NODE=0)
 	@REAL_NODE=$(REAL_NODE) bash hack/run.sh $(ARGS)
 
-test: venv controlplane node helm coscheduler training-operator kueue ## run every test: unit, integration and e2e against a real local control plane
+test: venv controlplane node helm prometheus coscheduler training-operator kueue ## run every test: unit, integration and e2e against a real local control plane
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The suites are selected by marker (test/conftest.py gives each test the one of its directory); the directory is
@@ -72,7 +72,7 @@ test: venv controlplane node helm coscheduler training-operator kueue ## run eve
 unit: venv ## run the unit tests only (-m unit; no cluster)
 	$(PY) -m pytest -m unit test/unit $(PYTEST_ARGS)
 
-integration: venv controlplane helm coscheduler training-operator kueue ## run the integration tests only (-m integration)
+integration: venv controlplane helm prometheus coscheduler training-operator kueue ## run the integration tests only (-m integration)
 	$(PY) -m pytest -m integration test/integration $(PYTEST_ARGS)
 
 e2e: venv controlplane node ## run the end-to-end tests only (-m e2e)
@@ -132,10 +132,14 @@ tensorflow: ## create (first time: ~1-2 min) or reuse the pinned tensorflow-cpu 
 # Extra arguments for `helm template`, e.g. make deploy-render HELM_ARGS="--set cloud=azure"
 HELM_ARGS ?=
 
-.PHONY: helm deploy-render
+.PHONY: helm prometheus deploy-render
 
 helm: ## build (first time: a few minutes) or reuse the pinned helm; prints its path
 	@bash hack/build-helm.sh
+
+# promtool checks and unit-tests the alerts in the tests; the server is for tests that scrape tfop.
+prometheus: ## build (first time: ~10 min on 2 cores) or reuse promtool and the Prometheus server; prints their directory
+	@bash hack/build-prometheus.sh
 
 deploy-render: controlplane ## print the kustomize base, then the Helm chart rendered for release tfop in tfop-system
 	@"$$(bash hack/build-controlplane.sh)/kubectl" kustomize deploy
