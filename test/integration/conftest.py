@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -13,6 +14,19 @@ if TYPE_CHECKING:
     from kueue import Kueue
     from local_cluster import LocalCluster
     from tfop.kube.client import KubeClient
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def helm() -> Path:
+    """hack/build-helm.sh's helm (built from the Go module proxy once, then cached); fails, never skips."""
+    result = subprocess.run(["bash", str(REPO / "hack" / "build-helm.sh")], capture_output=True, text=True,
+                            check=False)
+    if result.returncode != 0:
+        pytest.fail(f"building helm failed (exit {result.returncode}):\n{result.stderr[-3000:]}")
+    return Path(result.stdout.strip().splitlines()[-1])
 
 
 @pytest.fixture
