@@ -23,7 +23,7 @@ help: ## list the targets and the variables they take
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
 	@echo "Variables: ARGS (make run: flags for tfop run), PYTEST_ARGS (test, unit, integration, e2e), HELM_ARGS"
 	@echo "  (deploy-render), BENCH_ARGS (bench), CLUSTER_DIR (.local/cluster), TFOP_CACHE_DIR (~/.cache/tfop),"
-	@echo "  GANG (cluster-up: scheduler-plugins or volcano)."
+	@echo "  GANG (cluster-up: scheduler-plugins or volcano), PROMETHEUS_ARGS (prometheus-up)."
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -47,11 +47,13 @@ cluster-up: controlplane ## start the local cluster (idempotent), with the real 
 	@if [ -n "$(GANG)" ]; then $(PYTHON) hack/coscheduler.py up --gang $(GANG) --dir $(CLUSTER_DIR); fi
 
 cluster-down: ## stop the local cluster, keeping its data
+	@if [ -x $(PY) ]; then $(PY) hack/prometheus.py down --dir $(CLUSTER_DIR); fi
 	@if [ -x $(PY) ]; then $(PY) hack/kueue.py down --dir $(CLUSTER_DIR); fi
 	@$(PYTHON) hack/coscheduler.py down --dir $(CLUSTER_DIR)
 	@$(PYTHON) hack/local_cluster.py down --dir $(CLUSTER_DIR)
 
 cluster-destroy: ## stop the local cluster and delete its data
+	@if [ -x $(PY) ]; then $(PY) hack/prometheus.py down --dir $(CLUSTER_DIR); fi
 	@if [ -x $(PY) ]; then $(PY) hack/kueue.py down --dir $(CLUSTER_DIR); fi
 	@$(PYTHON) hack/coscheduler.py down --dir $(CLUSTER_DIR)
 	@$(PYTHON) hack/local_cluster.py destroy --dir $(CLUSTER_DIR)
@@ -60,6 +62,7 @@ cluster-status: ## show which local cluster components run, and the real node's 
 	@$(PYTHON) hack/local_cluster.py status --dir $(CLUSTER_DIR)
 	@$(PYTHON) hack/coscheduler.py status --dir $(CLUSTER_DIR)
 	@if [ -x $(PY) ]; then $(PY) hack/kueue.py status --dir $(CLUSTER_DIR); fi
+	@if [ -x $(PY) ]; then $(PY) hack/prometheus.py status --dir $(CLUSTER_DIR); fi
 
 run: venv ## run the operator against $KUBECONFIG (asks before installing the CRD there; ARGS=--install-crd or --no-install-crd answer for you), or against the local cluster (started if needed, with the real node unless REAL_NODE=0)
 	@REAL_NODE=$(REAL_NODE) bash hack/run.sh $(ARGS)
@@ -140,6 +143,16 @@ helm: ## build (first time: a few minutes) or reuse the pinned helm; prints its 
 # promtool checks and unit-tests the alerts in the tests; the server is for tests that scrape tfop.
 prometheus: ## build (first time: ~10 min on 2 cores) or reuse promtool and the Prometheus server; prints their directory
 	@bash hack/build-prometheus.sh
+
+# Extra arguments for hack/prometheus.py up, e.g. make prometheus-up PROMETHEUS_ARGS="--interval 5s"
+PROMETHEUS_ARGS ?=
+.PHONY: prometheus-up prometheus-down
+
+prometheus-up: venv ## start Prometheus beside the local cluster (CLUSTER_DIR) on loopback, scraping `make run`'s /metrics as the chart's ServiceMonitor says, with the chart's alerts; prints its URL
+	@$(PY) hack/prometheus.py up --dir $(CLUSTER_DIR) $(PROMETHEUS_ARGS)
+
+prometheus-down: venv ## stop the local cluster's Prometheus (its data stays in CLUSTER_DIR)
+	@$(PY) hack/prometheus.py down --dir $(CLUSTER_DIR)
 
 deploy-render: controlplane ## print the kustomize base, then the Helm chart rendered for release tfop in tfop-system
 	@"$$(bash hack/build-controlplane.sh)/kubectl" kustomize deploy
