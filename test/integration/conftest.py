@@ -13,6 +13,7 @@ from support.operator_process import OperatorProcess
 if TYPE_CHECKING:
     from kueue import Kueue
     from local_cluster import LocalCluster
+    from prometheus import Monitoring
     from tfop.kube.client import KubeClient
 
 
@@ -80,3 +81,12 @@ def kueue_namespace(kueue: Kueue, cluster: LocalCluster, namespace: str) -> str:
 
     wait_for(suspended_by_kueue, 30, f"Kueue's TFJob webhook to see namespace {namespace}", interval=0.3)
     return namespace
+
+
+@pytest.fixture(scope="session")
+def chart_monitoring() -> Monitoring:
+    """The Helm chart's ServiceMonitor (resolved against its Service and Deployment) and rendered alert rules, as
+    hack/prometheus.py reads them; building helm fails the tests that use it, never skips them."""
+    from prometheus import Monitoring
+
+    return Monitoring.from_chart()
