@@ -28,7 +28,7 @@ check_go_version() {
   have="${have#go}"
   have="${have%%[-+ ]*}"
   if ! version_at_least "${have}" "${GO_MIN_VERSION}"; then
-    die "Go ${GO_MIN_VERSION} or newer is needed (Kubernetes ${KUBERNETES_VERSION} and kwok ${KWOK_VERSION} require it); \
+    die "Go ${GO_MIN_VERSION} or newer is needed (the go.mod of a pinned component in versions.env requires it); \
 found go${have:-unknown} at $(command -v go). Install a newer Go and put it first on PATH."
   fi
 }

@@ -5,12 +5,13 @@
     down | destroy | status [--dir DIR]                              stop keeping data; stop and delete; show
     node stop|partition|start NAME [--dir DIR]                       fail a real node as a power loss would, or
                                                                      as a network partition would; bring it back
-    kueue ... | coscheduler ...                                      the add-ons (each has its own --help)
+    kueue ... | coscheduler ... | prometheus ...                     the add-ons (each has its own --help)
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 from pathlib import Path
 
 from .addons.process import run_cli
@@ -21,12 +22,10 @@ from .supervisor import log
 
 
 def main(argv: list[str]) -> int:
-    if argv and argv[0] in ("kueue", "coscheduler"):
-        if argv[0] == "kueue":
-            from .addons import kueue
-            return kueue.main(argv[1:])
-        from .addons import coscheduler
-        return coscheduler.main(argv[1:])
+    if argv and argv[0] in ("kueue", "coscheduler", "prometheus"):
+        # Imported only when asked for: Kueue's and Prometheus' modules need PyYAML (make's virtualenv).
+        addon = importlib.import_module(f"localcluster.addons.{argv[0]}")
+        return int(addon.main(argv[1:]))
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", choices=["up", "down", "status", "destroy", "build", "watch", "node"])
     parser.add_argument("action", nargs="?", choices=["stop", "partition", "start"], help="node: what to do")

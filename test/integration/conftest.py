@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -12,6 +13,20 @@ from support.operator_process import OperatorProcess
 if TYPE_CHECKING:
     from localcluster import LocalCluster
     from localcluster.addons.kueue import Kueue
+    from localcluster.addons.prometheus import Monitoring
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def helm() -> Path:
+    """hack/build-helm.sh's helm (built from the Go module proxy once, then cached); fails, never skips."""
+    result = subprocess.run(["bash", str(REPO / "hack" / "build-helm.sh")], capture_output=True, text=True,
+                            check=False)
+    if result.returncode != 0:
+        pytest.fail(f"building helm failed (exit {result.returncode}):\n{result.stderr[-3000:]}")
+    return Path(result.stdout.strip().splitlines()[-1])
 
 
 @pytest.fixture
@@ -58,3 +73,12 @@ def kueue_namespace(kueue: Kueue, cluster: LocalCluster, namespace: str) -> str:
 
     wait_for(suspended_by_kueue, 30, f"Kueue's TFJob webhook to see namespace {namespace}", interval=0.3)
     return namespace
+
+
+@pytest.fixture(scope="session")
+def chart_monitoring() -> Monitoring:
+    """The Helm chart's ServiceMonitor (resolved against its Service and Deployment) and rendered alert rules, as
+    hack/localcluster/addons/prometheus.py reads them; building helm fails the tests that use it, never skips them."""
+    from localcluster.addons.prometheus import Monitoring
+
+    return Monitoring.from_chart()

@@ -43,17 +43,7 @@ MONITORING_APIS = ["--api-versions", "monitoring.coreos.com/v1/ServiceMonitor",
                    "--api-versions", "monitoring.coreos.com/v1/PrometheusRule"]
 
 
-# --- fixtures and helpers ----------------------------------------------------------------------------------------
-@pytest.fixture(scope="session")
-def helm() -> Path:
-    """hack/build-helm.sh's helm (built from the Go module proxy once, then cached); fails, never skips."""
-    result = subprocess.run(["bash", str(REPO / "hack" / "build-helm.sh")], capture_output=True, text=True,
-                            check=False)
-    if result.returncode != 0:
-        pytest.fail(f"building helm failed (exit {result.returncode}):\n{result.stderr[-3000:]}")
-    return Path(result.stdout.strip().splitlines()[-1])
-
-
+# --- fixtures and helpers (the helm fixture is conftest.py's) ----------------------------------------------------
 def run_helm(helm: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(helm), *args], capture_output=True, text=True, check=False, timeout=120)
 

@@ -1,0 +1,73 @@
+"""tfop as the chart runs it (with leader election), scraped by a real Prometheus
+(hack/localcluster/addons/prometheus.py) the way the chart's ServiceMonitor says, for the tests that read tfop's
+metrics back through Prometheus' HTTP API."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from local_cluster import LocalCluster
+from localcluster.addons.prometheus import Monitoring, Prometheus
+from support.operator_process import OperatorProcess
+from support.waiting import wait_for
+
+# The tests' scrape and evaluation interval, so they take seconds; the chart's ServiceMonitor ships 30s.
+SCRAPE_INTERVAL = "1s"
+POD = "tfop-0"  # the `pod` label of the one operator's series, as a Deployment's pod would have one
+DISCOVERY_TIMEOUT = 30  # Prometheus passes discovered targets on at most every 5 s, then scrapes
+
+
+@contextmanager
+def scratch_namespace(cluster: LocalCluster, base: str) -> Iterator[str]:
+    """A fresh namespace for a whole test module (the `namespace` fixture is per test)."""
+    name = f"{base}-{uuid.uuid4().hex[:6]}"
+    cluster.kubectl("create", "namespace", name)
+    wait_for(lambda: cluster.kubectl("get", "serviceaccount", "default", "-n", name, check=False).returncode == 0,
+             30, f"the default ServiceAccount in namespace {name}")
+    try:
+        yield name
+    finally:
+        cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+
+
+@dataclass
+class Monitored:
+    namespace: str
+    operator: OperatorProcess
+    prometheus: Prometheus
+    started: float  # Unix time before the operator started: a range from here holds every series' first sample
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.operator.metrics_port}"
+
+    def wait_scraped(self) -> None:
+        """Until Prometheus has scraped the operator healthy (after a start or a restart)."""
+        wait_for(lambda: self.prometheus.query(f'up{{instance="{self.address}"}} == 1'), DISCOVERY_TIMEOUT,
+                 f"Prometheus to scrape the operator at {self.address}", interval=0.5)
+
+
+@contextmanager
+def monitored_operator(cluster: LocalCluster, directory: Path, monitoring: Monitoring,
+                       namespace: str) -> Iterator[Monitored]:
+    """`tfop run` for `namespace` with leader election (the chart's Deployment has it; its families show only
+    with it), and a Prometheus in `directory` scraping it every SCRAPE_INTERVAL with `monitoring`'s rules."""
+    started = time.time()
+    operator = OperatorProcess(cluster.kubeconfig, directory / "operator.log", "--namespace", namespace,
+                               "--leader-elect", "--leader-elect-namespace", namespace).start()
+    prometheus = Prometheus(directory, monitoring, interval=SCRAPE_INTERVAL)
+    monitored = Monitored(namespace, operator, prometheus, started)
+    try:
+        prometheus.start({monitored.address: POD})
+        monitored.wait_scraped()
+        yield monitored
+    finally:
+        prometheus.stop()
+        if operator.process is not None and operator.process.poll() is None:
+            operator.terminate()
+        print(f"--- operator log ---\n{operator.log_tail(40)}\n--- prometheus log: {prometheus.log_file}")
