@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import socket
 import ssl
@@ -65,8 +66,11 @@ class CertificateFiles:
 
 
 def self_signed_hosts() -> list[str]:
-    """The names a client may use for this process: its hostname (a pod's name) and loopback."""
-    return list(dict.fromkeys([socket.gethostname(), "localhost", "127.0.0.1", "::1"]))
+    """The names a client may use for this process: its hostname (a pod's name) if it is a DNS name, and
+    loopback."""
+    hostname = socket.gethostname().lower()
+    names = [hostname] if re.fullmatch(r"[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?", hostname) else []
+    return list(dict.fromkeys([*names, "localhost", "127.0.0.1", "::1"]))
 
 
 def self_signed_context(hosts: Sequence[str], common_name: str) -> tuple[ssl.SSLContext, str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import http.client
+import socket
 import ssl
 import subprocess
 from collections.abc import Iterator
@@ -21,7 +22,7 @@ from tfop.kube.access_review import Outcome, ReviewError, Verdict
 from tfop.metrics import OperatorMetrics
 from tfop.metrics_serving import MetricsServing, access_guard, metrics_serving, serving_certificate
 from tfop.startup import ListenAddress, StartupError
-from tfop.tls import CertificateFiles, self_signed_context
+from tfop.tls import CertificateFiles, self_signed_context, self_signed_hosts
 
 HEALTH = ListenAddress("", 8081)
 
@@ -117,10 +118,10 @@ def registry() -> CollectorRegistry:
 
 
 def https(port: int, method: str = "GET", token: str | None = None, cafile: Path | None = None,
-          ) -> tuple[int, dict[str, str], bytes, bytes]:
+          host: str = "127.0.0.1") -> tuple[int, dict[str, str], bytes, bytes]:
     """(status, headers, body, the server's certificate as DER)."""
     context = ssl.create_default_context(cafile=str(cafile)) if cafile else ssl._create_unverified_context()
-    connection = http.client.HTTPSConnection("127.0.0.1", port, timeout=10, context=context)
+    connection = http.client.HTTPSConnection(host, port, timeout=10, context=context)
     try:
         connection.request(method, "/metrics", headers={"Authorization": f"Bearer {token}"} if token else {})
         assert isinstance(connection.sock, ssl.SSLSocket)
@@ -156,6 +157,26 @@ def test_secure_metrics_over_https(secure_server: EndpointServer, self_signed: t
     assert https(secure_server.port, "HEAD", token="t-other")[::2] == (403, b"")
     status, headers, body, _ = https(secure_server.port, "HEAD", token="t-reader")
     assert status == 200 and body == b"" and int(headers["content-length"]) > 1000
+
+
+def test_secure_metrics_on_every_address_take_ipv4_and_ipv6(registry: CollectorRegistry,
+                                                            self_signed: tuple[ssl.SSLContext, str]) -> None:
+    """The in-cluster default, :8443: one dual-stack socket, TLS on both families."""
+    context = self_signed[0]
+    server = EndpointServer(":0", metrics=registry, guard=access_guard(review), tls=lambda: context)
+    server.start()
+    try:
+        for host in ("127.0.0.1", "::1"):
+            assert https(server.port, token="t-reader", host=host)[0] == 200, host
+    finally:
+        server.stop()
+
+
+def test_the_self_signed_certificate_names_this_host_and_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(socket, "gethostname", lambda: "tfop-7d9f8-x2x4k")
+    assert self_signed_hosts() == ["tfop-7d9f8-x2x4k", "localhost", "127.0.0.1", "::1"]
+    monkeypatch.setattr(socket, "gethostname", lambda: "odd_name,with=commas")  # not a DNS name: left out
+    assert self_signed_hosts() == ["localhost", "127.0.0.1", "::1"]
 
 
 def test_secure_metrics_give_nothing_to_plain_http(secure_server: EndpointServer) -> None:
