@@ -24,14 +24,21 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def metrics_reader(cluster: LocalCluster, namespace: str) -> Iterator[dict[str, str]]:
-    """Tokens of two ServiceAccounts: "prometheus", bound to the kustomize base's tfop-metrics-reader, and
-    "stranger", bound to nothing."""
+    """Tokens of two ServiceAccounts: "prometheus", bound to the rules of the kustomize base's
+    tfop-metrics-reader, and "stranger", bound to nothing. The role is made under a name of this test's own, so
+    that the cluster-wide name stays free for test_deploy's installs (Helm refuses to adopt an object it did not
+    make)."""
     rendered = yaml.safe_load_all(cluster.kubectl("kustomize", str(REPO / "deploy")).stdout)
-    role = next(doc for doc in rendered if doc and doc["kind"] == "ClusterRole"
-                and doc["metadata"]["name"] == READER_ROLE)
+    shipped = next(doc for doc in rendered if doc and doc["kind"] == "ClusterRole"
+                   and doc["metadata"]["name"] == READER_ROLE)
+    role = {**shipped, "metadata": {"name": f"{namespace}-{READER_ROLE}"}}
     cluster.kubectl("apply", "-f", "-", input=json.dumps(role))
-    with scraper_tokens(cluster, namespace, readers=["prometheus"], others=["stranger"]) as tokens:
-        yield tokens
+    try:
+        with scraper_tokens(cluster, namespace, readers=["prometheus"], others=["stranger"],
+                            role=role["metadata"]["name"]) as tokens:
+            yield tokens
+    finally:
+        cluster.kubectl("delete", "clusterrole", role["metadata"]["name"], check=False)
 
 
 def review_posts(exposition: str) -> float:

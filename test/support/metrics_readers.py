@@ -21,16 +21,17 @@ def may_get_metrics(cluster: LocalCluster, user: str) -> bool:
 
 
 @contextmanager
-def scraper_tokens(cluster: LocalCluster, namespace: str, *, readers: Sequence[str],
-                   others: Sequence[str] = ()) -> Iterator[dict[str, str]]:
-    """Tokens by account name; `readers` are bound to tfop-metrics-reader (which must exist) until the block ends."""
+def scraper_tokens(cluster: LocalCluster, namespace: str, *, readers: Sequence[str], others: Sequence[str] = (),
+                   role: str = READER_ROLE) -> Iterator[dict[str, str]]:
+    """Tokens by account name; `readers` are bound to the ClusterRole `role` (which must exist) until the block
+    ends."""
     bindings = []
     try:
         for account in (*readers, *others):
             cluster.kubectl("create", "serviceaccount", account, "-n", namespace)
         for account in readers:
             bindings.append(f"{namespace}-{account}-metrics")
-            cluster.kubectl("create", "clusterrolebinding", bindings[-1], f"--clusterrole={READER_ROLE}",
+            cluster.kubectl("create", "clusterrolebinding", bindings[-1], f"--clusterrole={role}",
                             f"--serviceaccount={namespace}:{account}")
             # The authorizer sees a binding through its own cache; a 403 the operator cached meanwhile would last.
             wait_for(lambda account=account: may_get_metrics(cluster, f"system:serviceaccount:{namespace}:{account}"),
