@@ -63,10 +63,17 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--leader-elect-namespace", default=None, type=_namespace,
                      help="namespace of the Lease (default: the pod's namespace, else kube-system)")
     run.add_argument("--leader-elect-id", default="tfop-leader", type=_lease_name, help="name of the Lease")
-    run.add_argument("--metrics-addr", default=":8080",
-                     help="host:port for /metrics; [::]:8080 or [::1]:8080 for IPv6, :8080 for every address, "
-                          "port 0 for any free port")
-    run.add_argument("--health-addr", default=":8081", help="host:port for /healthz and /readyz (as --metrics-addr)")
+    run.add_argument("--metrics-addr", default=None,
+                     help="host:port for /metrics; [::]:8443 or [::1]:8080 for IPv6, :8443 for every address, "
+                          "port 0 for any free port (default: :8443 when secure, else 127.0.0.1:8080)")
+    run.add_argument("--metrics-secure", action=argparse.BooleanOptionalAction, default=None,
+                     help="serve /metrics over HTTPS, only to callers the apiserver authenticates and allows get on "
+                          "the non-resource URL /metrics (default: on in a pod or with --metrics-cert-dir, else off)")
+    run.add_argument("--metrics-cert-dir", default=None,
+                     help="directory with tls.crt and tls.key for secure /metrics, read again when they change "
+                          "(default: a self-signed certificate made at start with openssl)")
+    run.add_argument("--health-addr", default=":8081",
+                     help="host:port for /healthz and /readyz, always plain HTTP (as --metrics-addr)")
     run.add_argument("--log-format", choices=["auto", "json", "console"], default="auto",
                      help="auto = JSON unless stderr is a terminal")
     run.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])

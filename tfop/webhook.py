@@ -9,9 +9,6 @@ so a rotated certificate is used without a restart. The webhook needs no API acc
 from __future__ import annotations
 
 import json
-import os
-import socket
-import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -20,6 +17,7 @@ from typing import Any
 import structlog
 
 from tfop.api.conversion import ConversionError, convert
+from tfop.tls import CertificateFiles, TLSServerMixin
 
 log = structlog.get_logger("tfop.webhook")
 REVIEW_API_VERSION = "apiextensions.k8s.io/v1"
@@ -57,47 +55,8 @@ def _answer(uid: str, *, converted: list[dict[str, Any]] | None = None, failure:
     return {"apiVersion": REVIEW_API_VERSION, "kind": "ConversionReview", "response": response}
 
 
-class CertificateFiles:
-    """An SSL context from tls.crt/tls.key in a directory, rebuilt when either file changes."""
-
-    def __init__(self, directory: str | Path) -> None:
-        self.cert = Path(directory) / "tls.crt"
-        self.key = Path(directory) / "tls.key"
-        self._lock = threading.Lock()
-        self._stamp: tuple[float, float] | None = None
-        self._context: ssl.SSLContext | None = None
-        self.context()  # fail at start, naming the files, rather than at the first request
-
-    def context(self) -> ssl.SSLContext:
-        with self._lock:
-            stamp = (os.stat(self.cert).st_mtime, os.stat(self.key).st_mtime)
-            if self._context is None or stamp != self._stamp:
-                context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-                context.minimum_version = ssl.TLSVersion.TLSv1_2
-                context.load_cert_chain(self.cert, self.key)
-                if self._context is not None:
-                    log.info("webhook certificate reloaded", cert=str(self.cert))
-                self._context, self._stamp = context, stamp
-            return self._context
-
-
-class _TLSServer(ThreadingHTTPServer):
+class _TLSServer(TLSServerMixin, ThreadingHTTPServer):
     daemon_threads = True
-    certificates: CertificateFiles
-
-    def get_request(self) -> tuple[socket.socket, Any]:
-        connection, address = super().get_request()
-        connection.settimeout(10.0)
-        # The handshake happens on the request's own thread (finish_request), so a slow client holds up no other.
-        return self.certificates.context().wrap_socket(connection, server_side=True,
-                                                       do_handshake_on_connect=False), address
-
-    def finish_request(self, request: Any, client_address: Any) -> None:
-        try:
-            request.do_handshake()
-        except OSError:
-            return  # a client that does not trust us, or a port scan
-        super().finish_request(request, client_address)
 
 
 class ConversionWebhook:
@@ -139,7 +98,7 @@ class ConversionWebhook:
                 pass
 
         self._server = _TLSServer((host or "0.0.0.0", int(port)), Handler)
-        self._server.certificates = CertificateFiles(cert_dir)
+        self._server.contexts = CertificateFiles(cert_dir, "webhook").context
         self._thread = threading.Thread(target=self._server.serve_forever, name="webhook", daemon=True)
 
     @property
