@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from fake_kubelet import exit_pod
-from local_cluster import LocalCluster
+from localcluster import LocalCluster
 from localcluster.addons.prometheus import Monitoring
 from support.alert_timeline import AlertTimeline, with_short_for
 from support.monitoring import Monitored, monitored_operator, scratch_namespace

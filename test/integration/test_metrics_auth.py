@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from local_cluster import LocalCluster
+from localcluster import LocalCluster
 from support.http import http_get
 from support.metrics_readers import READER_ROLE, may_get_metrics, scraper_tokens
 from support.operator_process import OperatorProcess

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from fake_kubelet import exit_pod
-from local_cluster import LocalCluster
+from localcluster import LocalCluster
 from localcluster.addons.prometheus import Monitoring, seconds
 from support import grafana
 from support.alert_timeline import clock

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from support.waiting import wait_for
 
 if TYPE_CHECKING:
-    from local_cluster import LocalCluster
+    from localcluster import LocalCluster
 
 READER_ROLE = "tfop-metrics-reader"
 

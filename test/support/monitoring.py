@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from local_cluster import LocalCluster
+from localcluster import LocalCluster
 from localcluster.addons.prometheus import Monitoring, Prometheus
 from support.operator_process import OperatorProcess
 from support.waiting import wait_for
