@@ -68,12 +68,15 @@ def pods_by_task(cluster: LocalCluster, namespace: str, job: str) -> dict[str, d
             for p in job_pods(cluster, namespace, job)}
 
 
-def logged(cluster: LocalCluster, namespace: str, pod: str, pattern: str) -> bool:
-    return pattern in cluster.kubectl("logs", "-n", namespace, pod, check=False).stdout
+def logged(cluster: LocalCluster, namespace: str, job: str, task: str, pattern: str) -> bool:
+    """Whether the current pod of `task` (e.g. chief:0; pods are named with the job's RuntimeId) logged it."""
+    pod = pods_by_task(cluster, namespace, job).get(task)
+    return bool(pod) and pattern in cluster.kubectl("logs", "-n", namespace, pod["metadata"]["name"],
+                                                    check=False).stdout
 
 
-def wait_until_training(cluster: LocalCluster, namespace: str, job: str, pod: str, step: int) -> None:
-    wait_for(lambda: logged(cluster, namespace, pod, f"step {step} loss"), 300, f"{pod} to reach step {step}")
+def wait_until_training(cluster: LocalCluster, namespace: str, job: str, task: str, step: int) -> None:
+    wait_for(lambda: logged(cluster, namespace, job, task, f"step {step} loss"), 300, f"{task} to reach step {step}")
 
 
 def recovery(cluster: LocalCluster, namespace: str, job: str, failed_at: float, lost: dict[str, str]) -> Timeline:
@@ -111,7 +114,7 @@ def test_ps_training_goes_on_when_a_workers_node_loses_power(
         "PS": (1, tf_pod("train_ps.py", env, node="real-0")),
         "Worker": (2, tf_pod("train_ps.py", env, prefer=LOST)),
     }))
-    wait_until_training(cluster, namespace, job, f"{job}-chief-0", 5)
+    wait_until_training(cluster, namespace, job, "chief:0", 5)
     before = pods_by_task(cluster, namespace, job)
     lost = {task: p["metadata"]["uid"] for task, p in before.items() if p["spec"]["nodeName"] == LOST}
     assert set(lost) == {"worker:0", "worker:1"}, {t: p["spec"]["nodeName"] for t, p in before.items()}
@@ -122,7 +125,7 @@ def test_ps_training_goes_on_when_a_workers_node_loses_power(
     job_object = get(cluster, namespace, "tfjob", job)
     after = pods_by_task(cluster, namespace, job)
     assert {after[t]["spec"]["nodeName"] for t in lost} == {"real-0"}
-    assert logged(cluster, namespace, f"{job}-chief-0", "step 40 loss")
+    assert logged(cluster, namespace, job, "chief:0", "step 40 loss")
     # A replacement for a lost node is not a restart.
     assert job_object["status"]["replicaStatuses"]["Worker"].get("restarts", 0) == 0
     events = cluster.kubectl("get", "events", "-n", namespace, "--field-selector", "reason=NodeLost").stdout
@@ -140,7 +143,7 @@ def test_mwms_training_restarts_together_and_resumes_from_its_checkpoint(
     apply(cluster, namespace, tfjob(job, {"Worker": (2, tf_pod("train_mwms.py", env, spread=job,
                                                                shared=cluster.shared_dir))},
                                     **{"tfop.kubeflow.org/restart-scope": "Job"}))
-    wait_until_training(cluster, namespace, job, f"{job}-worker-0", 7)  # past the checkpoint of step 5
+    wait_until_training(cluster, namespace, job, "worker:0", 7)  # past the checkpoint of step 5
     before = pods_by_task(cluster, namespace, job)
     lost = {task: p["metadata"]["uid"] for task, p in before.items() if p["spec"]["nodeName"] == LOST}
     assert len(lost) == 1, {t: p["spec"]["nodeName"] for t, p in before.items()}
@@ -214,7 +217,7 @@ def test_the_go_operator_leaves_the_same_job_waiting_for_its_lost_node(
             "PS": (1, tf_pod("train_ps.py", env, node="real-0")),
             "Worker": (2, tf_pod("train_ps.py", env, prefer=LOST)),
         }))
-        wait_until_training(cluster, namespace, job, f"{job}-chief-0", 5)
+        wait_until_training(cluster, namespace, job, "chief:0", 5)
         before = pods_by_task(cluster, namespace, job)
         lost = {task: p["metadata"]["uid"] for task, p in before.items() if p["spec"]["nodeName"] == LOST}
         assert set(lost) == {"worker:0", "worker:1"}

@@ -119,10 +119,12 @@ def node_lost_at(cluster: LocalCluster, name: str) -> float | None:
 
 
 def started_at(pod: dict[str, Any]) -> float | None:
+    """When the pod's tensorflow container started, whether it runs still or has finished since."""
     for status in pod.get("status", {}).get("containerStatuses", []):
-        running = status.get("state", {}).get("running")
-        if status["name"] == "tensorflow" and running:
-            return timestamp(running["startedAt"])
+        state = status.get("state", {})
+        began = (state.get("running") or state.get("terminated") or {}).get("startedAt")
+        if status["name"] == "tensorflow" and began:
+            return timestamp(began)
     return None
 
 
