@@ -170,6 +170,38 @@ def test_mwms_training_restarts_together_and_resumes_from_its_checkpoint(
     assert_recovered(job_object, timeline, f"MWMS, a worker's node {'stopped' if failure == 'stop' else 'cut off'}")
 
 
+def test_a_replica_told_to_stop_saves_with_the_others_and_the_job_resumes_from_there(
+        real_node: LocalCluster, operator: OperatorProcess, namespace: str) -> None:
+    """Graceful preemption: a replica's pod deleted (as an eviction or a preemption would) gets SIGTERM and its
+    grace period; TensorFlow's PreemptionCheckpointHandler has every replica save at the same step and exit
+    retryably; the job restarts together and resumes from that step. No periodic checkpoint is taken here
+    (SAVE_EVERY beyond the run), so only the SIGTERM path can have saved it."""
+    cluster, job = real_node, "mwms-preempted"
+    checkpoints = cluster.shared_dir / f"{namespace}-{job}"
+    checkpoints.mkdir()
+    env = {"STEPS": "30", "STEP_SECONDS": "1", "SAVE_EVERY": "1000", "CHECKPOINT_DIR": f"/shared/{checkpoints.name}"}
+    apply(cluster, namespace, tfjob(job, {"Worker": (2, tf_pod("train_mwms.py", env, spread=job, grace=30,
+                                                               shared=cluster.shared_dir))},
+                                    **{"tfop.kubeflow.org/restart-scope": "Job"}))
+    wait_until_training(cluster, namespace, job, "worker:0", 7)
+    before = {t: p["metadata"]["uid"] for t, p in pods_by_task(cluster, namespace, job).items()}
+    victim = pods_by_task(cluster, namespace, job)["worker:1"]["metadata"]["name"]
+    cluster.kubectl("delete", "pod", "-n", namespace, victim, "--wait=false")
+
+    done = wait_for_condition(cluster, namespace, job, {"Failed", "Succeeded"}, timeout=600)
+    assert condition_at(done, "Succeeded"), done["status"]
+    logs = container_logs(cluster, namespace, job)
+    for task, uid in before.items():
+        assert any("told to stop: saved the checkpoint" in line.text for line in logs[uid]), (task, logs[uid][-5:])
+    saved = max(int(m[1]) for line in logs[before["worker:0"]] if (m := STEP.match(line.text)))
+    chief = logs[pods_by_task(cluster, namespace, job)["worker:0"]["metadata"]["uid"]]
+    resumed = [int(m[1]) for line in chief if (m := RESUMED.search(line.text))]
+    first = next(int(m[1]) for line in chief if (m := STEP.match(line.text)))
+    print(f"\npreempted: saved at step {saved}, resumed at step {resumed}, first step after it {first}")
+    assert resumed == [saved] and saved >= 7 and first == saved + 1
+    assert sum(s.get("restarts", 0) for s in done["status"]["replicaStatuses"].values()) <= 1
+
+
 def assert_one_process_per_task(cluster: LocalCluster, namespace: str, job: str, logs: dict[str, list[Any]],
                                 lost: dict[str, str]) -> None:
     """How the test knows no two processes of one task ran at once: the runtime timestamps every line each

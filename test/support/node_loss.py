@@ -28,7 +28,7 @@ def tensorflow_image() -> str:
 
 
 def tf_pod(script: str, env: dict[str, str], *, node: str | None = None, prefer: str | None = None,
-           spread: str | None = None, shared: Path | None = None) -> dict[str, Any]:
+           spread: str | None = None, shared: Path | None = None, grace: int = 5) -> dict[str, Any]:
     """A pod spec running /opt/train/`script` on a real node: pinned to `node`, or preferring `prefer`, or spread
     over the nodes away from the other pods of the TFJob `spread`; `shared` is mounted at /shared."""
     affinity: dict[str, Any] = {}
@@ -47,8 +47,8 @@ def tf_pod(script: str, env: dict[str, str], *, node: str | None = None, prefer:
     spec: dict[str, Any] = {
         "nodeSelector": {NODE_LABEL: "true", **({"kubernetes.io/hostname": node} if node else {})},
         "tolerations": [{"key": NODE_LABEL, "operator": "Exists", "effect": "NoSchedule"}],
-        # Short, so a restart together is quick; long enough for a SIGTERM to reach TensorFlow.
-        "terminationGracePeriodSeconds": 5,
+        # Short by default, so a restart together is quick; long enough for a SIGTERM to reach TensorFlow.
+        "terminationGracePeriodSeconds": grace,
         "containers": [container],
     }
     if affinity:
