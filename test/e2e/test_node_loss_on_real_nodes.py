@@ -68,12 +68,15 @@ def pods_by_task(cluster: LocalCluster, namespace: str, job: str) -> dict[str, d
             for p in job_pods(cluster, namespace, job)}
 
 
-def logged(cluster: LocalCluster, namespace: str, pod: str, pattern: str) -> bool:
-    return pattern in cluster.kubectl("logs", "-n", namespace, pod, check=False).stdout
+def logged(cluster: LocalCluster, namespace: str, job: str, task: str, pattern: str) -> bool:
+    """Whether the current pod of `task` (e.g. chief:0; pods are named with the job's RuntimeId) logged it."""
+    pod = pods_by_task(cluster, namespace, job).get(task)
+    return bool(pod) and pattern in cluster.kubectl("logs", "-n", namespace, pod["metadata"]["name"],
+                                                    check=False).stdout
 
 
-def wait_until_training(cluster: LocalCluster, namespace: str, job: str, pod: str, step: int) -> None:
-    wait_for(lambda: logged(cluster, namespace, pod, f"step {step} loss"), 300, f"{pod} to reach step {step}")
+def wait_until_training(cluster: LocalCluster, namespace: str, job: str, task: str, step: int) -> None:
+    wait_for(lambda: logged(cluster, namespace, job, task, f"step {step} loss"), 300, f"{task} to reach step {step}")
 
 
 def recovery(cluster: LocalCluster, namespace: str, job: str, failed_at: float, lost: dict[str, str]) -> Timeline:
@@ -111,7 +114,7 @@ def test_ps_training_goes_on_when_a_workers_node_loses_power(
         "PS": (1, tf_pod("train_ps.py", env, node="real-0")),
         "Worker": (2, tf_pod("train_ps.py", env, prefer=LOST)),
     }))
-    wait_until_training(cluster, namespace, job, f"{job}-chief-0", 5)
+    wait_until_training(cluster, namespace, job, "chief:0", 5)
     before = pods_by_task(cluster, namespace, job)
     lost = {task: p["metadata"]["uid"] for task, p in before.items() if p["spec"]["nodeName"] == LOST}
     assert set(lost) == {"worker:0", "worker:1"}, {t: p["spec"]["nodeName"] for t, p in before.items()}
@@ -122,7 +125,7 @@ def test_ps_training_goes_on_when_a_workers_node_loses_power(
     job_object = get(cluster, namespace, "tfjob", job)
     after = pods_by_task(cluster, namespace, job)
     assert {after[t]["spec"]["nodeName"] for t in lost} == {"real-0"}
-    assert logged(cluster, namespace, f"{job}-chief-0", "step 40 loss")
+    assert logged(cluster, namespace, job, "chief:0", "step 40 loss")
     # A replacement for a lost node is not a restart.
     assert job_object["status"]["replicaStatuses"]["Worker"].get("restarts", 0) == 0
     events = cluster.kubectl("get", "events", "-n", namespace, "--field-selector", "reason=NodeLost").stdout
@@ -140,7 +143,7 @@ def test_mwms_training_restarts_together_and_resumes_from_its_checkpoint(
     apply(cluster, namespace, tfjob(job, {"Worker": (2, tf_pod("train_mwms.py", env, spread=job,
                                                                shared=cluster.shared_dir))},
                                     **{"tfop.kubeflow.org/restart-scope": "Job"}))
-    wait_until_training(cluster, namespace, job, f"{job}-worker-0", 7)  # past the checkpoint of step 5
+    wait_until_training(cluster, namespace, job, "worker:0", 7)  # past the checkpoint of step 5
     before = pods_by_task(cluster, namespace, job)
     lost = {task: p["metadata"]["uid"] for task, p in before.items() if p["spec"]["nodeName"] == LOST}
     assert len(lost) == 1, {t: p["spec"]["nodeName"] for t, p in before.items()}
@@ -165,6 +168,38 @@ def test_mwms_training_restarts_together_and_resumes_from_its_checkpoint(
         assert_one_process_per_task(cluster, namespace, job, logs, lost)
         heal_and_check_nothing_interferes(cluster, namespace, job, lost)
     assert_recovered(job_object, timeline, f"MWMS, a worker's node {'stopped' if failure == 'stop' else 'cut off'}")
+
+
+def test_a_replica_told_to_stop_saves_with_the_others_and_the_job_resumes_from_there(
+        real_node: LocalCluster, operator: OperatorProcess, namespace: str) -> None:
+    """Graceful preemption: a replica's pod deleted (as an eviction or a preemption would) gets SIGTERM and its
+    grace period; TensorFlow's PreemptionCheckpointHandler has every replica save at the same step and exit
+    retryably; the job restarts together and resumes from that step. No periodic checkpoint is taken here
+    (SAVE_EVERY beyond the run), so only the SIGTERM path can have saved it."""
+    cluster, job = real_node, "mwms-preempted"
+    checkpoints = cluster.shared_dir / f"{namespace}-{job}"
+    checkpoints.mkdir()
+    env = {"STEPS": "30", "STEP_SECONDS": "1", "SAVE_EVERY": "1000", "CHECKPOINT_DIR": f"/shared/{checkpoints.name}"}
+    apply(cluster, namespace, tfjob(job, {"Worker": (2, tf_pod("train_mwms.py", env, spread=job, grace=30,
+                                                               shared=cluster.shared_dir))},
+                                    **{"tfop.kubeflow.org/restart-scope": "Job"}))
+    wait_until_training(cluster, namespace, job, "worker:0", 7)
+    before = {t: p["metadata"]["uid"] for t, p in pods_by_task(cluster, namespace, job).items()}
+    victim = pods_by_task(cluster, namespace, job)["worker:1"]["metadata"]["name"]
+    cluster.kubectl("delete", "pod", "-n", namespace, victim, "--wait=false")
+
+    done = wait_for_condition(cluster, namespace, job, {"Failed", "Succeeded"}, timeout=600)
+    assert condition_at(done, "Succeeded"), done["status"]
+    logs = container_logs(cluster, namespace, job)
+    for task, uid in before.items():
+        assert any("told to stop: saved the checkpoint" in line.text for line in logs[uid]), (task, logs[uid][-5:])
+    saved = max(int(m[1]) for line in logs[before["worker:0"]] if (m := STEP.match(line.text)))
+    chief = logs[pods_by_task(cluster, namespace, job)["worker:0"]["metadata"]["uid"]]
+    resumed = [int(m[1]) for line in chief if (m := RESUMED.search(line.text))]
+    first = next(int(m[1]) for line in chief if (m := STEP.match(line.text)))
+    print(f"\npreempted: saved at step {saved}, resumed at step {resumed}, first step after it {first}")
+    assert resumed == [saved] and saved >= 7 and first == saved + 1
+    assert sum(s.get("restarts", 0) for s in done["status"]["replicaStatuses"].values()) <= 1
 
 
 def assert_one_process_per_task(cluster: LocalCluster, namespace: str, job: str, logs: dict[str, list[Any]],
@@ -214,7 +249,7 @@ def test_the_go_operator_leaves_the_same_job_waiting_for_its_lost_node(
             "PS": (1, tf_pod("train_ps.py", env, node="real-0")),
             "Worker": (2, tf_pod("train_ps.py", env, prefer=LOST)),
         }))
-        wait_until_training(cluster, namespace, job, f"{job}-chief-0", 5)
+        wait_until_training(cluster, namespace, job, "chief:0", 5)
         before = pods_by_task(cluster, namespace, job)
         lost = {task: p["metadata"]["uid"] for task, p in before.items() if p["spec"]["nodeName"] == LOST}
         assert set(lost) == {"worker:0", "worker:1"}

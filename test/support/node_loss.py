@@ -28,7 +28,7 @@ def tensorflow_image() -> str:
 
 
 def tf_pod(script: str, env: dict[str, str], *, node: str | None = None, prefer: str | None = None,
-           spread: str | None = None, shared: Path | None = None) -> dict[str, Any]:
+           spread: str | None = None, shared: Path | None = None, grace: int = 5) -> dict[str, Any]:
     """A pod spec running /opt/train/`script` on a real node: pinned to `node`, or preferring `prefer`, or spread
     over the nodes away from the other pods of the TFJob `spread`; `shared` is mounted at /shared."""
     affinity: dict[str, Any] = {}
@@ -47,8 +47,8 @@ def tf_pod(script: str, env: dict[str, str], *, node: str | None = None, prefer:
     spec: dict[str, Any] = {
         "nodeSelector": {NODE_LABEL: "true", **({"kubernetes.io/hostname": node} if node else {})},
         "tolerations": [{"key": NODE_LABEL, "operator": "Exists", "effect": "NoSchedule"}],
-        # Short, so a restart together is quick; long enough for a SIGTERM to reach TensorFlow.
-        "terminationGracePeriodSeconds": 5,
+        # Short by default, so a restart together is quick; long enough for a SIGTERM to reach TensorFlow.
+        "terminationGracePeriodSeconds": grace,
         "containers": [container],
     }
     if affinity:
@@ -119,10 +119,12 @@ def node_lost_at(cluster: LocalCluster, name: str) -> float | None:
 
 
 def started_at(pod: dict[str, Any]) -> float | None:
+    """When the pod's tensorflow container started, whether it runs still or has finished since."""
     for status in pod.get("status", {}).get("containerStatuses", []):
-        running = status.get("state", {}).get("running")
-        if status["name"] == "tensorflow" and running:
-            return timestamp(running["startedAt"])
+        state = status.get("state", {})
+        began = (state.get("running") or state.get("terminated") or {}).get("startedAt")
+        if status["name"] == "tensorflow" and began:
+            return timestamp(began)
     return None
 
 

@@ -47,6 +47,21 @@ def test_a_job_restart_counts_once_and_says_so() -> None:
     assert (statuses["Worker"]["restarts"], statuses["PS"].get("restarts", 0)) == (1, 0)
 
 
+@pytest.mark.parametrize(("scope", "pods", "created"), [
+    # Worker 0 is gone, Worker 1 still terminating (its node lost, say): together, nothing starts before it goes.
+    ("Job", [make_pod("PS", 0, terminating=True), make_pod("Worker", 1, terminating=True)], []),
+    ("Job", [make_pod("Worker", 1, terminating=True)], []),
+    # The last old pod gone: every replica is created at once.
+    ("Job", [], [W0, W1, PS0]),
+    # Each replica alone: a missing one is created whatever its peers do.
+    ("Replica", [make_pod("PS", 0), make_pod("Worker", 1, terminating=True)], [W0]),
+])
+def test_a_job_restarted_together_starts_again_only_once_every_old_pod_is_gone(
+        scope: str, pods: list[dict[str, Any]], created: list[str]) -> None:
+    result = plan_of(job_scoped(scope), pods, services_for())
+    assert [creation.name for creation in result.create if creation.kind == POD] == created
+
+
 def test_nothing_restarts_together_while_every_replica_runs() -> None:
     pods = [make_pod("Worker", 0), make_pod("Worker", 1), make_pod("PS", 0)]
     assert plan_of(job_scoped("Job"), pods, services_for()).delete == []

@@ -203,10 +203,21 @@ def _run(p: _Planning) -> None:
     node_note = move_off_bad_nodes(draft, on_bad_nodes, already_deleted=draft.deleted_uids(POD))
     p.backend.resume(draft, children)
     gang = plan_pod_group(draft, p.job, p.context)
-    _create_missing(p, hold_pods=gang.hold_pods is not None)
+    _create_missing(p, hold_pods=gang.hold_pods is not None or _restart_together_pending(p))
     _update_running(p, p.backend.replaced(retryable, counts), gang_note=gang.note, node_note=node_note,
                     with_all=bool(together))
     record_replicas(p.draft, p.job, p.children, counts, finishing=False)
+
+
+def _restart_together_pending(p: _Planning) -> bool:
+    """Restart scope Job starts the replicas together: none is recreated while another of the job's pods is
+    still going (terminating, or deleted by this plan). A replica started alone would wait for its peers, and
+    could give up, a second job restart, before the last old pod is gone (one on a lost node goes only when the
+    node is declared lost)."""
+    if p.restart_scope != RESTART_SCOPE_JOB:
+        return False
+    deleting = p.draft.deleted_uids(POD)
+    return any(is_terminating(pod) or uid_of(pod) in deleting for pod in p.context.of_kind(POD))
 
 
 def _create_missing(p: _Planning, *, hold_pods: bool) -> None:
