@@ -151,6 +151,8 @@ def test_seed_002_tf_port_becomes_the_named_port() -> None:
     assert converted.problems == []
     tensorflow = converted.obj["spec"]["tfReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
     assert tensorflow["ports"] == [{"name": "tfjob-port", "containerPort": 2222}]
+    # The API's conversion keeps resource names; the webhook and `tfop convert` rename the legacy GPU resource with
+    # the operator's gpuResource (test_convert_command.py).
     assert tensorflow["resources"] == {"limits": {"alpha.kubernetes.io/nvidia-gpu": 1}}
 
 
