@@ -94,6 +94,15 @@ def test_v1_to_an_older_version_and_back_is_identical(job: dict[str, Any], versi
     assert job == original  # the input is not changed
 
 
+@pytest.mark.parametrize("version", [V1ALPHA1, V1BETA1])
+def test_the_crds_empty_run_policy_needs_no_annotation(version: str) -> None:
+    """Every v1 job reads with runPolicy (the CRD defaults it to {}); an old view of one that sets nothing there
+    carries nothing, and back in v1 the apiserver fills the default in again."""
+    old = from_v1(v1({"Worker": replica()}, runPolicy={}), version)
+    assert "annotations" not in old["metadata"]
+    assert to_v1(old).obj == v1({"Worker": replica()})
+
+
 def test_v1alpha1_view_of_a_v1_job() -> None:
     job = v1({"Chief": replica(restartPolicy="OnFailure"), "Worker": replica(replicas=2),
               "PS": {"replicas": 2}, "Evaluator": replica()},
