@@ -43,11 +43,11 @@ class TrainingClient:
     def __init__(self, python: Path, kubeconfig: Path, namespace: str) -> None:
         self.python, self.kubeconfig, self.namespace = python, kubeconfig, namespace
 
-    def call(self, method: str, timeout: float = 120.0, **kwargs: Any) -> Any:
+    def call(self, method: str, process_timeout: float = 120.0, **kwargs: Any) -> Any:
         request = {"kubeconfig": str(self.kubeconfig), "namespace": self.namespace, "method": method,
                    "kwargs": kwargs}
         result = subprocess.run([str(self.python), str(SCRIPTS / "call.py")], input=json.dumps(request),
-                                capture_output=True, text=True, check=False, timeout=timeout)
+                                capture_output=True, text=True, check=False, timeout=process_timeout)
         assert result.returncode == 0 and result.stdout.strip(), f"the SDK process failed:\n{result.stderr}"
         answer = json.loads(result.stdout.strip().splitlines()[-1])
         if "error" in answer:
