@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,12 +88,12 @@ def rewrite_legacy_gpu(job: dict[str, Any], gpu_resource: str) -> GpuRewrite:
     return GpuRewrite(out, tuple(renamed), tuple(problems))
 
 
-def describe_renames(renamed: tuple[GpuRename, ...] | list[GpuRename]) -> str:
+def describe_renames(renamed: Sequence[GpuRename]) -> str:
     """e.g. `Worker (container tensorflow, limits 1)`, joined for an event's message."""
     return "; ".join(f"{r.replica_type} (container {r.container}, {r.resource_list} {r.quantity})" for r in renamed)
 
 
-def renamed_message(job_ref: str, renamed: list[GpuRename], gpu_resource: str) -> str:
+def renamed_message(job_ref: str, renamed: Sequence[GpuRename], gpu_resource: str) -> str:
     return (f"{job_ref}: pods ask for {gpu_resource} where the template asks for {LEGACY_GPU_RESOURCE}, which no "
             f"node offers since Kubernetes 1.10: {describe_renames(renamed)}. Write {gpu_resource} "
             "in the template (or `tfop convert` the manifest) to silence this.")
