@@ -15,7 +15,7 @@ from tfop.controller.plan.accelerators import Accelerator, HostVolume
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.gpu_resources import GpuRename, gpu_resource_problem, rewrite_legacy_gpu
 from tfop.controller.plan.planner import plan
-from tfop.controller.plan.types import JOB, POD, POD_GROUP, SERVICE, PlanContext
+from tfop.controller.plan.types import JOB, POD, POD_GROUP, SERVICE, PlanContext, StatusWait
 
 LEGACY = "alpha.kubernetes.io/nvidia-gpu"
 
@@ -132,6 +132,16 @@ def test_pods_ask_for_the_current_resource_with_the_accelerators_of_seed_003_and
     assert warning in [(e.type, e.reason, e.message) for e in result.events]
     assert job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["resources"] == {
         "limits": {LEGACY: 1}}  # the job itself is the user's: tfop does not write it
+
+
+@pytest.mark.parametrize(("limits", "waits"), [({LEGACY: 1}, StatusWait.NO),
+                                               ({"nvidia.com/gpu": 1}, StatusWait.FOR_CREATES)])
+def test_the_plan_that_creates_and_warns_does_not_hold_its_status_back(limits: dict[str, Any],
+                                                                       waits: StatusWait) -> None:
+    """A status held back for the plan that sees the creates drops this plan's events; the warning is this plan's
+    alone (the next plan creates nothing), so its status is written with it."""
+    result = plan_of(gpu_job(container(resources={"limits": limits})), [], [])
+    assert result.create and result.status_waits is waits
 
 
 def test_no_warning_when_nothing_is_created() -> None:

@@ -233,13 +233,14 @@ def _create_missing(p: _Planning, *, hold_pods: bool) -> None:
 
 
 def _announce_gpu_renames(p: _Planning) -> None:
-    """Said whenever pods (or Jobs) of a replica type whose template names the legacy GPU resource are created;
-    identical events are counted as one by the recorder."""
+    """Said whenever pods (or Jobs) of a replica type whose template names the legacy GPU resource are created
+    (identical events are counted as one by the recorder). No later plan would say it again, so this plan's
+    status does not wait for one."""
     created = {c.slot.replica_type for c in p.draft.create if c.kind == p.backend.kind and c.slot is not None}
     renamed = [rename for rename in p.gpu_renamed if rename.replica_type in created]
     if renamed:
         p.draft.event(EVENT_WARNING, REASON_GPU_RESOURCE_RENAMED,
-                      renamed_message(p.draft.job_ref, renamed, p.draft.config.gpu_resource))
+                      renamed_message(p.draft.job_ref, renamed, p.draft.config.gpu_resource), only_this_plan=True)
 
 
 def _suspend(p: _Planning) -> None:
