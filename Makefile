@@ -119,7 +119,7 @@ kueue-down: venv ## stop the local cluster's Kueue and remove its webhook config
 	@$(PY) hack/local_cluster.py kueue down --dir $(CLUSTER_DIR)
 
 # --- images for the real node, and TensorFlow for the tests ------------------------------------------------------
-.PHONY: images image-refs image-locks tensorflow
+.PHONY: images image-refs image-locks tensorflow sdk
 
 images: ## build (first time: ~6 min) or reuse the TensorFlow, tfop and pause images; prints each ref and OCI archive
 	@bash hack/build-images.sh
@@ -132,6 +132,9 @@ image-locks: ## re-resolve the images' Python packages (setup.cfg, TENSORFLOW_VE
 
 tensorflow: ## create (first time: ~1-2 min) or reuse the pinned tensorflow-cpu virtualenv; prints its python
 	@bash hack/tensorflow-venv.sh
+
+sdk: ## create (first time: ~15 s) or reuse the Kubeflow Python SDK's virtualenv (hack/kubeflow-sdk/); prints its python
+	@bash hack/sdk-venv.sh
 
 # --- deploy/: the kustomize base and the Helm chart ---------------------------------------------------------------
 # Extra arguments for `helm template`, e.g. make deploy-render HELM_ARGS="--set cloud=azure"

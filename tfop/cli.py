@@ -99,6 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
     webhook.add_argument("--addr", default=":9443", help="host:port to listen on")
     webhook.add_argument("--cert-dir", default="/run/tfop/webhook", help="directory with tls.crt and tls.key")
     webhook.add_argument("--log-format", choices=["auto", "json", "console"], default="auto")
+    webhook.add_argument("--config", default=None,
+                         help="the operator's controller config file: its gpuResource names what converted jobs ask "
+                              "for where they asked for alpha.kubernetes.io/nvidia-gpu (default nvidia.com/gpu)")
 
     convert = commands.add_parser(
         "convert", help="print legacy TFJob manifests as kubeflow.org/v1",
@@ -106,6 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "v1alpha1 (TfJob) to kubeflow.org/v1 YAML on stdout, with a warning on stderr for every field "
                     "v1 cannot carry. Other documents pass through unchanged. Exit 1 when there were warnings.")
     convert.add_argument("files", nargs="*", default=["-"], help="YAML files ('-' or none: stdin)")
+    convert.add_argument("--gpu-resource", default="nvidia.com/gpu", type=_gpu_resource,
+                         help="what converted jobs ask for where they asked for alpha.kubernetes.io/nvidia-gpu, "
+                              "e.g. amd.com/gpu (the operator's gpuResource)")
     return parser
 
 
@@ -157,6 +163,15 @@ def _lease_name(text: str) -> str:
     return text
 
 
+def _gpu_resource(text: str) -> str:
+    from tfop.controller.plan.gpu_resources import gpu_resource_problem
+
+    problem = gpu_resource_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return text
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "run":
@@ -170,5 +185,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "convert":
         from tfop.convert import convert_files
 
-        return convert_files(args.files)
+        return convert_files(args.files, gpu_resource=args.gpu_resource)
     raise AssertionError(f"unhandled command {args.command}")

@@ -82,7 +82,7 @@ def _run(args: argparse.Namespace) -> int:
                                                                             registry, client)]
     if args.webhook_addr:
         try:
-            servers.append(ConversionWebhook(args.webhook_addr, args.webhook_cert_dir))
+            servers.append(ConversionWebhook(args.webhook_addr, args.webhook_cert_dir, config.gpu_resource))
         except OSError as error:
             raise StartupError(EXIT_USAGE, "cannot serve the conversion webhook", f"{error} ({args.webhook_cert_dir})",
                                "give --webhook-cert-dir a directory with tls.crt and tls.key") from None
@@ -120,7 +120,14 @@ def _run(args: argparse.Namespace) -> int:
 def run_webhook(args: argparse.Namespace) -> int:
     logs.configure(args.log_format, "info")
     try:
-        webhook = ConversionWebhook(args.addr, args.cert_dir)
+        # Only gpuResource matters here; the whole file is read so the webhook refuses what the operator would.
+        config = load_config(args.config)
+    except ConfigError as error:
+        report_startup_error(StartupError(EXIT_USAGE, "invalid configuration", str(error),
+                                          "fix the file given to --config"))
+        return EXIT_USAGE
+    try:
+        webhook = ConversionWebhook(args.addr, args.cert_dir, config.gpu_resource)
     except OSError as error:
         log.error("cannot serve the conversion webhook", error=str(error), cert_dir=args.cert_dir)
         return 2

@@ -16,7 +16,9 @@ from typing import Any
 
 import structlog
 
+from tfop.api.constants import API_VERSION
 from tfop.api.conversion import ConversionError, convert
+from tfop.controller.plan.gpu_resources import DEFAULT_GPU_RESOURCE, rewrite_legacy_gpu
 from tfop.tls import CertificateFiles, TLSServerMixin
 
 log = structlog.get_logger("tfop.webhook")
@@ -24,8 +26,10 @@ REVIEW_API_VERSION = "apiextensions.k8s.io/v1"
 MAX_BODY = 16 * 1024 * 1024  # a list of large TFJobs; the apiserver's own request limit is 3 MiB per object
 
 
-def review_response(review: Any) -> dict[str, Any]:
-    """The ConversionReview answering `review`: every object converted, or a Failure naming the fields."""
+def review_response(review: Any, gpu_resource: str = DEFAULT_GPU_RESOURCE) -> dict[str, Any]:
+    """The ConversionReview answering `review`: every object converted, or a Failure naming the fields. An older
+    version's object stored as v1 asks for `gpu_resource` where it asked for the legacy GPU resource; a v1 object
+    read in an older version is left as it is."""
     request = review.get("request") if isinstance(review, dict) else None
     if not isinstance(request, dict):
         return _answer("", failure="the body is not a ConversionReview with a request")
@@ -37,9 +41,14 @@ def review_response(review: Any) -> dict[str, Any]:
             result = convert(obj, str(desired))
         except ConversionError as error:
             return _answer(uid, failure=str(error))
-        if result.problems:
+        problems = [str(problem) for problem in result.problems]
+        if desired == API_VERSION and obj.get("apiVersion") != API_VERSION:
+            rewrite = rewrite_legacy_gpu(result.obj, gpu_resource)
+            result.obj = rewrite.job
+            problems += rewrite.problems
+        if problems:
             name = (obj.get("metadata") or {}).get("name", "")
-            fields = "; ".join(str(problem) for problem in result.problems)
+            fields = "; ".join(problems)
             return _answer(uid, failure=f"{obj.get('apiVersion')} TFJob {name!r} cannot be stored as "
                                         f"kubeflow.org/v1: {fields}")
         converted.append(result.obj)
@@ -60,7 +69,7 @@ class _TLSServer(TLSServerMixin, ThreadingHTTPServer):
 
 
 class ConversionWebhook:
-    def __init__(self, address: str, cert_dir: str | Path) -> None:
+    def __init__(self, address: str, cert_dir: str | Path, gpu_resource: str = DEFAULT_GPU_RESOURCE) -> None:
         host, _, port = address.rpartition(":")
 
         class Handler(BaseHTTPRequestHandler):
@@ -77,7 +86,7 @@ class ConversionWebhook:
                 except ValueError:
                     self._send(400, {"message": "the body is not JSON"})
                     return
-                answer = review_response(review)
+                answer = review_response(review, gpu_resource)
                 result = answer["response"]["result"]
                 if result["status"] != "Success":
                     log.info("conversion refused", message=result["message"])

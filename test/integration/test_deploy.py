@@ -443,10 +443,19 @@ def test_helm_chart_lints_and_is_the_pinned_version(helm: Path) -> None:
     (["--set", "cloud=ibm"], "cloud"),
     (["--set", "watchNamespaces={Team_A}"], "watchNamespaces"),
     (["--set", "metrics.secure=false", "--set", "metrics.certManager.enabled=true"], "metrics.secure"),
+    (["--set", "gpuResource=gpu"], "gpuResource"),
 ])
 def test_helm_chart_refuses_values_that_cannot_work(helm: Path, values: list[str], complaint: str) -> None:
     result = run_helm(helm, "template", "tfop", str(CHART), *values)
     assert result.returncode != 0 and complaint in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize(("values", "gpu_resource"), [([], "nvidia.com/gpu"),
+                                                      (["--set", "gpuResource=amd.com/gpu"], "amd.com/gpu")])
+def test_helm_gpu_resource_reaches_the_controller_config(helm: Path, values: list[str], gpu_resource: str) -> None:
+    rendered = by_kind_and_name(documents(helm_template(helm, "tfop", SYSTEM_NAMESPACE, *values)))
+    config = parse_config(yaml.safe_load(rendered[("ConfigMap", "tf-job-operator-config")]["data"][CONFIG_KEY]))
+    assert config.gpu_resource == gpu_resource
 
 
 def test_chart_and_kustomize_image_follow_the_package_version() -> None:

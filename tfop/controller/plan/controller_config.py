@@ -9,6 +9,7 @@ from types import MappingProxyType
 from tfop.api.constants import NAMING_RUNTIME_ID, NODE_LOSS_REPLACE, REPLICA_BACKEND_PODS
 from tfop.controller.plan.accelerators import Accelerators
 from tfop.controller.plan.gang import GANG_NONE, GangScheduler, gang_scheduler
+from tfop.controller.plan.gpu_resources import DEFAULT_GPU_RESOURCE
 
 # "svc" resolves through every pod's DNS search path, whatever the cluster domain; "svc.cluster.local" names it.
 DEFAULT_SERVICE_DOMAIN = "svc"
@@ -37,6 +38,8 @@ class ControllerConfig:
     service_domain: str = DEFAULT_SERVICE_DOMAIN
     # Env vars and hostPath mounts for containers that request an accelerator resource.
     accelerators: Accelerators = field(default_factory=lambda: MappingProxyType({}))
+    # What pods ask for where a template asks for the legacy alpha.kubernetes.io/nvidia-gpu (plan/gpu_resources.py).
+    gpu_resource: str = DEFAULT_GPU_RESOURCE
     # Which gang scheduler places the job's pods as one PodGroup: none, scheduler-plugins or volcano.
     gang_scheduler: str = GANG_NONE
     # How new jobs name their children (controller/plan/naming.py); adopted jobs keep the naming they have.

@@ -52,6 +52,12 @@ from tfop.controller.plan.desired import (
     replica_count,
 )
 from tfop.controller.plan.draft import PlanDraft
+from tfop.controller.plan.gpu_resources import (
+    REASON_GPU_RESOURCE_RENAMED,
+    GpuRename,
+    renamed_message,
+    rewrite_legacy_gpu,
+)
 from tfop.controller.plan.lifecycle import COMPLETION_TIME, finish, keep_finished
 from tfop.controller.plan.naming import CHILD_NAMING, ChildNaming, naming_of
 from tfop.controller.plan.node_loss import (
@@ -89,6 +95,7 @@ class _Planning:
     backend: ReplicaBackend
     node_policy: JobNodePolicy
     restart_scope: str
+    gpu_renamed: tuple[GpuRename, ...]
 
 
 def plan(context: PlanContext) -> Plan:
@@ -96,12 +103,13 @@ def plan(context: PlanContext) -> Plan:
     if is_terminating(job) or managed_elsewhere(job):
         return Plan()  # the garbage collector removes a deleted job's children; another controller runs the job
     draft = PlanDraft(job, context.now, context.config)
-    defaulted = with_default_ps_server(apply_defaults(job), context.config)
+    gpu = rewrite_legacy_gpu(with_default_ps_server(apply_defaults(job), context.config), context.config.gpu_resource)
+    defaulted = gpu.job
     backend, backend_error = backend_of(job, context)
     node_policy, node_policy_errors = job_node_policy(job, context.config.node_loss)
     scope, scope_errors = restart_scope_of(job, backend.name if backend is not None else None)
     errors = [str(error) for error in validate(defaulted)] + kueue_key_problems(job) + node_policy_errors + (
-        scope_errors) + ([backend_error] if backend_error else [])
+        scope_errors) + ([backend_error] if backend_error else []) + list(gpu.problems)
     _note_created(draft, defaulted)
     own = [*context.of_kind(JOB), *(pod for pod in context.of_kind(POD) if not made_by_job(pod)),
            *context.of_kind(SERVICE)]
@@ -116,7 +124,7 @@ def plan(context: PlanContext) -> Plan:
         _reject(draft, defaulted, context, errors or [_describe_refusal(r) for r in refused])
     elif backend is not None:  # without errors it always is
         _run(_Planning(draft, context, defaulted, naming, backend.sort_children(defaulted, context, naming),
-                       backend, node_policy, scope))
+                       backend, node_policy, scope, gpu.renamed))
     return draft.finalize(refused=bool(context.refusals))
 
 
@@ -232,6 +240,18 @@ def _create_missing(p: _Planning, *, hold_pods: bool) -> None:
     if p.draft.create or p.draft.patch:
         config = p.draft.config
         p.draft.desired = DesiredChildren(p.job, config.service_domain, config.accelerators, config.gang, p.naming)
+        _announce_gpu_renames(p)
+
+
+def _announce_gpu_renames(p: _Planning) -> None:
+    """Said whenever pods (or Jobs) of a replica type whose template names the legacy GPU resource are created
+    (identical events are counted as one by the recorder). No later plan would say it again, so this plan's
+    status does not wait for one."""
+    created = {c.slot.replica_type for c in p.draft.create if c.kind == p.backend.kind and c.slot is not None}
+    renamed = [rename for rename in p.gpu_renamed if rename.replica_type in created]
+    if renamed:
+        p.draft.event(EVENT_WARNING, REASON_GPU_RESOURCE_RENAMED,
+                      renamed_message(p.draft.job_ref, renamed, p.draft.config.gpu_resource), only_this_plan=True)
 
 
 def _suspend(p: _Planning) -> None:

@@ -135,7 +135,8 @@ class JobCounters:
 class StatusWait(enum.Enum):
     """Whether a plan's status write may wait for a later plan that will say the same and more. A status that waits
     is announced by nothing (no events, no counters): the plan that writes it derives them again from the status
-    stored, which is the same one. Nothing that only this plan sees may wait: deletes and restarts never do."""
+    stored, which is the same one. Nothing that only this plan sees may wait: deletes, restarts and events about
+    this plan's own actions (PlanDraft.event(only_this_plan=True)) never do."""
 
     NO = "no"
     FOR_CREATES = "for its creates"  # the plan made once they are seen (they wake it) tells them too

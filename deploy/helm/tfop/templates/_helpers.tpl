@@ -109,5 +109,8 @@ ttlSecondsAfterFinished, creates and deletes the Pods and Services of each job, 
 {{- if ne .Values.replicaBackend "pods" -}}
 {{- $_ := set $config "replicaBackend" .Values.replicaBackend -}}
 {{- end -}}
+{{- if ne .Values.gpuResource "nvidia.com/gpu" -}}
+{{- $_ := set $config "gpuResource" .Values.gpuResource -}}
+{{- end -}}
 {{- $config | toYaml -}}
 {{- end -}}
