@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -17,15 +16,8 @@ from localcluster import LocalCluster
 from localcluster.node_layout import NODE_LABEL
 from support.operator_process import OperatorProcess
 from support.python_sdk import TrainingClient, sdk_python
-from support.real_node_jobs import job_pods
+from support.real_node_jobs import job_pods, tensorflow_image
 from support.waiting import wait_for
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def tensorflow_image() -> str:
-    lines = (REPO / "hack" / "versions.env").read_text().splitlines()
-    return next(line.split("=", 1)[1] for line in lines if line.startswith("TENSORFLOW_IMAGE="))
 
 
 @pytest.fixture

@@ -12,19 +12,13 @@ from typing import Any
 
 from localcluster import LocalCluster
 from localcluster.node_layout import NODE_LABEL
+from support.real_node_jobs import tensorflow_image
 
-REPO = Path(__file__).resolve().parents[2]
 # kube-controller-manager's --node-monitor-grace-period in the local cluster (Kubernetes' default): how long a
 # silent node stays Ready before it is marked Unknown; its node monitor looks every 5 s.
 NODE_MONITOR_GRACE = 50 + 5
 STEP = re.compile(r"^step (\d+) loss")
 RESUMED = re.compile(r"resumed from checkpoint at step (\d+)")
-
-
-def tensorflow_image() -> str:
-    pinned = dict(line.split("=", 1) for line in (REPO / "hack" / "versions.env").read_text().splitlines()
-                  if "=" in line and not line.startswith("#"))
-    return pinned["TENSORFLOW_IMAGE"]
 
 
 def tf_pod(script: str, env: dict[str, str], *, node: str | None = None, prefer: str | None = None,
