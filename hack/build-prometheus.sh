@@ -31,12 +31,7 @@ release="3.$((10#${BASH_REMATCH[1]})).${BASH_REMATCH[2]}"
 go_build_env
 cached_bin_dir_or_module_dir "${MODULE}" "${VERSION}" "${BIN_DIR}" "$@"
 
-modfile="$(module_field "${MODULE}" "${VERSION}" GoMod)"
-[[ -f "${modfile}" ]] || die "could not download ${MODULE}@${VERSION} from the Go module proxy"
-if grep -qE '^\s*(replace\s+)?[^/ ]+/[^ ]*\s+=>' "${modfile}"; then
-  die "${MODULE}@${VERSION}'s go.mod has replace directives, which go install refuses;" \
-    "build it from a wrapper module as hack/build-controlplane.sh does"
-fi
+require_go_installable "${MODULE}" "${VERSION}"
 
 ldflags="-s -w -X github.com/prometheus/common/version.Version=${release}"
 ldflags+=" -X github.com/prometheus/common/version.Branch=${VERSION}"

@@ -62,6 +62,16 @@ def tfjob(name: str, replicas: dict[str, tuple[int, dict[str, Any]]], **annotati
     }
 
 
+def ps_job(name: str) -> dict[str, Any]:
+    """ParameterServerStrategy for 40 steps of a second: the chief and the PS on real-0, both workers on real-1."""
+    env = {"STEPS": "40", "STEP_SECONDS": "1"}
+    return tfjob(name, {
+        "Chief": (1, tf_pod("train_ps.py", env, node="real-0")),
+        "PS": (1, tf_pod("train_ps.py", env, node="real-0")),
+        "Worker": (2, tf_pod("train_ps.py", env, prefer=LOST)),
+    })
+
+
 def pods_by_task(cluster: LocalCluster, namespace: str, job: str) -> dict[str, dict[str, Any]]:
     return {f"{p['metadata']['labels']['training.kubeflow.org/replica-type']}:"
             f"{p['metadata']['labels']['training.kubeflow.org/replica-index']}": p
@@ -108,12 +118,7 @@ def assert_recovered(job: dict[str, Any], timeline: Timeline, scenario: str) -> 
 def test_ps_training_goes_on_when_a_workers_node_loses_power(
         lost_node_back: LocalCluster, operator: OperatorProcess, namespace: str) -> None:
     cluster, job = lost_node_back, "ps-power"
-    env = {"STEPS": "40", "STEP_SECONDS": "1"}
-    apply(cluster, namespace, tfjob(job, {
-        "Chief": (1, tf_pod("train_ps.py", env, node="real-0")),
-        "PS": (1, tf_pod("train_ps.py", env, node="real-0")),
-        "Worker": (2, tf_pod("train_ps.py", env, prefer=LOST)),
-    }))
+    apply(cluster, namespace, ps_job(job))
     wait_until_training(cluster, namespace, job, "chief:0", 5)
     before = pods_by_task(cluster, namespace, job)
     lost = {task: p["metadata"]["uid"] for task, p in before.items() if p["spec"]["nodeName"] == LOST}
@@ -243,12 +248,7 @@ def test_the_go_operator_leaves_the_same_job_waiting_for_its_lost_node(
                            [f"--namespace={namespace}"])
     go.start(timeout=300)
     try:
-        env = {"STEPS": "40", "STEP_SECONDS": "1"}
-        apply(cluster, namespace, tfjob(job, {
-            "Chief": (1, tf_pod("train_ps.py", env, node="real-0")),
-            "PS": (1, tf_pod("train_ps.py", env, node="real-0")),
-            "Worker": (2, tf_pod("train_ps.py", env, prefer=LOST)),
-        }))
+        apply(cluster, namespace, ps_job(job))
         wait_until_training(cluster, namespace, job, "chief:0", 5)
         before = pods_by_task(cluster, namespace, job)
         lost = {task: p["metadata"]["uid"] for task, p in before.items() if p["spec"]["nodeName"] == LOST}

@@ -1,13 +1,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
+from support.builds import built
 from support.operator_process import OperatorProcess
 
 if TYPE_CHECKING:
@@ -22,11 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="session")
 def helm() -> Path:
     """hack/build-helm.sh's helm (built from the Go module proxy once, then cached); fails, never skips."""
-    result = subprocess.run(["bash", str(REPO / "hack" / "build-helm.sh")], capture_output=True, text=True,
-                            check=False)
-    if result.returncode != 0:
-        pytest.fail(f"building helm failed (exit {result.returncode}):\n{result.stderr[-3000:]}")
-    return Path(result.stdout.strip().splitlines()[-1])
+    return built("build-helm.sh", "helm")
 
 
 @pytest.fixture

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from support.builds import built
+
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "deploy" / "helm" / "tfop"
 RULE_TESTS = REPO / "test" / "data" / "prometheus" / "alerts_test.yaml"
@@ -33,11 +35,7 @@ BlockStrings.add_representer(str, lambda dumper, value: dumper.represent_scalar(
 @pytest.fixture(scope="module")
 def promtool() -> Path:
     """hack/build-prometheus.sh's promtool (built from the Go module proxy once, then cached)."""
-    result = subprocess.run(["bash", str(REPO / "hack" / "build-prometheus.sh")], capture_output=True, text=True,
-                            check=False)
-    if result.returncode != 0:
-        pytest.fail(f"building promtool failed (exit {result.returncode}):\n{result.stderr[-3000:]}")
-    return Path(result.stdout.strip().splitlines()[-1]) / "promtool"
+    return built("build-prometheus.sh", "promtool") / "promtool"
 
 
 @pytest.fixture(scope="module")

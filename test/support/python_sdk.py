@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
-import pytest
+from support.builds import built
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = Path(__file__).resolve().parent / "kubeflow_sdk"
@@ -26,15 +25,8 @@ class SdkError(Exception):
 
 
 def sdk_python() -> Path:
-    """Creates the virtualenv on first use (seconds: pip from the package index); fails the test, naming the
-    reason, when it cannot."""
-    started = time.monotonic()
-    result = subprocess.run(["bash", str(REPO / "hack" / "sdk-venv.sh")], capture_output=True, text=True,
-                            check=False, timeout=600)
-    if result.returncode != 0:
-        pytest.fail(f"hack/sdk-venv.sh failed (exit {result.returncode}):\n{result.stderr}")
-    print(f"Kubeflow SDK virtualenv ready in {time.monotonic() - started:.1f}s")
-    return Path(result.stdout.split()[-1])
+    """The Kubeflow SDK virtualenv's python, made on first use (seconds: pip from the package index)."""
+    return built("sdk-venv.sh", "the Kubeflow SDK virtualenv", timeout=600)
 
 
 class TrainingClient:
