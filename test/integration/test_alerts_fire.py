@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ import pytest
 
 from fake_kubelet import exit_pod
 from localcluster import LocalCluster
-from localcluster.addons.prometheus import Monitoring
+from localcluster.addons.prometheus_chart import Monitoring
 from support.alert_timeline import AlertTimeline, with_short_for
 from support.monitoring import Monitored, monitored_operator, scratch_namespace
 from support.tfjobs import TFJOBS, condition, create_job, pods_by_name, replica
@@ -34,7 +35,7 @@ EVALUATIONS = 30  # seconds: time enough for a few scrapes and evaluations where
 @pytest.fixture(scope="module")
 def watched(cluster: LocalCluster, tfjob_crd: Path, chart_monitoring: Monitoring,
             tmp_path_factory: pytest.TempPathFactory) -> Iterator[Monitored]:
-    monitoring = Monitoring(chart_monitoring.job, with_short_for(chart_monitoring.groups))
+    monitoring = replace(chart_monitoring, groups=with_short_for(chart_monitoring.groups))
     with (scratch_namespace(cluster, "alerts") as namespace,
           monitored_operator(cluster, tmp_path_factory.mktemp("alerts"), monitoring, namespace) as monitored):
         yield monitored

@@ -23,7 +23,7 @@ import pytest
 
 from fake_kubelet import exit_pod
 from localcluster import LocalCluster
-from localcluster.addons.prometheus import Monitoring, seconds
+from localcluster.addons.prometheus_chart import Monitoring, seconds
 from support import grafana
 from support.alert_timeline import clock
 from support.metric_table import Scraped, differences, documented, help_problems, naming_problems

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from localcluster import LocalCluster
-from localcluster.addons.prometheus import Monitoring, Prometheus
+from localcluster.addons.prometheus import Prometheus
+from localcluster.addons.prometheus_chart import Monitoring
 from support.operator_process import OperatorProcess
 from support.waiting import wait_for
 
