@@ -1,11 +1,12 @@
 """The shipped alerts fire in a real Prometheus on real failures of a real operator, and resolve after recovery.
 
-A Prometheus (hack/localcluster/addons/prometheus.py) scrapes `tfop run` on loopback as the chart's ServiceMonitor says
-(path, port, job label) and evaluates the chart's rendered rules, with two changes so this takes a minute, not a quarter
-of an hour: scrapes and evaluations every second (SCRAPE_INTERVAL; the chart ships 30s), and every alert's `for:` read
-in seconds instead of minutes (TFOperatorDown 5m -> 5s, TFOperatorReconcileErrors 15m -> 15s; `with_short_for`). The
-expressions are exactly as shipped. Each test prints a timeline of what it did and what Prometheus said, and Prometheus'
-own record of the ALERTS series (run with -rP or -s to see them)."""
+A Prometheus (hack/localcluster/addons/prometheus.py) scrapes `tfop run --metrics-secure` on loopback as the chart's
+ServiceMonitor says (path, job label, HTTPS with Prometheus' ServiceAccount token) and evaluates the chart's rendered
+rules, with two changes so this takes a minute, not a quarter of an hour: scrapes and evaluations every second
+(SCRAPE_INTERVAL; the chart ships 30s), and every alert's `for:` read in seconds instead of minutes (TFOperatorDown
+5m -> 5s, TFOperatorReconcileErrors 15m -> 15s; `with_short_for`). The expressions are exactly as shipped. Each test
+prints a timeline of what it did and what Prometheus said, and Prometheus' own record of the ALERTS series (run with
+-rP or -s to see them)."""
 
 from __future__ import annotations
 

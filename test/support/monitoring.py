@@ -1,6 +1,6 @@
-"""tfop as the chart runs it (with leader election), scraped by a real Prometheus
-(hack/localcluster/addons/prometheus.py) the way the chart's ServiceMonitor says, for the tests that read tfop's
-metrics back through Prometheus' HTTP API."""
+"""tfop as the chart runs it (with leader election, and /metrics secure where the chart's ServiceMonitor scrapes
+HTTPS), scraped by a real Prometheus (hack/localcluster/addons/prometheus.py) the way that ServiceMonitor says, with
+a real ServiceAccount token, for the tests that read tfop's metrics back through Prometheus' HTTP API."""
 
 from __future__ import annotations
 
@@ -57,11 +57,14 @@ class Monitored:
 def monitored_operator(cluster: LocalCluster, directory: Path, monitoring: Monitoring,
                        namespace: str) -> Iterator[Monitored]:
     """`tfop run` for `namespace` with leader election (the chart's Deployment has it; its families show only
-    with it), and a Prometheus in `directory` scraping it every SCRAPE_INTERVAL with `monitoring`'s rules."""
+    with it) and, where `monitoring`'s scrape is HTTPS, --metrics-secure (as the chart's Deployment then passes
+    it); a Prometheus in `directory` scraping it every SCRAPE_INTERVAL with `monitoring`'s rules and a token of
+    its ServiceAccount in `cluster`."""
+    secure = ["--metrics-secure"] if monitoring.job.scheme == "https" else []
     started = time.time()
     operator = OperatorProcess(cluster.kubeconfig, directory / "operator.log", "--namespace", namespace,
-                               "--leader-elect", "--leader-elect-namespace", namespace).start()
-    prometheus = Prometheus(directory, monitoring, interval=SCRAPE_INTERVAL)
+                               "--leader-elect", "--leader-elect-namespace", namespace, *secure).start()
+    prometheus = Prometheus(directory, monitoring, interval=SCRAPE_INTERVAL, cluster=cluster)
     monitored = Monitored(namespace, operator, prometheus, started)
     try:
         prometheus.start({monitored.address: POD})
