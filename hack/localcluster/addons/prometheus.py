@@ -174,12 +174,15 @@ class Prometheus:
         it to `token_file`."""
         if self.cluster is None:
             raise ClusterError("the ServiceMonitor sends a bearer token: Prometheus needs the cluster that issues it")
+        hint = f"is the cluster in {self.cluster.directory} up? (make cluster-up)"
+        if self.cluster.bin_dir is None or not self.cluster.kubeconfig.exists():
+            raise ClusterError(f"no token for Prometheus without a cluster: {hint}")
         self.state.mkdir(parents=True, exist_ok=True)
         try:
             grant(self.cluster, self.monitoring.reader_rules)
             write_token(self.cluster, self.token_file)
         except ClusterError as error:
-            raise ClusterError(f"{error}\n(is the cluster in {self.cluster.directory} up? make cluster-up)") from error
+            raise ClusterError(f"{error}\n({hint})") from error
 
     def token_expiry(self) -> float | None:
         """When the token Prometheus sends expires (Unix seconds); None if it sends none."""
