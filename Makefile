@@ -149,11 +149,12 @@ helm: ## build (first time: a few minutes) or reuse the pinned helm; prints its 
 prometheus: ## build (first time: ~10 min on 2 cores) or reuse promtool and the Prometheus server; prints their directory
 	@bash hack/build-prometheus.sh
 
-# Extra arguments for `hack/local_cluster.py prometheus up`, e.g. make prometheus-up PROMETHEUS_ARGS="--interval 5s"
+# Extra arguments for `hack/local_cluster.py prometheus up`, e.g. make prometheus-up PROMETHEUS_ARGS="--interval 5s";
+# --metrics-secure scrapes HTTPS with a ServiceAccount token, for make run ARGS=--metrics-secure
 PROMETHEUS_ARGS ?=
 .PHONY: prometheus-up prometheus-down
 
-prometheus-up: venv ## start Prometheus beside the local cluster (CLUSTER_DIR) on loopback, scraping `make run`'s /metrics as the chart's ServiceMonitor says, with the chart's alerts; prints its URL
+prometheus-up: venv ## start Prometheus beside the local cluster (CLUSTER_DIR) on loopback, scraping `make run`'s /metrics as the chart's ServiceMonitor says (plain HTTP, as make run serves; PROMETHEUS_ARGS=--metrics-secure: HTTPS with a ServiceAccount token), with the chart's alerts; prints its URL
 	@$(PY) hack/local_cluster.py prometheus up --dir $(CLUSTER_DIR) $(PROMETHEUS_ARGS)
 
 prometheus-down: venv ## stop the local cluster's Prometheus (its data stays in CLUSTER_DIR)

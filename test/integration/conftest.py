@@ -13,7 +13,7 @@ from support.operator_process import OperatorProcess
 if TYPE_CHECKING:
     from localcluster import LocalCluster
     from localcluster.addons.kueue import Kueue
-    from localcluster.addons.prometheus import Monitoring
+    from localcluster.addons.prometheus_chart import Monitoring
 
 
 REPO = Path(__file__).resolve().parents[2]
@@ -75,6 +75,6 @@ def kueue_namespace(kueue: Kueue, cluster: LocalCluster, namespace: str) -> str:
 def chart_monitoring() -> Monitoring:
     """The Helm chart's ServiceMonitor (resolved against its Service and Deployment) and rendered alert rules, as
     hack/localcluster/addons/prometheus.py reads them; building helm fails the tests that use it, never skips them."""
-    from localcluster.addons.prometheus import Monitoring
+    from localcluster.addons.prometheus_chart import Monitoring
 
     return Monitoring.from_chart()

@@ -1,16 +1,18 @@
 """The shipped alerts fire in a real Prometheus on real failures of a real operator, and resolve after recovery.
 
-A Prometheus (hack/localcluster/addons/prometheus.py) scrapes `tfop run` on loopback as the chart's ServiceMonitor says
-(path, port, job label) and evaluates the chart's rendered rules, with two changes so this takes a minute, not a quarter
-of an hour: scrapes and evaluations every second (SCRAPE_INTERVAL; the chart ships 30s), and every alert's `for:` read
-in seconds instead of minutes (TFOperatorDown 5m -> 5s, TFOperatorReconcileErrors 15m -> 15s; `with_short_for`). The
-expressions are exactly as shipped. Each test prints a timeline of what it did and what Prometheus said, and Prometheus'
-own record of the ALERTS series (run with -rP or -s to see them)."""
+A Prometheus (hack/localcluster/addons/prometheus.py) scrapes `tfop run --metrics-secure` on loopback as the chart's
+ServiceMonitor says (path, job label, HTTPS with Prometheus' ServiceAccount token) and evaluates the chart's rendered
+rules, with two changes so this takes a minute, not a quarter of an hour: scrapes and evaluations every second
+(SCRAPE_INTERVAL; the chart ships 30s), and every alert's `for:` read in seconds instead of minutes (TFOperatorDown
+5m -> 5s, TFOperatorReconcileErrors 15m -> 15s; `with_short_for`). The expressions are exactly as shipped. Each test
+prints a timeline of what it did and what Prometheus said, and Prometheus' own record of the ALERTS series (run with
+-rP or -s to see them)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,7 @@ import pytest
 
 from fake_kubelet import exit_pod
 from localcluster import LocalCluster
-from localcluster.addons.prometheus import Monitoring
+from localcluster.addons.prometheus_chart import Monitoring
 from support.alert_timeline import AlertTimeline, with_short_for
 from support.monitoring import Monitored, monitored_operator, scratch_namespace
 from support.tfjobs import TFJOBS, condition, create_job, pods_by_name, replica
@@ -34,7 +36,7 @@ EVALUATIONS = 30  # seconds: time enough for a few scrapes and evaluations where
 @pytest.fixture(scope="module")
 def watched(cluster: LocalCluster, tfjob_crd: Path, chart_monitoring: Monitoring,
             tmp_path_factory: pytest.TempPathFactory) -> Iterator[Monitored]:
-    monitoring = Monitoring(chart_monitoring.job, with_short_for(chart_monitoring.groups))
+    monitoring = replace(chart_monitoring, groups=with_short_for(chart_monitoring.groups))
     with (scratch_namespace(cluster, "alerts") as namespace,
           monitored_operator(cluster, tmp_path_factory.mktemp("alerts"), monitoring, namespace) as monitored):
         yield monitored

@@ -2,6 +2,9 @@
 settings, every second instead of the shipped 30s) after a small workload on kwok's fake nodes: jobs that succeed,
 fail, restart a replica and are deleted after their TTL.
 
+- Prometheus scrapes the secure /metrics (`tfop run --metrics-secure`) over HTTPS with its ServiceAccount's token,
+  granted what the chart's metrics-reader ClusterRole allows; the same endpoint scraped with the token of a
+  ServiceAccount without that grant, or with none, is a target down, with tfop's 403 or 401 as its last error.
 - Every query of the chart's Grafana dashboard returns a series, with its `$namespace` variable set to an option
   Prometheus offers for it (the workload's namespace) and to its All value, and selects only metrics tfop exports.
 - Metric hygiene, read from the server's metadata and series: no label value names a job, pod or uid (label values
@@ -23,11 +26,11 @@ import pytest
 
 from fake_kubelet import exit_pod
 from localcluster import LocalCluster
-from localcluster.addons.prometheus import Monitoring, seconds
+from localcluster.addons.prometheus_chart import Monitoring, seconds
 from support import grafana
 from support.alert_timeline import clock
 from support.metric_table import Scraped, differences, documented, help_problems, naming_problems
-from support.monitoring import SCRAPE_INTERVAL, Monitored, monitored_operator, scratch_namespace
+from support.monitoring import REFUSED, SCRAPE_INTERVAL, Monitored, monitored_operator, scratch_namespace
 from support.tfjobs import TFJOBS, condition, create_job, job_status, pods_by_name, replica
 from support.waiting import wait_for
 from tfop.kube.client import KubeClient
@@ -73,7 +76,8 @@ class Workload:
 def workload(cluster: LocalCluster, tfjob_crd: Path, chart_monitoring: Monitoring,
              tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workload]:
     with (scratch_namespace(cluster, "metrics") as namespace,
-          monitored_operator(cluster, tmp_path_factory.mktemp("metrics"), chart_monitoring, namespace) as monitored):
+          monitored_operator(cluster, tmp_path_factory.mktemp("metrics"), chart_monitoring, namespace,
+                             refused=True) as monitored):
         client = KubeClient.from_kubeconfig(str(cluster.kubeconfig))
         load = Workload(monitored)
         load.run(client, "wl-two-workers", 0, "Succeeded", Worker=replica(2))
@@ -102,6 +106,28 @@ def scraped(workload: Workload) -> Scraped:
 def finite(series: dict[str, Any]) -> list[tuple[float, str]]:
     """A series' samples that are numbers (a quantile of no observations is NaN)."""
     return [(at, value) for at, value in series.get("values") or [series["value"]] if not math.isnan(float(value))]
+
+
+def test_prometheus_reads_metrics_with_its_token_and_a_token_without_the_grant_is_refused(
+        workload: Workload) -> None:
+    prometheus = workload.monitored.prometheus
+
+    def scraped_targets() -> dict[str, dict[str, Any]]:
+        """The active targets by job, once each has been scraped (health "unknown" until then)."""
+        found = {target["labels"]["job"]: target for target in prometheus.api("targets", state="active")
+                 ["activeTargets"]}
+        return found if len(found) == 1 + len(REFUSED) and "unknown" not in {
+            target["health"] for target in found.values()} else {}
+
+    targets = wait_for(scraped_targets, 30, "every target scraped at least once")
+    print("\n".join(f"{job:15} {target['scrapeUrl']:38} {target['health']:5} lastError={target['lastError']!r}"
+                    for job, target in sorted(targets.items())))
+    tfop = targets[prometheus.job.labels["job"]]
+    assert (prometheus.job.scheme, prometheus.job.bearer_token) == ("https", True)
+    assert tfop["scrapeUrl"].startswith("https://") and (tfop["health"], tfop["lastError"]) == ("up", "")
+    for job, status in REFUSED.items():
+        assert targets[job]["health"] == "down" and targets[job]["scrapeUrl"] == tfop["scrapeUrl"]
+        assert targets[job]["lastError"].endswith(f"HTTP status {status}"), targets[job]
 
 
 def test_every_dashboard_panel_returns_a_series(workload: Workload) -> None:

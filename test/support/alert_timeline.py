@@ -8,7 +8,8 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from localcluster.addons.prometheus import Prometheus, seconds
+from localcluster.addons.prometheus import Prometheus
+from localcluster.addons.prometheus_chart import seconds
 
 
 def clock(at: float) -> str:

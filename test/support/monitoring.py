@@ -1,18 +1,21 @@
-"""tfop as the chart runs it (with leader election), scraped by a real Prometheus
-(hack/localcluster/addons/prometheus.py) the way the chart's ServiceMonitor says, for the tests that read tfop's
-metrics back through Prometheus' HTTP API."""
+"""tfop as the chart runs it (with leader election, and /metrics secure where the chart's ServiceMonitor scrapes
+HTTPS), scraped by a real Prometheus (hack/localcluster/addons/prometheus.py) the way that ServiceMonitor says, with
+a real ServiceAccount token, for the tests that read tfop's metrics back through Prometheus' HTTP API."""
 
 from __future__ import annotations
 
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from localcluster import LocalCluster
-from localcluster.addons.prometheus import Monitoring, Prometheus
+from localcluster.addons.prometheus import Prometheus
+from localcluster.addons.prometheus_chart import Monitoring, ScrapeJob
+from support.metrics_readers import scraper_tokens
 from support.operator_process import OperatorProcess
 from support.waiting import wait_for
 
@@ -20,6 +23,8 @@ from support.waiting import wait_for
 SCRAPE_INTERVAL = "1s"
 POD = "tfop-0"  # the `pod` label of the one operator's series, as a Deployment's pod would have one
 DISCOVERY_TIMEOUT = 30  # Prometheus passes discovered targets on at most every 5 s, then scrapes
+# Scrapes of the operator that must be refused, by their `job` label: what the operator answers them.
+REFUSED = {"tfop-stranger": "403 Forbidden", "tfop-anonymous": "401 Unauthorized"}
 
 
 @contextmanager
@@ -52,20 +57,42 @@ class Monitored:
                  f"Prometheus to scrape the operator at {self.address}", interval=0.5)
 
 
+def refused_scrapes(job: ScrapeJob, address: str, stranger_token: Path) -> list[dict[str, Any]]:
+    """The operator at `address` scraped as `job` says but with the token of a ServiceAccount whose user may not
+    get /metrics, and with none (REFUSED's jobs). Their `job` labels are their own, so no alert and no dashboard
+    query (all select job="tfop") sees these targets down."""
+    scrapes = []
+    for name, token in zip(REFUSED, (stranger_token, None), strict=True):
+        config = replace(job, name=name).config(token)
+        config["static_configs"] = [{"targets": [address], "labels": {**job.labels, "job": name, "pod": POD}}]
+        scrapes.append(config)
+    return scrapes
+
+
 @contextmanager
-def monitored_operator(cluster: LocalCluster, directory: Path, monitoring: Monitoring,
-                       namespace: str) -> Iterator[Monitored]:
+def monitored_operator(cluster: LocalCluster, directory: Path, monitoring: Monitoring, namespace: str,
+                       refused: bool = False) -> Iterator[Monitored]:
     """`tfop run` for `namespace` with leader election (the chart's Deployment has it; its families show only
-    with it), and a Prometheus in `directory` scraping it every SCRAPE_INTERVAL with `monitoring`'s rules."""
+    with it) and, where `monitoring`'s scrape is HTTPS, --metrics-secure (as the chart's Deployment then passes
+    it); a Prometheus in `directory` scraping it every SCRAPE_INTERVAL with `monitoring`'s rules and a token of
+    its ServiceAccount in `cluster`. `refused`: the REFUSED scrapes too, with a token of a ServiceAccount made in
+    `namespace` without the grant."""
+    secure = ["--metrics-secure"] if monitoring.job.scheme == "https" else []
     started = time.time()
     operator = OperatorProcess(cluster.kubeconfig, directory / "operator.log", "--namespace", namespace,
-                               "--leader-elect", "--leader-elect-namespace", namespace).start()
-    prometheus = Prometheus(directory, monitoring, interval=SCRAPE_INTERVAL)
+                               "--leader-elect", "--leader-elect-namespace", namespace, *secure).start()
+    prometheus = Prometheus(directory, monitoring, interval=SCRAPE_INTERVAL, cluster=cluster)
     monitored = Monitored(namespace, operator, prometheus, started)
+    strangers = scraper_tokens(cluster, namespace, readers=(), others=["stranger"]) if refused else nullcontext({})
     try:
-        prometheus.start({monitored.address: POD})
-        monitored.wait_scraped()
-        yield monitored
+        with strangers as tokens:
+            if refused:
+                token_file = directory / "stranger.token"
+                token_file.write_text(tokens["stranger"])
+                prometheus.extra_scrape_configs = refused_scrapes(prometheus.job, monitored.address, token_file)
+            prometheus.start({monitored.address: POD})
+            monitored.wait_scraped()
+            yield monitored
     finally:
         prometheus.stop()
         if operator.process is not None and operator.process.poll() is None:
