@@ -71,10 +71,14 @@ class RealNode:
             raise NodeError(f"missing: {', '.join(missing)}; hack/build-node.sh installs them with apt-get")
         if not Path("/sys/fs/cgroup/memory").is_dir() and not Path("/sys/fs/cgroup/cgroup.controllers").exists():
             raise NodeError("no memory cgroup controller under /sys/fs/cgroup; kubelet cannot run pods")
-        longest = self.layout.kubelet_root / "plugins_registry" / "x" / "kubelet.sock.xxxxxxxx"
-        if len(str(longest)) > 100:
+        # The unix sockets the node makes itself (a socket's path has at most 107 bytes): kubelet's device-plugin
+        # and pod-resources sockets, containerd's ttrpc one.
+        sockets = [self.layout.kubelet_root / "device-plugins" / "kubelet.sock",
+                   self.layout.kubelet_root / "pod-resources" / "kubelet.sock",
+                   Path(f"{self.layout.containerd_socket}.ttrpc")]
+        if max(len(str(path)) for path in sockets) > 107:
             raise NodeError(f"the cluster directory {self.layout.directory} is too deep for unix socket paths "
-                            f"(limit 108 bytes): use a shorter --dir")
+                            f"(at most 107 bytes): use a shorter --dir")
 
     def prepare(self) -> None:
         """Host and file set-up before the node's processes start (the pod network is up); idempotent."""
