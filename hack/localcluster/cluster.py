@@ -82,6 +82,10 @@ class LocalCluster(Supervisor):
         return f"https://127.0.0.1:{self.ports['apiserver']}"
 
     @property
+    def etcd_url(self) -> str:
+        return self.control_plane.etcd_url
+
+    @property
     def network(self) -> ClusterNetwork:
         if self.slot is None:
             raise ClusterError(f"{self.directory} has no address slot yet; run `up` first")
