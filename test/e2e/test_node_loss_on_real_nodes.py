@@ -24,6 +24,7 @@ from support.node_loss import (
     Timeline,
     condition_at,
     container_logs,
+    follow_logs,
     node_lost_at,
     started_at,
     step_spans,
@@ -189,17 +190,19 @@ def test_a_replica_told_to_stop_saves_with_the_others_and_the_job_resumes_from_t
                                                                shared=cluster.shared_dir))},
                                     **{"tfop.kubeflow.org/restart-scope": "Job"}))
     wait_until_training(cluster, namespace, job, "worker:0", 7)
-    before = {t: p["metadata"]["uid"] for t, p in pods_by_task(cluster, namespace, job).items()}
-    victim = pods_by_task(cluster, namespace, job)["worker:1"]["metadata"]["name"]
-    cluster.kubectl("delete", "pod", "-n", namespace, victim, "--wait=false")
+    before = pods_by_task(cluster, namespace, job)
+    # A deleted pod's logs go with it: follow both old pods' to their end.
+    followers = {task: follow_logs(cluster, namespace, pod["metadata"]["name"]) for task, pod in before.items()}
+    cluster.kubectl("delete", "pod", "-n", namespace, before["worker:1"]["metadata"]["name"], "--wait=false")
 
+    old = {task: follower.communicate(timeout=300)[0] for task, follower in followers.items()}
     done = wait_for_condition(cluster, namespace, job, {"Failed", "Succeeded"}, timeout=600)
     assert condition_at(done, "Succeeded"), done["status"]
-    logs = container_logs(cluster, namespace, job)
-    for task, uid in before.items():
-        assert any("told to stop: saved the checkpoint" in line.text for line in logs[uid]), (task, logs[uid][-5:])
-    saved = max(int(m[1]) for line in logs[before["worker:0"]] if (m := STEP.match(line.text)))
-    chief = logs[pods_by_task(cluster, namespace, job)["worker:0"]["metadata"]["uid"]]
+    for task, text in old.items():
+        assert "told to stop: saved the checkpoint" in text, (task, text[-2000:])
+    saved = max(int(m[1]) for line in old["worker:0"].splitlines() if (m := STEP.match(line)))
+    new_chief = pods_by_task(cluster, namespace, job)["worker:0"]["metadata"]["uid"]
+    chief = container_logs(cluster, namespace, job)[new_chief]
     resumed = [int(m[1]) for line in chief if (m := RESUMED.search(line.text))]
     first = next(int(m[1]) for line in chief if (m := STEP.match(line.text)))
     print(f"\npreempted: saved at step {saved}, resumed at step {resumed}, first step after it {first}")

@@ -5,6 +5,7 @@ the timeline of one recovery (node failed, marked lost, replacement created, Run
 from __future__ import annotations
 
 import re
+import subprocess
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -79,6 +80,13 @@ def container_logs(cluster: LocalCluster, namespace: str, job: str) -> dict[str,
                     when, _, rest = raw.partition(" ")
                     found.setdefault(uid, []).append(LogLine(timestamp(when), rest.split(" ", 2)[-1]))
     return found
+
+
+def follow_logs(cluster: LocalCluster, namespace: str, pod: str) -> subprocess.Popen[str]:
+    """`kubectl logs -f` of the pod's tensorflow container, collecting until the container ends."""
+    return subprocess.Popen([str(cluster.bin_dir / "kubectl"), "--kubeconfig", str(cluster.kubeconfig), "logs", "-f",
+                             "-n", namespace, pod, "-c", "tensorflow"], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
 
 
 def step_spans(lines: list[LogLine]) -> tuple[float, float] | None:
