@@ -78,6 +78,14 @@ ANNOTATION_RESTART_SCOPE: Final = "tfop.kubeflow.org/restart-scope"
 # (docs/tfjob/reference.md#the-evaluators-final-evaluation); the controller config's evaluatorGraceSeconds else.
 ANNOTATION_EVALUATOR_GRACE: Final = "tfop.kubeflow.org/evaluator-grace-seconds"
 
+# An opt-in NetworkPolicy per job (Isolated): ingress to its pods only from its own pods, and from the peers the
+# second annotation lists, as a JSON list of NetworkPolicyPeers.
+NETWORK_POLICY_ISOLATED: Final = "Isolated"
+NETWORK_POLICY_NONE: Final = "None"
+NETWORK_POLICY_MODES: Final = (NETWORK_POLICY_ISOLATED, NETWORK_POLICY_NONE)
+ANNOTATION_NETWORK_POLICY: Final = "tfop.kubeflow.org/network-policy"
+ANNOTATION_NETWORK_POLICY_FROM: Final = "tfop.kubeflow.org/network-policy-from"
+
 RESTART_POLICY_ALWAYS: Final = "Always"
 RESTART_POLICY_ON_FAILURE: Final = "OnFailure"
 RESTART_POLICY_NEVER: Final = "Never"

@@ -61,6 +61,8 @@ from tfop.controller.plan.gpu_resources import (
 )
 from tfop.controller.plan.lifecycle import COMPLETION_TIME, finish, keep_finished
 from tfop.controller.plan.naming import CHILD_NAMING, ChildNaming, naming_of
+from tfop.controller.plan.network_policies import plan_network_policy
+from tfop.controller.plan.network_policy import NetworkIsolation, network_isolation
 from tfop.controller.plan.node_loss import (
     JobNodePolicy,
     Verdict,
@@ -98,6 +100,7 @@ class _Planning:
     restart_scope: str
     gpu_renamed: tuple[GpuRename, ...]
     evaluator_grace: timedelta
+    isolation: NetworkIsolation
 
 
 def plan(context: PlanContext) -> Plan:
@@ -111,8 +114,10 @@ def plan(context: PlanContext) -> Plan:
     node_policy, node_policy_errors = job_node_policy(job, context.config.node_loss)
     scope, scope_errors = restart_scope_of(job, backend.name if backend is not None else None)
     grace, grace_errors = evaluator_grace(job, context.config.evaluator_grace_seconds)
+    isolation, isolation_errors = network_isolation(job)
     errors = [str(error) for error in validate(defaulted)] + kueue_key_problems(job) + node_policy_errors + (
-        scope_errors) + ([backend_error] if backend_error else []) + list(gpu.problems) + grace_errors
+        scope_errors) + ([backend_error] if backend_error else []) + list(gpu.problems) + grace_errors + (
+        isolation_errors)
     _note_created(draft, defaulted)
     own = [*context.of_kind(JOB), *(pod for pod in context.of_kind(POD) if not made_by_job(pod)),
            *context.of_kind(SERVICE)]
@@ -127,7 +132,7 @@ def plan(context: PlanContext) -> Plan:
         _reject(draft, defaulted, context, errors or [_describe_refusal(r) for r in refused])
     elif backend is not None:  # without errors it always is
         _run(_Planning(draft, context, defaulted, naming, backend.sort_children(defaulted, context, naming),
-                       backend, node_policy, scope, gpu.renamed, grace))
+                       backend, node_policy, scope, gpu.renamed, grace, isolation))
     return draft.finalize(refused=bool(context.refusals))
 
 
@@ -221,6 +226,7 @@ def _run(p: _Planning) -> None:
     node_note = move_off_bad_nodes(draft, on_bad_nodes, already_deleted=draft.deleted_uids(POD))
     p.backend.resume(draft, children)
     gang = plan_pod_group(draft, p.job, p.context)
+    plan_network_policy(draft, p.job, p.context, p.isolation)
     _create_missing(p, hold_pods=gang.hold_pods is not None or _restart_together_pending(p))
     _update_running(p, p.backend.replaced(retryable, counts), gang_note=gang.note, node_note=node_note,
                     with_all=bool(together))
