@@ -63,6 +63,13 @@ def messages(client: KubeClient, namespace: str, job: str) -> list[str]:
             for c in job_status(client, namespace, job).get("conditions", [])]
 
 
+def told(client: KubeClient, namespace: str, job: str) -> list[str]:
+    """The job's events in the order they were first told, as `kubectl describe` lists them."""
+    events = sorted(events_about(client, namespace, job), key=lambda e: (
+        e.get("firstTimestamp") or e.get("eventTime") or "", e["metadata"]["creationTimestamp"]))
+    return [f"{e['type']} {e['reason']}: {e['message']}" for e in events]
+
+
 def test_a_running_evaluator_finishes_before_the_job_succeeds(
         cluster: LocalCluster, kube_client: KubeClient, namespace: str, operator: OperatorProcess) -> None:
     create(kube_client, namespace, "eval", {GRACE: "120"})
@@ -101,8 +108,11 @@ def test_a_running_evaluator_finishes_before_the_job_succeeds(
     # cleanPodPolicy Running keeps the evaluator that finished, as it keeps the chief.
     assert (pod_of(kube_client, namespace, "eval", "evaluator") or {}).get("status", {}).get("phase") == "Succeeded"
     assert job_status(kube_client, namespace, "eval")["replicaSummary"] == "2/3 succeeded"
-    reasons = {e["reason"] for e in events_about(kube_client, namespace, "eval")}
-    assert "TFJobSucceeded" in reasons and not {"EvaluatorFailed", "EvaluatorGraceExpired"} & reasons
+    # Events are sent after the status that announces them is stored.
+    reasons = wait_for(lambda: (found := {e["reason"] for e in events_about(kube_client, namespace, "eval")}) >= {
+        "WaitingForEvaluator", "TFJobSucceeded"} and found, 30, "the wait and the success told by events")
+    assert not {"EvaluatorFailed", "EvaluatorGraceExpired"} & reasons
+    print("\n".join(told(kube_client, namespace, "eval")))
 
 
 def test_a_failed_final_evaluation_is_a_warning_and_the_job_succeeds(
@@ -164,3 +174,4 @@ def test_the_grace_running_out_succeeds_the_job_and_cleans_up_the_evaluator_with
     assert warning["type"] == "Warning"
     assert warning["message"] == (f"TFJob {namespace}/evalslow: Evaluator 0 was still evaluating when the wait for "
                                   "its final evaluation ended; it is cleaned up as cleanPodPolicy says.")
+    print("\n".join(told(kube_client, namespace, "evalslow")))

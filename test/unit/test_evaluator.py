@@ -93,7 +93,7 @@ SUCCEEDED = {"Succeeded": ("True", "TFJobSucceeded"), "Running": ("False", "TFJo
 ROWS = {
     "the chief succeeds with the evaluator running: the job waits, the worker goes, the evaluator stays": Case(
         job(), [CHIEF_DONE, make_pod("Worker", 0), EVALUATING], conditions=WAITS, running_message=WAIT_300,
-        delete_pods=[W0], delete_services=[W0], events=["ExitedWithCode"], requeue_after=300.0,
+        delete_pods=[W0], delete_services=[W0], events=["ExitedWithCode", "WaitingForEvaluator"], requeue_after=300.0,
         status={"state": "Running", "phase": "Running", "reason": "WaitingForEvaluator", "completionTime": None,
                 "replicaSummary": "1/3 succeeded, 1 evaluating", "replicaStatuses": {
                     "Chief": {"active": 0, "succeeded": 1, "failed": 0, "restarts": 0},
@@ -103,12 +103,12 @@ ROWS = {
         job({GRACE: "60"}), [CHIEF_DONE, make_pod("Worker", 0), EVALUATING], conditions=WAITS,
         running_message=("TFJob ns/mnist: the training succeeded; waiting up to 60s, until 10:01:00, for "
                          "Evaluator 0's final evaluation."), delete_pods=[W0], delete_services=[W0],
-        events=["ExitedWithCode"], requeue_after=60.0),
+        events=["ExitedWithCode", "WaitingForEvaluator"], requeue_after=60.0),
     "activeDeadlineSeconds ends the wait sooner": Case(
         job(activeDeadlineSeconds=120), [CHIEF_DONE, make_pod("Worker", 0), EVALUATING], conditions=WAITS,
         running_message=("TFJob ns/mnist: the training succeeded; waiting up to 120s, until 10:02:00, for "
                          "Evaluator 0's final evaluation."), delete_pods=[W0], delete_services=[W0],
-        events=["ExitedWithCode"], requeue_after=120.0),
+        events=["ExitedWithCode", "WaitingForEvaluator"], requeue_after=120.0),
     "the evaluator still evaluates within the grace: nothing changes, nothing is made again": Case(
         waiting(job()), [CHIEF_DONE, EVALUATING], WAIT_LEFT, now=at(2), conditions=WAITS, requeue_after=180.0,
         unchanged_status=True),

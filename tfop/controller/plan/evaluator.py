@@ -6,9 +6,9 @@ written as the chief ends. Finishing the job the moment the chief succeeds would
 operator does, its issue 1658). So when the training succeeds and an evaluator runs:
 
 - the job waits: Succeeded False and Running True, both with reason WaitingForEvaluator and a message naming the
-  evaluators and when the wait ends; the rest of the job is cleaned up at once as cleanPodPolicy says (the
-  training is over; only the evaluators, their services and the PodGroup they were scheduled in are kept), and
-  nothing is created or restarted again;
+  evaluators and when the wait ends, told once by a Normal event of that reason; the rest of the job is cleaned
+  up at once as cleanPodPolicy says (the training is over; only the evaluators, their services and the PodGroup
+  they were scheduled in are kept), and nothing is created or restarted again;
 - the job succeeds when every evaluator waited for has ended, when the grace has passed since the training
   succeeded, when activeDeadlineSeconds is reached, or when the job is suspended; whichever comes first. Then
   cleanPodPolicy applies to the evaluators too.
@@ -31,6 +31,7 @@ from tfop.api.constants import (
     CONDITION_RESTARTING,
     CONDITION_RUNNING,
     CONDITION_SUCCEEDED,
+    EVENT_NORMAL,
     EVENT_WARNING,
     REASON_EVALUATOR_FAILED,
     REASON_EVALUATOR_GRACE_EXPIRED,
@@ -96,6 +97,7 @@ def finish_training(draft: PlanDraft, job: dict[str, Any], context: PlanContext,
             _tell_unfinished(draft, evaluators)
         return
     started, until = wait
+    starting = not waiting_for_evaluators(draft)
     waited = replica_ranges(slot.slot for slot in running)
     message = (f"{draft.job_ref}: the training succeeded; waiting up to {(until - started).total_seconds():g}s, "
                f"until {_clock(until)}, for {waited}'s final evaluation.")
@@ -107,6 +109,8 @@ def finish_training(draft: PlanDraft, job: dict[str, Any], context: PlanContext,
     succeeded = sum(1 for slot in children.slots if slot.state is SlotState.SUCCEEDED)
     draft.status["replicaSummary"] = (f"{succeeded}/{len(children.slots)} succeeded, "
                                       f"{len(running)} evaluating")
+    if starting:  # told once, as the wait starts: no condition becomes True to announce it
+        draft.event(EVENT_NORMAL, REASON_WAITING_FOR_EVALUATOR, message)
     draft.requeue((until - draft.now).total_seconds())
 
 
