@@ -30,7 +30,7 @@ from support.plan_builders import (
 )
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.planner import plan
-from tfop.controller.plan.types import JOB, POD, SERVICE, JobCounters, Plan, PlanContext
+from tfop.controller.plan.types import JOB, POD, POD_GROUP, SERVICE, JobCounters, Plan, PlanContext
 
 CHIEF0, W0, EV0 = name_of("Chief", 0), name_of("Worker", 0), name_of("Evaluator", 0)
 REPLICAS = {"Chief": 1, "Worker": 1, "Evaluator": 1}
@@ -253,3 +253,18 @@ def test_with_the_job_backend_the_evaluators_job_is_spared() -> None:
     assert _names(result.deletes(JOB)) == [W0] and _names(result.deletes(SERVICE)) == [W0]
     assert result.deletes(POD) == [] and result.create == []
     assert message(result, "Running") == WAIT_300
+
+
+def test_the_pod_group_stays_while_the_evaluator_finishes_and_goes_with_it() -> None:
+    """The evaluator's pod was scheduled in the job's gang: its group goes only when the job is done."""
+    group = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+             "metadata": {"name": "mnist", "namespace": "ns", "uid": "pg-mnist"}, "spec": {"minMember": 3}}
+    gang = ControllerConfig(gang_scheduler="scheduler-plugins")
+    started = plan(PlanContext(job(), {POD: [CHIEF_DONE, make_pod("Worker", 0), EVALUATING],
+                                       SERVICE: services_for(REPLICAS), POD_GROUP: [group]}, NOW, gang))
+    assert condition(started, "Succeeded") == ("False", "WaitingForEvaluator")
+    assert started.deletes(POD_GROUP) == [] and _names(started.deletes(POD)) == [W0]
+    ended = plan(PlanContext(waiting(job()), {POD: [CHIEF_DONE, EVALUATING], SERVICE: WAIT_LEFT,
+                                              POD_GROUP: [group]}, at(5), gang))
+    assert condition(ended, "Succeeded") == ("True", "TFJobSucceeded")
+    assert _names(ended.deletes(POD_GROUP)) == ["mnist"] and _names(ended.deletes(POD)) == [EV0]
