@@ -90,8 +90,8 @@ REPLICA_KINDS: tuple[ChildKind, ...] = (
 )
 
 
-# A job that asks for isolation (plan/network_policy.py) gets one, before any replica's children: its pods never
-# run unprotected. In the table whatever the config, since any job may ask.
+# A job that asks for isolation (plan/network_policy.py) gets one, created before any replica's children, so an
+# isolated job's pods are made only once it exists. In the table whatever the config, since any job may ask.
 NETWORK_POLICY_KIND = ChildKind(NETWORK_POLICY, NETWORK_POLICIES, lambda desired, slot: desired.network_policy(),
                                 slim_network_policy, scope=Scope.JOB)
 
