@@ -17,6 +17,8 @@ cluster the operator runs in rather than how one process runs (those are flags).
                                           # TypeIndex: {job}-{type}-{index}, as the Kubeflow training operator
     replicaBackend: pods                  # new jobs' replicas: Pods (default) or jobs, one batch/v1 Job each;
                                           # a job's annotation tfop.kubeflow.org/replica-backend overrides it
+    evaluatorGraceSeconds: 300            # how long a job whose training succeeded waits for a running evaluator
+                                          # (0: not at all); a job's tfop.kubeflow.org/evaluator-grace-seconds wins
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import yaml
 from tfop.api.constants import NAMING_RUNTIME_ID, NAMINGS, NODE_LOSS_POLICIES, REPLICA_BACKEND_PODS, REPLICA_BACKENDS
 from tfop.controller.plan.accelerators import Accelerator, HostVolume
 from tfop.controller.plan.controller_config import (
+    DEFAULT_EVALUATOR_GRACE_SECONDS,
     DEFAULT_GRPC_SERVER_FILE_PATH,
     DEFAULT_SERVICE_DOMAIN,
     DEFAULT_TF_IMAGE,
@@ -70,7 +73,7 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> ControllerConf
     document = _mapping(data, "the config")
     _known(document, "the config",
            {"serviceDomain", "accelerators", "gangScheduler", "childNaming", "tfImage", "grpcServerFilePath",
-            "replicaBackend", "nodeLoss", "gpuResource"}, notes)
+            "replicaBackend", "nodeLoss", "gpuResource", "evaluatorGraceSeconds"}, notes)
     domain = document.get("serviceDomain", DEFAULT_SERVICE_DOMAIN)
     if not isinstance(domain, str) or not _DNS_SUFFIX.match(domain):
         raise ConfigError(f"serviceDomain {domain!r} is not a DNS suffix such as svc.cluster.local")
@@ -100,10 +103,13 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> ControllerConf
     backend = document.get("replicaBackend", REPLICA_BACKEND_PODS)
     if backend not in REPLICA_BACKENDS:
         raise ConfigError(f"replicaBackend {backend!r} is not one of {', '.join(REPLICA_BACKENDS)}")
+    evaluator_grace = _seconds(document.get("evaluatorGraceSeconds", DEFAULT_EVALUATOR_GRACE_SECONDS),
+                               "evaluatorGraceSeconds")
     return ControllerConfig(service_domain=domain, accelerators=MappingProxyType(accelerators), gang_scheduler=gang,
                             gpu_resource=str(gpu_resource), child_naming=str(naming), tf_image=image,
                             grpc_server_file_path=posixpath.normpath(server_path), replica_backend=str(backend),
-                            node_loss=_node_loss(document.get("nodeLoss") or {}, notes))
+                            node_loss=_node_loss(document.get("nodeLoss") or {}, notes),
+                            evaluator_grace_seconds=evaluator_grace)
 
 
 def _node_loss(data: Any, notes: list[str]) -> NodeLossSettings:
@@ -118,13 +124,9 @@ def _node_loss(data: Any, notes: list[str]) -> NodeLossSettings:
     policy = spec.get("policy", defaults.policy)
     if policy not in NODE_LOSS_POLICIES:
         raise ConfigError(f"nodeLoss.policy {policy!r} is not one of {', '.join(NODE_LOSS_POLICIES)}")
-    seconds = {}
-    for key, default in (("graceSeconds", defaults.grace_seconds),
-                         ("terminatingMarginSeconds", defaults.terminating_margin_seconds)):
-        value = spec.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 86400:
-            raise ConfigError(f"nodeLoss.{key} must be a number of seconds from 0 to 86400, not {value!r}")
-        seconds[key] = float(value)
+    seconds = {key: _seconds(spec.get(key, default), f"nodeLoss.{key}")
+               for key, default in (("graceSeconds", defaults.grace_seconds),
+                                    ("terminatingMarginSeconds", defaults.terminating_margin_seconds))}
     names = {}
     for key in ("unhealthyConditions", "unhealthyTaints"):
         entries = _list(spec.get(key), f"nodeLoss.{key}")
@@ -135,6 +137,12 @@ def _node_loss(data: Any, notes: list[str]) -> NodeLossSettings:
                             terminating_margin_seconds=seconds["terminatingMarginSeconds"],
                             unhealthy_conditions=names["unhealthyConditions"],
                             unhealthy_taints=names["unhealthyTaints"])
+
+
+def _seconds(value: Any, path: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 86400:
+        raise ConfigError(f"{path} must be a number of seconds from 0 to 86400, not {value!r}")
+    return float(value)
 
 
 def _gpu_accelerators(accelerators: dict[str, Accelerator], gpu_resource: str,

@@ -56,6 +56,13 @@ def test_replica_backend_for_new_jobs(backend: str) -> None:
     assert parse_config({}).replica_backend == "pods"
 
 
+@pytest.mark.parametrize(("document", "grace"), [({}, 300.0), ({"evaluatorGraceSeconds": 0}, 0.0),
+                                                ({"evaluatorGraceSeconds": 45.5}, 45.5),
+                                                ({"evaluatorGraceSeconds": 86400}, 86400.0)])
+def test_evaluator_grace_for_every_job(document: dict[str, Any], grace: float) -> None:
+    assert parse_config(document).evaluator_grace_seconds == grace
+
+
 @pytest.mark.parametrize(("document", "message"), [
     ([], "the config must be a mapping"),
     ({"serviceDomain": "Svc_Local"}, "serviceDomain 'Svc_Local' is not a DNS suffix"),
@@ -82,10 +89,14 @@ def test_replica_backend_for_new_jobs(backend: str) -> None:
     ({"accelerators": {"alpha.kubernetes.io/nvidia-gpu": {}, "nvidia.com/gpu": {}}},
      ("accelerators names both alpha.kubernetes.io/nvidia-gpu and nvidia.com/gpu, which tfop takes as one resource "
       "(gpuResource): keep one")),
+    ({"evaluatorGraceSeconds": -1}, "evaluatorGraceSeconds must be a number of seconds from 0 to 86400, not -1"),
+    ({"evaluatorGraceSeconds": "5m"}, "evaluatorGraceSeconds must be a number of seconds from 0 to 86400, not '5m'"),
+    ({"nodeLoss": {"graceSeconds": True}}, "nodeLoss.graceSeconds must be a number of seconds from 0 to 86400"),
 ], ids=["not-a-mapping", "bad-domain", "typo", "server-path-at-root", "relative-server-path", "empty-image",
         "bad-env-name", "relative-mount", "bad-volume-name", "volumes-not-a-list", "accelerator-key-typo",
         "bad-child-naming", "bad-replica-backend", "gpu-resource-not-qualified", "gpu-resource-legacy",
-        "accelerators-for-both-gpu-names"])
+        "accelerators-for-both-gpu-names", "negative-evaluator-grace", "evaluator-grace-as-text",
+        "node-loss-grace-as-bool"])
 def test_bad_config_is_rejected_naming_the_key(document: Any, message: str) -> None:
     with pytest.raises(ConfigError, match=None) as raised:
         parse_config(document)
@@ -105,8 +116,8 @@ def test_unknown_keys_are_warnings_naming_them() -> None:
                            "accelerators": {"nvidia.com/gpu": {"envVars": [], "driver": "384"}}}, warnings)
     assert config.service_domain == "svc"
     assert warnings == [
-        ("the config has unknown key 'cloud', ignored; known: accelerators, childNaming, gangScheduler, "
-         "gpuResource, grpcServerFilePath, nodeLoss, replicaBackend, serviceDomain, tfImage"),
+        ("the config has unknown key 'cloud', ignored; known: accelerators, childNaming, evaluatorGraceSeconds, "
+         "gangScheduler, gpuResource, grpcServerFilePath, nodeLoss, replicaBackend, serviceDomain, tfImage"),
         "accelerators[nvidia.com/gpu] has unknown key 'driver', ignored; known: envVars, volumes"]
 
 

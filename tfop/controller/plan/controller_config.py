@@ -17,6 +17,9 @@ DEFAULT_SERVICE_DOMAIN = "svc"
 # mounted (the seeds' controller config names this very path).
 DEFAULT_TF_IMAGE = "tensorflow/tensorflow:2.21.0"
 DEFAULT_GRPC_SERVER_FILE_PATH = "/opt/mlkube/grpc_tensorflow_server/grpc_tensorflow_server.py"
+# How long a job whose training succeeded waits for a running evaluator's final evaluation (plan/evaluator.py): long
+# enough for one evaluation pass over a test set, short enough that a hung evaluator holds its node only minutes.
+DEFAULT_EVALUATOR_GRACE_SECONDS = 300.0
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,8 @@ class ControllerConfig:
     grpc_server_file_path: str = DEFAULT_GRPC_SERVER_FILE_PATH
     # When a replica's node counts as lost, and what tfop then does (plan/node_loss.py).
     node_loss: NodeLossSettings = field(default_factory=NodeLossSettings)
+    # A job's annotation tfop.kubeflow.org/evaluator-grace-seconds wins; 0 does not wait (plan/evaluator.py).
+    evaluator_grace_seconds: float = DEFAULT_EVALUATOR_GRACE_SECONDS
 
     @property
     def gang(self) -> GangScheduler | None:

@@ -19,6 +19,7 @@ POD = "Pod"
 SERVICE = "Service"
 POD_GROUP = "PodGroup"  # one per job, when a gang scheduler is configured
 JOB = "Job"  # a batch/v1 Job per replica, with the Job backend; the pods it makes are passed as POD children too
+NETWORK_POLICY = "NetworkPolicy"  # one per job that asks for it (plan/network_policy.py)
 
 
 @dataclass(frozen=True)
