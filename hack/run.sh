@@ -20,10 +20,14 @@ done
 
 BIN_DIR="$(bash "${REPO}/hack/build-controlplane.sh")"
 ours=no
+local_args=()
 if [[ -z "${KUBECONFIG:-}" ]]; then
   python3 "${REPO}/hack/local_cluster.py" up --real-nodes "${REAL_NODES:-1}" --dir "${CLUSTER_DIR}" >/dev/null
   KUBECONFIG="${CLUSTER_DIR}/kubeconfig"
   ours=yes
+  # The local cluster's controller config: the default PS server runs the TensorFlow image the real nodes hold,
+  # since they pull nothing. ARGS="--config FILE" comes later and wins.
+  local_args=(--config "$(python3 "${REPO}/hack/local_cluster.py" operator-config --dir "${CLUSTER_DIR}")")
 fi
 export KUBECONFIG
 KUBECTL="${BIN_DIR}/kubectl"
@@ -67,4 +71,4 @@ Starting tfop (Ctrl-C stops it).
 MSG
 # A developer machine: endpoints on loopback only (flags given to make run ARGS=... come later and win).
 exec "${REPO}/.venv/bin/tfop" run --kubeconfig "${KUBECONFIG}" --metrics-addr 127.0.0.1:8080 \
-  --health-addr 127.0.0.1:8081 ${tfop_args[@]+"${tfop_args[@]}"}
+  --health-addr 127.0.0.1:8081 ${local_args[@]+"${local_args[@]}"} ${tfop_args[@]+"${tfop_args[@]}"}

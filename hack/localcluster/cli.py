@@ -5,6 +5,8 @@
     down | destroy | status [--dir DIR]                              stop keeping data; stop and delete; show
     node stop|partition|start NAME [--dir DIR]                       fail a real node as a power loss would, or
                                                                      as a network partition would; bring it back
+    operator-config [--dir DIR]                                      write the controller config of an operator
+                                                                     run against the cluster; print its path
     kueue ... | coscheduler ... | prometheus ...                     the add-ons (each has its own --help)
 """
 
@@ -18,6 +20,7 @@ from .addons.process import run_cli
 from .cluster import DEFAULT_DIR, LocalCluster
 from .controlplane import build_controlplane
 from .node_layout import MAX_NODES, NODE_LABEL
+from .operator_config import write as write_operator_config
 from .supervisor import log
 
 
@@ -27,7 +30,8 @@ def main(argv: list[str]) -> int:
         addon = importlib.import_module(f"localcluster.addons.{argv[0]}")
         return int(addon.main(argv[1:]))
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["up", "down", "status", "destroy", "build", "watch", "node"])
+    parser.add_argument("command", choices=["up", "down", "status", "destroy", "build", "watch", "node",
+                                                "operator-config"])
     parser.add_argument("action", nargs="?", choices=["stop", "partition", "start"], help="node: what to do")
     parser.add_argument("name", nargs="?", help="node: which real node (real-0, real-1, ...)")
     parser.add_argument("--dir", type=Path, default=DEFAULT_DIR, help=f"state directory (default {DEFAULT_DIR})")
@@ -40,6 +44,9 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.command == "build":
         print(build_controlplane())
+        return 0
+    if args.command == "operator-config":
+        print(write_operator_config(args.dir))
         return 0
     if args.command == "node" and not (args.action and args.name):
         parser.error("node needs an action (stop, partition, start) and a node's name")

@@ -14,9 +14,10 @@ import pytest
 
 from localcluster import LocalCluster
 from localcluster.node_layout import NODE_LABEL
+from localcluster.operator_config import tensorflow_image
 from support.operator_process import OperatorProcess
 from support.python_sdk import TrainingClient, sdk_python
-from support.real_node_jobs import job_pods, tensorflow_image
+from support.real_node_jobs import job_pods
 from support.waiting import wait_for
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from localcluster import LocalCluster
 from localcluster.node_layout import NODE_LABEL
-from support.real_node_jobs import tensorflow_image
+from localcluster.operator_config import tensorflow_image
 
 # kube-controller-manager's --node-monitor-grace-period in the local cluster (Kubernetes' default): how long a
 # silent node stays Ready before it is marked Unknown; its node monitor looks every 5 s.

@@ -4,20 +4,10 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 from typing import Any
 
 from localcluster import LocalCluster
 from localcluster.node_layout import NODE_LABEL
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def tensorflow_image() -> str:
-    """The project's TensorFlow image, as hack/versions.env pins it (imported into every real node)."""
-    pinned = dict(line.split("=", 1) for line in (REPO / "hack" / "versions.env").read_text().splitlines()
-                  if "=" in line and not line.startswith("#"))
-    return pinned["TENSORFLOW_IMAGE"]
 
 
 def on_real_node(spec: dict[str, Any]) -> dict[str, Any]:
