@@ -4,6 +4,8 @@ the same Service, Issuer, Certificate, Deployment flags and CRD conversion; the 
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 from pathlib import Path
 
@@ -22,6 +24,7 @@ from integration.test_deploy import (
     run_helm,
 )
 from localcluster import LocalCluster
+from support.webhook import make_webhook_certificates
 
 CRD = ("CustomResourceDefinition", "tfjobs.kubeflow.org")
 WEBHOOK = ["--set", "webhook.enabled=true"]
@@ -106,3 +109,35 @@ def test_helm_chart_with_the_webhook_lints(helm: Path) -> None:
 def test_helm_chart_refuses_webhook_values_that_cannot_work(helm: Path, values: list[str], complaint: str) -> None:
     result = run_helm(helm, "template", "tfop", str(CHART), *WEBHOOK, *values)
     assert result.returncode != 0 and complaint in result.stderr, result.stderr
+
+
+def test_helm_takes_over_the_crd_as_documented_and_keeps_it_on_uninstall(
+        cluster: LocalCluster, tfjob_crd: Path, helm: Path, namespace: str, tmp_path: Path) -> None:
+    """docs/install/webhook.md's steps on a cluster whose CRD came from crd/: Helm refuses to take it unasked;
+    handed to Helm, it installs with --skip-crds (without cert-manager, which the local cluster lacks: a Secret
+    and caBundle of ours)."""
+    ca = make_webhook_certificates(tmp_path)
+    cluster.kubectl("create", "secret", "tls", "tfop-webhook-cert", "-n", namespace,
+                    f"--cert={tmp_path / 'tls.crt'}", f"--key={tmp_path / 'tls.key'}")
+    kubeconfig = ["--kubeconfig", str(cluster.kubeconfig)]
+    bundle = base64.b64encode(ca.read_bytes()).decode()
+    values = [*WEBHOOK, "--set", "webhook.certManager.enabled=false", "--set", f"webhook.caBundle={bundle}"]
+    refused = run_helm(helm, "install", "tfop", str(CHART), "-n", namespace, *values, *kubeconfig)
+    assert refused.returncode != 0 and "cannot be imported into the current release" in refused.stderr, refused
+    cluster.kubectl("label", "crd", CRD[1], "app.kubernetes.io/managed-by=Helm")
+    cluster.kubectl("annotate", "crd", CRD[1], "meta.helm.sh/release-name=tfop",
+                    f"meta.helm.sh/release-namespace={namespace}")
+    try:
+        result = run_helm(helm, "install", "tfop", str(CHART), "-n", namespace, "--skip-crds", *values, *kubeconfig)
+        assert result.returncode == 0, result.stdout + result.stderr
+        crd = json.loads(cluster.kubectl("get", "crd", CRD[1], "-o", "json").stdout)
+        assert crd["spec"]["conversion"]["webhook"]["clientConfig"] == {
+            "service": {"namespace": namespace, "name": "tfop-webhook", "path": "/convert", "port": 443},
+            "caBundle": bundle}
+        uninstalled = run_helm(helm, "uninstall", "tfop", "-n", namespace, "--wait", *kubeconfig)
+        assert uninstalled.returncode == 0, uninstalled.stderr
+        assert "tfjobs.kubeflow.org" in uninstalled.stdout  # "These resources were kept due to the resource policy"
+        assert cluster.kubectl("get", "crd", CRD[1], check=False).returncode == 0
+    finally:
+        run_helm(helm, "uninstall", "tfop", "-n", namespace, *kubeconfig)
+        cluster.kubectl("replace", "-f", str(tfjob_crd))  # the checked-in CRD, without Helm's marks
