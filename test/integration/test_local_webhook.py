@@ -51,7 +51,7 @@ def test_a_seed_applies_as_written_and_reads_back_as_v1(cluster: LocalCluster, n
     print(f"$ kubectl apply -f {manifest}   # {written['apiVersion']}\n{output}")
     assert f"tfjob.kubeflow.org/{name}" in output
     v1 = json.loads(cluster.kubectl("get", "tfjobs.v1.kubeflow.org", name, "-n", namespace, "-o", "json").stdout)
-    print(f"$ kubectl get tfjobs.v1.kubeflow.org {name} -o json | jq .spec.tfReplicaSpecs keys\n"
+    print(f"$ kubectl get tfjobs.v1.kubeflow.org {name} -o json   # apiVersion, tfReplicaSpecs' keys:\n"
           f"{v1['apiVersion']} {sorted(v1['spec']['tfReplicaSpecs'])}")
     assert v1["apiVersion"] == "kubeflow.org/v1"
     if written["apiVersion"] == "kubeflow.org/v1alpha1":
