@@ -8,6 +8,7 @@
     operator-config [--dir DIR]                                      write the controller config of an operator
                                                                      run against the cluster; print its path
     kueue ... | coscheduler ... | prometheus ...                     the add-ons (each has its own --help)
+    webhook crd [--dir DIR]                                          the TFJob CRD converting through `make run`
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from .supervisor import log
 
 
 def main(argv: list[str]) -> int:
-    if argv and argv[0] in ("kueue", "coscheduler", "prometheus"):
-        # Imported only when asked for: Kueue's and Prometheus' modules need PyYAML (make's virtualenv).
+    if argv and argv[0] in ("kueue", "coscheduler", "prometheus", "webhook"):
+        # Imported only when asked for: Kueue's, Prometheus' and the webhook's modules need PyYAML (make's
+        # virtualenv).
         addon = importlib.import_module(f"localcluster.addons.{argv[0]}")
         return int(addon.main(argv[1:]))
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
