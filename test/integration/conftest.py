@@ -78,3 +78,14 @@ def chart_monitoring() -> Monitoring:
     from localcluster.addons.prometheus_chart import Monitoring
 
     return Monitoring.from_chart()
+
+
+@pytest.fixture(params=["pods", "jobs"])
+def backend(request: pytest.FixtureRequest, cluster: LocalCluster, tfjob_crd: Path, namespace: str,
+            tmp_path: Path) -> Iterator[str]:
+    """`tfop run --replica-backend` with each replica backend, watching the test's namespace."""
+    process = OperatorProcess(cluster.kubeconfig, tmp_path / "operator.log", "--namespace", namespace,
+                              "--replica-backend", request.param).start()
+    yield str(request.param)
+    process.terminate()
+    print(f"--- operator log ---\n{process.log_tail(80)}")

@@ -8,14 +8,8 @@ tests prove the object, its owner and its selectors, not that a connection is re
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-from localcluster import LocalCluster
-from support.operator_process import OperatorProcess
 from support.tfjobs import TFJOBS, children, condition, events_about, job_status, pods_by_name, replica, tfjob
 from support.waiting import consistently, wait_for
 from tfop.kube.client import KubeClient
@@ -34,15 +28,6 @@ OWN = {"matchLabels": {"training.kubeflow.org/job-name": "iso"},
                              "values": ["tfjob-controller", "tfop"]}]}
 
 
-@pytest.fixture(params=["pods", "jobs"])
-def backend(request: pytest.FixtureRequest, cluster: LocalCluster, tfjob_crd: Path, namespace: str,
-            tmp_path: Path) -> Iterator[str]:
-    """`tfop run --replica-backend` with each backend, watching the test's namespace."""
-    process = OperatorProcess(cluster.kubeconfig, tmp_path / "operator.log", "--namespace", namespace,
-                              "--replica-backend", request.param).start()
-    yield str(request.param)
-    process.terminate()
-    print(f"--- operator log ---\n{process.log_tail(60)}")
 
 
 def policy(client: KubeClient, namespace: str, name: str) -> dict[str, Any] | None:
