@@ -22,7 +22,7 @@ FROM = "tfop.kubeflow.org/network-policy-from"
 PEERS = [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}},
          {"namespaceSelector": {}, "podSelector": {"matchExpressions": [
              {"key": "app.kubernetes.io/name", "operator": "In", "values": ["tensorboard"]}]}},
-         {"ipBlock": {"cidr": "10.0.0.0/8", "except": ["10.1.0.0/16"]}}]
+         {"ipBlock": {"cidr": "198.18.0.0/15", "except": ["198.19.0.0/16"]}}]
 OWN = {"matchLabels": {"training.kubeflow.org/job-name": "iso"},
        "matchExpressions": [{"key": "training.kubeflow.org/operator-name", "operator": "In",
                              "values": ["tfjob-controller", "tfop"]}]}

@@ -46,7 +46,7 @@ def test_metrics_flags_resolve(flags: dict[str, object], in_pod: bool, expected:
 
 
 @pytest.mark.parametrize(("address", "secure", "exposed"), [
-    (":8080", False, True), ("0.0.0.0:8080", False, True), ("10.0.0.7:8080", False, True),
+    (":8080", False, True), ("0.0.0.0:8080", False, True), ("198.18.0.7:8080", False, True),
     ("127.0.0.1:8080", False, False), ("[::1]:8080", False, False), ("localhost:8080", False, False),
     (":8443", True, False)])
 def test_plain_http_beyond_loopback_is_what_gets_a_warning(address: str, secure: bool, exposed: bool) -> None:
@@ -86,7 +86,7 @@ def review(token: str, verb: str, path: str) -> Verdict:
 
 
 def guarded(authorization: str | None, method: str = "GET") -> Refusal | None:
-    environ = {"PATH_INFO": "/metrics", "REQUEST_METHOD": method, "REMOTE_ADDR": "10.0.0.9"}
+    environ = {"PATH_INFO": "/metrics", "REQUEST_METHOD": method, "REMOTE_ADDR": "198.18.0.9"}
     if authorization is not None:
         environ["HTTP_AUTHORIZATION"] = authorization
     return access_guard(review)(environ)

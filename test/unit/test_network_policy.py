@@ -42,10 +42,10 @@ ASKED: dict[str, tuple[dict[str, str], bool, tuple[dict[str, Any], ...], list[st
         {SWITCH: "Isolated", FROM: (
             '[{"namespaceSelector": {"matchLabels": {"team": "ml"}}, "podSelector": {"matchLabels": '
             '{"app": "tensorboard"}}}, {"podSelector": {"matchExpressions": [{"key": "example.com/role", '
-            '"operator": "Exists"}]}}, {"ipBlock": {"cidr": "10.0.0.0/8", "except": ["10.1.0.0/16"]}}]')}, True,
+            '"operator": "Exists"}]}}, {"ipBlock": {"cidr": "198.18.0.0/15", "except": ["198.19.0.0/16"]}}]')}, True,
         ({"namespaceSelector": {"matchLabels": {"team": "ml"}}, "podSelector": {"matchLabels": {"app": "tensorboard"}}},
          {"podSelector": {"matchExpressions": [{"key": "example.com/role", "operator": "Exists"}]}},
-         {"ipBlock": {"cidr": "10.0.0.0/8", "except": ["10.1.0.0/16"]}}), []),
+         {"ipBlock": {"cidr": "198.18.0.0/15", "except": ["198.19.0.0/16"]}}), []),
     "every namespace is an empty selector, kept; empty fields are left out": (
         {SWITCH: "Isolated", FROM: '[{"namespaceSelector": {}}, {"podSelector": {"matchLabels": {}, '
                                    '"matchExpressions": []}}]'}, True,
@@ -80,14 +80,14 @@ ASKED: dict[str, tuple[dict[str, str], bool, tuple[dict[str, Any], ...], list[st
         [f"{IN_FROM}[0].podSelector.matchExpressions[0].values: must not be empty for In",
          f"{IN_FROM}[0].podSelector.matchExpressions[1].values: must be empty for Exists"]),
     "an address block with a selector": (
-        {SWITCH: "Isolated", FROM: '[{"ipBlock": {"cidr": "10.0.0.0/8"}, "podSelector": {}}]'}, False, (),
+        {SWITCH: "Isolated", FROM: '[{"ipBlock": {"cidr": "198.18.0.0/15"}, "podSelector": {}}]'}, False, (),
         [f"{IN_FROM}[0]: ipBlock cannot be combined with a selector in one peer"]),
     "an address block not at its network's first address, an exception outside it": (
-        {SWITCH: "Isolated", FROM: '[{"ipBlock": {"cidr": "10.0.0.1/8"}}, {"ipBlock": {"cidr": "10.0.0.0/16", '
-                                   '"except": ["192.168.0.0/24"]}}]'}, False, (),
-        [(f"{IN_FROM}[0].ipBlock.cidr: must be a network in CIDR notation such as 10.0.0.0/8 or fd00::/8 (its first "
-          "address, in canonical form), not '10.0.0.1/8'"),
-         f"{IN_FROM}[1].ipBlock.except[0]: '192.168.0.0/24' is not inside 10.0.0.0/16"]),
+        {SWITCH: "Isolated", FROM: '[{"ipBlock": {"cidr": "198.18.0.1/15"}}, {"ipBlock": {"cidr": "198.18.0.0/16", '
+                                   '"except": ["198.19.0.0/24"]}}]'}, False, (),
+        [(f"{IN_FROM}[0].ipBlock.cidr: must be a network in CIDR notation such as 198.18.0.0/15 or fd00::/8 (its first "
+          "address, in canonical form), not '198.18.0.1/15'"),
+         f"{IN_FROM}[1].ipBlock.except[0]: '198.19.0.0/24' is not inside 198.18.0.0/16"]),
 }
 
 

@@ -179,7 +179,7 @@ def _network(value: object, path: str, errors: list[str]) -> ipaddress.IPv4Netwo
         if str(network) != value:
             raise ValueError
     except ValueError:
-        errors.append(f"{path}: must be a network in CIDR notation such as 10.0.0.0/8 or fd00::/8 (its first "
+        errors.append(f"{path}: must be a network in CIDR notation such as 198.18.0.0/15 or fd00::/8 (its first "
                       f"address, in canonical form), not {value!r}")
         return None
     return network
