@@ -18,7 +18,7 @@ REAL_NODE ?= 1
 REAL_NODES ?= $(if $(filter 0,$(REAL_NODE)),0,1)
 NODE_FLAG := --real-nodes $(REAL_NODES)
 
-.PHONY: help venv controlplane node coscheduler cluster-up cluster-down cluster-status cluster-destroy run test unit integration \
+.PHONY: help venv controlplane node coscheduler test-artifacts cluster-up cluster-down cluster-status cluster-destroy run test unit integration \
 	e2e lint docs crd constraints clean
 
 help: ## list the targets and the variables they take
@@ -69,8 +69,15 @@ cluster-status: ## show which local cluster components run, and the real node's 
 run: venv ## run the operator against $KUBECONFIG (asks before installing the CRD there; ARGS=--install-crd or --no-install-crd answer for you), or against the local cluster (started if needed, with REAL_NODES real nodes, 1 by default)
 	@REAL_NODES=$(REAL_NODES) bash hack/run.sh $(ARGS)
 
-test: venv controlplane node helm prometheus coscheduler training-operator kueue ## run every test: unit, integration and e2e against a real local control plane
-	$(PY) -m pytest $(PYTEST_ARGS)
+# The images and virtualenvs the tests use are made first, once: the suites then run as two pytest processes at
+# once (hack/run_tests.py), which must not both build them.
+test: venv controlplane node helm prometheus coscheduler training-operator kueue test-artifacts ## run every test: unit, integration and e2e against a real local control plane (e2e beside the rest; PYTEST_ARGS: one pytest with them)
+	$(PY) hack/run_tests.py $(PYTEST_ARGS)
+
+test-artifacts:
+	@bash hack/build-images.sh >/dev/null
+	@bash hack/tensorflow-venv.sh >/dev/null
+	@bash hack/sdk-venv.sh >/dev/null
 
 # The suites are selected by marker (test/conftest.py gives each test the one of its directory); the directory is
 # named too only so pytest does not import the other suites' modules.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import fcntl
 import os
 import signal
 import subprocess
@@ -149,6 +150,14 @@ class GoOperatorProcess(OperatorProcess):
         return {**super().environment(), "MY_POD_NAMESPACE": self.NAMESPACE}
 
     def start(self, timeout: float = 120.0) -> None:
+        # CERT_DIR is one directory for every Go operator on the machine (make test runs two suites at once, each
+        # with its own cluster): one at a time gets its certificates there and starts; once running it has read them.
+        self.CERT_DIR.mkdir(parents=True, exist_ok=True)
+        with (self.CERT_DIR.parent / ".start.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            self._start(timeout)
+
+    def _start(self, timeout: float) -> None:
         for resource, body, namespace in (
                 (NAMESPACES, {"metadata": {"name": self.NAMESPACE}}, None),
                 (SECRETS, {"metadata": {"name": self.SECRET}}, self.NAMESPACE)):

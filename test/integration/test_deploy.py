@@ -112,15 +112,20 @@ def wait_available(cluster: LocalCluster, namespace: str, deployment: str, repli
              timeout=60, message=f"deployment {namespace}/{deployment} available")
 
 
-@pytest.fixture(scope="session")
-def kustomize_base(cluster: LocalCluster, tfjob_crd: Path, monitoring_crds: None) -> list[Object]:
-    """The kustomize base, rendered, dry-run and applied (its Namespace first: the rest lives in it)."""
+@pytest.fixture(scope="module")
+def kustomize_base(cluster: LocalCluster, tfjob_crd: Path, monitoring_crds: None) -> Iterator[list[Object]]:
+    """The kustomize base, rendered, dry-run and applied (its Namespace first: the rest lives in it); removed after
+    this module but for its CRD (the session's), so later tests install the chart on a cluster without it, as the
+    docs assume: a ClusterRole left named tfop would refuse the release."""
     rendered = kustomize(cluster)
     objects = documents(rendered)
     [namespace] = [o for o in objects if o["kind"] == "Namespace"]
     cluster.kubectl("apply", "-f", "-", input=json.dumps(namespace))
     dry_run_and_apply(cluster, rendered)
-    return objects
+    yield objects
+    ours = [o for o in objects if o["kind"] != "CustomResourceDefinition"]
+    cluster.kubectl("delete", "--wait=true", "--timeout=120s", "-f", "-",
+                    input="\n---\n".join(json.dumps(o) for o in ours))
 
 
 def served(cluster: LocalCluster, api: str) -> bool:
