@@ -94,6 +94,8 @@ ROWS: dict[str, tuple[dict[str, Any], dict[str, dict[str, Any]], NodeLossSetting
     "terminating past its deadline and the margin on an unreachable node: lost before the grace": (
         pod_on("real-1", deleted="09:59:00"), {"real-1": node(ready="Unknown", since="09:59:50")}, GPU, REPLACE_30,
         [(Verdict.LOST, "is unreachable since 09:59:50, and its pod has been terminating since 09:59:30", None)]),
+    "Ready again with the unreachable taint not yet lifted: healthy (the taint lags a monitor pass)": (
+        pod_on("real-1"), {"real-1": node(since="09:59:00", taints=(UNREACHABLE,))}, GPU, REPLACE_30, []),
     "terminating on a Ready node is the kubelet's to finish": (
         pod_on("real-1", deleted="09:50:00"), {"real-1": node()}, GPU, REPLACE_30, []),
 }

@@ -12,11 +12,12 @@ The hard rule is never two live processes claiming one TensorFlow task. The sign
   shutdown uses the same taint);
 - the Node object deleted: Kubernetes' pod garbage collector removes such pods too; replaced once the pod is
   older than the grace (a node so new that the cache has yet to see it is not mistaken for a deleted one);
-- Ready Unknown (the kubelet stopped reporting) or False, or the `node.kubernetes.io/unreachable` taint: proves
-  nothing, a partitioned node's process may still run. With the policy Replace (the default) tfop replaces the
-  replica once the node has been so for the grace period: the replacement takes over the task's Service name, a
-  partitioned process can reach no peer, and its kubelet kills it when the node comes back and finds the pod
-  gone. With WaitForProof tfop waits for one of the proofs above (or for the kubelet to confirm the pod ended);
+- Ready Unknown (the kubelet stopped reporting) or False (the `node.kubernetes.io/unreachable` taint counts only
+  beside them: next to Ready True it is left from a loss the node came back from): proves nothing, a partitioned
+  node's process may still run. With the policy Replace (the default) tfop replaces the replica once the node
+  has been so for the grace period: the replacement takes over the task's Service name, a partitioned process
+  can reach no peer, and its kubelet kills it when the node comes back and finds the pod gone. With
+  WaitForProof tfop waits for one of the proofs above (or for the kubelet to confirm the pod ended);
 - a node condition or taint the operator config names unhealthy (e.g. a node problem detector's GPU condition):
   the kubelet still runs, so the replica's pod is deleted gracefully once the grace has passed, and the kubelet
   confirms its end; pair it with a NoSchedule taint, or the replacement may be placed on the same node;
@@ -144,7 +145,9 @@ def _node_verdict(node: Object, now: datetime, settings: NodeLossSettings,
         return Verdict.LOST, f"is out of service ({TAINT_OUT_OF_SERVICE})", None
     ready = next((entry for entry in _entries(mapping_at(node, "status").get("conditions"))
                   if entry.get("type") == READY), {})
-    if ready.get("status") != "True" or TAINT_UNREACHABLE in taints:
+    # Ready True is the kubelet's own, newer word: an unreachable taint beside it is left from the loss and lifted
+    # on the node lifecycle controller's next pass, so a node coming back does not cost a job its replicas.
+    if ready.get("status") != "True":
         unreachable = ready.get("status") in (None, "Unknown") or TAINT_UNREACHABLE in taints
         since = parse_time(ready.get("lastTransitionTime")) or parse_time(
             mapping(taints.get(TAINT_UNREACHABLE)).get("timeAdded"))
