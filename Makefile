@@ -74,7 +74,7 @@ run: venv ## run the operator against $KUBECONFIG (asks before installing the CR
 test: venv controlplane node helm prometheus coscheduler training-operator kueue test-artifacts ## run every test: unit, integration and e2e against a real local control plane (e2e beside the rest; PYTEST_ARGS: one pytest with them)
 	$(PY) hack/run_tests.py $(PYTEST_ARGS)
 
-test-artifacts:
+test-artifacts: ## build or reuse what the tests run in (the node images, the TensorFlow and Kubeflow SDK virtualenvs), quietly
 	@bash hack/build-images.sh >/dev/null
 	@bash hack/tensorflow-venv.sh >/dev/null
 	@bash hack/sdk-venv.sh >/dev/null
