@@ -39,7 +39,7 @@ from tfop.api.constants import (
 )
 from tfop.api.defaults import apply_defaults
 from tfop.api.fields import mapping, mapping_at, text
-from tfop.api.kueue import kueue_key_problems, managed_elsewhere
+from tfop.api.kueue import REASON_NOT_QUEUED, kueue_key_problems, managed_elsewhere, not_queued_by_kueue
 from tfop.api.runtime_id import runtime_id
 from tfop.api.timestamps import parse_time
 from tfop.api.validation import validate
@@ -118,7 +118,7 @@ def plan(context: PlanContext) -> Plan:
     errors = [str(error) for error in validate(defaulted)] + kueue_key_problems(job) + node_policy_errors + (
         scope_errors) + ([backend_error] if backend_error else []) + list(gpu.problems) + grace_errors + (
         isolation_errors)
-    _note_created(draft, defaulted)
+    _note_created(draft, defaulted, unqueued=None if errors else not_queued_by_kueue(job))
     own = [*context.of_kind(JOB), *(pod for pod in context.of_kind(POD) if not made_by_job(pod)),
            *context.of_kind(SERVICE)]
     naming = naming_of(job, own, context.config.child_naming)
@@ -136,9 +136,14 @@ def plan(context: PlanContext) -> Plan:
     return draft.finalize(refused=bool(context.refusals))
 
 
-def _note_created(draft: PlanDraft, job: dict[str, Any]) -> None:
+def _note_created(draft: PlanDraft, job: dict[str, Any], *, unqueued: str | None) -> None:
+    """`unqueued`: why a job that names a Kueue queue runs outside it, said once with the job's creation."""
     if draft.condition(CONDITION_CREATED) is None:
-        draft.set_condition(CONDITION_CREATED, true=True, reason=REASON_CREATED, message=f"{draft.job_ref} is created.")
+        said = f" It runs unqueued: {unqueued}." if unqueued else ""
+        draft.set_condition(CONDITION_CREATED, true=True, reason=REASON_CREATED,
+                            message=f"{draft.job_ref} is created.{said}")
+        if unqueued:
+            draft.event(EVENT_WARNING, REASON_NOT_QUEUED, f"{draft.job_ref} runs unqueued: {unqueued}.")
         _note_overridden_restart_policies(draft, job)
     uid = text(mapping_at(job, "metadata").get("uid"))
     if uid:
