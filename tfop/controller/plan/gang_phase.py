@@ -25,7 +25,7 @@ from typing import Any
 
 from tfop.api.fields import items, mapping, mapping_at, text
 from tfop.api.timestamps import parse_time
-from tfop.controller.plan.gang import GANG_SCHEDULER_PLUGINS, GangScheduler
+from tfop.controller.plan.gang import GANG_SCHEDULER_PLUGINS, GANG_VOLCANO, GangScheduler
 from tfop.controller.plan.status import is_terminating
 from tfop.controller.plan.troubles import UNSCHEDULABLE, Trouble, describe, pod_trouble
 from tfop.objects import Object
@@ -43,7 +43,7 @@ _PHASE_WORDS: dict[str, dict[str, str]] = {
         "Failed": "one of its pods failed; the scheduler-plugins controller keeps this phase",
         "Unknown": "part of the gang is placed",
     },
-    "volcano": {
+    GANG_VOLCANO: {
         "Pending": "waiting for the scheduler to admit it",
         "Inqueue": "admitted; its pods are placed once all fit",
         "Running": "minMember of its pods run",
