@@ -41,8 +41,8 @@ controlplane: ## build (first time: tens of minutes) or reuse the pinned Kuberne
 node: ## build (first time: a few minutes) or reuse kubelet, containerd and CoreDNS; apt-installs runc, CNI plugins
 	@bash hack/build-node.sh >/dev/null
 
-coscheduler: ## build (first time: 5-40 min) or reuse scheduler-plugins' scheduler, for gang scheduling
-	@bash hack/build-coscheduler.sh >/dev/null
+coscheduler: ## build (first time: 5-40 min) or reuse scheduler-plugins' scheduler and PodGroup controller, for gang scheduling
+	@bash hack/build-coscheduler.sh >/dev/null && bash hack/build-coscheduler.sh controller >/dev/null
 
 cluster-up: controlplane ## start the local cluster (idempotent), with REAL_NODES real nodes (1; 0 for none); prints the kubeconfig. GANG=scheduler-plugins|volcano
 	@$(PYTHON) hack/local_cluster.py up $(NODE_FLAG) --dir $(CLUSTER_DIR)

@@ -20,7 +20,7 @@ from fake_kubelet import exit_pod
 from localcluster import LocalCluster
 from localcluster.addons.coscheduler import VOLCANO_CRD, CoScheduler, install_volcano_crd
 from support.operator_process import OperatorProcess
-from support.tfjobs import TFJOBS, condition, job_status, pods_by_name
+from support.tfjobs import TFJOBS, condition, events_about, job_status, pods_by_name
 from support.waiting import consistently, wait_for
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import AlreadyExists, Invalid, NotFound
@@ -255,6 +255,49 @@ def test_suspend_deletes_the_pod_group_and_resume_makes_it_again(
     wait_for(lambda: running(pods_of(kube_client, namespace, "pausable")) == 2, 120, "both workers to run again")
 
 
+def gang_events(client: KubeClient, namespace: str, job: str) -> list[dict[str, Any]]:
+    return [event for event in events_about(client, namespace, job) if event.get("reason") == "GangUnschedulable"]
+
+
+def wide_pod_group_column(cluster: LocalCluster, namespace: str, job: str) -> str:
+    """The PodGroup column of `kubectl get tfjob JOB -o wide`, as a user reads it."""
+    header, row = cluster.kubectl("get", "tfjob", job, "-n", namespace, "-o", "wide").stdout.splitlines()[:2]
+    print(f"kubectl get tfjob {job} -o wide:\n{header}\n{row}")
+    return row.split()[header.split().index("PODGROUP")]
+
+
+def test_the_controller_s_phases_show_and_an_unplaceable_gang_is_warned_once(
+        cluster: LocalCluster, tfjob_crd: Path, kube_client: KubeClient, namespace: str, gang_node: str,
+        coscheduler: CoScheduler, operators: Callable[..., OperatorProcess]) -> None:
+    """scheduler-plugins' controller writes the phases; a gang that fits runs without a GangUnschedulable event,
+    one that can never fit (9 GPUs on a node of 8) gets exactly one."""
+    operators("--gang-scheduler-name", "scheduler-plugins").start()
+    kube_client.create(TFJOBS, {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "fits"},
+                                "spec": {"tfReplicaSpecs": {"Worker": gpu_replica(gang_node, 2)}}}, namespace)
+    wait_for(lambda: wide_pod_group_column(cluster, namespace, "fits") == "Running", 120,
+             "kubectl get tfjob -o wide to show the PodGroup Running")
+    assert f"PodGroup {namespace}/fits is Running (minMember of its pods run)" in running_message(
+        kube_client, namespace, "fits")
+
+    kube_client.create(TFJOBS, {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "too-big"},
+                                "spec": {"tfReplicaSpecs": {"Worker": gpu_replica(gang_node, 3, gpus=3)}}}, namespace)
+    events = wait_for(lambda: gang_events(kube_client, namespace, "too-big"), 120,
+                      "a GangUnschedulable event about too-big")
+    print(f"event: {events[0]['type']} {events[0]['reason']}: {events[0]['message']}")
+    assert events[0]["type"] == "Warning"
+    assert f"PodGroup {namespace}/too-big is Scheduling" in events[0]["message"], events[0]["message"]
+    assert "[Unschedulable]" in events[0]["message"]
+    assert wide_pod_group_column(cluster, namespace, "too-big") == "Scheduling"
+    message = running_message(kube_client, namespace, "too-big")
+    print(f"Running condition: {message}")
+    assert "[GangUnschedulable]: the gang cannot be placed: 3 of its pods are unschedulable" in message
+    # Once: the scheduler keeps retrying (each retry rewrites the pods' conditions and wakes the job), yet the
+    # event is neither repeated nor counted up; and the job that fits never got one.
+    consistently(lambda: [event.get("count", 1) for event in gang_events(kube_client, namespace, "too-big")] == [1]
+                 and not gang_events(kube_client, namespace, "fits"), 15,
+                 "one GangUnschedulable event, about too-big only")
+
+
 # ---------------------------------------------------------------- Volcano, and no CRD at all
 
 def test_volcano_pods_wait_while_the_pod_group_is_pending_and_appear_once_it_is_inqueue(
@@ -275,6 +318,9 @@ def test_volcano_pods_wait_while_the_pod_group_is_pending_and_appear_once_it_is_
     wait_for(lambda: "6 Insufficient nvidia.com/gpu" in
              running_message(kube_client, namespace, "volcanic"), 60,
              "the job's status to say what Volcano reports")
+    events = wait_for(lambda: gang_events(kube_client, namespace, "volcanic"), 30,
+                      "a GangUnschedulable event quoting Volcano's condition")
+    assert "6/6 tasks in gang unschedulable" in events[0]["message"], events[0]["message"]
     consistently(lambda: not pods_of(kube_client, namespace, "volcanic"), 3, "no pod before the group is Inqueue")
     kube_client.patch(VOLCANO_GROUPS, "volcanic", {"status": {"phase": "Inqueue"}}, namespace)
     wait_for(lambda: len(pods_of(kube_client, namespace, "volcanic")) == 6, 60, "the 6 pods once Inqueue")

@@ -137,6 +137,8 @@ def test_quota_admits_two_of_three_jobs_and_the_third_runs_when_one_succeeds(
             finish_chief(client, ns, name)
         for name, job in jobs.items():
             wait_for(lambda n=name: condition(client, ns, n, "Succeeded"), 60, f"{name} to succeed")
+            # Queued by Kueue (suspended at creation): tfop never calls it unqueued.
+            assert not [e for e in events_about(client, ns, name) if e.get("reason") == "NotQueuedByKueue"]
             wait_for(lambda j=job: is_true(workload_of(client, ns, j), "Finished"), 60,
                      f"{name}'s Workload to be Finished")
         wait_for(lambda: timeline.first("job-c", "workload finished"), 10, "the timeline to see job-c finish")

@@ -327,7 +327,7 @@ ROWS = {
             {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
              "message": "pre-filter pod mnist-worker cannot find enough sibling pods"}]}},
               make_pod("Worker", 1, "Pending"), make_pod("PS", 0, "Pending")],
-        message=["PodGroup ns/mnist: no phase yet.",
+        message=["PodGroup ns/mnist has no phase yet (its scheduler's controller has not written one).",
                  "[Unschedulable]: pre-filter pod mnist-worker cannot find"]),
     "a suspended job deletes its group": Row(
         make_job(run_policy={"suspend": True}), groups=[group()], pods=running_pods(),

@@ -350,6 +350,10 @@ MIRRORED = make_job({"Worker": 2}, run_policy={**MULTIKUEUE, "ttlSecondsAfterFin
     "startTime": T0, "completionTime": T0, "replicaStatuses": {"Worker": {"active": 0, "succeeded": 1}},
     "conditions": [cond("Succeeded", "True", "TFJobSucceeded", "TFJob ns/mnist successfully completed.")]})
 QUEUED = {"metadata": {**make_job()["metadata"], "labels": {"kueue.x-k8s.io/queue-name": "team-a"}}}
+UNQUEUED = ("TFJob ns/mnist is created. It runs unqueued: it names the Kueue queue team-a (kueue.x-k8s.io/queue-name) "
+            "but was not suspended when it was created, so Kueue does not manage it and it runs now, outside any "
+            "quota; Kueue queues TFJobs only with its kubeflow.org/tfjob integration enabled (integrations.frameworks "
+            "in its Configuration) and its webhooks covering this namespace.")
 LOWER_WORKER = ("spec.tfReplicaSpecs[worker]: must be spelt Worker in a job queued by Kueue (label "
                 "kueue.x-k8s.io/queue-name=team-a): Kueue counts quota only for the keys Chief, Master, Worker, PS, "
                 "Evaluator, so its pods would run outside the queue's quota")
@@ -372,8 +376,15 @@ MANAGED_BY = {
         {**make_job({"worker": 2}), **QUEUED}, services=[], create_pods=[], create_services=[],
         events=["TFJobCreated", "InvalidSpec"], conditions={"Failed": ("True", "InvalidSpec")},
         messages={"Failed": [LOWER_WORKER]}, status={"state": "Failed"}),
-    "a queued job with TitleCase keys runs": Case(
-        {**make_job(), **QUEUED}, services=[], create_pods=ALL3, events=["TFJobCreated"]),
+    "a queued job with TitleCase keys runs once Kueue admits it (unsuspended: generation 2)": Case(
+        {**make_job(generation=2), "metadata": {**QUEUED["metadata"], "generation": 2}}, services=[],
+        create_pods=ALL3, events=["TFJobCreated"], messages={"Created": ["TFJob ns/mnist is created."]}),
+    "a job naming a queue stored unsuspended as created: Kueue does not manage it; it runs, and says so": Case(
+        {**make_job(), **QUEUED}, services=[], create_pods=ALL3, events=["TFJobCreated", "NotQueuedByKueue"],
+        messages={"Created": [UNQUEUED]}),
+    "a job naming a queue, created suspended: Kueue's or the user's doing, nothing said": Case(
+        {**make_job(run_policy={"suspend": True}), **QUEUED}, services=[], create_pods=[],
+        events=["TFJobCreated", "TFJobSuspended"], messages={"Created": ["TFJob ns/mnist is created."]}),
     "lowercase keys are fine without a Kueue queue": Case(
         make_job({"worker": 1}), services=[], create_pods=[W0], events=["TFJobCreated"]),
     # Kueue frees a suspended job's quota once no replica is active: a pod holds its node until it is gone.

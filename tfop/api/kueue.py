@@ -8,6 +8,12 @@ cluster, hands the job to that controller, and tfop never touches it.
 Kueue's TFJob integration looks replica types up by their TitleCase keys only (Chief, Master, PS, Worker,
 Evaluator): a `worker` key makes no pod set, so its pods would run outside the quota and without the flavor's
 node selectors. A queued job must spell its keys that way; tfop accepts the other spellings everywhere else.
+
+Whether Kueue queues a job at all is up to Kueue: its TFJob integration (`kubeflow.org/tfjob` in the
+Configuration's integrations.frameworks) suspends a job that names a queue as it is created, and admits it later.
+Without the integration (off by default in Kueue releases from mid-2026) the job is stored as written and runs at
+once, unqueued. tfop can tell only from a job whose spec is still as created (generation 1): named a queue, not
+suspended.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ MANAGED_BY_OPERATOR: Final = "kubeflow.org/training-operator"
 MANAGED_BY_MULTIKUEUE: Final = "kueue.x-k8s.io/multikueue"
 # Kueue reads the queue from this label (and, deprecated, from an annotation of the same name).
 QUEUE_NAME: Final = "kueue.x-k8s.io/queue-name"
+TFJOB_INTEGRATION: Final = "kubeflow.org/tfjob"
+REASON_NOT_QUEUED: Final = "NotQueuedByKueue"  # a Warning event's reason
 
 
 def managed_elsewhere(job: object) -> str | None:
@@ -48,3 +56,17 @@ def kueue_key_problems(job: object) -> list[str]:
                             f"{QUEUE_NAME}={queue}): Kueue counts quota only for the keys "
                             f"{', '.join(REPLICA_TYPES)}, so its pods would run outside the queue's quota")
     return problems
+
+
+def not_queued_by_kueue(job: object) -> str | None:
+    """Why the job runs outside the Kueue queue it names, or None: it names one, yet its spec is still the one it
+    was created with (generation 1) and not suspended, so no Kueue webhook suspended it at creation."""
+    queue = queue_name(job)
+    if queue is None or mapping_at(job, "metadata").get("generation") != 1:
+        return None
+    if mapping_at(job, "spec", "runPolicy").get("suspend") is True:
+        return None
+    return (f"it names the Kueue queue {queue} ({QUEUE_NAME}) but was not suspended when it was created, so Kueue "
+            f"does not manage it and it runs now, outside any quota; Kueue queues TFJobs only with its "
+            f"{TFJOB_INTEGRATION} integration enabled (integrations.frameworks in its Configuration) and its "
+            f"webhooks covering this namespace")

@@ -1,8 +1,10 @@
 """The gang schedulers' side of a local cluster (hack/local_cluster.py), started on demand beside it:
 
 - scheduler-plugins: its scheduler (kube-scheduler with the Coscheduling plugin, built by
-  hack/build-coscheduler.sh) as a second scheduler named `scheduler-plugins-scheduler`, and its PodGroup CRD
-  from the module's own manifests (manifests/coscheduling/crd.yaml in the Go module cache).
+  hack/build-coscheduler.sh) as a second scheduler named `scheduler-plugins-scheduler`; its controller (same
+  module, `cmd/controller`), which writes each PodGroup's status.phase and pod counts; and the CRDs of both from
+  the module's own manifests in the Go module cache (PodGroup from manifests/coscheduling, and ElasticQuota from
+  manifests/capacityscheduling, since the controller also watches ElasticQuotas and does not start without them).
 - volcano: only its PodGroup CRD (volcano-podgroup-crd.yaml beside this module, structural, from volcano.sh/apis'
   types; see test/integration/test_gang.py). Volcano's scheduler is not built here: tests play its part by setting the
   PodGroup's phase.
@@ -23,13 +25,17 @@ from ports import free_port
 
 from ..cluster import DEFAULT_DIR, LocalCluster
 from ..supervisor import ClusterError
-from .process import AddOnProcess, describe, run_build_script, run_cli
+from .process import AddOnProcess, describe, run_build_script, run_cli, tail
 
 HACK_DIR = Path(__file__).resolve().parents[2]
 SCHEDULER_NAME = "scheduler-plugins-scheduler"
 VOLCANO_CRD = Path(__file__).resolve().parent / "volcano-podgroup-crd.yaml"
 GANGS = ("scheduler-plugins", "volcano")
 BINARY = "kube-scheduler-plugins"
+CONTROLLER_BINARY = "scheduler-plugins-controller"
+# The controller's reconcilers start once their informers have synced; controller-runtime logs a line with both of
+# these for each (klogr writes `"msg"="Starting workers" "controller"="podgroup" ...`).
+CONTROLLER_STARTED = (b"Starting workers", b'"podgroup"')
 
 
 def log(message: str) -> None:
@@ -39,6 +45,11 @@ def log(message: str) -> None:
 def build() -> Path:
     """The bin directory holding the co-scheduler, built once per version."""
     return run_build_script("build-coscheduler.sh")
+
+
+def build_controller() -> Path:
+    """The bin directory holding scheduler-plugins' controller, built once per version."""
+    return run_build_script("build-coscheduler.sh", "controller")
 
 
 def module_dir() -> Path:
@@ -52,6 +63,7 @@ class CoScheduler:
         self.cluster = cluster
         self.directory = cluster.directory
         self.process = AddOnProcess(cluster.directory, BINARY)
+        self.controller = AddOnProcess(cluster.directory, CONTROLLER_BINARY)
 
     @property
     def log_file(self) -> Path:
@@ -65,16 +77,19 @@ class CoScheduler:
         return self.process.pid()
 
     def install_crd(self) -> None:
-        crd = module_dir() / "manifests" / "coscheduling" / "crd.yaml"
-        if not crd.exists():
-            raise ClusterError(f"{crd} is missing: the scheduler-plugins module no longer ships its PodGroup CRD there")
-        self.cluster.kubectl("apply", "--server-side", "-f", str(crd))
-        self.cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s",
-                             "crd/podgroups.scheduling.x-k8s.io")
+        manifests = module_dir() / "manifests"
+        for crd, name in ((manifests / "coscheduling" / "crd.yaml", "podgroups.scheduling.x-k8s.io"),
+                          (manifests / "capacityscheduling" / "crd.yaml", "elasticquotas.scheduling.x-k8s.io")):
+            if not crd.exists():
+                raise ClusterError(f"{crd} is missing: the scheduler-plugins module no longer ships the {name} CRD "
+                                   "there")
+            self.cluster.kubectl("apply", "--server-side", "-f", str(crd))
+            self.cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{name}")
 
     def start(self) -> None:
-        """Installs the CRD and starts the scheduler unless it runs; waits until it serves /healthz."""
+        """Installs the CRDs and starts the scheduler and the controller unless they run; waits until both work."""
         bin_dir = build()
+        controller_dir = build_controller()
         self.install_crd()
         if self.pid() is None:
             port = free_port()
@@ -107,6 +122,29 @@ profiles:
                                 f"--authorization-kubeconfig={self.cluster.kubeconfig}", "--v=2"], cwd=self.directory)
             (self.directory / "run" / f"{BINARY}.port").write_text(str(port))
         self._wait_leading()
+        self._start_controller(controller_dir)
+
+    def _start_controller(self, bin_dir: Path, timeout: float = 60.0) -> None:
+        """The PodGroup controller, its metrics and probes on loopback ports of their own; up once its PodGroup
+        reconciler has started (its informers synced), which its log says."""
+        if self.controller.pid() is None:
+            offset = self.controller.log_file.stat().st_size if self.controller.log_file.exists() else 0
+            self.controller.spawn([str(bin_dir / CONTROLLER_BINARY), f"--kubeconfig={self.cluster.kubeconfig}",
+                                   f"--metricsAddr=127.0.0.1:{free_port()}", f"--probeAddr=127.0.0.1:{free_port()}",
+                                   "--qps=50", "--burst=100", "--workers=2"], cwd=self.directory)
+        else:
+            offset = 0
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.controller.pid() is None:
+                raise self.controller.exited("scheduler-plugins' controller")
+            with self.controller.log_file.open("rb") as log_file:
+                log_file.seek(offset)
+                if any(all(part in line for part in CONTROLLER_STARTED) for line in log_file):
+                    return
+            time.sleep(0.2)
+        raise ClusterError(f"scheduler-plugins' controller did not start its PodGroup reconciler within "
+                           f"{timeout:.0f}s; see {self.controller.log_file}:\n{tail(self.controller.log_file)}")
 
     def _wait_leading(self, timeout: float = 60.0) -> None:
         """Up once its informers have synced and it schedules: the log says so."""
@@ -120,10 +158,14 @@ profiles:
         raise ClusterError(f"the co-scheduler did not start within {timeout:.0f}s; see {self.log_file}")
 
     def stop(self, timeout: float = 15.0) -> None:
+        self.controller.stop(timeout)
         self.process.stop(timeout)
 
     def status(self) -> str:
         return describe(self.pid())
+
+    def controller_status(self) -> str:
+        return describe(self.controller.pid())
 
 
 def install_volcano_crd(cluster: LocalCluster) -> None:
@@ -142,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     def command() -> None:
         if args.command == "build":
             print(build())
+            print(build_controller())
             return
         cluster = LocalCluster(args.dir)
         scheduler = CoScheduler(cluster)
@@ -153,11 +196,14 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 scheduler.start()
                 log(f"{SCHEDULER_NAME} is running (pid {scheduler.pid()}); log: {scheduler.log_file}")
+                log(f"its PodGroup controller is running (pid {scheduler.controller.pid()}); log: "
+                    f"{scheduler.controller.log_file}")
         elif args.command == "down":
             scheduler.stop()
             log("stopped")
         else:
             print(f"{SCHEDULER_NAME:26} {scheduler.status()}")
+            print(f"{CONTROLLER_BINARY:26} {scheduler.controller_status()}")
 
     return run_cli(command, log)
 

@@ -154,9 +154,14 @@ class Kueue:
 
     def __init__(self, cluster: LocalCluster, integrations: Iterable[str] = DEFAULT_INTEGRATIONS,
                  namespace_labels: Mapping[str, str] | None = None,
-                 config_overrides: Mapping[str, Any] | None = None) -> None:
+                 config_overrides: Mapping[str, Any] | None = None,
+                 webhook_integrations: Iterable[str] | None = None) -> None:
+        """`webhook_integrations`: the integrations whose webhooks are installed, by default the enabled ones. A
+        release's manifests install every integration's; Kueue answers a disabled one's with a webhook that
+        changes nothing."""
         self.cluster = cluster
         self.integrations = list(integrations)
+        self.webhook_integrations = list(self.integrations if webhook_integrations is None else webhook_integrations)
         self.namespace_labels = dict(namespace_labels or {})
         self.config_overrides = dict(config_overrides or {})
         self.state = cluster.directory / "kueue"
@@ -217,7 +222,7 @@ class Kueue:
         for crd in crds:
             self.cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s",
                                  f"crd/{crd['metadata']['name']}")
-        self._apply("webhooks.yaml", render_webhooks(module, self.webhook_url, ca_bundle, self.integrations,
+        self._apply("webhooks.yaml", render_webhooks(module, self.webhook_url, ca_bundle, self.webhook_integrations,
                                                      self.namespace_labels))
         if self.cluster.kubectl("get", "namespace", NAMESPACE, check=False).returncode != 0:
             self.cluster.kubectl("create", "namespace", NAMESPACE)

@@ -170,13 +170,6 @@ def admission_wait(pod_group_object: Object | None, gang: GangScheduler) -> str 
     return f"is {phase or PHASE_PENDING}" + _scheduler_says(status)
 
 
-def describe(pod_group_object: Object | None) -> str:
-    """e.g. `phase Inqueue: 2/4 running`, for a status message."""
-    status = mapping(mapping(pod_group_object).get("status"))
-    phase = text(status.get("phase"))
-    return (f"phase {phase}" if phase else "no phase yet") + _scheduler_says(status)
-
-
 def _scheduler_says(status: Object) -> str:
     """The newest message a scheduler left in the group's conditions."""
     messages = [text(mapping(condition).get("message")) for condition in items(status.get("conditions"))]

@@ -39,7 +39,7 @@ from tfop.api.constants import (
 )
 from tfop.api.defaults import apply_defaults
 from tfop.api.fields import mapping, mapping_at, text
-from tfop.api.kueue import kueue_key_problems, managed_elsewhere
+from tfop.api.kueue import REASON_NOT_QUEUED, kueue_key_problems, managed_elsewhere, not_queued_by_kueue
 from tfop.api.runtime_id import runtime_id
 from tfop.api.timestamps import parse_time
 from tfop.api.validation import validate
@@ -70,7 +70,7 @@ from tfop.controller.plan.node_loss import (
     move_off_bad_nodes,
     replicas_on_bad_nodes,
 )
-from tfop.controller.plan.pod_groups import plan_pod_group
+from tfop.controller.plan.pod_groups import GangState, plan_pod_group
 from tfop.controller.plan.pod_slots import Slot, SlotState, SortedChildren
 from tfop.controller.plan.ps_server import with_default_ps_server
 from tfop.controller.plan.replica_records import describe_failure, record_replicas, uid_of
@@ -118,7 +118,7 @@ def plan(context: PlanContext) -> Plan:
     errors = [str(error) for error in validate(defaulted)] + kueue_key_problems(job) + node_policy_errors + (
         scope_errors) + ([backend_error] if backend_error else []) + list(gpu.problems) + grace_errors + (
         isolation_errors)
-    _note_created(draft, defaulted)
+    _note_created(draft, defaulted, unqueued=None if errors else not_queued_by_kueue(job))
     own = [*context.of_kind(JOB), *(pod for pod in context.of_kind(POD) if not made_by_job(pod)),
            *context.of_kind(SERVICE)]
     naming = naming_of(job, own, context.config.child_naming)
@@ -136,9 +136,14 @@ def plan(context: PlanContext) -> Plan:
     return draft.finalize(refused=bool(context.refusals))
 
 
-def _note_created(draft: PlanDraft, job: dict[str, Any]) -> None:
+def _note_created(draft: PlanDraft, job: dict[str, Any], *, unqueued: str | None) -> None:
+    """`unqueued`: why a job that names a Kueue queue runs outside it, said once with the job's creation."""
     if draft.condition(CONDITION_CREATED) is None:
-        draft.set_condition(CONDITION_CREATED, true=True, reason=REASON_CREATED, message=f"{draft.job_ref} is created.")
+        said = f" It runs unqueued: {unqueued}." if unqueued else ""
+        draft.set_condition(CONDITION_CREATED, true=True, reason=REASON_CREATED,
+                            message=f"{draft.job_ref} is created.{said}")
+        if unqueued:
+            draft.event(EVENT_WARNING, REASON_NOT_QUEUED, f"{draft.job_ref} runs unqueued: {unqueued}.")
         _note_overridden_restart_policies(draft, job)
     uid = text(mapping_at(job, "metadata").get("uid"))
     if uid:
@@ -225,10 +230,11 @@ def _run(p: _Planning) -> None:
             draft.delete_child(SERVICE, service)
     node_note = move_off_bad_nodes(draft, on_bad_nodes, already_deleted=draft.deleted_uids(POD))
     p.backend.resume(draft, children)
-    gang = plan_pod_group(draft, p.job, p.context)
+    gang = plan_pod_group(draft, p.job, p.context,
+                          pods=[(slot.slot, slot.pod) for slot in children.slots if slot.pod is not None])
     plan_network_policy(draft, p.job, p.context, p.isolation)
     _create_missing(p, hold_pods=gang.hold_pods is not None or _restart_together_pending(p))
-    _update_running(p, p.backend.replaced(retryable, counts), gang_note=gang.note, node_note=node_note,
+    _update_running(p, p.backend.replaced(retryable, counts), gang=gang, node_note=node_note,
                     with_all=bool(together))
     record_replicas(p.draft, p.job, p.children, counts, finishing=False)
 
@@ -333,7 +339,7 @@ def _succeeded(job: dict[str, Any], slots: list[Slot]) -> bool:
     return bool(slots) and all(slot.state is SlotState.SUCCEEDED for slot in slots)
 
 
-def _update_running(p: _Planning, replaced: list[dict[str, Any]], *, gang_note: str = "", node_note: str = "",
+def _update_running(p: _Planning, replaced: list[dict[str, Any]], *, gang: GangState, node_note: str = "",
                     with_all: bool = False) -> None:
     """Running means every replica pod runs (or has finished its part); while any is pending the condition says
     how many, rather than claiming the job runs."""
@@ -352,7 +358,7 @@ def _update_running(p: _Planning, replaced: list[dict[str, Any]], *, gang_note: 
     if waiting == 0 and states[SlotState.RUNNING] > 0:
         message = f"{draft.job_ref} is running."
         draft.set_condition(CONDITION_RUNNING, true=True, reason=REASON_RUNNING,
-                            message=with_troubles(message + said_of_nodes, troubles))
+                            message=with_troubles(message + gang.running_note + said_of_nodes, troubles))
         draft.clear_condition(CONDITION_RESTARTING, reason=REASON_RUNNING, message=message)
     elif draft.is_true(CONDITION_RESTARTING):
         restarting = draft.condition(CONDITION_RESTARTING) or {}
@@ -364,7 +370,8 @@ def _update_running(p: _Planning, replaced: list[dict[str, Any]], *, gang_note: 
         refused = [_describe_refusal(refusal) for refusal in p.context.refusals]
         cause = f"; creating them fails: {_listing(refused)}" if refused else ""
         message = (f"{draft.job_ref} is waiting for {waiting} of {len(children.slots)} replicas to run: "
-                   f"{detail}{cause}{gang_note}.{said_of_nodes}")
+                   f"{detail}{cause}{gang.note}.{said_of_nodes}")
+        gang.announce(draft)
         draft.set_condition(CONDITION_RUNNING, true=False, reason=REASON_PENDING,
                             message=with_troubles(message, troubles))
 

@@ -3,11 +3,15 @@ the pods, keep its spec in line with the job's, replace a stray one, and say whe
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
+from tfop.api.constants import CONDITION_RUNNING, EVENT_WARNING
 from tfop.api.fields import mapping_at, text
 from tfop.controller.plan.draft import PlanDraft
-from tfop.controller.plan.gang import admission_wait, describe, pod_group_name, pod_group_spec, spec_drift
+from tfop.controller.plan.gang import GangScheduler, admission_wait, pod_group_name, pod_group_spec, spec_drift
+from tfop.controller.plan.gang_phase import GANG_UNSCHEDULABLE, GangPhase, gang_phase
 from tfop.controller.plan.status import is_terminating
 from tfop.controller.plan.types import POD_GROUP, ChildPatch, Creation, PlanContext
 from tfop.objects import Object
@@ -21,10 +25,27 @@ class GangState:
 
     hold_pods: str | None = None  # why the missing pods must not be created yet
     note: str = ""  # what the group and the scheduler say, for a message about pending replicas
+    phase: GangPhase | None = None  # what the group's phase says, once the group exists
+    gang: GangScheduler | None = None
+
+    @property
+    def running_note(self) -> str:
+        """For the message of a job whose replicas all run: the group's phase (it may lag behind the pods)."""
+        return f" {self.phase.summary()}." if self.phase is not None else ""
+
+    def announce(self, draft: PlanDraft) -> None:
+        """One GangUnschedulable Warning when the gang's Running message first carries the mark; call it when
+        that message is the one set (it is how a later plan knows the event was given)."""
+        if self.phase is None or self.gang is None or not self.phase.cannot_be_placed:
+            return
+        if f"[{GANG_UNSCHEDULABLE}]" not in str((draft.old_condition(CONDITION_RUNNING) or {}).get("message", "")):
+            draft.event(EVENT_WARNING, GANG_UNSCHEDULABLE, self.phase.event_message(draft.job_ref, self.gang))
 
 
-def plan_pod_group(draft: PlanDraft, job: Object, context: PlanContext) -> GangState:
-    """`job` is defaulted and valid, and runs (neither finished nor suspended)."""
+def plan_pod_group(draft: PlanDraft, job: Object, context: PlanContext,
+                   pods: Iterable[tuple[Any, Object]] = ()) -> GangState:
+    """`job` is defaulted and valid, and runs (neither finished nor suspended). `pods`: the job's pods with their
+    replica slots, for telling whether the gang cannot be placed."""
     gang = context.config.gang
     draft.status.pop(POD_GROUP_PHASE, None)  # set again below from the group the cache shows
     if gang is None:
@@ -55,10 +76,18 @@ def plan_pod_group(draft: PlanDraft, job: Object, context: PlanContext) -> GangS
         drift = spec_drift(pod_group_spec(job, gang), current)
         if drift is not None:
             draft.patch.append(ChildPatch(POD_GROUP, name, drift))
+    reported: GangPhase | None = None
+    if current is not None:
+        min_member = int(pod_group_spec(job, gang)["minMember"])
+        reported = gang_phase(current, gang, min_member, pods, draft.now)
+        if reported.recheck_after is not None:
+            draft.requeue(reported.recheck_after)  # the grace ends with no change to wake the job
     wait = admission_wait(current, gang)
     if wait is not None:
-        return GangState(hold_pods=f"{ref} {wait}",
-                         note=f"; their pods are created once the {gang.name} scheduler admits {ref}, which {wait}")
-    # What the scheduler says about pods it cannot place is in the troubles the Running message lists already.
-    return GangState(note=f"; {ref}: {describe(current)}" if current is not None else "")
+        note = f"; their pods are created once the {gang.name} scheduler admits {ref}, which {wait}"
+        if reported is not None and reported.cannot_be_placed:
+            note += f" [{GANG_UNSCHEDULABLE}]"
+        return GangState(hold_pods=f"{ref} {wait}", note=note, phase=reported, gang=gang)
+    # What the scheduler says about each pod it cannot place is in the troubles the Running message lists already.
+    return GangState(note=f"; {reported.note()}" if reported is not None else "", phase=reported, gang=gang)
 
