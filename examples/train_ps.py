@@ -6,7 +6,8 @@ Workers and parameter servers only serve (tf.distribute.Server) until they are s
 chief is, and tfop's cleanPodPolicy then deletes them. The model fits y = 3x - 2 from synthetic data.
 Run by examples/ps-strategy.yaml; prints one `tfop-example:` line saying which task it is, then the coordinator
 prints the loss of every step. STEPS and STEP_SECONDS (a pause per step) stretch the run; a worker lost meanwhile
-is tolerated: the coordinator sends its steps to the others and takes it back when it returns.
+is tolerated: the coordinator sends its steps to the others and takes it back when it returns. A parameter server
+out of reach ends the coordinator with a retryable exit code, so the job restarts it instead of failing.
 """
 import os
 import sys
@@ -17,6 +18,8 @@ import tensorflow as tf
 STEPS = int(os.environ.get("STEPS", "20"))
 STEP_SECONDS = float(os.environ.get("STEP_SECONDS", "0"))
 BATCH = 32
+# tfop and the Kubeflow operator restart a replica whose exit code is 128-255 and fail the job on 1-127.
+RETRYABLE_EXIT = 138
 LEARNING_RATE = 0.1
 
 
@@ -74,8 +77,15 @@ def main() -> int:
     announce(resolver)
     if resolver.task_type in ("worker", "ps"):
         serve(resolver)
-    else:
+        return 0
+    try:
         coordinate(resolver)
+    except tf.errors.UnavailableError as error:
+        # The coordinator is the one task the others cannot cover for: a PS it cannot reach (even for a moment, a
+        # name it cannot resolve) ends it. Exiting retryably has the operator start it again, not fail the job.
+        print(f"a parameter server is out of reach ({error.message[:200]}); exiting {RETRYABLE_EXIT} to be "
+              "restarted", flush=True)
+        return RETRYABLE_EXIT
     return 0
 
 
