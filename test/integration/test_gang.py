@@ -263,7 +263,11 @@ def wide_pod_group_column(cluster: LocalCluster, namespace: str, job: str) -> st
     """The PodGroup column of `kubectl get tfjob JOB -o wide`, as a user reads it."""
     header, row = cluster.kubectl("get", "tfjob", job, "-n", namespace, "-o", "wide").stdout.splitlines()[:2]
     print(f"kubectl get tfjob {job} -o wide:\n{header}\n{row}")
-    return row.split()[header.split().index("PODGROUP")]
+    # By the header's offsets, as kubectl aligns the cells: an empty one (no phase yet) would shift a split().
+    columns = [(m.group(), m.start()) for m in re.finditer(r"\S+", header)]
+    at = [name for name, _ in columns].index("PODGROUP")
+    end = columns[at + 1][1] if at + 1 < len(columns) else None
+    return row[columns[at][1]:end].strip()
 
 
 def test_the_controller_s_phases_show_and_an_unplaceable_gang_is_warned_once(
