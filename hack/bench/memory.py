@@ -42,6 +42,7 @@ from typing import Any
 
 from bench import memory_jobs
 from localcluster import LocalCluster
+from tfop import logs
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import NotFound
 from tfop.kube.resource import NAMESPACES, SERVICE_ACCOUNTS, Resource
@@ -190,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args.results.mkdir(parents=True, exist_ok=True)
     if args.finished or args.peak_jobs:
+        logs.configure("console", "warning")  # the bench watches through tfop's informers, which log with structlog
         checkouts = [memory_jobs.checkout(path) for path in args.code or [REPO]]
         rows = memory_jobs.measure(checkouts, finished=args.finished, peak_jobs=args.peak_jobs,
                                    idle_seconds=args.idle_seconds, rounds=args.rounds,
