@@ -4,7 +4,7 @@ glibc gives a thread that allocates while another holds the main heap a heap (ar
 core, and memory freed in an arena stays with it. The operator's threads (workers, informers, the creator pool,
 the endpoints) all decode API answers, whose bodies and large dicts come from malloc rather than Python's own small
 object allocator, so each arena ends up holding its share of freed pages. Two arenas keep the lock contention
-low for a process whose threads mostly wait on the network, and return that memory (docs/operating.md,
+low for a process whose threads mostly wait on the network, and return that memory (docs/benchmarks/index.md,
 "Memory"). `MALLOC_ARENA_MAX` in the environment, if set, wins; other C libraries are left alone.
 """
 

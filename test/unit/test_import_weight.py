@@ -1,4 +1,4 @@
-"""The operator imports only the parts of the kubernetes package that run (docs/operating.md, "Memory").
+"""The operator imports only the parts of the kubernetes package that run (docs/benchmarks/index.md, Memory).
 
 Importing `kubernetes.client` (its generated API and model classes, pydantic under them) or the OAuth libraries that
 kube_config names at its top (requests under them) cost 16 MB of the operator's idle RSS. Each check runs in a fresh

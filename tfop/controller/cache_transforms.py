@@ -10,9 +10,9 @@ DisruptionTarget. test_reconcile proves the planner decides the same on slimmed 
 Each watch event is decoded on its own, so every cached object would hold its own copies of the same key names
 and values; the names and every short value are interned, one string for all. Values repeat more than one would
 think: the 14 children of a job each name its uid and name in their owner reference, a pod and its Service share
-their name, and children made or ended in the same second share a timestamp. Over 1,000 finished jobs of `make
-bench` that is 4.8 MB of 36 MB (docs/operating.md, "Memory"). Of a TFJob the cache keeps all but managedFields and
-kubectl's last-applied copy.
+their name, and children made or ended in the same second share a timestamp: 3 MB of the 36 MB that 1,000
+finished jobs of `make bench` cache (docs/benchmarks/index.md, "Memory"). Of a TFJob the cache keeps all but
+managedFields and kubectl's last-applied copy.
 """
 
 from __future__ import annotations
