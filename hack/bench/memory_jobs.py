@@ -87,9 +87,9 @@ def measure(checkouts: list[Checkout], *, finished: int, peak_jobs: int, idle_se
 
 def table(rows: list[dict[str, Any]], checkouts: list[Checkout]) -> str:
     lines = ["checkouts: " + ", ".join(f"{c.label} = {c.path}" for c in checkouts),
-             f"{'scenario':<34} {'checkout':<16} {'RSS MB':>7} {'peak RSS MB':>12}", "-" * 72]
+             f"{'scenario':<34} {'checkout':<22} {'RSS MB':>7} {'peak RSS MB':>12}", "-" * 78]
     for row in rows:
         rss = f"{row['rss_mb']:.1f}" if "rss_mb" in row else ""
         peak = f"{row['peak_rss_mb']:.1f}" if row.get("peak_rss_mb") is not None else ""
-        lines.append(f"{row['scenario']:<34} {row['checkout']:<16} {rss:>7} {peak:>12}")
+        lines.append(f"{row['scenario']:<34} {row['checkout']:<22} {rss:>7} {peak:>12}")
     return "\n".join(lines)
