@@ -18,7 +18,7 @@ With `--finished` or `--peak-jobs` it measures instead over `make bench`'s workl
 (bench/memory_jobs.py): the idle RSS over that many finished jobs and the peak RSS of a run of that many jobs,
 for each `--code` (repeat it) side by side:
 
-    PYTHONPATH=hack:test .venv/bin/python -m bench.memory --finished 1000 --peak-jobs 2000 --code ../old --code .
+    PYTHONPATH=hack .venv/bin/python -m bench.memory --finished 1000 --peak-jobs 2000 --code ../old --code .
 
 Without --kubeconfig it starts a cluster of its own in .local/bench-memory-cluster and destroys it afterwards.
 """
