@@ -191,7 +191,8 @@ bench-large: venv controlplane $(VENV)/.bench-installed ## N=2,000 jobs (28,000 
 	PYTHONPATH=hack $(PY) -m bench --jobs 2000 --runs 1 --contenders limit,tfop,go-tuned --big-jobs 0 \
 		--idle-jobs 0 --delete-each-run $(BENCH_ARGS)
 
-# Extra arguments for the memory benchmark, e.g. make bench-memory BENCH_MEMORY_ARGS="--code ../old --replicas 1000,2000"
+# Extra arguments for the memory benchmark, e.g. make bench-memory BENCH_MEMORY_ARGS="--code ../old --replicas 1000,2000";
+# issue 25's figures, two checkouts side by side: BENCH_MEMORY_ARGS="--finished 1000 --peak-jobs 2000 --code ../old --code ."
 BENCH_MEMORY_ARGS ?=
 .PHONY: bench-memory
 

@@ -28,6 +28,7 @@ from tfop.health import Checks, EndpointServer
 from tfop.kube.client import KubeClient
 from tfop.kube.events import EventRecorder
 from tfop.kube.leaderelection import LeaderElector
+from tfop.malloc_arenas import limit_malloc_arenas
 from tfop.metrics import OperatorMetrics, create_registry
 from tfop.metrics_serving import MetricsServing, in_a_pod, metrics_serving, secure_endpoint
 from tfop.preflight import check_cluster, make_client
@@ -43,6 +44,7 @@ SYNC_TIMEOUT = 300.0
 def run_operator(args: argparse.Namespace) -> int:
     """Runs until SIGTERM/SIGINT; returns the exit code: 0, 1 (cluster unreachable or not ready), 2 (flags, config)."""
     logs.configure(args.log_format, args.log_level)
+    limit_malloc_arenas()  # before any thread of ours starts
     try:
         return _run(args)
     except StartupError as error:

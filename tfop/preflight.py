@@ -11,10 +11,9 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-import kubernetes.config
-
 from tfop.api.constants import GROUP, PLURAL, VERSION
 from tfop.controller.children import TFJOBS
+from tfop.kube import credentials
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import ApiError, NotFound, TLSVerificationError, TransportError
 from tfop.kube.metrics import KubeMetrics
@@ -33,7 +32,7 @@ def make_client(kubeconfig: str | None, *, qps: float, burst: int, metrics: Kube
                            "give the path of a kubeconfig file (kubectl config view --flatten writes one)")
     try:
         return KubeClient.auto(kubeconfig, qps=qps, burst=burst, metrics=metrics)
-    except kubernetes.config.ConfigException as error:
+    except credentials.ConfigException as error:
         source = kubeconfig or "~/.kube/config (no --kubeconfig, no $KUBECONFIG, not in a pod)"
         raise StartupError(EXIT_USAGE, "invalid kubeconfig", f"cannot use kubeconfig {source}: {error}",
                            "pass --kubeconfig FILE or set $KUBECONFIG") from None

@@ -14,6 +14,12 @@ that moment and the seconds it took.
     PYTHONPATH=hack .venv/bin/python -m bench.memory [--kubeconfig FILE] [--code DIR] [--replicas 1000,5000] \
         [--jobs 500]
 
+With `--finished` or `--peak-jobs` it measures instead over `make bench`'s workload on a bench cluster of its own
+(bench/memory_jobs.py): the idle RSS over that many finished jobs and the peak RSS of a run of that many jobs,
+for each `--code` (repeat it) side by side:
+
+    PYTHONPATH=hack .venv/bin/python -m bench.memory --finished 1000 --peak-jobs 2000 --code ../old --code .
+
 Without --kubeconfig it starts a cluster of its own in .local/bench-memory-cluster and destroys it afterwards.
 """
 
@@ -34,7 +40,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench import memory_jobs
 from localcluster import LocalCluster
+from tfop import logs
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import NotFound
 from tfop.kube.resource import NAMESPACES, SERVICE_ACCOUNTS, Resource
@@ -169,7 +177,12 @@ def run_scenario(client: KubeClient, kubeconfig: Path, code: Path, logs: Path, s
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kubeconfig", type=Path, help="a running cluster (default: start one of our own)")
-    parser.add_argument("--code", type=Path, default=REPO, help="the checkout whose operator runs (default: this)")
+    parser.add_argument("--code", type=Path, action="append",
+                        help="the checkout whose operator runs (default: this); repeat it with --finished/--peak-jobs")
+    parser.add_argument("--finished", type=int, default=0, help="idle RSS over this many finished bench jobs")
+    parser.add_argument("--peak-jobs", type=int, default=0, help="peak RSS of a run of this many bench jobs")
+    parser.add_argument("--idle-seconds", type=float, default=30.0, help="quiet seconds before the idle RSS is read")
+    parser.add_argument("--rounds", type=int, default=2, help="idle measurements of each checkout, alternating")
     parser.add_argument("--replicas", default="1000,5000", help="sizes of the single big job, comma-separated")
     parser.add_argument("--jobs", type=int, default=500, help="ordinary jobs (Chief + 2 Workers + PS); 0: none")
     parser.add_argument("--timeout", type=float, default=900, help="seconds for each scenario to run")
@@ -177,6 +190,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     args.results.mkdir(parents=True, exist_ok=True)
+    if args.finished or args.peak_jobs:
+        logs.configure("console", "warning")  # the bench watches through tfop's informers, which log with structlog
+        checkouts = [memory_jobs.checkout(path) for path in args.code or [REPO]]
+        rows = memory_jobs.measure(checkouts, finished=args.finished, peak_jobs=args.peak_jobs,
+                                   idle_seconds=args.idle_seconds, rounds=args.rounds,
+                                   state_dir=REPO / ".local" / "bench-memory-cluster", results=args.results)
+        print(memory_jobs.table(rows, checkouts))
+        return 0
+    if args.code and len(args.code) > 1:
+        parser.error("more than one --code only with --finished or --peak-jobs")
+    args.code = args.code[0] if args.code else REPO
     cluster: LocalCluster | None = None
     kubeconfig = args.kubeconfig.resolve() if args.kubeconfig else None
     if kubeconfig is None:

@@ -109,13 +109,19 @@ class OperatorProcess:
 
 
 class TfopProcess(OperatorProcess):
+    def __init__(self, kubeconfig: Path, log_path: Path, args: list[str], code: Path | None = None) -> None:
+        super().__init__(kubeconfig, log_path, args)
+        self.code = code  # the checkout whose tfop runs (None: the one this Python imports)
+
     def command(self) -> list[str]:
         return [sys.executable, "-m", "tfop", "run", "--kubeconfig", str(self.kubeconfig),
                 "--metrics-addr", f"127.0.0.1:{self.metrics_port}", "--health-addr", f"127.0.0.1:{self.health_port}",
                 "--log-format", "json", *self.args]
 
     def environment(self) -> dict[str, str]:
-        return {**super().environment(), "PYTHONUNBUFFERED": "1"}
+        # With -P (no working directory on sys.path) the checkout in PYTHONPATH comes before this one's install.
+        code = {"PYTHONPATH": str(self.code), "PYTHONSAFEPATH": "1"} if self.code else {}
+        return {**super().environment(), "PYTHONUNBUFFERED": "1", **code}
 
 
 class GoOperatorProcess(OperatorProcess):

@@ -30,6 +30,7 @@ class Contender:
     name: str
     kind: str  # "limit", "tfop" or "go"
     args: tuple[str, ...] = ()
+    code: Path | None = None  # tfop from this checkout instead of this one (make bench-memory's --code)
 
     @property
     def uses_go_crd(self) -> bool:
@@ -76,7 +77,7 @@ class Runner:
         log_path = self.results / "logs" / f"{log_name}.log"
         args = [*contender.args, *(("--namespace", namespace) if namespace else ())]
         if contender.kind == "tfop":
-            return TfopProcess(self.cluster.operator_kubeconfig, log_path, args)
+            return TfopProcess(self.cluster.operator_kubeconfig, log_path, args, code=contender.code)
         assert self.go_binary is not None, "the Go operator was not built"
         return GoOperatorProcess(self.go_binary, self.cluster.admin(), self.cluster.operator_kubeconfig, log_path,
                                  args)

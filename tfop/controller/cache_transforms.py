@@ -8,8 +8,11 @@ ended, of the owners only the controller, of the pod conditions an unscheduled P
 DisruptionTarget. test_reconcile proves the planner decides the same on slimmed children as on whole ones.
 
 Each watch event is decoded on its own, so every cached object would hold its own copies of the same key names
-and label values; they are interned, one string for all. Of a TFJob the cache keeps all but managedFields and
-kubectl's last-applied copy.
+and values; the names and every short value are interned, one string for all. Values repeat more than one would
+think: the 14 children of a job each name its uid and name in their owner reference, a pod and its Service share
+their name, and children made or ended in the same second share a timestamp: 3 MB of the 36 MB that 1,000
+finished jobs of `make bench` cache (docs/benchmarks/index.md, "Memory"). Of a TFJob the cache keeps all but
+managedFields and kubectl's last-applied copy.
 """
 
 from __future__ import annotations
@@ -34,17 +37,21 @@ _CONTAINER_STATES = ("state", "lastState")
 _STATE_DETAILS = {"terminated": ("exitCode", "reason", "message", "finishedAt"), "waiting": ("reason", "message")}
 
 
+# Longer texts (messages) are seldom repeated, and hashing them to intern would cost more than it saves.
+SHARED_MAX = 128
+
+
 def _kept(entry: Any, keys: tuple[str, ...]) -> Any:
-    """The `keys` of a dict, their names shared by every cached object (one string each, not one per object:
-    thousands of cached children repeat the same few dozen names); anything else as it is."""
+    """The `keys` of a dict, their names and short text values shared by every cached object (one string each,
+    not one per object: thousands of cached children repeat the same few dozen names); anything else as it is."""
     if not isinstance(entry, dict):
         return entry
-    return {sys.intern(key): entry[key] for key in keys if key in entry}
+    return {sys.intern(key): _shared(entry[key]) for key in keys if key in entry}
 
 
 def _shared(value: Any) -> Any:
-    """A short text many objects repeat (a label's value, a namespace, a phase), one string for them all."""
-    return sys.intern(value) if isinstance(value, str) else value
+    """A short text many objects repeat (a label's value, an owner's uid, a timestamp), one string for them all."""
+    return sys.intern(value) if isinstance(value, str) and len(value) <= SHARED_MAX else value
 
 
 def slim_metadata(obj: Object) -> Object:
@@ -124,7 +131,7 @@ def _with_shared_keys(value: Any) -> Any:
                 for key, item in value.items()}
     if isinstance(value, list):
         return [_with_shared_keys(item) for item in value]
-    return value
+    return _shared(value)
 
 
 def slim_batch_job(batch_job: Object) -> Object:

@@ -1,8 +1,9 @@
 """REST calls to the apiserver with raw JSON dicts: timeouts, a client-side QPS limit, retries and typed errors.
 
-Only the kubernetes package's ApiClient transport and kubeconfig loading are used. Its generated model classes are
-never touched: parsing into them costs far more time and memory than one `json.loads`, and 37.x rebuilt them on
-pydantic.
+Only the kubernetes package's transport (RESTClientObject: urllib3 with the configuration's TLS and proxy) and its
+kubeconfig and service account loading are used, through tfop.kube.credentials. Its generated API and model classes
+are never imported: parsing into them costs far more time and memory than one `json.loads`, 37.x rebuilt them on
+pydantic, and merely importing them costs more memory than the operator's caches of a thousand finished jobs.
 """
 
 from __future__ import annotations
@@ -19,12 +20,10 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import urlencode
 
-import kubernetes.client
-import kubernetes.config
 import urllib3
-from kubernetes.client.exceptions import ApiException
 
 from tfop import __version__
+from tfop.kube import credentials
 from tfop.kube.errors import (
     TLSVerificationError,
     TransportError,
@@ -63,7 +62,7 @@ class KubeClient:
     reconcile loop cannot exceed 50 requests/s) more than a courtesy.
     """
 
-    def __init__(self, configuration: kubernetes.client.Configuration, *, qps: float = 50.0, burst: int = 100,
+    def __init__(self, configuration: Any, *, qps: float = 50.0, burst: int = 100,
                  connect_timeout: float = 5.0, read_timeout: float = 30.0, max_retries: int = 5,
                  user_agent: str = f"tfop/{__version__}", metrics: KubeMetrics | None = None) -> None:
         config = copy.deepcopy(configuration)  # the caller's object stays as it was
@@ -71,8 +70,9 @@ class KubeClient:
         config.retries = False  # retries are decided here, not by urllib3
         if config.socket_options is None:
             config.keep_alive = True  # TCP keepalive: a watch behind a dead peer fails instead of hanging
-        self._api = kubernetes.client.ApiClient(config)
-        self._host = config.host.rstrip("/")
+        self._config = config
+        self._rest = credentials.RESTClientObject(config)
+        self._host: str = config.host.rstrip("/")
         self.user_agent = user_agent
         self.timeout = (connect_timeout, read_timeout)
         self.retry_policy = RetryPolicy(max_retries=max_retries)
@@ -84,9 +84,7 @@ class KubeClient:
                         **kw: Any) -> KubeClient:
         """A client from a kubeconfig file (None: $KUBECONFIG or ~/.kube/config); `server` overrides its URL
         with the same credentials (like kubectl --server)."""
-        config = kubernetes.client.Configuration()
-        kubernetes.config.load_kube_config(  # type: ignore[no-untyped-call]
-            config_file=path, context=context, client_configuration=config, persist_config=False)
+        config = credentials.from_kubeconfig(path, context)
         if server:
             config.host = server
         return cls(config, **kw)
@@ -94,17 +92,14 @@ class KubeClient:
     @classmethod
     def in_cluster(cls, **kw: Any) -> KubeClient:
         """A client with the pod's service account (its token file is re-read when it rotates)."""
-        config = kubernetes.client.Configuration()
-        kubernetes.config.load_incluster_config(client_configuration=config)  # type: ignore[no-untyped-call]
-        return cls(config, **kw)
+        return cls(credentials.in_cluster(), **kw)
 
     @classmethod
     def auto(cls, kubeconfig: str | None = None, **kw: Any) -> KubeClient:
         """An explicit kubeconfig, else the in-cluster service account, else $KUBECONFIG or ~/.kube/config."""
         if kubeconfig:
             return cls.from_kubeconfig(kubeconfig, **kw)
-        if os.environ.get("KUBERNETES_SERVICE_HOST") and os.path.exists(
-                "/var/run/secrets/kubernetes.io/serviceaccount/token"):
+        if os.environ.get("KUBERNETES_SERVICE_HOST") and os.path.exists(credentials.SERVICE_TOKEN_FILE):
             return cls.in_cluster(**kw)
         return cls.from_kubeconfig(None, **kw)
 
@@ -114,7 +109,7 @@ class KubeClient:
         return self._host
 
     def close(self) -> None:
-        self._api.close()  # type: ignore[no-untyped-call]
+        self._rest.close()
 
     # -- transport ---------------------------------------------------------------------------------------------
 
@@ -143,8 +138,8 @@ class KubeClient:
             started = time.monotonic()
             status: int | None = None
             try:
-                response: urllib3.BaseHTTPResponse = self._api.call_api(
-                    method, url, header_params=self._headers(method, path, content_type), body=body,
+                response: urllib3.BaseHTTPResponse = self._rest.request(
+                    method, url, headers=self._headers(content_type), body=body,
                     _request_timeout=timeout or self.timeout).response
                 status = response.status
                 if not (stream and 200 <= status < 300):
@@ -152,7 +147,7 @@ class KubeClient:
                         response.data  # noqa: B018 - reads the whole body now, inside the timeout handling
                     finally:
                         response.release_conn()
-            except (urllib3.exceptions.HTTPError, ApiException, OSError) as exc:
+            except (urllib3.exceptions.HTTPError, credentials.ApiException, OSError) as exc:
                 self._observe(method, "<error>" if status is None else str(status), started)
                 if is_tls_verification_failure(exc):
                     raise TLSVerificationError(f"{method} {path}: {tls_failure_text(exc)}") from exc
@@ -160,7 +155,8 @@ class KubeClient:
                                      reached_server=not isinstance(exc, _NOT_SENT), retry_after=None,
                                      rnd=random.random())
                 if delay is None:
-                    detail = str(exc.reason).strip() if isinstance(exc, ApiException) else str(exc)
+                    detail = (str(getattr(exc, "reason", "")).strip() if isinstance(exc, credentials.ApiException)
+                              else str(exc))
                     raise TransportError(f"{method} {path}: {detail}") from exc
             else:
                 self._observe(method, str(status), started)
@@ -174,10 +170,11 @@ class KubeClient:
             time.sleep(delay)
             attempt += 1
 
-    def _headers(self, method: str, path: str, content_type: str) -> dict[str, str]:
+    def _headers(self, content_type: str) -> dict[str, str]:
         headers = {"Accept": "application/json", "Content-Type": content_type, "User-Agent": self.user_agent}
-        # Adds the bearer token if the configuration has one, refreshing it first when it rotates.
-        self._api.update_params_for_auth(headers, None, ["BearerToken"], path, method, None)
+        token = credentials.bearer_token(self._config)  # refreshed first when it rotates
+        if token:
+            headers["authorization"] = token
         return headers
 
     def _observe(self, method: str, code: str, started: float) -> None:
