@@ -6,8 +6,13 @@ It knows nothing of what it reconciles. A controller declares its watches as dat
 to filter and index it, and which key an event concerns (the object's own, or its owner's); the runtime
 enqueues that key. A watched kind the controller does not own (e.g. Nodes) maps an object to any number of keys
 instead, and its updates count only when what the cache keeps of it changed. `reconcile(key)` returns seconds
-until the key needs another look (a timer), or None; an exception requeues the key with backoff without touching
-any other key.
+until the key needs another look (a timer), or None, or a `Result` that also says which lane of the queue the
+key's next pass belongs in; an exception requeues the key with backoff without touching any other key.
+
+Lanes: a pass the controller says will only observe (nothing of its own writes outstanding but what the cache is
+about to show, nothing left to create) waits in the priority lane, ahead of passes that create, so a status a user
+waits for is not held up by other keys' create bursts. The queue's guarantees hold in both lanes: one worker per
+key, backoff for failures, and the normal lane never stopped (tfop/kube/lanes.py).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import structlog
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import ApiError, Conflict
 from tfop.kube.informer import Informer, Transform, strip_managed_fields
+from tfop.kube.lanes import Lane
 from tfop.kube.metrics import KubeMetrics
 from tfop.kube.ratelimit import RateLimiter
 from tfop.kube.resource import Resource
@@ -32,7 +38,17 @@ from tfop.objects import Object
 
 log = structlog.get_logger("tfop.kube.runtime")
 
-Reconcile = Callable[[str], float | None]  # seconds until the key needs another look, or None
+
+@dataclass(frozen=True)
+class Result:
+    """What a pass says of the key's next one."""
+
+    requeue_after: float | None = None  # seconds until the key needs another look, or None
+    lane: Lane = Lane.NORMAL  # where the next pass waits: PRIORITY when it will only observe
+
+
+# Seconds until the key needs another look, or None (its next pass in the normal lane), or a Result.
+Reconcile = Callable[[str], Result | float | None]
 
 
 class Change(enum.Enum):
@@ -201,10 +217,16 @@ class ControllerRuntime:
             self._busy[threading.current_thread().name] = (key, started)
             metrics.active_workers.labels(name).inc()
             try:
-                requeue_after = self._reconcile(key)
+                result = self._reconcile(key)
             except Exception as error:  # noqa: BLE001 - one key's failure must never stop the worker
+                # What a failed pass left to do is not known: its retry waits in the normal lane.
+                self.queue.set_lane(key, Lane.NORMAL)
                 self._failed(key, error)
             else:
+                if not isinstance(result, Result):
+                    result = Result(result)
+                requeue_after = result.requeue_after
+                self.queue.set_lane(key, result.lane)  # before done(), which queues the key again if it was added
                 self.queue.forget(key)
                 if requeue_after is not None:
                     self.queue.add_after(key, requeue_after)
