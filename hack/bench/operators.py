@@ -26,7 +26,8 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 class OperatorProcess:
     """One operator process; subclasses give the command line and what "ready" means."""
 
-    def __init__(self, kubeconfig: Path, log_path: Path, args: list[str]) -> None:
+    def __init__(self, kubeconfig: Path, log_path: Path, args: list[str], *, cwd: Path | None = None) -> None:
+        self.cwd = cwd
         self.kubeconfig = kubeconfig
         self.log_path = log_path
         self.args = args
@@ -43,7 +44,7 @@ class OperatorProcess:
     def start(self, timeout: float = 120.0) -> None:
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, env=self.environment())
+                                            stdin=subprocess.DEVNULL, env=self.environment(), cwd=self.cwd)
         deadline = time.monotonic() + timeout
         while not self.ready():
             if self.process.poll() is not None:
@@ -108,13 +109,21 @@ class OperatorProcess:
 
 
 class TfopProcess(OperatorProcess):
+    """`python -m tfop run`: this checkout's tfop, or with `code` another checkout's (run from there, on its own
+    import path, with this virtualenv's dependencies)."""
+
+    def __init__(self, kubeconfig: Path, log_path: Path, args: list[str], *, code: Path | None = None) -> None:
+        super().__init__(kubeconfig, log_path, args, cwd=code)
+        self.code = code
+
     def command(self) -> list[str]:
         return [sys.executable, "-m", "tfop", "run", "--kubeconfig", str(self.kubeconfig),
                 "--metrics-addr", f"127.0.0.1:{self.metrics_port}", "--health-addr", f"127.0.0.1:{self.health_port}",
                 "--log-format", "json", *self.args]
 
     def environment(self) -> dict[str, str]:
-        return {**super().environment(), "PYTHONUNBUFFERED": "1"}
+        return {**super().environment(), "PYTHONUNBUFFERED": "1",
+                **({"PYTHONPATH": str(self.code)} if self.code is not None else {})}
 
 
 class GoOperatorProcess(OperatorProcess):
