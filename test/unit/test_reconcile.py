@@ -276,7 +276,7 @@ SUCCESS = {
         [make_pod("Chief", 0, "Succeeded", exit_code=0), make_pod("Worker", 0), make_pod("Worker", 1)],
         services_for({"Chief": 1, "Worker": 2}), conditions={"Succeeded": ("True", "TFJobSucceeded"),
                                                              "Running": ("False", "TFJobSucceeded")},
-        delete_pods=sorted([W0, W1]), delete_services=sorted([W0, W1]), events=["ExitedWithCode", "TFJobSucceeded"],
+        delete_pods=sorted([W0, W1]), delete_services=sorted([W0, W1]), events=["TFJobSucceeded"],
         counters=JobCounters(successful=1), status={"completionTime": T0, "phase": "CleanUp", "state": "Succeeded",
                                                     "replicaSummary": "1/3 succeeded"}),
     "a Master is a chief too": Case(
