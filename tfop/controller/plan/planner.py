@@ -67,6 +67,7 @@ from tfop.controller.plan.ps_server import with_default_ps_server
 from tfop.controller.plan.replica_records import describe_failure, record_replicas, uid_of
 from tfop.controller.plan.restart_scope import restart_scope_of, restarted_with
 from tfop.controller.plan.status import TRUE, is_terminating
+from tfop.controller.plan.success_settle import settle_remaining
 from tfop.controller.plan.troubles import announce_troubles, troubles_of, with_troubles
 from tfop.controller.plan.types import JOB, POD, SERVICE, CreateRefusal, Creation, Plan, PlanContext
 
@@ -190,6 +191,12 @@ def _run(p: _Planning) -> None:
                                       deleting=recreating | moving | {uid_of(pod) for pod in together}
                                       | {uid_of(child) for child in scaled_down},
                                       recreating=recreating)
+    settling = 0.0 if recreate or moving or together or scaled_down or not _succeeded(p.job, children.slots) else (
+        settle_remaining(children.slots, draft.now))
+    if settling > 0:  # peers still running get a moment to end by themselves, told with the success, not deleted
+        draft.requeue(settling)
+        record_replicas(p.draft, p.job, p.children, counts, finishing=False)
+        return
     if _finish_if_done(p, sum(count.total for count in counts.values())):
         keep_finished(draft, p.job, p.context, just_finished=True)
         record_replicas(p.draft, p.job, p.children, counts, finishing=True)
