@@ -138,7 +138,7 @@ class StatusWait(enum.Enum):
     stored, which is the same one. Nothing that only this plan sees may wait: deletes and restarts never do."""
 
     NO = "no"
-    FOR_CREATES = "for its creates"  # the plan made once they are seen (they wake it) tells them too
+    FOR_CREATES = "for its creates"  # never written: the plan made once they are seen (they wake it) tells it
     BRIEFLY = "briefly"  # only counts and messages moved: several of these become one write
 
 
