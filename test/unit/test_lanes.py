@@ -1,7 +1,8 @@
 """The work queue's two lanes: table rows of what callers do and the order items come out, written out.
 
 A script is a list of steps: `!a` says a's next pass is short (set_lane PRIORITY), `-a` says it is not (NORMAL),
-`+a` queues a, `.` takes the next item. The expected column is what the `.` steps took, in order."""
+`+a` queues a, `.` takes the next item, `~a` releases a (its worker is done), `?` notes whether an item may be
+taken now. The expected column is what the `.` and `?` steps gave, in order."""
 
 from __future__ import annotations
 
@@ -23,6 +24,10 @@ def run(script: str, lanes: Lanes[str]) -> list[str]:
     for step in script.split():
         if step == ".":
             taken.append(lanes.popleft())
+        elif step == "?":
+            taken.append("(ready)" if lanes.ready() else "(blocked)")
+        elif step[0] == "~":
+            lanes.release(step[1:])
         elif step[0] == "!":
             lanes.set_lane(step[1:], Lane.PRIORITY)
         elif step[0] == "-":
@@ -67,6 +72,27 @@ def test_order_items_come_out_in(max_streak: int, script: str, taken: list[str])
     assert not lanes
 
 
+SLOT_ROWS = [
+    # name, max_streak, normal_slots, script, what . and ? gave
+    ("one normal slot: a second normal item waits for the first to be released",
+     32, 1, "+a +b . ? ~a ? .", ["a", "(blocked)", "(ready)", "b"]),
+    ("a priority item passes a normal one that must wait",
+     32, 1, "!p +a +b . +p . ?", ["a", "p", "(blocked)"]),
+    ("a priority item released frees no normal slot",
+     32, 1, "!p +p +a +b . . ~p ?", ["p", "a", "(blocked)"]),
+    ("the streak gives way only to a normal item that may be taken",
+     1, 1, "!p !q +a +b +p +q . . . ~a .", ["p", "a", "q", "b"]),
+    ("two slots: two normal items out at once",
+     32, 2, "+a +b +c . . ? ~b .", ["a", "b", "(blocked)", "c"]),
+]
+
+
+@pytest.mark.parametrize(("max_streak", "slots", "script", "taken"), [row[1:] for row in SLOT_ROWS],
+                         ids=[row[0] for row in SLOT_ROWS])
+def test_normal_slots(max_streak: int, slots: int, script: str, taken: list[str]) -> None:
+    assert run(script, Lanes(max_streak, slots)) == taken
+
+
 def test_only_priority_items_are_remembered() -> None:
     lanes: Lanes[str] = Lanes()
     run("!a !b -b -c", lanes)
@@ -83,9 +109,11 @@ def test_waiting_per_lane_and_empty() -> None:
         lanes.popleft()
 
 
-def test_a_streak_under_one_is_refused() -> None:
+def test_a_streak_or_slots_under_one_are_refused() -> None:
     with pytest.raises(ValueError, match="max_streak"):
         Lanes(0)
+    with pytest.raises(ValueError, match="normal_slots"):
+        Lanes(1, 0)
 
 
 # --- the lanes inside the work queue ----------------------------------------------------------------------------
@@ -116,6 +144,46 @@ def test_one_worker_per_key_in_the_priority_lane_too() -> None:
     assert queue.get(timeout=0) == (None, False)  # "job" is held: not handed out again before done
     queue.done("job")
     assert queue.get(timeout=0) == ("job", False)
+
+
+def test_a_worker_kept_for_the_priority_lane() -> None:
+    """Two workers, one normal slot: while one worker holds a long normal pass and another normal key waits, the
+    other worker is not given it, and takes the next priority key at once."""
+    queue: RateLimitingQueue[str] = RateLimitingQueue("lanes-test", normal_slots=1)
+    queue.set_lane("observing", Lane.PRIORITY)
+    queue.add("creating-a")
+    queue.add("creating-b")
+    assert queue.get(timeout=0) == ("creating-a", False)
+    assert queue.get(timeout=0) == (None, False)  # creating-b waits for the normal slot
+    queue.add("observing")
+    assert queue.get(timeout=0) == ("observing", False)
+    queue.done("observing")
+    queue.done("creating-a")
+    assert queue.get(timeout=0) == ("creating-b", False)
+
+
+def test_a_getter_waiting_for_a_normal_slot_is_woken_when_one_frees() -> None:
+    queue: RateLimitingQueue[str] = RateLimitingQueue("lanes-test", normal_slots=1)
+    queue.add("a")
+    queue.add("b")
+    assert queue.get(timeout=0) == ("a", False)
+    taken: list[tuple[str | None, bool]] = []
+    waiter = threading.Thread(target=lambda: taken.append(queue.get(timeout=10)))
+    waiter.start()
+    _wait_for(lambda: queue._idle_getters == 1)
+    queue.done("a")
+    waiter.join(10)
+    assert taken == [("b", False)]
+
+
+def test_shutdown_hands_out_normal_items_whatever_is_out() -> None:
+    queue: RateLimitingQueue[str] = RateLimitingQueue("lanes-test", normal_slots=1)
+    queue.add("a")
+    queue.add("b")
+    assert queue.get(timeout=0) == ("a", False)
+    queue.shutdown()
+    assert queue.get(timeout=0) == ("b", False)
+    assert queue.get(timeout=0) == (None, True)
 
 
 def test_delayed_and_rate_limited_adds_land_in_the_items_lane() -> None:

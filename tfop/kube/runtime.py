@@ -97,8 +97,9 @@ class ControllerRuntime:
             for watch in self._watches for scope in _scopes_of(watch, scopes)
         }
         self._scopes = scopes
-        self.queue: RateLimitingQueue[str] = RateLimitingQueue(name, rate_limiter,
-                                                               metrics=self._metrics.workqueues)
+        # One worker is kept for the priority lane: a pass that only observes never waits for a long one to end.
+        self.queue: RateLimitingQueue[str] = RateLimitingQueue(name, rate_limiter, metrics=self._metrics.workqueues,
+                                                               normal_slots=threads - 1 if threads > 1 else None)
         self._workers: list[threading.Thread] = []
         # A healthy informer makes progress at least once per watch (5-10 min), a reconcile takes seconds:
         # silence longer than this means a hung connection or a stuck worker, which only a restart cures.

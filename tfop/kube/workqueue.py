@@ -6,7 +6,8 @@
 - `add_after` parks items in a heap watched by one thread; an earlier deadline for a parked item wins, a later
   one does not postpone it. `add_rate_limited` asks the rate limiter for the delay.
 - Waiting items are handed out from two FIFO lanes (tfop/kube/lanes.py): an item the caller said is short
-  (`set_lane(item, Lane.PRIORITY)`) goes ahead of the others, without ever stopping them.
+  (`set_lane(item, Lane.PRIORITY)`) goes ahead of the others, without ever stopping them; with `normal_slots`,
+  no more normal items than that are out at once, so the others' workers stay free for short items.
 
 Workers loop on `item, shutdown = queue.get()` and always call `queue.done(item)` (typically in `finally`).
 
@@ -47,7 +48,8 @@ class RateLimitingQueue(Generic[T]):
     """FIFO of distinct items for worker threads; thread-safe, one lock."""
 
     def __init__(self, name: str, rate_limiter: RateLimiter | None = None, *, clock: Clock = SYSTEM_CLOCK,
-                 metrics: WorkqueueCollector | None = None, max_streak: int = DEFAULT_MAX_STREAK) -> None:
+                 metrics: WorkqueueCollector | None = None, max_streak: int = DEFAULT_MAX_STREAK,
+                 normal_slots: int | None = None) -> None:
         self.name = name
         self._clock = clock
         self._now = clock.now
@@ -57,7 +59,7 @@ class RateLimitingQueue(Generic[T]):
         self._lock = threading.Lock()
         self._ready = threading.Condition(self._lock)
         self._delay_changed = threading.Condition(self._lock)
-        self._queue: Lanes[T] = Lanes(max_streak)
+        self._queue: Lanes[T] = Lanes(max_streak, normal_slots)
         self._dirty: dict[T, float] = {}  # items waiting to be processed -> when they were added
         self._processing: dict[T, float] = {}  # items held by workers -> when the worker took them
         self._idle_getters = 0
@@ -100,7 +102,7 @@ class RateLimitingQueue(Generic[T]):
         Items already queued when shutdown was called are still handed out.
         """
         with self._lock:
-            if not self._queue and not self._shutting_down and not self._wait_for_item(timeout):
+            if not self._queue.ready() and not self._shutting_down and not self._wait_for_item(timeout):
                 return None, False
             if not self._queue:
                 return None, True
@@ -114,7 +116,7 @@ class RateLimitingQueue(Generic[T]):
         deadline = None if timeout is None else self._now() + timeout
         self._idle_getters += 1
         try:
-            while not self._queue and not self._shutting_down:
+            while not self._queue.ready() and not self._shutting_down:
                 if deadline is not None and self._now() >= deadline:
                     return False
                 self._clock.wait_until(self._ready, deadline)
@@ -129,10 +131,11 @@ class RateLimitingQueue(Generic[T]):
             if started is None:
                 return
             self._stats.work_duration.observe(self._now() - started)
+            freed = self._queue.release(item)
             if item in self._dirty:
                 self._queue.append(item)
-                if self._idle_getters:
-                    self._ready.notify()
+            if (freed or item in self._dirty) and self._idle_getters:
+                self._ready.notify()
             if self._draining and not self._processing:
                 self._ready.notify_all()
 
@@ -226,6 +229,7 @@ class RateLimitingQueue(Generic[T]):
 
     def _begin_shutdown(self, drain: bool) -> None:
         self._shutting_down = True
+        self._queue.normal_slots = None  # what is still queued is handed out, whatever is out
         self._draining = drain
         self._delays.clear()
         self._deadlines.clear()
