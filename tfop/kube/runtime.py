@@ -77,7 +77,8 @@ class Watch:
 
 
 class ControllerRuntime:
-    """Runs `reconcile` for the keys its watches produce, on `threads` workers, one worker per key at a time."""
+    """Runs `reconcile` for the keys its watches produce, one worker per key at a time: on `threads` workers,
+    and one more that only a priority key gets when the others are all busy with normal ones."""
 
     def __init__(self, client: KubeClient, name: str, reconcile: Reconcile, watches: Sequence[Watch], *,
                  namespaces: Sequence[str] = (), threads: int = 4, stall_after: float = 900.0,
@@ -97,15 +98,16 @@ class ControllerRuntime:
             for watch in self._watches for scope in _scopes_of(watch, scopes)
         }
         self._scopes = scopes
-        # One worker is kept for the priority lane: a pass that only observes never waits for a long one to end.
+        # A worker more than normal keys may hold: a pass that only observes never waits for a long one to end, and
+        # passes that create keep all `threads`.
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(name, rate_limiter, metrics=self._metrics.workqueues,
-                                                               normal_slots=threads - 1 if threads > 1 else None)
+                                                               normal_slots=threads)
         self._workers: list[threading.Thread] = []
         # A healthy informer makes progress at least once per watch (5-10 min), a reconcile takes seconds:
         # silence longer than this means a hung connection or a stuck worker, which only a restart cures.
         self.stall_after = stall_after
         self._busy: dict[str, tuple[str, float]] = {}  # worker name -> (key, monotonic start)
-        self._metrics.max_concurrent.labels(name).set(threads)
+        self._metrics.max_concurrent.labels(name).set(threads + 1)
         for result in ("success", "error", "requeue_after"):
             self._metrics.reconcile_total.labels(name, result)
         self._metrics.reconcile_errors.labels(name)
@@ -140,7 +142,7 @@ class ControllerRuntime:
                    for i in self.informers)
 
     def start_workers(self) -> None:
-        for number in range(self.threads):
+        for number in range(self.threads + 1):
             thread = threading.Thread(target=self._work, name=f"reconcile-{number}", daemon=True)
             thread.start()
             self._workers.append(thread)
