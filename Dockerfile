@@ -24,6 +24,6 @@ ENV PATH=/opt/tfop/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1
 # A numeric user, so that the pod's runAsNonRoot can be verified; 65532 is the usual "nonroot".
 USER 65532:65532
-# Metrics (/metrics) and health (/healthz, /readyz).
-EXPOSE 8080 8081
+# Metrics (/metrics, HTTPS) and health (/healthz, /readyz, plain HTTP for the kubelet).
+EXPOSE 8443 8081
 ENTRYPOINT ["tfop", "run"]

@@ -25,7 +25,7 @@ help: ## list the targets and the variables they take
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
 	@echo "Variables: ARGS (make run: flags for tfop run), PYTEST_ARGS (test, unit, integration, e2e), HELM_ARGS"
 	@echo "  (deploy-render), BENCH_ARGS (bench), CLUSTER_DIR (.local/cluster), TFOP_CACHE_DIR (~/.cache/tfop),"
-	@echo "  GANG (cluster-up: scheduler-plugins or volcano)."
+	@echo "  GANG (cluster-up: scheduler-plugins or volcano), PROMETHEUS_ARGS (prometheus-up)."
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -49,11 +49,13 @@ cluster-up: controlplane ## start the local cluster (idempotent), with REAL_NODE
 	@if [ -n "$(GANG)" ]; then $(PYTHON) hack/local_cluster.py coscheduler up --gang $(GANG) --dir $(CLUSTER_DIR); fi
 
 cluster-down: ## stop the local cluster, keeping its data
+	@if [ -x $(PY) ]; then $(PY) hack/local_cluster.py prometheus down --dir $(CLUSTER_DIR); fi
 	@if [ -x $(PY) ]; then $(PY) hack/local_cluster.py kueue down --dir $(CLUSTER_DIR); fi
 	@$(PYTHON) hack/local_cluster.py coscheduler down --dir $(CLUSTER_DIR)
 	@$(PYTHON) hack/local_cluster.py down --dir $(CLUSTER_DIR)
 
 cluster-destroy: ## stop the local cluster and delete its data
+	@if [ -x $(PY) ]; then $(PY) hack/local_cluster.py prometheus down --dir $(CLUSTER_DIR); fi
 	@if [ -x $(PY) ]; then $(PY) hack/local_cluster.py kueue down --dir $(CLUSTER_DIR); fi
 	@$(PYTHON) hack/local_cluster.py coscheduler down --dir $(CLUSTER_DIR)
 	@$(PYTHON) hack/local_cluster.py destroy --dir $(CLUSTER_DIR)
@@ -62,11 +64,12 @@ cluster-status: ## show which local cluster components run, and the real node's 
 	@$(PYTHON) hack/local_cluster.py status --dir $(CLUSTER_DIR)
 	@$(PYTHON) hack/local_cluster.py coscheduler status --dir $(CLUSTER_DIR)
 	@if [ -x $(PY) ]; then $(PY) hack/local_cluster.py kueue status --dir $(CLUSTER_DIR); fi
+	@if [ -x $(PY) ]; then $(PY) hack/local_cluster.py prometheus status --dir $(CLUSTER_DIR); fi
 
 run: venv ## run the operator against $KUBECONFIG (asks before installing the CRD there; ARGS=--install-crd or --no-install-crd answer for you), or against the local cluster (started if needed, with REAL_NODES real nodes, 1 by default)
 	@REAL_NODES=$(REAL_NODES) bash hack/run.sh $(ARGS)
 
-test: venv controlplane node helm coscheduler training-operator kueue ## run every test: unit, integration and e2e against a real local control plane
+test: venv controlplane node helm prometheus coscheduler training-operator kueue ## run every test: unit, integration and e2e against a real local control plane
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The suites are selected by marker (test/conftest.py gives each test the one of its directory); the directory is
@@ -74,7 +77,7 @@ test: venv controlplane node helm coscheduler training-operator kueue ## run eve
 unit: venv ## run the unit tests only (-m unit; no cluster)
 	$(PY) -m pytest -m unit test/unit $(PYTEST_ARGS)
 
-integration: venv controlplane helm coscheduler training-operator kueue ## run the integration tests only (-m integration)
+integration: venv controlplane helm prometheus coscheduler training-operator kueue ## run the integration tests only (-m integration)
 	$(PY) -m pytest -m integration test/integration $(PYTEST_ARGS)
 
 e2e: venv controlplane node training-operator ## run the end-to-end tests only (-m e2e)
@@ -116,7 +119,7 @@ kueue-down: venv ## stop the local cluster's Kueue and remove its webhook config
 	@$(PY) hack/local_cluster.py kueue down --dir $(CLUSTER_DIR)
 
 # --- images for the real node, and TensorFlow for the tests ------------------------------------------------------
-.PHONY: images image-refs image-locks tensorflow
+.PHONY: images image-refs image-locks tensorflow sdk
 
 images: ## build (first time: ~6 min) or reuse the TensorFlow, tfop and pause images; prints each ref and OCI archive
 	@bash hack/build-images.sh
@@ -130,14 +133,32 @@ image-locks: ## re-resolve the images' Python packages (setup.cfg, TENSORFLOW_VE
 tensorflow: ## create (first time: ~1-2 min) or reuse the pinned tensorflow-cpu virtualenv; prints its python
 	@bash hack/tensorflow-venv.sh
 
+sdk: ## create (first time: ~15 s) or reuse the Kubeflow Python SDK's virtualenv (hack/kubeflow-sdk/); prints its python
+	@bash hack/sdk-venv.sh
+
 # --- deploy/: the kustomize base and the Helm chart ---------------------------------------------------------------
 # Extra arguments for `helm template`, e.g. make deploy-render HELM_ARGS="--set cloud=azure"
 HELM_ARGS ?=
 
-.PHONY: helm deploy-render
+.PHONY: helm prometheus deploy-render
 
 helm: ## build (first time: a few minutes) or reuse the pinned helm; prints its path
 	@bash hack/build-helm.sh
+
+# promtool checks and unit-tests the alerts in the tests; the server is for tests that scrape tfop.
+prometheus: ## build (first time: ~10 min on 2 cores) or reuse promtool and the Prometheus server; prints their directory
+	@bash hack/build-prometheus.sh
+
+# Extra arguments for `hack/local_cluster.py prometheus up`, e.g. make prometheus-up PROMETHEUS_ARGS="--interval 5s";
+# --metrics-secure scrapes HTTPS with a ServiceAccount token, for make run ARGS=--metrics-secure
+PROMETHEUS_ARGS ?=
+.PHONY: prometheus-up prometheus-down
+
+prometheus-up: venv ## start Prometheus beside the local cluster (CLUSTER_DIR) on loopback, scraping `make run`'s /metrics as the chart's ServiceMonitor says (plain HTTP, as make run serves; PROMETHEUS_ARGS=--metrics-secure: HTTPS with a ServiceAccount token), with the chart's alerts; prints its URL
+	@$(PY) hack/local_cluster.py prometheus up --dir $(CLUSTER_DIR) $(PROMETHEUS_ARGS)
+
+prometheus-down: venv ## stop the local cluster's Prometheus (its data stays in CLUSTER_DIR)
+	@$(PY) hack/local_cluster.py prometheus down --dir $(CLUSTER_DIR)
 
 deploy-render: controlplane ## print the kustomize base, then the Helm chart rendered for release tfop in tfop-system
 	@"$$(bash hack/build-controlplane.sh)/kubectl" kustomize deploy

@@ -7,7 +7,9 @@ Run by examples/mwms.yaml; prints one `tfop-example:` line saying which task it 
 
 For long training that must survive a lost node, set CHECKPOINT_DIR to a directory every replica mounts (a
 network file system): the training state is saved there every SAVE_EVERY steps and restored at start, so a job
-restarted together (tfop's restart scope Job) resumes where it was. STEPS and STEP_SECONDS (a pause per step)
+restarted together (tfop's restart scope Job) resumes where it was. A replica told to stop (SIGTERM: its pod
+deleted, evicted or preempted) makes every replica save at the same step first (TensorFlow's
+PreemptionCheckpointHandler), so nothing is lost but the pod's grace period. STEPS and STEP_SECONDS (a pause per step)
 stretch the run. When a peer is lost the collective breaks; the process then exits with a retryable code, so the
 operator restarts the job rather than failing it.
 """
@@ -44,6 +46,12 @@ def make_dataset(context: tf.distribute.InputContext) -> tf.data.Dataset:
     return tf.data.Dataset.from_tensor_slices((x, 3.0 * x - 2.0 + noise)).batch(batch).repeat()
 
 
+def preempted() -> None:
+    """After the checkpoint a preemption made: exit so as to be restarted, not failed."""
+    print(f"told to stop: saved the checkpoint; exiting {RETRYABLE_EXIT} to be restarted", flush=True)
+    sys.exit(RETRYABLE_EXIT)
+
+
 def is_chief(resolver: tf.distribute.cluster_resolver.ClusterResolver) -> bool:
     """The task that writes the real checkpoint: the chief, or worker 0 when the job has no chief."""
     return resolver.task_type == "chief" or (
@@ -63,16 +71,21 @@ def main() -> int:
         bias = tf.Variable(0.0, aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
         done = tf.Variable(0, dtype=tf.int64, aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
     batches = iter(strategy.distribute_datasets_from_function(make_dataset))
-    manager = None
+    manager = handler = None
     if CHECKPOINT_DIR:
         checkpoint = tf.train.Checkpoint(weight=weight, bias=bias, step=done)
         # Every task takes part in a save; only the chief's lands where the next attempt restores from.
         directory = CHECKPOINT_DIR if is_chief(resolver) else os.path.join(
             CHECKPOINT_DIR, f"scratch-{resolver.task_type}-{resolver.task_id}")
         manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=2)
+        # Restores what it saved at a preemption, if anything; a later periodic save wins below.
+        handler = tf.distribute.experimental.PreemptionCheckpointHandler(
+            resolver, checkpoint, os.path.join(CHECKPOINT_DIR, "preempted"),
+            termination_config=tf.distribute.experimental.TerminationConfig(exit_fn=preempted))
         latest = tf.train.latest_checkpoint(CHECKPOINT_DIR)
-        if latest:
+        if latest and int(tf.train.load_variable(latest, "step/.ATTRIBUTES/VARIABLE_VALUE")) > int(done.numpy()):
             checkpoint.restore(latest)
+        if int(done.numpy()):
             print(f"resumed from checkpoint at step {int(done.numpy())}", flush=True)
         else:
             print("no checkpoint yet: starting at step 0", flush=True)
@@ -96,6 +109,8 @@ def main() -> int:
             print(f"step {step} loss {float(loss):.4f}", flush=True)
             if manager and step % SAVE_EVERY == 0:
                 manager.save(checkpoint_number=step)
+            if handler:  # at a step boundary, all together: saves and exits if any replica was told to stop
+                handler.save_checkpoint_if_preempted()
             time.sleep(STEP_SECONDS)
     except PEER_LOST as error:
         print(f"a peer is gone ({type(error).__name__}); exiting {RETRYABLE_EXIT} to be restarted", flush=True)

@@ -5,7 +5,8 @@
 #   <image-ref> <path-to-oci-archive.tar>
 #
 # ready for `ctr -n k8s.io images import --base-name <image-ref> <tar>`. Images (all by default):
-#   tensorflow  Debian minbase + python3, a virtualenv with the locked tensorflow-cpu, examples/train_*.py in /opt/train
+#   tensorflow  Debian minbase + python3, a virtualenv with the locked tensorflow-cpu and tf-keras, examples/train_*.py
+#               in /opt/train
 #   tfop        Debian minbase + python3, a virtualenv with tfop (from this checkout) and its locked dependencies;
 #               runs `tfop run` as 65532, like the Dockerfile
 #   pause       the pod sandbox: hack/images/pause, a static Go program that reaps children and exits on SIGTERM

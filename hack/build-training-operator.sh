@@ -23,12 +23,7 @@ BIN_DIR="${CACHE_ROOT}/training-operator/${VERSION}/bin"
 go_build_env
 cached_bin_dir_or_module_dir "${MODULE}" "${VERSION}" "${BIN_DIR}" "$@"
 
-modfile="$(module_field "${MODULE}" "${VERSION}" GoMod)"
-[[ -f "${modfile}" ]] || die "could not download ${MODULE}@${VERSION} from the Go module proxy"
-if grep -qE '^\s*(replace\s+)?[^/ ]+/[^ ]*\s+=>' "${modfile}"; then
-  die "${MODULE}@${VERSION}'s go.mod has replace directives, which go install refuses;" \
-    "build it from a wrapper module as hack/build-controlplane.sh does"
-fi
+require_go_installable "${MODULE}" "${VERSION}"
 
 build_into_cache "${BIN_DIR}" training-operator.v1 "${PACKAGE}@${VERSION}" "a few minutes on 2 cores" \
   env GOBIN="${BIN_DIR}.partial" go install -ldflags "-s -w" "${PACKAGE}@${VERSION}"

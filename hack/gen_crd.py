@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
-"""Generates crd/kubeflow.org_tfjobs.yaml from hack/crd-template.yaml and the apiserver's own OpenAPI v3 schema
-of PodTemplateSpec, turned into a structural CRD schema.
+"""Generates crd/kubeflow.org_tfjobs.yaml from hack/crd-template.yaml and the apiserver's own OpenAPI v3 schemas
+(PodTemplateSpec, LabelSelector), turned into structural CRD schemas. The template marks where they go:
+
+    x-tfop-pod-template-spec: true      the whole PodTemplateSpec (v1's templates)
+    x-tfop-pod-template-required: true  only its required fields, everything else kept as given (older versions)
+    x-tfop-schema-of: NAME              the schema of the OpenAPI type NAME
 
     python hack/gen_crd.py [--openapi FILE_OR_URL] [--check]
 
@@ -23,6 +27,8 @@ HACK_DIR = Path(__file__).resolve().parent
 TEMPLATE = HACK_DIR / "crd-template.yaml"
 OUTPUT = HACK_DIR.parent / "crd" / "kubeflow.org_tfjobs.yaml"
 MARKER = "x-tfop-pod-template-spec"
+REQUIRED_MARKER = "x-tfop-pod-template-required"
+SCHEMA_MARKER = "x-tfop-schema-of"
 REF_PREFIX = "#/components/schemas/"
 
 # Extensions a CRD schema accepts; the others (patch strategies, unions, GVKs) are for built-in types only.
@@ -71,9 +77,11 @@ BOUNDS: dict[tuple[str, str], dict[str, Any]] = {
 }
 
 
-def structural(schema: dict[str, Any], schemas: dict[str, Any], seen: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The CRD-compatible form of an OpenAPI v3 schema node: refs inlined, descriptions dropped (they would make
-    the CRD too large for client-side `kubectl apply`), unsupported keywords removed."""
+def structural(schema: dict[str, Any], schemas: dict[str, Any], seen: tuple[str, ...] = (),
+               descriptions: bool = False) -> dict[str, Any]:
+    """The CRD-compatible form of an OpenAPI v3 schema node: refs inlined, unsupported keywords removed, and
+    descriptions dropped unless asked for (the pod template's would make the CRD too large for client-side
+    `kubectl apply`; a small type's are kept, for `kubectl explain`)."""
     if "allOf" in schema and len(schema["allOf"]) == 1:  # how v3 wraps a $ref that carries siblings
         merged = {k: v for k, v in schema.items() if k != "allOf"}
         merged.update(schema["allOf"][0])
@@ -84,7 +92,7 @@ def structural(schema: dict[str, Any], schemas: dict[str, Any], seen: tuple[str,
             raise ValueError(f"recursive type {name} cannot be inlined")
         if name in SPECIAL_TYPES:
             return copy.deepcopy(SPECIAL_TYPES[name])
-        target = structural(schemas[name], schemas, (*seen, name))
+        target = structural(schemas[name], schemas, (*seen, name), descriptions)
         for (owner, prop), bounds in BOUNDS.items():
             if owner == name:
                 target["properties"][prop].update(bounds)
@@ -94,20 +102,66 @@ def structural(schema: dict[str, Any], schemas: dict[str, Any], seen: tuple[str,
     out: dict[str, Any] = {}
     for key, value in schema.items():
         if key == "properties":
-            out[key] = {p: structural(s, schemas, seen) for p, s in value.items()}
+            out[key] = {p: structural(s, schemas, seen, descriptions) for p, s in value.items()}
         elif key in ("items", "additionalProperties") and isinstance(value, dict):
-            out[key] = structural(value, schemas, seen)
+            out[key] = structural(value, schemas, seen, descriptions)
         elif key == "default" and value == {}:
             continue  # an empty object default would have to satisfy required fields it lacks
-        elif key in KEPT_KEYWORDS or key in ALLOWED_EXTENSIONS:
+        elif key in KEPT_KEYWORDS or key in ALLOWED_EXTENSIONS or (descriptions and key == "description"):
             out[key] = copy.deepcopy(value)
     if "type" not in out and "anyOf" not in out and "x-kubernetes-int-or-string" not in out:
         out = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
     return out
 
 
-def fill_markers(node: Any, pod_template: dict[str, Any]) -> Any:
+def required_only(schema: dict[str, Any]) -> dict[str, Any] | None:
+    """A structural schema that checks only the required fields of `schema` (present, and of their type) and keeps
+    everything else as given; None where nothing below is required. The older versions keep templates as written,
+    yet a template must hold what every v1 client needs to read it (a container's name, a volume's name...)."""
+    kind = schema.get("type")
+    if kind == "array":
+        items = required_only(schema["items"])
+        return {"type": "array", "items": items} if items is not None else None
+    if kind != "object":
+        return None
+    if isinstance(schema.get("additionalProperties"), dict):
+        values = required_only(schema["additionalProperties"])
+        return {"type": "object", "additionalProperties": values} if values is not None else None
+    properties = schema.get("properties", {})
+    required = [name for name in schema.get("required", []) if name in properties]
+    kept = {}
+    for name, child in properties.items():
+        below = required_only(child)
+        if below is not None:
+            kept[name] = below
+        elif name in required:
+            kept[name] = _any_of_type(child)
+    if not kept:
+        return None
+    out: dict[str, Any] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": kept}
+    if required:
+        out["required"] = required
+    return out
+
+
+def _any_of_type(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema`'s type and nothing else: a required field's value is checked no further than that."""
+    if schema.get("type") == "array":
+        return {"type": "array", "items": _any_of_type(schema["items"])}
+    if schema.get("type") == "object":
+        return {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    return {key: value for key, value in schema.items() if key in ("type", "anyOf", "x-kubernetes-int-or-string")}
+
+
+def fill_markers(node: Any, pod_template: dict[str, Any], schemas: dict[str, Any] | None = None) -> Any:
     if isinstance(node, dict):
+        if node.get(REQUIRED_MARKER) is True:
+            filled = required_only(pod_template)
+            assert filled is not None, "a PodTemplateSpec has required fields"
+            return {**filled, "description": node["description"]} if "description" in node else filled
+        if SCHEMA_MARKER in node and schemas is not None:
+            filled = structural({"$ref": REF_PREFIX + node[SCHEMA_MARKER]}, schemas, descriptions=True)
+            return {**filled, "description": node["description"]} if "description" in node else filled
         if node.get(MARKER) is True:
             # The marker's own description stays: it is what `kubectl explain` shows for the template field.
             filled = copy.deepcopy(pod_template)
@@ -116,18 +170,18 @@ def fill_markers(node: Any, pod_template: dict[str, Any]) -> Any:
             for name, text in TEMPLATE_PART_DESCRIPTIONS.items():
                 filled["properties"][name] = {"description": text, **filled["properties"][name]}
             return filled
-        return {k: fill_markers(v, pod_template) for k, v in node.items()}
+        return {k: fill_markers(v, pod_template, schemas) for k, v in node.items()}
     if isinstance(node, list):
-        return [fill_markers(v, pod_template) for v in node]
+        return [fill_markers(v, pod_template, schemas) for v in node]
     return node
 
 
 def render(openapi: dict[str, Any], source: str) -> str:
     schemas = openapi["components"]["schemas"]
     pod_template = structural({"$ref": REF_PREFIX + "io.k8s.api.core.v1.PodTemplateSpec"}, schemas)
-    crd = fill_markers(yaml.safe_load(TEMPLATE.read_text()), pod_template)
+    crd = fill_markers(yaml.safe_load(TEMPLATE.read_text()), pod_template, schemas)
     crd["metadata"].setdefault("annotations", {})["tfop.kubeflow.org/pod-template-schema"] = source
-    header = ("# Generated by hack/gen_crd.py from hack/crd-template.yaml and the PodTemplateSpec schema of "
+    header = ("# Generated by hack/gen_crd.py from hack/crd-template.yaml and the OpenAPI schemas of "
               f"{source}.\n# Do not edit: change the template and run `make crd`.\n")
     return header + yaml.safe_dump(crd, sort_keys=False, width=120)
 

@@ -28,7 +28,7 @@ check_go_version() {
   have="${have#go}"
   have="${have%%[-+ ]*}"
   if ! version_at_least "${have}" "${GO_MIN_VERSION}"; then
-    die "Go ${GO_MIN_VERSION} or newer is needed (Kubernetes ${KUBERNETES_VERSION} and kwok ${KWOK_VERSION} require it); \
+    die "Go ${GO_MIN_VERSION} or newer is needed (the go.mod of a pinned component in versions.env requires it); \
 found go${have:-unknown} at $(command -v go). Install a newer Go and put it first on PATH."
   fi
 }
@@ -124,6 +124,18 @@ wrapper_module() {
 
 # cached_bin_dir_or_module_dir MODULE VERSION BIN_DIR [--module-dir]: with --module-dir prints MODULE@VERSION's
 # source directory in the Go module cache and exits; when BIN_DIR is complete prints it and exits; else returns.
+# require_go_installable MODULE VERSION: downloads the module and stops with a clear message if its go.mod has
+# replace directives, which `go install pkg@version` refuses (build such a module from a wrapper module instead).
+require_go_installable() {
+  local modfile
+  modfile="$(module_field "$1" "$2" GoMod)"
+  [[ -f "${modfile}" ]] || die "could not download $1@$2 from the Go module proxy"
+  if grep -qE '^\s*(replace\s+)?[^/ ]+/[^ ]*\s+=>' "${modfile}"; then
+    die "$1@$2's go.mod has replace directives, which go install refuses;" \
+      "build it from a wrapper module as hack/build-controlplane.sh does"
+  fi
+}
+
 cached_bin_dir_or_module_dir() {
   local module="$1" version="$2" bin_dir="$3" dir
   if [[ "${4:-}" == "--module-dir" ]]; then

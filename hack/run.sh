@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make run`: install the CRD and run the operator in the foreground, against $KUBECONFIG if it is set, else
-# against the local cluster (built and started if needed, with REAL_NODES real nodes, 1 by default). Extra arguments
-# go to `tfop run`, except these two:
+# against the local cluster (built and started if needed, with REAL_NODES real nodes, 1 by default), where tfop also
+# serves the CRD's conversion webhook on loopback (hack/localcluster/addons/webhook.py points the CRD there). Extra
+# arguments go to `tfop run`, except these two:
 #   --install-crd      install or update the TFJob CRD in a $KUBECONFIG cluster without asking
 #   --no-install-crd   never touch the CRD (tfop then says so and exits 1 if the cluster lacks it)
 set -euo pipefail
@@ -20,10 +21,14 @@ done
 
 BIN_DIR="$(bash "${REPO}/hack/build-controlplane.sh")"
 ours=no
+local_args=()
 if [[ -z "${KUBECONFIG:-}" ]]; then
   python3 "${REPO}/hack/local_cluster.py" up --real-nodes "${REAL_NODES:-1}" --dir "${CLUSTER_DIR}" >/dev/null
   KUBECONFIG="${CLUSTER_DIR}/kubeconfig"
   ours=yes
+  # The local cluster's controller config: the default PS server runs the TensorFlow image the real nodes hold,
+  # since they pull nothing. ARGS="--config FILE" comes later and wins.
+  local_args=(--config "$(python3 "${REPO}/hack/local_cluster.py" operator-config --dir "${CLUSTER_DIR}")")
 fi
 export KUBECONFIG
 KUBECTL="${BIN_DIR}/kubectl"
@@ -42,7 +47,17 @@ if [[ "${ours}" == no && "${crd_choice}" == ask ]]; then
   fi
 fi
 
-if [[ "${ours}" == yes || "${crd_choice}" == yes ]]; then
+webhook_args=()
+if [[ "${ours}" == yes ]]; then
+  # Our cluster: tfop serves the conversion webhook on loopback and the CRD points there (certificates and port
+  # kept in the cluster directory), so v1alpha1 and v1beta1 manifests apply as written.
+  read -r webhook_addr webhook_dir < <("${REPO}/.venv/bin/python" "${REPO}/hack/local_cluster.py" webhook crd \
+    --dir "${CLUSTER_DIR}") || true
+  [[ -n "${webhook_dir:-}" ]] || { echo "could not install the TFJob CRD with its conversion webhook" >&2; exit 1; }
+  webhook_args=(--webhook-addr "${webhook_addr}" --webhook-cert-dir "${webhook_dir}")
+  echo "TFJob CRD installed on ${SERVER}; tfop serves its conversion webhook on https://${webhook_addr}/convert."
+elif [[ "${crd_choice}" == yes ]]; then
+  # Someone else's cluster: the CRD as checked in, its conversion naming deploy/webhook/'s Service.
   "${KUBECTL}" apply -f "${REPO}/crd/kubeflow.org_tfjobs.yaml" >/dev/null
   # (`kubectl wait` fails outright while the new CRD has no conditions yet, so poll.)
   for _ in $(seq 1 300); do
@@ -62,9 +77,11 @@ In another terminal:
   alias kubectl=${KUBECTL}
   kubectl apply -f ${REPO}/examples/distributed.yaml   # kwok nodes: pods only pretend to run
   kubectl apply -f ${REPO}/examples/mwms.yaml          # the real nodes (unless REAL_NODES=0): train for real
+  kubectl apply -f ${REPO}/test/data/seeds/002-example-job.yaml   # kubeflow.org/v1alpha1 (local cluster only)
   kubectl get tfjobs -A
 Starting tfop (Ctrl-C stops it).
 MSG
 # A developer machine: endpoints on loopback only (flags given to make run ARGS=... come later and win).
 exec "${REPO}/.venv/bin/tfop" run --kubeconfig "${KUBECONFIG}" --metrics-addr 127.0.0.1:8080 \
-  --health-addr 127.0.0.1:8081 ${tfop_args[@]+"${tfop_args[@]}"}
+  --health-addr 127.0.0.1:8081 ${local_args[@]+"${local_args[@]}"} ${webhook_args[@]+"${webhook_args[@]}"} \
+  ${tfop_args[@]+"${tfop_args[@]}"}

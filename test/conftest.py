@@ -7,10 +7,12 @@ suites never skip.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import subprocess
+import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -43,8 +45,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    local = LocalCluster(tmp_path_factory.mktemp("cluster"))
+def cluster_dir() -> Iterator[Callable[[str], Path]]:
+    """Makes a local cluster's state directory. Short, because a real node's kubelet puts unix sockets (108 bytes
+    at most) under it, and pytest's /tmp/pytest-of-USER/pytest-NNN/ grows by a digit every hundredth run; the
+    cluster's destroy() removes its own, so only the empty parent is left to remove here."""
+    root = Path(tempfile.mkdtemp(prefix="tfop-"))
+    yield lambda name: Path(tempfile.mkdtemp(prefix=f"{name}-", dir=root))
+    with contextlib.suppress(OSError):
+        root.rmdir()
+
+
+@pytest.fixture(scope="session")
+def cluster(cluster_dir: Callable[[str], Path]) -> Iterator[LocalCluster]:
+    local = LocalCluster(cluster_dir("cluster"))
     try:
         local.up()
         _versions.append(local.version())

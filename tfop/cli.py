@@ -64,10 +64,17 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--leader-elect-namespace", default=None, type=_namespace,
                      help="namespace of the Lease (default: the pod's namespace, else kube-system)")
     run.add_argument("--leader-elect-id", default="tfop-leader", type=_lease_name, help="name of the Lease")
-    run.add_argument("--metrics-addr", default=":8080",
-                     help="host:port for /metrics; [::]:8080 or [::1]:8080 for IPv6, :8080 for every address, "
-                          "port 0 for any free port")
-    run.add_argument("--health-addr", default=":8081", help="host:port for /healthz and /readyz (as --metrics-addr)")
+    run.add_argument("--metrics-addr", default=None,
+                     help="host:port for /metrics; [::]:8443 or [::1]:8080 for IPv6, :8443 for every address, "
+                          "port 0 for any free port (default: :8443 when secure, else 127.0.0.1:8080)")
+    run.add_argument("--metrics-secure", action=argparse.BooleanOptionalAction, default=None,
+                     help="serve /metrics over HTTPS, only to callers the apiserver authenticates and allows get on "
+                          "the non-resource URL /metrics (default: on in a pod or with --metrics-cert-dir, else off)")
+    run.add_argument("--metrics-cert-dir", default=None,
+                     help="directory with tls.crt and tls.key for secure /metrics, read again when they change "
+                          "(default: a self-signed certificate made at start with openssl)")
+    run.add_argument("--health-addr", default=":8081",
+                     help="host:port for /healthz and /readyz, always plain HTTP (as --metrics-addr)")
     run.add_argument("--log-format", choices=["auto", "json", "console"], default="auto",
                      help="auto = JSON unless stderr is a terminal")
     run.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
@@ -93,6 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
     webhook.add_argument("--addr", default=":9443", help="host:port to listen on")
     webhook.add_argument("--cert-dir", default="/run/tfop/webhook", help="directory with tls.crt and tls.key")
     webhook.add_argument("--log-format", choices=["auto", "json", "console"], default="auto")
+    webhook.add_argument("--config", default=None,
+                         help="the operator's controller config file: its gpuResource names what converted jobs ask "
+                              "for where they asked for alpha.kubernetes.io/nvidia-gpu (default nvidia.com/gpu)")
 
     convert = commands.add_parser(
         "convert", help="print legacy TFJob manifests as kubeflow.org/v1",
@@ -100,6 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "v1alpha1 (TfJob) to kubeflow.org/v1 YAML on stdout, with a warning on stderr for every field "
                     "v1 cannot carry. Other documents pass through unchanged. Exit 1 when there were warnings.")
     convert.add_argument("files", nargs="*", default=["-"], help="YAML files ('-' or none: stdin)")
+    convert.add_argument("--gpu-resource", default="nvidia.com/gpu", type=_gpu_resource,
+                         help="what converted jobs ask for where they asked for alpha.kubernetes.io/nvidia-gpu, "
+                              "e.g. amd.com/gpu (the operator's gpuResource)")
     return parser
 
 
@@ -151,6 +164,15 @@ def _lease_name(text: str) -> str:
     return text
 
 
+def _gpu_resource(text: str) -> str:
+    from tfop.controller.plan.gpu_resources import gpu_resource_problem
+
+    problem = gpu_resource_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return text
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "run":
@@ -164,5 +186,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "convert":
         from tfop.convert import convert_files
 
-        return convert_files(args.files)
+        return convert_files(args.files, gpu_resource=args.gpu_resource)
     raise AssertionError(f"unhandled command {args.command}")

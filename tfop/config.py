@@ -5,6 +5,7 @@ cluster the operator runs in rather than how one process runs (those are flags).
     tfImage: tensorflow/tensorflow:2.21.0 # image of the default PS server when the job names none
     grpcServerFilePath: /opt/mlkube/grpc_tensorflow_server/grpc_tensorflow_server.py
                                           # where the default PS server's script is mounted in its container
+    gpuResource: nvidia.com/gpu           # what pods ask for where a template says alpha.kubernetes.io/nvidia-gpu
     accelerators:                         # what pods asking for an accelerator need from the host
       nvidia.com/gpu:
         envVars:
@@ -16,6 +17,8 @@ cluster the operator runs in rather than how one process runs (those are flags).
                                           # TypeIndex: {job}-{type}-{index}, as the Kubeflow training operator
     replicaBackend: pods                  # new jobs' replicas: Pods (default) or jobs, one batch/v1 Job each;
                                           # a job's annotation tfop.kubeflow.org/replica-backend overrides it
+    evaluatorGraceSeconds: 300            # how long a job whose training succeeded waits for a running evaluator
+                                          # (0: not at all); a job's tfop.kubeflow.org/evaluator-grace-seconds wins
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import yaml
 from tfop.api.constants import NAMING_RUNTIME_ID, NAMINGS, NODE_LOSS_POLICIES, REPLICA_BACKEND_PODS, REPLICA_BACKENDS
 from tfop.controller.plan.accelerators import Accelerator, HostVolume
 from tfop.controller.plan.controller_config import (
+    DEFAULT_EVALUATOR_GRACE_SECONDS,
     DEFAULT_GRPC_SERVER_FILE_PATH,
     DEFAULT_SERVICE_DOMAIN,
     DEFAULT_TF_IMAGE,
@@ -39,6 +43,7 @@ from tfop.controller.plan.controller_config import (
     NodeLossSettings,
 )
 from tfop.controller.plan.gang import GANG_NONE, GANG_SCHEDULER_NAMES
+from tfop.controller.plan.gpu_resources import DEFAULT_GPU_RESOURCE, LEGACY_GPU_RESOURCE, gpu_resource_problem
 
 _DNS_SUFFIX = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -68,7 +73,7 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> ControllerConf
     document = _mapping(data, "the config")
     _known(document, "the config",
            {"serviceDomain", "accelerators", "gangScheduler", "childNaming", "tfImage", "grpcServerFilePath",
-            "replicaBackend", "nodeLoss"}, notes)
+            "replicaBackend", "nodeLoss", "gpuResource", "evaluatorGraceSeconds"}, notes)
     domain = document.get("serviceDomain", DEFAULT_SERVICE_DOMAIN)
     if not isinstance(domain, str) or not _DNS_SUFFIX.match(domain):
         raise ConfigError(f"serviceDomain {domain!r} is not a DNS suffix such as svc.cluster.local")
@@ -81,10 +86,14 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> ControllerConf
         raise ConfigError(f"grpcServerFilePath {server_path!r} must be an absolute file path below a directory "
                           "(the directory is where the script is mounted), such as "
                           f"{DEFAULT_GRPC_SERVER_FILE_PATH}")
-    accelerators = {
+    gpu_resource = document.get("gpuResource", DEFAULT_GPU_RESOURCE)
+    problem = gpu_resource_problem(gpu_resource)
+    if problem:
+        raise ConfigError(f"gpuResource {problem}")
+    accelerators = _gpu_accelerators({
         str(resource): _accelerator(spec, f"accelerators[{resource}]", notes)
         for resource, spec in _mapping(document.get("accelerators") or {}, "accelerators").items()
-    }
+    }, str(gpu_resource), notes)
     gang = document.get("gangScheduler", GANG_NONE)
     if gang not in GANG_SCHEDULER_NAMES:
         raise ConfigError(f"gangScheduler {gang!r} is not one of {', '.join(GANG_SCHEDULER_NAMES)}")
@@ -94,10 +103,13 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> ControllerConf
     backend = document.get("replicaBackend", REPLICA_BACKEND_PODS)
     if backend not in REPLICA_BACKENDS:
         raise ConfigError(f"replicaBackend {backend!r} is not one of {', '.join(REPLICA_BACKENDS)}")
+    evaluator_grace = _seconds(document.get("evaluatorGraceSeconds", DEFAULT_EVALUATOR_GRACE_SECONDS),
+                               "evaluatorGraceSeconds")
     return ControllerConfig(service_domain=domain, accelerators=MappingProxyType(accelerators), gang_scheduler=gang,
-                            child_naming=str(naming), tf_image=image,
+                            gpu_resource=str(gpu_resource), child_naming=str(naming), tf_image=image,
                             grpc_server_file_path=posixpath.normpath(server_path), replica_backend=str(backend),
-                            node_loss=_node_loss(document.get("nodeLoss") or {}, notes))
+                            node_loss=_node_loss(document.get("nodeLoss") or {}, notes),
+                            evaluator_grace_seconds=evaluator_grace)
 
 
 def _node_loss(data: Any, notes: list[str]) -> NodeLossSettings:
@@ -112,13 +124,9 @@ def _node_loss(data: Any, notes: list[str]) -> NodeLossSettings:
     policy = spec.get("policy", defaults.policy)
     if policy not in NODE_LOSS_POLICIES:
         raise ConfigError(f"nodeLoss.policy {policy!r} is not one of {', '.join(NODE_LOSS_POLICIES)}")
-    seconds = {}
-    for key, default in (("graceSeconds", defaults.grace_seconds),
-                         ("terminatingMarginSeconds", defaults.terminating_margin_seconds)):
-        value = spec.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 86400:
-            raise ConfigError(f"nodeLoss.{key} must be a number of seconds from 0 to 86400, not {value!r}")
-        seconds[key] = float(value)
+    seconds = {key: _seconds(spec.get(key, default), f"nodeLoss.{key}")
+               for key, default in (("graceSeconds", defaults.grace_seconds),
+                                    ("terminatingMarginSeconds", defaults.terminating_margin_seconds))}
     names = {}
     for key in ("unhealthyConditions", "unhealthyTaints"):
         entries = _list(spec.get(key), f"nodeLoss.{key}")
@@ -129,6 +137,25 @@ def _node_loss(data: Any, notes: list[str]) -> NodeLossSettings:
                             terminating_margin_seconds=seconds["terminatingMarginSeconds"],
                             unhealthy_conditions=names["unhealthyConditions"],
                             unhealthy_taints=names["unhealthyTaints"])
+
+
+def _seconds(value: Any, path: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 86400:
+        raise ConfigError(f"{path} must be a number of seconds from 0 to 86400, not {value!r}")
+    return float(value)
+
+
+def _gpu_accelerators(accelerators: dict[str, Accelerator], gpu_resource: str,
+                      notes: list[str]) -> dict[str, Accelerator]:
+    """An entry for the legacy GPU name (seed 003's ConfigMap) serves the pods that now ask for gpuResource."""
+    if LEGACY_GPU_RESOURCE not in accelerators:
+        return accelerators
+    if gpu_resource in accelerators:
+        raise ConfigError(f"accelerators names both {LEGACY_GPU_RESOURCE} and {gpu_resource}, which tfop takes as "
+                          f"one resource (gpuResource): keep one")
+    notes.append(f"accelerators[{LEGACY_GPU_RESOURCE}] applies to {gpu_resource} (gpuResource), the resource pods "
+                 "ask for where their template names the legacy one")
+    return {(gpu_resource if name == LEGACY_GPU_RESOURCE else name): entry for name, entry in accelerators.items()}
 
 
 def _accelerator(data: Any, path: str, notes: list[str]) -> Accelerator:

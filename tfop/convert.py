@@ -15,6 +15,7 @@ import yaml
 
 from tfop.api.constants import API_VERSION, KIND
 from tfop.api.conversion import TF_GROUP_KIND, TF_GROUP_V1ALPHA1, V1ALPHA1, V1BETA1, ConversionError, to_v1
+from tfop.controller.plan.gpu_resources import DEFAULT_GPU_RESOURCE, rewrite_legacy_gpu
 
 LEGACY = {(V1ALPHA1, KIND), (V1BETA1, KIND), (TF_GROUP_V1ALPHA1, TF_GROUP_KIND), (TF_GROUP_V1ALPHA1, KIND)}
 # What only the apiserver writes: meaningless in a manifest to apply.
@@ -22,8 +23,9 @@ SERVER_FIELDS = ("uid", "resourceVersion", "generation", "creationTimestamp", "s
                  "managedFields")
 
 
-def convert_documents(documents: Iterable[Any], source: str, warn: TextIO) -> tuple[list[Any], int]:
-    """(documents converted, number of warnings)."""
+def convert_documents(documents: Iterable[Any], source: str, warn: TextIO,
+                      gpu_resource: str = DEFAULT_GPU_RESOURCE) -> tuple[list[Any], int]:
+    """(documents converted, number of warnings). Requests for the legacy GPU resource become `gpu_resource`."""
     out, warnings = [], 0
     for position, document in enumerate(documents):
         if not isinstance(document, dict) or (document.get("apiVersion"), document.get("kind")) not in LEGACY:
@@ -37,11 +39,13 @@ def convert_documents(documents: Iterable[Any], source: str, warn: TextIO) -> tu
             warnings += 1
             out.append(document)
             continue
-        for problem in converted.problems:
+        gpu = rewrite_legacy_gpu(converted.obj, gpu_resource)
+        problems = [*map(str, converted.problems), *gpu.problems]
+        for problem in problems:
             print(f"{source}: {document['apiVersion']} {document['kind']} {name}: {problem}; not carried over",
                   file=warn)
-        warnings += len(converted.problems)
-        obj = converted.obj
+        warnings += len(problems)
+        obj = gpu.job
         metadata = obj.get("metadata") or {}
         for key in SERVER_FIELDS:
             metadata.pop(key, None)
@@ -51,7 +55,8 @@ def convert_documents(documents: Iterable[Any], source: str, warn: TextIO) -> tu
     return out, warnings
 
 
-def convert_files(paths: list[str], stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
+def convert_files(paths: list[str], stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr,
+                  gpu_resource: str = DEFAULT_GPU_RESOURCE) -> int:
     documents_out: list[Any] = []
     warnings = 0
     for path in paths or ["-"]:
@@ -61,7 +66,7 @@ def convert_files(paths: list[str], stdout: TextIO = sys.stdout, stderr: TextIO 
         except (OSError, yaml.YAMLError) as error:
             print(f"{path}: {error}", file=stderr)
             return 2
-        converted, count = convert_documents(documents, "stdin" if path == "-" else path, stderr)
+        converted, count = convert_documents(documents, "stdin" if path == "-" else path, stderr, gpu_resource)
         documents_out.extend(converted)
         warnings += count
     stdout.write(yaml.safe_dump_all(documents_out, sort_keys=False, explicit_start=len(documents_out) > 1))

@@ -4,6 +4,9 @@
 they ask for it, gzip when they accept it, `name[]` filtering. HEAD is answered as GET without the body (load
 balancers and `curl -I` probe with it). Checks are named callables returning None when healthy or a short reason
 when not; the endpoints list every failing reason so `kubectl describe pod` shows why a probe failed.
+
+A server may speak TLS and put a guard before /metrics (tfop/metrics_serving.py says who passes); the probes'
+server stays plain HTTP, as the kubelet probes it.
 """
 
 from __future__ import annotations
@@ -12,18 +15,33 @@ import contextlib
 import socket
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
 from prometheus_client.exposition import ThreadingWSGIServer
 
 from tfop.startup import ListenAddress, parse_listen_address
+from tfop.tls import ContextSource, TLSServerMixin
 
 Check = Callable[[], str | None]
 StartResponse = Callable[..., Any]
 Environ = dict[str, Any]
 WSGIApp = Callable[[Environ, StartResponse], Iterable[bytes]]
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """The answer a guard gives instead of the endpoint, e.g. 401 with a WWW-Authenticate header."""
+
+    status: str
+    body: bytes
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+# Looks at a request for /metrics: None lets it through, a Refusal is answered instead.
+Guard = Callable[[Environ], Refusal | None]
 
 
 class Checks:
@@ -74,7 +92,7 @@ class _DualStackServer(_IPv6Server):
 
 
 def make_app(*, liveness: Checks | None = None, readiness: Checks | None = None,
-             metrics: CollectorRegistry | None = None) -> WSGIApp:
+             metrics: CollectorRegistry | None = None, guard: Guard | None = None) -> WSGIApp:
     """The endpoints as one WSGI app; paths not served answer 404."""
     metrics_app = make_wsgi_app(metrics) if metrics is not None else None
     checks = {path: c for path, c in (("/healthz", liveness), ("/readyz", readiness)) if c is not None}
@@ -85,6 +103,9 @@ def make_app(*, liveness: Checks | None = None, readiness: Checks | None = None,
         if head:
             environ = {**environ, "REQUEST_METHOD": "GET"}
         if path == "/metrics" and metrics_app is not None:
+            refusal = guard(environ) if guard is not None else None
+            if refusal is not None:
+                return _answer(start_response, refusal.status, refusal.body, head, list(refusal.headers))
             answered: list[Any] = []
             body = b"".join(metrics_app(environ, lambda status, headers, *rest: answered.append((status, headers))))
             status, headers = answered[0]
@@ -111,15 +132,16 @@ def _answer(start_response: StartResponse, status: str, body: bytes, head: bool,
 
 
 class EndpointServer:
-    """Serves any of /healthz, /readyz and /metrics on one address (port 0 picks a free one). Binding happens
-    here, so an address in use or not on this machine fails at construction with OSError."""
+    """Serves any of /healthz, /readyz and /metrics on one address (port 0 picks a free one), over TLS when given
+    `tls`. Binding happens here, so an address in use or not on this machine fails at construction with OSError."""
 
     def __init__(self, address: ListenAddress | str, *, liveness: Checks | None = None, readiness: Checks | None = None,
-                 metrics: CollectorRegistry | None = None) -> None:
-        app = make_app(liveness=liveness, readiness=readiness, metrics=metrics)
+                 metrics: CollectorRegistry | None = None, guard: Guard | None = None,
+                 tls: ContextSource | None = None) -> None:
+        app = make_app(liveness=liveness, readiness=readiness, metrics=metrics, guard=guard)
         if isinstance(address, str):
             address = parse_listen_address(address, "address")
-        self._server = _bind(address)
+        self._server = _bind(address, tls)
         self._server.set_app(app)
         self._thread = threading.Thread(target=self._server.serve_forever, name=f"http-{address}", daemon=True)
 
@@ -141,8 +163,12 @@ class EndpointServer:
         self._server.server_close()
 
 
-def _bind(address: ListenAddress) -> WSGIServer:
+def _bind(address: ListenAddress, tls: ContextSource | None) -> WSGIServer:
     def server(cls: type[WSGIServer], host: str) -> WSGIServer:
+        if tls is not None:
+            # The handshake first, then the WSGI server's own handling, on each request's thread.
+            cls = cast(type[WSGIServer], type(f"TLS{cls.__name__}", (TLSServerMixin, cls),
+                                              {"contexts": staticmethod(tls)}))
         made = cls((host, address.port), _QuietHandler)
         made.daemon_threads = True  # type: ignore[attr-defined]
         return made

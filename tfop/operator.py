@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import signal
 import socket
 import threading
@@ -28,6 +29,7 @@ from tfop.kube.client import KubeClient
 from tfop.kube.events import EventRecorder
 from tfop.kube.leaderelection import LeaderElector
 from tfop.metrics import OperatorMetrics, create_registry
+from tfop.metrics_serving import MetricsServing, in_a_pod, metrics_serving, secure_endpoint
 from tfop.preflight import check_cluster, make_client
 from tfop.startup import EXIT_USAGE, ListenAddress, StartupError, parse_listen_address, report_startup_error
 from tfop.webhook import ConversionWebhook
@@ -60,8 +62,12 @@ def _run(args: argparse.Namespace) -> int:
         raise StartupError(EXIT_USAGE, "invalid configuration", str(error), "fix the file given to --config") from None
     for warning in warnings:
         log.warning("configuration", warning=warning, file=args.config)
-    addresses = (parse_listen_address(args.metrics_addr, "--metrics-addr"),
-                 parse_listen_address(args.health_addr, "--health-addr"))
+    health_addr = parse_listen_address(args.health_addr, "--health-addr")
+    serving = metrics_serving(args.metrics_addr, args.metrics_secure, args.metrics_cert_dir, health=health_addr,
+                              in_pod=in_a_pod(os.environ))
+    if serving.exposed_in_plain:
+        log.warning("/metrics is served over plain HTTP without authentication beyond loopback",
+                    address=str(serving.address), fix="pass --metrics-secure, or a loopback --metrics-addr")
     registry = create_registry()
     metrics = OperatorMetrics.create(registry, namespaces=args.namespace)
     client = make_client(args.kubeconfig, qps=args.qps, burst=args.burst, metrics=metrics.kube)
@@ -72,10 +78,11 @@ def _run(args: argparse.Namespace) -> int:
         log.error("gang scheduling unavailable", problem=gang_problem)
     controller = TFJobController(client, recorder, config=config, metrics=metrics, namespaces=args.namespace,
                                  threads=args.threads, gang_problem=gang_problem)
-    servers: list[EndpointServer | ConversionWebhook] = [*_endpoint_servers(addresses, controller, registry)]
+    servers: list[EndpointServer | ConversionWebhook] = [*_endpoint_servers(serving, health_addr, controller,
+                                                                            registry, client)]
     if args.webhook_addr:
         try:
-            servers.append(ConversionWebhook(args.webhook_addr, args.webhook_cert_dir))
+            servers.append(ConversionWebhook(args.webhook_addr, args.webhook_cert_dir, config.gpu_resource))
         except OSError as error:
             raise StartupError(EXIT_USAGE, "cannot serve the conversion webhook", f"{error} ({args.webhook_cert_dir})",
                                "give --webhook-cert-dir a directory with tls.crt and tls.key") from None
@@ -89,6 +96,7 @@ def _run(args: argparse.Namespace) -> int:
     controller.start_informers()
     log.info("starting", namespaces=args.namespace or "all", threads=args.threads, qps=args.qps, burst=args.burst,
              leader_elect=args.leader_elect, endpoints=[s.address for s in servers], server=client.host,
+             metrics_secure=serving.secure,
              gang_scheduler=config.gang_scheduler, replica_backend=config.replica_backend)
     try:
         while not controller.wait_for_sync(timeout=1.0):
@@ -112,7 +120,14 @@ def _run(args: argparse.Namespace) -> int:
 def run_webhook(args: argparse.Namespace) -> int:
     logs.configure(args.log_format, "info")
     try:
-        webhook = ConversionWebhook(args.addr, args.cert_dir)
+        # Only gpuResource matters here; the whole file is read so the webhook refuses what the operator would.
+        config = load_config(args.config)
+    except ConfigError as error:
+        report_startup_error(StartupError(EXIT_USAGE, "invalid configuration", str(error),
+                                          "fix the file given to --config"))
+        return EXIT_USAGE
+    try:
+        webhook = ConversionWebhook(args.addr, args.cert_dir, config.gpu_resource)
     except OSError as error:
         log.error("cannot serve the conversion webhook", error=str(error), cert_dir=args.cert_dir)
         return 2
@@ -150,19 +165,20 @@ def _run_with_leader_election(args: argparse.Namespace, client: KubeClient, cont
     return 1
 
 
-def _endpoint_servers(addresses: tuple[ListenAddress, ListenAddress], controller: TFJobController,
-                      registry: CollectorRegistry) -> list[EndpointServer]:
+def _endpoint_servers(serving: MetricsServing, health_addr: ListenAddress, controller: TFJobController,
+                      registry: CollectorRegistry, client: KubeClient) -> list[EndpointServer]:
     """Bound here, before anything starts, so an address in use is a one-line error, not a traceback."""
-    metrics_addr, health_addr = addresses
     liveness, readiness = Checks(), Checks()
     liveness.add("controller", controller.health_problem)
     readiness.add("caches", controller.readiness_problem)
     readiness.add("gang-scheduler", controller.gang_readiness_problem)
-    if metrics_addr == health_addr:
-        wanted = [("--metrics-addr", health_addr, {"liveness": liveness, "readiness": readiness,
-                                                    "metrics": registry})]
+    metrics: dict[str, object] = {"metrics": registry}
+    if serving.secure:
+        metrics["guard"], metrics["tls"] = secure_endpoint(serving, client)
+    if serving.address == health_addr and not serving.secure:
+        wanted = [("--metrics-addr", health_addr, {"liveness": liveness, "readiness": readiness, **metrics})]
     else:
-        wanted = [("--metrics-addr", metrics_addr, {"metrics": registry}),
+        wanted = [("--metrics-addr", serving.address, metrics),
                   ("--health-addr", health_addr, {"liveness": liveness, "readiness": readiness})]
     servers: list[EndpointServer] = []
     for flag, address, endpoints in wanted:

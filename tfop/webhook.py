@@ -9,9 +9,6 @@ so a rotated certificate is used without a restart. The webhook needs no API acc
 from __future__ import annotations
 
 import json
-import os
-import socket
-import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -19,15 +16,20 @@ from typing import Any
 
 import structlog
 
+from tfop.api.constants import API_VERSION
 from tfop.api.conversion import ConversionError, convert
+from tfop.controller.plan.gpu_resources import DEFAULT_GPU_RESOURCE, rewrite_legacy_gpu
+from tfop.tls import CertificateFiles, TLSServerMixin
 
 log = structlog.get_logger("tfop.webhook")
 REVIEW_API_VERSION = "apiextensions.k8s.io/v1"
 MAX_BODY = 16 * 1024 * 1024  # a list of large TFJobs; the apiserver's own request limit is 3 MiB per object
 
 
-def review_response(review: Any) -> dict[str, Any]:
-    """The ConversionReview answering `review`: every object converted, or a Failure naming the fields."""
+def review_response(review: Any, gpu_resource: str = DEFAULT_GPU_RESOURCE) -> dict[str, Any]:
+    """The ConversionReview answering `review`: every object converted, or a Failure naming the fields. An older
+    version's object stored as v1 asks for `gpu_resource` where it asked for the legacy GPU resource; a v1 object
+    read in an older version is left as it is."""
     request = review.get("request") if isinstance(review, dict) else None
     if not isinstance(request, dict):
         return _answer("", failure="the body is not a ConversionReview with a request")
@@ -39,9 +41,14 @@ def review_response(review: Any) -> dict[str, Any]:
             result = convert(obj, str(desired))
         except ConversionError as error:
             return _answer(uid, failure=str(error))
-        if result.problems:
+        problems = [str(problem) for problem in result.problems]
+        if desired == API_VERSION and obj.get("apiVersion") != API_VERSION:
+            rewrite = rewrite_legacy_gpu(result.obj, gpu_resource)
+            result.obj = rewrite.job
+            problems += rewrite.problems
+        if problems:
             name = (obj.get("metadata") or {}).get("name", "")
-            fields = "; ".join(str(problem) for problem in result.problems)
+            fields = "; ".join(problems)
             return _answer(uid, failure=f"{obj.get('apiVersion')} TFJob {name!r} cannot be stored as "
                                         f"kubeflow.org/v1: {fields}")
         converted.append(result.obj)
@@ -57,51 +64,12 @@ def _answer(uid: str, *, converted: list[dict[str, Any]] | None = None, failure:
     return {"apiVersion": REVIEW_API_VERSION, "kind": "ConversionReview", "response": response}
 
 
-class CertificateFiles:
-    """An SSL context from tls.crt/tls.key in a directory, rebuilt when either file changes."""
-
-    def __init__(self, directory: str | Path) -> None:
-        self.cert = Path(directory) / "tls.crt"
-        self.key = Path(directory) / "tls.key"
-        self._lock = threading.Lock()
-        self._stamp: tuple[float, float] | None = None
-        self._context: ssl.SSLContext | None = None
-        self.context()  # fail at start, naming the files, rather than at the first request
-
-    def context(self) -> ssl.SSLContext:
-        with self._lock:
-            stamp = (os.stat(self.cert).st_mtime, os.stat(self.key).st_mtime)
-            if self._context is None or stamp != self._stamp:
-                context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-                context.minimum_version = ssl.TLSVersion.TLSv1_2
-                context.load_cert_chain(self.cert, self.key)
-                if self._context is not None:
-                    log.info("webhook certificate reloaded", cert=str(self.cert))
-                self._context, self._stamp = context, stamp
-            return self._context
-
-
-class _TLSServer(ThreadingHTTPServer):
+class _TLSServer(TLSServerMixin, ThreadingHTTPServer):
     daemon_threads = True
-    certificates: CertificateFiles
-
-    def get_request(self) -> tuple[socket.socket, Any]:
-        connection, address = super().get_request()
-        connection.settimeout(10.0)
-        # The handshake happens on the request's own thread (finish_request), so a slow client holds up no other.
-        return self.certificates.context().wrap_socket(connection, server_side=True,
-                                                       do_handshake_on_connect=False), address
-
-    def finish_request(self, request: Any, client_address: Any) -> None:
-        try:
-            request.do_handshake()
-        except OSError:
-            return  # a client that does not trust us, or a port scan
-        super().finish_request(request, client_address)
 
 
 class ConversionWebhook:
-    def __init__(self, address: str, cert_dir: str | Path) -> None:
+    def __init__(self, address: str, cert_dir: str | Path, gpu_resource: str = DEFAULT_GPU_RESOURCE) -> None:
         host, _, port = address.rpartition(":")
 
         class Handler(BaseHTTPRequestHandler):
@@ -118,7 +86,7 @@ class ConversionWebhook:
                 except ValueError:
                     self._send(400, {"message": "the body is not JSON"})
                     return
-                answer = review_response(review)
+                answer = review_response(review, gpu_resource)
                 result = answer["response"]["result"]
                 if result["status"] != "Success":
                     log.info("conversion refused", message=result["message"])
@@ -139,7 +107,7 @@ class ConversionWebhook:
                 pass
 
         self._server = _TLSServer((host or "0.0.0.0", int(port)), Handler)
-        self._server.certificates = CertificateFiles(cert_dir)
+        self._server.contexts = CertificateFiles(cert_dir, "webhook").context
         self._thread = threading.Thread(target=self._server.serve_forever, name="webhook", daemon=True)
 
     @property

@@ -5,30 +5,35 @@
     down | destroy | status [--dir DIR]                              stop keeping data; stop and delete; show
     node stop|partition|start NAME [--dir DIR]                       fail a real node as a power loss would, or
                                                                      as a network partition would; bring it back
-    kueue ... | coscheduler ...                                      the add-ons (each has its own --help)
+    operator-config [--dir DIR]                                      write the controller config of an operator
+                                                                     run against the cluster; print its path
+    kueue ... | coscheduler ... | prometheus ...                     the add-ons (each has its own --help)
+    webhook crd [--dir DIR]                                          the TFJob CRD converting through `make run`
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 from pathlib import Path
 
 from .addons.process import run_cli
 from .cluster import DEFAULT_DIR, LocalCluster
 from .controlplane import build_controlplane
 from .node_layout import MAX_NODES, NODE_LABEL
+from .operator_config import write as write_operator_config
 from .supervisor import log
 
 
 def main(argv: list[str]) -> int:
-    if argv and argv[0] in ("kueue", "coscheduler"):
-        if argv[0] == "kueue":
-            from .addons import kueue
-            return kueue.main(argv[1:])
-        from .addons import coscheduler
-        return coscheduler.main(argv[1:])
+    if argv and argv[0] in ("kueue", "coscheduler", "prometheus", "webhook"):
+        # Imported only when asked for: Kueue's, Prometheus' and the webhook's modules need PyYAML (make's
+        # virtualenv).
+        addon = importlib.import_module(f"localcluster.addons.{argv[0]}")
+        return int(addon.main(argv[1:]))
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["up", "down", "status", "destroy", "build", "watch", "node"])
+    parser.add_argument("command", choices=["up", "down", "status", "destroy", "build", "watch", "node",
+                                                "operator-config"])
     parser.add_argument("action", nargs="?", choices=["stop", "partition", "start"], help="node: what to do")
     parser.add_argument("name", nargs="?", help="node: which real node (real-0, real-1, ...)")
     parser.add_argument("--dir", type=Path, default=DEFAULT_DIR, help=f"state directory (default {DEFAULT_DIR})")
@@ -41,6 +46,9 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.command == "build":
         print(build_controlplane())
+        return 0
+    if args.command == "operator-config":
+        print(write_operator_config(args.dir))
         return 0
     if args.command == "node" and not (args.action and args.name):
         parser.error("node needs an action (stop, partition, start) and a node's name")

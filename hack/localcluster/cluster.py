@@ -28,7 +28,7 @@ from .api_objects import AdminAPI, get_text
 from .controlplane import COMPONENTS, ControlPlane, build_controlplane
 from .host import HostError, bridge_owner
 from .node_layout import NODE_LABEL, ClusterNetwork, NodeError, NodeLayout, slot_for
-from .pki import PKIError, admin_kubeconfig, make_pki
+from .pki import PKIError, kubeconfig, make_pki
 from .supervisor import WATCHDOG, ClusterError, Supervisor, log
 
 HACK_DIR = Path(__file__).resolve().parents[1]
@@ -80,6 +80,10 @@ class LocalCluster(Supervisor):
     @property
     def server(self) -> str:
         return f"https://127.0.0.1:{self.ports['apiserver']}"
+
+    @property
+    def etcd_url(self) -> str:
+        return self.control_plane.etcd_url
 
     @property
     def network(self) -> ClusterNetwork:
@@ -174,7 +178,7 @@ class LocalCluster(Supervisor):
         for index in reversed(range(wanted, had)):  # fewer nodes than before: the extra ones go
             self._remove_node(f"real-{index}", had)
         self._save_state()
-        self.kubeconfig.write_text(admin_kubeconfig(self.server, self.pki))
+        self.kubeconfig.write_text(kubeconfig(self.server, self.pki, "admin"))
         for component in COMPONENTS:
             self.start(component)
         self.admin.ensure_fake_nodes(self.log_file("kwok"))

@@ -27,6 +27,7 @@ from . import busybox_image
 from . import host as node_host
 from .node_config import HOST_TOOLS, NODE_LABEL, cni_config, containerd_config, kubelet_config
 from .node_layout import NodeError, NodeLayout
+from .pki import kubeconfig
 
 HACK_DIR = Path(__file__).resolve().parents[1]
 # One node's components, in start order; the supervisor knows each as f"{node}-{component}".
@@ -70,10 +71,14 @@ class RealNode:
             raise NodeError(f"missing: {', '.join(missing)}; hack/build-node.sh installs them with apt-get")
         if not Path("/sys/fs/cgroup/memory").is_dir() and not Path("/sys/fs/cgroup/cgroup.controllers").exists():
             raise NodeError("no memory cgroup controller under /sys/fs/cgroup; kubelet cannot run pods")
-        longest = self.layout.kubelet_root / "plugins_registry" / "x" / "kubelet.sock.xxxxxxxx"
-        if len(str(longest)) > 100:
+        # The unix sockets the node makes itself (a socket's path has at most 107 bytes): kubelet's device-plugin
+        # and pod-resources sockets, containerd's ttrpc one.
+        sockets = [self.layout.kubelet_root / "device-plugins" / "kubelet.sock",
+                   self.layout.kubelet_root / "pod-resources" / "kubelet.sock",
+                   Path(f"{self.layout.containerd_socket}.ttrpc")]
+        if max(len(str(path)) for path in sockets) > 107:
             raise NodeError(f"the cluster directory {self.layout.directory} is too deep for unix socket paths "
-                            f"(limit 108 bytes): use a shorter --dir")
+                            f"(at most 107 bytes): use a shorter --dir")
 
     def prepare(self) -> None:
         """Host and file set-up before the node's processes start (the pod network is up); idempotent."""
@@ -88,20 +93,8 @@ class RealNode:
         (layout.root / "containerd" / "config.toml").write_text(containerd_config(layout))
         (layout.root / "cni" / "net.d" / "10-tfop.conflist").write_text(json.dumps(cni_config(layout), indent=2))
         (layout.root / "kubelet-config.yaml").write_text(kubelet_config(layout))
-        pki = layout.pki
-        (layout.root / "kubelet.kubeconfig").write_text(f"""apiVersion: v1
-kind: Config
-clusters:
-- name: local
-  cluster: {{server: "https://127.0.0.1:{layout.apiserver_port}", certificate-authority: "{pki / 'ca.crt'}"}}
-users:
-- name: node
-  user: {{client-certificate: "{pki / f'node-{self.name}.crt'}", client-key: "{pki / f'node-{self.name}.key'}"}}
-contexts:
-- name: local
-  context: {{cluster: local, user: node}}
-current-context: local
-""")
+        (layout.root / "kubelet.kubeconfig").write_text(
+            kubeconfig(f"https://127.0.0.1:{layout.apiserver_port}", layout.pki, f"node-{self.name}", user="node"))
 
     # --- processes -------------------------------------------------------------------------------------------------
     def command(self, component: str) -> list[str]:

@@ -158,7 +158,7 @@ def corefile(net: ClusterNetwork, kubeconfig: Path) -> str:
     health {net.gateway}:8080
     ready {net.gateway}:8181
     kubernetes {CLUSTER_DOMAIN} in-addr.arpa ip6.arpa {{
-        kubeconfig {kubeconfig} local
+        kubeconfig {kubeconfig} tfop-local
         pods insecure
         fallthrough in-addr.arpa ip6.arpa
     }}

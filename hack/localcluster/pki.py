@@ -68,22 +68,23 @@ def make_pki(pki: Path, api_service_ip: str, nodes: dict[str, str]) -> None:
         openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=pki)
 
 
-def admin_kubeconfig(server: str, pki: Path) -> str:
-    """The kubeconfig `up` prints: the admin certificate, which kubectl, tests and `make run` use."""
+def kubeconfig(server: str, pki: Path, cert: str, user: str = "tfop-admin", cluster: str = "tfop-local") -> str:
+    """A kubeconfig for the client certificate `cert` (admin: the one `up` prints, which kubectl, tests and `make
+    run` use; node-NAME: a kubelet's)."""
     return f"""apiVersion: v1
 kind: Config
 clusters:
-- name: tfop-local
+- name: {cluster}
   cluster:
     server: {server}
     certificate-authority: {pki / 'ca.crt'}
 users:
-- name: tfop-admin
+- name: {user}
   user:
-    client-certificate: {pki / 'admin.crt'}
-    client-key: {pki / 'admin.key'}
+    client-certificate: {pki / f'{cert}.crt'}
+    client-key: {pki / f'{cert}.key'}
 contexts:
-- name: tfop-local
-  context: {{cluster: tfop-local, user: tfop-admin}}
-current-context: tfop-local
+- name: {cluster}
+  context: {{cluster: {cluster}, user: {user}}}
+current-context: {cluster}
 """

@@ -13,6 +13,7 @@ from pathlib import Path
 from . import host
 from .node_config import HOST_TOOLS, corefile
 from .node_layout import ClusterNetwork
+from .pki import kubeconfig
 
 COMPONENTS = ("coredns", "apiserver-relay")
 BINARY_NAMES = {"apiserver-relay": "socat"}
@@ -35,22 +36,9 @@ class PodNetwork:
         net = self.network
         host.ensure_bridge(net.bridge, str(self.directory), [f"{net.gateway}/24", f"{net.api_service_ip}/32"])
         self.root.mkdir(parents=True, exist_ok=True)
-        kubeconfig = self.root / "kubeconfig"
-        pki = self.directory / "pki"
-        kubeconfig.write_text(f"""apiVersion: v1
-kind: Config
-clusters:
-- name: local
-  cluster: {{server: "https://127.0.0.1:{self.apiserver_port}", certificate-authority: "{pki / 'ca.crt'}"}}
-users:
-- name: admin
-  user: {{client-certificate: "{pki / 'admin.crt'}", client-key: "{pki / 'admin.key'}"}}
-contexts:
-- name: local
-  context: {{cluster: local, user: admin}}
-current-context: local
-""")
-        (self.root / "Corefile").write_text(corefile(net, kubeconfig))
+        config = self.root / "kubeconfig"
+        config.write_text(kubeconfig(f"https://127.0.0.1:{self.apiserver_port}", self.directory / "pki", "admin"))
+        (self.root / "Corefile").write_text(corefile(net, config))
 
     def command(self, component: str) -> list[str]:
         if component == "coredns":

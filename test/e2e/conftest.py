@@ -10,6 +10,7 @@ import pytest
 
 from localcluster import LocalCluster
 from localcluster.busybox_image import build as busybox_image
+from localcluster.operator_config import write as write_operator_config
 from support.operator_process import OperatorProcess
 
 # Two, so that node loss can be shown (a replica moves to the other node); tests that need one node use real-0.
@@ -32,7 +33,9 @@ def busybox() -> str:
 
 @pytest.fixture
 def operator(real_node: LocalCluster, tfjob_crd: Path, namespace: str, tmp_path: Path) -> Iterator[OperatorProcess]:
-    """tfop as a process on the host (it reaches the apiserver on loopback), watching the test's namespace."""
-    process = OperatorProcess(real_node.kubeconfig, tmp_path / "tfop.log", "--namespace", namespace).start()
+    """tfop as a process on the host (it reaches the apiserver on loopback), watching the test's namespace, with
+    the controller config `make run` gives it (the default PS server's image is one the nodes hold)."""
+    process = OperatorProcess(real_node.kubeconfig, tmp_path / "tfop.log", "--namespace", namespace,
+                              "--config", str(write_operator_config(real_node.directory))).start()
     yield process
     process.kill()

@@ -1,6 +1,7 @@
 """The training examples, applied as a user applies them, train for real on the local cluster's real node: every
 replica reads the TF_CONFIG tfop wrote, joins the same TensorFlow cluster (found through the headless Services'
-DNS names), the chief trains its steps and the TFJob Succeeds. tfop runs as a process on the host."""
+DNS names), the chief trains its steps and the TFJob Succeeds. tfop runs as a process on the host, with the
+controller config `make run` gives it."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 import yaml
 
 from localcluster import LocalCluster
+from localcluster.operator_config import tensorflow_image
 from support.operator_process import OperatorProcess
 from support.real_node_jobs import apply, job_pods, wait_for_condition
 
@@ -19,27 +21,40 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 JOINED = re.compile(r"tfop-example: task=(\w+):(\d+) workers=(\d+) chief=(\d+) ps=(\d+)")
 
 
-@pytest.mark.parametrize(("example", "tasks"), [
-    ("mwms.yaml", {"chief:0", "worker:0", "worker:1"}),
-    ("ps-strategy.yaml", {"chief:0", "worker:0", "worker:1", "ps:0"}),
-])
-def test_example_trains_to_succeeded_with_every_replica_in_one_cluster(
-        real_node: LocalCluster, operator: OperatorProcess, namespace: str, example: str, tasks: set[str]) -> None:
-    manifest: dict[str, Any] = yaml.safe_load((EXAMPLES / example).read_text())
+def example(name: str) -> dict[str, Any]:
+    manifest: dict[str, Any] = yaml.safe_load((EXAMPLES / name).read_text())
     # Keep every pod once the job is done, so the servers' logs (PS, workers) can be read afterwards; the example
     # itself cleans them up (cleanPodPolicy Running).
     manifest["spec"].setdefault("runPolicy", {})["cleanPodPolicy"] = "None"
-    name = manifest["metadata"]["name"]
-    apply(real_node, namespace, manifest)
-    job = wait_for_condition(real_node, namespace, name, {"Failed", "Succeeded"}, timeout=600)
+    return manifest
 
+
+def run_to_succeeded(cluster: LocalCluster, namespace: str, manifest: dict[str, Any]) -> dict[str, str]:
+    """Applies the TFJob and waits for it to Succeed; returns each replica's log by task ("worker:1")."""
+    name = manifest["metadata"]["name"]
+    apply(cluster, namespace, manifest)
+    job = wait_for_condition(cluster, namespace, name, {"Failed", "Succeeded"}, timeout=600)
     logs = {f"{p['metadata']['labels']['training.kubeflow.org/replica-type']}:"
             f"{p['metadata']['labels']['training.kubeflow.org/replica-index']}":
-            real_node.kubectl("logs", "-n", namespace, p["metadata"]["name"], check=False).stdout
-            for p in job_pods(real_node, namespace, name)}
+            cluster.kubectl("logs", "-n", namespace, p["metadata"]["name"], check=False).stdout
+            for p in job_pods(cluster, namespace, name)}
     true = {c["type"] for c in job["status"]["conditions"] if c["status"] == "True"}
     assert "Succeeded" in true, f"{job['status']}\n" + "\n".join(f"--- {t}\n{text[-2000:]}" for t, text in
                                                                   logs.items())
+    print(f"--- {name}: chief:0\n{logs['chief:0'][-1500:]}")  # shown by pytest -rP: what the training said
+    return logs
+
+
+@pytest.mark.parametrize(("example_file", "tasks"), [
+    ("mwms.yaml", {"chief:0", "worker:0", "worker:1"}),
+    ("ps-strategy.yaml", {"chief:0", "worker:0", "worker:1", "ps:0"}),
+    ("keras_mwms.yaml", {"chief:0", "worker:0", "worker:1"}),
+])
+def test_example_trains_to_succeeded_with_every_replica_in_one_cluster(
+        real_node: LocalCluster, operator: OperatorProcess, namespace: str, example_file: str,
+        tasks: set[str]) -> None:
+    logs = run_to_succeeded(real_node, namespace, example(example_file))
+
     joined = {task: JOINED.search(text) for task, text in logs.items()}
     assert set(joined) == tasks
     for task, match in joined.items():
@@ -47,4 +62,25 @@ def test_example_trains_to_succeeded_with_every_replica_in_one_cluster(
         assert f"{match[1]}:{match[2]}" == task  # each replica is the task tfop told it it is
     # ...and all of them joined one cluster of the same shape.
     assert len({m.groups()[2:] for m in joined.values() if m}) == 1
+    # The Keras example reports epochs (model.fit), the others steps.
+    assert re.search(r"(step|epoch) \d+ loss \d", logs["chief:0"]), logs["chief:0"][-2000:]
+
+
+def test_ps_strategy_with_the_default_ps_server_trains_to_succeeded(
+        real_node: LocalCluster, operator: OperatorProcess, namespace: str) -> None:
+    """A PS with no tensorflow container gets tfop's default server, in the image of the controller config's
+    tfImage: with `make run`'s config that is the TensorFlow image the real nodes hold, so the PS starts (with
+    tfop's own default, a registry's image, it would wait in ImagePullBackOff) and the chief trains on it."""
+    manifest = example("ps-strategy.yaml")
+    ps = manifest["spec"]["tfReplicaSpecs"]["PS"]
+    # Still on the real nodes (their selector and toleration), but with nothing to run: tfop supplies it.
+    ps["template"]["spec"] = {**ps["template"]["spec"], "containers": []}
+    logs = run_to_succeeded(real_node, namespace, manifest)
+
+    [ps_pod] = [p for p in job_pods(real_node, namespace, manifest["metadata"]["name"])
+                if p["metadata"]["labels"]["training.kubeflow.org/replica-type"] == "ps"]
+    [server] = ps_pod["spec"]["containers"]
+    assert server["image"] == tensorflow_image()
+    assert "serving /job:ps/task:0 at grpc://" in logs["ps:0"], logs["ps:0"][-2000:]
+    assert "variables on /job:ps/replica:0/task:0" in logs["chief:0"], logs["chief:0"][-2000:]
     assert re.search(r"step \d+ loss \d", logs["chief:0"]), logs["chief:0"][-2000:]

@@ -24,6 +24,7 @@ from support.node_loss import (
     Timeline,
     condition_at,
     container_logs,
+    follow_logs,
     node_lost_at,
     started_at,
     step_spans,
@@ -60,6 +61,16 @@ def tfjob(name: str, replicas: dict[str, tuple[int, dict[str, Any]]], **annotati
                  "tfReplicaSpecs": {kind: {"replicas": count, "restartPolicy": "ExitCode",
                                            "template": {"spec": spec}} for kind, (count, spec) in replicas.items()}},
     }
+
+
+def ps_job(name: str) -> dict[str, Any]:
+    """ParameterServerStrategy for 40 steps of a second: the chief and the PS on real-0, both workers on real-1."""
+    env = {"STEPS": "40", "STEP_SECONDS": "1"}
+    return tfjob(name, {
+        "Chief": (1, tf_pod("train_ps.py", env, node="real-0")),
+        "PS": (1, tf_pod("train_ps.py", env, node="real-0")),
+        "Worker": (2, tf_pod("train_ps.py", env, prefer=LOST)),
+    })
 
 
 def pods_by_task(cluster: LocalCluster, namespace: str, job: str) -> dict[str, dict[str, Any]]:
@@ -108,12 +119,7 @@ def assert_recovered(job: dict[str, Any], timeline: Timeline, scenario: str) -> 
 def test_ps_training_goes_on_when_a_workers_node_loses_power(
         lost_node_back: LocalCluster, operator: OperatorProcess, namespace: str) -> None:
     cluster, job = lost_node_back, "ps-power"
-    env = {"STEPS": "40", "STEP_SECONDS": "1"}
-    apply(cluster, namespace, tfjob(job, {
-        "Chief": (1, tf_pod("train_ps.py", env, node="real-0")),
-        "PS": (1, tf_pod("train_ps.py", env, node="real-0")),
-        "Worker": (2, tf_pod("train_ps.py", env, prefer=LOST)),
-    }))
+    apply(cluster, namespace, ps_job(job))
     wait_until_training(cluster, namespace, job, "chief:0", 5)
     before = pods_by_task(cluster, namespace, job)
     lost = {task: p["metadata"]["uid"] for task, p in before.items() if p["spec"]["nodeName"] == LOST}
@@ -170,6 +176,40 @@ def test_mwms_training_restarts_together_and_resumes_from_its_checkpoint(
     assert_recovered(job_object, timeline, f"MWMS, a worker's node {'stopped' if failure == 'stop' else 'cut off'}")
 
 
+def test_a_replica_told_to_stop_saves_with_the_others_and_the_job_resumes_from_there(
+        real_node: LocalCluster, operator: OperatorProcess, namespace: str) -> None:
+    """Graceful preemption: a replica's pod deleted (as an eviction or a preemption would) gets SIGTERM and its
+    grace period; TensorFlow's PreemptionCheckpointHandler has every replica save at the same step and exit
+    retryably; the job restarts together and resumes from that step. No periodic checkpoint is taken here
+    (SAVE_EVERY beyond the run), so only the SIGTERM path can have saved it."""
+    cluster, job = real_node, "mwms-preempted"
+    checkpoints = cluster.shared_dir / f"{namespace}-{job}"
+    checkpoints.mkdir()
+    env = {"STEPS": "30", "STEP_SECONDS": "1", "SAVE_EVERY": "1000", "CHECKPOINT_DIR": f"/shared/{checkpoints.name}"}
+    apply(cluster, namespace, tfjob(job, {"Worker": (2, tf_pod("train_mwms.py", env, spread=job, grace=30,
+                                                               shared=cluster.shared_dir))},
+                                    **{"tfop.kubeflow.org/restart-scope": "Job"}))
+    wait_until_training(cluster, namespace, job, "worker:0", 7)
+    before = pods_by_task(cluster, namespace, job)
+    # A deleted pod's logs go with it: follow both old pods' to their end.
+    followers = {task: follow_logs(cluster, namespace, pod["metadata"]["name"]) for task, pod in before.items()}
+    cluster.kubectl("delete", "pod", "-n", namespace, before["worker:1"]["metadata"]["name"], "--wait=false")
+
+    old = {task: follower.communicate(timeout=300)[0] for task, follower in followers.items()}
+    done = wait_for_condition(cluster, namespace, job, {"Failed", "Succeeded"}, timeout=600)
+    assert condition_at(done, "Succeeded"), done["status"]
+    for task, text in old.items():
+        assert "told to stop: saved the checkpoint" in text, (task, text[-2000:])
+    saved = max(int(m[1]) for line in old["worker:0"].splitlines() if (m := STEP.match(line)))
+    new_chief = pods_by_task(cluster, namespace, job)["worker:0"]["metadata"]["uid"]
+    chief = container_logs(cluster, namespace, job)[new_chief]
+    resumed = [int(m[1]) for line in chief if (m := RESUMED.search(line.text))]
+    first = next(int(m[1]) for line in chief if (m := STEP.match(line.text)))
+    print(f"\npreempted: saved at step {saved}, resumed at step {resumed}, first step after it {first}")
+    assert resumed == [saved] and saved >= 7 and first == saved + 1
+    assert sum(s.get("restarts", 0) for s in done["status"]["replicaStatuses"].values()) <= 1
+
+
 def assert_one_process_per_task(cluster: LocalCluster, namespace: str, job: str, logs: dict[str, list[Any]],
                                 lost: dict[str, str]) -> None:
     """How the test knows no two processes of one task ran at once: the runtime timestamps every line each
@@ -211,12 +251,7 @@ def test_the_go_operator_leaves_the_same_job_waiting_for_its_lost_node(
                            [f"--namespace={namespace}"])
     go.start(timeout=300)
     try:
-        env = {"STEPS": "40", "STEP_SECONDS": "1"}
-        apply(cluster, namespace, tfjob(job, {
-            "Chief": (1, tf_pod("train_ps.py", env, node="real-0")),
-            "PS": (1, tf_pod("train_ps.py", env, node="real-0")),
-            "Worker": (2, tf_pod("train_ps.py", env, prefer=LOST)),
-        }))
+        apply(cluster, namespace, ps_job(job))
         wait_until_training(cluster, namespace, job, "chief:0", 5)
         before = pods_by_task(cluster, namespace, job)
         lost = {task: p["metadata"]["uid"] for task, p in before.items() if p["spec"]["nodeName"] == LOST}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -164,10 +165,10 @@ def test_replicas_reach_each_other_by_their_headless_service_names(
 
 
 def test_a_second_cluster_runs_its_own_node_beside_and_leaves_nothing_behind(
-        real_node: LocalCluster, tmp_path_factory: Any) -> None:
+        real_node: LocalCluster, cluster_dir: Callable[[str], Path]) -> None:
     """Two clusters at once (a test session beside a developer's): another slot, so another bridge, addresses,
     cgroup roots and sockets; the watchdog restarts a killed kubelet; `down` undoes every host change."""
-    other = LocalCluster(tmp_path_factory.mktemp("c2"), real_nodes=1)
+    other = LocalCluster(cluster_dir("c2"), real_nodes=1)
     try:
         other.up()
         assert other.slot != real_node.slot

@@ -7,11 +7,22 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from support.builds import built
 from support.operator_process import OperatorProcess
 
 if TYPE_CHECKING:
     from localcluster import LocalCluster
     from localcluster.addons.kueue import Kueue
+    from localcluster.addons.prometheus_chart import Monitoring
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def helm() -> Path:
+    """hack/build-helm.sh's helm (built from the Go module proxy once, then cached); fails, never skips."""
+    return built("build-helm.sh", "helm")
 
 
 @pytest.fixture
@@ -58,3 +69,23 @@ def kueue_namespace(kueue: Kueue, cluster: LocalCluster, namespace: str) -> str:
 
     wait_for(suspended_by_kueue, 30, f"Kueue's TFJob webhook to see namespace {namespace}", interval=0.3)
     return namespace
+
+
+@pytest.fixture(scope="session")
+def chart_monitoring() -> Monitoring:
+    """The Helm chart's ServiceMonitor (resolved against its Service and Deployment) and rendered alert rules, as
+    hack/localcluster/addons/prometheus.py reads them; building helm fails the tests that use it, never skips them."""
+    from localcluster.addons.prometheus_chart import Monitoring
+
+    return Monitoring.from_chart()
+
+
+@pytest.fixture(params=["pods", "jobs"])
+def backend(request: pytest.FixtureRequest, cluster: LocalCluster, tfjob_crd: Path, namespace: str,
+            tmp_path: Path) -> Iterator[str]:
+    """`tfop run --replica-backend` with each replica backend, watching the test's namespace."""
+    process = OperatorProcess(cluster.kubeconfig, tmp_path / "operator.log", "--namespace", namespace,
+                              "--replica-backend", request.param).start()
+    yield str(request.param)
+    process.terminate()
+    print(f"--- operator log ---\n{process.log_tail(80)}")

@@ -18,6 +18,7 @@ import yaml
 from fake_kubelet import exit_pod
 from localcluster import LocalCluster
 from support.crds import crd_established
+from support.metrics_readers import may_get_metrics, scraper_tokens
 from support.operator_process import OperatorProcess
 from support.tfjobs import TFJOBS, events_about, replica, tfjob
 from support.waiting import wait_for, wait_for_count
@@ -27,6 +28,8 @@ from tfop.config import load_config, parse_config
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import NotFound
 from tfop.kube.resource import LEASES, PODS
+from tfop.metrics_serving import metrics_serving
+from tfop.startup import parse_listen_address
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
@@ -43,17 +46,7 @@ MONITORING_APIS = ["--api-versions", "monitoring.coreos.com/v1/ServiceMonitor",
                    "--api-versions", "monitoring.coreos.com/v1/PrometheusRule"]
 
 
-# --- fixtures and helpers ----------------------------------------------------------------------------------------
-@pytest.fixture(scope="session")
-def helm() -> Path:
-    """hack/build-helm.sh's helm (built from the Go module proxy once, then cached); fails, never skips."""
-    result = subprocess.run(["bash", str(REPO / "hack" / "build-helm.sh")], capture_output=True, text=True,
-                            check=False)
-    if result.returncode != 0:
-        pytest.fail(f"building helm failed (exit {result.returncode}):\n{result.stderr[-3000:]}")
-    return Path(result.stdout.strip().splitlines()[-1])
-
-
+# --- fixtures and helpers (the helm fixture is conftest.py's) ----------------------------------------------------
 def run_helm(helm: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(helm), *args], capture_output=True, text=True, check=False, timeout=120)
 
@@ -181,9 +174,68 @@ def test_helm_network_policy_and_an_ipv6_metrics_address_apply(cluster: LocalClu
                             "from": [{"namespaceSelector": {"matchLabels": {"team": "monitoring"}}}]}
     assert health_rule == {"ports": [{"port": "health", "protocol": "TCP"}]}
     [container] = objects[("Deployment", "tfop-np")]["spec"]["template"]["spec"]["containers"]
-    assert "--metrics-addr=[::]:8080" in container["args"]
+    assert "--metrics-addr=[::]:8443" in container["args"]
     dry_run = cluster.kubectl("apply", "--dry-run=server", "-n", namespace, "-f", "-", input=rendered, check=False)
     assert dry_run.returncode == 0, dry_run.stderr
+
+
+SCRAPE_RENDERINGS = {
+    "kustomize": None,
+    "helm": [],
+    "helm-cert-manager": ["--set", "metrics.certManager.enabled=true", "--set-json",
+                          'metrics.readerSubjects=[{"kind":"ServiceAccount","name":"prom","namespace":"monitoring"}]'],
+    "helm-plain": ["--set", "metrics.secure=false", "--set", "metrics.port=8080"],
+}
+
+
+@pytest.mark.parametrize("source", SCRAPE_RENDERINGS)
+def test_the_service_monitor_scrapes_metrics_as_the_operator_serves_them(
+        cluster: LocalCluster, helm: Path, source: str) -> None:
+    """Secure by default, as kube-prometheus scrapes such endpoints: HTTPS with Prometheus' own ServiceAccount
+    token, and the port, scheme and certificate the operator's flags give."""
+    values = SCRAPE_RENDERINGS[source]
+    rendered = kustomize(cluster) if values is None else helm_template(helm, "tfop", SYSTEM_NAMESPACE,
+                                                                       *MONITORING_APIS, *values)
+    objects = by_kind_and_name(documents(rendered))
+    [endpoint] = objects[("ServiceMonitor", "tfop")]["spec"]["endpoints"]
+    service = objects[("Service", "tfop-metrics")]
+    [port] = [p for p in service["spec"]["ports"] if p["name"] == endpoint["port"]]
+    pod = objects[("Deployment", "tfop")]["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    [container_port] = [p for p in container["ports"] if p["name"] == port["targetPort"]]
+    flags = build_parser().parse_args(["run", *container["args"]])
+    serving = metrics_serving(flags.metrics_addr, flags.metrics_secure, flags.metrics_cert_dir, in_pod=True,
+                              health=parse_listen_address(flags.health_addr, "--health-addr"))
+    assert serving.address.port == container_port["containerPort"] == port["port"]
+    assert serving.secure is (source != "helm-plain")
+    if not serving.secure:
+        assert "--no-metrics-secure" in container["args"] and "scheme" not in endpoint
+        assert not {("ClusterRole", "tfop-metrics-auth"), ("ClusterRole", "tfop-metrics-reader")} & set(objects)
+        return
+    assert "--metrics-secure" in container["args"]
+    assert endpoint["scheme"] == "https"
+    assert endpoint["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    assert objects[("ClusterRole", "tfop-metrics-reader")]["rules"] == [{"nonResourceURLs": ["/metrics"],
+                                                                         "verbs": ["get"]}]
+    assert objects[("ClusterRoleBinding", "tfop-metrics-auth")]["subjects"] == [
+        {"kind": "ServiceAccount", "name": "tfop", "namespace": SYSTEM_NAMESPACE}]
+    if source != "helm-cert-manager":
+        assert endpoint["tlsConfig"] == {"insecureSkipVerify": True}  # self-signed, made at start
+        assert serving.cert_dir is None and ("ClusterRoleBinding", "tfop-metrics-reader") not in objects
+        return
+    # cert-manager's certificate: mounted where --metrics-cert-dir looks, verified by Prometheus with its CA.
+    certificate = objects[("Certificate", "tfop-metrics")]["spec"]
+    secret = certificate["secretName"]
+    assert endpoint["tlsConfig"] == {"ca": {"secret": {"name": secret, "key": "ca.crt"}},
+                                     "serverName": f"tfop-metrics.{SYSTEM_NAMESPACE}.svc"}
+    assert endpoint["tlsConfig"]["serverName"] in certificate["dnsNames"]
+    [volume] = [v for v in pod["volumes"] if v.get("secret", {}).get("secretName") == secret]
+    [mount] = [m for m in container["volumeMounts"] if m["name"] == volume["name"]]
+    assert mount["mountPath"] == serving.cert_dir
+    assert certificate["issuerRef"] == {"kind": "Issuer", "name": "tfop-metrics"}
+    assert ("Issuer", "tfop-metrics") in objects
+    assert objects[("ClusterRoleBinding", "tfop-metrics-reader")]["subjects"] == [
+        {"kind": "ServiceAccount", "name": "prom", "namespace": "monitoring"}]
 
 
 def test_runbook_links_become_urls_with_a_base(helm: Path) -> None:
@@ -222,12 +274,16 @@ OPERATOR_RULES = {(resource, "", verb) for resource, verbs in [
     ("tfjobs.kubeflow.org", "get list watch delete"), ("tfjobs.kubeflow.org/status", "update patch"),
     ("tfjobs.kubeflow.org/finalizers", "update"), ("pods", "list watch create delete"),
     ("services", "list watch create delete"), ("jobs.batch", "list watch create patch delete"),
+    ("networkpolicies.networking.k8s.io", "list watch create patch delete"),
     ("events", "create patch"), ("configmaps", "create")]
     for verb in verbs.split()} | {("configmaps", "tfop-grpc-server", verb) for verb in ("get", "update")}
 
 
 # Node loss: the nodes the jobs' pods are on, read only (cluster-wide, so listed in every namespace).
 NODE_RULES = {("nodes", "", verb) for verb in ("get", "list", "watch")}
+# Secure /metrics: who a scraper is and whether it may get /metrics (cluster-wide too).
+METRICS_AUTH_RULES = {("tokenreviews.authentication.k8s.io", "", "create"),
+                      ("subjectaccessreviews.authorization.k8s.io", "", "create")}
 
 
 def leader_election_rules(lease: str) -> set[tuple[str, str, str]]:
@@ -240,8 +296,8 @@ def test_kustomize_base_applies_and_its_deployment_runs_under_restricted_pod_sec
         cluster: LocalCluster, kustomize_base: list[Object]) -> None:
     kinds = sorted(o["kind"] for o in kustomize_base)
     assert kinds == sorted(["CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole", "ClusterRole",
-                            "ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "Role",
-                            "RoleBinding", "ConfigMap", "ConfigMap",
+                            "ClusterRole", "ClusterRole", "ClusterRole", "ClusterRole", "ClusterRoleBinding",
+                            "ClusterRoleBinding", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "ConfigMap",
                             "Deployment", "PodDisruptionBudget", "Service", "ServiceMonitor", "PrometheusRule"])
     assert all(o["metadata"].get("namespace") == SYSTEM_NAMESPACE for o in kustomize_base
                if o["kind"] not in ("CustomResourceDefinition", "Namespace", "ClusterRole", "ClusterRoleBinding"))
@@ -278,14 +334,16 @@ def test_operator_service_account_is_denied_everything_it_does_not_use(
             assert not can_i(cluster, OPERATOR_SA, verb, resource, scope), f"may {verb} {resource} in {scope}"
     # The Lease: only its own, only in its own namespace.
     assert not can_i(cluster, OPERATOR_SA, "update", "leases.coordination.k8s.io/another", SYSTEM_NAMESPACE)
+    # It reviews scrapers of its /metrics, but reads no one's /metrics itself.
+    assert not may_get_metrics(cluster, OPERATOR_SA)
     assert not can_i(cluster, OPERATOR_SA, "create", "leases.coordination.k8s.io", namespace)
 
 
 def test_operator_service_account_may_do_exactly_what_the_operator_does(
         cluster: LocalCluster, kustomize_base: list[Object], namespace: str) -> None:
-    assert granted(cluster, OPERATOR_SA, namespace) == OPERATOR_RULES | NODE_RULES
-    assert granted(cluster, OPERATOR_SA, SYSTEM_NAMESPACE) == OPERATOR_RULES | NODE_RULES | leader_election_rules(
-        LEASE)
+    assert granted(cluster, OPERATOR_SA, namespace) == OPERATOR_RULES | NODE_RULES | METRICS_AUTH_RULES
+    assert granted(cluster, OPERATOR_SA, SYSTEM_NAMESPACE) == (OPERATOR_RULES | NODE_RULES | METRICS_AUTH_RULES
+                                                               | leader_election_rules(LEASE))
     assert can_i(cluster, OPERATOR_SA, "watch", "tfjobs.kubeflow.org", None)  # all namespaces at once
 
 
@@ -312,10 +370,14 @@ def test_operator_runs_a_distributed_job_to_success_as_its_service_account(
         tmp_path: Path) -> None:
     log = tmp_path / "operator.log"
     operator = OperatorProcess(service_account_kubeconfig, log, "--leader-elect", "--leader-elect-namespace",
-                               SYSTEM_NAMESPACE, "--leader-elect-id", LEASE).start()
+                               SYSTEM_NAMESPACE, "--leader-elect-id", LEASE, "--metrics-secure").start()
     try:
         wait_for(lambda: (found(lambda: kube_client.get(LEASES, LEASE, SYSTEM_NAMESPACE)) or {}).get("spec", {})
                  .get("holderIdentity"), message="the operator to take the lease")
+        # Its ServiceAccount may review the tokens of those who scrape its secure /metrics.
+        with scraper_tokens(cluster, namespace, readers=["prometheus"]) as tokens:
+            status, exposition = operator.get("/metrics", token=tokens["prometheus"])
+        assert status == 200 and "tf_operator_is_leader 1.0" in exposition
         image = "tensorflow/tensorflow"
         kube_client.create(TFJOBS, tfjob("dist", {"ttlSecondsAfterFinished": 5}, Chief=replica(1, image=image),
                                          Worker=replica(2, image=image), PS=replica(1, image=image)), namespace)
@@ -381,10 +443,20 @@ def test_helm_chart_lints_and_is_the_pinned_version(helm: Path) -> None:
     (["--set", "terminationGracePeriodSeconds=20"], "drainSeconds"),
     (["--set", "cloud=ibm"], "cloud"),
     (["--set", "watchNamespaces={Team_A}"], "watchNamespaces"),
+    (["--set", "metrics.secure=false", "--set", "metrics.certManager.enabled=true"], "metrics.secure"),
+    (["--set", "gpuResource=gpu"], "gpuResource"),
 ])
 def test_helm_chart_refuses_values_that_cannot_work(helm: Path, values: list[str], complaint: str) -> None:
     result = run_helm(helm, "template", "tfop", str(CHART), *values)
     assert result.returncode != 0 and complaint in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize(("values", "gpu_resource"), [([], "nvidia.com/gpu"),
+                                                      (["--set", "gpuResource=amd.com/gpu"], "amd.com/gpu")])
+def test_helm_gpu_resource_reaches_the_controller_config(helm: Path, values: list[str], gpu_resource: str) -> None:
+    rendered = by_kind_and_name(documents(helm_template(helm, "tfop", SYSTEM_NAMESPACE, *values)))
+    config = parse_config(yaml.safe_load(rendered[("ConfigMap", "tf-job-operator-config")]["data"][CONFIG_KEY]))
+    assert config.gpu_resource == gpu_resource
 
 
 def test_chart_and_kustomize_image_follow_the_package_version() -> None:
@@ -411,8 +483,8 @@ def test_helm_chart_for_all_namespaces_applies_with_a_cluster_role(
     dry_run_and_apply(cluster, rendered)
     wait_available(cluster, namespace, "tfop-all", 2)
     account = f"system:serviceaccount:{namespace}:tfop-all"
-    assert granted(cluster, account, namespace) == OPERATOR_RULES | NODE_RULES | leader_election_rules(
-        "tfop-all-leader")
+    assert granted(cluster, account, namespace) == OPERATOR_RULES | NODE_RULES | METRICS_AUTH_RULES | (
+        leader_election_rules("tfop-all-leader"))
     assert can_i(cluster, account, "watch", "pods", None)
     assert ("CustomResourceDefinition", "tfjobs.kubeflow.org") in by_kind_and_name(documents(rendered))
 
@@ -429,8 +501,9 @@ def test_helm_chart_for_a_namespace_list_on_azure_applies_with_roles_in_those_na
 
     account = f"system:serviceaccount:{namespace}:tfop-some"
     for watched in watched_namespaces:
-        assert granted(cluster, account, watched) == OPERATOR_RULES | NODE_RULES
-    assert granted(cluster, account, namespace) == leader_election_rules("tfop-some-leader") | NODE_RULES
+        assert granted(cluster, account, watched) == OPERATOR_RULES | NODE_RULES | METRICS_AUTH_RULES
+    assert granted(cluster, account, namespace) == (leader_election_rules("tfop-some-leader") | NODE_RULES
+                                                    | METRICS_AUTH_RULES)
     assert not can_i(cluster, account, "list", "pods", None)
     assert ("ClusterRoleBinding", "tfop-some") not in objects
     [container] = objects[("Deployment", "tfop-some")]["spec"]["template"]["spec"]["containers"]

@@ -70,7 +70,7 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Side, Side,
     namespace = f"multikueue-{uuid.uuid4().hex[:6]}"
     try:
         for name in ("manager", "worker"):
-            cluster = LocalCluster(tmp_path_factory.mktemp(name), real_node=False)
+            cluster = LocalCluster(tmp_path_factory.mktemp(name), real_nodes=0)
             cluster.up()
             cluster.kubectl("apply", "-f", str(CRD_FILE))
             wait_for(lambda c=cluster: crd_established(c, "tfjobs.kubeflow.org"), 60, f"the {name}'s TFJob CRD")

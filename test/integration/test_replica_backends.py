@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from fake_kubelet import exit_pod, restart_in_place
 from localcluster import LocalCluster
@@ -21,20 +18,10 @@ from support.waiting import wait_for, wait_for_count
 from tfop.kube.client import KubeClient
 from tfop.kube.resource import CONFIGMAPS, JOBS, PODS, SERVICES
 
-BACKENDS = ["pods", "jobs"]
 # The Job controller waits 10 s before replacing a failed pod, and twice as long after each further failure.
 REPLACEMENT_TIMEOUT = 90
 
 
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest, cluster: LocalCluster, tfjob_crd: Path, namespace: str,
-            tmp_path: Path) -> Iterator[str]:
-    """`tfop run --replica-backend` with each backend, watching the test's namespace."""
-    process = OperatorProcess(cluster.kubeconfig, tmp_path / "operator.log", "--namespace", namespace,
-                              "--replica-backend", request.param).start()
-    yield str(request.param)
-    process.terminate()
-    print(f"--- operator log ---\n{process.log_tail(80)}")
 
 
 @dataclass(frozen=True)

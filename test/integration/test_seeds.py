@@ -20,10 +20,11 @@ import yaml
 from fake_kubelet import exit_pod
 from localcluster import LocalCluster
 from support.operator_process import OperatorProcess
-from support.tfjobs import TFJOBS, children, condition, job_status
+from support.tfjobs import TFJOBS, children, condition, events_about, job_status
 from support.waiting import wait_for, wait_for_count
 from support.webhook import WebhookProcess, apply_until_converted
 from tfop.api.conversion import to_v1
+from tfop.controller.plan.gpu_resources import rewrite_legacy_gpu
 from tfop.controller.ps_server_script import server_script
 from tfop.kube.client import KubeClient
 from tfop.kube.resource import CONFIGMAPS, PODS, SERVICES
@@ -88,9 +89,11 @@ def test_a_seed_manifest_runs_as_written(cluster: LocalCluster, kube_client: Kub
                                          manifest: str) -> None:
     written = seed(manifest)
     name = written["metadata"]["name"]
-    # What the apiserver would store for the same job written in v1 (its schema defaults included).
+    # What the apiserver would store for the same job written in v1 (its schema defaults included), asking for
+    # nvidia.com/gpu where the seed asked for the alpha GPU resource, as the webhook converts it.
+    converted = rewrite_legacy_gpu(to_v1(written).obj, "nvidia.com/gpu").job
     as_v1 = json.loads(cluster.kubectl("create", "--dry-run=server", "-o", "json", "-n", namespace, "-f", "-",
-                                       input=json.dumps(to_v1(written).obj)).stdout)
+                                       input=json.dumps(converted)).stdout)
     output = apply_until_converted(cluster, namespace, (SEEDS / manifest).read_text())
     assert f"tfjob.kubeflow.org/{name}" in output
 
@@ -108,7 +111,8 @@ def test_a_seed_manifest_runs_as_written(cluster: LocalCluster, kube_client: Kub
         tensorflow = next(c for c in pod["spec"]["containers"] if c["name"] == "tensorflow")
         limits = tensorflow.get("resources", {}).get("limits", {})
         env = {e["name"]: e.get("value") for e in tensorflow.get("env", [])}
-        if "alpha.kubernetes.io/nvidia-gpu" in limits:  # seed 003's accelerators entry, as written
+        assert "alpha.kubernetes.io/nvidia-gpu" not in limits
+        if "nvidia.com/gpu" in limits:  # seed 003's accelerators entry, written for the alpha GPU resource
             assert env["LD_LIBRARY_PATH"] == "/usr/lib/nvidia:/usr/lib/x86_64-linux-gnu"
             assert {v["name"]: v["hostPath"]["path"] for v in pod["spec"]["volumes"] if "hostPath" in v} == {
                 "lib": "/usr/lib/nvidia-384", "bin": "/usr/lib/nvidia-384/bin",
@@ -161,8 +165,33 @@ def test_seed_003_tfjob_runs_through_tfop_convert(cluster: LocalCluster, kube_cl
     [pod] = wait_for_count(lambda: children(kube_client, PODS, namespace, "example-tfjob"), 1, message="pod")
     assert pod["metadata"]["name"] == f"example-tfjob-master-{rid}-0"
     tensorflow = pod["spec"]["containers"][0]
+    assert tensorflow["resources"]["limits"] == {"nvidia.com/gpu": "1"}
     assert {e["name"]: e["value"] for e in tensorflow["env"]}["LD_LIBRARY_PATH"] == (
         "/usr/lib/nvidia:/usr/lib/x86_64-linux-gnu")
+
+
+def test_a_v1_job_asking_for_the_alpha_gpu_resource_gets_pods_asking_for_nvidia_gpu(
+        kube_client: KubeClient, namespace: str, operator: OperatorProcess) -> None:
+    """No node offers alpha.kubernetes.io/nvidia-gpu (the apiserver accepts it, so the pod would wait forever):
+    tfop asks for the current resource in the pods it makes, with seed 003's accelerators, and says so."""
+    job = seed("002-tf-smoke-gpu.yaml")
+    template = job["spec"]["replicaSpecs"][0]["template"]
+    kube_client.create(TFJOBS, {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "legacy"},
+                                "spec": {"tfReplicaSpecs": {"Worker": {"template": template}}}}, namespace)
+    [pod] = wait_for_count(lambda: children(kube_client, PODS, namespace, "legacy"), 1, message="pod")
+    tensorflow = pod["spec"]["containers"][0]
+    assert tensorflow["resources"] == {"limits": {"nvidia.com/gpu": "1"}, "requests": {"nvidia.com/gpu": "1"}}
+    assert {e["name"]: e["value"] for e in tensorflow["env"]}["LD_LIBRARY_PATH"] == (
+        "/usr/lib/nvidia:/usr/lib/x86_64-linux-gnu")
+    stored = kube_client.get(TFJOBS, "legacy", namespace)["spec"]["tfReplicaSpecs"]["Worker"]["template"]
+    assert stored["spec"]["containers"][0]["resources"] == {"limits": {"alpha.kubernetes.io/nvidia-gpu": 1}}
+    warning = wait_for(lambda: [e for e in events_about(kube_client, namespace, "legacy")
+                                if e["reason"] == "GPUResourceRenamed"], message="a GPUResourceRenamed event")
+    assert warning[0]["type"] == "Warning"
+    assert warning[0]["message"] == (
+        f"TFJob {namespace}/legacy: pods ask for nvidia.com/gpu where the template asks for "
+        "alpha.kubernetes.io/nvidia-gpu, which no node offers since Kubernetes 1.10: Worker (container tensorflow, "
+        "limits 1). Write nvidia.com/gpu in the template (or `tfop convert` the manifest) to silence this.")
 
 
 def test_what_v1_cannot_hold_is_refused_naming_the_field(cluster: LocalCluster, namespace: str,

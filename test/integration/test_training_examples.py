@@ -51,6 +51,7 @@ class Replica:
     task: str  # "worker:1", as TensorFlow names the task
     command: list[str]
     tf_config: dict[str, Any]
+    env: dict[str, str]  # the container's own, TF_CONFIG aside
     log: Path
     process: subprocess.Popen[bytes] | None = None
 
@@ -73,7 +74,9 @@ def replicas_of(manifest: Path, log_dir: Path) -> list[Replica]:
             env = {variable["name"]: variable["value"] for variable in container["env"]}
             tf_config = json.loads(env["TF_CONFIG"])
             task = f"{tf_config['task']['type']}:{tf_config['task']['index']}"
-            replicas.append(Replica(task, container["command"], tf_config, log_dir / f"{task.replace(':', '-')}.log"))
+            own = {name: value for name, value in env.items() if name != "TF_CONFIG"}
+            replicas.append(Replica(task, container["command"], tf_config, own,
+                                    log_dir / f"{task.replace(':', '-')}.log"))
     return replicas
 
 
@@ -100,11 +103,13 @@ def run_job(tensorflow_python: Path, tmp_path: Path) -> Iterator[Any]:
     started: list[Replica] = []
     logs: list[IO[bytes]] = []
 
-    def run(manifest: str, finishers: set[str]) -> list[Replica]:
+    def run(manifest: str, finishers: set[str], env_here: dict[str, str] | None = None) -> list[Replica]:
+        """env_here: what the pod's env becomes on this machine (a path in the container, say)."""
         replicas = replicas_of(EXAMPLES / manifest, tmp_path)
         on_loopback(replicas)
         for replica in replicas:
             env = {name: value for name, value in os.environ.items() if name != "TF_CONFIG"}
+            env.update(replica.env, **(env_here or {}))
             env.update(TF_CONFIG=json.dumps(replica.tf_config, sort_keys=True, separators=(",", ":")),
                        PYTHONUNBUFFERED="1")
             log = replica.log.open("wb")
@@ -180,3 +185,21 @@ def test_ps_strategy_coordinator_trains_on_workers_with_variables_on_ps(run_job:
     chief_losses = losses(chief)
     assert len(chief_losses) == STEPS
     assert chief_losses[-1] < chief_losses[0] / 4
+
+
+def test_keras_fit_under_mwms_trains_in_step_and_every_replica_finishes(run_job: Any, tmp_path: Path) -> None:
+    # One backup directory for all, as a volume every replica mounts would be.
+    backup = tmp_path / "backup"
+    replicas = run_job("keras_mwms.yaml", finishers={"chief:0", "worker:0", "worker:1"},
+                       env_here={"BACKUP_DIR": str(backup)})
+
+    for replica in replicas:
+        assert_exit_0(replica)
+        assert announced(replica) == {"task": replica.task, "workers": "2", "chief": "1", "ps": "0"}
+    epochs = [re.findall(r"^epoch (\d+) loss (\S+) accuracy (\S+)$", replica.output(), re.MULTILINE)
+              for replica in replicas]
+    # model.fit all-reduces every step, so the epochs' logs (averaged over every replica's batches) agree.
+    assert [epoch for epoch, _, _ in epochs[0]] == ["1", "2", "3"], replicas[0].output()[-3000:]
+    assert all(other == epochs[0] for other in epochs[1:]), [r.output()[-1000:] for r in replicas]
+    assert float(epochs[0][-1][1]) < float(epochs[0][0][1])
+    assert not (backup / "chief").exists()  # fit deletes the backup once it completes

@@ -5,6 +5,7 @@ the timeline of one recovery (node failed, marked lost, replacement created, Run
 from __future__ import annotations
 
 import re
+import subprocess
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -12,8 +13,8 @@ from typing import Any
 
 from localcluster import LocalCluster
 from localcluster.node_layout import NODE_LABEL
+from localcluster.operator_config import tensorflow_image
 
-REPO = Path(__file__).resolve().parents[2]
 # kube-controller-manager's --node-monitor-grace-period in the local cluster (Kubernetes' default): how long a
 # silent node stays Ready before it is marked Unknown; its node monitor looks every 5 s.
 NODE_MONITOR_GRACE = 50 + 5
@@ -21,14 +22,8 @@ STEP = re.compile(r"^step (\d+) loss")
 RESUMED = re.compile(r"resumed from checkpoint at step (\d+)")
 
 
-def tensorflow_image() -> str:
-    pinned = dict(line.split("=", 1) for line in (REPO / "hack" / "versions.env").read_text().splitlines()
-                  if "=" in line and not line.startswith("#"))
-    return pinned["TENSORFLOW_IMAGE"]
-
-
 def tf_pod(script: str, env: dict[str, str], *, node: str | None = None, prefer: str | None = None,
-           spread: str | None = None, shared: Path | None = None) -> dict[str, Any]:
+           spread: str | None = None, shared: Path | None = None, grace: int = 5) -> dict[str, Any]:
     """A pod spec running /opt/train/`script` on a real node: pinned to `node`, or preferring `prefer`, or spread
     over the nodes away from the other pods of the TFJob `spread`; `shared` is mounted at /shared."""
     affinity: dict[str, Any] = {}
@@ -47,8 +42,8 @@ def tf_pod(script: str, env: dict[str, str], *, node: str | None = None, prefer:
     spec: dict[str, Any] = {
         "nodeSelector": {NODE_LABEL: "true", **({"kubernetes.io/hostname": node} if node else {})},
         "tolerations": [{"key": NODE_LABEL, "operator": "Exists", "effect": "NoSchedule"}],
-        # Short, so a restart together is quick; long enough for a SIGTERM to reach TensorFlow.
-        "terminationGracePeriodSeconds": 5,
+        # Short by default, so a restart together is quick; long enough for a SIGTERM to reach TensorFlow.
+        "terminationGracePeriodSeconds": grace,
         "containers": [container],
     }
     if affinity:
@@ -85,6 +80,13 @@ def container_logs(cluster: LocalCluster, namespace: str, job: str) -> dict[str,
                     when, _, rest = raw.partition(" ")
                     found.setdefault(uid, []).append(LogLine(timestamp(when), rest.split(" ", 2)[-1]))
     return found
+
+
+def follow_logs(cluster: LocalCluster, namespace: str, pod: str) -> subprocess.Popen[str]:
+    """`kubectl logs -f` of the pod's tensorflow container, collecting until the container ends."""
+    return subprocess.Popen([str(cluster.bin_dir / "kubectl"), "--kubeconfig", str(cluster.kubeconfig), "logs", "-f",
+                             "-n", namespace, pod, "-c", "tensorflow"], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
 
 
 def step_spans(lines: list[LogLine]) -> tuple[float, float] | None:

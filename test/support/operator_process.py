@@ -51,10 +51,17 @@ class OperatorProcess:
             time.sleep(0.1)
         raise AssertionError(f"operator not ready after {timeout}s:\n{self.log_tail()}")
 
-    def get(self, path: str) -> tuple[int, str]:
+    @property
+    def secure_metrics(self) -> bool:
+        return "--metrics-secure" in self.args
+
+    def get(self, path: str, token: str | None = None) -> tuple[int, str]:
+        """(status, body) of the health port's checks, or of /metrics: over HTTPS with --metrics-secure, where
+        `token` is the bearer token sent."""
         port = self.metrics_port if path == "/metrics" else self.health_port
+        scheme = "https" if path == "/metrics" and self.secure_metrics else "http"
         try:
-            return http_get(f"http://127.0.0.1:{port}{path}")
+            return http_get(f"{scheme}://127.0.0.1:{port}{path}", token=token)
         except OSError:  # not listening (yet, or any more)
             return 0, ""
 

@@ -56,6 +56,13 @@ def test_replica_backend_for_new_jobs(backend: str) -> None:
     assert parse_config({}).replica_backend == "pods"
 
 
+@pytest.mark.parametrize(("document", "grace"), [({}, 300.0), ({"evaluatorGraceSeconds": 0}, 0.0),
+                                                ({"evaluatorGraceSeconds": 45.5}, 45.5),
+                                                ({"evaluatorGraceSeconds": 86400}, 86400.0)])
+def test_evaluator_grace_for_every_job(document: dict[str, Any], grace: float) -> None:
+    assert parse_config(document).evaluator_grace_seconds == grace
+
+
 @pytest.mark.parametrize(("document", "message"), [
     ([], "the config must be a mapping"),
     ({"serviceDomain": "Svc_Local"}, "serviceDomain 'Svc_Local' is not a DNS suffix"),
@@ -75,9 +82,21 @@ def test_replica_backend_for_new_jobs(backend: str) -> None:
      "accelerators[nvidia.com/gpu] has unknown key 'envVar': did you mean 'envVars'?"),
     ({"childNaming": "GoStyle"}, "childNaming 'GoStyle' is not one of RuntimeId, TypeIndex"),
     ({"replicaBackend": "Jobs"}, "replicaBackend 'Jobs' is not one of pods, jobs"),
+    ({"gpuResource": "gpu"}, ("gpuResource 'gpu' is not an extended resource name: a domain, '/' and a name, such "
+                              "as nvidia.com/gpu or amd.com/gpu")),
+    ({"gpuResource": "alpha.kubernetes.io/nvidia-gpu"},
+     "gpuResource 'alpha.kubernetes.io/nvidia-gpu' is in the kubernetes.io domain, which no device plugin offers"),
+    ({"accelerators": {"alpha.kubernetes.io/nvidia-gpu": {}, "nvidia.com/gpu": {}}},
+     ("accelerators names both alpha.kubernetes.io/nvidia-gpu and nvidia.com/gpu, which tfop takes as one resource "
+      "(gpuResource): keep one")),
+    ({"evaluatorGraceSeconds": -1}, "evaluatorGraceSeconds must be a number of seconds from 0 to 86400, not -1"),
+    ({"evaluatorGraceSeconds": "5m"}, "evaluatorGraceSeconds must be a number of seconds from 0 to 86400, not '5m'"),
+    ({"nodeLoss": {"graceSeconds": True}}, "nodeLoss.graceSeconds must be a number of seconds from 0 to 86400"),
 ], ids=["not-a-mapping", "bad-domain", "typo", "server-path-at-root", "relative-server-path", "empty-image",
         "bad-env-name", "relative-mount", "bad-volume-name", "volumes-not-a-list", "accelerator-key-typo",
-        "bad-child-naming", "bad-replica-backend"])
+        "bad-child-naming", "bad-replica-backend", "gpu-resource-not-qualified", "gpu-resource-legacy",
+        "accelerators-for-both-gpu-names", "negative-evaluator-grace", "evaluator-grace-as-text",
+        "node-loss-grace-as-bool"])
 def test_bad_config_is_rejected_naming_the_key(document: Any, message: str) -> None:
     with pytest.raises(ConfigError, match=None) as raised:
         parse_config(document)
@@ -97,21 +116,28 @@ def test_unknown_keys_are_warnings_naming_them() -> None:
                            "accelerators": {"nvidia.com/gpu": {"envVars": [], "driver": "384"}}}, warnings)
     assert config.service_domain == "svc"
     assert warnings == [
-        ("the config has unknown key 'cloud', ignored; known: accelerators, childNaming, gangScheduler, "
-         "grpcServerFilePath, nodeLoss, replicaBackend, serviceDomain, tfImage"),
+        ("the config has unknown key 'cloud', ignored; known: accelerators, childNaming, evaluatorGraceSeconds, "
+         "gangScheduler, gpuResource, grpcServerFilePath, nodeLoss, replicaBackend, serviceDomain, tfImage"),
         "accelerators[nvidia.com/gpu] has unknown key 'driver', ignored; known: envVars, volumes"]
 
 
-def test_seed_003_configmap_loads_as_written(tmp_path: Path) -> None:
-    """The controller config of seed 003's `kubectl describe configmaps tf-job-operator-config`, copied as is."""
+@pytest.mark.parametrize("gpu_resource", [None, "amd.com/gpu"])
+def test_seed_003_configmap_loads_as_written(tmp_path: Path, gpu_resource: str | None) -> None:
+    """The controller config of seed 003's `kubectl describe configmaps tf-job-operator-config`, copied as is: its
+    entry for the legacy GPU name serves the pods that ask for the current one (gpuResource) instead."""
     configmap = yaml.safe_load((SEEDS / "003-tf-job-operator-config.yaml").read_text())
     path = tmp_path / "controller_config_file.yaml"
-    path.write_text(configmap["data"]["controller_config_file.yaml"])
+    text = configmap["data"]["controller_config_file.yaml"]
+    path.write_text(text if gpu_resource is None else f"gpuResource: {gpu_resource}\n{text}")
     warnings: list[str] = []
     config = load_config(path, warnings)
-    assert warnings == []
+    current = gpu_resource or "nvidia.com/gpu"
+    assert config.gpu_resource == current
+    assert warnings == [(f"accelerators[alpha.kubernetes.io/nvidia-gpu] applies to {current} (gpuResource), the "
+                         "resource pods ask for where their template names the legacy one")]
     assert config.grpc_server_file_path == "/opt/mlkube/grpc_tensorflow_server/grpc_tensorflow_server.py"
-    gpu = config.accelerators["alpha.kubernetes.io/nvidia-gpu"]
+    assert list(config.accelerators) == [current]
+    gpu = config.accelerators[current]
     assert gpu.env == (("LD_LIBRARY_PATH", "/usr/lib/nvidia:/usr/lib/x86_64-linux-gnu"),)
     assert [volume.name for volume in gpu.volumes] == ["lib", "bin", "libcuda"]
     assert config.tf_image == "tensorflow/tensorflow:2.21.0"

@@ -94,6 +94,15 @@ def test_v1_to_an_older_version_and_back_is_identical(job: dict[str, Any], versi
     assert job == original  # the input is not changed
 
 
+@pytest.mark.parametrize("version", [V1ALPHA1, V1BETA1])
+def test_the_crds_empty_run_policy_needs_no_annotation(version: str) -> None:
+    """Every v1 job reads with runPolicy (the CRD defaults it to {}); an old view of one that sets nothing there
+    carries nothing, and back in v1 the apiserver fills the default in again."""
+    old = from_v1(v1({"Worker": replica()}, runPolicy={}), version)
+    assert "annotations" not in old["metadata"]
+    assert to_v1(old).obj == v1({"Worker": replica()})
+
+
 def test_v1alpha1_view_of_a_v1_job() -> None:
     job = v1({"Chief": replica(restartPolicy="OnFailure"), "Worker": replica(replicas=2),
               "PS": {"replicas": 2}, "Evaluator": replica()},
@@ -151,6 +160,8 @@ def test_seed_002_tf_port_becomes_the_named_port() -> None:
     assert converted.problems == []
     tensorflow = converted.obj["spec"]["tfReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
     assert tensorflow["ports"] == [{"name": "tfjob-port", "containerPort": 2222}]
+    # The API's conversion keeps resource names; the webhook and `tfop convert` rename the legacy GPU resource with
+    # the operator's gpuResource (test_convert_command.py).
     assert tensorflow["resources"] == {"limits": {"alpha.kubernetes.io/nvidia-gpu": 1}}
 
 

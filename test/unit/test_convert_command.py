@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from tfop.api.conversion import V1ALPHA1
@@ -15,10 +18,54 @@ from tfop.webhook import review_response
 SEEDS = Path(__file__).resolve().parents[1] / "data" / "seeds"
 
 
-def run(*paths: Path) -> tuple[int, list[Any], str]:
+def run(*paths: Path, gpu_resource: str = "nvidia.com/gpu") -> tuple[int, list[Any], str]:
     out, err = io.StringIO(), io.StringIO()
-    code = convert_files([str(path) for path in paths], out, err)
+    code = convert_files([str(path) for path in paths], out, err, gpu_resource)
     return code, list(yaml.safe_load_all(out.getvalue())), err.getvalue()
+
+
+def tensorflow_limits(document: dict[str, Any]) -> dict[str, Any]:
+    [replica] = document["spec"]["tfReplicaSpecs"].values()
+    [container] = replica["template"]["spec"]["containers"]
+    return dict(container["resources"]["limits"])
+
+
+# The seeds' GPU manifests as `tfop convert` writes them: seed 002's v1alpha1 and seed 003's TfJob asked for the
+# alpha resource; seed 001's v1beta1 already asked for nvidia.com/gpu.
+GPU_SEEDS = [("002-tf-smoke-gpu.yaml", "nvidia.com/gpu", {"nvidia.com/gpu": 1}),
+             ("003-example-tfjob.yaml", "nvidia.com/gpu", {"nvidia.com/gpu": 1}),
+             ("002-tf-smoke-gpu.yaml", "amd.com/gpu", {"amd.com/gpu": 1}),
+             ("001-module6-ex1-gpu.yaml", "amd.com/gpu", {"nvidia.com/gpu": 1})]
+
+
+@pytest.mark.parametrize(("manifest", "gpu_resource", "limits"), GPU_SEEDS)
+def test_the_legacy_gpu_resource_becomes_the_current_one(manifest: str, gpu_resource: str,
+                                                         limits: dict[str, Any]) -> None:
+    code, [document], warnings = run(SEEDS / manifest, gpu_resource=gpu_resource)
+    assert (code, warnings) == (0, "")
+    assert tensorflow_limits(document) == limits
+
+
+def test_both_gpu_names_with_different_amounts_keep_the_current_and_warn(tmp_path: Path) -> None:
+    manifest = yaml.safe_load((SEEDS / "002-tf-smoke-gpu.yaml").read_text())
+    manifest["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]["resources"]["limits"][
+        "nvidia.com/gpu"] = 2
+    path = tmp_path / "both.yaml"
+    path.write_text(yaml.safe_dump(manifest))
+    code, [document], warnings = run(path)
+    assert code == 1 and tensorflow_limits(document) == {"nvidia.com/gpu": 2}
+    assert warnings == (
+        f"{path}: kubeflow.org/v1alpha1 TFJob tf-smoke-gpu: spec.tfReplicaSpecs.Master.template.spec.containers[0]."
+        "resources.limits: asks for alpha.kubernetes.io/nvidia-gpu: 1 and nvidia.com/gpu: 2, which tfop takes as "
+        "one resource; keep only nvidia.com/gpu; not carried over\n")
+
+
+def test_a_gpu_resource_flag_that_is_no_resource_name_is_refused() -> None:
+    # A process of its own: the flag error configures the process's logging, as it would for a user.
+    result = subprocess.run([sys.executable, "-m", "tfop", "convert", "--gpu-resource", "gpu",
+                             str(SEEDS / "002-tf-smoke-gpu.yaml")], capture_output=True, text=True, check=False)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert "argument --gpu-resource: 'gpu' is not an extended resource name" in result.stderr
 
 
 def test_every_seed_manifest_converts_without_a_warning() -> None:
@@ -56,6 +103,20 @@ def test_the_webhook_converts_every_object_of_a_review() -> None:
     back = review_response(review(V1ALPHA1, answer["convertedObjects"][0]))["response"]
     assert back["convertedObjects"][0]["spec"]["replicaSpecs"][2] == {"tfReplicaType": "PS", "replicas": 2,
                                                                        "isDefaultPS": True}
+
+
+@pytest.mark.parametrize("gpu_resource", ["nvidia.com/gpu", "amd.com/gpu"])
+def test_the_webhook_stores_the_current_gpu_resource_and_shows_v1_as_it_is(gpu_resource: str) -> None:
+    seed = yaml.safe_load((SEEDS / "002-tf-smoke-gpu.yaml").read_text())
+    answer = review_response(review("kubeflow.org/v1", seed), gpu_resource)["response"]
+    assert tensorflow_limits(answer["convertedObjects"][0]) == {gpu_resource: 1}
+    # A v1 job written with the legacy name is shown in an older version as it is (the operator renames in its pods).
+    v1 = answer["convertedObjects"][0]
+    v1["spec"]["tfReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["resources"] = {
+        "limits": {"alpha.kubernetes.io/nvidia-gpu": 1}}
+    old = review_response(review(V1ALPHA1, v1), gpu_resource)["response"]["convertedObjects"][0]
+    assert old["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]["resources"] == {
+        "limits": {"alpha.kubernetes.io/nvidia-gpu": 1}}
 
 
 def test_the_webhook_refuses_naming_the_field() -> None:

@@ -47,10 +47,13 @@ def test_tensorflow_ref_and_lock_carry_the_pinned_version() -> None:
     assert pinned["TENSORFLOW_IMAGE"].split(":")[1].startswith(pinned["TENSORFLOW_VERSION"] + "-")
     lock = (REPO / "hack" / "images" / "tensorflow" / "requirements.txt").read_text()
     assert f"tensorflow-cpu=={pinned['TENSORFLOW_VERSION']} " in lock, "run `make image-locks`"
+    # tf-keras follows TensorFlow's minor version; its own requirement (on `tensorflow`) is checked when locking.
+    minor = ".".join(pinned["TENSORFLOW_VERSION"].split(".")[:2])
+    assert f"\ntf-keras=={minor}." in lock, "hack/images/tensorflow/requirements-no-deps.in pins another tf-keras"
 
 
 def test_the_training_examples_are_there() -> None:
-    assert [path.name for path in real_node_examples()] == ["mwms.yaml", "ps-strategy.yaml"]
+    assert [path.name for path in real_node_examples()] == ["keras_mwms.yaml", "mwms.yaml", "ps-strategy.yaml"]
 
 
 @pytest.mark.parametrize("manifest", real_node_examples(), ids=lambda path: path.name)

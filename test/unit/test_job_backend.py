@@ -10,11 +10,9 @@ from typing import Any
 import pytest
 
 from support.plan_builders import (
-    JOB_NAME,
     NOW,
-    RID,
-    T0,
-    UID,
+    batch_job,
+    job_pod,
     make_job,
     make_pod,
     name_of,
@@ -23,7 +21,7 @@ from support.plan_builders import (
 )
 from tfop.controller.plan.batch_job import MAX_BACKOFF_LIMIT
 from tfop.controller.plan.controller_config import ControllerConfig
-from tfop.controller.plan.desired import DesiredChildren, selector_labels
+from tfop.controller.plan.desired import DesiredChildren
 from tfop.controller.plan.planner import plan
 from tfop.controller.plan.types import JOB, POD, SERVICE, Plan, PlanContext
 from tfop.controller.reconciler import owner_key
@@ -37,40 +35,6 @@ def on_jobs(job: dict[str, Any]) -> dict[str, Any]:
     job = running(job)
     job["status"] = {**job["status"], "replicaBackend": "jobs"}
     return job
-
-
-def batch_job(replica_type: str, index: int, *, failed: int = 0, outcome: tuple[str, str] | None = None,
-              suspend: bool | None = None, terminating: bool = False) -> dict[str, Any]:
-    """A replica's Job as the cache keeps it (controller/cache_transforms.py: no template)."""
-    name = name_of(replica_type, index)
-    metadata: dict[str, Any] = {"name": name, "namespace": "ns", "uid": f"job-{name}",
-                                "labels": selector_labels(JOB_NAME, replica_type, RID, index),
-                                "ownerReferences": [{"apiVersion": "kubeflow.org/v1", "kind": "TFJob",
-                                                     "name": JOB_NAME, "uid": UID, "controller": True}]}
-    if terminating:
-        metadata["deletionTimestamp"] = T0
-    status: dict[str, Any] = {"failed": failed} if failed else {}
-    if outcome is not None:
-        status["conditions"] = [{"type": outcome[0], "status": "True", "reason": outcome[1]}]
-    result: dict[str, Any] = {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "status": status}
-    if suspend is not None:
-        result["spec"] = {"suspend": suspend}
-    return result
-
-
-def job_pod(replica_type: str, index: int, suffix: str, phase: str = "Running", *, created: str = T0,
-            disrupted: bool = False, **state: Any) -> dict[str, Any]:
-    """A pod the replica's Job made: its name is the Job's plus a suffix, its controller the Job."""
-    pod = make_pod(replica_type, index, phase, **state)
-    job_name = name_of(replica_type, index)
-    pod["metadata"] = {**pod["metadata"], "name": f"{job_name}-{suffix}", "uid": f"pod-{job_name}-{suffix}",
-                       "creationTimestamp": created,
-                       "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": job_name,
-                                            "uid": f"job-{job_name}", "controller": True}]}
-    if disrupted:
-        pod["status"]["conditions"] = [{"type": "DisruptionTarget", "status": "True",
-                                        "reason": "TerminationByKubelet"}]
-    return pod
 
 
 def all_jobs(replicas: dict[str, int] | None = None) -> list[dict[str, Any]]:

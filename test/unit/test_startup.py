@@ -88,6 +88,16 @@ def test_a_bad_config_file_is_named(tmp_path: Path) -> None:
     assert record["event"] == "invalid configuration"
 
 
+def test_the_webhook_names_a_bad_gpu_resource_in_its_config_file(tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text("gpuResource: gpu\n")
+    result = subprocess.run([sys.executable, "-m", "tfop", "webhook", "--log-format", "json", "--config", str(config),
+                             "--addr", "127.0.0.1:0", "--cert-dir", str(tmp_path)],
+                            capture_output=True, text=True, timeout=60, check=False)
+    record = assert_one_error(result, 2, str(config), "gpuResource 'gpu' is not an extended resource name")
+    assert record["event"] == "invalid configuration"
+
+
 def test_an_apiserver_nobody_listens_on_exits_1_after_a_few_tries(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text("""apiVersion: v1

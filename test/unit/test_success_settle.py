@@ -51,3 +51,24 @@ ROWS = [
 @pytest.mark.parametrize(("slots", "after", "wait"), [row[1:] for row in ROWS], ids=[row[0] for row in ROWS])
 def test_how_long_success_waits(slots: list[Slot], after: float, wait: float) -> None:
     assert settle_remaining(slots, NOW + timedelta(seconds=after)) == wait
+
+
+def evaluator_running() -> Slot:
+    return Slot(ReplicaSlot("Evaluator", 0), make_pod("Evaluator", 0, "Running"), SlotState.RUNNING)
+
+
+SPARED = [
+    # name, slots, spared, expected wait at NOW: the evaluators a success waits for have a wait of their own
+    ("only a spared evaluator runs: finish now (its own wait starts)",
+     [chief_ended("2026-11-21T10:00:00Z"), evaluator_running()], frozenset({ReplicaSlot("Evaluator", 0)}), 0.0),
+    ("the evaluator is not spared (no wait for it): the whole window",
+     [chief_ended("2026-11-21T10:00:00Z"), evaluator_running()], frozenset(), 2.0),
+    ("a worker runs beside a spared evaluator: the whole window, for the worker",
+     [chief_ended("2026-11-21T10:00:00Z"), evaluator_running(), worker(SlotState.RUNNING)],
+     frozenset({ReplicaSlot("Evaluator", 0)}), 2.0),
+]
+
+
+@pytest.mark.parametrize(("slots", "spared", "wait"), [row[1:] for row in SPARED], ids=[row[0] for row in SPARED])
+def test_spared_replicas_are_not_waited_for(slots: list[Slot], spared: frozenset[ReplicaSlot], wait: float) -> None:
+    assert settle_remaining(slots, NOW, spared=spared) == wait

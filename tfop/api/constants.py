@@ -74,6 +74,18 @@ RESTART_SCOPE_JOB: Final = "Job"
 RESTART_SCOPES: Final = (RESTART_SCOPE_REPLICA, RESTART_SCOPE_JOB)
 ANNOTATION_RESTART_SCOPE: Final = "tfop.kubeflow.org/restart-scope"
 
+# How long a job whose training succeeded waits for its running evaluators' final evaluation before it completes
+# (docs/tfjob/reference.md#the-evaluators-final-evaluation); the controller config's evaluatorGraceSeconds else.
+ANNOTATION_EVALUATOR_GRACE: Final = "tfop.kubeflow.org/evaluator-grace-seconds"
+
+# An opt-in NetworkPolicy per job (Isolated): ingress to its pods only from its own pods, and from the peers the
+# second annotation lists, as a JSON list of NetworkPolicyPeers.
+NETWORK_POLICY_ISOLATED: Final = "Isolated"
+NETWORK_POLICY_NONE: Final = "None"
+NETWORK_POLICY_MODES: Final = (NETWORK_POLICY_ISOLATED, NETWORK_POLICY_NONE)
+ANNOTATION_NETWORK_POLICY: Final = "tfop.kubeflow.org/network-policy"
+ANNOTATION_NETWORK_POLICY_FROM: Final = "tfop.kubeflow.org/network-policy-from"
+
 RESTART_POLICY_ALWAYS: Final = "Always"
 RESTART_POLICY_ON_FAILURE: Final = "OnFailure"
 RESTART_POLICY_NEVER: Final = "Never"
@@ -105,6 +117,11 @@ REASON_RUNNING: Final = "TFJobRunning"
 REASON_RESTARTING: Final = "TFJobRestarting"
 REASON_NODE_LOST: Final = "NodeLost"  # a replica's node is lost or unhealthy: its pod is replaced
 REASON_SUCCEEDED: Final = "TFJobSucceeded"
+# The training succeeded and the job waits for its evaluators (Succeeded False, Running True); and the Warning
+# events that say an evaluator's final evaluation failed or was cut short by the grace (the job still succeeds).
+REASON_WAITING_FOR_EVALUATOR: Final = "WaitingForEvaluator"
+REASON_EVALUATOR_FAILED: Final = "EvaluatorFailed"
+REASON_EVALUATOR_GRACE_EXPIRED: Final = "EvaluatorGraceExpired"
 REASON_FAILED: Final = "TFJobFailed"
 REASON_BACKOFF_LIMIT_EXCEEDED: Final = "BackoffLimitExceeded"
 REASON_DEADLINE_EXCEEDED: Final = "DeadlineExceeded"

@@ -93,6 +93,8 @@ def from_v1(obj: dict[str, Any]) -> dict[str, Any]:
     has_worker = any(entry["tfReplicaType"] == "WORKER" for entry in replica_list)
     if chief_type is not None or has_worker:
         alpha["terminationPolicy"] = {"chief": {"replicaName": chief_type or "WORKER", "replicaIndex": 0}}
+    if spec.get("runPolicy") == {}:
+        del spec["runPolicy"]  # the CRD's default, which the apiserver fills in again: nothing to carry
     kept.update(spec)  # runPolicy, successPolicy, enableDynamicWorker: nothing in v1alpha1 holds them
     out["spec"] = alpha
     status = obj.get("status")

@@ -148,6 +148,14 @@ def slim_pod_group(pod_group: Object) -> Object:
     return slim
 
 
+def slim_network_policy(policy: Object) -> Object:
+    """A job's NetworkPolicy is small, and the planner compares its spec with the one the job asks for."""
+    slim = slim_metadata(policy)
+    if isinstance(policy.get("spec"), dict):
+        slim["spec"] = policy["spec"]
+    return slim
+
+
 BY_NODE = "node-name"  # the pod cache's index by the node a pod is bound to
 
 

@@ -24,12 +24,18 @@ from tfop.api.constants import (
     PLURAL,
     VERSION,
 )
-from tfop.controller.cache_transforms import slim_batch_job, slim_metadata, slim_pod, slim_pod_group
+from tfop.controller.cache_transforms import (
+    slim_batch_job,
+    slim_metadata,
+    slim_network_policy,
+    slim_pod,
+    slim_pod_group,
+)
 from tfop.controller.plan.desired import DesiredChildren, ReplicaSlot
 from tfop.controller.plan.gang import GangScheduler
-from tfop.controller.plan.types import JOB, POD, POD_GROUP, SERVICE
+from tfop.controller.plan.types import JOB, NETWORK_POLICY, POD, POD_GROUP, SERVICE
 from tfop.kube.informer import Transform
-from tfop.kube.resource import JOBS, PODS, SERVICES, Resource
+from tfop.kube.resource import JOBS, NETWORK_POLICIES, PODS, SERVICES, Resource
 from tfop.objects import Object
 
 TFJOBS = Resource(GROUP, VERSION, PLURAL, KIND)  # the owner of every child below
@@ -84,6 +90,12 @@ REPLICA_KINDS: tuple[ChildKind, ...] = (
 )
 
 
+# A job that asks for isolation (plan/network_policy.py) gets one, created before any replica's children, so an
+# isolated job's pods are made only once it exists. In the table whatever the config, since any job may ask.
+NETWORK_POLICY_KIND = ChildKind(NETWORK_POLICY, NETWORK_POLICIES, lambda desired, slot: desired.network_policy(),
+                                slim_network_policy, scope=Scope.JOB)
+
+
 @dataclass(frozen=True)
 class ChildKinds:
     """The table for one controller config."""
@@ -102,13 +114,13 @@ class ChildKinds:
 
 
 def child_kinds(gang: GangScheduler | None) -> ChildKinds:
-    """Pods, Services and Jobs (any job may choose the Job backend), and the gang scheduler's PodGroup when one is
-    configured (and its CRD is installed)."""
+    """Pods, Services and Jobs (any job may choose the Job backend), NetworkPolicies (any job may ask for one), and
+    the gang scheduler's PodGroup when one is configured (and its CRD is installed)."""
     if gang is None:
-        return ChildKinds(REPLICA_KINDS)
+        return ChildKinds((NETWORK_POLICY_KIND, *REPLICA_KINDS))
     pod_groups = ChildKind(POD_GROUP, pod_group_resource(gang), lambda desired, slot: desired.pod_group(),
                            slim_pod_group, scope=Scope.JOB)
-    return ChildKinds((pod_groups, *REPLICA_KINDS))
+    return ChildKinds((NETWORK_POLICY_KIND, pod_groups, *REPLICA_KINDS))
 
 
 def pod_group_resource(gang: GangScheduler) -> Resource:

@@ -51,6 +51,7 @@ class Resource:
 PODS = Resource("", "v1", "pods", "Pod")
 SERVICES = Resource("", "v1", "services", "Service")
 JOBS = Resource("batch", "v1", "jobs", "Job")
+NETWORK_POLICIES = Resource("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy")
 EVENTS = Resource("", "v1", "events", "Event")
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
 RESOURCE_QUOTAS = Resource("", "v1", "resourcequotas", "ResourceQuota")

@@ -17,6 +17,7 @@ from tfop.api.constants import (
     REASON_SUCCEEDED,
     REASON_SUSPENDED,
     REASON_TTL_EXPIRED,
+    REASON_WAITING_FOR_EVALUATOR,
 )
 from tfop.controller.plan.types import Plan
 from tfop.kube.events import WARNING
@@ -31,6 +32,7 @@ LIFECYCLE_LINES = {
     REASON_SUSPENDED: "job suspended",
     REASON_RESUMED: "job resumed",
     REASON_SPEC_CORRECTED: "job spec corrected",
+    REASON_WAITING_FOR_EVALUATOR: "job training succeeded: waiting for its evaluators' final evaluation",
     REASON_SUCCEEDED: "job succeeded",
     REASON_TTL_EXPIRED: "deleting finished job: its TTL has passed",
 }

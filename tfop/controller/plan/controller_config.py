@@ -9,6 +9,7 @@ from types import MappingProxyType
 from tfop.api.constants import NAMING_RUNTIME_ID, NODE_LOSS_REPLACE, REPLICA_BACKEND_PODS
 from tfop.controller.plan.accelerators import Accelerators
 from tfop.controller.plan.gang import GANG_NONE, GangScheduler, gang_scheduler
+from tfop.controller.plan.gpu_resources import DEFAULT_GPU_RESOURCE
 
 # "svc" resolves through every pod's DNS search path, whatever the cluster domain; "svc.cluster.local" names it.
 DEFAULT_SERVICE_DOMAIN = "svc"
@@ -16,6 +17,9 @@ DEFAULT_SERVICE_DOMAIN = "svc"
 # mounted (the seeds' controller config names this very path).
 DEFAULT_TF_IMAGE = "tensorflow/tensorflow:2.21.0"
 DEFAULT_GRPC_SERVER_FILE_PATH = "/opt/mlkube/grpc_tensorflow_server/grpc_tensorflow_server.py"
+# How long a job whose training succeeded waits for a running evaluator's final evaluation (plan/evaluator.py): long
+# enough for one evaluation pass over a test set, short enough that a hung evaluator holds its node only minutes.
+DEFAULT_EVALUATOR_GRACE_SECONDS = 300.0
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,8 @@ class ControllerConfig:
     service_domain: str = DEFAULT_SERVICE_DOMAIN
     # Env vars and hostPath mounts for containers that request an accelerator resource.
     accelerators: Accelerators = field(default_factory=lambda: MappingProxyType({}))
+    # What pods ask for where a template asks for the legacy alpha.kubernetes.io/nvidia-gpu (plan/gpu_resources.py).
+    gpu_resource: str = DEFAULT_GPU_RESOURCE
     # Which gang scheduler places the job's pods as one PodGroup: none, scheduler-plugins or volcano.
     gang_scheduler: str = GANG_NONE
     # How new jobs name their children (controller/plan/naming.py); adopted jobs keep the naming they have.
@@ -47,6 +53,8 @@ class ControllerConfig:
     grpc_server_file_path: str = DEFAULT_GRPC_SERVER_FILE_PATH
     # When a replica's node counts as lost, and what tfop then does (plan/node_loss.py).
     node_loss: NodeLossSettings = field(default_factory=NodeLossSettings)
+    # A job's annotation tfop.kubeflow.org/evaluator-grace-seconds wins; 0 does not wait (plan/evaluator.py).
+    evaluator_grace_seconds: float = DEFAULT_EVALUATOR_GRACE_SECONDS
 
     @property
     def gang(self) -> GangScheduler | None:

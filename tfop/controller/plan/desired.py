@@ -42,6 +42,7 @@ from tfop.controller.plan.batch_job import replica_job
 from tfop.controller.plan.controller_config import DEFAULT_SERVICE_DOMAIN
 from tfop.controller.plan.gang import GangScheduler, join_gang, pod_group
 from tfop.controller.plan.naming import ChildNaming, labelled_slot, naming_of
+from tfop.controller.plan.network_policy import network_policy
 from tfop.controller.plan.ps_server import uses_script
 
 __all__ = [
@@ -171,6 +172,10 @@ class DesiredChildren:
         if self._gang is None:
             raise ValueError("a PodGroup needs a gang scheduler")
         return pod_group(self._job, self._gang, self._owner, self._runtime_id)
+
+    def network_policy(self) -> dict[str, Any]:
+        """The job's NetworkPolicy, when it asks for one (controller/plan/network_policy.py)."""
+        return network_policy(self._job, self._owner)
 
     def service(self, replica_type: str, index: int) -> dict[str, Any]:
         return {

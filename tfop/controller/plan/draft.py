@@ -77,6 +77,7 @@ class PlanDraft:
         self.restarted: list[ReplicaRestart] = []
         self.cleaning_up = False  # a finished or suspended job still has children going away
         self.success_detail = ""  # told by the Succeeded event after its message (the exits it ended with)
+        self._said_once = False  # an event only this plan can tell: its status must not wait for a later plan
 
     def set_condition(self, condition_type: str, *, true: bool, reason: str, message: str) -> None:
         self.conditions = set_condition(self.conditions, condition_type, true=true, reason=reason, message=message,
@@ -97,8 +98,11 @@ class PlanDraft:
         """The condition as the job had it before this plan."""
         return find_condition(self._old_conditions, condition_type)
 
-    def event(self, event_type: str, reason: str, message: str) -> None:
+    def event(self, event_type: str, reason: str, message: str, *, only_this_plan: bool = False) -> None:
+        """`only_this_plan`: the event tells what this plan does (not a state a later plan would see again), so it
+        must not be dropped with a status held back for a later plan."""
         self.events.append(JobEvent(event_type, reason, message))
+        self._said_once = self._said_once or only_this_plan
 
     def requeue(self, seconds: float) -> None:
         seconds = max(seconds, 0.0)
@@ -136,7 +140,8 @@ class PlanDraft:
                     restarts=tuple(self.restarted))
 
     def _status_wait(self, status: dict[str, Any] | None, refused: bool) -> StatusWait:
-        if status is None or refused or self.delete or self.patch or self.restarts or self.delete_job:
+        if (status is None or refused or self.delete or self.patch or self.restarts or self.delete_job
+                or self._said_once):
             return StatusWait.NO
         if self.create:
             return StatusWait.FOR_CREATES

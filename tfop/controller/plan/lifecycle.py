@@ -74,19 +74,20 @@ def clean_pod_policy(value: object) -> str:
     return policy if policy in CLEAN_POD_POLICIES and policy is not None else CLEAN_POD_POLICY_RUNNING
 
 
-def clean_up(draft: PlanDraft, context: PlanContext, policy: str) -> None:
+def clean_up(draft: PlanDraft, context: PlanContext, policy: str, *, spare: frozenset[str] = frozenset()) -> None:
     """Deletes the pods the policy names (All; Running: those not finished; None) and the services of every pod
     that is not kept (a Service and its Pod share their name), and the job's PodGroup unless every pod is kept
     (None: a pod still running keeps its group), then notes whether anything is still going. With the Job
     backend the same goes for each replica's Job, deleted with its pod; the pods of Jobs are never deleted by
-    themselves."""
-    kept = _clean_pods_and_groups(draft, context, policy)
+    themselves. `spare`: names of pods or Jobs kept whatever the policy (evaluators finishing), with their
+    services and the PodGroup they are scheduled in."""
+    kept = _clean_pods_and_groups(draft, context, policy, spare)
     if policy != CLEAN_POD_POLICY_NONE:
         for batch_job, finished in _live_batch_jobs(context):
-            if policy == CLEAN_POD_POLICY_ALL or not finished:
-                draft.delete_child(JOB, batch_job)
-            else:
+            if _name(batch_job) in spare or (finished and policy != CLEAN_POD_POLICY_ALL):
                 kept.add(_name(batch_job))
+            else:
+                draft.delete_child(JOB, batch_job)
     _clean_services(draft, context, policy, kept)
 
 
@@ -100,16 +101,17 @@ def suspend_replica_jobs(draft: PlanDraft, context: PlanContext) -> None:
     _clean_services(draft, context, CLEAN_POD_POLICY_ALL, set())
 
 
-def _clean_pods_and_groups(draft: PlanDraft, context: PlanContext, policy: str) -> set[str]:
+def _clean_pods_and_groups(draft: PlanDraft, context: PlanContext, policy: str,
+                           spare: frozenset[str] = frozenset()) -> set[str]:
     """Deletes the PodGroups and the pods the policy names; returns the names of the pods it keeps."""
-    kept: set[str] = set()
+    kept: set[str] = set(spare)
     if policy == CLEAN_POD_POLICY_NONE:
         return kept
     for group in context.of_kind(POD_GROUP):
-        if not is_terminating(group):
+        if not is_terminating(group) and not spare:
             draft.delete_child(POD_GROUP, group)
     for pod in context.of_kind(POD):
-        if made_by_job(pod) or is_terminating(pod):
+        if made_by_job(pod) or is_terminating(pod) or _name(pod) in spare:
             continue
         if policy == CLEAN_POD_POLICY_ALL or pod_phase(pod) not in (POD_SUCCEEDED, POD_FAILED):
             draft.delete_child(POD, pod)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from tfop.api.constants import (
@@ -30,7 +31,6 @@ from tfop.api.constants import (
     REASON_RESUMED,
     REASON_RUNNING,
     REASON_SPEC_CORRECTED,
-    REASON_SUCCEEDED,
     REASON_SUSPENDED,
     REASON_TEMPLATE_RESTART_POLICY,
     REPLICA_WORKER,
@@ -52,8 +52,22 @@ from tfop.controller.plan.desired import (
     replica_count,
 )
 from tfop.controller.plan.draft import PlanDraft
+from tfop.controller.plan.evaluator import (
+    evaluator_grace,
+    evaluators_waited_for,
+    finish_training,
+    waiting_for_evaluators,
+)
+from tfop.controller.plan.gpu_resources import (
+    REASON_GPU_RESOURCE_RENAMED,
+    GpuRename,
+    renamed_message,
+    rewrite_legacy_gpu,
+)
 from tfop.controller.plan.lifecycle import COMPLETION_TIME, finish, keep_finished
 from tfop.controller.plan.naming import CHILD_NAMING, ChildNaming, naming_of
+from tfop.controller.plan.network_policies import plan_network_policy
+from tfop.controller.plan.network_policy import NetworkIsolation, network_isolation
 from tfop.controller.plan.node_loss import (
     JobNodePolicy,
     Verdict,
@@ -90,6 +104,9 @@ class _Planning:
     backend: ReplicaBackend
     node_policy: JobNodePolicy
     restart_scope: str
+    gpu_renamed: tuple[GpuRename, ...]
+    evaluator_grace: timedelta
+    isolation: NetworkIsolation
 
 
 def plan(context: PlanContext) -> Plan:
@@ -97,12 +114,16 @@ def plan(context: PlanContext) -> Plan:
     if is_terminating(job) or managed_elsewhere(job):
         return Plan()  # the garbage collector removes a deleted job's children; another controller runs the job
     draft = PlanDraft(job, context.now, context.config)
-    defaulted = with_default_ps_server(apply_defaults(job), context.config)
+    gpu = rewrite_legacy_gpu(with_default_ps_server(apply_defaults(job), context.config), context.config.gpu_resource)
+    defaulted = gpu.job
     backend, backend_error = backend_of(job, context)
     node_policy, node_policy_errors = job_node_policy(job, context.config.node_loss)
     scope, scope_errors = restart_scope_of(job, backend.name if backend is not None else None)
+    grace, grace_errors = evaluator_grace(job, context.config.evaluator_grace_seconds)
+    isolation, isolation_errors = network_isolation(job)
     errors = [str(error) for error in validate(defaulted)] + kueue_key_problems(job) + node_policy_errors + (
-        scope_errors) + ([backend_error] if backend_error else [])
+        scope_errors) + ([backend_error] if backend_error else []) + list(gpu.problems) + grace_errors + (
+        isolation_errors)
     _note_created(draft, defaulted)
     own = [*context.of_kind(JOB), *(pod for pod in context.of_kind(POD) if not made_by_job(pod)),
            *context.of_kind(SERVICE)]
@@ -117,7 +138,7 @@ def plan(context: PlanContext) -> Plan:
         _reject(draft, defaulted, context, errors or [_describe_refusal(r) for r in refused])
     elif backend is not None:  # without errors it always is
         _run(_Planning(draft, context, defaulted, naming, backend.sort_children(defaulted, context, naming),
-                       backend, node_policy, scope))
+                       backend, node_policy, scope, gpu.renamed, grace, isolation))
     return draft.finalize(refused=bool(context.refusals))
 
 
@@ -167,6 +188,10 @@ def _run(p: _Planning) -> None:
         draft.set_condition(CONDITION_FAILED, true=False, reason=REASON_SPEC_CORRECTED,
                             message=f"{draft.job_ref} has a valid spec again.")
         draft.status.pop(COMPLETION_TIME, None)
+    if waiting_for_evaluators(draft):  # the training succeeded: nothing is made or restarted again
+        counts = p.backend.count_restarts(draft, p.job, p.context, children, deleting=set(), recreating=set())
+        finish_training(draft, p.job, p.context, children, counts, p.evaluator_grace)
+        return
     if p.job["spec"]["runPolicy"].get("suspend") is True:
         _suspend(p)
         return
@@ -191,11 +216,16 @@ def _run(p: _Planning) -> None:
                                       deleting=recreating | moving | {uid_of(pod) for pod in together}
                                       | {uid_of(child) for child in scaled_down},
                                       recreating=recreating)
-    settling = 0.0 if recreate or moving or together or scaled_down or not _succeeded(p.job, children.slots) else (
-        settle_remaining(children.slots, draft.now))
-    if settling > 0:  # peers still running get a moment to end by themselves, told with the success, not deleted
-        draft.requeue(settling)
-        record_replicas(p.draft, p.job, p.children, counts, finishing=False)
+    if _succeeded(p.job, children.slots):  # success wins over failure: the chief's result is what was asked for
+        # Replicas still running get a moment to end by themselves, told with the success rather than deleted;
+        # the evaluators a success waits for have a wait of their own (evaluator.py) and need none.
+        settling = 0.0 if recreate or moving or together or scaled_down else settle_remaining(
+            children.slots, draft.now, spared=evaluators_waited_for(draft, p.job, children, p.evaluator_grace))
+        if settling > 0:
+            draft.requeue(settling)
+            record_replicas(p.draft, p.job, p.children, counts, finishing=False)
+            return
+        finish_training(draft, p.job, p.context, children, counts, p.evaluator_grace)
         return
     if _finish_if_done(p, sum(count.total for count in counts.values())):
         keep_finished(draft, p.job, p.context, just_finished=True)
@@ -210,6 +240,7 @@ def _run(p: _Planning) -> None:
     node_note = move_off_bad_nodes(draft, on_bad_nodes, already_deleted=draft.deleted_uids(POD))
     p.backend.resume(draft, children)
     gang = plan_pod_group(draft, p.job, p.context)
+    plan_network_policy(draft, p.job, p.context, p.isolation)
     _create_missing(p, hold_pods=gang.hold_pods is not None or _restart_together_pending(p))
     _update_running(p, p.backend.replaced(retryable, counts), gang_note=gang.note, node_note=node_note,
                     with_all=bool(together))
@@ -239,6 +270,18 @@ def _create_missing(p: _Planning, *, hold_pods: bool) -> None:
     if p.draft.create or p.draft.patch:
         config = p.draft.config
         p.draft.desired = DesiredChildren(p.job, config.service_domain, config.accelerators, config.gang, p.naming)
+        _announce_gpu_renames(p)
+
+
+def _announce_gpu_renames(p: _Planning) -> None:
+    """Said whenever pods (or Jobs) of a replica type whose template names the legacy GPU resource are created
+    (identical events are counted as one by the recorder). No later plan would say it again, so this plan's
+    status does not wait for one."""
+    created = {c.slot.replica_type for c in p.draft.create if c.kind == p.backend.kind and c.slot is not None}
+    renamed = [rename for rename in p.gpu_renamed if rename.replica_type in created]
+    if renamed:
+        p.draft.event(EVENT_WARNING, REASON_GPU_RESOURCE_RENAMED,
+                      renamed_message(p.draft.job_ref, renamed, p.draft.config.gpu_resource), only_this_plan=True)
 
 
 def _suspend(p: _Planning) -> None:
@@ -256,12 +299,8 @@ def _suspend(p: _Planning) -> None:
 
 
 def _finish_if_done(p: _Planning, restarts: int) -> bool:
-    """Success wins over failure (the chief's result is what the user asked for); then a replica that failed for
-    good, too many restarts, and the deadline."""
+    """Whether the job failed: a replica that failed for good, too many restarts, or the deadline."""
     draft, run_policy = p.draft, p.job["spec"]["runPolicy"]
-    if _succeeded(p.job, p.children.slots):
-        finish(draft, CONDITION_SUCCEEDED, REASON_SUCCEEDED, f"{draft.job_ref} successfully completed.")
-        return True
     backoff_limit = run_policy.get("backoffLimit")
     # A Job out of restarts while the job has no limit (any more: the spec was edited) fails the job as it is.
     final = (SlotState.PERMANENT,) if backoff_limit is not None else (SlotState.PERMANENT, SlotState.EXHAUSTED)

@@ -19,6 +19,7 @@ POD = "Pod"
 SERVICE = "Service"
 POD_GROUP = "PodGroup"  # one per job, when a gang scheduler is configured
 JOB = "Job"  # a batch/v1 Job per replica, with the Job backend; the pods it makes are passed as POD children too
+NETWORK_POLICY = "NetworkPolicy"  # one per job that asks for it (plan/network_policy.py)
 
 
 @dataclass(frozen=True)
@@ -135,7 +136,8 @@ class JobCounters:
 class StatusWait(enum.Enum):
     """Whether a plan's status write may wait for a later plan that will say the same and more. A status that waits
     is announced by nothing (no events, no counters): the plan that writes it derives them again from the status
-    stored, which is the same one. Nothing that only this plan sees may wait: deletes and restarts never do."""
+    stored, which is the same one. Nothing that only this plan sees may wait: deletes, restarts and events about
+    this plan's own actions (PlanDraft.event(only_this_plan=True)) never do."""
 
     NO = "no"
     FOR_CREATES = "for its creates"  # never written: the plan made once they are seen (they wake it) tells it

@@ -49,7 +49,8 @@ helm template, pass --api-versions group/version/Kind). Empty output means no.
 {{/*
 What the operator does on the API in the namespaces it manages, and nothing more (tfop/controller/reconciler.py
 and tfop/kube/): it watches TFJobs and writes their status, deletes finished ones after
-ttlSecondsAfterFinished, creates and deletes the Pods and Services of each job, and records Events.
+ttlSecondsAfterFinished, creates and deletes the Pods, Services, Jobs and (on request) NetworkPolicy of each job,
+and records Events.
 */}}
 {{- define "tfop.operatorRules" -}}
 - apiGroups: [kubeflow.org]
@@ -70,6 +71,11 @@ ttlSecondsAfterFinished, creates and deletes the Pods and Services of each job, 
 # The Job backend (a job's replicas as batch/v1 Jobs, per operator or per job): patched to suspend and resume.
 - apiGroups: [batch]
   resources: [jobs]
+  verbs: [list, watch, create, patch, delete]
+# A job's own NetworkPolicy, for jobs that ask for isolation: created with the job, patched when its annotations
+# change, deleted when isolation is turned off.
+- apiGroups: [networking.k8s.io]
+  resources: [networkpolicies]
   verbs: [list, watch, create, patch, delete]
 - apiGroups: [""]
   resources: [events]
@@ -108,6 +114,9 @@ ttlSecondsAfterFinished, creates and deletes the Pods and Services of each job, 
 {{- end -}}
 {{- if ne .Values.replicaBackend "pods" -}}
 {{- $_ := set $config "replicaBackend" .Values.replicaBackend -}}
+{{- end -}}
+{{- if ne .Values.gpuResource "nvidia.com/gpu" -}}
+{{- $_ := set $config "gpuResource" .Values.gpuResource -}}
 {{- end -}}
 {{- $config | toYaml -}}
 {{- end -}}
