@@ -1,0 +1,167 @@
+"""A thread pool shared by several flows (a controller's keys) that serves them in turn, not first come first served.
+
+A controller's workers hand their writes to one pool of request threads, so that the apiserver sees a bounded
+number of requests in flight. In a single FIFO a key that sends a large batch (one job's slow-start batch of
+2,048 pod creates) is ahead of every request sent after it: the other keys' few creates wait for the whole batch,
+each of their slow-start rounds again. Here each flow has its own FIFO, and a free thread takes the next task of
+the next flow in turn (round-robin over the flows with tasks waiting), so a flow's wait depends on how many flows
+are sending, not on how much the others sent. This is the apiserver's own answer to the same problem (API Priority
+and Fairness queues requests per flow and serves the queues in turn), applied before the requests leave.
+
+What callers may rely on:
+- Within a flow, tasks start in the order they were submitted.
+- A task waits at most for one task of each other flow with tasks waiting before it, per task of its own flow
+  ahead of it: no flow is starved, however many tasks another submits.
+- No more than `threads` tasks run at once; the threads start on first use and stay.
+- `flow(key)` is a `concurrent.futures.Executor`: `submit` and `map` return and raise as a ThreadPoolExecutor's.
+  Its `shutdown` does nothing: the pool is shut down as a whole.
+- `shutdown(wait=True)` runs what was submitted, `cancel_futures=True` cancels what has not started; a submit
+  after shutdown raises RuntimeError.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable, Hashable
+from concurrent.futures import Executor, Future
+from typing import Any, Generic, ParamSpec, TypeVar
+
+K = TypeVar("K", bound=Hashable)
+T = TypeVar("T")
+P = ParamSpec("P")
+
+
+class RoundRobin(Generic[K, T]):
+    """The waiting tasks of every flow, handed out one flow at a time in turn. Not thread-safe."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[K, deque[T]] = {}
+        self._turns: deque[K] = deque()  # the flows with tasks waiting, each once, the next to serve first
+
+    def append(self, flow: K, task: T) -> None:
+        tasks = self._waiting.get(flow)
+        if tasks is None:
+            tasks = self._waiting[flow] = deque()
+            self._turns.append(flow)  # a flow with nothing waiting joins at the end of the round
+        tasks.append(task)
+
+    def popleft(self) -> T:
+        """The next flow's oldest task; that flow goes to the end of the round. IndexError when none waits."""
+        flow = self._turns.popleft()
+        tasks = self._waiting[flow]
+        task = tasks.popleft()
+        if tasks:
+            self._turns.append(flow)
+        else:
+            del self._waiting[flow]
+        return task
+
+    def drain(self) -> list[T]:
+        """Every waiting task, removed (in no particular order)."""
+        tasks = [task for waiting in self._waiting.values() for task in waiting]
+        self._waiting.clear()
+        self._turns.clear()
+        return tasks
+
+    def flows(self) -> int:
+        return len(self._turns)
+
+    def __len__(self) -> int:
+        return sum(len(tasks) for tasks in self._waiting.values())
+
+    def __bool__(self) -> bool:
+        return bool(self._turns)
+
+
+class _Task:
+    __slots__ = ("call", "future")
+
+    def __init__(self, future: Future[Any], call: Callable[[], Any]) -> None:
+        self.future = future
+        self.call = call
+
+    def run(self) -> None:
+        if not self.future.set_running_or_notify_cancel():
+            return
+        try:
+            result = self.call()
+        except BaseException as error:  # noqa: BLE001 - handed to whoever waits on the future, as an executor does
+            self.future.set_exception(error)
+        else:
+            self.future.set_result(result)
+
+
+class FairPool(Generic[K]):
+    """`threads` threads running the tasks of many flows, the flows in turn."""
+
+    def __init__(self, threads: int, *, name: str = "fair-pool") -> None:
+        if threads < 1:
+            raise ValueError(f"threads must be at least 1, got {threads}")
+        self.threads = threads
+        self._name = name
+        self._lock = threading.Lock()
+        self._ready = threading.Condition(self._lock)
+        self._queue: RoundRobin[K, _Task] = RoundRobin()
+        self._workers: list[threading.Thread] = []
+        self._idle = 0
+        self._shut_down = False
+
+    def flow(self, key: K) -> Executor:
+        """An executor whose tasks are `key`'s flow."""
+        return _FlowExecutor(self, key)
+
+    def submit(self, key: K, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+        future: Future[T] = Future()
+        with self._lock:
+            if self._shut_down:
+                raise RuntimeError("cannot submit to a pool that is shut down")
+            self._queue.append(key, _Task(future, lambda: fn(*args, **kwargs)))
+            if self._idle:
+                self._ready.notify()
+            elif len(self._workers) < self.threads:
+                worker = threading.Thread(target=self._work, name=f"{self._name}-{len(self._workers)}", daemon=True)
+                self._workers.append(worker)
+                worker.start()
+        return future
+
+    def waiting(self) -> int:
+        """Tasks submitted and not yet started."""
+        with self._lock:
+            return len(self._queue)
+
+    def shutdown(self, *, wait: bool = True, cancel_futures: bool = False) -> None:
+        with self._lock:
+            self._shut_down = True
+            cancelled = self._queue.drain() if cancel_futures else []
+            self._ready.notify_all()
+            workers = list(self._workers)
+        for task in cancelled:
+            task.future.cancel()
+        if wait:
+            for worker in workers:
+                worker.join()
+
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                while not self._queue and not self._shut_down:
+                    self._idle += 1
+                    self._ready.wait()
+                    self._idle -= 1
+                if not self._queue:
+                    return  # shut down, and nothing is left to run
+                task = self._queue.popleft()
+            task.run()
+
+
+class _FlowExecutor(Executor, Generic[K]):
+    def __init__(self, pool: FairPool[K], key: K) -> None:
+        self._pool = pool
+        self._key = key
+
+    def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+        return self._pool.submit(self._key, fn, *args, **kwargs)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Nothing: the pool is shared, and shut down as a whole."""
