@@ -1,8 +1,9 @@
 """The fair pool (tfop/kube/fair_pool.py): the order flows' tasks are handed out in, as table rows written out, and
 the pool's threads keeping it.
 
-A script is a list of steps: `a1` queues task 1 of flow a, `.` takes the next task. The expected column is what
-the `.` steps gave, in order."""
+A script is a list of steps: `a1` queues task 1 of flow a, `.` takes the next task (`(none)`: none may be taken
+now), `~a` says a task of a has ended. The expected column is what the `.` steps gave, in order; `threads` is
+what the flows share (None: no shares, round-robin only)."""
 
 from __future__ import annotations
 
@@ -14,35 +15,47 @@ import pytest
 from tfop.kube.fair_pool import FairPool, RoundRobin
 
 
-def run(script: str) -> list[str]:
-    queue: RoundRobin[str, str] = RoundRobin()
+def run(script: str, threads: int | None) -> list[str]:
+    queue: RoundRobin[str, str] = RoundRobin(threads)
     taken: list[str] = []
     for step in script.split():
         if step == ".":
-            taken.append(queue.popleft())
+            taken.append(queue.popleft() if queue.ready() else "(none)")
+        elif step[0] == "~":
+            queue.finished(step[1:])
         else:
             queue.append(step[0], step)
     return taken
 
 
 ROWS = [
-    # name, script, expected
-    ("one flow: first in, first out", "a1 a2 a3 . . .", ["a1", "a2", "a3"]),
+    # name, script, threads, expected
+    ("one flow: first in, first out", "a1 a2 a3 . . .", None, ["a1", "a2", "a3"]),
     ("a big batch first, then two small flows: they go second and third, not after the batch",
-     "a1 a2 a3 a4 a5 b1 b2 c1 . . . . . . . .", ["a1", "b1", "c1", "a2", "b2", "a3", "a4", "a5"]),
+     "a1 a2 a3 a4 a5 b1 b2 c1 . . . . . . . .", None, ["a1", "b1", "c1", "a2", "b2", "a3", "a4", "a5"]),
     ("a flow that joins mid-round waits for the flows already waiting, once each",
-     "a1 a2 b1 b2 . c1 . . . .", ["a1", "b1", "a2", "c1", "b2"]),
+     "a1 a2 b1 b2 . c1 . . . .", None, ["a1", "b1", "a2", "c1", "b2"]),
     ("a flow whose tasks ran out joins at the end of the round when it sends again",
-     "a1 b1 b2 . . a2 . .", ["a1", "b1", "b2", "a2"]),
-    ("order within each flow is kept", "b1 a1 b2 a2 b3 . . . . .", ["b1", "a1", "b2", "a2", "b3"]),
+     "a1 b1 b2 . . a2 . .", None, ["a1", "b1", "b2", "a2"]),
+    ("order within each flow is kept", "b1 a1 b2 a2 b3 . . . . .", None, ["b1", "a1", "b2", "a2", "b3"]),
     ("a flow served last round, sending again while others wait, goes after them",
-     "a1 b1 . a2 . .", ["a1", "b1", "a2"]),
+     "a1 b1 . a2 . .", None, ["a1", "b1", "a2"]),
+    # With shares: a flow holds at most ceil(threads / flows sending) tasks running.
+    ("alone, a flow gets every thread", "a1 a2 a3 a4 a5 . . . . .", 4, ["a1", "a2", "a3", "a4", "(none)"]),
+    ("two flows sending share the threads half and half", "a1 a2 a3 a4 b1 b2 b3 b4 . . . . .", 4,
+     ["a1", "b1", "a2", "b2", "(none)"]),
+    ("a flow holding every thread gets no more until it is within its share again",
+     "a1 a2 a3 a4 a5 a6 . . . . b1 ~a . ~a . ~a .", 4, ["a1", "a2", "a3", "a4", "b1", "(none)", "a5"]),
+    ("a flow whose tasks have all ended gives its share back", "a1 a2 a3 a4 b1 b2 . . . . . ~b ~b . .", 4,
+     ["a1", "b1", "a2", "b2", "(none)", "a3", "a4"]),
+    ("a flow over its share keeps its turn: it goes first once within it",
+     "a1 a2 a3 . . b1 b2 c1 c2 . ~a . . .", 6, ["a1", "a2", "b1", "a3", "c1", "b2"]),
 ]
 
 
-@pytest.mark.parametrize(("script", "expected"), [row[1:] for row in ROWS], ids=[row[0] for row in ROWS])
-def test_order_of_tasks(script: str, expected: list[str]) -> None:
-    assert run(script) == expected
+@pytest.mark.parametrize(("script", "threads", "expected"), [row[1:] for row in ROWS], ids=[row[0] for row in ROWS])
+def test_order_of_tasks(script: str, threads: int | None, expected: list[str]) -> None:
+    assert run(script, threads) == expected
 
 
 def test_taking_from_an_empty_queue_raises_and_drain_empties_it() -> None:

@@ -1,15 +1,22 @@
-"""A thread pool shared by several flows (a controller's keys) that serves them in turn, not first come first served.
+"""A thread pool shared by several flows (a controller's keys) that shares its threads out between them, not first
+come first served.
 
 A controller's workers hand their writes to one pool of request threads, so that the apiserver sees a bounded
 number of requests in flight. In a single FIFO a key that sends a large batch (one job's slow-start batch of
 2,048 pod creates) is ahead of every request sent after it: the other keys' few creates wait for the whole batch,
-each of their slow-start rounds again. Here each flow has its own FIFO, and a free thread takes the next task of
-the next flow in turn (round-robin over the flows with tasks waiting), so a flow's wait depends on how many flows
-are sending, not on how much the others sent. This is the apiserver's own answer to the same problem (API Priority
-and Fairness queues requests per flow and serves the queues in turn), applied before the requests leave.
+each of their slow-start rounds again. And a pool that gives every idle thread to whoever has work lets that key
+fill the apiserver with its requests whenever the others are between two of theirs, so theirs are slow too.
+Here each flow has its own FIFO; a free thread takes the next task of the next flow in turn (round-robin over
+the flows with tasks waiting) that holds less than its share of the threads: `threads` divided by the flows with
+tasks waiting or running, rounded up. This is the apiserver's own answer to the same problem (API Priority and
+Fairness queues requests per flow, serves the queues in turn and gives each a share of the seats), applied
+before the requests leave.
 
 What callers may rely on:
 - Within a flow, tasks start in the order they were submitted.
+- A flow alone gets every thread; with n flows sending, a flow holds at most ceil(threads / n) of them, even if
+  others leave theirs idle for a moment (a flow between two slow-start rounds keeps its share: it counts as
+  sending while a task of it runs).
 - A task waits at most for one task of each other flow with tasks waiting before it, per task of its own flow
   ahead of it: no flow is starved, however many tasks another submits.
 - No more than `threads` tasks run at once; the threads start on first use and stay.
@@ -33,11 +40,15 @@ P = ParamSpec("P")
 
 
 class RoundRobin(Generic[K, T]):
-    """The waiting tasks of every flow, handed out one flow at a time in turn. Not thread-safe."""
+    """The waiting tasks of every flow, handed out one flow at a time in turn, each flow within its share of
+    `threads` (None: no share, plain round-robin). `popleft` counts a task as running until `finished(flow)`.
+    Not thread-safe."""
 
-    def __init__(self) -> None:
+    def __init__(self, threads: int | None = None) -> None:
+        self.threads = threads
         self._waiting: dict[K, deque[T]] = {}
         self._turns: deque[K] = deque()  # the flows with tasks waiting, each once, the next to serve first
+        self._running: dict[K, int] = {}  # flows with tasks taken and not finished -> how many
 
     def append(self, flow: K, task: T) -> None:
         tasks = self._waiting.get(flow)
@@ -46,16 +57,47 @@ class RoundRobin(Generic[K, T]):
             self._turns.append(flow)  # a flow with nothing waiting joins at the end of the round
         tasks.append(task)
 
+    def share(self) -> int | None:
+        """How many tasks one flow may have running now: the threads divided among the flows sending."""
+        if self.threads is None:
+            return None
+        sending = len(self._running.keys() | self._waiting.keys())
+        return max(1, -(-self.threads // max(1, sending)))
+
+    def _next_flow(self) -> K | None:
+        share = self.share()
+        for flow in self._turns:
+            if share is None or self._running.get(flow, 0) < share:
+                return flow
+        return None
+
+    def ready(self) -> bool:
+        """Whether a task may be taken now: one waits whose flow is within its share."""
+        return self._next_flow() is not None
+
     def popleft(self) -> T:
-        """The next flow's oldest task; that flow goes to the end of the round. IndexError when none waits."""
-        flow = self._turns.popleft()
+        """The next flow's oldest task; that flow goes to the end of the round, flows over their share keep their
+        place. IndexError when no task may be taken (see `ready`)."""
+        flow = self._next_flow()
+        if flow is None:
+            raise IndexError("no task may be taken")
+        self._turns.remove(flow)
         tasks = self._waiting[flow]
         task = tasks.popleft()
         if tasks:
             self._turns.append(flow)
         else:
             del self._waiting[flow]
+        self._running[flow] = self._running.get(flow, 0) + 1
         return task
+
+    def finished(self, flow: K) -> None:
+        """A task of `flow` taken by `popleft` has ended."""
+        left = self._running.get(flow, 0) - 1
+        if left > 0:
+            self._running[flow] = left
+        else:
+            self._running.pop(flow, None)
 
     def drain(self) -> list[T]:
         """Every waiting task, removed (in no particular order)."""
@@ -65,6 +107,7 @@ class RoundRobin(Generic[K, T]):
         return tasks
 
     def flows(self) -> int:
+        """Flows with tasks waiting."""
         return len(self._turns)
 
     def __len__(self) -> int:
@@ -74,10 +117,11 @@ class RoundRobin(Generic[K, T]):
         return bool(self._turns)
 
 
-class _Task:
-    __slots__ = ("call", "future")
+class _Task(Generic[K]):
+    __slots__ = ("call", "flow", "future")
 
-    def __init__(self, future: Future[Any], call: Callable[[], Any]) -> None:
+    def __init__(self, flow: K, future: Future[Any], call: Callable[[], Any]) -> None:
+        self.flow = flow
         self.future = future
         self.call = call
 
@@ -102,7 +146,7 @@ class FairPool(Generic[K]):
         self._name = name
         self._lock = threading.Lock()
         self._ready = threading.Condition(self._lock)
-        self._queue: RoundRobin[K, _Task] = RoundRobin()
+        self._queue: RoundRobin[K, _Task[K]] = RoundRobin(threads)
         self._workers: list[threading.Thread] = []
         self._idle = 0
         self._shut_down = False
@@ -116,8 +160,8 @@ class FairPool(Generic[K]):
         with self._lock:
             if self._shut_down:
                 raise RuntimeError("cannot submit to a pool that is shut down")
-            self._queue.append(key, _Task(future, lambda: fn(*args, **kwargs)))
-            if self._idle:
+            self._queue.append(key, _Task(key, future, lambda: fn(*args, **kwargs)))
+            if self._idle and self._queue.ready():
                 self._ready.notify()
             elif len(self._workers) < self.threads:
                 worker = threading.Thread(target=self._work, name=f"{self._name}-{len(self._workers)}", daemon=True)
@@ -133,6 +177,7 @@ class FairPool(Generic[K]):
     def shutdown(self, *, wait: bool = True, cancel_futures: bool = False) -> None:
         with self._lock:
             self._shut_down = True
+            self._queue.threads = None  # what is left runs, shares or not
             cancelled = self._queue.drain() if cancel_futures else []
             self._ready.notify_all()
             workers = list(self._workers)
@@ -143,15 +188,20 @@ class FairPool(Generic[K]):
                 worker.join()
 
     def _work(self) -> None:
+        task: _Task[K] | None = None
         while True:
             with self._lock:
-                while not self._queue and not self._shut_down:
+                if task is not None:
+                    self._queue.finished(task.flow)
+                while not self._queue.ready():
+                    if self._shut_down and not self._queue:
+                        return  # shut down, and nothing is left to run
                     self._idle += 1
                     self._ready.wait()
                     self._idle -= 1
-                if not self._queue:
-                    return  # shut down, and nothing is left to run
                 task = self._queue.popleft()
+                if self._idle and self._queue.ready():
+                    self._ready.notify()  # a share grew (a flow stopped sending): the next idle thread goes too
             task.run()
 
 
