@@ -40,7 +40,7 @@ ROWS = [
     ("order within each flow is kept", "b1 a1 b2 a2 b3 . . . . .", None, ["b1", "a1", "b2", "a2", "b3"]),
     ("a flow served last round, sending again while others wait, goes after them",
      "a1 b1 . a2 . .", None, ["a1", "b1", "a2"]),
-    # With shares: a flow holds at most ceil(threads / flows sending) tasks running.
+    # With shares: a flow alone holds every thread, and half of them while another flow sends.
     ("alone, a flow gets every thread", "a1 a2 a3 a4 a5 . . . . .", 4, ["a1", "a2", "a3", "a4", "(none)"]),
     ("two flows sending share the threads half and half", "a1 a2 a3 a4 b1 b2 b3 b4 . . . . .", 4,
      ["a1", "b1", "a2", "b2", "(none)"]),
@@ -49,7 +49,10 @@ ROWS = [
     ("a flow whose tasks have all ended gives its share back", "a1 a2 a3 a4 b1 b2 . . . . . ~b ~b . .", 4,
      ["a1", "b1", "a2", "b2", "(none)", "a3", "a4"]),
     ("a flow over its share keeps its turn: it goes first once within it",
-     "a1 a2 a3 . . b1 b2 c1 c2 . ~a . . .", 6, ["a1", "a2", "b1", "a3", "c1", "b2"]),
+     "a1 a2 a3 . . b1 b2 c1 c2 . ~a . . .", 4, ["a1", "a2", "b1", "a3", "c1", "b2"]),
+    ("however many flows send, each may hold half the threads", "a1 a2 a3 b1 b2 b3 c1 . . . . . . .", 4,
+     ["a1", "b1", "c1", "a2", "b2", "(none)", "(none)"]),
+    ("one thread: each flow may still hold it", "a1 a2 b1 . ~a . ~b .", 1, ["a1", "b1", "a2"]),
 ]
 
 

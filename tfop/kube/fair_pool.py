@@ -7,16 +7,16 @@ number of requests in flight. In a single FIFO a key that sends a large batch (o
 each of their slow-start rounds again. And a pool that gives every idle thread to whoever has work lets that key
 fill the apiserver with its requests whenever the others are between two of theirs, so theirs are slow too.
 Here each flow has its own FIFO; a free thread takes the next task of the next flow in turn (round-robin over
-the flows with tasks waiting) that holds less than its share of the threads: `threads` divided by the flows with
-tasks waiting or running, rounded up. This is the apiserver's own answer to the same problem (API Priority and
-Fairness queues requests per flow, serves the queues in turn and gives each a share of the seats), applied
-before the requests leave.
+the flows with tasks waiting) that holds less than its share of the threads: all of them for a flow alone, half
+of them while another flow sends too. So beside a flow that sends thousands, half the threads stay for the
+others, and the apiserver is never full of that flow's requests while others wait for theirs. This is the
+apiserver's own answer to the same problem (API Priority and Fairness queues requests per flow, serves the queues
+in turn and bounds the seats each may hold), applied before the requests leave.
 
 What callers may rely on:
 - Within a flow, tasks start in the order they were submitted.
-- A flow alone gets every thread; with n flows sending, a flow holds at most ceil(threads / n) of them, even if
-  others leave theirs idle for a moment (a flow between two slow-start rounds keeps its share: it counts as
-  sending while a task of it runs).
+- A flow alone gets every thread; while another flow sends (has a task waiting or running), a flow holds at
+  most half of them (rounded down, at least one), even if the others leave theirs idle for a moment.
 - A task waits at most for one task of each other flow with tasks waiting before it, per task of its own flow
   ahead of it: no flow is starved, however many tasks another submits.
 - No more than `threads` tasks run at once; the threads start on first use and stay.
@@ -58,11 +58,11 @@ class RoundRobin(Generic[K, T]):
         tasks.append(task)
 
     def share(self) -> int | None:
-        """How many tasks one flow may have running now: the threads divided among the flows sending."""
+        """How many tasks one flow may have running now: every thread for a flow alone, half while others send."""
         if self.threads is None:
             return None
         sending = len(self._running.keys() | self._waiting.keys())
-        return max(1, -(-self.threads // max(1, sending)))
+        return self.threads if sending <= 1 else max(1, self.threads // 2)
 
     def _next_flow(self) -> K | None:
         share = self.share()
@@ -201,7 +201,7 @@ class FairPool(Generic[K]):
                     self._idle -= 1
                 task = self._queue.popleft()
                 if self._idle and self._queue.ready():
-                    self._ready.notify()  # a share grew (a flow stopped sending): the next idle thread goes too
+                    self._ready.notify()  # a share grew (the other flows stopped sending): another thread goes too
             task.run()
 
 
