@@ -132,6 +132,19 @@ def test_no_more_tasks_run_at_once_than_threads() -> None:
     pool.shutdown()
 
 
+def test_a_pool_with_idle_threads_grows_to_its_threads_for_a_burst() -> None:
+    """Two quick submits must not both count on the one idle thread: the second gets a thread of its own."""
+    pool: FairPool[str] = FairPool(4)
+    pool.submit("a", lambda: None).result(timeout=5)  # one thread, now idle
+    time.sleep(0.05)
+    together = threading.Barrier(5, timeout=5)
+    futures = [pool.submit("a", together.wait) for _ in range(4)]
+    together.wait()  # broken (an error) unless all four run at once
+    for future in futures:
+        future.result(timeout=5)
+    pool.shutdown()
+
+
 def test_shutdown_cancels_what_has_not_started_and_refuses_more() -> None:
     pool: FairPool[str] = FairPool(1)
     release = threading.Event()

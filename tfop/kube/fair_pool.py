@@ -148,7 +148,8 @@ class FairPool(Generic[K]):
         self._ready = threading.Condition(self._lock)
         self._queue: RoundRobin[K, _Task[K]] = RoundRobin(threads)
         self._workers: list[threading.Thread] = []
-        self._idle = 0
+        self._idle = 0  # threads waiting for a task
+        self._woken = 0  # of those, told to look again and not yet back: each notify must wake a thread of its own
         self._shut_down = False
 
     def flow(self, key: K) -> Executor:
@@ -161,13 +162,21 @@ class FairPool(Generic[K]):
             if self._shut_down:
                 raise RuntimeError("cannot submit to a pool that is shut down")
             self._queue.append(key, _Task(key, future, lambda: fn(*args, **kwargs)))
-            if self._idle and self._queue.ready():
-                self._ready.notify()
-            elif len(self._workers) < self.threads:
-                worker = threading.Thread(target=self._work, name=f"{self._name}-{len(self._workers)}", daemon=True)
-                self._workers.append(worker)
-                worker.start()
+            self._another_hand()
         return future
+
+    def _another_hand(self) -> None:
+        """If a task may be taken, a thread for it: an idle one not woken yet, else a new one while there are fewer
+        than `threads`. (Otherwise a running thread takes it when its task ends.)"""
+        if not self._queue.ready():
+            return
+        if self._idle > self._woken:
+            self._woken += 1
+            self._ready.notify()
+        elif len(self._workers) < self.threads:
+            worker = threading.Thread(target=self._work, name=f"{self._name}-{len(self._workers)}", daemon=True)
+            self._workers.append(worker)
+            worker.start()
 
     def waiting(self) -> int:
         """Tasks submitted and not yet started."""
@@ -199,9 +208,9 @@ class FairPool(Generic[K]):
                     self._idle += 1
                     self._ready.wait()
                     self._idle -= 1
+                    self._woken = max(0, self._woken - 1)
                 task = self._queue.popleft()
-                if self._idle and self._queue.ready():
-                    self._ready.notify()  # a share grew (the other flows stopped sending): another thread goes too
+                self._another_hand()  # more may be taken (a share grew: the other flows stopped sending)
             task.run()
 
 
