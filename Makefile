@@ -198,3 +198,10 @@ BENCH_MEMORY_ARGS ?=
 
 bench-memory: venv controlplane ## the operator's peak RSS: one job of 1,000 and 5,000 replicas, and 500 small jobs
 	PYTHONPATH=hack $(PY) -m bench.memory $(BENCH_MEMORY_ARGS)
+
+# Extra arguments for the fairness scenario, e.g. make bench-fairness BENCH_FAIRNESS_ARGS="--runs 3 --baseline ../base"
+BENCH_FAIRNESS_ARGS ?=
+.PHONY: bench-fairness
+
+bench-fairness: venv controlplane $(VENV)/.bench-installed ## 100 small jobs' start latency alone and beside one job of 2,000 replicas (issue 25's fairness)
+	PYTHONPATH=hack $(PY) -m bench.fairness $(BENCH_FAIRNESS_ARGS)

@@ -53,7 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--namespace", action="append", default=[], type=_namespace,
                      help="watch only this namespace; repeat for several (default: all namespaces)")
     run.add_argument("--threads", type=_int_in(1, MAX_THREADS), default=8,
-                     help=f"reconcile worker threads, 1-{MAX_THREADS}")
+                     help=f"reconcile worker threads, 1-{MAX_THREADS} (and one more kept for jobs whose pass only "
+                          "observes: see docs/architecture.md)")
     run.add_argument("--qps", type=_float_in(0.0, MAX_QPS, low_open=True), default=DEFAULT_QPS,
                      help=f"client-side limit on API requests per second, above 0 and at most {MAX_QPS:g}")
     run.add_argument("--burst", type=_int_in(1, MAX_BURST), default=DEFAULT_BURST,

@@ -29,6 +29,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--keep-cluster", action="store_true", help="leave the cluster running afterwards")
     parser.add_argument("--no-exits", action="store_true",
                         help="stop each run once every job runs (no exit patches, no Succeeded): for short runs")
+    parser.add_argument("--baseline", type=Path,
+                        help="a checkout of another commit (e.g. `git worktree add DIR main`, or `git archive main` "
+                             "unpacked): contender tfop-base runs tfop from it, alternating with this one's")
     parser.add_argument("--report", type=Path, help="only print the tables and draw the charts of this bench.json")
     parser.add_argument("--delete-each-run", action="store_true",
                         help="delete every run's namespace once it is measured (make bench-large: 2,000 finished "
@@ -97,6 +101,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         if unknown:
             parser.error(f"unknown contender(s) in --{option.replace('_', '-')}: {', '.join(sorted(unknown))}")
         setattr(args, option, [c for c in CONTENDERS if c.name in chosen])
+    based = [c for c in args.contenders + args.big_contenders if c.name == "tfop-base"]
+    if based and args.baseline is None:
+        parser.error("contender tfop-base runs tfop from --baseline DIR, which is missing")
+    if args.baseline is not None:
+        if not (args.baseline / "tfop" / "__main__.py").is_file():
+            parser.error(f"--baseline {args.baseline}: no tfop package there")
+        code = args.baseline.resolve()
+        for option in ("contenders", "big_contenders"):
+            setattr(args, option, [replace(c, code=code) if c.name == "tfop-base" else c
+                                   for c in getattr(args, option)])
     return args
 
 
@@ -117,7 +131,7 @@ class Bench:
         order = [c.name for c in CONTENDERS]
         rows = summarize(self.runs, order)
         checks = targets(rows, self.idle)
-        commands = {c.name: c.command for c in CONTENDERS if c in args.contenders + args.big_contenders}
+        commands = {c.name: c.command for c in args.contenders + args.big_contenders}
         text = table(rows, self.idle, checks, commands)
         report = {
             "started": results.name, "seconds": time.monotonic() - self.began,
@@ -176,7 +190,7 @@ class Bench:
         operators = [c for c in main + (big if big_runs else []) if c.kind != "limit"]
         if idle and self.args.idle_jobs and operators:
             finished = sum(run["jobs"] for run in self.runs if run["namespace"] in left)
-            default = next((c for c in operators if not c.args), operators[0])
+            default = next((c for c in operators if not c.args and c.code is None), operators[0])
             finished += self.fill(default, self.args.idle_jobs - finished, left)
             self.attempt(f"{default.name}: idle over {finished} finished jobs for {self.args.idle_seconds:.0f}s",
                          partial(self.runner.idle, default, finished, self.args.idle_seconds), self.idle)

@@ -27,7 +27,8 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 class OperatorProcess:
     """One operator process; subclasses give the command line and what "ready" means."""
 
-    def __init__(self, kubeconfig: Path, log_path: Path, args: list[str]) -> None:
+    def __init__(self, kubeconfig: Path, log_path: Path, args: list[str], *, cwd: Path | None = None) -> None:
+        self.cwd = cwd
         self.kubeconfig = kubeconfig
         self.log_path = log_path
         self.args = args
@@ -44,7 +45,7 @@ class OperatorProcess:
     def start(self, timeout: float = 120.0) -> None:
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, env=self.environment())
+                                            stdin=subprocess.DEVNULL, env=self.environment(), cwd=self.cwd)
         deadline = time.monotonic() + timeout
         while not self.ready():
             if self.process.poll() is not None:
@@ -109,9 +110,12 @@ class OperatorProcess:
 
 
 class TfopProcess(OperatorProcess):
-    def __init__(self, kubeconfig: Path, log_path: Path, args: list[str], code: Path | None = None) -> None:
-        super().__init__(kubeconfig, log_path, args)
-        self.code = code  # the checkout whose tfop runs (None: the one this Python imports)
+    """`python -m tfop run`: this checkout's tfop, or with `code` another checkout's (run from there, on its own
+    import path, with this virtualenv's dependencies)."""
+
+    def __init__(self, kubeconfig: Path, log_path: Path, args: list[str], *, code: Path | None = None) -> None:
+        super().__init__(kubeconfig, log_path, args, cwd=code)
+        self.code = code
 
     def command(self) -> list[str]:
         return [sys.executable, "-m", "tfop", "run", "--kubeconfig", str(self.kubeconfig),

@@ -58,7 +58,7 @@ def _median_counts(runs: Sequence[Run], field: str) -> dict[str, float]:
 
 
 def targets(rows: Sequence[dict[str, Any]], idle: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Issue 13's goals for tfop (and the earlier ones still held), each with the figure that decides it."""
+    """Issue 25's goals for tfop (and the earlier ones still held), each with the figure that decides it."""
     checks: list[dict[str, Any]] = []
 
     def check(goal: str, value: float | None, limit: float, unit: str = "x") -> None:
@@ -72,11 +72,17 @@ def targets(rows: Sequence[dict[str, Any]], idle: Sequence[dict[str, Any]]) -> l
         if (jobs, "limit") in by:
             check(f"{name} time to all children within 1.3x of the limit, N={jobs}", row.get("children_s_vs_limit"),
                   1.3)
-            check(f"{name} requests per job within 1.2x of the limit's, N={jobs}",
-                  row.get("requests_per_job_vs_limit"), 1.2)
+            # Issue 25: the 14 creates and about 4 writes a user reads (Running, Succeeded, their events).
+            check(f"{name} requests per job within 1.3x of the limit's, N={jobs}",
+                  row.get("requests_per_job_vs_limit"), 1.3)
             bound = 1.2 if jobs >= 2000 else 1.1
             check(f"{name} time to every job Running within {bound}x of the limit's pods running, N={jobs}",
                   row.get("jobs_running_s_vs_limit"), bound)
+        if jobs <= 500 and row.get("lag_p50_s") is not None:
+            # Issue 25: a job's Running condition follows its pods, whatever other jobs are being created.
+            check(f"{name} lag from pods running to Running p50 under 1 s, N={jobs}", row["lag_p50_s"], 1.0, " s")
+            check(f"{name} lag from pods running to Running p99 under 3 s, N={jobs}", row.get("lag_p99_s"), 3.0,
+                  " s")
         if (jobs, "go-tuned") in by:
             check(f"{name} time to every job Running below go-tuned's, N={jobs}",
                   row.get("jobs_running_s_vs_go-tuned"), 1.0)

@@ -30,7 +30,7 @@ class Contender:
     name: str
     kind: str  # "limit", "tfop" or "go"
     args: tuple[str, ...] = ()
-    code: Path | None = None  # tfop from this checkout instead of this one (make bench-memory's --code)
+    code: Path | None = None  # tfop from another checkout (--baseline, bench-memory's --code), not this one
 
     @property
     def uses_go_crd(self) -> bool:
@@ -47,7 +47,8 @@ class Contender:
         if self.kind == "limit":
             return f"plain client, {CLIENT_CONCURRENCY} concurrent creates, no QPS limit"
         program = "tfop run" if self.kind == "tfop" else "training-operator.v1"
-        return " ".join((program, *self.args)) + ("" if self.args else " (defaults)")
+        where = f" from {self.code}" if self.code is not None else ""
+        return " ".join((program, *self.args)) + ("" if self.args else " (defaults)") + where
 
 
 # More workers and client headroom than either operator's defaults; the same for both.
@@ -55,6 +56,7 @@ TUNED_TFOP = ("--threads", "16", "--qps", "1000", "--burst", "2000")
 TUNED_GO = ("--controller-threads", "16", "--kube-api-qps", "1000", "--kube-api-burst", "2000")
 CONTENDERS = (
     Contender("limit", "limit"),
+    Contender("tfop-base", "tfop"),  # tfop (defaults) from the checkout --baseline names: before, beside after
     Contender("tfop", "tfop"),
     Contender("tfop-jobs", "tfop", ("--replica-backend", "jobs")),
     Contender("tfop-tuned", "tfop", TUNED_TFOP),

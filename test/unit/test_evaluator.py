@@ -83,6 +83,13 @@ class Case:
     unchanged_status: bool = False
 
 
+def ended(pod: dict[str, Any], finished_at: str) -> dict[str, Any]:
+    """A copy of `pod` whose tensorflow container ended at `finished_at`, as its kubelet stamps it."""
+    pod = copy.deepcopy(pod)
+    pod["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"] = finished_at
+    return pod
+
+
 def at(minutes: float) -> datetime:
     return NOW + timedelta(minutes=minutes)
 
@@ -121,7 +128,7 @@ ROWS = {
         requeue_after=240.0),
     "the evaluator finishes: the job succeeds and keeps it as cleanPodPolicy Running says": Case(
         waiting(job()), [CHIEF_DONE, make_pod("Evaluator", 0, "Succeeded", exit_code=0)], WAIT_LEFT, now=at(2),
-        conditions=SUCCEEDED, events=["ExitedWithCode", "TFJobSucceeded"], counters=JobCounters(successful=1),
+        conditions=SUCCEEDED, events=["TFJobSucceeded"], counters=JobCounters(successful=1),
         status={"state": "Succeeded", "phase": "Done", "completionTime": stamp(2),
                 "replicaSummary": "2/3 succeeded"}),
     "the evaluator fails: a Warning, and the job succeeds all the same": Case(
@@ -140,20 +147,44 @@ ROWS = {
         counters=JobCounters(successful=1), status={"state": "Succeeded", "completionTime": stamp(1)}),
     "a grace of 0 succeeds at once and cleans up the evaluator, as before": Case(
         job({GRACE: "0"}), [CHIEF_DONE, make_pod("Worker", 0), EVALUATING], conditions=SUCCEEDED,
-        delete_pods=sorted([EV0, W0]), delete_services=sorted([EV0, W0]), events=["ExitedWithCode", "TFJobSucceeded"],
+        delete_pods=sorted([EV0, W0]), delete_services=sorted([EV0, W0]), events=["TFJobSucceeded"],
         counters=JobCounters(successful=1), status={"state": "Succeeded", "replicaSummary": "1/3 succeeded"}),
     "cleanPodPolicy None deletes nothing, so nothing is waited for": Case(
         job(cleanPodPolicy="None"), [CHIEF_DONE, make_pod("Worker", 0), EVALUATING], conditions=SUCCEEDED,
-        events=["ExitedWithCode", "TFJobSucceeded"], counters=JobCounters(successful=1),
+        events=["TFJobSucceeded"], counters=JobCounters(successful=1),
         status={"state": "Succeeded", "phase": "Done"}),
     "a pending evaluator has not started evaluating: not waited for": Case(
         job(), [CHIEF_DONE, make_pod("Worker", 0), make_pod("Evaluator", 0, "Pending")], conditions=SUCCEEDED,
-        delete_pods=sorted([EV0, W0]), delete_services=sorted([EV0, W0]), events=["ExitedWithCode", "TFJobSucceeded"],
+        delete_pods=sorted([EV0, W0]), delete_services=sorted([EV0, W0]), events=["TFJobSucceeded"],
         counters=JobCounters(successful=1)),
     "an evaluator that ended before the chief is not waited for": Case(
         job(), [CHIEF_DONE, make_pod("Worker", 0), make_pod("Evaluator", 0, "Succeeded", exit_code=0)],
-        conditions=SUCCEEDED, delete_pods=[W0], delete_services=[W0], events=["ExitedWithCode", "TFJobSucceeded"],
+        conditions=SUCCEEDED, delete_pods=[W0], delete_services=[W0], events=["TFJobSucceeded"],
         counters=JobCounters(successful=1), status={"replicaSummary": "2/3 succeeded"}),
+    # The success's settle (success_settle.py): replicas still running get up to 2 s after the last end to end
+    # by themselves; an evaluator the success waits for is not held up by it, one it does not is a replica like any.
+    "the chief ended a second ago, a worker and the evaluator run: the worker has 1 s left, no wait starts yet": Case(
+        job(), [ended(CHIEF_DONE, T0), make_pod("Worker", 0), EVALUATING], now=NOW + timedelta(seconds=1),
+        conditions={"Succeeded": None, "Running": ("True", "TFJobRunning")}, events=["ExitedWithCode"],
+        requeue_after=1.0, status={"state": "Running", "replicaSummary": "2/3"}),
+    "the chief ended a second ago and only the evaluator runs: its wait starts at once": Case(
+        job(), [ended(CHIEF_DONE, T0), ended(make_pod("Worker", 0, "Succeeded", exit_code=0), T0), EVALUATING],
+        now=NOW + timedelta(seconds=1), conditions=WAITS,
+        running_message=("TFJob ns/mnist: the training succeeded; waiting up to 300s, until 10:05:01, for "
+                         "Evaluator 0's final evaluation."),
+        events=["ExitedWithCode", "WaitingForEvaluator"], requeue_after=300.0,
+        status={"state": "Running", "reason": "WaitingForEvaluator", "replicaSummary": "2/3 succeeded, 1 evaluating"}),
+    "a grace of 0: the evaluator is not waited for, but gets the 2 s any running replica gets": Case(
+        job({GRACE: "0"}), [ended(CHIEF_DONE, T0), ended(make_pod("Worker", 0, "Succeeded", exit_code=0), T0),
+                            EVALUATING],
+        now=NOW + timedelta(seconds=1), conditions={"Succeeded": None, "Running": ("True", "TFJobRunning")},
+        events=["ExitedWithCode"], requeue_after=1.0, status={"state": "Running", "replicaSummary": "1/3"}),
+    "a grace of 0, 2 s on: the job succeeds and the evaluator still running is cleaned up": Case(
+        job({GRACE: "0"}), [ended(CHIEF_DONE, T0), ended(make_pod("Worker", 0, "Succeeded", exit_code=0), T0),
+                            EVALUATING],
+        now=NOW + timedelta(seconds=2), conditions=SUCCEEDED, delete_pods=[EV0], delete_services=[EV0],
+        events=["TFJobSucceeded"], counters=JobCounters(successful=1),
+        status={"state": "Succeeded", "phase": "CleanUp", "replicaSummary": "2/3 succeeded"}),
     "while the chief runs, nothing waits": Case(
         job(), [make_pod("Chief", 0), make_pod("Worker", 0), EVALUATING],
         conditions={"Succeeded": None, "Running": ("True", "TFJobRunning")}, unchanged_status=True),
@@ -217,6 +248,18 @@ def test_the_failed_evaluation_and_the_cut_short_one_are_told_in_words() -> None
     assert [(e.type, e.message) for e in expired.events if e.reason == "EvaluatorGraceExpired"] == [
         ("Warning", ("TFJob ns/mnist: Evaluator 0 was still evaluating when the wait for its final evaluation "
                      "ended; it is cleaned up as cleanPodPolicy says."))]
+
+
+def test_the_success_after_the_wait_tells_the_evaluators_exit_and_the_wait_tells_the_chiefs() -> None:
+    """The chief's exit of 0 is told as the wait starts (the job is not Succeeded yet); the exits of 0 the job
+    ends with, by its Succeeded event."""
+    started = _plan(ROWS["the chief succeeds with the evaluator running: the job waits, the worker goes, the "
+                         "evaluator stays"])
+    assert [(e.reason, e.message) for e in started.events] == [
+        ("ExitedWithCode", "TFJob ns/mnist: Chief 0 exited with code 0."), ("WaitingForEvaluator", WAIT_300)]
+    ended_wait = _plan(ROWS["the evaluator finishes: the job succeeds and keeps it as cleanPodPolicy Running says"])
+    assert [(e.reason, e.message) for e in ended_wait.events] == [
+        ("TFJobSucceeded", "TFJob ns/mnist successfully completed: Evaluator 0 exited with code 0.")]
 
 
 def test_the_config_sets_the_default_grace() -> None:

@@ -1,6 +1,7 @@
 """Table tests of the writes a plan asks for: which status writes may wait (plan.status_waits: for the creates the plan
 sends, briefly when only counts and messages moved, never for a state change, a delete or a restart), and which of
-its events are only logged (quiet: the Created and Running transitions)."""
+its events are only logged (quiet: the Created and Running transitions), and which the Succeeded event tells (the
+exits of 0 it ends with)."""
 
 from __future__ import annotations
 
@@ -79,7 +80,7 @@ ROWS = {
         running(make_job(CHIEF_JOB)),
         [make_pod("Chief", 0, "Succeeded", exit_code=0), make_pod("Worker", 0, "Succeeded", exit_code=0),
          make_pod("Worker", 1, "Succeeded", exit_code=0)],
-        services_for(CHIEF_JOB), waits=StatusWait.NO, events=["ExitedWithCode", "TFJobSucceeded"]),
+        services_for(CHIEF_JOB), waits=StatusWait.NO, events=["TFJobSucceeded"]),
     "a finished job's clean-up ends (phase CleanUp -> Done): briefly": Row(
         {**running(make_job(CHIEF_JOB)), "status": {
             **running(make_job(CHIEF_JOB))["status"], "phase": "CleanUp", "state": "Succeeded",
@@ -113,10 +114,20 @@ def test_which_status_writes_may_wait(row: Row) -> None:
 
 def test_replicas_of_every_type_that_ended_with_one_code_are_told_in_one_event() -> None:
     result = plan_of(running(make_job(CHIEF_JOB)),
+                     [make_pod("Chief", 0), make_pod("Worker", 0, "Succeeded", exit_code=0),
+                      make_pod("Worker", 1, "Succeeded", exit_code=0)], services_for(CHIEF_JOB))
+    assert [event.message for event in result.events if event.reason == "ExitedWithCode"] == [
+        "TFJob ns/mnist: Worker 0-1 exited with code 0."]
+
+
+def test_the_success_tells_the_exits_of_0_it_ends_with_and_the_others_keep_their_event() -> None:
+    """One write for the success and the exits that made it: the user reads both in one line."""
+    result = plan_of(running(make_job(CHIEF_JOB)),
                      [make_pod("Chief", 0, "Succeeded", exit_code=0), make_pod("Worker", 0, "Succeeded", exit_code=0),
                       make_pod("Worker", 1, "Failed", exit_code=1)], services_for(CHIEF_JOB))
-    assert [event.message for event in result.events if event.reason == "ExitedWithCode"] == [
-        "TFJob ns/mnist: Chief 0, Worker 0 exited with code 0.", "TFJob ns/mnist: Worker 1 exited with code 1."]
+    assert [(event.reason, event.message) for event in result.events] == [
+        ("ExitedWithCode", "TFJob ns/mnist: Worker 1 exited with code 1."),
+        ("TFJobSucceeded", "TFJob ns/mnist successfully completed: Chief 0, Worker 0 exited with code 0.")]
 
 
 def test_a_fresh_jobs_pods_are_created_before_its_services() -> None:

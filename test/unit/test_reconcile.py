@@ -71,6 +71,12 @@ def at(minutes: float) -> datetime:
     return NOW + timedelta(minutes=minutes)
 
 
+def ended(pod: dict[str, Any], finished_at: str) -> dict[str, Any]:
+    """`pod` whose tensorflow container ended at `finished_at`, as its kubelet stamps it."""
+    pod["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"] = finished_at
+    return pod
+
+
 W0, W1, W2, PS0 = name_of("Worker", 0), name_of("Worker", 1), name_of("Worker", 2), name_of("PS", 0)
 CHIEF0 = name_of("Chief", 0)
 ALL3 = sorted([W0, W1, PS0])
@@ -276,9 +282,37 @@ SUCCESS = {
         [make_pod("Chief", 0, "Succeeded", exit_code=0), make_pod("Worker", 0), make_pod("Worker", 1)],
         services_for({"Chief": 1, "Worker": 2}), conditions={"Succeeded": ("True", "TFJobSucceeded"),
                                                              "Running": ("False", "TFJobSucceeded")},
-        delete_pods=sorted([W0, W1]), delete_services=sorted([W0, W1]), events=["ExitedWithCode", "TFJobSucceeded"],
+        delete_pods=sorted([W0, W1]), delete_services=sorted([W0, W1]), events=["TFJobSucceeded"],
         counters=JobCounters(successful=1), status={"completionTime": T0, "phase": "CleanUp", "state": "Succeeded",
                                                     "replicaSummary": "1/3 succeeded"}),
+    "the chief ended 1.5 s ago, the workers still run: success waits half a second more for them": Case(
+        running(make_job({"Chief": 1, "Worker": 2})),
+        [ended(make_pod("Chief", 0, "Succeeded", exit_code=0), T0), make_pod("Worker", 0), make_pod("Worker", 1)],
+        services_for({"Chief": 1, "Worker": 2}), now=NOW + timedelta(seconds=1.5),
+        conditions={"Succeeded": None, "Running": ("True", "TFJobRunning")}, delete_pods=[], delete_services=[],
+        requeue_after=0.5, events=["ExitedWithCode"], counters=JobCounters(),
+        status={"replicaSummary": "2/3", "state": "Running"}),
+    "2 s after the chief ended, the job succeeds and what still runs is cleaned up": Case(
+        running(make_job({"Chief": 1, "Worker": 2})),
+        [ended(make_pod("Chief", 0, "Succeeded", exit_code=0), T0), make_pod("Worker", 0), make_pod("Worker", 1)],
+        services_for({"Chief": 1, "Worker": 2}), now=NOW + timedelta(seconds=2),
+        conditions={"Succeeded": ("True", "TFJobSucceeded")}, delete_pods=sorted([W0, W1]),
+        delete_services=sorted([W0, W1]), events=["TFJobSucceeded"], counters=JobCounters(successful=1),
+        status={"phase": "CleanUp", "replicaSummary": "1/3 succeeded"}),
+    "the workers ended with the chief: nothing to clean up, the success tells every exit": Case(
+        running(make_job({"Chief": 1, "Worker": 2})),
+        [ended(make_pod("Chief", 0, "Succeeded", exit_code=0), T0),
+         ended(make_pod("Worker", 0, "Succeeded", exit_code=0), T0), make_pod("Worker", 1, "Failed", exit_code=1)],
+        services_for({"Chief": 1, "Worker": 2}), now=NOW + timedelta(seconds=1),
+        conditions={"Succeeded": ("True", "TFJobSucceeded")}, delete_pods=[], delete_services=[],
+        events=["ExitedWithCode", "TFJobSucceeded"], counters=JobCounters(successful=1),
+        status={"phase": "Done", "replicaSummary": "2/3 succeeded, 1 failed"}),
+    "an end stamped ahead of our clock (a node's clock ahead): success does not wait": Case(
+        running(make_job({"Chief": 1, "Worker": 2})),
+        [ended(make_pod("Chief", 0, "Succeeded", exit_code=0), "2026-11-21T10:00:30Z"), make_pod("Worker", 0),
+         make_pod("Worker", 1)],
+        services_for({"Chief": 1, "Worker": 2}), conditions={"Succeeded": ("True", "TFJobSucceeded")},
+        delete_pods=sorted([W0, W1]), events=["TFJobSucceeded"]),
     "a Master is a chief too": Case(
         running(make_job({"Master": 1, "Worker": 1})), [make_pod("Master", 0, "Succeeded", exit_code=0),
                                                         make_pod("Worker", 0)],

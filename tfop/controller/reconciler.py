@@ -25,8 +25,9 @@ from tfop.kube.clock import SYSTEM_CLOCK, Clock
 from tfop.kube.errors import NotFound
 from tfop.kube.events import EventRecorder
 from tfop.kube.expectations import Expectations
+from tfop.kube.lanes import Lane
 from tfop.kube.resource import NODES, PODS
-from tfop.kube.runtime import Change, ControllerRuntime, Watch
+from tfop.kube.runtime import Change, ControllerRuntime, Result, Watch
 from tfop.kube.store import Store, by_controller_uid, object_key
 from tfop.metrics import OperatorMetrics
 from tfop.objects import Object
@@ -132,20 +133,21 @@ class TFJobController:
         return self.runtime.store(self.kinds[kind].resource, namespace)
 
     # --- reconcile -------------------------------------------------------------------------------------------
-    def reconcile(self, key: str) -> float | None:
-        """Bring one job's children and status in line with its spec; returns seconds until it needs a look
-        even if nothing changes (a deadline or TTL), or None."""
+    def reconcile(self, key: str) -> Result:
+        """Bring one job's children and status in line with its spec. Returns the seconds until it needs a look
+        even if nothing changes (a deadline or TTL), and the lane of its next pass: the priority lane when that pass
+        will only observe (see `_next_lane`)."""
         namespace = key.partition("/")[0]
         job = self.runtime.store(TFJOBS, namespace).get(key)
         if job is None:
             self.expectations.forget(key)
             self.refusals.pop(key, None)
             self.applier.held_statuses.close(key)
-            return None
+            return Result()  # the normal lane, which the runtime does not remember
         if not self.expectations.satisfied(key, job["metadata"].get("resourceVersion")):
             log.debug("waiting for the cache to see our writes", job=key,
                       outstanding=self.expectations.outstanding(key))
-            return None
+            return Result(lane=self._next_lane(key, deleted=False))
         uid = job["metadata"]["uid"]
         children = {kind.kind: self._cache_of(kind.kind, namespace).by_index(kind.owner_index, uid)
                     for kind in self.kinds}
@@ -167,9 +169,19 @@ class TFJobController:
         if changes.errors:
             raise changes.errors[0]  # the key is retried with backoff; everything else was done
         if changes.refusals:
-            return 0.0  # a permanent refusal: plan again at once, knowing it, so the status tells it
+            return Result(0.0)  # a permanent refusal: plan again at once, knowing it, so the status tells it
         timers = [after for after in (plan.requeue_after, held) if after is not None]
-        return min(timers) if timers else None
+        return Result(min(timers) if timers else None, self._next_lane(key, deleted=bool(plan.delete)))
+
+    def _next_lane(self, key: str, *, deleted: bool) -> Lane:
+        """Where the job's next pass waits. This pass made every child it planned (a refusal or an error returns
+        earlier), so the next one has nothing left to create unless a child goes away meanwhile: until the cache
+        shows our creates it returns at once, then it writes what it observes. It goes ahead of other jobs' create
+        passes, so a job's Running condition does not wait for their burst. A pass after deletes may create their
+        replacements (a restarted replica): it waits in the normal lane, as does a job's first pass. A job whose
+        state changes meanwhile (a pod fails) may have its next pass create in the priority lane; one worker per
+        key bounds what that costs the others."""
+        return Lane.NORMAL if deleted or self.expectations.outstanding(key)[1] else Lane.PRIORITY
 
 
 def owner_key(child: Object) -> str | None:

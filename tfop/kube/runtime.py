@@ -6,8 +6,13 @@ It knows nothing of what it reconciles. A controller declares its watches as dat
 to filter and index it, and which key an event concerns (the object's own, or its owner's); the runtime
 enqueues that key. A watched kind the controller does not own (e.g. Nodes) maps an object to any number of keys
 instead, and its updates count only when what the cache keeps of it changed. `reconcile(key)` returns seconds
-until the key needs another look (a timer), or None; an exception requeues the key with backoff without touching
-any other key.
+until the key needs another look (a timer), or None, or a `Result` that also says which lane of the queue the
+key's next pass belongs in; an exception requeues the key with backoff without touching any other key.
+
+Lanes: a pass the controller says will only observe (nothing of its own writes outstanding but what the cache is
+about to show, nothing left to create) waits in the priority lane, ahead of passes that create, so a status a user
+waits for is not held up by other keys' create bursts. The queue's guarantees hold in both lanes: one worker per
+key, backoff for failures, and the normal lane never stopped (tfop/kube/lanes.py).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import structlog
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import ApiError, Conflict
 from tfop.kube.informer import Informer, Transform, strip_managed_fields
+from tfop.kube.lanes import Lane
 from tfop.kube.metrics import KubeMetrics
 from tfop.kube.ratelimit import RateLimiter
 from tfop.kube.resource import Resource
@@ -32,7 +38,17 @@ from tfop.objects import Object
 
 log = structlog.get_logger("tfop.kube.runtime")
 
-Reconcile = Callable[[str], float | None]  # seconds until the key needs another look, or None
+
+@dataclass(frozen=True)
+class Result:
+    """What a pass says of the key's next one."""
+
+    requeue_after: float | None = None  # seconds until the key needs another look, or None
+    lane: Lane = Lane.NORMAL  # where the next pass waits: PRIORITY when it will only observe
+
+
+# Seconds until the key needs another look, or None (its next pass in the normal lane), or a Result.
+Reconcile = Callable[[str], Result | float | None]
 
 
 class Change(enum.Enum):
@@ -61,7 +77,8 @@ class Watch:
 
 
 class ControllerRuntime:
-    """Runs `reconcile` for the keys its watches produce, on `threads` workers, one worker per key at a time."""
+    """Runs `reconcile` for the keys its watches produce, one worker per key at a time: on `threads` workers,
+    and one more that only a priority key gets when the others are all busy with normal ones."""
 
     def __init__(self, client: KubeClient, name: str, reconcile: Reconcile, watches: Sequence[Watch], *,
                  namespaces: Sequence[str] = (), threads: int = 4, stall_after: float = 900.0,
@@ -81,14 +98,16 @@ class ControllerRuntime:
             for watch in self._watches for scope in _scopes_of(watch, scopes)
         }
         self._scopes = scopes
-        self.queue: RateLimitingQueue[str] = RateLimitingQueue(name, rate_limiter,
-                                                               metrics=self._metrics.workqueues)
+        # A worker more than normal keys may hold: a pass that only observes never waits for a long one to end, and
+        # passes that create keep all `threads`.
+        self.queue: RateLimitingQueue[str] = RateLimitingQueue(name, rate_limiter, metrics=self._metrics.workqueues,
+                                                               normal_slots=threads)
         self._workers: list[threading.Thread] = []
         # A healthy informer makes progress at least once per watch (5-10 min), a reconcile takes seconds:
         # silence longer than this means a hung connection or a stuck worker, which only a restart cures.
         self.stall_after = stall_after
         self._busy: dict[str, tuple[str, float]] = {}  # worker name -> (key, monotonic start)
-        self._metrics.max_concurrent.labels(name).set(threads)
+        self._metrics.max_concurrent.labels(name).set(threads + 1)
         for result in ("success", "error", "requeue_after"):
             self._metrics.reconcile_total.labels(name, result)
         self._metrics.reconcile_errors.labels(name)
@@ -123,7 +142,7 @@ class ControllerRuntime:
                    for i in self.informers)
 
     def start_workers(self) -> None:
-        for number in range(self.threads):
+        for number in range(self.threads + 1):
             thread = threading.Thread(target=self._work, name=f"reconcile-{number}", daemon=True)
             thread.start()
             self._workers.append(thread)
@@ -201,10 +220,16 @@ class ControllerRuntime:
             self._busy[threading.current_thread().name] = (key, started)
             metrics.active_workers.labels(name).inc()
             try:
-                requeue_after = self._reconcile(key)
+                result = self._reconcile(key)
             except Exception as error:  # noqa: BLE001 - one key's failure must never stop the worker
+                # What a failed pass left to do is not known: its retry waits in the normal lane.
+                self.queue.set_lane(key, Lane.NORMAL)
                 self._failed(key, error)
             else:
+                if not isinstance(result, Result):
+                    result = Result(result)
+                requeue_after = result.requeue_after
+                self.queue.set_lane(key, result.lane)  # before done(), which queues the key again if it was added
                 self.queue.forget(key)
                 if requeue_after is not None:
                     self.queue.add_after(key, requeue_after)

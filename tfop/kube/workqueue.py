@@ -5,6 +5,9 @@
   `done(item)`, so the second run sees everything that happened during the first.
 - `add_after` parks items in a heap watched by one thread; an earlier deadline for a parked item wins, a later
   one does not postpone it. `add_rate_limited` asks the rate limiter for the delay.
+- Waiting items are handed out from two FIFO lanes (tfop/kube/lanes.py): an item the caller said is short
+  (`set_lane(item, Lane.PRIORITY)`) goes ahead of the others, without ever stopping them; with `normal_slots`,
+  no more normal items than that are out at once, so the others' workers stay free for short items.
 
 Workers loop on `item, shutdown = queue.get()` and always call `queue.done(item)` (typically in `finally`).
 
@@ -23,7 +26,6 @@ import itertools
 import threading
 import weakref
 from bisect import bisect_left
-from collections import deque
 from collections.abc import Hashable, Iterable
 from typing import Any, Generic, TypeVar
 
@@ -32,6 +34,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from tfop.kube.clock import SYSTEM_CLOCK, Clock
+from tfop.kube.lanes import DEFAULT_MAX_STREAK, Lane, Lanes
 from tfop.kube.ratelimit import RateLimiter, default_controller_rate_limiter
 
 T = TypeVar("T", bound=Hashable)
@@ -45,7 +48,8 @@ class RateLimitingQueue(Generic[T]):
     """FIFO of distinct items for worker threads; thread-safe, one lock."""
 
     def __init__(self, name: str, rate_limiter: RateLimiter | None = None, *, clock: Clock = SYSTEM_CLOCK,
-                 metrics: WorkqueueCollector | None = None) -> None:
+                 metrics: WorkqueueCollector | None = None, max_streak: int = DEFAULT_MAX_STREAK,
+                 normal_slots: int | None = None) -> None:
         self.name = name
         self._clock = clock
         self._now = clock.now
@@ -55,7 +59,7 @@ class RateLimitingQueue(Generic[T]):
         self._lock = threading.Lock()
         self._ready = threading.Condition(self._lock)
         self._delay_changed = threading.Condition(self._lock)
-        self._queue: deque[T] = deque()
+        self._queue: Lanes[T] = Lanes(max_streak, normal_slots)
         self._dirty: dict[T, float] = {}  # items waiting to be processed -> when they were added
         self._processing: dict[T, float] = {}  # items held by workers -> when the worker took them
         self._idle_getters = 0
@@ -85,6 +89,12 @@ class RateLimitingQueue(Generic[T]):
         if self._idle_getters:
             self._ready.notify()
 
+    def set_lane(self, item: T, lane: Lane) -> None:
+        """The lane `item` waits in from its next enqueue; a worker calls it before `done(item)` to place the item's
+        next pass. An item already waiting keeps its place."""
+        with self._lock:
+            self._queue.set_lane(item, lane)
+
     def get(self, timeout: float | None = None) -> tuple[T | None, bool]:
         """Take the next item, blocking up to `timeout` seconds (forever if None).
 
@@ -92,7 +102,7 @@ class RateLimitingQueue(Generic[T]):
         Items already queued when shutdown was called are still handed out.
         """
         with self._lock:
-            if not self._queue and not self._shutting_down and not self._wait_for_item(timeout):
+            if not self._queue.ready() and not self._shutting_down and not self._wait_for_item(timeout):
                 return None, False
             if not self._queue:
                 return None, True
@@ -106,7 +116,7 @@ class RateLimitingQueue(Generic[T]):
         deadline = None if timeout is None else self._now() + timeout
         self._idle_getters += 1
         try:
-            while not self._queue and not self._shutting_down:
+            while not self._queue.ready() and not self._shutting_down:
                 if deadline is not None and self._now() >= deadline:
                     return False
                 self._clock.wait_until(self._ready, deadline)
@@ -121,10 +131,11 @@ class RateLimitingQueue(Generic[T]):
             if started is None:
                 return
             self._stats.work_duration.observe(self._now() - started)
+            freed = self._queue.release(item)
             if item in self._dirty:
                 self._queue.append(item)
-                if self._idle_getters:
-                    self._ready.notify()
+            if (freed or item in self._dirty) and self._idle_getters:
+                self._ready.notify()
             if self._draining and not self._processing:
                 self._ready.notify_all()
 
@@ -218,6 +229,7 @@ class RateLimitingQueue(Generic[T]):
 
     def _begin_shutdown(self, drain: bool) -> None:
         self._shutting_down = True
+        self._queue.normal_slots = None  # what is still queued is handed out, whatever is out
         self._draining = drain
         self._delays.clear()
         self._deadlines.clear()

@@ -61,9 +61,11 @@ class PlanApplier:
         """The plan's status, then its events and counters, then the TTL delete; or, if its status may wait, none
         of it. Returns the seconds a held status may still wait (the key needs a look then), or None."""
         if plan.status is not None and plan.status_waits is StatusWait.FOR_CREATES:
-            if self.expectations.outstanding(key) != (0, 0):
-                return None  # seeing them wakes the next plan, which says all this
-        elif plan.status is not None and plan.status_waits is StatusWait.BRIEFLY:
+            # Planned before its children existed, it is stale once they do. The next plan says all this: the
+            # creates' watch events queue the job again (even those seen during this pass: the key was being
+            # processed, so it is queued once this pass is done), and a create refused or failed requeues it.
+            return None
+        if plan.status is not None and plan.status_waits is StatusWait.BRIEFLY:
             remaining = self.held_statuses.remaining(key)
             if remaining > 0:
                 return remaining

@@ -5,7 +5,6 @@ seen these writes. One event per plan for what it created, one for what it delet
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import structlog
@@ -27,6 +26,7 @@ from tfop.kube.client import KubeClient
 from tfop.kube.errors import ApiError, BadRequest, Invalid, NotFound, TooLarge
 from tfop.kube.events import NORMAL, WARNING, EventRecorder
 from tfop.kube.expectations import Expectations
+from tfop.kube.fair_pool import FairPool
 from tfop.kube.slowstart import create_in_batches
 from tfop.kube.store import Store, object_key
 from tfop.metrics import OperatorMetrics
@@ -66,7 +66,9 @@ class ChildWriter:
         self.expectations = expectations
         self.metrics = metrics
         self._cache_of = cache_of
-        self._creators = ThreadPoolExecutor(max_workers=create_concurrency, thread_name_prefix="create")
+        # Shared by every worker, each job's creates a flow of their own served in turn: a job of thousands of
+        # replicas sending its slow-start batch of 2,048 does not hold up a small job's 7 (tfop/kube/fair_pool.py).
+        self._creators: FairPool[str] = FairPool(create_concurrency, name="create")
 
     def shutdown(self, *, wait: bool) -> None:
         self._creators.shutdown(wait=wait, cancel_futures=not wait)
@@ -110,7 +112,7 @@ class ChildWriter:
                 break
         # Then one slow-start sequence, in which a replica type whose template is refused, or whose quota is spent,
         # stops alone: the other types neither wait for it nor lose their place in the growing batches.
-        result = create_in_batches(create, replica_creations, self._creators,
+        result = create_in_batches(create, replica_creations, self._creators.flow(key),
                                    name_of=lambda c: child_id(c.kind, c.name), group_of=_replica_type)
         done = set(result.created)
         created.extend(creation for creation in replica_creations if child_id(creation.kind, creation.name) in done)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -75,6 +76,7 @@ class PlanDraft:
         self.restarts_by_exit_class: Counter[str] = Counter()
         self.restarted: list[ReplicaRestart] = []
         self.cleaning_up = False  # a finished or suspended job still has children going away
+        self.success_detail = ""  # told by the Succeeded event after its message (the exits it ended with)
         self._said_once = False  # an event only this plan can tell: its status must not wait for a later plan
 
     def set_condition(self, condition_type: str, *, true: bool, reason: str, message: str) -> None:
@@ -162,7 +164,10 @@ class PlanDraft:
         if CONDITION_RUNNING in became:
             after.append(self._condition_event(CONDITION_RUNNING, EVENT_NORMAL, quiet=True))
         if CONDITION_SUCCEEDED in became:
-            after.append(self._condition_event(CONDITION_SUCCEEDED, EVENT_NORMAL))
+            succeeded = self._condition_event(CONDITION_SUCCEEDED, EVENT_NORMAL)
+            if self.success_detail:
+                succeeded = replace(succeeded, message=f"{succeeded.message.rstrip('.')}: {self.success_detail}.")
+            after.append(succeeded)
         failed, old_failed = self.condition(CONDITION_FAILED), find_condition(self._old_conditions, CONDITION_FAILED)
         # A failed job whose new spec is invalid in a new way is announced again.
         if failed is not None and failed.get("status") == TRUE and (

@@ -87,8 +87,8 @@ def finish_training(draft: PlanDraft, job: dict[str, Any], context: PlanContext,
     running = [slot for slot in evaluators if slot.state is SlotState.RUNNING]
     run_policy = job["spec"]["runPolicy"]
     policy = clean_pod_policy(run_policy.get("cleanPodPolicy"))
-    wait = _wait(draft, run_policy, grace) if running and policy != CLEAN_POD_POLICY_NONE else None
-    if wait is None or draft.now >= wait[1] or run_policy.get("suspend") is True:
+    wait = _ongoing_wait(draft, run_policy, grace, running)
+    if wait is None:
         was_waiting = waiting_for_evaluators(draft)
         finish(draft, CONDITION_SUCCEEDED, REASON_SUCCEEDED, f"{draft.job_ref} successfully completed.")
         keep_finished(draft, job, context, just_finished=True)
@@ -112,6 +112,29 @@ def finish_training(draft: PlanDraft, job: dict[str, Any], context: PlanContext,
     if starting:  # told once, as the wait starts: no condition becomes True to announce it
         draft.event(EVENT_NORMAL, REASON_WAITING_FOR_EVALUATOR, message)
     draft.requeue((until - draft.now).total_seconds())
+
+
+def evaluators_waited_for(draft: PlanDraft, job: dict[str, Any], children: SortedChildren,
+                          grace: timedelta) -> frozenset[ReplicaSlot]:
+    """The evaluators a success decided now (or earlier) waits for; none if it would succeed at once. They are
+    spared by the success's settle (success_settle.py), which has nothing to add to their own, longer wait."""
+    running = [slot for slot in children.slots
+               if slot.slot.replica_type == REPLICA_EVALUATOR and slot.state is SlotState.RUNNING]
+    if _ongoing_wait(draft, job["spec"]["runPolicy"], grace, running) is None:
+        return frozenset()
+    return frozenset(slot.slot for slot in running)
+
+
+def _ongoing_wait(draft: PlanDraft, run_policy: dict[str, Any], grace: timedelta,
+                  running: list[Slot]) -> tuple[datetime, datetime] | None:
+    """The wait for `running` evaluators if it goes on now: None when there is none to wait for, nothing would
+    delete them (cleanPodPolicy None), the grace is 0, it has run out, or the job is suspended."""
+    if not running or clean_pod_policy(run_policy.get("cleanPodPolicy")) == CLEAN_POD_POLICY_NONE:
+        return None
+    wait = _wait(draft, run_policy, grace)
+    if wait is None or draft.now >= wait[1] or run_policy.get("suspend") is True:
+        return None
+    return wait
 
 
 def _wait(draft: PlanDraft, run_policy: dict[str, Any], grace: timedelta) -> tuple[datetime, datetime] | None:

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from tfop.api.constants import DEFAULT_CONTAINER_NAME
 from tfop.api.fields import integer, items, mapping, mapping_at, text
+from tfop.api.timestamps import parse_time
 
 OOM_KILLED = "OOMKilled"  # the terminated reason the kubelet gives a container the OOM killer hit
 
@@ -63,6 +65,14 @@ def container_termination(pod: object, container_name: str = DEFAULT_CONTAINER_N
             if exit_code is not None:
                 return Termination(exit_code, text(terminated.get("reason")) or "",
                                    text(terminated.get("message")) or "")
+    return None
+
+
+def ended_at(pod: object, container_name: str = DEFAULT_CONTAINER_NAME) -> datetime | None:
+    """When the container's current run ended (its kubelet's clock, to the second), or None if it has not."""
+    for status in items(mapping_at(pod, "status").get("containerStatuses")):
+        if mapping(status).get("name") == container_name:
+            return parse_time(mapping_at(status, "state", "terminated").get("finishedAt"))
     return None
 
 

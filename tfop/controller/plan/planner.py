@@ -52,7 +52,12 @@ from tfop.controller.plan.desired import (
     replica_count,
 )
 from tfop.controller.plan.draft import PlanDraft
-from tfop.controller.plan.evaluator import evaluator_grace, finish_training, waiting_for_evaluators
+from tfop.controller.plan.evaluator import (
+    evaluator_grace,
+    evaluators_waited_for,
+    finish_training,
+    waiting_for_evaluators,
+)
 from tfop.controller.plan.gpu_resources import (
     REASON_GPU_RESOURCE_RENAMED,
     GpuRename,
@@ -76,6 +81,7 @@ from tfop.controller.plan.ps_server import with_default_ps_server
 from tfop.controller.plan.replica_records import describe_failure, record_replicas, uid_of
 from tfop.controller.plan.restart_scope import restart_scope_of, restarted_with
 from tfop.controller.plan.status import TRUE, is_terminating
+from tfop.controller.plan.success_settle import settle_remaining
 from tfop.controller.plan.troubles import announce_troubles, troubles_of, with_troubles
 from tfop.controller.plan.types import JOB, POD, SERVICE, CreateRefusal, Creation, Plan, PlanContext
 
@@ -216,6 +222,14 @@ def _run(p: _Planning) -> None:
                                       | {uid_of(child) for child in scaled_down},
                                       recreating=recreating)
     if _succeeded(p.job, children.slots):  # success wins over failure: the chief's result is what was asked for
+        # Replicas still running get a moment to end by themselves, told with the success rather than deleted;
+        # the evaluators a success waits for have a wait of their own (evaluator.py) and need none.
+        settling = 0.0 if recreate or moving or together or scaled_down else settle_remaining(
+            children.slots, draft.now, spared=evaluators_waited_for(draft, p.job, children, p.evaluator_grace))
+        if settling > 0:
+            draft.requeue(settling)
+            record_replicas(p.draft, p.job, p.children, counts, finishing=False)
+            return
         finish_training(draft, p.job, p.context, children, counts, p.evaluator_grace)
         return
     if _finish_if_done(p, sum(count.total for count in counts.values())):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from tfop.api.constants import (
+    CONDITION_SUCCEEDED,
     EVENT_WARNING,
     LABEL_REPLICA_INDEX,
     LABEL_REPLICA_TYPE,
@@ -88,7 +89,8 @@ def record_replicas(draft: PlanDraft, job: Object, children: SortedChildren, cou
         # Pods that ended since the last plan grow the tally; the recreated ones were announced as they went.
         ended += latest_exits([pod for pod in pods if pod_phase(pod) in (POD_SUCCEEDED, POD_FAILED)],
                               _ended(statuses[replica_type]) - _ended(previous.get(replica_type)))
-    announce_exits(draft, ended)
+    # Only the plan that finishes a job records with `finishing`: if it succeeds, its event tells the exits of 0.
+    announce_exits(draft, ended, succeeding=finishing and draft.is_true(CONDITION_SUCCEEDED))
     draft.status["replicaStatuses"] = statuses
     running = sum(1 for slot in children.slots
                   if slot.state is SlotState.RUNNING and slot.pod is not None and uid_of(slot.pod) not in deleted)

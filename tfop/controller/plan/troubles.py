@@ -131,13 +131,16 @@ def latest_exits(pods: Iterable[dict[str, Any]], count: int) -> list[dict[str, A
     return sorted(ended, key=_finished_at)[-count:]
 
 
-def announce_exits(draft: PlanDraft, pods: Iterable[dict[str, Any]]) -> None:
-    """e.g. `TFJob ns/mnist: Worker 0-3 exited with code 0.`, one event per exit code."""
+def announce_exits(draft: PlanDraft, pods: Iterable[dict[str, Any]], *, succeeding: bool = False) -> None:
+    """e.g. `TFJob ns/mnist: Worker 0-3 exited with code 0.`, one event per exit code. `succeeding`: the plan
+    makes the job Succeeded, whose event tells the exits with code 0 (one write instead of two)."""
     by_code: dict[int, list[ReplicaSlot]] = defaultdict(list)
     for pod in pods:
         termination, slot = container_termination(pod), replica_slot_of(pod)
         if termination is not None and slot is not None:
             by_code[termination.exit_code].append(slot)
+    if succeeding and 0 in by_code:
+        draft.success_detail = f"{replica_ranges(by_code.pop(0))} exited with code 0"
     for code in sorted(by_code):
         draft.event(EVENT_NORMAL, EXITED_WITH_CODE,
                     f"{draft.job_ref}: {replica_ranges(by_code[code])} exited with code {code}.")

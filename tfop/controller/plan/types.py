@@ -140,7 +140,7 @@ class StatusWait(enum.Enum):
     this plan's own actions (PlanDraft.event(only_this_plan=True)) never do."""
 
     NO = "no"
-    FOR_CREATES = "for its creates"  # the plan made once they are seen (they wake it) tells them too
+    FOR_CREATES = "for its creates"  # never written: the plan made once they are seen (they wake it) tells it
     BRIEFLY = "briefly"  # only counts and messages moved: several of these become one write
 
 
