@@ -65,6 +65,7 @@ from tfop.controller.plan.gpu_resources import (
     rewrite_legacy_gpu,
 )
 from tfop.controller.plan.lifecycle import COMPLETION_TIME, finish, keep_finished
+from tfop.controller.plan.listing import describe_refusal, listing
 from tfop.controller.plan.naming import CHILD_NAMING, ChildNaming, naming_of
 from tfop.controller.plan.network_policies import plan_network_policy
 from tfop.controller.plan.network_policy import NetworkIsolation, network_isolation
@@ -83,12 +84,11 @@ from tfop.controller.plan.restart_scope import restart_scope_of, restarted_with
 from tfop.controller.plan.status import TRUE, is_terminating
 from tfop.controller.plan.success_settle import settle_remaining
 from tfop.controller.plan.troubles import announce_troubles, troubles_of, with_troubles
-from tfop.controller.plan.types import JOB, POD, SERVICE, CreateRefusal, Creation, Plan, PlanContext
+from tfop.controller.plan.types import JOB, POD, SERVICE, Creation, Plan, PlanContext
 
 __all__ = ["plan"]
 
 START_TIME = "startTime"
-_MAX_LISTED = 5  # replicas or field errors named in one message; the rest are counted
 
 
 @dataclass(frozen=True)
@@ -135,7 +135,7 @@ def plan(context: PlanContext) -> Plan:
     if _is_finished(draft):
         keep_finished(draft, defaulted, context, just_finished=False)
     elif errors or refused:
-        _reject(draft, defaulted, context, errors or [_describe_refusal(r) for r in refused])
+        _reject(draft, defaulted, context, errors or [describe_refusal(r) for r in refused])
     elif backend is not None:  # without errors it always is
         _run(_Planning(draft, context, defaulted, naming, backend.sort_children(defaulted, context, naming),
                        backend, node_policy, scope, gpu.renamed, grace, isolation))
@@ -182,7 +182,7 @@ def _is_finished(draft: PlanDraft) -> bool:
 def _reject(draft: PlanDraft, job: dict[str, Any], context: PlanContext, errors: list[str]) -> None:
     """An invalid job fails, creating nothing more and cleaning up what it made, and waits for its spec to change.
     Invalid means: our validation says so, or the apiserver refused a child built from its template."""
-    listed = _listing(errors)
+    listed = listing(errors)
     finish(draft, CONDITION_FAILED, REASON_INVALID_SPEC, f"{draft.job_ref} has an invalid spec: {listed}.")
     keep_finished(draft, job, context, just_finished=True)
 
@@ -312,7 +312,7 @@ def _finish_if_done(p: _Planning, restarts: int) -> bool:
     final = (SlotState.PERMANENT,) if backoff_limit is not None else (SlotState.PERMANENT, SlotState.EXHAUSTED)
     failed = [slot for slot in p.children.slots if slot.state in final and p.backend.has_failed(slot)]
     if failed:
-        listed = _listing([describe_failure(slot.pod) if slot.pod is not None else
+        listed = listing([describe_failure(slot.pod) if slot.pod is not None else
                            f"{slot.slot.replica_type} {slot.slot.index}, whose Job failed" for slot in failed])
         finish(draft, CONDITION_FAILED, REASON_FAILED, f"{draft.job_ref} has failed because {listed}.")
         return True
@@ -361,7 +361,7 @@ def _update_running(p: _Planning, replaced: list[dict[str, Any]], *, gang: GangS
     troubles = troubles_of((slot.slot, slot.pod) for slot in children.slots if slot.pod is not None)
     announce_troubles(draft, troubles)
     if replaced:
-        listed = _listing([describe_failure(pod) for pod in replaced])
+        listed = listing([describe_failure(pod) for pod in replaced])
         together = ", and with it every other replica (restart scope Job)" if with_all else ""
         draft.set_condition(CONDITION_RESTARTING, true=True, reason=REASON_RESTARTING,
                             message=f"{draft.job_ref} is restarting {listed}{together}.")
@@ -381,23 +381,11 @@ def _update_running(p: _Planning, replaced: list[dict[str, Any]], *, gang: GangS
     else:
         detail = ", ".join(f"{states[state]} {state.value}" for state in SlotState if states[state]
                            and state not in (SlotState.RUNNING, SlotState.SUCCEEDED, SlotState.TOLERATED))
-        refused = [_describe_refusal(refusal) for refusal in p.context.refusals]
-        cause = f"; creating them fails: {_listing(refused)}" if refused else ""
+        refused = [describe_refusal(refusal) for refusal in p.context.refusals]
+        cause = f"; creating them fails: {listing(refused)}" if refused else ""
         message = (f"{draft.job_ref} is waiting for {waiting} of {len(children.slots)} replicas to run: "
                    f"{detail}{cause}{gang.note}.{said_of_nodes}")
         gang.announce(draft)
         draft.set_condition(CONDITION_RUNNING, true=False, reason=REASON_PENDING,
                             message=with_troubles(message, troubles))
-
-
-def _describe_refusal(refusal: CreateRefusal) -> str:
-    """e.g. `the apiserver refused the pod of Worker 1: Pod "x" is invalid: spec.volumes[0].name: ...`."""
-    slot = refusal.slot
-    whose = "the job" if slot is None else f"{slot.replica_type} {slot.index}"
-    return f"the apiserver refused the {refusal.kind.lower()} of {whose}: {refusal.message.rstrip('.')}"
-
-
-def _listing(entries: list[str]) -> str:
-    shown = "; ".join(entries[:_MAX_LISTED])
-    return shown if len(entries) <= _MAX_LISTED else f"{shown}; and {len(entries) - _MAX_LISTED} more"
 
