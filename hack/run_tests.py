@@ -61,9 +61,10 @@ class Lane:
         return self.lines[start:] if start is not None else self.lines[-1:]
 
 
+# --durations: each lane names its slowest tests, where the suite's wall time goes.
 LANES = (
-    Lane("e2e", ["-m", "e2e", "test/e2e"]),
-    Lane("unit+integration", ["-m", "unit or integration", "test/unit", "test/integration"]),
+    Lane("e2e", ["-m", "e2e", "--durations=10", "test/e2e"]),
+    Lane("unit+integration", ["-m", "unit or integration", "--durations=15", "test/unit", "test/integration"]),
 )
 
 
