@@ -12,6 +12,11 @@ deleted, evicted or preempted) makes every replica save at the same step first (
 PreemptionCheckpointHandler), so nothing is lost but the pod's grace period. STEPS and STEP_SECONDS (a pause per step)
 stretch the run. When a peer is lost the collective breaks; the process then exits with a retryable code, so the
 operator restarts the job rather than failing it.
+
+An Evaluator replica runs the same script as TensorFlow's side-car evaluator: it trains nothing and joins no
+collective, but watches CHECKPOINT_DIR, evaluates each new checkpoint on held-out data as it appears, and after the
+chief's final one (the checkpoint of step STEPS, which the chief always saves) spends FINAL_EVAL_SECONDS on a
+final evaluation over more data, prints `final evaluation at step N: loss ...` and exits 0.
 """
 import os
 import sys
@@ -23,6 +28,7 @@ STEPS = int(os.environ.get("STEPS", "20"))
 STEP_SECONDS = float(os.environ.get("STEP_SECONDS", "0"))
 CHECKPOINT_DIR = os.environ.get("CHECKPOINT_DIR", "")
 SAVE_EVERY = int(os.environ.get("SAVE_EVERY", "5"))
+FINAL_EVAL_SECONDS = float(os.environ.get("FINAL_EVAL_SECONDS", "10"))
 BATCH_PER_REPLICA = 16
 LEARNING_RATE = 0.1
 # tfop and the Kubeflow operator restart a replica whose exit code is 128-255 and fail the job on 1-127.
@@ -58,9 +64,57 @@ def is_chief(resolver: tf.distribute.cluster_resolver.ClusterResolver) -> bool:
         resolver.task_type == "worker" and resolver.task_id == 0 and "chief" not in resolver.cluster_spec().jobs)
 
 
+def held_out(batches: int, seed: int) -> tf.data.Dataset:
+    """Data no replica trains on (its own seed), for the evaluator."""
+    x = tf.random.stateless_uniform([BATCH_PER_REPLICA * batches, 1], seed=[seed, 9], minval=-1, maxval=1)
+    noise = tf.random.stateless_normal([BATCH_PER_REPLICA * batches, 1], seed=[seed, 10], stddev=0.05)
+    return tf.data.Dataset.from_tensor_slices((x, 3.0 * x - 2.0 + noise)).batch(BATCH_PER_REPLICA)
+
+
+def evaluate() -> int:
+    """The side-car evaluator: each new checkpoint in CHECKPOINT_DIR evaluated as the training writes it, until
+    the final one (step STEPS) has had its longer, final evaluation."""
+    if not CHECKPOINT_DIR:
+        print("the evaluator needs CHECKPOINT_DIR, where the chief saves its checkpoints", flush=True)
+        return 1
+    weight, bias, step = tf.Variable(0.0), tf.Variable(0.0), tf.Variable(0, dtype=tf.int64)
+    checkpoint = tf.train.Checkpoint(weight=weight, bias=bias, step=step)
+
+    def loss_on(data: tf.data.Dataset) -> float:
+        losses = [float(tf.reduce_mean(tf.square(x * weight + bias - y))) for x, y in data]
+        return sum(losses) / len(losses)
+
+    seen = None
+    while True:
+        latest = tf.train.latest_checkpoint(CHECKPOINT_DIR)
+        if latest is None or latest == seen:
+            time.sleep(0.5)
+            continue
+        try:
+            checkpoint.restore(latest).expect_partial()
+        except (tf.errors.NotFoundError, tf.errors.DataLossError):  # removed (max_to_keep) as it was read
+            continue
+        seen, at = latest, int(step.numpy())
+        print(f"evaluated checkpoint at step {at}: loss {loss_on(held_out(8, 0)):.4f}", flush=True)
+        if at >= STEPS:
+            break
+    # The final evaluation: a larger held-out set, paced to take FINAL_EVAL_SECONDS as a real one takes a while.
+    print(f"final evaluation of step {at} started", flush=True)
+    rounds = max(1, int(FINAL_EVAL_SECONDS))
+    losses = []
+    for seed in range(1, rounds + 1):
+        losses.append(loss_on(held_out(64, seed)))
+        time.sleep(FINAL_EVAL_SECONDS / rounds)
+    print(f"final evaluation at step {at}: loss {sum(losses) / len(losses):.4f} on "
+          f"{rounds * 64 * BATCH_PER_REPLICA} held-out examples", flush=True)
+    return 0
+
+
 def main() -> int:
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
     announce(resolver)
+    if resolver.task_type == "evaluator":
+        return evaluate()
     # Blocks until every process of the cluster is up: the collective all-reduce needs all of them.
     strategy = tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver)
     global_batch = BATCH_PER_REPLICA * strategy.num_replicas_in_sync
@@ -107,7 +161,7 @@ def main() -> int:
             loss = strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica_loss, axis=None)
             done.assign(step)
             print(f"step {step} loss {float(loss):.4f}", flush=True)
-            if manager and step % SAVE_EVERY == 0:
+            if manager and (step % SAVE_EVERY == 0 or step == STEPS):  # the last for an evaluator
                 manager.save(checkpoint_number=step)
             if handler:  # at a step boundary, all together: saves and exits if any replica was told to stop
                 handler.save_checkpoint_if_preempted()

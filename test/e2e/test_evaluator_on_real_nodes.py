@@ -1,0 +1,168 @@
+"""The evaluator's final evaluation, shown with real TensorFlow on the local cluster's real nodes: a chief and a
+worker train with MultiWorkerMirroredStrategy and save checkpoints in the shared directory; an Evaluator
+(examples/train_mwms.py as TensorFlow's side-car evaluator) evaluates each one as it appears and, after the
+chief's last, spends some seconds on a final evaluation. The chief succeeds while the evaluator is still at it.
+With the grace, tfop keeps the evaluator until it has printed its final line and ended by itself, says so in the
+status, and only then succeeds the job and cleans up (cleanPodPolicy All). With a grace of 0 (the behaviour of
+the Kubeflow training operator, its issue 1658), the same evaluator is deleted in the middle of that evaluation.
+The logs are read from the nodes' disks, so the deleted pods' lines are there too, with the runtime's times."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from localcluster import LocalCluster
+from support.node_loss import STEP, LogLine, container_logs, tf_pod, timestamp
+from support.operator_process import OperatorProcess
+from support.real_node_jobs import apply, get, job_pods
+
+GRACE = "tfop.kubeflow.org/evaluator-grace-seconds"
+STEPS = 20
+FINAL_EVAL_SECONDS = 15
+FINAL = f"final evaluation at step {STEPS}: loss "
+
+
+def evaluated_job(cluster: LocalCluster, namespace: str, name: str, grace: int) -> dict[str, Any]:
+    """A chief and a worker training STEPS steps of a second, a checkpoint every 5 steps and at the last in the
+    shared directory, and an evaluator watching it; everything deleted when the job finishes."""
+    checkpoints = cluster.shared_dir / f"{namespace}-{name}"
+    checkpoints.mkdir()
+    env = {"STEPS": str(STEPS), "STEP_SECONDS": "1", "SAVE_EVERY": "5", "CHECKPOINT_DIR": f"/shared/{checkpoints.name}",
+           "FINAL_EVAL_SECONDS": str(FINAL_EVAL_SECONDS)}
+    return {
+        "apiVersion": "kubeflow.org/v1", "kind": "TFJob",
+        "metadata": {"name": name, "annotations": {GRACE: str(grace)}},
+        "spec": {"runPolicy": {"backoffLimit": 0, "cleanPodPolicy": "All"},
+                 "tfReplicaSpecs": {kind: {"replicas": 1, "restartPolicy": "Never", "template": {
+                     "spec": tf_pod("train_mwms.py", env, shared=cluster.shared_dir)}}
+                     for kind in ("Chief", "Worker", "Evaluator")}},
+    }
+
+
+@dataclass
+class Watched:
+    """What polling the job and its pods saw until the job Succeeded and its evaluator's pod was deleted."""
+    job: dict[str, Any] = field(default_factory=dict)
+    waiting: dict[str, Any] | None = None  # the Succeeded condition while the job waited for its evaluator
+    waiting_view: str = ""  # `kubectl get tfjob` then
+    evaluator_uid: str = ""
+    evaluator_last: dict[str, Any] = field(default_factory=dict)  # its container's last state seen
+    evaluator_gone_at: float | None = None  # when it was first seen deleting or gone (an upper bound)
+    # pod uid -> its container's lines, from the nodes' disks: read as the job runs, as the kubelet's garbage
+    # collection removes a deleted pod's log directory in time.
+    logs: dict[str, list[LogLine]] = field(default_factory=dict)
+
+
+def watch(cluster: LocalCluster, namespace: str, names: list[str], timeout: float = 600) -> dict[str, Watched]:
+    """Polls the jobs side by side (a job without a grace is done first) until each is Succeeded and its evaluator's
+    pod deleted."""
+    seen = {name: Watched() for name in names}
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for name, watched in seen.items():
+            if not done(watched):
+                look(cluster, namespace, name, watched)
+        if all(done(watched) for watched in seen.values()):
+            return seen
+        time.sleep(0.3)
+    raise AssertionError(f"not all Succeeded with their evaluator deleted in {timeout:.0f}s; statuses "
+                         f"{ {name: w.job.get('status') for name, w in seen.items()} }")
+
+
+def done(watched: Watched) -> bool:
+    return watched.evaluator_gone_at is not None and any(
+        c["type"] == "Succeeded" and c["status"] == "True" for c in watched.job.get("status", {}).get("conditions", []))
+
+
+def look(cluster: LocalCluster, namespace: str, name: str, seen: Watched) -> None:
+    seen.job = get(cluster, namespace, "tfjob", name)
+    for uid, lines in container_logs(cluster, namespace, name).items():
+        if len(lines) >= len(seen.logs.get(uid, [])):
+            seen.logs[uid] = lines
+    for condition in seen.job.get("status", {}).get("conditions", []):
+        if (seen.waiting is None and condition["type"] == "Succeeded"
+                and condition.get("reason") == "WaitingForEvaluator"):
+            seen.waiting = condition
+            seen.waiting_view = cluster.kubectl("get", "tfjob", name, "-n", namespace).stdout.rstrip()
+    evaluators = [p for p in job_pods(cluster, namespace, name)
+                  if p["metadata"]["labels"]["training.kubeflow.org/replica-type"] == "evaluator"]
+    live = [p for p in evaluators if not p["metadata"].get("deletionTimestamp")]
+    if live:
+        seen.evaluator_uid = live[0]["metadata"]["uid"]
+        seen.evaluator_last = next((s["state"] for s in live[0]["status"].get("containerStatuses", [])
+                                    if s["name"] == "tensorflow"), seen.evaluator_last)
+    elif seen.evaluator_uid and seen.evaluator_gone_at is None:
+        seen.evaluator_gone_at = time.time()
+
+
+def lines_of(logs: dict[str, list[LogLine]], uid: str) -> list[LogLine]:
+    assert uid in logs, f"no log on the nodes' disks for pod {uid}: {sorted(logs)}"
+    return logs[uid]
+
+
+def chief_uid(logs: dict[str, list[LogLine]], evaluator: str) -> str:
+    """The chief's pod among the logs on disk (deleted by now): the one that says it is task chief:0."""
+    [uid] = [uid for uid, lines in logs.items() if uid != evaluator
+             and any(line.text.startswith("tfop-example: task=chief:0 ") for line in lines)]
+    return uid
+
+
+def shown(lines: list[LogLine], since: float) -> str:
+    return "\n".join(f"  +{line.at - since:5.1f}s  {line.text}" for line in lines)
+
+
+def test_the_evaluator_finishes_its_final_evaluation_before_the_job_is_cleaned_up(
+        real_node: LocalCluster, operator: OperatorProcess, namespace: str) -> None:
+    cluster = real_node
+    apply(cluster, namespace, evaluated_job(cluster, namespace, "evaluated", grace=120))
+    apply(cluster, namespace, evaluated_job(cluster, namespace, "cut-short", grace=0))
+    jobs = watch(cluster, namespace, ["evaluated", "cut-short"])
+    waited, cut = jobs["evaluated"], jobs["cut-short"]
+    look(cluster, namespace, "evaluated", waited)  # the last lines, if any came since
+    logs = waited.logs
+    evaluator = lines_of(logs, waited.evaluator_uid)
+    chief = lines_of(logs, chief_uid(logs, waited.evaluator_uid))
+    last_step = [line for line in chief if STEP.match(line.text)][-1]
+    [chief_ended] = [line for line in chief if line.text.startswith("done: ")]
+    final = [line for line in evaluator if line.text.startswith(FINAL)]
+    events = cluster.kubectl("get", "events", "-n", namespace, "--field-selector",
+                             "involvedObject.name=evaluated", "-o",
+                             "custom-columns=REASON:.reason,MESSAGE:.message", "--no-headers").stdout
+    print(f"\nchief's last lines:\n{shown(chief[-2:], last_step.at)}\nevaluator's last lines (seconds after the "
+          f"chief's last step):\n{shown(evaluator[-5:], last_step.at)}\nwhile it waited:\n{waited.waiting_view}\n"
+          f"  {waited.waiting}\nevaluator's container at its end: {waited.evaluator_last}\n"
+          f"its pod deleted by +{(waited.evaluator_gone_at or 0) - last_step.at:.1f}s\nevents:\n{events}")
+
+    assert last_step.text.startswith(f"step {STEPS} "), [line.text for line in chief[-5:]]
+    # The evaluator wrote its final line after the chief's last step, and ended by itself (exit 0, seen while its
+    # pod was still there) before tfop deleted the pod.
+    assert len(final) == 1, [line.text for line in evaluator[-8:]]
+    assert last_step.at < chief_ended.at < final[0].at < (waited.evaluator_gone_at or 0)
+    assert final[0].at - chief_ended.at >= FINAL_EVAL_SECONDS - 3, "the chief succeeded before the evaluation ran"
+    assert waited.evaluator_last.get("terminated", {}).get("exitCode") == 0, waited.evaluator_last
+    # The status said why the job was not Succeeded yet, from the chief's end until the evaluator's...
+    assert waited.waiting is not None, waited.job["status"]
+    assert waited.waiting["status"] == "False"
+    assert "the training succeeded; waiting up to 120s" in waited.waiting["message"], waited.waiting
+    assert "for Evaluator 0's final evaluation" in waited.waiting["message"], waited.waiting
+    assert int(chief_ended.at) <= timestamp(waited.waiting["lastTransitionTime"]) <= final[0].at
+    assert "WaitingForEvaluator" in events, events
+    # ...and then it Succeeded, the evaluation done.
+    [succeeded] = [c for c in waited.job["status"]["conditions"] if c["type"] == "Succeeded"]
+    assert succeeded["status"] == "True" and succeeded["reason"] == "TFJobSucceeded", succeeded
+    assert timestamp(succeeded["lastTransitionTime"]) >= int(final[0].at)
+
+    # The contrast: with no grace, the same evaluator is deleted as the training ends, its final line never written.
+    look(cluster, namespace, "cut-short", cut)
+    cut_logs = cut.logs
+    cut_evaluator = lines_of(cut_logs, cut.evaluator_uid)
+    cut_chief = lines_of(cut_logs, chief_uid(cut_logs, cut.evaluator_uid))
+    print(f"\nwith a grace of 0, the evaluator's last lines (seconds after the chief's last line):\n"
+          f"{shown(cut_evaluator[-3:], cut_chief[-1].at)}\nits container at its end: {cut.evaluator_last}")
+    assert cut.waiting is None, cut.waiting
+    assert [c["status"] for c in cut.job["status"]["conditions"] if c["type"] == "Succeeded"] == ["True"]
+    assert not any(line.text.startswith("final evaluation at") for line in cut_evaluator), \
+        [line.text for line in cut_evaluator[-5:]]
+    assert cut_chief[-1].text.startswith("done: "), [line.text for line in cut_chief[-5:]]
