@@ -278,7 +278,8 @@ def test_the_controller_s_phases_show_and_an_unplaceable_gang_is_warned_once(
     operators("--gang-scheduler-name", "scheduler-plugins").start()
     kube_client.create(TFJOBS, {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "fits"},
                                 "spec": {"tfReplicaSpecs": {"Worker": gpu_replica(gang_node, 2)}}}, namespace)
-    wait_for(lambda: wide_pod_group_column(cluster, namespace, "fits") == "Running", 120,
+    # The co-scheduler places the gang and the controller counts its running pods: two more processes' pace.
+    wait_for(lambda: wide_pod_group_column(cluster, namespace, "fits") == "Running", 300,
              "kubectl get tfjob -o wide to show the PodGroup Running")
     assert f"PodGroup {namespace}/fits is Running (minMember of its pods run)" in running_message(
         kube_client, namespace, "fits")
