@@ -18,7 +18,7 @@ REAL_NODE ?= 1
 REAL_NODES ?= $(if $(filter 0,$(REAL_NODE)),0,1)
 NODE_FLAG := --real-nodes $(REAL_NODES)
 
-.PHONY: help venv controlplane node coscheduler test-artifacts cluster-up cluster-down cluster-status cluster-destroy run test unit integration \
+.PHONY: help venv controlplane node coscheduler kube-router test-artifacts cluster-up cluster-down cluster-status cluster-destroy run test unit integration \
 	e2e lint docs crd constraints clean
 
 help: ## list the targets and the variables they take
@@ -40,6 +40,9 @@ controlplane: ## build (first time: tens of minutes) or reuse the pinned Kuberne
 
 node: ## build (first time: a few minutes) or reuse kubelet, containerd and CoreDNS; apt-installs runc, CNI plugins
 	@bash hack/build-node.sh >/dev/null
+
+kube-router: ## build (first time: 5-15 min) or reuse kube-router, whose firewall enforces NetworkPolicies on the real nodes
+	@bash hack/build-kube-router.sh >/dev/null
 
 coscheduler: ## build (first time: 5-40 min) or reuse scheduler-plugins' scheduler and PodGroup controller, for gang scheduling
 	@bash hack/build-coscheduler.sh >/dev/null && bash hack/build-coscheduler.sh controller >/dev/null
@@ -71,7 +74,7 @@ run: venv ## run the operator against $KUBECONFIG (asks before installing the CR
 
 # The images and virtualenvs the tests use are made first, once: the suites then run as two pytest processes at
 # once (hack/run_tests.py), which must not both build them.
-test: venv controlplane node helm prometheus coscheduler training-operator kueue test-artifacts ## run every test: unit, integration and e2e against a real local control plane (e2e beside the rest; PYTEST_ARGS: one pytest with them)
+test: venv controlplane node helm prometheus coscheduler kube-router training-operator kueue test-artifacts ## run every test: unit, integration and e2e against a real local control plane (e2e beside the rest; PYTEST_ARGS: one pytest with them)
 	$(PY) hack/run_tests.py $(PYTEST_ARGS)
 
 test-artifacts: ## build or reuse what the tests run in (the node images, the TensorFlow and Kubeflow SDK virtualenvs), quietly
@@ -87,7 +90,7 @@ unit: venv ## run the unit tests only (-m unit; no cluster)
 integration: venv controlplane helm prometheus coscheduler training-operator kueue ## run the integration tests only (-m integration)
 	$(PY) -m pytest -m integration test/integration $(PYTEST_ARGS)
 
-e2e: venv controlplane node training-operator ## run the end-to-end tests only (-m e2e)
+e2e: venv controlplane node kube-router training-operator ## run the end-to-end tests only (-m e2e)
 	$(PY) -m pytest -m e2e test/e2e $(PYTEST_ARGS)
 
 lint: venv ## ruff (rules in ruff.toml) over tfop, test and hack, then mypy --strict; both run, either fails it

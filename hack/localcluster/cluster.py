@@ -24,6 +24,7 @@ from ports import free_port
 
 from . import node as real_node
 from . import pod_network
+from .addons.firewall_state import stop_firewall
 from .api_objects import AdminAPI, get_text
 from .controlplane import COMPONENTS, ControlPlane, build_controlplane
 from .host import HostError, bridge_owner
@@ -218,6 +219,8 @@ class LocalCluster(Supervisor):
 
     def down(self) -> None:
         self.stop(WATCHDOG)
+        # The NetworkPolicy firewall's rules name the nodes' pods and live in the host's iptables: they go first.
+        stop_firewall(self.directory)
         for node in self.nodes:
             self._node_down(node)
         if self.real_nodes:
