@@ -15,7 +15,7 @@ import yaml
 from localcluster import LocalCluster
 from localcluster.operator_config import tensorflow_image
 from support.operator_process import OperatorProcess
-from support.real_node_jobs import apply, job_pods, wait_for_condition
+from support.real_node_jobs import apply, job_pods, story, wait_for_condition
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 JOINED = re.compile(r"tfop-example: task=(\w+):(\d+) workers=(\d+) chief=(\d+) ps=(\d+)")
@@ -29,7 +29,8 @@ def example(name: str) -> dict[str, Any]:
     return manifest
 
 
-def run_to_succeeded(cluster: LocalCluster, namespace: str, manifest: dict[str, Any]) -> dict[str, str]:
+def run_to_succeeded(cluster: LocalCluster, operator: OperatorProcess, namespace: str,
+                     manifest: dict[str, Any]) -> dict[str, str]:
     """Applies the TFJob and waits for it to Succeed; returns each replica's log by task ("worker:1")."""
     name = manifest["metadata"]["name"]
     apply(cluster, namespace, manifest)
@@ -39,8 +40,9 @@ def run_to_succeeded(cluster: LocalCluster, namespace: str, manifest: dict[str, 
             cluster.kubectl("logs", "-n", namespace, p["metadata"]["name"], check=False).stdout
             for p in job_pods(cluster, namespace, name)}
     true = {c["type"] for c in job["status"]["conditions"] if c["status"] == "True"}
-    assert "Succeeded" in true, f"{job['status']}\n" + "\n".join(f"--- {t}\n{text[-2000:]}" for t, text in
-                                                                  logs.items())
+    replica_logs = "\n".join(f"--- {task}\n{text[-2000:]}" for task, text in logs.items())
+    assert "Succeeded" in true, (f"{job['status']}\n{replica_logs}\n--- events\n{story(cluster, namespace)}\n"
+                                 f"--- tfop\n{operator.job_story(namespace, name)}")
     print(f"--- {name}: chief:0\n{logs['chief:0'][-1500:]}")  # shown by pytest -rP: what the training said
     return logs
 
@@ -53,7 +55,7 @@ def run_to_succeeded(cluster: LocalCluster, namespace: str, manifest: dict[str, 
 def test_example_trains_to_succeeded_with_every_replica_in_one_cluster(
         real_node: LocalCluster, operator: OperatorProcess, namespace: str, example_file: str,
         tasks: set[str]) -> None:
-    logs = run_to_succeeded(real_node, namespace, example(example_file))
+    logs = run_to_succeeded(real_node, operator, namespace, example(example_file))
 
     joined = {task: JOINED.search(text) for task, text in logs.items()}
     assert set(joined) == tasks
@@ -75,7 +77,7 @@ def test_ps_strategy_with_the_default_ps_server_trains_to_succeeded(
     ps = manifest["spec"]["tfReplicaSpecs"]["PS"]
     # Still on the real nodes (their selector and toleration), but with nothing to run: tfop supplies it.
     ps["template"]["spec"] = {**ps["template"]["spec"], "containers": []}
-    logs = run_to_succeeded(real_node, namespace, manifest)
+    logs = run_to_succeeded(real_node, operator, namespace, manifest)
 
     [ps_pod] = [p for p in job_pods(real_node, namespace, manifest["metadata"]["name"])
                 if p["metadata"]["labels"]["training.kubeflow.org/replica-type"] == "ps"]

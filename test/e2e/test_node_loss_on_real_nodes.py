@@ -37,7 +37,7 @@ from support.node_loss import (
     timestamp,
 )
 from support.operator_process import OperatorProcess
-from support.real_node_jobs import apply, get, job_pods, wait_for_condition
+from support.real_node_jobs import apply, get, job_pods, story, wait_for_condition
 from support.waiting import wait_for
 from tfop.kube.client import KubeClient
 
@@ -99,13 +99,6 @@ def pods_by_task(cluster: LocalCluster, namespace: str, job: str) -> dict[str, d
     return {f"{p['metadata']['labels']['training.kubeflow.org/replica-type']}:"
             f"{p['metadata']['labels']['training.kubeflow.org/replica-index']}": p
             for p in job_pods(cluster, namespace, job)}
-
-
-def story(cluster: LocalCluster, namespace: str) -> str:
-    """The namespace's events in order, for an assertion's message: what tfop and the kubelets said happened."""
-    return str(cluster.kubectl("get", "events", "-n", namespace, "--sort-by=.lastTimestamp", "-o",
-                               "custom-columns=AT:.lastTimestamp,OBJECT:.involvedObject.name,REASON:.reason,"
-                               "MESSAGE:.message", check=False).stdout)
 
 
 def logged(cluster: LocalCluster, namespace: str, job: str, task: str, pattern: str) -> bool:

@@ -87,3 +87,9 @@ class OperatorProcess:
 
     def log_tail(self, lines: int = 40) -> str:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+    def job_story(self, namespace: str, name: str) -> str:
+        """The info-and-above lines about one job (job=namespace/name), for an assertion's message."""
+        key, debug = f'"job": "{namespace}/{name}"', '"level": "debug"'
+        return "\n".join(line for line in self.log_path.read_text(errors="replace").splitlines()
+                         if key in line and debug not in line)

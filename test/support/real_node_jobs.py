@@ -59,3 +59,10 @@ def job_pods(cluster: LocalCluster, namespace: str, name: str) -> list[dict[str,
     items = json.loads(cluster.kubectl("get", "pods", "-n", namespace, "-o", "json",
                                        "-l", f"training.kubeflow.org/job-name={name}").stdout)["items"]
     return items  # type: ignore[no-any-return]
+
+
+def story(cluster: LocalCluster, namespace: str) -> str:
+    """The namespace's events in order, for an assertion's message: what tfop and the kubelets said happened."""
+    return str(cluster.kubectl("get", "events", "-n", namespace, "--sort-by=.lastTimestamp", "-o",
+                               "custom-columns=AT:.lastTimestamp,OBJECT:.involvedObject.name,REASON:.reason,"
+                               "MESSAGE:.message", check=False).stdout)
