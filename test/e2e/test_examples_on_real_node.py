@@ -15,7 +15,7 @@ import yaml
 from localcluster import LocalCluster
 from localcluster.operator_config import tensorflow_image
 from support.operator_process import OperatorProcess
-from support.real_node_jobs import apply, job_pods, story, wait_for_condition
+from support.real_node_jobs import apply, dns_denials, job_pods, story, wait_for_condition
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 JOINED = re.compile(r"tfop-example: task=(\w+):(\d+) workers=(\d+) chief=(\d+) ps=(\d+)")
@@ -42,7 +42,8 @@ def run_to_succeeded(cluster: LocalCluster, operator: OperatorProcess, namespace
     true = {c["type"] for c in job["status"]["conditions"] if c["status"] == "True"}
     replica_logs = "\n".join(f"--- {task}\n{text[-2000:]}" for task, text in logs.items())
     assert "Succeeded" in true, (f"{job['status']}\n{replica_logs}\n--- events\n{story(cluster, namespace)}\n"
-                                 f"--- tfop\n{operator.job_story(namespace, name)}")
+                                 f"--- tfop\n{operator.job_story(namespace, name)}\n"
+                                 f"--- DNS denials\n{dns_denials(cluster, namespace)}")
     print(f"--- {name}: chief:0\n{logs['chief:0'][-1500:]}")  # shown by pytest -rP: what the training said
     return logs
 

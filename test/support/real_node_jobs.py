@@ -66,3 +66,12 @@ def story(cluster: LocalCluster, namespace: str) -> str:
     return str(cluster.kubectl("get", "events", "-n", namespace, "--sort-by=.lastTimestamp", "-o",
                                "custom-columns=AT:.lastTimestamp,OBJECT:.involvedObject.name,REASON:.reason,"
                                "MESSAGE:.message", check=False).stdout)
+
+
+def dns_denials(cluster: LocalCluster, namespace: str, lines: int = 40) -> str:
+    """The last of the cluster DNS's logged denials and errors (NXDOMAIN, SERVFAIL) of the namespace's names: when
+    a replica could not find a peer, whether the name was missing or the DNS failed."""
+    log = cluster.log_file("coredns")
+    found = [line for line in log.read_text(errors="replace").splitlines() if f".{namespace}." in line] \
+        if log.exists() else []
+    return "\n".join(found[-lines:]) or "(none)"
