@@ -34,6 +34,20 @@ class AdminAPI:
         with urllib.request.urlopen(request, context=self.tls(), timeout=30) as response:
             return json.loads(response.read())  # type: ignore[no-any-return]
 
+    def wait_established(self, *crds: str, timeout: float = 60.0) -> None:
+        """Waits until each CRD is served. Polls rather than `kubectl wait`, which fails at once while a new CRD
+        has no status.conditions yet instead of waiting for them."""
+        deadline = time.monotonic() + timeout
+        for name in crds:
+            while True:
+                crd = self.call("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+                conditions = crd.get("status", {}).get("conditions") or []
+                if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
+                    break
+                if time.monotonic() > deadline:
+                    raise ClusterError(f"CRD {name} is not Established after {timeout:.0f} s: {conditions}")
+                time.sleep(0.2)
+
     def create(self, path: str, body: dict[str, Any], what: str) -> None:
         """Creates unless it exists."""
         try:

@@ -353,20 +353,6 @@ class LocalCluster(Supervisor):
             raise ClusterError(f"kubectl {' '.join(args)} failed: {result.stderr.strip()}")
         return result
 
-    def wait_established(self, *crds: str, timeout: float = 60.0) -> None:
-        """Waits until each CRD is served. Polls rather than `kubectl wait`, which fails at once while a new CRD
-        has no status.conditions yet instead of waiting for them."""
-        deadline = time.monotonic() + timeout
-        for name in crds:
-            while True:
-                crd = self.api("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
-                conditions = crd.get("status", {}).get("conditions") or []
-                if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
-                    break
-                if time.monotonic() > deadline:
-                    raise ClusterError(f"CRD {name} is not Established after {timeout:.0f} s: {conditions}")
-                time.sleep(0.2)
-
     def _command(self, component: str) -> list[str]:
         node = self._node_of(component)
         if node:

@@ -84,7 +84,7 @@ class CoScheduler:
                 raise ClusterError(f"{crd} is missing: the scheduler-plugins module no longer ships the {name} CRD "
                                    "there")
             self.cluster.kubectl("apply", "--server-side", "-f", str(crd))
-            self.cluster.wait_established(name)
+            self.cluster.admin.wait_established(name)
 
     def start(self) -> None:
         """Installs the CRDs and starts the scheduler and the controller unless they run; waits until both work."""
@@ -170,7 +170,7 @@ profiles:
 
 def install_volcano_crd(cluster: LocalCluster) -> None:
     cluster.kubectl("apply", "--server-side", "-f", str(VOLCANO_CRD))
-    cluster.wait_established("podgroups.scheduling.volcano.sh")
+    cluster.admin.wait_established("podgroups.scheduling.volcano.sh")
 
 
 def main(argv: list[str] | None = None) -> int:

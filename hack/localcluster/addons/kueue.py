@@ -219,7 +219,7 @@ class Kueue:
         """CRDs first (Established), then the webhook configurations, then Kueue's namespace."""
         crds = render_crds(module, f"{self.webhook_url}/convert", ca_bundle)
         self._apply("crds.yaml", crds)
-        self.cluster.wait_established(*(crd["metadata"]["name"] for crd in crds))
+        self.cluster.admin.wait_established(*(crd["metadata"]["name"] for crd in crds))
         self._apply("webhooks.yaml", render_webhooks(module, self.webhook_url, ca_bundle, self.webhook_integrations,
                                                      self.namespace_labels))
         if self.cluster.kubectl("get", "namespace", NAMESPACE, check=False).returncode != 0:
