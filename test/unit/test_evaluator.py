@@ -149,6 +149,19 @@ ROWS = {
         job({GRACE: "0"}), [CHIEF_DONE, make_pod("Worker", 0), EVALUATING], conditions=SUCCEEDED,
         delete_pods=sorted([EV0, W0]), delete_services=sorted([EV0, W0]), events=["TFJobSucceeded"],
         counters=JobCounters(successful=1), status={"state": "Succeeded", "replicaSummary": "1/3 succeeded"}),
+    "cleanPodPolicy All: the wait deletes what runs, the chief's ended pod stays to be counted at the end": Case(
+        job(cleanPodPolicy="All"), [CHIEF_DONE, make_pod("Worker", 0), EVALUATING], conditions=WAITS,
+        running_message=WAIT_300, delete_pods=[W0], delete_services=[W0],
+        events=["ExitedWithCode", "WaitingForEvaluator"], requeue_after=300.0,
+        status={"replicaSummary": "1/3 succeeded, 1 evaluating"}),
+    "cleanPodPolicy All: the evaluator finishes, the tally counts the chief, then every pod goes": Case(
+        waiting(job(cleanPodPolicy="All")), [CHIEF_DONE, make_pod("Evaluator", 0, "Succeeded", exit_code=0)],
+        WAIT_LEFT, now=at(2), conditions=SUCCEEDED, delete_pods=sorted([CHIEF0, EV0]),
+        delete_services=sorted([CHIEF0, EV0]), events=["TFJobSucceeded"], counters=JobCounters(successful=1),
+        status={"state": "Succeeded", "phase": "CleanUp", "replicaSummary": "2/3 succeeded", "replicaStatuses": {
+            "Chief": {"active": 0, "succeeded": 1, "failed": 0, "restarts": 0},
+            "Worker": {"active": 0, "succeeded": 0, "failed": 0, "restarts": 0},
+            "Evaluator": {"active": 0, "succeeded": 1, "failed": 0, "restarts": 0}}}),
     "cleanPodPolicy None deletes nothing, so nothing is waited for": Case(
         job(cleanPodPolicy="None"), [CHIEF_DONE, make_pod("Worker", 0), EVALUATING], conditions=SUCCEEDED,
         events=["TFJobSucceeded"], counters=JobCounters(successful=1),

@@ -27,7 +27,9 @@ from typing import Any
 
 from tfop.api.constants import (
     ANNOTATION_EVALUATOR_GRACE,
+    CLEAN_POD_POLICY_ALL,
     CLEAN_POD_POLICY_NONE,
+    CLEAN_POD_POLICY_RUNNING,
     CONDITION_RESTARTING,
     CONDITION_RUNNING,
     CONDITION_SUCCEEDED,
@@ -104,7 +106,10 @@ def finish_training(draft: PlanDraft, job: dict[str, Any], context: PlanContext,
     for condition_type, true in ((CONDITION_SUCCEEDED, False), (CONDITION_RUNNING, True)):
         draft.set_condition(condition_type, true=true, reason=REASON_WAITING_FOR_EVALUATOR, message=message)
     draft.clear_condition(CONDITION_RESTARTING, reason=REASON_WAITING_FOR_EVALUATOR, message=message)
-    clean_up(draft, context, policy, spare=_names_of(children, [slot.slot for slot in running]))
+    # Meanwhile only what still runs goes (the PS). Pods that ended stay until the job finishes, whose final tally
+    # counts them (All deletes them then): gone now, they would read as "0/3 succeeded" once the evaluators are done.
+    waiting_policy = CLEAN_POD_POLICY_RUNNING if policy == CLEAN_POD_POLICY_ALL else policy
+    clean_up(draft, context, waiting_policy, spare=_names_of(children, [slot.slot for slot in running]))
     record_replicas(draft, job, children, counts, finishing=False)
     succeeded = sum(1 for slot in children.slots if slot.state is SlotState.SUCCEEDED)
     draft.status["replicaSummary"] = (f"{succeeded}/{len(children.slots)} succeeded, "
