@@ -344,10 +344,11 @@ class LocalCluster(Supervisor):
                                                f"{' (partitioned)' if node.partitioned() else ''}")
         return result
 
-    def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+    def kubectl(self, *args: str, input: str | None = None, check: bool = True,
+                timeout: float = 120) -> subprocess.CompletedProcess[str]:
         result = subprocess.run(
             [self._binary("kubectl"), "--kubeconfig", str(self.kubeconfig), *args],
-            input=input, capture_output=True, text=True, check=False, timeout=120,
+            input=input, capture_output=True, text=True, check=False, timeout=timeout,
         )
         if check and result.returncode != 0:
             raise ClusterError(f"kubectl {' '.join(args)} failed: {result.stderr.strip()}")

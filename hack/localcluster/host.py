@@ -8,6 +8,7 @@ tearing one cluster down leaves another cluster's node alone.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import signal
@@ -45,9 +46,19 @@ def bridge_owner(bridge: str) -> str | None:
     return path.read_text().strip() if path.exists() else ""
 
 
+def bridge_mac(bridge: str) -> str:
+    """A fixed, locally administered MAC address for the bridge, from its name."""
+    return ":".join(["02", *(f"{b:02x}" for b in hashlib.sha256(bridge.encode()).digest()[:5])])
+
+
 def ensure_bridge(bridge: str, owner: str, addresses: list[str]) -> None:
     """The pod bridge with the node's addresses, made before the CNI plugin runs so that the plugin (isGateway
-    false) never touches addresses or IP forwarding. The alias records which cluster owns it."""
+    false) never touches addresses or IP forwarding. The alias records which cluster owns it.
+
+    Its MAC address is set, not left to Linux: a bridge whose address was never set takes the lowest of its ports',
+    so a pod's veth joining or leaving changes it, and every other pod's ARP entry for the gateway (CoreDNS, the
+    apiserver relay) then points at an address nobody answers until it expires: a minute of failed DNS lookups
+    ("Temporary failure in name resolution") in the middle of training."""
     current = bridge_owner(bridge)
     if current is not None and current != owner:
         raise HostError(f"the bridge {bridge} belongs to the cluster in {current or '(unknown)'}; stop or destroy "
@@ -55,6 +66,7 @@ def ensure_bridge(bridge: str, owner: str, addresses: list[str]) -> None:
     if current is None:
         run("ip", "link", "add", bridge, "type", "bridge")
         run("ip", "link", "set", "dev", bridge, "alias", owner)
+    run("ip", "link", "set", "dev", bridge, "address", bridge_mac(bridge))
     for address in addresses:
         ensure_address(bridge, address)
     run("ip", "link", "set", "dev", bridge, "up")

@@ -13,7 +13,7 @@ import pytest
 
 from localcluster import LocalCluster
 from localcluster.node import NODE_LABEL, node_images
-from support.real_node_jobs import apply, job_pods, shell_container, tfjob, wait_for_condition
+from support.real_node_jobs import apply, job_pods, shell_container, story, tfjob, wait_for_condition
 from support.waiting import wait_for
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
@@ -65,12 +65,13 @@ def test_the_kustomize_base_runs_the_operator_in_cluster_and_it_runs_a_job_to_su
         deployed: LocalCluster, namespace: str, busybox: str) -> None:
     cluster = deployed
     rollout = cluster.kubectl("rollout", "status", "deployment/tfop", "-n", OPERATOR_NAMESPACE, "--timeout=300s",
-                              check=False)
+                              check=False, timeout=330)
     pods = json.loads(cluster.kubectl("get", "pods", "-n", OPERATOR_NAMESPACE, "-o", "json",
                                       "-l", "app.kubernetes.io/name=tfop").stdout)["items"]
     assert rollout.returncode == 0, rollout.stderr + "\n" + "\n".join(
-        cluster.kubectl("logs", "-n", OPERATOR_NAMESPACE, p["metadata"]["name"], "--tail=30", check=False).stdout
-        for p in pods)
+        f"--- {p['metadata']['name']}: {p['status'].get('conditions')}\n"
+        + cluster.kubectl("logs", "-n", OPERATOR_NAMESPACE, p["metadata"]["name"], "--tail=30", check=False).stdout
+        for p in pods) + f"\n--- events\n{story(cluster, OPERATOR_NAMESPACE)}"
     for pod in pods:  # both replicas: on the real node, as the ServiceAccount, Ready by their readiness probe
         assert pod["spec"]["nodeName"] in cluster.node_names
         assert pod["spec"]["serviceAccountName"] == "tfop"
@@ -100,6 +101,6 @@ def test_the_kustomize_base_runs_the_operator_in_cluster_and_it_runs_a_job_to_su
     logs = wait_for(lambda: (text := operator_logs()) and '"job succeeded"' in text and text, timeout=30,
                     message="an operator pod to log that the job succeeded")
     assert '"became leader"' in logs and '"caches synced"' in logs
-    story = [line for line in logs.splitlines() if job_key in line]
-    assert any('"job created"' in line for line in story), logs
-    assert any('"job succeeded"' in line for line in story), logs
+    lines = [line for line in logs.splitlines() if job_key in line]
+    assert any('"job created"' in line for line in lines), logs
+    assert any('"job succeeded"' in line for line in lines), logs

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from localcluster import LocalCluster
+from localcluster.host import bridge_mac
 from support.operator_process import OperatorProcess
 from support.real_node_jobs import apply, get, job_pods, shell_container, tfjob, wait_for_condition
 from support.waiting import wait_for
@@ -140,6 +141,11 @@ def test_onfailure_restarts_in_place_are_made_by_kubelet_and_counted(
 def test_replicas_reach_each_other_by_their_headless_service_names(
         real_node: LocalCluster, operator: OperatorProcess, namespace: str, busybox: str) -> None:
     """The chief reads the worker's address from TF_CONFIG, resolves it through CoreDNS and talks to it."""
+    bridge = Path("/sys/class/net") / real_node.network.bridge
+    # The gateway's (CoreDNS's) MAC was set, so pods joining the bridge do not change it under the others' ARP
+    # entries (a Linux bridge left alone takes its ports' lowest; 3 is NET_ADDR_SET).
+    assert ((bridge / "address").read_text().strip(), (bridge / "addr_assign_type").read_text().strip()) == (
+        bridge_mac(real_node.network.bridge), "3")
     worker = "echo hello-from-worker | nc -l -p 2222; sleep 600"
     chief = (
         'host=$(echo "$TF_CONFIG" | sed -n \'s/.*"worker": *\\["\\([^":]*\\):.*/\\1/p\'); echo "worker is $host"; '
@@ -162,6 +168,7 @@ def test_replicas_reach_each_other_by_their_headless_service_names(
     [worker_pod] = [p for p in job_pods(real_node, namespace, "dns") if p is not chief_pod
                     and p["metadata"]["labels"]["training.kubeflow.org/replica-type"] == "worker"]
     assert f"Address: {worker_pod['status']['podIP']}" in logs, logs
+    assert (bridge / "address").read_text().strip() == bridge_mac(real_node.network.bridge)
 
 
 def test_a_second_cluster_runs_its_own_node_beside_and_leaves_nothing_behind(
