@@ -66,7 +66,7 @@ def watch(cluster: LocalCluster, namespace: str, names: list[str], timeout: floa
                 look(cluster, namespace, name, watched)
         if all(done(watched) for watched in seen.values()):
             return seen
-        time.sleep(0.3)
+        time.sleep(1.0)  # each look runs kubectl (about 45 ms of CPU) for two jobs
     raise AssertionError(f"not all Succeeded with their evaluator deleted in {timeout:.0f}s; statuses "
                          f"{ {name: w.job.get('status') for name, w in seen.items()} }")
 

@@ -50,7 +50,7 @@ def wait_for_condition(cluster: LocalCluster, namespace: str, name: str, wanted:
         true = {c["type"] for c in job.get("status", {}).get("conditions", []) if c["status"] == "True"}
         if true & wanted:
             return job
-        time.sleep(0.3)
+        time.sleep(1.0)  # a kubectl run costs about 45 ms of CPU; jobs on real nodes take tens of seconds
     raise AssertionError(f"TFJob {name} reached none of {wanted} in {timeout:.0f}s; status: "
                          f"{json.dumps(job.get('status'), indent=1)}")
 
