@@ -72,8 +72,8 @@ cluster-status: ## show which local cluster components run, and the real node's 
 run: venv ## run the operator against $KUBECONFIG (asks before installing the CRD there; ARGS=--install-crd or --no-install-crd answer for you), or against the local cluster (started if needed, with REAL_NODES real nodes, 1 by default)
 	@REAL_NODES=$(REAL_NODES) bash hack/run.sh $(ARGS)
 
-# The images and virtualenvs the tests use are made first, once: the suites then run as two pytest processes at
-# once (hack/run_tests.py), which must not both build them.
+# The images and virtualenvs the tests use are made first, once: the suites then run as three pytest processes at
+# once (hack/run_tests.py), which must not each build them.
 test: venv controlplane node helm prometheus coscheduler kube-router training-operator kueue test-artifacts ## run every test: unit, integration and e2e against a real local control plane (e2e beside the rest; PYTEST_ARGS: one pytest with them)
 	$(PY) hack/run_tests.py $(PYTEST_ARGS)
 
