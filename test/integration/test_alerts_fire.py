@@ -30,7 +30,9 @@ from tfop.kube.client import KubeClient
 from tfop.kube.resource import RESOURCE_QUOTAS
 
 REFUSED = ("refused-0", "refused-1")
-EVALUATIONS = 30  # seconds: time enough for a few scrapes and evaluations wherever the test waits on a rule
+# Seconds: time enough for a few scrapes and evaluations wherever the test waits on a rule, on a 2-core machine
+# running the other lanes of make test (30 s once ran out for ReconcileErrors' pending).
+EVALUATIONS = 60
 
 
 @pytest.fixture(scope="module")

@@ -65,8 +65,14 @@ class AlertTimeline:
             if rule["state"] == state:
                 break
             if time.monotonic() > deadline:
-                raise AssertionError(f"{alert} still {rule['state']} after {timeout}s, not {state}:\n"
-                                     + "\n".join(self.lines))
+                # What the rule and the scrapes say: an erroring rule, or scrapes failing (up 0), or the
+                # expression's value itself.
+                up = [(series["metric"].get("job"), series["value"][1]) for series in self.prometheus.query("up")]
+                raise AssertionError(
+                    f"{alert} still {rule['state']} after {timeout}s, not {state}:\n" + "\n".join(self.lines)
+                    + f"\nrule health {rule.get('health')} lastError {rule.get('lastError')!r} lastEvaluation "
+                    f"{rule.get('lastEvaluation')}; up {up}; expression now "
+                    f"{self.prometheus.query(rule['query'])}")
             time.sleep(0.25)
         details = [f"{a['labels']} value={a['value']} activeAt={a['activeAt']}" for a in rule["alerts"]]
         rule["observedAt"] = self.note(f"{alert} is {state}" + (f": {'; '.join(details)}" if details else ""))
