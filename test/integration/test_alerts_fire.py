@@ -122,6 +122,10 @@ def test_refused_creates_fire_reconcile_errors_and_resolve_once_reconciles_succe
         timeline.wait_state(alert, "inactive", EVALUATIONS)
         kube_client.create(RESOURCE_QUOTAS, {"metadata": {"name": "no-pods"}, "spec": {"hard": {"pods": "0"}}},
                            namespace)
+        # Admission enforces a quota only once the quota controller has written its status: before that the pods
+        # would be made (run after the 2,000-replica job's clean-up, no create was refused for over a minute).
+        wait_for(lambda: kube_client.get(RESOURCE_QUOTAS, "no-pods", namespace).get("status", {}).get("hard"),
+                 180, "the quota controller to take up the quota", interval=0.5)
         for name in REFUSED:
             create_job(kube_client, namespace, name, Worker=replica(1))
         timeline.note(f"ResourceQuota no-pods (pods: 0) created, then TFJobs {', '.join(REFUSED)}: their pods' "
