@@ -1,12 +1,15 @@
 """The caches hold one copy of a text many objects repeat (cache_transforms: an owner's uid and name, a name a pod
-and its Service share, a timestamp), however many times the apiserver sent it; long texts stay as they came."""
+and its Service share, a timestamp), and one copy of the parts that repeat whole (an owner reference, labels, a
+node, a status, a job's spec), however many times the apiserver sent them; long texts are not interned."""
 
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
-from tfop.controller.cache_transforms import SHARED_MAX, slim_job, slim_metadata, slim_pod
+from tfop.controller.cache_transforms import slim_job, slim_metadata, slim_pod
+from tfop.kube.shared_values import SHARED_TEXT_MAX
 
 JOB_UID = "752a988e-99c5-41a0-a299-8bf33c8bebd7"
 
@@ -37,10 +40,34 @@ def test_children_share_their_owner_their_timestamps_and_a_pod_its_name_with_its
     finished = [pod["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"] for pod in pods]
     assert finished[0] is finished[1]
     assert "managedFields" not in first
+    assert first["ownerReferences"] is second["ownerReferences"] is service["metadata"]["ownerReferences"]
+    assert pods[0]["metadata"]["labels"] is service["metadata"]["labels"]
+    assert pods[0]["status"] is pods[1]["status"]
+    assert first is not second and first["uid"] != second["uid"]
 
 
-def test_a_job_shares_its_texts_but_not_long_ones() -> None:
-    long_message = "x" * (SHARED_MAX + 1)
+def test_parts_that_differ_are_not_shared() -> None:
+    pod = slim_pod(child("Pod", "mnist-worker-x7k2-0"))
+    failed = child("Pod", "mnist-worker-x7k2-1")
+    failed["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] = 1
+    other = slim_pod(failed)
+    assert other["status"] is not pod["status"]
+    assert other["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 1
+    assert pod["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 0
+
+
+def test_true_is_not_shared_with_one() -> None:
+    """Equal in Python, not in JSON: an owner reference with `"controller": 1` is not the one with `true`."""
+    pod = slim_pod(child("Pod", "mnist-worker-x7k2-0"))
+    odd = child("Pod", "mnist-worker-x7k2-1")
+    odd["metadata"]["ownerReferences"][0]["controller"] = 1
+    other = slim_pod(odd)
+    assert json.dumps(other["metadata"]["ownerReferences"][0]["controller"]) == "1"
+    assert json.dumps(pod["metadata"]["ownerReferences"][0]["controller"]) == "true"
+
+
+def test_jobs_from_one_manifest_share_their_spec_and_long_texts_are_not_interned() -> None:
+    long_message = "x" * (SHARED_TEXT_MAX + 1)
 
     def job() -> dict[str, Any]:
         return json.loads(json.dumps({
@@ -54,6 +81,8 @@ def test_a_job_shares_its_texts_but_not_long_ones() -> None:
              for j in (one, other)]
     assert image[0] is image[1]
     assert one["metadata"]["uid"] is other["metadata"]["uid"]
-    messages = [j["status"]["conditions"][0]["message"] for j in (one, other)]
-    assert messages[0] == messages[1] and messages[0] is not messages[1]
+    assert one["spec"] is other["spec"]
+    assert one["status"] is other["status"]  # equal, so one object, long message and all
+    assert one["metadata"] is not other["metadata"]
+    assert sys.intern(long_message) is not one["status"]["conditions"][0]["message"]
     assert one == job()  # the same content

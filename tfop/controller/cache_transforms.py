@@ -8,11 +8,12 @@ ended, of the owners only the controller, of the pod conditions an unscheduled P
 DisruptionTarget. test_reconcile proves the planner decides the same on slimmed children as on whole ones.
 
 Each watch event is decoded on its own, so every cached object would hold its own copies of the same key names
-and values; the names and every short value are interned, one string for all. Values repeat more than one would
-think: the 14 children of a job each name its uid and name in their owner reference, a pod and its Service share
-their name, and children made or ended in the same second share a timestamp: 3 MB of the 36 MB that 1,000
-finished jobs of `make bench` cache (docs/benchmarks/index.md, "Memory"). Of a TFJob the cache keeps all but
-managedFields and kubectl's last-applied copy.
+and values; the names and every short value are interned, one string for all, and the parts that repeat whole (a
+child's owner reference and labels, a pod's node and status, a job's spec) are one object for all equal ones
+(tfop/kube/shared_values.py). Values repeat more than one would think: the 14 children of a job carry the same
+owner reference, a pod and its Service the same name and labels, children made or ended in the same second the
+same timestamp, and jobs made from one manifest the same spec (docs/benchmarks/index.md, "Memory"). Of a TFJob
+the cache keeps all but managedFields and kubectl's last-applied copy.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from tfop.kube.shared_values import SharedValues, shared_text
 from tfop.objects import Object
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -36,9 +38,8 @@ _CONTAINER_STATUS = ("name", "restartCount")
 _CONTAINER_STATES = ("state", "lastState")
 _STATE_DETAILS = {"terminated": ("exitCode", "reason", "message", "finishedAt"), "waiting": ("reason", "message")}
 
-
-# Longer texts (messages) are seldom repeated, and hashing them to intern would cost more than it saves.
-SHARED_MAX = 128
+# One table for every cache: a pod and its Service share labels and owner reference.
+SHARED = SharedValues()
 
 
 def _kept(entry: Any, keys: tuple[str, ...]) -> Any:
@@ -46,12 +47,7 @@ def _kept(entry: Any, keys: tuple[str, ...]) -> Any:
     not one per object: thousands of cached children repeat the same few dozen names); anything else as it is."""
     if not isinstance(entry, dict):
         return entry
-    return {sys.intern(key): _shared(entry[key]) for key in keys if key in entry}
-
-
-def _shared(value: Any) -> Any:
-    """A short text many objects repeat (a label's value, an owner's uid, a timestamp), one string for them all."""
-    return sys.intern(value) if isinstance(value, str) and len(value) <= SHARED_MAX else value
+    return {sys.intern(key): shared_text(entry[key]) for key in keys if key in entry}
 
 
 def slim_metadata(obj: Object) -> Object:
@@ -60,24 +56,24 @@ def slim_metadata(obj: Object) -> Object:
         return obj
     kept = _kept(metadata, _METADATA)
     if "namespace" in kept:
-        kept["namespace"] = _shared(kept["namespace"])
+        kept["namespace"] = shared_text(kept["namespace"])
     if isinstance(kept.get("labels"), dict):
-        kept["labels"] = {sys.intern(key): _shared(value) for key, value in kept["labels"].items()}
+        kept["labels"] = SHARED.share(kept["labels"])
     if isinstance(kept.get("ownerReferences"), list):  # only the controller's is read
-        kept["ownerReferences"] = [_kept(ref, _OWNER_REFERENCE) for ref in kept["ownerReferences"]
-                                   if isinstance(ref, dict) and ref.get("controller")]
-    return {"apiVersion": _shared(obj.get("apiVersion")), "kind": _shared(obj.get("kind")), "metadata": kept}
+        kept["ownerReferences"] = SHARED.share([_kept(ref, _OWNER_REFERENCE) for ref in kept["ownerReferences"]
+                                                if isinstance(ref, dict) and ref.get("controller")])
+    return {"apiVersion": shared_text(obj.get("apiVersion")), "kind": shared_text(obj.get("kind")),
+            "metadata": kept}
 
 
 def slim_pod(pod: Object) -> Object:
     slim = slim_metadata(pod)
     node_name = (pod.get("spec") or {}).get("nodeName")
     if node_name:  # where it runs: node loss is judged by its node's health
-        slim["spec"] = {"nodeName": _shared(node_name)}
+        slim["spec"] = SHARED.share({"nodeName": node_name})
     status = pod.get("status")
     if isinstance(status, dict):
         kept = _kept(status, _POD_STATUS)
-        kept["phase"] = _shared(kept.get("phase"))
         conditions = status.get("conditions")
         read = [_kept(condition, _POD_CONDITION) for condition in conditions if _is_read(condition)
                 ] if isinstance(conditions, list) else []
@@ -86,7 +82,7 @@ def slim_pod(pod: Object) -> Object:
         containers = status.get("containerStatuses")
         if isinstance(containers, list):
             kept["containerStatuses"] = [_slim_container(entry) for entry in containers]
-        slim["status"] = kept
+        slim["status"] = SHARED.share(kept)
     return slim
 
 
@@ -112,7 +108,8 @@ def _slim_container(entry: Any) -> Any:
 
 def slim_job(job: Object) -> Object:
     """A TFJob whole (the planner reads its spec and status), but for what no controller reads: managedFields and
-    kubectl's copy of the last applied manifest (as large as the spec again); its keys shared."""
+    kubectl's copy of the last applied manifest (as large as the spec again); its keys shared, and its spec and
+    status one object with every equal one."""
     metadata = job.get("metadata")
     if isinstance(metadata, dict):
         metadata.pop("managedFields", None)
@@ -121,17 +118,13 @@ def slim_job(job: Object) -> Object:
             annotations.pop(LAST_APPLIED, None)
             if not annotations:
                 del metadata["annotations"]
-    shared: Object = _with_shared_keys(job)
-    return shared
-
-
-def _with_shared_keys(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {sys.intern(key) if isinstance(key, str) else key: _with_shared_keys(item)
-                for key, item in value.items()}
-    if isinstance(value, list):
-        return [_with_shared_keys(item) for item in value]
-    return _shared(value)
+    slim: Object = {}
+    for key, value in job.items():
+        if key == "metadata" and isinstance(value, dict):  # unique to the job: its parts shared, not itself
+            slim[sys.intern(key)] = {sys.intern(name): SHARED.share(item) for name, item in value.items()}
+        else:
+            slim[sys.intern(key)] = SHARED.share(value)
+    return slim
 
 
 def slim_batch_job(batch_job: Object) -> Object:
@@ -140,9 +133,9 @@ def slim_batch_job(batch_job: Object) -> Object:
     slim = slim_metadata(batch_job)
     spec = batch_job.get("spec")
     if isinstance(spec, dict) and "suspend" in spec:
-        slim["spec"] = {"suspend": spec["suspend"]}
+        slim["spec"] = SHARED.share({"suspend": spec["suspend"]})
     if isinstance(batch_job.get("status"), dict):
-        slim["status"] = batch_job["status"]
+        slim["status"] = SHARED.share(batch_job["status"])
     return slim
 
 

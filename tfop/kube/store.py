@@ -62,7 +62,8 @@ class Store:
         self._lock = threading.RLock()
         self._items: dict[str, Object] = {}
         self._indexers: dict[str, IndexFunc] = dict(indexers or {})
-        self._indices: dict[str, dict[str, set[str]]] = {name: {} for name in self._indexers}
+        # value -> keys, each set of keys a dict of None: a third of a set's size at the few keys most values have
+        self._indices: dict[str, dict[str, dict[str, None]]] = {name: {} for name in self._indexers}
 
     def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
         """Add more indexes; existing objects are filed into them at once."""
@@ -71,11 +72,11 @@ class Store:
                 if name in self._indexers:
                     raise ValueError(f"index {name!r} already exists")
                 self._indexers[name] = func
-                index: dict[str, set[str]] = {}
+                index: dict[str, dict[str, None]] = {}
                 self._indices[name] = index
                 for key, obj in self._items.items():
                     for value in func(obj):
-                        index.setdefault(value, set()).add(key)
+                        index.setdefault(value, {})[key] = None
 
     # -- reads -------------------------------------------------------------------------------------------------
 
@@ -117,7 +118,7 @@ class Store:
         with self._lock:
             return list(self._index(index_name))
 
-    def _index(self, index_name: str) -> dict[str, set[str]]:
+    def _index(self, index_name: str) -> dict[str, dict[str, None]]:
         try:
             return self._indices[index_name]
         except KeyError:
@@ -179,11 +180,11 @@ class Store:
             for value in old_values - new_values:
                 keys = index.get(value)
                 if keys is not None:
-                    keys.discard(key)
+                    keys.pop(key, None)
                     if not keys:
                         del index[value]  # no empty sets left behind by churn
             for value in new_values - old_values:
-                index.setdefault(value, set()).add(key)
+                index.setdefault(value, {})[key] = None
 
 
 def _resource_version(obj: Object) -> str | None:
