@@ -100,6 +100,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         unknown = set(chosen) - {c.name for c in CONTENDERS}
         if unknown:
             parser.error(f"unknown contender(s) in --{option.replace('_', '-')}: {', '.join(sorted(unknown))}")
+        with_go = any(c.kind == "go" for c in CONTENDERS if c.name in chosen)
+        if with_go and "limit" in chosen:
+            chosen.append("limit-go")  # the Go operator's runs alternate with a limit of their own
         setattr(args, option, [c for c in CONTENDERS if c.name in chosen])
     based = [c for c in args.contenders + args.big_contenders if c.name == "tfop-base"]
     if based and args.baseline is None:

@@ -31,10 +31,11 @@ class Contender:
     kind: str  # "limit", "tfop" or "go"
     args: tuple[str, ...] = ()
     code: Path | None = None  # tfop from another checkout (--baseline, bench-memory's --code), not this one
+    go_group: bool = False  # runs in the Go operator's group, its CRD installed: the limit beside go and go-tuned
 
     @property
     def uses_go_crd(self) -> bool:
-        return self.kind == "go"
+        return self.kind == "go" or self.go_group
 
     @property
     def batch_jobs(self) -> bool:
@@ -56,6 +57,9 @@ TUNED_TFOP = ("--threads", "16", "--qps", "1000", "--burst", "2000")
 TUNED_GO = ("--controller-threads", "16", "--kube-api-qps", "1000", "--kube-api-burst", "2000")
 CONTENDERS = (
     Contender("limit", "limit"),
+    # The same limit, alternating run by run with go and go-tuned, as `limit` does with tfop: the Go operator's
+    # figures against a limit measured beside them, not minutes earlier or later on a machine that changed.
+    Contender("limit-go", "limit", go_group=True),
     Contender("tfop-base", "tfop"),  # tfop (defaults) from the checkout --baseline names: before, beside after
     Contender("tfop", "tfop"),
     Contender("tfop-jobs", "tfop", ("--replica-backend", "jobs")),
