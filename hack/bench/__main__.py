@@ -36,6 +36,7 @@ from typing import Any
 
 from bench.chart import timelines
 from bench.cluster import BenchCluster, copy_logs
+from bench.pinning import Pinning
 from bench.report import noise, summarize, table, targets
 from bench.runs import CONTENDERS, HACK_DIR, REPO_DIR, Contender, Runner
 from tfop import logs
@@ -94,6 +95,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--delete-each-run", action="store_true",
                         help="delete every run's namespace once it is measured (make bench-large: 2,000 finished "
                              "jobs' 28,000 children left behind would weigh on the next contender)")
+    parser.add_argument("--pin-operator", action="store_true",
+                        help="run each contender on the last CPU and the cluster and the bench on the others, as an "
+                             "operator runs on a node apart from the control plane (bench/pinning.py)")
     args = parser.parse_args(argv)
     for option in ("contenders", "big_contenders"):
         chosen = [name for name in getattr(args, option).split(",") if name]
@@ -246,10 +250,17 @@ def main(argv: list[str] | None = None) -> int:
         else:
             go_binary, go_crd = built
 
+    pinning = Pinning.split() if args.pin_operator else None
+    if pinning is not None:  # before the cluster starts: its processes inherit the bench's CPUs
+        pinning.pin_bench()
+        notes.append(f"pinned: each contender on CPU {sorted(pinning.operator)}, the cluster and the bench on "
+                     f"CPU {sorted(pinning.rest)}")
     cluster = BenchCluster(args.state_dir)
     log(f"starting a fresh cluster in {args.state_dir}")
     cluster.up()
-    bench = Bench(args, Runner(cluster, go_binary, results, exits=not args.no_exits), notes)
+    if pinning is not None:
+        log(f"cluster processes pinned to CPU {sorted(pinning.rest)}: {len(pinning.pin_cluster())}")
+    bench = Bench(args, Runner(cluster, go_binary, results, exits=not args.no_exits, pinning=pinning), notes)
     try:
         go_main = [c for c in args.contenders if c.uses_go_crd]
         go_big = [c for c in args.big_contenders if c.uses_go_crd]

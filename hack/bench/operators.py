@@ -13,6 +13,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 from ports import free_port
@@ -35,6 +36,7 @@ class OperatorProcess:
         self.metrics_port = free_port()
         self.health_port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
+        self.wrap: Callable[[list[str]], list[str]] = list  # e.g. bench.pinning's taskset
 
     def command(self) -> list[str]:
         raise NotImplementedError
@@ -44,7 +46,7 @@ class OperatorProcess:
 
     def start(self, timeout: float = 120.0) -> None:
         with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
+            self.process = subprocess.Popen(self.wrap(self.command()), stdout=log, stderr=subprocess.STDOUT,
                                             stdin=subprocess.DEVNULL, env=self.environment(), cwd=self.cwd)
         deadline = time.monotonic() + timeout
         while not self.ready():

@@ -10,7 +10,7 @@ Run = dict[str, Any]
 FIGURES = ("children_s", "pods_created_s", "pods_scheduled_s", "pods_running_s", "jobs_running_s",
            "exit_patches_s", "succeeded_s", "cpu_s", "peak_rss_mb", "requests_own", "requests_audit",
            "requests_job_controller", "start_p50_s", "start_p99_s", "pods_start_p50_s", "pods_start_p99_s",
-           "lag_p50_s", "lag_p99_s", "startup_s")
+           "lag_p50_s", "lag_p99_s", "startup_s", "reconciles_to_running")
 REFERENCES = ("limit", "go", "go-tuned")
 GO_GROUP = ("go", "go-tuned")  # measured beside limit-go, the limit run in their group (bench.runs.CONTENDERS)
 
@@ -122,7 +122,8 @@ TIMES = (  # (header, width, key, digits)
 COSTS = (
     ("CPU s", 6, "cpu_s", 1), ("peak RSS MB", 11, "peak_rss_mb", 0), ("req own", 7, "requests_own", 0),
     ("req apisv", 9, "requests_audit", 0), ("per job", 7, "requests_per_job", 1),
-    ("/limit", 6, "requests_per_job_vs_limit", 2), ("job ctl req", 11, "requests_job_controller", 0))
+    ("/limit", 6, "requests_per_job_vs_limit", 2), ("job ctl req", 11, "requests_job_controller", 0),
+    ("passes to Running", 17, "reconciles_to_running", 0))
 
 
 def table(rows: Sequence[dict[str, Any]], idle: Sequence[dict[str, Any]], checks: Sequence[dict[str, Any]],

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 from bench.audit import AuditLog, by_kind, failed
 from bench.cluster import BenchCluster
 from bench.operators import GoOperatorProcess, OperatorProcess, TfopProcess
+from bench.pinning import Pinning
 from bench.timeline import Timeline
 from bench.workload import CHILDREN_PER_JOB, CLIENT_CONCURRENCY, PODS_PER_JOB, create_jobs, exit_all
 from tfop.controller.children import TFJOBS
@@ -70,8 +72,11 @@ CONTENDERS = (
 
 
 class Runner:
-    def __init__(self, cluster: BenchCluster, go_binary: Path | None, results: Path, exits: bool = True) -> None:
+    def __init__(self, cluster: BenchCluster, go_binary: Path | None, results: Path, exits: bool = True,
+                 pinning: Pinning | None = None) -> None:
         self.exits = exits  # end the pods and wait for the jobs to succeed
+        self.pinning = pinning  # the contender on a CPU of its own (--pin-operator)
+        self._wrap: Callable[[list[str]], list[str]] = pinning.operator_command if pinning is not None else list
         self.cluster = cluster
         self.go_binary = go_binary
         self.results = results
@@ -82,11 +87,15 @@ class Runner:
         """The contender's process; with `namespace` it watches only that one (both operators' --namespace)."""
         log_path = self.results / "logs" / f"{log_name}.log"
         args = [*contender.args, *(("--namespace", namespace) if namespace else ())]
+        process: OperatorProcess
         if contender.kind == "tfop":
-            return TfopProcess(self.cluster.operator_kubeconfig, log_path, args, code=contender.code)
-        assert self.go_binary is not None, "the Go operator was not built"
-        return GoOperatorProcess(self.go_binary, self.cluster.admin(), self.cluster.operator_kubeconfig, log_path,
-                                 args)
+            process = TfopProcess(self.cluster.operator_kubeconfig, log_path, args, code=contender.code)
+        else:
+            assert self.go_binary is not None, "the Go operator was not built"
+            process = GoOperatorProcess(self.go_binary, self.cluster.admin(), self.cluster.operator_kubeconfig,
+                                        log_path, args)
+        process.wrap = self._wrap
+        return process
 
     def run(self, contender: Contender, jobs: int, index: int) -> dict[str, Any]:
         """Create the jobs, wait for every child, running pod and Running job; end every pod; wait for every
@@ -112,8 +121,8 @@ class Runner:
                 cpu_before = operator.cpu_seconds()
             else:
                 limit = subprocess.Popen(
-                    [sys.executable, "-m", "bench.limit", str(self.cluster.operator_kubeconfig), namespace,
-                     str(CLIENT_CONCURRENCY)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                    self._wrap([sys.executable, "-m", "bench.limit", str(self.cluster.operator_kubeconfig), namespace,
+                                str(CLIENT_CONCURRENCY)]), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                     env={**os.environ, "PYTHONPATH": SEARCH_PATH})
                 assert limit.stdout is not None
                 if limit.stdout.readline().strip() != "ready":
@@ -147,6 +156,8 @@ class Runner:
                 timeline.wait(lambda: len(timeline.jobs_running) >= jobs, timeout, f"{jobs} Running jobs")
                 result["jobs_running_s"] = max(timeline.jobs_running.values()) - began
                 result["jobs_running_at"] = sorted(round(at - began, 3) for at in timeline.jobs_running.values())
+                # Passes until every job runs: what the operator spends its CPU on besides requests.
+                result["reconciles_to_running"] = int(operator.metric_sum("controller_runtime_reconcile_total"))
                 result.update(_latencies(sorted(timeline.jobs_running[uid] - at for uid, at in created.items())))
                 # What the operator adds once the pods run: its watch, its queue and its status write.
                 lag = _latencies(sorted(timeline.jobs_running[uid] - last_running[uid] for uid in created))
