@@ -8,9 +8,12 @@ from typing import Any
 from bench.fairness import Contender, big_job, table
 
 
-def run(contender: str, big: int, p99: float, p50: float = 1.0, big_start: float | None = None) -> dict[str, Any]:
+def run(contender: str, big: int, p99: float, p50: float = 1.0, big_start: float | None = None,
+        created_p99: float | None = None) -> dict[str, Any]:
     made: dict[str, Any] = {"contender": contender, "big_replicas": big, "run": 0,
                             "start": {"p50": p50, "p99": p99}, "pods_running": {"p50": p50, "p99": p99 - 0.5}}
+    if created_p99 is not None:
+        made["pods_created"] = {"p50": p50, "p99": created_p99}
     if big_start is not None:
         made["big_start_s"] = big_start
     return made
@@ -22,15 +25,18 @@ def test_the_big_job_has_the_replicas_asked_for() -> None:
 
 
 def test_the_table_divides_p99_with_the_big_job_by_p99_alone() -> None:
-    runs = [run("tfop-base", 0, 4.0), run("tfop", 0, 4.0), run("tfop-base", 2000, 20.0, big_start=90.0),
-            run("tfop", 2000, 4.6, big_start=80.0), run("tfop", 2000, 5.0, big_start=82.0),
-            run("tfop", 0, 3.0)]
+    # tfop-base's runs are from before the pods' creation was recorded: "-" in that column
+    runs = [run("tfop-base", 0, 4.0), run("tfop", 0, 4.0, created_p99=2.0),
+            run("tfop-base", 2000, 20.0, big_start=90.0),
+            run("tfop", 2000, 4.6, big_start=80.0, created_p99=2.5), run("tfop", 2000, 5.0, big_start=82.0,
+                                                                           created_p99=3.5),
+            run("tfop", 0, 3.0, created_p99=1.0)]
     text, rows = table(runs, [Contender("tfop-base"), Contender("tfop")])
     assert rows == [{"contender": "tfop-base", "runs": 1, "ratio": 5.0, "met": False},
                     {"contender": "tfop", "runs": 2, "ratio": 4.8 / 3.5, "met": False}]
     assert text.splitlines()[-2:] == [
-        "| tfop-base | 1 | 1.0 / 4.0 | 1.0 / 20.0 | 5.00x (missed) | 3.5 / 19.5 | 90.0 |",
-        "| tfop | 2 | 1.0 / 3.5 | 1.0 / 4.8 | 1.37x (missed) | 3.0 / 4.3 | 81.0 |"]
+        "| tfop-base | 1 | 1.0 / 4.0 | 1.0 / 20.0 | 5.00x (missed) | - / - | 3.5 / 19.5 | 90.0 |",
+        "| tfop | 2 | 1.0 / 3.5 | 1.0 / 4.8 | 1.37x (missed) | 1.5 / 3.0 | 3.0 / 4.3 | 81.0 |"]
 
 
 def test_a_ratio_within_the_target_is_met() -> None:

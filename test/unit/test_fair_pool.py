@@ -1,9 +1,10 @@
 """The fair pool (tfop/kube/fair_pool.py): the order flows' tasks are handed out in, as table rows written out, and
 the pool's threads keeping it.
 
-A script is a list of steps: `a1` queues task 1 of flow a, `.` takes the next task (`(none)`: none may be taken
-now), `~a` says a task of a has ended. The expected column is what the `.` steps gave, in order; `threads` is
-what the flows share (None: no shares, round-robin only)."""
+A script is a list of steps: `a1` queues task 1 of flow a (`a1*3`: with weight 3, costing three ordinary
+tasks), `.` takes the next task (`(none)`: none may be taken now), `~a` says a task of a has ended. The expected
+column is what the `.` steps gave, in order; `threads` is what the flows share (None: no shares, round-robin
+only)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ def run(script: str, threads: int | None) -> list[str]:
         elif step[0] == "~":
             queue.finished(step[1:])
         else:
-            queue.append(step[0], step)
+            name, _, weight = step.partition("*")
+            queue.append(step[0], name, int(weight or 1))
     return taken
 
 
@@ -53,6 +55,14 @@ ROWS = [
     ("however many flows send, each may hold half the threads", "a1 a2 a3 b1 b2 b3 c1 . . . . . . .", 4,
      ["a1", "b1", "c1", "a2", "b2", "(none)", "(none)"]),
     ("one thread: each flow may still hold it", "a1 a2 b1 . ~a . ~b .", 1, ["a1", "b1", "a2"]),
+    # Weights: beside others, a flow's half is divided by its weight; alone, it still gets every thread.
+    ("a flow of weight 2 beside an ordinary one holds a quarter of the threads, the other its half",
+     "a1*2 a2*2 a3*2 b1 b2 b3 b4 b5 . . . . . . .", 8, ["a1", "b1", "a2", "b2", "b3", "b4", "(none)"]),
+    ("alone, a heavy flow gets every thread", "a1*4 a2*4 a3*4 . . .", 2, ["a1", "a2", "(none)"]),
+    ("a flow heavier than half the threads still holds one", "a1*5 a2*5 b1 b2 b3 . . . .", 4,
+     ["a1", "b1", "b2", "(none)"]),
+    ("once the others stop, a heavy flow takes every thread again",
+     "a1*9 a2*9 a3*9 b1 . . . ~b . .", 4, ["a1", "b1", "(none)", "a2", "a3"]),
 ]
 
 

@@ -9,14 +9,17 @@ fill the apiserver with its requests whenever the others are between two of thei
 Here each flow has its own FIFO; a free thread takes the next task of the next flow in turn (round-robin over
 the flows with tasks waiting) that holds less than its share of the threads: all of them for a flow alone, half
 of them while another flow sends too. So beside a flow that sends thousands, half the threads stay for the
-others, and the apiserver is never full of that flow's requests while others wait for theirs. This is the
-apiserver's own answer to the same problem (API Priority and Fairness queues requests per flow, serves the queues
-in turn and bounds the seats each may hold), applied before the requests leave.
+others, and the apiserver is never full of that flow's requests while others wait for theirs. A flow whose
+requests each cost the apiserver as much as several others (a pod of a 2,000-replica job carries a 130 KB
+TF_CONFIG) has a weight, and its half is divided by it. This is the apiserver's own answer to the same problem
+(API Priority and Fairness queues requests per flow, serves the queues in turn, bounds the seats each may hold
+and counts a costly request as several seats), applied before the requests leave.
 
 What callers may rely on:
 - Within a flow, tasks start in the order they were submitted.
 - A flow alone gets every thread; while another flow sends (has a task waiting or running), a flow holds at
-  most half of them (rounded down, at least one), even if the others leave theirs idle for a moment.
+  most half of them divided by its weight (rounded down, at least one), even if the others leave theirs idle
+  for a moment.
 - A task waits at most for one task of each other flow with tasks waiting before it, per task of its own flow
   ahead of it: no flow is starved, however many tasks another submits.
 - No more than `threads` tasks run at once; the threads start on first use and stay.
@@ -49,24 +52,33 @@ class RoundRobin(Generic[K, T]):
         self._waiting: dict[K, deque[T]] = {}
         self._turns: deque[K] = deque()  # the flows with tasks waiting, each once, the next to serve first
         self._running: dict[K, int] = {}  # flows with tasks taken and not finished -> how many
+        self._weights: dict[K, int] = {}  # flows sending with a weight over 1 -> that weight
 
-    def append(self, flow: K, task: T) -> None:
+    def append(self, flow: K, task: T, weight: int = 1) -> None:
+        """Queue `task` of `flow`; `weight`: how many ordinary tasks one of its tasks costs (the flow's latest)."""
+        if weight > 1:
+            self._weights[flow] = weight
+        else:
+            self._weights.pop(flow, None)
         tasks = self._waiting.get(flow)
         if tasks is None:
             tasks = self._waiting[flow] = deque()
             self._turns.append(flow)  # a flow with nothing waiting joins at the end of the round
         tasks.append(task)
 
-    def share(self) -> int | None:
-        """How many tasks one flow may have running now: every thread for a flow alone, half while others send."""
+    def share(self, flow: K) -> int | None:
+        """How many tasks `flow` may have running now: every thread for a flow alone, half divided by its weight
+        while others send."""
         if self.threads is None:
             return None
         sending = len(self._running.keys() | self._waiting.keys())
-        return self.threads if sending <= 1 else max(1, self.threads // 2)
+        if sending <= 1:
+            return self.threads
+        return max(1, self.threads // 2 // self._weights.get(flow, 1))
 
     def _next_flow(self) -> K | None:
-        share = self.share()
         for flow in self._turns:
+            share = self.share(flow)
             if share is None or self._running.get(flow, 0) < share:
                 return flow
         return None
@@ -98,12 +110,15 @@ class RoundRobin(Generic[K, T]):
             self._running[flow] = left
         else:
             self._running.pop(flow, None)
+            if flow not in self._waiting:
+                self._weights.pop(flow, None)  # no longer sending
 
     def drain(self) -> list[T]:
         """Every waiting task, removed (in no particular order)."""
         tasks = [task for waiting in self._waiting.values() for task in waiting]
         self._waiting.clear()
         self._turns.clear()
+        self._weights = {flow: weight for flow, weight in self._weights.items() if flow in self._running}
         return tasks
 
     def flows(self) -> int:
@@ -152,16 +167,19 @@ class FairPool(Generic[K]):
         self._woken = 0  # of those, told to look again and not yet back: each notify must wake a thread of its own
         self._shut_down = False
 
-    def flow(self, key: K) -> Executor:
-        """An executor whose tasks are `key`'s flow."""
-        return _FlowExecutor(self, key)
+    def flow(self, key: K, weight: int = 1) -> Executor:
+        """An executor whose tasks are `key`'s flow, each costing as much as `weight` ordinary ones."""
+        return _FlowExecutor(self, key, weight)
 
     def submit(self, key: K, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+        return self.submit_weighted(key, 1, lambda: fn(*args, **kwargs))
+
+    def submit_weighted(self, key: K, weight: int, call: Callable[[], T]) -> Future[T]:
         future: Future[T] = Future()
         with self._lock:
             if self._shut_down:
                 raise RuntimeError("cannot submit to a pool that is shut down")
-            self._queue.append(key, _Task(key, future, lambda: fn(*args, **kwargs)))
+            self._queue.append(key, _Task(key, future, call), weight)
             self._another_hand()
         return future
 
@@ -215,12 +233,13 @@ class FairPool(Generic[K]):
 
 
 class _FlowExecutor(Executor, Generic[K]):
-    def __init__(self, pool: FairPool[K], key: K) -> None:
+    def __init__(self, pool: FairPool[K], key: K, weight: int) -> None:
         self._pool = pool
         self._key = key
+        self._weight = weight
 
     def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
-        return self._pool.submit(self._key, fn, *args, **kwargs)
+        return self._pool.submit_weighted(self._key, self._weight, lambda: fn(*args, **kwargs))
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """Nothing: the pool is shared, and shut down as a whole."""

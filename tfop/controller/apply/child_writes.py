@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import structlog
 
 from tfop.controller.children import ChildKinds, Scope, child_id
+from tfop.controller.plan.desired import total_replicas
 from tfop.controller.plan.ps_server import SCRIPT_CONFIGMAP
 from tfop.controller.plan.troubles import replica_ranges
 from tfop.controller.plan.types import (
@@ -54,6 +55,18 @@ def is_permanent_refusal(error: ApiError) -> bool:
     Anything else (quota, admission that denies, throttling, a failing server) may pass later."""
     return isinstance(error, (Invalid, BadRequest, TooLarge))
 
+
+
+# Every pod of a job lists every replica in its TF_CONFIG (some 65 bytes each): a pod of a 2,000-replica job is
+# about 130 KB against a few for a small job's, and costs the apiserver, etcd and every watcher as much more. A
+# job's creates weigh one more for each this many replicas: beside other jobs, a job of 2,000 holds one of the
+# creator pool's threads instead of half of them (tfop/kube/fair_pool.py).
+REPLICAS_PER_CREATE_WEIGHT = 250
+
+
+def create_weight(job: Object) -> int:
+    """How many small jobs' creates one create of this job's children costs, for the creator pool's shares."""
+    return 1 + total_replicas(job) // REPLICAS_PER_CREATE_WEIGHT
 
 
 class ChildWriter:
@@ -112,7 +125,7 @@ class ChildWriter:
                 break
         # Then one slow-start sequence, in which a replica type whose template is refused, or whose quota is spent,
         # stops alone: the other types neither wait for it nor lose their place in the growing batches.
-        result = create_in_batches(create, replica_creations, self._creators.flow(key),
+        result = create_in_batches(create, replica_creations, self._creators.flow(key, create_weight(job)),
                                    name_of=lambda c: child_id(c.kind, c.name), group_of=_replica_type)
         done = set(result.created)
         created.extend(creation for creation in replica_creations if child_id(creation.kind, creation.name) in done)

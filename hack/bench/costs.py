@@ -1,0 +1,163 @@
+"""`python -m bench.costs`: what one request of each kind an operator sends costs the apiserver and etcd in CPU, on
+a bench cluster of its own. The limit contender only creates; an operator also watches its children and writes
+status and events, and on the bench's 2 shared cores every CPU-second the apiserver spends on those is taken from
+the creates. This says how much, request by request.
+
+Each kind is sent `--requests` times, 16 at a time (as the creator pool does), and the CPU the apiserver and etcd
+used meanwhile (user + system, from /proc) is divided by the count. Pods are bound to a node no kubelet serves, so
+neither the scheduler nor kwok adds to them; the watchers are plain watches of the namespace's pods, as an
+operator's informer opens one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from bench.cluster import BenchCluster
+from bench.pinning import CLUSTER_PROCESSES
+from bench.runs import REPO_DIR
+from bench.workload import CLIENT_CONCURRENCY, tfjob
+from tfop.api.defaults import apply_defaults
+from tfop.controller.children import TFJOBS
+from tfop.controller.plan.desired import desired_pod
+from tfop.kube.errors import Conflict, TransportError
+from tfop.kube.resource import EVENTS, PODS
+
+SERVER_PROCESSES = ("kube-apiserver", "etcd")
+assert set(SERVER_PROCESSES) <= set(CLUSTER_PROCESSES)
+
+
+def server_cpu_seconds() -> float:
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if Path(f"/proc/{entry}/comm").read_text().strip() not in SERVER_PROCESSES:
+                continue
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+class Costs:
+    def __init__(self, cluster: BenchCluster, requests: int) -> None:
+        self.cluster = cluster
+        self.admin = cluster.admin()
+        self.requests = requests
+
+    def measure(self, name: str, send: Callable[[int], None]) -> None:
+        before, began = server_cpu_seconds(), time.monotonic()
+        with ThreadPoolExecutor(CLIENT_CONCURRENCY) as pool:
+            list(pool.map(send, range(self.requests)))
+        time.sleep(1.0)  # what the writes set off (watch fan-out, etcd's compaction of the batch) is counted too
+        used = server_cpu_seconds() - before
+        print(f"{name:<44} {self.requests:>6} in {time.monotonic() - began:6.2f} s   "
+              f"{1000 * used / self.requests:6.2f} ms of apiserver+etcd CPU each", flush=True)
+
+    def namespace(self, name: str) -> str:
+        self.cluster.create_namespace(name)
+        return name
+
+    def run(self) -> None:
+        namespace = self.namespace("costs")
+        jobs = [self.admin.create(TFJOBS, tfjob(f"job-{index}"), namespace) for index in range(CLIENT_CONCURRENCY)]
+        job = apply_defaults(jobs[0])
+
+        def get_job(index: int) -> None:
+            self.admin.get(TFJOBS, jobs[index % len(jobs)]["metadata"]["name"], namespace)
+
+        def update_status(index: int) -> None:
+            name = jobs[index % len(jobs)]["metadata"]["name"]
+            while True:
+                current = self.admin.get(TFJOBS, name, namespace)
+                current["status"] = {"conditions": [{
+                    "type": "Running", "status": "True", "reason": "TFJobRunning", "message": f"pass {index}",
+                    "lastUpdateTime": "2026-11-25T00:00:00Z", "lastTransitionTime": "2026-11-25T00:00:00Z"}],
+                    "replicaStatuses": {"Worker": {"active": index % 5}}, "startTime": "2026-11-25T00:00:00Z"}
+                try:
+                    self.admin.request("PUT", TFJOBS.path(namespace, name) + "/status", body=current)
+                    return
+                except Conflict:
+                    continue
+
+        def create_event(index: int) -> None:
+            self.admin.create(EVENTS, {
+                "metadata": {"generateName": "costs-"}, "type": "Normal", "reason": "SuccessfulCreate",
+                "involvedObject": {"apiVersion": TFJOBS.api_version, "kind": TFJOBS.kind, "namespace": namespace,
+                                   "name": job["metadata"]["name"], "uid": job["metadata"]["uid"]},
+                "message": "Created 7 pods and 7 services for Chief 0, PS 0-1, Worker 0-3",
+                "source": {"component": "tfop"}, "count": 1,
+                "firstTimestamp": "2026-11-25T00:00:00Z", "lastTimestamp": "2026-11-25T00:00:00Z"}, namespace)
+
+        self.measure("get a TFJob", get_job)
+        self.measure("TFJob status: get and update", update_status)
+        self.measure("create an event", create_event)
+        for watchers in (0, 1, 3):
+            pods_namespace = self.namespace(f"costs-pods-{watchers}")
+            with self.watching(pods_namespace, watchers):
+                self.measure(f"create a pod, {watchers} more watchers of pods", self.pod_creator(job, pods_namespace))
+
+    def pod_creator(self, job: dict[str, Any], namespace: str) -> Callable[[int], None]:
+        def create(index: int) -> None:
+            body = desired_pod(job, "Worker", 0)
+            body["metadata"]["name"] = f"pod-{index}"
+            body["spec"]["nodeName"] = "no-kubelet"  # bound: no scheduler, no kubelet, only the write
+            self.admin.create(PODS, body, namespace)
+        return create
+
+    @contextmanager
+    def watching(self, namespace: str, watchers: int) -> Iterator[None]:
+        stop = threading.Event()
+
+        def watch() -> None:
+            client = self.cluster.admin()
+            _, version = client.list(PODS, namespace)
+            try:
+                for _ in client.watch(PODS, namespace, resource_version=version, timeout_seconds=300):
+                    if stop.is_set():
+                        return
+            except TransportError:
+                return  # closed at the end
+
+        threads = [threading.Thread(target=watch, daemon=True) for _ in range(watchers)]
+        for thread in threads:
+            thread.start()
+        time.sleep(1.0)  # the watches are open before the first create
+        try:
+            yield
+        finally:
+            stop.set()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench.costs", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--requests", type=int, default=400, help="requests of each kind")
+    parser.add_argument("--crd", type=Path, default=REPO_DIR / "crd" / "kubeflow.org_tfjobs.yaml",
+                        help="the TFJob CRD to install (e.g. the Go operator's, to compare status writes)")
+    parser.add_argument("--state-dir", type=Path, default=REPO_DIR / ".local" / "bench-costs-cluster")
+    args = parser.parse_args(argv)
+    cluster = BenchCluster(args.state_dir)
+    cluster.up()
+    try:
+        cluster.install_crd(args.crd)
+        print(f"CRD: {args.crd}")
+        Costs(cluster, args.requests).run()
+    finally:
+        cluster.destroy()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
