@@ -14,7 +14,6 @@ import signal
 import socket
 import threading
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
@@ -89,8 +88,7 @@ def _run(args: argparse.Namespace) -> int:
             raise StartupError(EXIT_USAGE, "cannot serve the conversion webhook", f"{error} ({args.webhook_cert_dir})",
                                "give --webhook-cert-dir a directory with tls.crt and tls.key") from None
     stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, _on_signal(stop))
+    _stop_on_signals(stop)
 
     for server in servers:
         server.start()
@@ -134,8 +132,7 @@ def run_webhook(args: argparse.Namespace) -> int:
         log.error("cannot serve the conversion webhook", error=str(error), cert_dir=args.cert_dir)
         return 2
     stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, _on_signal(stop))
+    _stop_on_signals(stop)
     webhook.start()
     log.info("serving the conversion webhook", address=webhook.address)
     stop.wait()
@@ -201,9 +198,31 @@ def _own_namespace() -> str:
         return "kube-system"
 
 
-def _on_signal(stop: threading.Event) -> Callable[[int, FrameType | None], None]:
-    def handler(signum: int, frame: FrameType | None) -> None:
-        log.info("signal received, shutting down", signal=signal.Signals(signum).name)
+def _stop_on_signals(stop: threading.Event) -> None:
+    """SIGTERM and SIGINT set `stop`, from a thread of their own. A Python signal handler runs in the main thread
+    wherever it happens to be, and one that takes a lock there (the Event's, the log's) waits for ever if the main
+    thread holds it; so the handler does nothing, and the interpreter's own C handler, which takes no lock, writes
+    the signal's number to a pipe this thread reads. Must be called from the main thread. The pipe stays open
+    for the life of the process (the interpreter writes to it at every signal); raw descriptors, which the
+    process's exit closes without a ResourceWarning in the log."""
+    reader, writer = os.pipe()
+    os.set_blocking(writer, False)
+    signal.set_wakeup_fd(writer, warn_on_full_buffer=False)
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, _ignore)
+
+    def watch() -> None:
+        while True:
+            received = os.read(reader, 1)
+            if not received:
+                return  # closed: the process is going
+            if received[0] in (signal.SIGTERM, signal.SIGINT):
+                break
+        log.info("signal received, shutting down", signal=signal.Signals(received[0]).name)
         stop.set()
 
-    return handler
+    threading.Thread(target=watch, name="signals", daemon=True).start()
+
+
+def _ignore(signum: int, frame: FrameType | None) -> None:
+    """The Python-level handler of SIGTERM and SIGINT: the wakeup fd carries them (see _stop_on_signals)."""
