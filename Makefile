@@ -186,11 +186,11 @@ $(VENV)/.bench-installed: $(VENV)/.installed setup.cfg
 	$(VENV)/bin/pip install --quiet -e '.[test,bench]'
 	touch $@
 
-bench: venv controlplane $(VENV)/.bench-installed ## tfop vs the apiserver's limit and the Go operator (17 min measured on 2 idle cores; results in bench-results/)
+bench: venv controlplane $(VENV)/.bench-installed ## tfop vs the apiserver's limit and the Go operator (13 min measured on 2 idle cores for limit, tfop, tfop-jobs, go-tuned; results in bench-results/)
 	PYTHONPATH=hack $(PY) -m bench $(BENCH_ARGS)
 
 .PHONY: bench-large
-bench-large: venv controlplane $(VENV)/.bench-installed ## N=2,000 jobs (28,000 children) for the limit, tfop and go-tuned (15 min measured for the limit and tfop; go-tuned adds more)
+bench-large: venv controlplane $(VENV)/.bench-installed ## N=2,000 jobs (28,000 children) for the limit, tfop and go-tuned (20 min measured)
 	PYTHONPATH=hack $(PY) -m bench --jobs 2000 --runs 1 --contenders limit,tfop,go-tuned --big-jobs 0 \
 		--idle-jobs 0 --delete-each-run $(BENCH_ARGS)
 
