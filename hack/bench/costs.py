@@ -12,17 +12,17 @@ operator's informer opens one.
 from __future__ import annotations
 
 import argparse
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
 from bench.cluster import BenchCluster
-from bench.pinning import CLUSTER_PROCESSES
+from bench.operators import process_cpu_seconds
+from bench.pinning import processes_named
 from bench.runs import REPO_DIR
 from bench.workload import CLIENT_CONCURRENCY, tfjob
 from tfop.api.defaults import apply_defaults
@@ -32,22 +32,14 @@ from tfop.kube.errors import Conflict, TransportError
 from tfop.kube.resource import EVENTS, PODS
 
 SERVER_PROCESSES = ("kube-apiserver", "etcd")
-assert set(SERVER_PROCESSES) <= set(CLUSTER_PROCESSES)
 
 
 def server_cpu_seconds() -> float:
-    total = 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            if Path(f"/proc/{entry}/comm").read_text().strip() not in SERVER_PROCESSES:
-                continue
-            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in processes_named(SERVER_PROCESSES):
+        with suppress(OSError):  # gone meanwhile
+            total += process_cpu_seconds(pid)
+    return total
 
 
 class Costs:

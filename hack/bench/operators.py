@@ -25,6 +25,12 @@ SECRETS = Resource("", "v1", "secrets", "Secret")
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU of all a process's threads so far (OSError once it is gone)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
 class OperatorProcess:
     """One operator process; subclasses give the command line and what "ready" means."""
 
@@ -78,8 +84,7 @@ class OperatorProcess:
 
     def cpu_seconds(self) -> float:
         """User + system CPU of all its threads so far."""
-        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+        return process_cpu_seconds(self.pid)
 
     def memory(self) -> dict[str, int]:
         """VmRSS (now) and VmHWM (peak) in bytes."""

@@ -38,14 +38,15 @@ class Pinning:
 
     def pin_cluster(self) -> list[int]:
         """Every thread of the cluster's running processes; returns their pids."""
-        pids = [pid for pid in _pids() if _name(pid) in CLUSTER_PROCESSES]
+        pids = processes_named(CLUSTER_PROCESSES)
         for pid in pids:
             _pin_threads(pid, set(self.rest))
         return pids
 
 
-def _pids() -> list[int]:
-    return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
+def processes_named(names: tuple[str, ...]) -> list[int]:
+    """The pids of the running processes the kernel names one of `names`."""
+    return [int(entry) for entry in os.listdir("/proc") if entry.isdigit() and _name(int(entry)) in names]
 
 
 def _name(pid: int) -> str:
