@@ -9,6 +9,7 @@ The logs are read from the nodes' disks, so the deleted pods' lines are there to
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +18,8 @@ from localcluster import LocalCluster
 from support.node_loss import STEP, LogLine, container_logs, tf_pod, timestamp
 from support.operator_process import OperatorProcess
 from support.real_node_jobs import apply, get, job_pods
+from tfop.kube.client import KubeClient
+from tfop.kube.resource import PODS
 
 GRACE = "tfop.kubeflow.org/evaluator-grace-seconds"
 STEPS = 20
@@ -48,7 +51,6 @@ class Watched:
     waiting: dict[str, Any] | None = None  # the Succeeded condition while the job waited for its evaluator
     waiting_view: str = ""  # `kubectl get tfjob` then
     evaluator_uid: str = ""
-    evaluator_last: dict[str, Any] = field(default_factory=dict)  # its container's last state seen
     evaluator_gone_at: float | None = None  # when it was first seen deleting or gone (an upper bound)
     # pod uid -> its container's lines, from the nodes' disks: read as the job runs, as the kubelet's garbage
     # collection removes a deleted pod's log directory in time.
@@ -91,10 +93,36 @@ def look(cluster: LocalCluster, namespace: str, name: str, seen: Watched) -> Non
     live = [p for p in evaluators if not p["metadata"].get("deletionTimestamp")]
     if live:
         seen.evaluator_uid = live[0]["metadata"]["uid"]
-        seen.evaluator_last = next((s["state"] for s in live[0]["status"].get("containerStatuses", [])
-                                    if s["name"] == "tensorflow"), seen.evaluator_last)
     elif seen.evaluator_uid and seen.evaluator_gone_at is None:
         seen.evaluator_gone_at = time.time()
+
+
+class ContainerEnds:
+    """Each pod's tensorflow container as a watch on the namespace's pods first reports it ended: pod uid -> (exit
+    code, whether the pod was being deleted by then). A watch, as a poll a second apart misses an evaluator that
+    ends by itself and is deleted between two looks (tfop cleans up within a second of its end)."""
+
+    def __init__(self, cluster: LocalCluster, namespace: str) -> None:
+        self.ends: dict[str, tuple[int, bool]] = {}
+        client = KubeClient.from_kubeconfig(str(cluster.kubeconfig))
+        _, resource_version = client.list(PODS, namespace)
+        self._stream = client.watch(PODS, namespace, resource_version=resource_version, timeout_seconds=1800)
+        self._reader = threading.Thread(target=self._read, name="container-ends", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for event in self._stream:
+            pod = event["object"]
+            if event["type"] == "BOOKMARK" or pod["metadata"]["uid"] in self.ends:
+                continue
+            for status in pod.get("status", {}).get("containerStatuses", []):
+                ended = status["state"].get("terminated")
+                if status["name"] == "tensorflow" and ended:
+                    self.ends[pod["metadata"]["uid"]] = (ended["exitCode"], "deletionTimestamp" in pod["metadata"])
+
+    def close(self) -> None:
+        self._stream.close()
+        self._reader.join(timeout=10)
 
 
 def lines_of(logs: dict[str, list[LogLine]], uid: str) -> list[LogLine]:
@@ -116,9 +144,13 @@ def shown(lines: list[LogLine], since: float) -> str:
 def test_the_evaluator_finishes_its_final_evaluation_before_the_job_is_cleaned_up(
         real_node: LocalCluster, operator: OperatorProcess, namespace: str) -> None:
     cluster = real_node
-    apply(cluster, namespace, evaluated_job(cluster, namespace, "evaluated", grace=120))
-    apply(cluster, namespace, evaluated_job(cluster, namespace, "cut-short", grace=0))
-    jobs = watch(cluster, namespace, ["evaluated", "cut-short"])
+    ends = ContainerEnds(cluster, namespace)
+    try:
+        apply(cluster, namespace, evaluated_job(cluster, namespace, "evaluated", grace=120))
+        apply(cluster, namespace, evaluated_job(cluster, namespace, "cut-short", grace=0))
+        jobs = watch(cluster, namespace, ["evaluated", "cut-short"])
+    finally:
+        ends.close()
     waited, cut = jobs["evaluated"], jobs["cut-short"]
     look(cluster, namespace, "evaluated", waited)  # the last lines, if any came since
     logs = waited.logs
@@ -132,7 +164,7 @@ def test_the_evaluator_finishes_its_final_evaluation_before_the_job_is_cleaned_u
                              "custom-columns=REASON:.reason,MESSAGE:.message", "--no-headers").stdout
     print(f"\nchief's last lines:\n{shown(chief[-2:], last_step.at)}\nevaluator's last lines (seconds after the "
           f"chief's last step):\n{shown(evaluator[-5:], last_step.at)}\nwhile it waited:\n{waited.waiting_view}\n"
-          f"  {waited.waiting}\nevaluator's container at its end: {waited.evaluator_last}\n"
+          f"  {waited.waiting}\nevaluator's end (exit code, pod deleting): {ends.ends.get(waited.evaluator_uid)}\n"
           f"its pod deleted by +{(waited.evaluator_gone_at or 0) - last_step.at:.1f}s\nevents:\n{events}")
 
     assert last_step.text.startswith(f"step {STEPS} "), [line.text for line in chief[-5:]]
@@ -141,7 +173,7 @@ def test_the_evaluator_finishes_its_final_evaluation_before_the_job_is_cleaned_u
     assert len(final) == 1, [line.text for line in evaluator[-8:]]
     assert last_step.at < chief_ended.at < final[0].at < (waited.evaluator_gone_at or 0)
     assert final[0].at - chief_ended.at >= FINAL_EVAL_SECONDS - 3, "the chief succeeded before the evaluation ran"
-    assert waited.evaluator_last.get("terminated", {}).get("exitCode") == 0, waited.evaluator_last
+    assert ends.ends.get(waited.evaluator_uid) == (0, False), ends.ends
     # The status said why the job was not Succeeded yet, from the chief's end until the evaluator's...
     assert waited.waiting is not None, waited.job["status"]
     assert waited.waiting["status"] == "False"
@@ -160,8 +192,11 @@ def test_the_evaluator_finishes_its_final_evaluation_before_the_job_is_cleaned_u
     cut_evaluator = lines_of(cut_logs, cut.evaluator_uid)
     cut_chief = lines_of(cut_logs, chief_uid(cut_logs, cut.evaluator_uid))
     print(f"\nwith a grace of 0, the evaluator's last lines (seconds after the chief's last line):\n"
-          f"{shown(cut_evaluator[-3:], cut_chief[-1].at)}\nits container at its end: {cut.evaluator_last}")
+          f"{shown(cut_evaluator[-3:], cut_chief[-1].at)}\n"
+          f"its end (exit code, pod deleting): {ends.ends.get(cut.evaluator_uid)}")
     assert cut.waiting is None, cut.waiting
+    # Killed, not ended by itself: if the kubelet reported its end at all, the pod was being deleted by then.
+    assert ends.ends.get(cut.evaluator_uid, (None, True))[1], ends.ends
     assert [c["status"] for c in cut.job["status"]["conditions"] if c["type"] == "Succeeded"] == ["True"]
     assert not any(line.text.startswith("final evaluation at") for line in cut_evaluator), \
         [line.text for line in cut_evaluator[-5:]]
