@@ -104,9 +104,9 @@ class ContainerEnds:
 
     def __init__(self, cluster: LocalCluster, namespace: str) -> None:
         self.ends: dict[str, tuple[int, bool]] = {}
-        client = KubeClient.from_kubeconfig(str(cluster.kubeconfig))
-        _, resource_version = client.list(PODS, namespace)
-        self._stream = client.watch(PODS, namespace, resource_version=resource_version, timeout_seconds=1800)
+        self._client = KubeClient.from_kubeconfig(str(cluster.kubeconfig))
+        _, resource_version = self._client.list(PODS, namespace)
+        self._stream = self._client.watch(PODS, namespace, resource_version=resource_version, timeout_seconds=1800)
         self._reader = threading.Thread(target=self._read, name="container-ends", daemon=True)
         self._reader.start()
 
@@ -123,6 +123,7 @@ class ContainerEnds:
     def close(self) -> None:
         self._stream.close()
         self._reader.join(timeout=10)
+        self._client.close()
 
 
 def lines_of(logs: dict[str, list[LogLine]], uid: str) -> list[LogLine]:
