@@ -68,12 +68,13 @@ start_heartbeat() {
   disown 2>/dev/null || true
 }
 
-# with_progress WHAT CMD...: runs CMD and says every 30 s that WHAT is still building, since `go build` is silent
-# for minutes and a silent terminal looks hung.
+# with_progress WHAT CMD...: runs CMD and says every HEARTBEAT_SECONDS (20) that WHAT is still building, since
+# `go build` and mmdebstrap are silent for minutes and a silent terminal looks hung. Not 30: with the silent seconds
+# before CMD (fetching wheels), a cold run's lines were up to 35 s apart.
 with_progress() {
-  local what="$1" started=${SECONDS} ticker rc=0
+  local what="$1" started=${SECONDS} every="${HEARTBEAT_SECONDS:-20}" ticker rc=0
   shift
-  ( while sleep 30; do log "still building ${what} ($((SECONDS - started))s)"; done ) &
+  ( while sleep "${every}"; do log "still building ${what} ($((SECONDS - started))s)"; done ) &
   ticker=$!
   "$@" || rc=$?
   kill "${ticker}" 2>/dev/null || true
