@@ -28,6 +28,7 @@ from bench.workload import CLIENT_CONCURRENCY, tfjob
 from tfop.api.defaults import apply_defaults
 from tfop.controller.children import TFJOBS
 from tfop.controller.plan.desired import desired_pod
+from tfop.kube.client import WatchStream
 from tfop.kube.errors import Conflict, TransportError
 from tfop.kube.resource import EVENTS, PODS
 
@@ -91,7 +92,7 @@ class Costs:
                     "lastUpdateTime": "2026-11-25T00:00:00Z", "lastTransitionTime": "2026-11-25T00:00:00Z"}],
                     "replicaStatuses": {"Worker": {"active": index % 5}}, "startTime": "2026-11-25T00:00:00Z"}
                 try:
-                    self.admin.request("PUT", TFJOBS.path(namespace, name) + "/status", body=current)
+                    self.admin.replace(TFJOBS, name, current, namespace, subresource="status")
                     return
                 except Conflict:
                     continue
@@ -124,26 +125,27 @@ class Costs:
 
     @contextmanager
     def watching(self, namespace: str, watchers: int) -> Iterator[None]:
-        stop = threading.Event()
+        """`watchers` open watches of the namespace's pods, each read as it comes, closed at the end (a watch left
+        open would be served through the next kinds' measurements)."""
+        _, version = self.admin.list(PODS, namespace)
+        streams = [self.cluster.admin().watch(PODS, namespace, resource_version=version, timeout_seconds=300)
+                   for _ in range(watchers)]
 
-        def watch() -> None:
-            client = self.cluster.admin()
-            _, version = client.list(PODS, namespace)
-            try:
-                for _ in client.watch(PODS, namespace, resource_version=version, timeout_seconds=300):
-                    if stop.is_set():
-                        return
-            except TransportError:
-                return  # closed at the end
+        def drain(stream: WatchStream) -> None:
+            with suppress(TransportError):
+                for _ in stream:
+                    pass
 
-        threads = [threading.Thread(target=watch, daemon=True) for _ in range(watchers)]
+        threads = [threading.Thread(target=drain, args=(stream,), daemon=True) for stream in streams]
         for thread in threads:
             thread.start()
-        time.sleep(1.0)  # the watches are open before the first create
         try:
             yield
         finally:
-            stop.set()
+            for stream in streams:
+                stream.close()
+            for thread in threads:
+                thread.join(timeout=5)
 
 
 def main(argv: list[str] | None = None) -> int:

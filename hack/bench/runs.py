@@ -75,7 +75,7 @@ class Runner:
     def __init__(self, cluster: BenchCluster, go_binary: Path | None, results: Path, exits: bool = True,
                  pinning: Pinning | None = None) -> None:
         self.exits = exits  # end the pods and wait for the jobs to succeed
-        self.pinning = pinning  # the contender on a CPU of its own (--pin-operator)
+        # Each contender's command, pinned to a CPU of its own with --pin-operator.
         self._wrap: Callable[[list[str]], list[str]] = pinning.operator_command if pinning is not None else list
         self.cluster = cluster
         self.go_binary = go_binary
