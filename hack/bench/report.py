@@ -42,8 +42,8 @@ def summarize(runs: Sequence[Run], order: Sequence[str]) -> list[dict[str, Any]]
         for reference in REFERENCES:
             # The Go operator against the limit that alternated with it, when it ran; that limit against ours
             # (how much the machine moved between the groups).
-            mine = "limit-go" if reference == "limit" and row["contender"] in GO_GROUP else reference
-            other = peers.get(mine) or peers.get(reference)
+            peer = "limit-go" if reference == "limit" and row["contender"] in GO_GROUP else reference
+            other = peers.get(peer) or peers.get(reference)
             if other is None:
                 continue
             for figure, against in (("children_s", "children_s"), ("pods_running_s", "pods_running_s"),

@@ -133,7 +133,7 @@ class LocalCluster(Supervisor):
 
     def _saved(self) -> dict[str, Any]:
         state = self._state_file()
-        return json.loads(state.read_text()) if state.exists() else {}  # type: ignore[no-any-return]
+        return json.loads(state.read_text()) if state.exists() else {}
 
     def _save_state(self) -> None:
         self._state_file().write_text(json.dumps({

@@ -25,8 +25,8 @@ from pathlib import Path
 
 from . import busybox_image
 from . import host as node_host
-from .node_config import HOST_TOOLS, NODE_LABEL, cni_config, containerd_config, kubelet_config
-from .node_layout import NodeError, NodeLayout
+from .node_config import HOST_TOOLS, cni_config, containerd_config, kubelet_config
+from .node_layout import NODE_LABEL, NodeError, NodeLayout
 from .pki import kubeconfig
 
 HACK_DIR = Path(__file__).resolve().parents[1]
