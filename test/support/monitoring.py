@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -83,7 +83,8 @@ def monitored_operator(cluster: LocalCluster, directory: Path, monitoring: Monit
                                "--leader-elect", "--leader-elect-namespace", namespace, *secure).start()
     prometheus = Prometheus(directory, monitoring, interval=SCRAPE_INTERVAL, cluster=cluster)
     monitored = Monitored(namespace, operator, prometheus, started)
-    strangers = scraper_tokens(cluster, namespace, readers=(), others=["stranger"]) if refused else nullcontext({})
+    strangers: AbstractContextManager[dict[str, str]] = (
+        scraper_tokens(cluster, namespace, readers=(), others=["stranger"]) if refused else nullcontext({}))
     try:
         with strangers as tokens:
             if refused:

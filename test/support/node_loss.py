@@ -84,6 +84,7 @@ def container_logs(cluster: LocalCluster, namespace: str, job: str) -> dict[str,
 
 def follow_logs(cluster: LocalCluster, namespace: str, pod: str) -> subprocess.Popen[str]:
     """`kubectl logs -f` of the pod's tensorflow container, collecting until the container ends."""
+    assert cluster.bin_dir is not None, "bin_dir is known once the control plane is built"
     return subprocess.Popen([str(cluster.bin_dir / "kubectl"), "--kubeconfig", str(cluster.kubeconfig), "logs", "-f",
                              "-n", namespace, pod, "-c", "tensorflow"], stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True)

@@ -240,7 +240,8 @@ def condition(result: Plan, condition_type: str) -> tuple[str, str] | None:
 
 def message(result: Plan, condition_type: str) -> str:
     assert result.status is not None
-    return next(entry["message"] for entry in result.status["conditions"] if entry["type"] == condition_type)
+    found: str = next(entry["message"] for entry in result.status["conditions"] if entry["type"] == condition_type)
+    return found
 
 
 KEEP = object()  # "do not check this field"

@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+
+
+class Check(Protocol[T_co]):
+    """What wait_for polls: called with no arguments, it answers a value, or None or False while there is none yet.
+    A protocol rather than Callable[[], ...]: mypy cannot infer a lambda with default arguments against a Callable
+    (python/mypy#15459), and a wait in a loop binds the loop's variables so (`lambda n=name: ...`)."""
+
+    def __call__(self) -> T_co | Literal[False] | None: ...
 
 
 # How often wait_for polls unless told. A check through kubectl costs about 45 ms of CPU, so the e2e suite, whose
@@ -14,7 +23,7 @@ T = TypeVar("T")
 DEFAULT_INTERVAL = 0.1
 
 
-def wait_for(check: Callable[[], T], timeout: float = 30.0, message: str = "condition",
+def wait_for(check: Check[T], timeout: float = 30.0, message: str = "condition",
              interval: float | None = None) -> T:
     """Poll `check` every `interval` seconds (DEFAULT_INTERVAL) until it returns something truthy, and return that;
     fail with `message` and the last value seen after `timeout` seconds."""
