@@ -4,6 +4,7 @@ fixed clock they share. Rows of expected values are written out in the tests; th
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -26,7 +27,7 @@ def container(name: str = "tensorflow", **extra: Any) -> dict[str, Any]:
     return {"name": name, "image": "tensorflow/tensorflow:2.16.1", **extra}
 
 
-def make_job(replicas: dict[str, int] | None = None, *, policy: str | None = None, name: str = JOB_NAME,
+def make_job(replicas: Mapping[str, object] | None = None, *, policy: str | None = None, name: str = JOB_NAME,
              uid: str = UID, generation: int = 1, run_policy: dict[str, Any] | None = None,
              status: dict[str, Any] | None = None, **spec: Any) -> dict[str, Any]:
     """A TFJob as the apiserver returns it (not defaulted): Worker 2 and PS 1 unless told otherwise."""

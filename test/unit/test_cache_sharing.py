@@ -16,7 +16,7 @@ JOB_UID = "752a988e-99c5-41a0-a299-8bf33c8bebd7"
 
 def child(kind: str, name: str, message: str = "") -> dict[str, Any]:
     """As json.loads gives it: every string a fresh object."""
-    return json.loads(json.dumps({
+    loaded: dict[str, Any] = json.loads(json.dumps({
         "apiVersion": "v1", "kind": kind,
         "metadata": {"name": name, "namespace": "team", "uid": f"{kind}-{name}", "resourceVersion": "7",
                      "creationTimestamp": "2026-11-25T00:57:28Z", "managedFields": [{"manager": "tfop"}],
@@ -26,6 +26,7 @@ def child(kind: str, name: str, message: str = "") -> dict[str, Any]:
         "status": {"phase": "Succeeded", "message": message, "containerStatuses": [
             {"name": "tensorflow", "restartCount": 0, "state": {"terminated": {
                 "exitCode": 0, "reason": "Completed", "finishedAt": "2026-11-25T01:00:32Z"}}}]}}))
+    return loaded
 
 
 def test_children_share_their_owner_their_timestamps_and_a_pod_its_name_with_its_service() -> None:
@@ -70,11 +71,12 @@ def test_jobs_from_one_manifest_share_their_spec_and_long_texts_are_not_interned
     long_message = "x" * (SHARED_TEXT_MAX + 1)
 
     def job() -> dict[str, Any]:
-        return json.loads(json.dumps({
+        loaded: dict[str, Any] = json.loads(json.dumps({
             "apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "mnist", "uid": JOB_UID},
             "spec": {"tfReplicaSpecs": {"Worker": {"template": {"spec": {"containers": [
                 {"name": "tensorflow", "image": "tensorflow/tensorflow:2.21.0"}]}}}}},
             "status": {"conditions": [{"type": "Succeeded", "status": "True", "message": long_message}]}}))
+        return loaded
 
     one, other = slim_job(job()), slim_job(job())
     image = [j["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["image"]

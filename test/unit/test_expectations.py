@@ -11,7 +11,8 @@ from tfop.kube.expectations import Expectations
 @pytest.fixture
 def clock(mocker: MockerFixture) -> Mock:
     """The monotonic clock Expectations reads; a test moves it by setting `return_value`."""
-    return mocker.Mock(return_value=0.0)
+    mock: Mock = mocker.Mock(return_value=0.0)
+    return mock
 
 
 def test_unobserved_creates_and_deletes_hold_the_key_until_seen(clock: Mock) -> None:

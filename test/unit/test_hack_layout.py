@@ -28,7 +28,7 @@ def test_hack_imports_nothing_of_test(path: Path) -> None:
 
 def hack_imports(path: Path, root: Path = HACK) -> set[str]:
     """The hack/ modules `path` imports, relative imports resolved, `from . import x` included."""
-    names = set()
+    names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)

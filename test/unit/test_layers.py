@@ -18,7 +18,7 @@ TFJOB_WORDS = ("tfjob", "TFJob", "tensorflow", "replica")
 
 
 def imports(path: Path, package_root: Path = PACKAGE.parent) -> set[str]:
-    names = set()
+    names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)

@@ -11,14 +11,14 @@ import sys
 from pathlib import Path
 
 from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
+from packaging.utils import NormalizedName, canonicalize_name
 
 REPO = Path(__file__).resolve().parents[2]
 # Import names that differ from their distribution's.
 DISTRIBUTION_OF = {"yaml": "pyyaml", "prometheus_client": "prometheus-client"}
 
 
-def install_requires() -> dict[str, Requirement]:
+def install_requires() -> dict[NormalizedName, Requirement]:
     config = configparser.ConfigParser()
     config.read(REPO / "setup.cfg")
     lines = [line.strip() for line in config["options"]["install_requires"].splitlines() if line.strip()]

@@ -27,7 +27,8 @@ def fake_create(mocker: MockerFixture, fail: frozenset[str] = frozenset(),
             raise AlreadyExists(409, "AlreadyExists", f"{name} exists", None)
         return body
 
-    return mocker.Mock(side_effect=create)
+    mock: Mock = mocker.Mock(side_effect=create)
+    return mock
 
 
 def called_names(create: Mock) -> list[str]:

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pytest_mock import MockerFixture
@@ -22,7 +23,7 @@ def tfop_run(*args: str, env: dict[str, str] | None = None) -> subprocess.Comple
                           text=True, timeout=60, env={**environment, **(env or {})}, check=False)
 
 
-def assert_one_error(result: subprocess.CompletedProcess[str], exit_code: int, *fragments: str) -> dict[str, str]:
+def assert_one_error(result: subprocess.CompletedProcess[str], exit_code: int, *fragments: str) -> dict[str, Any]:
     """stderr is one JSON log line, then one plain line with every fragment; stdout is empty."""
     assert result.returncode == exit_code, result.stderr
     assert result.stdout == ""
@@ -30,7 +31,7 @@ def assert_one_error(result: subprocess.CompletedProcess[str], exit_code: int, *
     assert "Traceback" not in result.stderr
     assert plain.startswith("tfop: error: ") and all(f in plain for f in fragments), plain
     [line] = structured
-    record: dict[str, str] = json.loads(line)
+    record: dict[str, Any] = json.loads(line)
     assert record["level"] == "error" and record["exit_code"] == exit_code
     return record
 

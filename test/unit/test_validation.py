@@ -72,7 +72,7 @@ def spec(job: dict[str, Any]) -> dict[str, Any]:
 
 W = "spec.tfReplicaSpecs[Worker]"
 TF = f"{W}.template.spec.containers[0]"
-INVALID: dict[str, tuple[Callable[[dict[str, Any]], None], str, str]] = {
+INVALID: dict[str, tuple[Callable[[dict[str, Any]], object], str, str]] = {
     "unknown replica type": (assign(replicas_map, "Boss", worker(valid_job())), "spec.tfReplicaSpecs[Boss]",
                              "unknown replica type 'Boss'"),
     "a type named twice in different case": (assign(replicas_map, "worker", worker(valid_job())),
@@ -151,7 +151,7 @@ INVALID: dict[str, tuple[Callable[[dict[str, Any]], None], str, str]] = {
 
 
 @pytest.mark.parametrize(("mutate", "path", "fragment"), list(INVALID.values()), ids=list(INVALID))
-def test_each_invalid_field_is_named(mutate: Callable[[dict[str, Any]], None], path: str, fragment: str) -> None:
+def test_each_invalid_field_is_named(mutate: Callable[[dict[str, Any]], object], path: str, fragment: str) -> None:
     job = valid_job()
     mutate(job)
     errors = validate(apply_defaults(job))
