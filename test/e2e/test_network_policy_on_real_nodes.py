@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from localcluster import LocalCluster
-from localcluster.addons.network_policy import NetworkPolicyEnforcer, firewall_chains, firewall_ipsets
+from localcluster.addons.firewall_state import firewall_chains, firewall_ipsets
+from localcluster.addons.network_policy import NetworkPolicyEnforcer
 from support.operator_process import OperatorProcess
 from support.real_node_jobs import apply, job_pods, shell_container, tfjob
 from support.waiting import wait_for

@@ -104,8 +104,8 @@ def pods_by_task(cluster: LocalCluster, namespace: str, job: str) -> dict[str, d
 def logged(cluster: LocalCluster, namespace: str, job: str, task: str, pattern: str) -> bool:
     """Whether the current pod of `task` (e.g. chief:0; pods are named with the job's RuntimeId) logged it."""
     pod = pods_by_task(cluster, namespace, job).get(task)
-    return bool(pod) and pattern in cluster.kubectl("logs", "-n", namespace, pod["metadata"]["name"],
-                                                    check=False).stdout
+    return pod is not None and pattern in cluster.kubectl("logs", "-n", namespace, pod["metadata"]["name"],
+                                                          check=False).stdout
 
 
 def wait_until_training(cluster: LocalCluster, namespace: str, job: str, task: str, step: int) -> None:
