@@ -93,7 +93,7 @@ integration: venv controlplane helm prometheus coscheduler training-operator kue
 e2e: venv controlplane node kube-router training-operator ## run the end-to-end tests only (-m e2e)
 	$(PY) -m pytest -m e2e test/e2e $(PYTEST_ARGS)
 
-lint: venv ## ruff (rules in ruff.toml) over tfop, test and hack, then mypy --strict; both run, either fails it
+lint: venv ## ruff (rules in ruff.toml) over tfop, test and hack, then mypy --strict over the same; both run, either fails it
 	@status=0; $(PY) -m ruff check tfop test hack || status=1; $(PY) -m mypy || status=1; exit $$status
 
 docs: venv ## build the documentation site (docs/, mkdocs.yml) into site/; --strict: a broken link fails it
