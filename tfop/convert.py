@@ -40,7 +40,7 @@ def convert_documents(documents: Iterable[Any], source: str, warn: TextIO,
             out.append(document)
             continue
         gpu = rewrite_legacy_gpu(converted.obj, gpu_resource)
-        problems = [*map(str, converted.problems), *gpu.problems]
+        problems = [*map(str, converted.problems), *map(str, gpu.problems)]
         for problem in problems:
             print(f"{source}: {document['apiVersion']} {document['kind']} {name}: {problem}; not carried over",
                   file=warn)

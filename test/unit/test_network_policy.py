@@ -15,7 +15,8 @@ from tfop.controller.cache_transforms import slim_network_policy
 from tfop.controller.children import Scope, child_kinds
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.desired import DesiredChildren
-from tfop.controller.plan.network_policy import NetworkIsolation, network_isolation
+from tfop.controller.plan.job.annotations import network_isolation
+from tfop.controller.plan.job.model import NetworkIsolation
 from tfop.controller.plan.planner import plan
 from tfop.controller.plan.types import NETWORK_POLICY, POD, SERVICE, ChildPatch, ChildRef, Creation, Plan, PlanContext
 
@@ -94,9 +95,8 @@ ASKED: dict[str, tuple[dict[str, str], bool, tuple[dict[str, Any], ...], list[st
 @pytest.mark.parametrize(("annotations", "isolated", "peers", "errors"), list(ASKED.values()), ids=list(ASKED))
 def test_what_the_annotations_ask_for(annotations: dict[str, str], isolated: bool, peers: tuple[dict[str, Any], ...],
                                       errors: list[str]) -> None:
-    job = make_job()
-    job["metadata"]["annotations"] = annotations
-    assert network_isolation(job) == (NetworkIsolation(isolated, peers), errors)
+    isolation, found = network_isolation(annotations)
+    assert (isolation, [str(error) for error in found]) == (NetworkIsolation(isolated, peers), errors)
 
 
 def isolated(job: dict[str, Any], peers: str | None = None, switch: str = "Isolated") -> dict[str, Any]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass
 from typing import Any
 
 from tfop.api.constants import (
@@ -23,20 +22,12 @@ from tfop.api.constants import (
     SUCCESS_POLICIES,
 )
 from tfop.api.defaults import canonical_replica_type
+from tfop.api.errors import FieldError
 from tfop.api.fields import integer
 from tfop.api.runtime_id import RUNTIME_ID_LENGTH, child_name
 
 _DNS_1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _MAX_PORT = 65535
-
-
-@dataclass(frozen=True)
-class FieldError:
-    path: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.message}"
 
 
 def validate(job: object) -> list[FieldError]:

@@ -4,8 +4,9 @@
 - Jobs: tfop makes one batch/v1 Job per replica; the Job controller replaces its failed pod, and tfop only reads
   what it did.
 
-The planner asks the job's backend (`backend_of`) instead of branching on which one it is; everything
-else (services, the gang's PodGroup, status, success and failure) is the same for both.
+The planner asks the job's backend (`BACKENDS[model.options.replica_backend]`: the one `settled_backend` finds,
+else the job's annotation, else the operator's default) instead of branching on which one it is; everything else
+(services, the gang's PodGroup, status, success and failure) is the same for both.
 """
 
 from __future__ import annotations
@@ -14,13 +15,12 @@ from abc import ABC, abstractmethod
 from typing import ClassVar
 
 from tfop.api.constants import (
-    ANNOTATION_REPLICA_BACKEND,
     CLEAN_POD_POLICY_ALL,
     REPLICA_BACKEND_JOBS,
     REPLICA_BACKEND_PODS,
     REPLICA_BACKENDS,
 )
-from tfop.api.fields import mapping, mapping_at, text
+from tfop.api.fields import mapping, text
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job_slots import count_job_restarts, sort_job_children
 from tfop.controller.plan.lifecycle import clean_up, resume_jobs, suspend_replica_jobs
@@ -141,21 +141,15 @@ BACKENDS: dict[str, ReplicaBackend] = {backend.name: backend for backend in (Pod
 REPLICA_BACKEND = "replicaBackend"  # where the status records it
 
 
-def backend_of(job: Object, context: PlanContext) -> tuple[ReplicaBackend | None, str | None]:
-    """(backend, None), or (None, why the annotation is invalid). Once recorded in the status the backend never
-    changes; before that, children already made tell it (a job an older tfop or the Go operator ran has Pods);
-    else the job's annotation, else the operator's default."""
+def settled_backend(job: Object, context: PlanContext) -> str | None:
+    """The backend the job already has, or None when its annotation (else the operator's default) decides: once
+    recorded in the status the backend never changes; before that, children already made tell it (a job an older
+    tfop or the Go operator ran has Pods)."""
     recorded = text(mapping(job.get("status")).get(REPLICA_BACKEND))
     if recorded in REPLICA_BACKENDS:
-        return BACKENDS[recorded], None
+        return recorded
     if context.of_kind(JOB):
-        return BACKENDS[REPLICA_BACKEND_JOBS], None
+        return REPLICA_BACKEND_JOBS
     if context.of_kind(POD):
-        return BACKENDS[REPLICA_BACKEND_PODS], None
-    asked = mapping_at(job, "metadata", "annotations").get(ANNOTATION_REPLICA_BACKEND)
-    if asked is None:
-        return BACKENDS[context.config.replica_backend], None
-    if asked in REPLICA_BACKENDS:
-        return BACKENDS[str(asked)], None
-    return None, (f"metadata.annotations[{ANNOTATION_REPLICA_BACKEND}]: must be one of "
-                  f"{', '.join(REPLICA_BACKENDS)}, not {asked!r}")
+        return REPLICA_BACKEND_PODS
+    return None

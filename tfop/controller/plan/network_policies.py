@@ -8,7 +8,8 @@ from typing import Any
 
 from tfop.api.fields import mapping, mapping_at
 from tfop.controller.plan.draft import PlanDraft
-from tfop.controller.plan.network_policy import NetworkIsolation, network_policy_name, network_policy_spec
+from tfop.controller.plan.job.model import NetworkIsolation
+from tfop.controller.plan.network_policy import network_policy_name, network_policy_spec
 from tfop.controller.plan.status import is_terminating
 from tfop.controller.plan.types import NETWORK_POLICY, ChildPatch, Creation, PlanContext
 from tfop.objects import Object

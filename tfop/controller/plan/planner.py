@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 from tfop.api.constants import (
@@ -37,54 +36,40 @@ from tfop.api.constants import (
     RESTART_SCOPE_JOB,
     SUCCESS_POLICY_ALL_WORKERS,
 )
-from tfop.api.defaults import apply_defaults
 from tfop.api.fields import mapping, mapping_at, text
-from tfop.api.kueue import REASON_NOT_QUEUED, kueue_key_problems, managed_elsewhere, not_queued_by_kueue
+from tfop.api.kueue import REASON_NOT_QUEUED, managed_elsewhere
 from tfop.api.runtime_id import runtime_id
 from tfop.api.timestamps import parse_time
-from tfop.api.validation import validate
-from tfop.controller.plan.backends import REPLICA_BACKEND, ReplicaBackend, backend_of
+from tfop.controller.plan.backends import BACKENDS, REPLICA_BACKEND, ReplicaBackend, settled_backend
 from tfop.controller.plan.batch_job import made_by_job
 from tfop.controller.plan.desired import (
     DesiredChildren,
     ReplicaSlot,
     pod_restart_policy,
-    replica_count,
 )
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.evaluator import (
-    evaluator_grace,
     evaluators_waited_for,
     finish_training,
     waiting_for_evaluators,
 )
-from tfop.controller.plan.gpu_resources import (
-    REASON_GPU_RESOURCE_RENAMED,
-    GpuRename,
-    renamed_message,
-    rewrite_legacy_gpu,
-)
+from tfop.controller.plan.gpu_resources import REASON_GPU_RESOURCE_RENAMED, renamed_message
+from tfop.controller.plan.job.model import TFJobModel, TFJobSpec
+from tfop.controller.plan.job.parse import InvalidJob, lenient_run_policy, parse_job
 from tfop.controller.plan.lifecycle import COMPLETION_TIME, finish, keep_finished
 from tfop.controller.plan.listing import describe_refusal, listing
 from tfop.controller.plan.naming import CHILD_NAMING, ChildNaming, naming_of
 from tfop.controller.plan.network_policies import plan_network_policy
-from tfop.controller.plan.network_policy import NetworkIsolation, network_isolation
-from tfop.controller.plan.node_loss import (
-    JobNodePolicy,
-    Verdict,
-    job_node_policy,
-    move_off_bad_nodes,
-    replicas_on_bad_nodes,
-)
+from tfop.controller.plan.node_loss import Verdict, move_off_bad_nodes, replicas_on_bad_nodes
 from tfop.controller.plan.pod_groups import GangState, plan_pod_group
 from tfop.controller.plan.pod_slots import Slot, SlotState, SortedChildren
-from tfop.controller.plan.ps_server import with_default_ps_server
 from tfop.controller.plan.replica_records import describe_failure, record_replicas, uid_of
-from tfop.controller.plan.restart_scope import restart_scope_of, restarted_with
+from tfop.controller.plan.restart_scope import restarted_with
 from tfop.controller.plan.status import TRUE, is_terminating
 from tfop.controller.plan.success_settle import settle_remaining
 from tfop.controller.plan.troubles import announce_troubles, troubles_of, with_troubles
 from tfop.controller.plan.types import JOB, POD, SERVICE, Creation, Plan, PlanContext
+from tfop.objects import Object
 
 __all__ = ["plan"]
 
@@ -93,20 +78,20 @@ START_TIME = "startTime"
 
 @dataclass(frozen=True)
 class _Planning:
-    """One plan in the making: the draft it fills in, what it was given, and the job defaulted, with its
-    children sorted into replica slots. Every step of a valid, running job takes this one value."""
+    """One plan in the making: the draft it fills in, what it was given, and the job parsed, with its children
+    sorted into replica slots. Every step of a valid, running job takes this one value."""
 
     draft: PlanDraft
     context: PlanContext
-    job: dict[str, Any]
+    model: TFJobModel
     naming: ChildNaming
     children: SortedChildren
     backend: ReplicaBackend
-    node_policy: JobNodePolicy
-    restart_scope: str
-    gpu_renamed: tuple[GpuRename, ...]
-    evaluator_grace: timedelta
-    isolation: NetworkIsolation
+
+    @property
+    def job(self) -> Object:
+        """The job as JSON, defaulted and rewritten, for the modules that still read it."""
+        return self.model.source
 
 
 def plan(context: PlanContext) -> Plan:
@@ -114,31 +99,26 @@ def plan(context: PlanContext) -> Plan:
     if is_terminating(job) or managed_elsewhere(job):
         return Plan()  # the garbage collector removes a deleted job's children; another controller runs the job
     draft = PlanDraft(job, context.now, context.config)
-    gpu = rewrite_legacy_gpu(with_default_ps_server(apply_defaults(job), context.config), context.config.gpu_resource)
-    defaulted = gpu.job
-    backend, backend_error = backend_of(job, context)
-    node_policy, node_policy_errors = job_node_policy(job, context.config.node_loss)
-    scope, scope_errors = restart_scope_of(job, backend.name if backend is not None else None)
-    grace, grace_errors = evaluator_grace(job, context.config.evaluator_grace_seconds)
-    isolation, isolation_errors = network_isolation(job)
-    errors = [str(error) for error in validate(defaulted)] + kueue_key_problems(job) + node_policy_errors + (
-        scope_errors) + ([backend_error] if backend_error else []) + list(gpu.problems) + grace_errors + (
-        isolation_errors)
-    _note_created(draft, defaulted, unqueued=None if errors else not_queued_by_kueue(job))
+    parsed = parse_job(job, context.config, settled_backend=settled_backend(job, context))
+    _note_created(draft, parsed.source, unqueued=parsed.options.unqueued if isinstance(parsed, TFJobModel) else None)
     own = [*context.of_kind(JOB), *(pod for pod in context.of_kind(POD) if not made_by_job(pod)),
            *context.of_kind(SERVICE)]
     naming = naming_of(job, own, context.config.child_naming)
     draft.status[CHILD_NAMING] = naming.scheme
-    if backend is not None:
-        draft.status[REPLICA_BACKEND] = backend.name
+    backend_name = parsed.options.replica_backend if isinstance(parsed, TFJobModel) else parsed.replica_backend
+    if backend_name is not None:
+        draft.status[REPLICA_BACKEND] = backend_name
     refused = [refusal for refusal in context.refusals if refusal.permanent]
     if _is_finished(draft):
-        keep_finished(draft, defaulted, context, just_finished=False)
-    elif errors or refused:
-        _reject(draft, defaulted, context, errors or [describe_refusal(r) for r in refused])
-    elif backend is not None:  # without errors it always is
-        _run(_Planning(draft, context, defaulted, naming, backend.sort_children(defaulted, context, naming),
-                       backend, node_policy, scope, gpu.renamed, grace, isolation))
+        run_policy = parsed.spec.run_policy if isinstance(parsed, TFJobModel) else lenient_run_policy(parsed.source)
+        keep_finished(draft, run_policy, context, just_finished=False)
+    elif isinstance(parsed, InvalidJob) or refused:
+        errors = [str(error) for error in parsed.errors] if isinstance(parsed, InvalidJob) else []
+        _reject(draft, parsed.source, context, errors or [describe_refusal(r) for r in refused])
+    else:
+        backend = BACKENDS[parsed.options.replica_backend]
+        _run(_Planning(draft, context, parsed, naming, backend.sort_children(parsed.source, context, naming),
+                       backend))
     return draft.finalize(refused=bool(context.refusals))
 
 
@@ -179,12 +159,13 @@ def _is_finished(draft: PlanDraft) -> bool:
     return failed.get("reason") != REASON_INVALID_SPEC or failed.get("observedGeneration") == draft.generation
 
 
-def _reject(draft: PlanDraft, job: dict[str, Any], context: PlanContext, errors: list[str]) -> None:
+def _reject(draft: PlanDraft, job: Object, context: PlanContext, errors: list[str]) -> None:
     """An invalid job fails, creating nothing more and cleaning up what it made, and waits for its spec to change.
-    Invalid means: our validation says so, or the apiserver refused a child built from its template."""
+    Invalid means: the parse found errors, or the apiserver refused a child built from its template. The one
+    path that reads the raw job for what to clean up."""
     listed = listing(errors)
     finish(draft, CONDITION_FAILED, REASON_INVALID_SPEC, f"{draft.job_ref} has an invalid spec: {listed}.")
-    keep_finished(draft, job, context, just_finished=True)
+    keep_finished(draft, lenient_run_policy(job), context, just_finished=True)
 
 
 def _run(p: _Planning) -> None:
@@ -195,9 +176,9 @@ def _run(p: _Planning) -> None:
         draft.status.pop(COMPLETION_TIME, None)
     if waiting_for_evaluators(draft):  # the training succeeded: nothing is made or restarted again
         counts = p.backend.count_restarts(draft, p.job, p.context, children, deleting=set(), recreating=set())
-        finish_training(draft, p.job, p.context, children, counts, p.evaluator_grace)
+        finish_training(draft, p.model, p.context, children, counts)
         return
-    if p.job["spec"]["runPolicy"].get("suspend") is True:
+    if p.model.spec.run_policy.suspend:
         _suspend(p)
         return
     if draft.is_true(CONDITION_SUSPENDED):
@@ -213,27 +194,28 @@ def _run(p: _Planning) -> None:
     recreating = {uid_of(slot.pod) for slot in recreate}
     # A replica replaced for its node is not restarted: its pod's count retires, and no restart is added.
     on_bad_nodes = [] if p.context.nodes is None else replicas_on_bad_nodes(
-        p.context.of_kind(POD), p.context.nodes, draft.now, draft.config.node_loss, p.node_policy)
+        p.context.of_kind(POD), p.context.nodes, draft.now, draft.config.node_loss, p.model.options.node_policy)
     moving = {uid_of(replica.pod) for replica in on_bad_nodes if replica.verdict in (Verdict.LOST, Verdict.MOVE)}
     # Restarted with them (restart scope Job): retired, not counted, since the job restarts once.
-    together = restarted_with(children.slots, recreating | moving) if p.restart_scope == RESTART_SCOPE_JOB else []
+    together = (restarted_with(children.slots, recreating | moving)
+                if p.model.options.restart_scope == RESTART_SCOPE_JOB else [])
     counts = p.backend.count_restarts(draft, p.job, p.context, children,
                                       deleting=recreating | moving | {uid_of(pod) for pod in together}
                                       | {uid_of(child) for child in scaled_down},
                                       recreating=recreating)
-    if _succeeded(p.job, children.slots):  # success wins over failure: the chief's result is what was asked for
+    if _succeeded(p.model.spec, children.slots):  # success wins over failure: the chief's result is what was asked for
         # Replicas still running get a moment to end by themselves, told with the success rather than deleted;
         # the evaluators a success waits for have a wait of their own (evaluator.py) and need none.
         settling = 0.0 if recreate or moving or together or scaled_down else settle_remaining(
-            children.slots, draft.now, spared=evaluators_waited_for(draft, p.job, children, p.evaluator_grace))
+            children.slots, draft.now, spared=evaluators_waited_for(draft, p.model, children))
         if settling > 0:
             draft.requeue(settling)
             record_replicas(p.draft, p.job, p.children, counts, finishing=False)
             return
-        finish_training(draft, p.job, p.context, children, counts, p.evaluator_grace)
+        finish_training(draft, p.model, p.context, children, counts)
         return
     if _finish_if_done(p, sum(count.total for count in counts.values())):
-        keep_finished(draft, p.job, p.context, just_finished=True)
+        keep_finished(draft, p.model.spec.run_policy, p.context, just_finished=True)
         record_replicas(p.draft, p.job, p.children, counts, finishing=True)
         return
 
@@ -246,7 +228,7 @@ def _run(p: _Planning) -> None:
     p.backend.resume(draft, children)
     gang = plan_pod_group(draft, p.job, p.context,
                           pods=[(slot.slot, slot.pod) for slot in children.slots if slot.pod is not None])
-    plan_network_policy(draft, p.job, p.context, p.isolation)
+    plan_network_policy(draft, p.job, p.context, p.model.options.isolation)
     _create_missing(p, hold_pods=gang.hold_pods is not None or _restart_together_pending(p))
     _update_running(p, p.backend.replaced(retryable, counts), gang=gang, node_note=node_note,
                     with_all=bool(together))
@@ -258,7 +240,7 @@ def _restart_together_pending(p: _Planning) -> bool:
     still going (terminating, or deleted by this plan). A replica started alone would wait for its peers, and
     could give up, a second job restart, before the last old pod is gone (one on a lost node goes only when the
     node is declared lost)."""
-    if p.restart_scope != RESTART_SCOPE_JOB:
+    if p.model.options.restart_scope != RESTART_SCOPE_JOB:
         return False
     deleting = p.draft.deleted_uids(POD)
     return any(is_terminating(pod) or uid_of(pod) in deleting for pod in p.context.of_kind(POD))
@@ -284,7 +266,7 @@ def _announce_gpu_renames(p: _Planning) -> None:
     (identical events are counted as one by the recorder). No later plan would say it again, so this plan's
     status does not wait for one."""
     created = {c.slot.replica_type for c in p.draft.create if c.kind == p.backend.kind and c.slot is not None}
-    renamed = [rename for rename in p.gpu_renamed if rename.replica_type in created]
+    renamed = [rename for rename in p.model.options.gpu_renamed if rename.replica_type in created]
     if renamed:
         p.draft.event(EVENT_WARNING, REASON_GPU_RESOURCE_RENAMED,
                       renamed_message(p.draft.job_ref, renamed, p.draft.config.gpu_resource), only_this_plan=True)
@@ -306,8 +288,8 @@ def _suspend(p: _Planning) -> None:
 
 def _finish_if_done(p: _Planning, restarts: int) -> bool:
     """Whether the job failed: a replica that failed for good, too many restarts, or the deadline."""
-    draft, run_policy = p.draft, p.job["spec"]["runPolicy"]
-    backoff_limit = run_policy.get("backoffLimit")
+    draft, run_policy = p.draft, p.model.spec.run_policy
+    backoff_limit = run_policy.backoff_limit
     # A Job out of restarts while the job has no limit (any more: the spec was edited) fails the job as it is.
     final = (SlotState.PERMANENT,) if backoff_limit is not None else (SlotState.PERMANENT, SlotState.EXHAUSTED)
     failed = [slot for slot in p.children.slots if slot.state in final and p.backend.has_failed(slot)]
@@ -323,7 +305,7 @@ def _finish_if_done(p: _Planning, restarts: int) -> bool:
                f"{draft.job_ref} has failed because its replicas restarted {restarts} times, more than its "
                f"backoffLimit of {backoff_limit}.")
         return True
-    deadline = run_policy.get("activeDeadlineSeconds")
+    deadline = run_policy.active_deadline_seconds
     started = parse_time(draft.status.get(START_TIME))
     if deadline is not None and started is not None:
         remaining = (started - draft.now).total_seconds() + deadline
@@ -336,16 +318,16 @@ def _finish_if_done(p: _Planning, restarts: int) -> bool:
     return False
 
 
-def _succeeded(job: dict[str, Any], slots: list[Slot]) -> bool:
+def _succeeded(spec: TFJobSpec, slots: list[Slot]) -> bool:
     """With a chief (Chief or Master), the job succeeds with it. Without one, with worker 0, or with every
     worker under successPolicy AllWorkers (failed dynamic workers aside). A job of only PS and evaluators
     succeeds when all of them have."""
     states = {slot.slot: slot.state for slot in slots}
     for chief in CHIEF_REPLICA_TYPES:
-        if replica_count(job, chief) > 0:
+        if spec.replicas(chief) > 0:
             return states.get(ReplicaSlot(chief, 0)) is SlotState.SUCCEEDED
-    workers = [states.get(ReplicaSlot(REPLICA_WORKER, index)) for index in range(replica_count(job, REPLICA_WORKER))]
-    if workers and job["spec"].get("successPolicy") == SUCCESS_POLICY_ALL_WORKERS:
+    workers = [states.get(ReplicaSlot(REPLICA_WORKER, index)) for index in range(spec.replicas(REPLICA_WORKER))]
+    if workers and spec.success_policy == SUCCESS_POLICY_ALL_WORKERS:
         return SlotState.SUCCEEDED in workers and all(
             state in (SlotState.SUCCEEDED, SlotState.TOLERATED) for state in workers)
     if workers:
