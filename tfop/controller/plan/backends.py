@@ -22,6 +22,7 @@ from tfop.api.constants import (
 )
 from tfop.api.fields import mapping, text
 from tfop.controller.plan.draft import PlanDraft
+from tfop.controller.plan.job.model import TFJobSpec
 from tfop.controller.plan.job_slots import count_job_restarts, sort_job_children
 from tfop.controller.plan.lifecycle import clean_up, resume_jobs, suspend_replica_jobs
 from tfop.controller.plan.naming import ChildNaming
@@ -38,7 +39,7 @@ class ReplicaBackend(ABC):
     kind: ClassVar[str]  # the child kind one replica is: POD or JOB
 
     @abstractmethod
-    def sort_children(self, job: Object, context: PlanContext, naming: ChildNaming) -> SortedChildren:
+    def sort_children(self, spec: TFJobSpec, context: PlanContext, naming: ChildNaming) -> SortedChildren:
         """The job's children sorted into replica slots, each with its state."""
 
     @abstractmethod
@@ -46,7 +47,7 @@ class ReplicaBackend(ABC):
         """Of the slots whose replica failed retryably, those tfop itself deletes so they are made again."""
 
     @abstractmethod
-    def count_restarts(self, draft: PlanDraft, job: Object, context: PlanContext, children: SortedChildren, *,
+    def count_restarts(self, draft: PlanDraft, spec: TFJobSpec, context: PlanContext, children: SortedChildren, *,
                        deleting: set[str], recreating: set[str]) -> dict[str, RestartCount]:
         """Restarts per replica type, announcing the new ones; `deleting` (uids) retire their counts now."""
 
@@ -75,18 +76,18 @@ class PodBackend(ReplicaBackend):
     name = REPLICA_BACKEND_PODS
     kind = POD
 
-    def sort_children(self, job: Object, context: PlanContext, naming: ChildNaming) -> SortedChildren:
-        return sort_children(job, context, naming)
+    def sort_children(self, spec: TFJobSpec, context: PlanContext, naming: ChildNaming) -> SortedChildren:
+        return sort_children(spec, context, naming)
 
     def to_recreate(self, retryable: list[Slot]) -> list[Slot]:
         return retryable
 
-    def count_restarts(self, draft: PlanDraft, job: Object, context: PlanContext, children: SortedChildren, *,
+    def count_restarts(self, draft: PlanDraft, spec: TFJobSpec, context: PlanContext, children: SortedChildren, *,
                        deleting: set[str], recreating: set[str]) -> dict[str, RestartCount]:
         # A status with conditions but without restart counts was written by another operator (the Kubeflow
         # training operator keeps none): the containers' restarts found at adoption happened under it.
         adopted = bool(conditions_of(context.job.get("status")))
-        return count_replica_restarts(draft, job, children.pods_by_type, adopted=adopted, deleting=deleting,
+        return count_replica_restarts(draft, spec, children.pods_by_type, adopted=adopted, deleting=deleting,
                                       recreating=recreating)
 
     def retired_on_suspend(self, context: PlanContext) -> set[str]:
@@ -109,15 +110,15 @@ class JobBackend(ReplicaBackend):
     name = REPLICA_BACKEND_JOBS
     kind = JOB
 
-    def sort_children(self, job: Object, context: PlanContext, naming: ChildNaming) -> SortedChildren:
-        return sort_job_children(job, context, naming)
+    def sort_children(self, spec: TFJobSpec, context: PlanContext, naming: ChildNaming) -> SortedChildren:
+        return sort_job_children(spec, context, naming)
 
     def to_recreate(self, retryable: list[Slot]) -> list[Slot]:
         return []  # the Job controller replaces a failed pod itself
 
-    def count_restarts(self, draft: PlanDraft, job: Object, context: PlanContext, children: SortedChildren, *,
+    def count_restarts(self, draft: PlanDraft, spec: TFJobSpec, context: PlanContext, children: SortedChildren, *,
                        deleting: set[str], recreating: set[str]) -> dict[str, RestartCount]:
-        return count_job_restarts(draft, job, context, children, deleting=deleting)
+        return count_job_restarts(draft, spec, context, children, deleting=deleting)
 
     def retired_on_suspend(self, context: PlanContext) -> set[str]:
         return set()  # each Job is suspended and kept, with its restarts

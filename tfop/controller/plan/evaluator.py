@@ -74,7 +74,7 @@ def finish_training(draft: PlanDraft, job: TFJobModel, context: PlanContext, chi
         was_waiting = waiting_for_evaluators(draft)
         finish(draft, CONDITION_SUCCEEDED, REASON_SUCCEEDED, f"{draft.job_ref} successfully completed.")
         keep_finished(draft, run_policy, context, just_finished=True)
-        record_replicas(draft, job.source, children, counts, finishing=True)
+        record_replicas(draft, job.spec, children, counts, finishing=True)
         if was_waiting:
             _tell_unfinished(draft, evaluators)
         return
@@ -90,7 +90,7 @@ def finish_training(draft: PlanDraft, job: TFJobModel, context: PlanContext, chi
     # counts them (All deletes them then): gone now, they would read as "0/3 succeeded" once the evaluators are done.
     waiting_policy = CLEAN_POD_POLICY_RUNNING if policy == CLEAN_POD_POLICY_ALL else policy
     clean_up(draft, context, waiting_policy, spare=_names_of(children, [slot.slot for slot in running]))
-    record_replicas(draft, job.source, children, counts, finishing=False)
+    record_replicas(draft, job.spec, children, counts, finishing=False)
     succeeded = sum(1 for slot in children.slots if slot.state is SlotState.SUCCEEDED)
     draft.status["replicaSummary"] = (f"{succeeded}/{len(children.slots)} succeeded, "
                                       f"{len(running)} evaluating")

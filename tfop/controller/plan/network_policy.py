@@ -25,7 +25,7 @@ from tfop.api.constants import (
     MANAGED_BY,
     OPERATOR_NAME,
 )
-from tfop.api.fields import mapping, mapping_at, text
+from tfop.api.fields import mapping_at
 from tfop.api.runtime_id import runtime_id
 from tfop.controller.plan.job.annotations import network_isolation
 from tfop.objects import Object
@@ -47,19 +47,19 @@ def network_policy_spec(job_name: str, peers: tuple[Object, ...]) -> Object:
     return {"podSelector": own, "policyTypes": ["Ingress"], "ingress": [{"from": [{"podSelector": own}, *peers]}]}
 
 
-def network_policy_name(job: Object) -> str:
+def network_policy_name(job_name: str, uid: str) -> str:
     """The job's name and runtime id: a job deleted and created again under its name never meets its predecessor's
     policy, which the garbage collector may not have removed yet."""
-    metadata = mapping(job.get("metadata"))
-    return f"{text(metadata.get('name'))}-{runtime_id(str(metadata.get('uid')))}"
+    return f"{job_name}-{runtime_id(uid)}"
 
 
 def network_policy(job: Object, owner: Object) -> Object:
     """The body of the job's NetworkPolicy. `job` is defaulted and valid, and asks for isolation."""
     metadata = job["metadata"]
     isolation, _ = network_isolation(mapping_at(job, "metadata", "annotations"))
+    name = network_policy_name(metadata["name"], metadata["uid"])
     return {"apiVersion": API_VERSION, "kind": KIND,
-            "metadata": {"name": network_policy_name(job), "namespace": metadata["namespace"],
+            "metadata": {"name": name, "namespace": metadata["namespace"],
                          "labels": {LABEL_JOB_NAME: metadata["name"], LABEL_RUNTIME_ID: runtime_id(metadata["uid"]),
                                     LABEL_OPERATOR_NAME: OPERATOR_NAME, LABEL_MANAGED_BY: MANAGED_BY},
                          "ownerReferences": [dict(owner)]},

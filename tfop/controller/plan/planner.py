@@ -117,7 +117,7 @@ def plan(context: PlanContext) -> Plan:
         _reject(draft, parsed.source, context, errors or [describe_refusal(r) for r in refused])
     else:
         backend = BACKENDS[parsed.options.replica_backend]
-        _run(_Planning(draft, context, parsed, naming, backend.sort_children(parsed.source, context, naming),
+        _run(_Planning(draft, context, parsed, naming, backend.sort_children(parsed.spec, context, naming),
                        backend))
     return draft.finalize(refused=bool(context.refusals))
 
@@ -175,7 +175,7 @@ def _run(p: _Planning) -> None:
                             message=f"{draft.job_ref} has a valid spec again.")
         draft.status.pop(COMPLETION_TIME, None)
     if waiting_for_evaluators(draft):  # the training succeeded: nothing is made or restarted again
-        counts = p.backend.count_restarts(draft, p.job, p.context, children, deleting=set(), recreating=set())
+        counts = p.backend.count_restarts(draft, p.model.spec, p.context, children, deleting=set(), recreating=set())
         finish_training(draft, p.model, p.context, children, counts)
         return
     if p.model.spec.run_policy.suspend:
@@ -199,7 +199,7 @@ def _run(p: _Planning) -> None:
     # Restarted with them (restart scope Job): retired, not counted, since the job restarts once.
     together = (restarted_with(children.slots, recreating | moving)
                 if p.model.options.restart_scope == RESTART_SCOPE_JOB else [])
-    counts = p.backend.count_restarts(draft, p.job, p.context, children,
+    counts = p.backend.count_restarts(draft, p.model.spec, p.context, children,
                                       deleting=recreating | moving | {uid_of(pod) for pod in together}
                                       | {uid_of(child) for child in scaled_down},
                                       recreating=recreating)
@@ -210,13 +210,13 @@ def _run(p: _Planning) -> None:
             children.slots, draft.now, spared=evaluators_waited_for(draft, p.model, children))
         if settling > 0:
             draft.requeue(settling)
-            record_replicas(p.draft, p.job, p.children, counts, finishing=False)
+            record_replicas(p.draft, p.model.spec, p.children, counts, finishing=False)
             return
         finish_training(draft, p.model, p.context, children, counts)
         return
     if _finish_if_done(p, sum(count.total for count in counts.values())):
         keep_finished(draft, p.model.spec.run_policy, p.context, just_finished=True)
-        record_replicas(p.draft, p.job, p.children, counts, finishing=True)
+        record_replicas(p.draft, p.model.spec, p.children, counts, finishing=True)
         return
 
     for child in [*(slot.pod for slot in recreate if slot.pod is not None), *scaled_down, *together]:
@@ -228,11 +228,11 @@ def _run(p: _Planning) -> None:
     p.backend.resume(draft, children)
     gang = plan_pod_group(draft, p.job, p.context,
                           pods=[(slot.slot, slot.pod) for slot in children.slots if slot.pod is not None])
-    plan_network_policy(draft, p.job, p.context, p.model.options.isolation)
+    plan_network_policy(draft, p.model, p.context)
     _create_missing(p, hold_pods=gang.hold_pods is not None or _restart_together_pending(p))
     _update_running(p, p.backend.replaced(retryable, counts), gang=gang, node_note=node_note,
                     with_all=bool(together))
-    record_replicas(p.draft, p.job, p.children, counts, finishing=False)
+    record_replicas(p.draft, p.model.spec, p.children, counts, finishing=False)
 
 
 def _restart_together_pending(p: _Planning) -> bool:
@@ -275,7 +275,7 @@ def _announce_gpu_renames(p: _Planning) -> None:
 def _suspend(p: _Planning) -> None:
     """A suspended job keeps nothing running; its clock (startTime) stops, and restarts in place so far are kept."""
     draft = p.draft
-    counts = p.backend.count_restarts(draft, p.job, p.context, p.children,
+    counts = p.backend.count_restarts(draft, p.model.spec, p.context, p.children,
                                       deleting=p.backend.retired_on_suspend(p.context), recreating=set())
     p.backend.suspend(draft, p.context)
     message = f"{draft.job_ref} is suspended."
@@ -283,7 +283,7 @@ def _suspend(p: _Planning) -> None:
     draft.set_condition(CONDITION_RUNNING, true=False, reason=REASON_SUSPENDED, message=message)
     draft.clear_condition(CONDITION_RESTARTING, reason=REASON_SUSPENDED, message=message)
     draft.status.pop(START_TIME, None)
-    record_replicas(p.draft, p.job, p.children, counts, finishing=False)
+    record_replicas(p.draft, p.model.spec, p.children, counts, finishing=False)
 
 
 def _finish_if_done(p: _Planning, restarts: int) -> bool:
