@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from tfop.api.constants import (
-    CHIEF_REPLICA_TYPES,
     CONDITION_CREATED,
     CONDITION_FAILED,
     CONDITION_RESTARTING,
@@ -20,10 +19,7 @@ from tfop.api.constants import (
     CONDITION_SUCCEEDED,
     CONDITION_SUSPENDED,
     EVENT_WARNING,
-    REASON_BACKOFF_LIMIT_EXCEEDED,
     REASON_CREATED,
-    REASON_DEADLINE_EXCEEDED,
-    REASON_FAILED,
     REASON_INVALID_SPEC,
     REASON_PENDING,
     REASON_RESTARTING,
@@ -32,19 +28,18 @@ from tfop.api.constants import (
     REASON_SPEC_CORRECTED,
     REASON_SUSPENDED,
     REASON_TEMPLATE_RESTART_POLICY,
-    REPLICA_WORKER,
     RESTART_SCOPE_JOB,
-    SUCCESS_POLICY_ALL_WORKERS,
 )
 from tfop.api.fields import mapping, mapping_at, text
 from tfop.api.kueue import REASON_NOT_QUEUED, managed_elsewhere
 from tfop.api.runtime_id import runtime_id
 from tfop.api.timestamps import parse_time
 from tfop.controller.plan.backends import BACKENDS, REPLICA_BACKEND, ReplicaBackend, settled_backend
+from tfop.controller.plan.backoff import fail_for_replicas
 from tfop.controller.plan.batch_job import made_by_job
+from tfop.controller.plan.deadline import START_TIME, fail_past_deadline
 from tfop.controller.plan.desired import (
     DesiredChildren,
-    ReplicaSlot,
     pod_restart_policy,
 )
 from tfop.controller.plan.draft import PlanDraft
@@ -54,27 +49,23 @@ from tfop.controller.plan.evaluator import (
     waiting_for_evaluators,
 )
 from tfop.controller.plan.gpu_resources import REASON_GPU_RESOURCE_RENAMED, renamed_message
-from tfop.controller.plan.job.model import TFJobModel, TFJobSpec
+from tfop.controller.plan.job.model import TFJobModel
 from tfop.controller.plan.job.parse import InvalidJob, lenient_run_policy, parse_job
 from tfop.controller.plan.lifecycle import COMPLETION_TIME, finish, keep_finished
-from tfop.controller.plan.listing import describe_refusal, listing
 from tfop.controller.plan.naming import CHILD_NAMING, ChildNaming, naming_of
 from tfop.controller.plan.network_policies import plan_network_policy
 from tfop.controller.plan.node_loss import Verdict, move_off_bad_nodes, replicas_on_bad_nodes
 from tfop.controller.plan.pod_groups import GangState, plan_pod_group
-from tfop.controller.plan.pod_slots import Slot, SlotState, SortedChildren
+from tfop.controller.plan.pod_slots import SlotState, SortedChildren
 from tfop.controller.plan.replica_records import describe_failure, record_replicas, uid_of
 from tfop.controller.plan.restart_scope import restarted_with
-from tfop.controller.plan.status import TRUE, is_terminating
-from tfop.controller.plan.success_settle import settle_remaining
+from tfop.controller.plan.status import TRUE, is_terminating, listing
+from tfop.controller.plan.success_settle import settle_remaining, succeeded
 from tfop.controller.plan.troubles import announce_troubles, troubles_of, with_troubles
 from tfop.controller.plan.types import JOB, POD, SERVICE, Creation, Plan, PlanContext
 from tfop.objects import Object
 
 __all__ = ["plan"]
-
-START_TIME = "startTime"
-
 
 @dataclass(frozen=True)
 class _Planning:
@@ -114,7 +105,7 @@ def plan(context: PlanContext) -> Plan:
         keep_finished(draft, run_policy, context, just_finished=False)
     elif isinstance(parsed, InvalidJob) or refused:
         errors = [str(error) for error in parsed.errors] if isinstance(parsed, InvalidJob) else []
-        _reject(draft, parsed.source, context, errors or [describe_refusal(r) for r in refused])
+        _reject(draft, parsed.source, context, errors or [r.describe() for r in refused])
     else:
         backend = BACKENDS[parsed.options.replica_backend]
         _run(_Planning(draft, context, parsed, naming, backend.sort_children(parsed.spec, context, naming),
@@ -203,7 +194,7 @@ def _run(p: _Planning) -> None:
                                       deleting=recreating | moving | {uid_of(pod) for pod in together}
                                       | {uid_of(child) for child in scaled_down},
                                       recreating=recreating)
-    if _succeeded(p.model.spec, children.slots):  # success wins over failure: the chief's result is what was asked for
+    if succeeded(p.model.spec, children.slots):  # success wins over failure: the chief's result is what was asked for
         # Replicas still running get a moment to end by themselves, told with the success rather than deleted;
         # the evaluators a success waits for have a wait of their own (evaluator.py) and need none.
         settling = 0.0 if recreate or moving or together or scaled_down else settle_remaining(
@@ -288,51 +279,9 @@ def _suspend(p: _Planning) -> None:
 
 def _finish_if_done(p: _Planning, restarts: int) -> bool:
     """Whether the job failed: a replica that failed for good, too many restarts, or the deadline."""
-    draft, run_policy = p.draft, p.model.spec.run_policy
-    backoff_limit = run_policy.backoff_limit
-    # A Job out of restarts while the job has no limit (any more: the spec was edited) fails the job as it is.
-    final = (SlotState.PERMANENT,) if backoff_limit is not None else (SlotState.PERMANENT, SlotState.EXHAUSTED)
-    failed = [slot for slot in p.children.slots if slot.state in final and p.backend.has_failed(slot)]
-    if failed:
-        listed = listing([describe_failure(slot.pod) if slot.pod is not None else
-                           f"{slot.slot.replica_type} {slot.slot.index}, whose Job failed" for slot in failed])
-        finish(draft, CONDITION_FAILED, REASON_FAILED, f"{draft.job_ref} has failed because {listed}.")
-        return True
-    if backoff_limit is not None and any(slot.state is SlotState.EXHAUSTED for slot in p.children.slots):
-        restarts = max(restarts, backoff_limit + 1)  # a Job failed for the limit, which its count is bound to
-    if backoff_limit is not None and restarts > backoff_limit:
-        finish(draft, CONDITION_FAILED, REASON_BACKOFF_LIMIT_EXCEEDED,
-               f"{draft.job_ref} has failed because its replicas restarted {restarts} times, more than its "
-               f"backoffLimit of {backoff_limit}.")
-        return True
-    deadline = run_policy.active_deadline_seconds
-    started = parse_time(draft.status.get(START_TIME))
-    if deadline is not None and started is not None:
-        remaining = (started - draft.now).total_seconds() + deadline
-        if remaining <= 0:
-            finish(draft, CONDITION_FAILED, REASON_DEADLINE_EXCEEDED,
-                   f"{draft.job_ref} has failed because it ran longer than its activeDeadlineSeconds of {deadline} "
-                   f"(started at {draft.status[START_TIME]}).")
-            return True
-        draft.requeue(remaining)  # fire exactly at the deadline, even if no pod changes before it
-    return False
-
-
-def _succeeded(spec: TFJobSpec, slots: list[Slot]) -> bool:
-    """With a chief (Chief or Master), the job succeeds with it. Without one, with worker 0, or with every
-    worker under successPolicy AllWorkers (failed dynamic workers aside). A job of only PS and evaluators
-    succeeds when all of them have."""
-    states = {slot.slot: slot.state for slot in slots}
-    for chief in CHIEF_REPLICA_TYPES:
-        if spec.replicas(chief) > 0:
-            return states.get(ReplicaSlot(chief, 0)) is SlotState.SUCCEEDED
-    workers = [states.get(ReplicaSlot(REPLICA_WORKER, index)) for index in range(spec.replicas(REPLICA_WORKER))]
-    if workers and spec.success_policy == SUCCESS_POLICY_ALL_WORKERS:
-        return SlotState.SUCCEEDED in workers and all(
-            state in (SlotState.SUCCEEDED, SlotState.TOLERATED) for state in workers)
-    if workers:
-        return workers[0] is SlotState.SUCCEEDED
-    return bool(slots) and all(slot.state is SlotState.SUCCEEDED for slot in slots)
+    run_policy = p.model.spec.run_policy
+    return (fail_for_replicas(p.draft, run_policy, p.children.slots, restarts, has_failed=p.backend.has_failed)
+            or fail_past_deadline(p.draft, run_policy))
 
 
 def _update_running(p: _Planning, replaced: list[dict[str, Any]], *, gang: GangState, node_note: str = "",
@@ -363,7 +312,7 @@ def _update_running(p: _Planning, replaced: list[dict[str, Any]], *, gang: GangS
     else:
         detail = ", ".join(f"{states[state]} {state.value}" for state in SlotState if states[state]
                            and state not in (SlotState.RUNNING, SlotState.SUCCEEDED, SlotState.TOLERATED))
-        refused = [describe_refusal(refusal) for refusal in p.context.refusals]
+        refused = [refusal.describe() for refusal in p.context.refusals]
         cause = f"; creating them fails: {listing(refused)}" if refused else ""
         message = (f"{draft.job_ref} is waiting for {waiting} of {len(children.slots)} replicas to run: "
                    f"{detail}{cause}{gang.note}.{said_of_nodes}")

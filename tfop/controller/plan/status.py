@@ -138,3 +138,12 @@ def summary(conditions: list[dict[str, Any]], *, cleaning_up: bool) -> dict[str,
 
 def _true(condition: dict[str, Any] | None) -> bool:
     return condition is not None and condition.get("status") == TRUE
+
+
+MAX_LISTED = 5  # replicas or field errors named in one message; the rest are counted
+
+
+def listing(entries: list[str]) -> str:
+    """e.g. `a; b; c; d; e; and 3 more`, for a condition message that names many things."""
+    shown = "; ".join(entries[:MAX_LISTED])
+    return shown if len(entries) <= MAX_LISTED else f"{shown}; and {len(entries) - MAX_LISTED} more"

@@ -35,6 +35,11 @@ class CreateRefusal:
     message: str
     permanent: bool
 
+    def describe(self) -> str:
+        """e.g. `the apiserver refused the pod of Worker 1: Pod "x" is invalid: spec.volumes[0].name: ...`."""
+        whose = "the job" if self.slot is None else f"{self.slot.replica_type} {self.slot.index}"
+        return f"the apiserver refused the {self.kind.lower()} of {whose}: {self.message.rstrip('.')}"
+
 
 @dataclass(frozen=True)
 class PlanContext:
