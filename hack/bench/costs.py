@@ -27,7 +27,7 @@ from bench.runs import REPO_DIR
 from bench.workload import CLIENT_CONCURRENCY, tfjob
 from tfop.api.defaults import apply_defaults
 from tfop.controller.children import TFJOBS
-from tfop.controller.plan.desired import desired_pod
+from tfop.controller.plan.children.desired import desired_pod
 from tfop.kube.client import WatchStream
 from tfop.kube.errors import Conflict, TransportError
 from tfop.kube.resource import EVENTS, PODS

@@ -18,7 +18,7 @@ from typing import Any
 
 from tfop.api.constants import REPLICA_TYPES
 from tfop.api.defaults import apply_defaults
-from tfop.controller.plan.desired import DesiredChildren, replica_count
+from tfop.controller.plan.children.desired import DesiredChildren, replica_count
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import ApiError
 from tfop.kube.resource import PODS, SERVICES, Resource

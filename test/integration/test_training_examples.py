@@ -25,7 +25,7 @@ import yaml
 
 from ports import free_port
 from tfop.api.defaults import apply_defaults
-from tfop.controller.plan.desired import DesiredChildren
+from tfop.controller.plan.children.desired import DesiredChildren
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"

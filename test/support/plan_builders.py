@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tfop.api.runtime_id import child_name, runtime_id
+from tfop.controller.plan.children.desired import selector_labels
 from tfop.controller.plan.controller_config import ControllerConfig
-from tfop.controller.plan.desired import selector_labels
 from tfop.controller.plan.planner import plan
 from tfop.controller.plan.types import POD, SERVICE, CreateRefusal, Plan, PlanContext
 

@@ -25,14 +25,14 @@ from tfop.api.defaults import apply_defaults
 from tfop.cli import build_parser
 from tfop.config import ConfigError, parse_config
 from tfop.controller.children import child_kinds
-from tfop.controller.plan.controller_config import ControllerConfig
-from tfop.controller.plan.gang import (
+from tfop.controller.plan.children.pod_group import (
     GANG_SCHEDULERS,
     admission_wait,
     pod_group_spec,
     pod_requests,
     spec_drift,
 )
+from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.planner import plan
 from tfop.controller.plan.quantity import format_quantity, parse_quantity
 from tfop.controller.plan.types import POD, POD_GROUP, SERVICE, Plan, PlanContext

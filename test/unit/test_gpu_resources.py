@@ -1,4 +1,4 @@
-"""The legacy GPU resource name (plan/gpu_resources.py): rewritten in every template, in conversions and in the pods
+"""The legacy GPU resource name (plan/job/legacy_gpu.py): rewritten in every template, in conversions and in the pods
 and PodGroups the planner makes, with a Warning event for v1 jobs. Rows of expected values are written out."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import pytest
 from support.plan_builders import NOW, container, make_job, make_pod, make_service, name_of, plan_of
 from tfop.api.errors import FieldError
 from tfop.controller.children import KINDS_BY_NAME
-from tfop.controller.plan.accelerators import Accelerator, HostVolume
+from tfop.controller.plan.children.accelerators import Accelerator, HostVolume
 from tfop.controller.plan.controller_config import ControllerConfig
-from tfop.controller.plan.gpu_resources import GpuRename, gpu_resource_problem, rewrite_legacy_gpu
+from tfop.controller.plan.job.legacy_gpu import GpuRename, gpu_resource_problem, rewrite_legacy_gpu
 from tfop.controller.plan.planner import plan
 from tfop.controller.plan.types import JOB, POD, POD_GROUP, SERVICE, PlanContext, StatusWait
 

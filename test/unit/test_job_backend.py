@@ -19,9 +19,9 @@ from support.plan_builders import (
     running,
     services_for,
 )
-from tfop.controller.plan.batch_job import MAX_BACKOFF_LIMIT
+from tfop.controller.plan.children.batch_job import MAX_BACKOFF_LIMIT
+from tfop.controller.plan.children.desired import DesiredChildren
 from tfop.controller.plan.controller_config import ControllerConfig
-from tfop.controller.plan.desired import DesiredChildren
 from tfop.controller.plan.planner import plan
 from tfop.controller.plan.types import JOB, POD, SERVICE, Plan, PlanContext
 from tfop.controller.reconciler import owner_key

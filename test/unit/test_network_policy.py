@@ -1,6 +1,6 @@
-"""Table tests of a job's NetworkPolicy (tfop/controller/plan/network_policy.py, network_policies.py): what the
-annotations ask for, what is wrong with them, and what the plan creates, patches or deletes. Every expected row is
-written out."""
+"""Table tests of a job's NetworkPolicy (tfop/controller/plan/children/network_policy.py,
+policies/network_isolation.py, job/annotations.py): what the annotations ask for, what is wrong with them, and what
+the plan creates, patches or deletes. Every expected row is written out."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 from support.plan_builders import NOW, RID, T0, UID, condition, make_job, message, running, running_pods, services_for
 from tfop.controller.cache_transforms import slim_network_policy
 from tfop.controller.children import Scope, child_kinds
+from tfop.controller.plan.children.desired import DesiredChildren
 from tfop.controller.plan.controller_config import ControllerConfig
-from tfop.controller.plan.desired import DesiredChildren
 from tfop.controller.plan.job.annotations import network_isolation
 from tfop.controller.plan.job.model import NetworkIsolation
 from tfop.controller.plan.planner import plan

@@ -13,8 +13,8 @@ from support.plan_builders import NOW, make_job, make_pod, message, running, ser
 from tfop.controller.plan.controller_config import ControllerConfig, NodeLossSettings
 from tfop.controller.plan.job.annotations import node_policy
 from tfop.controller.plan.job.model import JobNodePolicy
-from tfop.controller.plan.node_loss import Verdict, replicas_on_bad_nodes
 from tfop.controller.plan.planner import plan
+from tfop.controller.plan.policies.node_loss import Verdict, replicas_on_bad_nodes
 from tfop.controller.plan.types import POD, SERVICE, ChildRef, PlanContext
 
 GPU = NodeLossSettings(unhealthy_conditions=("GPUUnhealthy",), unhealthy_taints=("example.com/gpu-unhealthy",))

@@ -12,7 +12,7 @@ import pytest
 
 from tfop.api.errors import FieldError
 from tfop.controller.plan.controller_config import ControllerConfig
-from tfop.controller.plan.gpu_resources import GpuRename
+from tfop.controller.plan.job.legacy_gpu import GpuRename
 from tfop.controller.plan.job.model import (
     JobMeta,
     JobNodePolicy,

@@ -13,10 +13,10 @@ import yaml
 from tfop.api.conversion import TF_IMAGE_ANNOTATION, to_v1
 from tfop.api.defaults import apply_defaults
 from tfop.api.validation import validate
+from tfop.controller.plan.children.desired import DesiredChildren
 from tfop.controller.plan.controller_config import ControllerConfig
-from tfop.controller.plan.desired import DesiredChildren
+from tfop.controller.plan.job.default_ps_server import SCRIPT_CONFIGMAP, needs_default_server, with_default_ps_server
 from tfop.controller.plan.planner import plan
-from tfop.controller.plan.ps_server import SCRIPT_CONFIGMAP, needs_default_server, with_default_ps_server
 from tfop.controller.plan.types import POD, SERVICE, PlanContext
 from tfop.controller.ps_server_script import server_script
 from tfop.psserver.grpc_tensorflow_server import server_definition

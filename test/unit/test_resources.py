@@ -10,7 +10,7 @@ import pytest
 
 from tfop.api.defaults import apply_defaults
 from tfop.api.runtime_id import RUNTIME_ID_LENGTH, runtime_id
-from tfop.controller.plan.desired import (
+from tfop.controller.plan.children.desired import (
     DesiredChildren,
     ReplicaSlot,
     child_name,
@@ -20,7 +20,7 @@ from tfop.controller.plan.desired import (
     replica_slot_of,
     tf_task_type,
 )
-from tfop.controller.plan.naming import ChildNaming, naming_of
+from tfop.controller.plan.children.naming import ChildNaming, naming_of
 
 RID = runtime_id("uid-1")
 

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 import structlog
 
 from tfop.controller.children import ChildKinds, Scope, child_id
-from tfop.controller.plan.desired import total_replicas
-from tfop.controller.plan.ps_server import SCRIPT_CONFIGMAP
-from tfop.controller.plan.troubles import replica_ranges
+from tfop.controller.plan.children.desired import total_replicas
+from tfop.controller.plan.job.default_ps_server import SCRIPT_CONFIGMAP
+from tfop.controller.plan.policies.troubles import replica_ranges
 from tfop.controller.plan.types import (
     JOB,
     POD,

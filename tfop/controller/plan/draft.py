@@ -28,8 +28,8 @@ from tfop.api.constants import (
 )
 from tfop.api.fields import integer, mapping, text
 from tfop.api.timestamps import as_utc, format_time
+from tfop.controller.plan.children.desired import DesiredChildren
 from tfop.controller.plan.controller_config import ControllerConfig
-from tfop.controller.plan.desired import DesiredChildren
 from tfop.controller.plan.status import (
     FALSE,
     TRUE,

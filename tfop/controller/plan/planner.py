@@ -34,34 +34,34 @@ from tfop.api.fields import mapping, mapping_at, text
 from tfop.api.kueue import REASON_NOT_QUEUED, managed_elsewhere
 from tfop.api.runtime_id import runtime_id
 from tfop.api.timestamps import parse_time
-from tfop.controller.plan.backends import BACKENDS, REPLICA_BACKEND, ReplicaBackend, settled_backend
-from tfop.controller.plan.backoff import fail_for_replicas
-from tfop.controller.plan.batch_job import made_by_job
-from tfop.controller.plan.deadline import START_TIME, fail_past_deadline
-from tfop.controller.plan.desired import (
+from tfop.controller.plan.children.batch_job import made_by_job
+from tfop.controller.plan.children.desired import (
     DesiredChildren,
     pod_restart_policy,
 )
+from tfop.controller.plan.children.naming import CHILD_NAMING, ChildNaming, naming_of
 from tfop.controller.plan.draft import PlanDraft
-from tfop.controller.plan.evaluator import (
+from tfop.controller.plan.job.legacy_gpu import REASON_GPU_RESOURCE_RENAMED, renamed_message
+from tfop.controller.plan.job.model import TFJobModel
+from tfop.controller.plan.job.parse import InvalidJob, lenient_run_policy, parse_job
+from tfop.controller.plan.policies.backoff import fail_for_replicas
+from tfop.controller.plan.policies.cleanup import COMPLETION_TIME, finish, keep_finished
+from tfop.controller.plan.policies.deadline import START_TIME, fail_past_deadline
+from tfop.controller.plan.policies.evaluator import (
     evaluators_waited_for,
     finish_training,
     waiting_for_evaluators,
 )
-from tfop.controller.plan.gpu_resources import REASON_GPU_RESOURCE_RENAMED, renamed_message
-from tfop.controller.plan.job.model import TFJobModel
-from tfop.controller.plan.job.parse import InvalidJob, lenient_run_policy, parse_job
-from tfop.controller.plan.lifecycle import COMPLETION_TIME, finish, keep_finished
-from tfop.controller.plan.naming import CHILD_NAMING, ChildNaming, naming_of
-from tfop.controller.plan.network_policies import plan_network_policy
-from tfop.controller.plan.node_loss import Verdict, move_off_bad_nodes, replicas_on_bad_nodes
-from tfop.controller.plan.pod_groups import GangState, plan_pod_group
-from tfop.controller.plan.pod_slots import SlotState, SortedChildren
-from tfop.controller.plan.replica_records import describe_failure, record_replicas, uid_of
-from tfop.controller.plan.restart_scope import restarted_with
+from tfop.controller.plan.policies.gang import GangState, plan_pod_group
+from tfop.controller.plan.policies.network_isolation import plan_network_policy
+from tfop.controller.plan.policies.node_loss import Verdict, move_off_bad_nodes, replicas_on_bad_nodes
+from tfop.controller.plan.policies.restart_scope import restarted_with
+from tfop.controller.plan.policies.success import settle_remaining, succeeded
+from tfop.controller.plan.policies.troubles import announce_troubles, troubles_of, with_troubles
+from tfop.controller.plan.replicas.backends import BACKENDS, REPLICA_BACKEND, ReplicaBackend, settled_backend
+from tfop.controller.plan.replicas.pod_slots import SlotState, SortedChildren
+from tfop.controller.plan.replicas.replica_status import describe_failure, record_replicas, uid_of
 from tfop.controller.plan.status import TRUE, is_terminating, listing
-from tfop.controller.plan.success_settle import settle_remaining, succeeded
-from tfop.controller.plan.troubles import announce_troubles, troubles_of, with_troubles
 from tfop.controller.plan.types import JOB, POD, SERVICE, Creation, Plan, PlanContext
 from tfop.objects import Object
 
@@ -196,7 +196,7 @@ def _run(p: _Planning) -> None:
                                       recreating=recreating)
     if succeeded(p.model.spec, children.slots):  # success wins over failure: the chief's result is what was asked for
         # Replicas still running get a moment to end by themselves, told with the success rather than deleted;
-        # the evaluators a success waits for have a wait of their own (evaluator.py) and need none.
+        # the evaluators a success waits for have a wait of their own (policies/evaluator.py) and need none.
         settling = 0.0 if recreate or moving or together or scaled_down else settle_remaining(
             children.slots, draft.now, spared=evaluators_waited_for(draft, p.model, children))
         if settling > 0:

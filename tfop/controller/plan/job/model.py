@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from tfop.controller.plan.gpu_resources import GpuRename
+from tfop.controller.plan.job.legacy_gpu import GpuRename
 from tfop.objects import Object
 
 
@@ -70,7 +70,7 @@ class JobMeta:
 
 @dataclass(frozen=True, slots=True)
 class JobNodePolicy:
-    """What the job does with a replica on an unhealthy node (plan/node_loss.py)."""
+    """What the job does with a replica on an unhealthy node (plan/policies/node_loss.py)."""
 
     policy: str  # Replace or WaitForProof
     grace: timedelta
@@ -86,11 +86,11 @@ class NetworkIsolation:
 class JobOptions:
     """What the job's annotations and the operator's defaults decide for it, one field per option."""
 
-    replica_backend: str  # pods or jobs (plan/backends.py)
-    restart_scope: str  # Replica or Job (plan/restart_scope.py)
+    replica_backend: str  # pods or jobs (plan/replicas/backends.py)
+    restart_scope: str  # Replica or Job (plan/policies/restart_scope.py)
     node_policy: JobNodePolicy
-    evaluator_grace: timedelta  # plan/evaluator.py
-    isolation: NetworkIsolation = field(default_factory=NetworkIsolation)  # plan/network_policy.py
+    evaluator_grace: timedelta  # plan/policies/evaluator.py
+    isolation: NetworkIsolation = field(default_factory=NetworkIsolation)  # plan/children/network_policy.py
     gpu_renamed: tuple[GpuRename, ...] = ()  # legacy GPU requests renamed in the templates
     unqueued: str | None = None  # why the job runs outside the Kueue queue it names (api/kueue.py)
 

@@ -17,9 +17,10 @@ from tfop.api.errors import FieldError
 from tfop.api.fields import integer, mapping, mapping_at, text
 from tfop.api.kueue import kueue_key_problems, not_queued_by_kueue
 from tfop.api.validation import validate
-from tfop.controller.plan import gpu_resources
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.job import annotations as parse_annotation
+from tfop.controller.plan.job import legacy_gpu
+from tfop.controller.plan.job.default_ps_server import with_default_ps_server
 from tfop.controller.plan.job.model import (
     JobMeta,
     JobOptions,
@@ -29,7 +30,6 @@ from tfop.controller.plan.job.model import (
     TFJobModel,
     TFJobSpec,
 )
-from tfop.controller.plan.ps_server import with_default_ps_server
 from tfop.objects import Object
 
 
@@ -45,7 +45,7 @@ class InvalidJob:
 def parse_job(raw: Object, config: ControllerConfig, *, settled_backend: str | None = None) -> TFJobModel | InvalidJob:
     """`settled_backend`: the replica backend the job already has (backends.settled_backend), which its
     annotation no longer decides."""
-    rewrite = gpu_resources.rewrite_legacy_gpu(with_default_ps_server(apply_defaults(raw), config),
+    rewrite = legacy_gpu.rewrite_legacy_gpu(with_default_ps_server(apply_defaults(raw), config),
                                                config.gpu_resource)
     job = rewrite.job
     annotations: Mapping[str, object] = mapping_at(raw, "metadata", "annotations")

@@ -20,7 +20,7 @@ from tfop.api.constants import (
     RESTART_POLICY_NEVER,
 )
 from tfop.api.fields import integer, mapping, mapping_at, text
-from tfop.controller.plan.batch_job import (
+from tfop.controller.plan.children.batch_job import (
     FAILED_BY_BACKOFF_LIMIT,
     controller_uid,
     failed_pods,
@@ -28,14 +28,21 @@ from tfop.controller.plan.batch_job import (
     job_outcome,
     made_by_job,
 )
-from tfop.controller.plan.desired import ReplicaSlot, replica_slot_of
+from tfop.controller.plan.children.desired import ReplicaSlot, replica_slot_of
+from tfop.controller.plan.children.naming import ChildNaming
 from tfop.controller.plan.draft import PlanDraft
-from tfop.controller.plan.exit_codes import container_termination, exit_class_name
 from tfop.controller.plan.job.model import TFJobSpec
-from tfop.controller.plan.naming import ChildNaming
-from tfop.controller.plan.pod_slots import Slot, SlotState, SortedChildren, fill_slots, replica_types, slot_state
-from tfop.controller.plan.replica_records import describe_failure, uid_of
-from tfop.controller.plan.restarts import RestartCount, RestartLedger, count_restarts
+from tfop.controller.plan.policies.exit_codes import container_termination, exit_class_name
+from tfop.controller.plan.replicas.pod_slots import (
+    Slot,
+    SlotState,
+    SortedChildren,
+    fill_slots,
+    replica_types,
+    slot_state,
+)
+from tfop.controller.plan.replicas.replica_status import describe_failure, uid_of
+from tfop.controller.plan.replicas.restart_ledger import RestartCount, RestartLedger, count_restarts
 from tfop.controller.plan.status import is_terminating, pod_phase, pod_restart_count
 from tfop.controller.plan.types import JOB, POD, SERVICE, PlanContext, ReplicaRestart
 from tfop.objects import Object

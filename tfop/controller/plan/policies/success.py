@@ -11,9 +11,9 @@ take several writes (the pods and their services deleted, a SuccessfulDelete eve
 they are gone) where one says it all. So success waits, at most SETTLE_SECONDS after the last replica ended, while
 some replica still runs. A replica that never ends by itself (a parameter server) is deleted when the wait is
 over, as before; the job's Succeeded condition comes that much later. An evaluator the success waits for
-(evaluator.py: its final evaluation, up to a grace of minutes) is spared: it has a wait of its own, and the settle
-would only put off the start of that wait. With no such wait (a grace of 0, cleanPodPolicy None) an evaluator is a
-replica like the others.
+(evaluator.py: its final evaluation, up to a grace of minutes) is spared: it has a wait of its own, and the
+settle would only put off the start of that wait. With no such wait (a grace of 0, cleanPodPolicy None) an
+evaluator is a replica like the others.
 
 The time a replica ended is its kubelet's (the container's finishedAt, to the second). A node clock ahead of ours
 makes an end look like it is in the future: then nothing waits, since the wait could not be bounded.
@@ -25,10 +25,10 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from tfop.api.constants import CHIEF_REPLICA_TYPES, REPLICA_WORKER, SUCCESS_POLICY_ALL_WORKERS
-from tfop.controller.plan.desired import ReplicaSlot
-from tfop.controller.plan.exit_codes import ended_at
+from tfop.controller.plan.children.desired import ReplicaSlot
 from tfop.controller.plan.job.model import TFJobSpec
-from tfop.controller.plan.pod_slots import Slot, SlotState
+from tfop.controller.plan.policies.exit_codes import ended_at
+from tfop.controller.plan.replicas.pod_slots import Slot, SlotState
 
 SETTLE_SECONDS = 2.0
 

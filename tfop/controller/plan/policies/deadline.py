@@ -7,7 +7,7 @@ from tfop.api.constants import CONDITION_FAILED, REASON_DEADLINE_EXCEEDED
 from tfop.api.timestamps import parse_time
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import RunPolicy
-from tfop.controller.plan.lifecycle import finish
+from tfop.controller.plan.policies.cleanup import finish
 
 START_TIME = "startTime"  # in the status
 

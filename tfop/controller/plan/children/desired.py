@@ -37,13 +37,13 @@ from tfop.api.constants import (
 )
 from tfop.api.fields import integer, items, mapping, mapping_at
 from tfop.api.runtime_id import child_name, runtime_id
-from tfop.controller.plan.accelerators import Accelerators, apply_accelerators
-from tfop.controller.plan.batch_job import replica_job
+from tfop.controller.plan.children.accelerators import Accelerators, apply_accelerators
+from tfop.controller.plan.children.batch_job import replica_job
+from tfop.controller.plan.children.naming import ChildNaming, labelled_slot, naming_of
+from tfop.controller.plan.children.network_policy import network_policy
+from tfop.controller.plan.children.pod_group import GangScheduler, join_gang, pod_group
 from tfop.controller.plan.controller_config import DEFAULT_SERVICE_DOMAIN
-from tfop.controller.plan.gang import GangScheduler, join_gang, pod_group
-from tfop.controller.plan.naming import ChildNaming, labelled_slot, naming_of
-from tfop.controller.plan.network_policy import network_policy
-from tfop.controller.plan.ps_server import uses_script
+from tfop.controller.plan.job.default_ps_server import uses_script
 
 __all__ = [
     "DesiredChildren", "ReplicaSlot", "child_name", "desired_pod", "desired_service",

@@ -10,7 +10,7 @@ JSON in `tfop.kubeflow.org/network-policy-from` (a monitoring namespace, a Tenso
 (DNS, storage, the apiserver) is left alone.
 
 The annotations are read by plan/job/annotations.py; the planner's part (create it, keep it in line, delete
-it) is in plan/network_policies.py. Whether it is enforced
+it) is in plan/policies/network_isolation.py. Whether it is enforced
 is the cluster's network plugin's business: a plugin without NetworkPolicy support ignores it.
 """
 

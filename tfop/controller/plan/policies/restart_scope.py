@@ -11,8 +11,8 @@ failed pod before tfop could restart the others.
 
 from __future__ import annotations
 
-from tfop.controller.plan.pod_slots import Slot, SlotState
-from tfop.controller.plan.replica_records import uid_of
+from tfop.controller.plan.replicas.pod_slots import Slot, SlotState
+from tfop.controller.plan.replicas.replica_status import uid_of
 from tfop.controller.plan.status import is_terminating
 from tfop.objects import Object
 

@@ -23,7 +23,7 @@ from tfop.api.constants import (
 )
 from tfop.api.fields import mapping
 from tfop.api.timestamps import parse_time
-from tfop.controller.plan.batch_job import controller_uid, is_suspended, job_outcome, made_by_job
+from tfop.controller.plan.children.batch_job import controller_uid, is_suspended, job_outcome, made_by_job
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import RunPolicy
 from tfop.controller.plan.status import is_terminating, pod_phase

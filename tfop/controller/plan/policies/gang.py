@@ -9,9 +9,15 @@ from typing import Any
 
 from tfop.api.constants import CONDITION_RUNNING, EVENT_WARNING
 from tfop.api.fields import mapping_at, text
+from tfop.controller.plan.children.pod_group import (
+    GangScheduler,
+    admission_wait,
+    pod_group_name,
+    pod_group_spec,
+    spec_drift,
+)
 from tfop.controller.plan.draft import PlanDraft
-from tfop.controller.plan.gang import GangScheduler, admission_wait, pod_group_name, pod_group_spec, spec_drift
-from tfop.controller.plan.gang_phase import GANG_UNSCHEDULABLE, GangPhase, gang_phase
+from tfop.controller.plan.policies.gang_placement import GANG_UNSCHEDULABLE, GangPhase, gang_phase
 from tfop.controller.plan.status import is_terminating
 from tfop.controller.plan.types import POD_GROUP, ChildPatch, Creation, PlanContext
 from tfop.objects import Object

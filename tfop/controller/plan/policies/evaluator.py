@@ -41,15 +41,15 @@ from tfop.api.constants import (
 )
 from tfop.api.fields import mapping_at, text
 from tfop.api.timestamps import format_time, parse_time
-from tfop.controller.plan.desired import ReplicaSlot
+from tfop.controller.plan.children.desired import ReplicaSlot
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import RunPolicy, TFJobModel
-from tfop.controller.plan.lifecycle import clean_up, finish, keep_finished
-from tfop.controller.plan.pod_slots import Slot, SlotState, SortedChildren
-from tfop.controller.plan.replica_records import describe_failure, record_replicas
-from tfop.controller.plan.restarts import RestartCount
+from tfop.controller.plan.policies.cleanup import clean_up, finish, keep_finished
+from tfop.controller.plan.policies.troubles import replica_ranges
+from tfop.controller.plan.replicas.pod_slots import Slot, SlotState, SortedChildren
+from tfop.controller.plan.replicas.replica_status import describe_failure, record_replicas
+from tfop.controller.plan.replicas.restart_ledger import RestartCount
 from tfop.controller.plan.status import FALSE
-from tfop.controller.plan.troubles import replica_ranges
 from tfop.controller.plan.types import PlanContext
 
 _FAILED = (SlotState.RETRYABLE, SlotState.PERMANENT, SlotState.TOLERATED, SlotState.EXHAUSTED)
@@ -101,7 +101,7 @@ def finish_training(draft: PlanDraft, job: TFJobModel, context: PlanContext, chi
 
 def evaluators_waited_for(draft: PlanDraft, job: TFJobModel, children: SortedChildren) -> frozenset[ReplicaSlot]:
     """The evaluators a success decided now (or earlier) waits for; none if it would succeed at once. They are
-    spared by the success's settle (success_settle.py), which has nothing to add to their own, longer wait."""
+    spared by the success's settle (policies/success.py), which has nothing to add to their own, longer wait."""
     running = [slot for slot in children.slots
                if slot.slot.replica_type == REPLICA_EVALUATOR and slot.state is SlotState.RUNNING]
     if _ongoing_wait(draft, job.spec.run_policy, job.options.evaluator_grace, running) is None:

@@ -1,15 +1,16 @@
-"""The planner's part for a job's NetworkPolicy (plan/network_policy.py): made before any replica's children (the
-applier creates a job's own children first and stops at a refusal, so no pod of an isolated job is created
-before it), kept in line with the annotations while the job runs, and deleted when the switch is turned off."""
+"""Network isolation, the planner's part for a job's NetworkPolicy (its body: plan/children/network_policy.py; its
+annotations: plan/job/annotations.py): made before any replica's children (the applier creates a job's own
+children first and stops at a refusal, so no pod of an isolated job is created before it), kept in line with the
+annotations while the job runs, and deleted when the switch is turned off."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from tfop.api.fields import mapping, mapping_at
+from tfop.controller.plan.children.network_policy import network_policy_name, network_policy_spec
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import TFJobModel
-from tfop.controller.plan.network_policy import network_policy_name, network_policy_spec
 from tfop.controller.plan.status import is_terminating
 from tfop.controller.plan.types import NETWORK_POLICY, ChildPatch, Creation, PlanContext
 

@@ -19,12 +19,12 @@ from tfop.api.constants import (
 from tfop.api.defaults import canonical_replica_type
 from tfop.api.fields import integer, mapping, mapping_at, text
 from tfop.controller.plan.draft import PlanDraft
-from tfop.controller.plan.exit_codes import container_termination, exit_class_name, latest_restarted
 from tfop.controller.plan.job.model import TFJobSpec
-from tfop.controller.plan.pod_slots import SlotState, SortedChildren, replica_types
-from tfop.controller.plan.restarts import RestartCount, RestartLedger, count_restarts
+from tfop.controller.plan.policies.exit_codes import container_termination, exit_class_name, latest_restarted
+from tfop.controller.plan.policies.troubles import announce_exits, latest_exits
+from tfop.controller.plan.replicas.pod_slots import SlotState, SortedChildren, replica_types
+from tfop.controller.plan.replicas.restart_ledger import RestartCount, RestartLedger, count_restarts
 from tfop.controller.plan.status import is_terminating, pod_phase, replica_status
-from tfop.controller.plan.troubles import announce_exits, latest_exits
 from tfop.controller.plan.types import JOB, POD, ReplicaRestart
 from tfop.objects import Object
 

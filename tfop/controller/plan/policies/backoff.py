@@ -8,9 +8,9 @@ from collections.abc import Callable
 from tfop.api.constants import CONDITION_FAILED, REASON_BACKOFF_LIMIT_EXCEEDED, REASON_FAILED
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import RunPolicy
-from tfop.controller.plan.lifecycle import finish
-from tfop.controller.plan.pod_slots import Slot, SlotState
-from tfop.controller.plan.replica_records import describe_failure
+from tfop.controller.plan.policies.cleanup import finish
+from tfop.controller.plan.replicas.pod_slots import Slot, SlotState
+from tfop.controller.plan.replicas.replica_status import describe_failure
 from tfop.controller.plan.status import listing
 
 
