@@ -96,7 +96,7 @@ def pod_restart_count(pod: object) -> int:
 
 def replica_status(pods: Iterable[dict[str, Any]], restarts: int) -> dict[str, int]:
     """Counts of one replica type's pods by phase; `active` is pending or running. The caller chooses the pods
-    (see replica_records: going pods stay active until they are gone)."""
+    (see replicas/replica_status.py: going pods stay active until they are gone)."""
     phases = [pod_phase(pod) for pod in pods]
     return {
         "active": sum(phase in (POD_PENDING, POD_RUNNING) for phase in phases),
