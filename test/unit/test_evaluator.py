@@ -1,4 +1,4 @@
-"""Table tests of the evaluators' final evaluation (tfop/controller/plan/evaluator.py): a job whose training
+"""Table tests of the evaluators' final evaluation (tfop/controller/plan/policies/evaluator.py): a job whose training
 succeeded waits, up to its grace, for a running evaluator, then succeeds whatever the evaluation came to. The clock
 is 10:00:00; every expected row is written out."""
 

@@ -1,5 +1,5 @@
-"""Table tests of node loss (tfop/controller/plan/node_loss.py): which replica's node is lost, suspect or unhealthy,
-and what the plan does about it. The clock is 10:00:00; every expected row is written out."""
+"""Table tests of node loss (tfop/controller/plan/policies/node_loss.py): which replica's node is lost, suspect or
+unhealthy, and what the plan does about it. The clock is 10:00:00; every expected row is written out."""
 
 from __future__ import annotations
 

@@ -20,7 +20,8 @@ SERVED_VERSIONS = (API_VERSION, V1BETA1, V1ALPHA1)
 
 # What an older version cannot hold, as JSON, on the object while it is seen in that version.
 FIELDS_ANNOTATION = "tfop.kubeflow.org/v1-fields"
-# v1alpha1's tfImage: the image of the default PS server (read by the operator, see controller/plan/ps_server.py).
+# v1alpha1's tfImage: the image of the default PS server (read by the operator, see
+# controller/plan/job/default_ps_server.py).
 TF_IMAGE_ANNOTATION = "tfop.kubeflow.org/tf-image"
 
 

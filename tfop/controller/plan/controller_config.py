@@ -13,8 +13,8 @@ from tfop.controller.plan.job.legacy_gpu import DEFAULT_GPU_RESOURCE
 
 # "svc" resolves through every pod's DNS search path, whatever the cluster domain; "svc.cluster.local" names it.
 DEFAULT_SERVICE_DOMAIN = "svc"
-# The default PS server (controller/plan/ps_server.py): its image when the job names none, and where its script is
-# mounted (the seeds' controller config names this very path).
+# The default PS server (controller/plan/job/default_ps_server.py): its image when the job names none, and where its
+# script is mounted (the seeds' controller config names this very path).
 DEFAULT_TF_IMAGE = "tensorflow/tensorflow:2.21.0"
 DEFAULT_GRPC_SERVER_FILE_PATH = "/opt/mlkube/grpc_tensorflow_server/grpc_tensorflow_server.py"
 # How long a job whose training succeeded waits for a running evaluator's final evaluation
@@ -46,7 +46,7 @@ class ControllerConfig:
     gpu_resource: str = DEFAULT_GPU_RESOURCE
     # Which gang scheduler places the job's pods as one PodGroup: none, scheduler-plugins or volcano.
     gang_scheduler: str = GANG_NONE
-    # How new jobs name their children (controller/plan/naming.py); adopted jobs keep the naming they have.
+    # How new jobs name their children (controller/plan/children/naming.py); adopted jobs keep the naming they have.
     child_naming: str = NAMING_RUNTIME_ID
     tf_image: str = DEFAULT_TF_IMAGE
     # What new jobs' replicas are, unless a job's annotation says: Pods, or batch/v1 Jobs (plan/children/batch_job.py).

@@ -163,7 +163,7 @@ class DesiredChildren:
         return pod
 
     def batch_job(self, replica_type: str, index: int) -> dict[str, Any]:
-        """The Job backend's Job of one replica: its pod as the template (controller/plan/batch_job.py)."""
+        """The Job backend's Job of one replica: its pod as the template (controller/plan/children/batch_job.py)."""
         replica = self._job["spec"]["tfReplicaSpecs"][replica_type]
         backoff_limit = integer(mapping_at(self._job, "spec", "runPolicy").get("backoffLimit"))
         return replica_job(self.pod(replica_type, index), replica["restartPolicy"], backoff_limit)
@@ -174,7 +174,7 @@ class DesiredChildren:
         return pod_group(self._job, self._gang, self._owner, self._runtime_id)
 
     def network_policy(self) -> dict[str, Any]:
-        """The job's NetworkPolicy, when it asks for one (controller/plan/network_policy.py)."""
+        """The job's NetworkPolicy, when it asks for one (controller/plan/children/network_policy.py)."""
         return network_policy(self._job, self._owner)
 
     def service(self, replica_type: str, index: int) -> dict[str, Any]:
