@@ -16,6 +16,7 @@ from support.plan_builders import (
     make_job,
     make_pod,
     name_of,
+    parsed,
     running,
     running_pods,
     services_for,
@@ -184,7 +185,7 @@ SPEC_CASES = {
 
 @pytest.mark.parametrize("case", SPEC_CASES.values(), ids=SPEC_CASES.keys())
 def test_pod_group_spec(case: SpecCase) -> None:
-    assert pod_group_spec(case.job, case.gang) == case.expected
+    assert pod_group_spec(parsed(case.job).spec, case.gang) == case.expected
 
 
 @pytest.mark.parametrize(("wanted", "current", "patch"), [
@@ -234,7 +235,7 @@ def test_scheduler_plugins_pods_carry_the_group_label_and_scheduler_name() -> No
 def test_volcano_pods_carry_the_group_and_task_annotations() -> None:
     job = make_job({"Worker": 2})
     inqueue = {"metadata": {"name": "mnist", "namespace": "ns", "uid": "pg-1"},
-               "spec": pod_group_spec(apply_defaults(job), VOLCANO), "status": {"phase": "Inqueue"}}
+               "spec": pod_group_spec(parsed(apply_defaults(job)).spec, VOLCANO), "status": {"phase": "Inqueue"}}
     config = ControllerConfig(gang_scheduler="volcano")
     result = plan(PlanContext(job, {POD_GROUP: [inqueue]}, NOW, config))
     assert result.desired is not None

@@ -10,7 +10,19 @@ from typing import Any
 
 import pytest
 
-from support.plan_builders import NOW, RID, T0, UID, condition, make_job, message, running, running_pods, services_for
+from support.plan_builders import (
+    NOW,
+    RID,
+    T0,
+    UID,
+    condition,
+    make_job,
+    message,
+    parsed,
+    running,
+    running_pods,
+    services_for,
+)
 from tfop.controller.cache_transforms import slim_network_policy
 from tfop.controller.children import Scope, child_kinds
 from tfop.controller.plan.children.desired import DesiredChildren
@@ -192,7 +204,7 @@ def test_the_policy_is_created_before_the_replicas() -> None:
 def test_the_body_is_owned_labelled_and_selects_the_jobs_pods() -> None:
     job = isolated(make_job(), '[{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": '
                                '"monitoring"}}}]')
-    assert DesiredChildren(job).network_policy() == {
+    assert DesiredChildren(parsed(job)).network_policy() == {
         "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
         "metadata": {"name": NAME, "namespace": "ns",
                      "labels": {"training.kubeflow.org/job-name": "mnist", "training.kubeflow.org/runtime-id": RID,

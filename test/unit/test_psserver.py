@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from support.plan_builders import parsed
 from tfop.api.conversion import TF_IMAGE_ANNOTATION, to_v1
 from tfop.api.defaults import apply_defaults
 from tfop.api.validation import validate
@@ -92,7 +93,7 @@ def test_seed_002_example_job_plans_a_default_server_for_each_ps() -> None:
 
 
 def test_a_job_without_a_default_server_needs_no_script() -> None:
-    assert not DesiredChildren(with_default_ps_server(job(None), ControllerConfig())).needs_server_script
+    assert not DesiredChildren(parsed(with_default_ps_server(job(None), ControllerConfig()))).needs_server_script
 
 
 def test_the_script_reads_its_task_from_tf_config() -> None:

@@ -61,6 +61,7 @@ class PlanDraft:
         self.config = config
         self.job_ref = f"TFJob {text(metadata.get('namespace')) or ''}/{text(metadata.get('name')) or ''}"
         self.generation = integer(metadata.get("generation"))
+        self.uid = text(metadata.get("uid")) or None  # None only for a job too broken to have been stored
         self._old_status = job.get("status")
         self.status: dict[str, Any] = copy.deepcopy(mapping(self._old_status))
         self._old_conditions = conditions_of(self._old_status)

@@ -42,7 +42,7 @@ from tfop.controller.plan.children.desired import (
 from tfop.controller.plan.children.naming import CHILD_NAMING, ChildNaming, naming_of
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.legacy_gpu import REASON_GPU_RESOURCE_RENAMED, renamed_message
-from tfop.controller.plan.job.model import TFJobModel
+from tfop.controller.plan.job.model import RunPolicy, TFJobModel
 from tfop.controller.plan.job.parse import InvalidJob, lenient_run_policy, parse_job
 from tfop.controller.plan.policies.backoff import fail_for_replicas
 from tfop.controller.plan.policies.cleanup import COMPLETION_TIME, finish, keep_finished
@@ -63,7 +63,6 @@ from tfop.controller.plan.replicas.pod_slots import SlotState, SortedChildren
 from tfop.controller.plan.replicas.replica_status import describe_failure, record_replicas, uid_of
 from tfop.controller.plan.status import TRUE, is_terminating, listing
 from tfop.controller.plan.types import JOB, POD, SERVICE, Creation, Plan, PlanContext
-from tfop.objects import Object
 
 __all__ = ["plan"]
 
@@ -79,11 +78,6 @@ class _Planning:
     children: SortedChildren
     backend: ReplicaBackend
 
-    @property
-    def job(self) -> Object:
-        """The job as JSON, defaulted and rewritten, for the modules that still read it."""
-        return self.model.source
-
 
 def plan(context: PlanContext) -> Plan:
     job = context.job
@@ -91,7 +85,7 @@ def plan(context: PlanContext) -> Plan:
         return Plan()  # the garbage collector removes a deleted job's children; another controller runs the job
     draft = PlanDraft(job, context.now, context.config)
     parsed = parse_job(job, context.config, settled_backend=settled_backend(job, context))
-    _note_created(draft, parsed.source, unqueued=parsed.options.unqueued if isinstance(parsed, TFJobModel) else None)
+    _note_created(draft, parsed)
     own = [*context.of_kind(JOB), *(pod for pod in context.of_kind(POD) if not made_by_job(pod)),
            *context.of_kind(SERVICE)]
     naming = naming_of(job, own, context.config.child_naming)
@@ -100,12 +94,13 @@ def plan(context: PlanContext) -> Plan:
     if backend_name is not None:
         draft.status[REPLICA_BACKEND] = backend_name
     refused = [refusal for refusal in context.refusals if refusal.permanent]
+    # A finished or rejected job is cleaned up by its run policy; an invalid one's read leniently.
+    run_policy = parsed.spec.run_policy if isinstance(parsed, TFJobModel) else lenient_run_policy(parsed.source)
     if _is_finished(draft):
-        run_policy = parsed.spec.run_policy if isinstance(parsed, TFJobModel) else lenient_run_policy(parsed.source)
         keep_finished(draft, run_policy, context, just_finished=False)
     elif isinstance(parsed, InvalidJob) or refused:
         errors = [str(error) for error in parsed.errors] if isinstance(parsed, InvalidJob) else []
-        _reject(draft, parsed.source, context, errors or [r.describe() for r in refused])
+        _reject(draft, run_policy, context, errors or [r.describe() for r in refused])
     else:
         backend = BACKENDS[parsed.options.replica_backend]
         _run(_Planning(draft, context, parsed, naming, backend.sort_children(parsed.spec, context, naming),
@@ -113,31 +108,35 @@ def plan(context: PlanContext) -> Plan:
     return draft.finalize(refused=bool(context.refusals))
 
 
-def _note_created(draft: PlanDraft, job: dict[str, Any], *, unqueued: str | None) -> None:
-    """`unqueued`: why a job that names a Kueue queue runs outside it, said once with the job's creation."""
+def _note_created(draft: PlanDraft, parsed: TFJobModel | InvalidJob) -> None:
+    """Said once, as the job is first seen: its creation, why a job that names a Kueue queue runs outside it, and
+    which pod templates' restartPolicy the replica's replaces (an invalid job is told these too)."""
     if draft.condition(CONDITION_CREATED) is None:
+        unqueued = parsed.options.unqueued if isinstance(parsed, TFJobModel) else None
         said = f" It runs unqueued: {unqueued}." if unqueued else ""
         draft.set_condition(CONDITION_CREATED, true=True, reason=REASON_CREATED,
                             message=f"{draft.job_ref} is created.{said}")
         if unqueued:
             draft.event(EVENT_WARNING, REASON_NOT_QUEUED, f"{draft.job_ref} runs unqueued: {unqueued}.")
-        _note_overridden_restart_policies(draft, job)
-    uid = text(mapping_at(job, "metadata").get("uid"))
-    if uid:
-        draft.status["runtimeId"] = runtime_id(uid)
+        for replica_type, asked, policy in _restart_policies(parsed):
+            if asked and policy and asked != pod_restart_policy(policy):
+                given = "" if pod_restart_policy(policy) == policy else f": pods get {pod_restart_policy(policy)}"
+                draft.event(EVENT_WARNING, REASON_TEMPLATE_RESTART_POLICY,
+                            f"{draft.job_ref}: the restartPolicy {asked} in the pod template of {replica_type} is "
+                            f"replaced by the replica's restartPolicy ({policy}{given}).")
+    if draft.uid:
+        draft.status["runtimeId"] = runtime_id(draft.uid)
 
 
-def _note_overridden_restart_policies(draft: PlanDraft, job: dict[str, Any]) -> None:
-    """A restartPolicy in a pod template is replaced by the replica's: said once, as the job is first seen."""
-    for replica_type, entry in mapping_at(job, "spec", "tfReplicaSpecs").items():
-        replica = mapping(entry)
-        asked = text(mapping_at(replica, "template", "spec").get("restartPolicy"))
-        policy = text(replica.get("restartPolicy"))
-        if asked and policy and asked != pod_restart_policy(policy):
-            given = "" if pod_restart_policy(policy) == policy else f": pods get {pod_restart_policy(policy)}"
-            draft.event(EVENT_WARNING, REASON_TEMPLATE_RESTART_POLICY,
-                        f"{draft.job_ref}: the restartPolicy {asked} in the pod template of {replica_type} is "
-                        f"replaced by the replica's restartPolicy ({policy}{given}).")
+def _restart_policies(parsed: TFJobModel | InvalidJob) -> list[tuple[str, str | None, str | None]]:
+    """(replica type, the pod template's restartPolicy, the replica's) of each replica; an invalid job's read
+    leniently."""
+    if isinstance(parsed, TFJobModel):
+        return [(replica_type, text(mapping(replica.template.get("spec")).get("restartPolicy")),
+                 replica.restart_policy) for replica_type, replica in parsed.spec.replica_specs.items()]
+    return [(str(replica_type), text(mapping_at(replica, "template", "spec").get("restartPolicy")),
+             text(mapping(replica).get("restartPolicy")))
+            for replica_type, replica in mapping_at(parsed.source, "spec", "tfReplicaSpecs").items()]
 
 
 def _is_finished(draft: PlanDraft) -> bool:
@@ -150,13 +149,12 @@ def _is_finished(draft: PlanDraft) -> bool:
     return failed.get("reason") != REASON_INVALID_SPEC or failed.get("observedGeneration") == draft.generation
 
 
-def _reject(draft: PlanDraft, job: Object, context: PlanContext, errors: list[str]) -> None:
+def _reject(draft: PlanDraft, run_policy: RunPolicy, context: PlanContext, errors: list[str]) -> None:
     """An invalid job fails, creating nothing more and cleaning up what it made, and waits for its spec to change.
-    Invalid means: the parse found errors, or the apiserver refused a child built from its template. The one
-    path that reads the raw job for what to clean up."""
+    Invalid means: the parse found errors, or the apiserver refused a child built from its template."""
     listed = listing(errors)
     finish(draft, CONDITION_FAILED, REASON_INVALID_SPEC, f"{draft.job_ref} has an invalid spec: {listed}.")
-    keep_finished(draft, lenient_run_policy(job), context, just_finished=True)
+    keep_finished(draft, run_policy, context, just_finished=True)
 
 
 def _run(p: _Planning) -> None:
@@ -217,7 +215,7 @@ def _run(p: _Planning) -> None:
             draft.delete_child(SERVICE, service)
     node_note = move_off_bad_nodes(draft, on_bad_nodes, already_deleted=draft.deleted_uids(POD))
     p.backend.resume(draft, children)
-    gang = plan_pod_group(draft, p.job, p.context,
+    gang = plan_pod_group(draft, p.model, p.context,
                           pods=[(slot.slot, slot.pod) for slot in children.slots if slot.pod is not None])
     plan_network_policy(draft, p.model, p.context)
     _create_missing(p, hold_pods=gang.hold_pods is not None or _restart_together_pending(p))
@@ -248,7 +246,7 @@ def _create_missing(p: _Planning, *, hold_pods: bool) -> None:
                 p.draft.create.append(Creation(kind, replica, p.naming.name(replica.replica_type, replica.index)))
     if p.draft.create or p.draft.patch:
         config = p.draft.config
-        p.draft.desired = DesiredChildren(p.job, config.service_domain, config.accelerators, config.gang, p.naming)
+        p.draft.desired = DesiredChildren(p.model, config.service_domain, config.accelerators, config.gang, p.naming)
         _announce_gpu_renames(p)
 
 

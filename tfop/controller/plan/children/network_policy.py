@@ -25,9 +25,8 @@ from tfop.api.constants import (
     MANAGED_BY,
     OPERATOR_NAME,
 )
-from tfop.api.fields import mapping_at
 from tfop.api.runtime_id import runtime_id
-from tfop.controller.plan.job.annotations import network_isolation
+from tfop.controller.plan.job.model import TFJobModel
 from tfop.objects import Object
 
 API_VERSION = "networking.k8s.io/v1"
@@ -53,14 +52,12 @@ def network_policy_name(job_name: str, uid: str) -> str:
     return f"{job_name}-{runtime_id(uid)}"
 
 
-def network_policy(job: Object, owner: Object) -> Object:
-    """The body of the job's NetworkPolicy. `job` is defaulted and valid, and asks for isolation."""
-    metadata = job["metadata"]
-    isolation, _ = network_isolation(mapping_at(job, "metadata", "annotations"))
-    name = network_policy_name(metadata["name"], metadata["uid"])
+def network_policy(job: TFJobModel, owner: Object) -> Object:
+    """The body of the job's NetworkPolicy, for a job that asks for isolation."""
+    metadata = job.metadata
     return {"apiVersion": API_VERSION, "kind": KIND,
-            "metadata": {"name": name, "namespace": metadata["namespace"],
-                         "labels": {LABEL_JOB_NAME: metadata["name"], LABEL_RUNTIME_ID: runtime_id(metadata["uid"]),
+            "metadata": {"name": network_policy_name(metadata.name, metadata.uid), "namespace": metadata.namespace,
+                         "labels": {LABEL_JOB_NAME: metadata.name, LABEL_RUNTIME_ID: runtime_id(metadata.uid),
                                     LABEL_OPERATOR_NAME: OPERATOR_NAME, LABEL_MANAGED_BY: MANAGED_BY},
                          "ownerReferences": [dict(owner)]},
-            "spec": network_policy_spec(metadata["name"], isolation.peers)}
+            "spec": network_policy_spec(metadata.name, job.options.isolation.peers)}

@@ -100,6 +100,3 @@ class TFJobModel:
     metadata: JobMeta
     spec: TFJobSpec
     options: JobOptions
-    # The same job as JSON, defaulted and rewritten, for the parts of the planner still reading it (the child
-    # bodies, the gang and the restart records).
-    source: Object

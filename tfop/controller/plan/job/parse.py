@@ -62,7 +62,7 @@ def parse_job(raw: Object, config: ControllerConfig, *, settled_backend: str | N
     if errors or backend is None:
         return InvalidJob(errors, backend, job)
     options = JobOptions(backend, scope, node_policy, grace, isolation, rewrite.renamed, not_queued_by_kueue(raw))
-    return TFJobModel(_metadata(job), _spec(job), options, job)
+    return TFJobModel(_metadata(job), _spec(job), options)
 
 
 def _metadata(job: Object) -> JobMeta:
