@@ -19,7 +19,7 @@ from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.job.default_ps_server import SCRIPT_CONFIGMAP, needs_default_server, with_default_ps_server
 from tfop.controller.plan.planner import plan
 from tfop.controller.plan.types import POD, SERVICE, PlanContext
-from tfop.controller.ps_server_script import server_script
+from tfop.controller.ps_server_configmap import server_script
 from tfop.psserver.grpc_tensorflow_server import server_definition
 
 SEEDS = Path(__file__).resolve().parents[1] / "data" / "seeds"

@@ -22,7 +22,7 @@ from tfop.controller.plan.types import (
     Creation,
     Plan,
 )
-from tfop.controller.ps_server_script import ServerScriptKeeper
+from tfop.controller.ps_server_configmap import ServerScriptKeeper
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import ApiError, BadRequest, Invalid, NotFound, TooLarge
 from tfop.kube.events import NORMAL, WARNING, EventRecorder
