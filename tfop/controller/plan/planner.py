@@ -7,26 +7,16 @@ nothing. The wiring passes only children whose controller ownerReference is this
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
-from typing import Any
 
 from tfop.api.constants import (
     CONDITION_CREATED,
     CONDITION_FAILED,
-    CONDITION_RESTARTING,
-    CONDITION_RUNNING,
     CONDITION_SUCCEEDED,
-    CONDITION_SUSPENDED,
     EVENT_WARNING,
     REASON_CREATED,
     REASON_INVALID_SPEC,
-    REASON_PENDING,
-    REASON_RESTARTING,
-    REASON_RESUMED,
-    REASON_RUNNING,
     REASON_SPEC_CORRECTED,
-    REASON_SUSPENDED,
     REASON_TEMPLATE_RESTART_POLICY,
     RESTART_SCOPE_JOB,
 )
@@ -52,15 +42,16 @@ from tfop.controller.plan.policies.evaluator import (
     finish_training,
     waiting_for_evaluators,
 )
-from tfop.controller.plan.policies.gang import GangState, plan_pod_group
+from tfop.controller.plan.policies.gang import plan_pod_group
 from tfop.controller.plan.policies.network_isolation import plan_network_policy
 from tfop.controller.plan.policies.node_loss import Verdict, move_off_bad_nodes, replicas_on_bad_nodes
 from tfop.controller.plan.policies.restart_scope import restarted_with
+from tfop.controller.plan.policies.running import update_running
 from tfop.controller.plan.policies.success import settle_remaining, succeeded
-from tfop.controller.plan.policies.troubles import announce_troubles, troubles_of, with_troubles
+from tfop.controller.plan.policies.suspension import resume_if_suspended, suspend
 from tfop.controller.plan.replicas.backends import BACKENDS, REPLICA_BACKEND, ReplicaBackend, settled_backend
 from tfop.controller.plan.replicas.pod_slots import SlotState, SortedChildren
-from tfop.controller.plan.replicas.replica_status import describe_failure, record_replicas, uid_of
+from tfop.controller.plan.replicas.replica_status import record_replicas, uid_of
 from tfop.controller.plan.status import TRUE, is_terminating, listing
 from tfop.controller.plan.types import JOB, POD, SERVICE, Creation, Plan, PlanContext
 
@@ -168,12 +159,9 @@ def _run(p: _Planning) -> None:
         finish_training(draft, p.model, p.context, children, counts)
         return
     if p.model.spec.run_policy.suspend:
-        _suspend(p)
+        suspend(draft, p.model.spec, p.context, children, p.backend)
         return
-    if draft.is_true(CONDITION_SUSPENDED):
-        draft.set_condition(CONDITION_SUSPENDED, true=False, reason=REASON_RESUMED,
-                            message=f"{draft.job_ref} is resumed.")
-        draft.set_time(START_TIME)  # activeDeadlineSeconds counts from the resume, as for a batch Job
+    resume_if_suspended(draft)
     if parse_time(draft.status.get(START_TIME)) is None:
         draft.set_time(START_TIME)
 
@@ -219,8 +207,8 @@ def _run(p: _Planning) -> None:
                           pods=[(slot.slot, slot.pod) for slot in children.slots if slot.pod is not None])
     plan_network_policy(draft, p.model, p.context)
     _create_missing(p, hold_pods=gang.hold_pods is not None or _restart_together_pending(p))
-    _update_running(p, p.backend.replaced(retryable, counts), gang=gang, node_note=node_note,
-                    with_all=bool(together))
+    update_running(draft, children, p.context.refusals, p.backend.replaced(retryable, counts), gang=gang,
+                   node_note=node_note, with_all=bool(together))
     record_replicas(p.draft, p.model.spec, p.children, counts, finishing=False)
 
 
@@ -261,60 +249,8 @@ def _announce_gpu_renames(p: _Planning) -> None:
                       renamed_message(p.draft.job_ref, renamed, p.draft.config.gpu_resource), only_this_plan=True)
 
 
-def _suspend(p: _Planning) -> None:
-    """A suspended job keeps nothing running; its clock (startTime) stops, and restarts in place so far are kept."""
-    draft = p.draft
-    counts = p.backend.count_restarts(draft, p.model.spec, p.context, p.children,
-                                      deleting=p.backend.retired_on_suspend(p.context), recreating=set())
-    p.backend.suspend(draft, p.context)
-    message = f"{draft.job_ref} is suspended."
-    draft.set_condition(CONDITION_SUSPENDED, true=True, reason=REASON_SUSPENDED, message=message)
-    draft.set_condition(CONDITION_RUNNING, true=False, reason=REASON_SUSPENDED, message=message)
-    draft.clear_condition(CONDITION_RESTARTING, reason=REASON_SUSPENDED, message=message)
-    draft.status.pop(START_TIME, None)
-    record_replicas(p.draft, p.model.spec, p.children, counts, finishing=False)
-
-
 def _finish_if_done(p: _Planning, restarts: int) -> bool:
     """Whether the job failed: a replica that failed for good, too many restarts, or the deadline."""
     run_policy = p.model.spec.run_policy
     return (fail_for_replicas(p.draft, run_policy, p.children.slots, restarts, has_failed=p.backend.has_failed)
             or fail_past_deadline(p.draft, run_policy))
-
-
-def _update_running(p: _Planning, replaced: list[dict[str, Any]], *, gang: GangState, node_note: str = "",
-                    with_all: bool = False) -> None:
-    """Running means every replica pod runs (or has finished its part); while any is pending the condition says
-    how many, rather than claiming the job runs."""
-    draft, children = p.draft, p.children
-    troubles = troubles_of((slot.slot, slot.pod) for slot in children.slots if slot.pod is not None)
-    announce_troubles(draft, troubles)
-    if replaced:
-        listed = listing([describe_failure(pod) for pod in replaced])
-        together = ", and with it every other replica (restart scope Job)" if with_all else ""
-        draft.set_condition(CONDITION_RESTARTING, true=True, reason=REASON_RESTARTING,
-                            message=f"{draft.job_ref} is restarting {listed}{together}.")
-    states = Counter(slot.state for slot in children.slots)
-    finished = states[SlotState.SUCCEEDED] + states[SlotState.TOLERATED]
-    waiting = len(children.slots) - finished - states[SlotState.RUNNING]
-    said_of_nodes = f" {node_note}." if node_note else ""
-    if waiting == 0 and states[SlotState.RUNNING] > 0:
-        message = f"{draft.job_ref} is running."
-        draft.set_condition(CONDITION_RUNNING, true=True, reason=REASON_RUNNING,
-                            message=with_troubles(message + gang.running_note + said_of_nodes, troubles))
-        draft.clear_condition(CONDITION_RESTARTING, reason=REASON_RUNNING, message=message)
-    elif draft.is_true(CONDITION_RESTARTING):
-        restarting = draft.condition(CONDITION_RESTARTING) or {}
-        draft.set_condition(CONDITION_RUNNING, true=False, reason=REASON_RESTARTING,
-                            message=with_troubles(str(restarting.get("message", "")), troubles))
-    else:
-        detail = ", ".join(f"{states[state]} {state.value}" for state in SlotState if states[state]
-                           and state not in (SlotState.RUNNING, SlotState.SUCCEEDED, SlotState.TOLERATED))
-        refused = [refusal.describe() for refusal in p.context.refusals]
-        cause = f"; creating them fails: {listing(refused)}" if refused else ""
-        message = (f"{draft.job_ref} is waiting for {waiting} of {len(children.slots)} replicas to run: "
-                   f"{detail}{cause}{gang.note}.{said_of_nodes}")
-        gang.announce(draft)
-        draft.set_condition(CONDITION_RUNNING, true=False, reason=REASON_PENDING,
-                            message=with_troubles(message, troubles))
-
