@@ -45,8 +45,7 @@ class InvalidJob:
 def parse_job(raw: Object, config: ControllerConfig, *, settled_backend: str | None = None) -> TFJobModel | InvalidJob:
     """`settled_backend`: the replica backend the job already has (backends.settled_backend), which its
     annotation no longer decides."""
-    rewrite = legacy_gpu.rewrite_legacy_gpu(with_default_ps_server(apply_defaults(raw), config),
-                                               config.gpu_resource)
+    rewrite = legacy_gpu.rewrite_legacy_gpu(with_default_ps_server(apply_defaults(raw), config), config.gpu_resource)
     job = rewrite.job
     annotations: Mapping[str, object] = mapping_at(raw, "metadata", "annotations")
     backend_errors: list[FieldError] = []
