@@ -20,9 +20,9 @@ from tfop.controller.plan.children.desired import (
     desired_service,
     pod_restart_policy,
     replica_slot_of,
-    tf_task_type,
 )
 from tfop.controller.plan.children.naming import ChildNaming, naming_of
+from tfop.controller.plan.children.tf_config import tf_task_type
 
 RID = runtime_id("uid-1")
 

@@ -1,11 +1,11 @@
-"""The desired Pod and headless Service of each replica of a TFJob, and TF_CONFIG; DesiredChildren builds every
-child's body from the parsed job (plan/job/model.py), whose pod templates are passed through.
+"""The desired Pod (with its TF_CONFIG, tf_config.py) and headless Service of each replica of a TFJob;
+DesiredChildren builds every child's body from the parsed job (plan/job/model.py), whose pod templates are passed
+through.
 """
 
 from __future__ import annotations
 
 import copy
-import json
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -13,8 +13,6 @@ from typing import Any
 from tfop.api.constants import (
     API_VERSION,
     CHIEF_REPLICA_TYPES,
-    DEFAULT_CONTAINER_NAME,
-    DEFAULT_PORT,
     DEFAULT_PORT_NAME,
     JOB_ROLE_MASTER,
     KIND,
@@ -28,7 +26,6 @@ from tfop.api.constants import (
     MANAGED_BY,
     NAMING_RUNTIME_ID,
     OPERATOR_NAME,
-    REPLICA_TYPES,
     REPLICA_WORKER,
     RESTART_POLICY_EXIT_CODE,
     RESTART_POLICY_NEVER,
@@ -41,6 +38,7 @@ from tfop.controller.plan.children.batch_job import replica_job
 from tfop.controller.plan.children.naming import ChildNaming, labelled_slot
 from tfop.controller.plan.children.network_policy import network_policy
 from tfop.controller.plan.children.pod_group import GangScheduler, join_gang, pod_group
+from tfop.controller.plan.children.tf_config import set_env, tensorflow_container, tf_cluster, tf_config, tf_port
 from tfop.controller.plan.controller_config import DEFAULT_SERVICE_DOMAIN
 from tfop.controller.plan.job.default_ps_server import uses_script
 from tfop.controller.plan.job.model import JobMeta, TFJobModel
@@ -49,7 +47,7 @@ from tfop.objects import Object
 __all__ = [
     "DesiredChildren", "ReplicaSlot", "child_name", "desired_pod", "desired_service",
     "owner_reference", "pod_restart_policy", "replica_slot_of",
-    "selector_labels", "tf_config", "tf_task_type", "total_replicas",
+    "selector_labels", "total_replicas",
 ]
 
 
@@ -71,12 +69,6 @@ def pod_restart_policy(replica_policy: str) -> str:
     """ExitCode is the operator's policy, not the kubelet's: the pod must not restart in place, so the operator
     sees the exit code and decides."""
     return RESTART_POLICY_NEVER if replica_policy == RESTART_POLICY_EXIT_CODE else replica_policy
-
-
-def tf_task_type(replica_type: str) -> str:
-    """TensorFlow 2 accepts only chief/worker/ps/evaluator (multi_worker_util rejects `master`), so a Master is
-    the chief."""
-    return "chief" if replica_type in CHIEF_REPLICA_TYPES else replica_type.lower()
 
 
 def selector_labels(job_name: str, replica_type: str, runtime_id: str, index: int) -> dict[str, str]:
@@ -124,9 +116,9 @@ class DesiredChildren:
         self._runtime_id = runtime_id(job.metadata.uid)
         self._naming = naming or ChildNaming(NAMING_RUNTIME_ID, self._name, self._runtime_id)
         self._owner = owner_reference(job.metadata)
-        self._domain = service_domain.strip(".")
         self._master = self._master_slot()
-        self._cluster = self._tf_cluster() if job.spec.total_replicas() > 1 else None
+        self._cluster = (tf_cluster(job.spec, self._naming, self._namespace, service_domain)
+                         if job.spec.total_replicas() > 1 else None)
         # Whether the job's pods mount the default PS server's script, which must exist in the namespace.
         self.needs_server_script = any(uses_script(mapping(replica.template.get("spec")))
                                        for replica in job.spec.replica_specs.values())
@@ -147,9 +139,9 @@ class DesiredChildren:
         spec["restartPolicy"] = pod_restart_policy(replica.restart_policy)
         apply_accelerators(spec, self._accelerators)
         if self._cluster is not None:
-            container = _tensorflow_container(spec)
+            container = tensorflow_container(spec)
             if container is not None:
-                _set_env(container, TF_CONFIG_ENV, tf_config(self._cluster, replica_type, index))
+                set_env(container, TF_CONFIG_ENV, tf_config(self._cluster, replica_type, index))
         pod = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
         if self._gang is not None:
             join_gang(pod, self._name, replica_type, self._gang)
@@ -205,25 +197,11 @@ class DesiredChildren:
                 return ReplicaSlot(replica_type, 0)
         return None
 
-    def _tf_cluster(self) -> dict[str, list[str]]:
-        cluster: dict[str, list[str]] = {}
-        for replica_type in REPLICA_TYPES:
-            count = self._spec.replicas(replica_type)
-            if count <= 0:
-                continue
-            port = _tf_port(self._spec.replica_specs[replica_type].template)
-            suffix = f".{self._domain}" if self._domain else ""
-            cluster[tf_task_type(replica_type)] = [
-                f"{self._naming.name(replica_type, index)}.{self._namespace}{suffix}:{port}"
-                for index in range(count)
-            ]
-        return cluster
-
     def _service_ports(self, replica_type: str) -> list[dict[str, Any]]:
         """The container's named ports, each number once (the apiserver refuses a Service that repeats one), and
         always the port TF_CONFIG names, so peers can reach it."""
         template = self._spec.replica_specs[replica_type].template
-        container = _tensorflow_container(template["spec"])
+        container = tensorflow_container(template["spec"])
         ports: list[dict[str, Any]] = []
         seen: set[tuple[Any, Any]] = set()
         for port in items(container.get("ports") if container is not None else None):
@@ -237,10 +215,10 @@ class DesiredChildren:
             if port.get("protocol"):
                 service_port["protocol"] = port["protocol"]
             ports.append(service_port)
-        tf_port = _tf_port(template)
-        if (tf_port, "TCP") not in seen:
+        port_number = tf_port(template)
+        if (port_number, "TCP") not in seen:
             # e.g. a PS without a tensorflow container, or TensorFlow's port declared without a name
-            ports.append({"name": DEFAULT_PORT_NAME, "port": tf_port, "targetPort": tf_port})
+            ports.append({"name": DEFAULT_PORT_NAME, "port": port_number, "targetPort": port_number})
         return ports
 
 
@@ -251,33 +229,3 @@ def desired_pod(job: TFJobModel, replica_type: str, index: int,
 
 def desired_service(job: TFJobModel, replica_type: str, index: int) -> Object:
     return DesiredChildren(job).service(replica_type, index)
-
-
-def tf_config(cluster: dict[str, list[str]], replica_type: str, index: int) -> str:
-    """Sorted keys and no spaces: the same job always yields the same pod spec."""
-    config = {"cluster": cluster, "task": {"type": tf_task_type(replica_type), "index": index},
-              "environment": "cloud"}
-    return json.dumps(config, sort_keys=True, separators=(",", ":"))
-
-
-def _tf_port(template: Object) -> int:
-    container = _tensorflow_container(template["spec"])
-    for port in items(container.get("ports") if container is not None else None):
-        if mapping(port).get("name") == DEFAULT_PORT_NAME and isinstance(port.get("containerPort"), int):
-            return int(port["containerPort"])
-    return DEFAULT_PORT
-
-
-def _tensorflow_container(pod_spec: dict[str, Any]) -> dict[str, Any] | None:
-    for container in items(pod_spec.get("containers")):
-        if mapping(container).get("name") == DEFAULT_CONTAINER_NAME:
-            return container  # type: ignore[no-any-return]
-    return None
-
-
-def _set_env(container: dict[str, Any], name: str, value: str) -> None:
-    """Replaces any value the user gave: the operator owns TF_CONFIG, and a stale or hand-written cluster would
-    make the processes of one job disagree about who their peers are."""
-    env = [variable for variable in items(container.get("env")) if mapping(variable).get("name") != name]
-    env.append({"name": name, "value": value})
-    container["env"] = env
