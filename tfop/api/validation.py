@@ -1,7 +1,8 @@
 """Validation of a TFJob, for what the CRD cannot express or what may slip past it.
 
-The operator runs this on every (defaulted) job before planning: an invalid job gets a Failed condition naming
-the fields, never a crash. Every field the planner reads is checked here, so planning can index a valid job.
+The planner's parse step (controller/plan/job/parse.py) runs this on every defaulted job: an invalid job gets a
+Failed condition naming the fields, never a crash. Every field the typed job holds is checked here, so the parse
+builds it from a job that passed without checking again.
 """
 
 from __future__ import annotations
