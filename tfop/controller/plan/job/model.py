@@ -2,8 +2,9 @@
 runPolicy, ...), with the defaults applied and every annotation read.
 
 Callers may rely on: a TFJobModel exists only for a job that passed validation, so every field holds a value of
-its declared type and every annotation a valid option; nothing in it changes. Pod templates stay raw JSON, since
-they are passed through to the children as they are.
+its declared type and every annotation a valid option; nothing in it changes. Pod templates (and the few other
+parts that are passed through: network peers, minResources) stay raw JSON, read and never written: a body built
+from one copies it first.
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ class JobOptions:
     restart_scope: str  # Replica or Job (plan/policies/restart_scope.py)
     node_policy: JobNodePolicy
     evaluator_grace: timedelta  # plan/policies/evaluator.py
-    isolation: NetworkIsolation = field(default_factory=NetworkIsolation)  # plan/children/network_policy.py
+    isolation: NetworkIsolation = field(default_factory=NetworkIsolation)  # plan/policies/network_isolation.py
     gpu_renamed: tuple[GpuRename, ...] = ()  # legacy GPU requests renamed in the templates
     unqueued: str | None = None  # why the job runs outside the Kueue queue it names (api/kueue.py)
 
