@@ -165,7 +165,7 @@ def _lease_name(text: str) -> str:
 
 
 def _gpu_resource(text: str) -> str:
-    from tfop.controller.plan.gpu_resources import gpu_resource_problem
+    from tfop.controller.plan.job.legacy_gpu import gpu_resource_problem
 
     problem = gpu_resource_problem(text)
     if problem:

@@ -33,7 +33,8 @@ from typing import Any
 import yaml
 
 from tfop.api.constants import NAMING_RUNTIME_ID, NAMINGS, NODE_LOSS_POLICIES, REPLICA_BACKEND_PODS, REPLICA_BACKENDS
-from tfop.controller.plan.accelerators import Accelerator, HostVolume
+from tfop.controller.plan.children.accelerators import Accelerator, HostVolume
+from tfop.controller.plan.children.pod_group import GANG_NONE, GANG_SCHEDULER_NAMES
 from tfop.controller.plan.controller_config import (
     DEFAULT_EVALUATOR_GRACE_SECONDS,
     DEFAULT_GRPC_SERVER_FILE_PATH,
@@ -42,8 +43,7 @@ from tfop.controller.plan.controller_config import (
     ControllerConfig,
     NodeLossSettings,
 )
-from tfop.controller.plan.gang import GANG_NONE, GANG_SCHEDULER_NAMES
-from tfop.controller.plan.gpu_resources import DEFAULT_GPU_RESOURCE, LEGACY_GPU_RESOURCE, gpu_resource_problem
+from tfop.controller.plan.job.legacy_gpu import DEFAULT_GPU_RESOURCE, LEGACY_GPU_RESOURCE, gpu_resource_problem
 
 _DNS_SUFFIX = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")

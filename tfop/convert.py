@@ -15,7 +15,7 @@ import yaml
 
 from tfop.api.constants import API_VERSION, KIND
 from tfop.api.conversion import TF_GROUP_KIND, TF_GROUP_V1ALPHA1, V1ALPHA1, V1BETA1, ConversionError, to_v1
-from tfop.controller.plan.gpu_resources import DEFAULT_GPU_RESOURCE, rewrite_legacy_gpu
+from tfop.controller.plan.job.legacy_gpu import DEFAULT_GPU_RESOURCE, rewrite_legacy_gpu
 
 LEGACY = {(V1ALPHA1, KIND), (V1BETA1, KIND), (TF_GROUP_V1ALPHA1, TF_GROUP_KIND), (TF_GROUP_V1ALPHA1, KIND)}
 # What only the apiserver writes: meaningless in a manifest to apply.
@@ -40,7 +40,7 @@ def convert_documents(documents: Iterable[Any], source: str, warn: TextIO,
             out.append(document)
             continue
         gpu = rewrite_legacy_gpu(converted.obj, gpu_resource)
-        problems = [*map(str, converted.problems), *gpu.problems]
+        problems = [*map(str, converted.problems), *map(str, gpu.problems)]
         for problem in problems:
             print(f"{source}: {document['apiVersion']} {document['kind']} {name}: {problem}; not carried over",
                   file=warn)

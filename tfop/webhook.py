@@ -18,7 +18,7 @@ import structlog
 
 from tfop.api.constants import API_VERSION
 from tfop.api.conversion import ConversionError, convert
-from tfop.controller.plan.gpu_resources import DEFAULT_GPU_RESOURCE, rewrite_legacy_gpu
+from tfop.controller.plan.job.legacy_gpu import DEFAULT_GPU_RESOURCE, rewrite_legacy_gpu
 from tfop.tls import CertificateFiles, TLSServerMixin
 
 log = structlog.get_logger("tfop.webhook")
@@ -45,7 +45,7 @@ def review_response(review: Any, gpu_resource: str = DEFAULT_GPU_RESOURCE) -> di
         if desired == API_VERSION and obj.get("apiVersion") != API_VERSION:
             rewrite = rewrite_legacy_gpu(result.obj, gpu_resource)
             result.obj = rewrite.job
-            problems += rewrite.problems
+            problems += map(str, rewrite.problems)
         if problems:
             name = (obj.get("metadata") or {}).get("name", "")
             fields = "; ".join(problems)

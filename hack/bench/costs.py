@@ -27,7 +27,10 @@ from bench.runs import REPO_DIR
 from bench.workload import CLIENT_CONCURRENCY, tfjob
 from tfop.api.defaults import apply_defaults
 from tfop.controller.children import TFJOBS
-from tfop.controller.plan.desired import desired_pod
+from tfop.controller.plan.children.desired import desired_pod
+from tfop.controller.plan.controller_config import ControllerConfig
+from tfop.controller.plan.job.model import TFJobModel
+from tfop.controller.plan.job.parse import parse_job
 from tfop.kube.client import WatchStream
 from tfop.kube.errors import Conflict, TransportError
 from tfop.kube.resource import EVENTS, PODS
@@ -115,8 +118,12 @@ class Costs:
                 self.measure(f"create a pod, {watchers} more watchers of pods", self.pod_creator(job, pods_namespace))
 
     def pod_creator(self, job: dict[str, Any], namespace: str) -> Callable[[int], None]:
+        model = parse_job(job, ControllerConfig())
+        if not isinstance(model, TFJobModel):
+            raise ValueError(f"the benchmark's job is invalid: {'; '.join(map(str, model.errors))}")
+
         def create(index: int) -> None:
-            body = desired_pod(job, "Worker", 0)
+            body = desired_pod(model, "Worker", 0)
             body["metadata"]["name"] = f"pod-{index}"
             body["metadata"]["namespace"] = namespace
             body["spec"]["nodeName"] = "no-kubelet"  # bound: no scheduler, no kubelet, only the write

@@ -17,8 +17,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from tfop.api.constants import REPLICA_TYPES
-from tfop.api.defaults import apply_defaults
-from tfop.controller.plan.desired import DesiredChildren, replica_count
+from tfop.controller.plan.children.desired import DesiredChildren
+from tfop.controller.plan.controller_config import ControllerConfig
+from tfop.controller.plan.job.model import TFJobModel
+from tfop.controller.plan.job.parse import parse_job
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import ApiError
 from tfop.kube.resource import PODS, SERVICES, Resource
@@ -26,10 +28,12 @@ from tfop.kube.resource import PODS, SERVICES, Resource
 
 def children(job: dict[str, Any]) -> list[tuple[Resource, dict[str, Any]]]:
     """What tfop creates for the job: one Pod and one Service per replica, pods first."""
-    defaulted = apply_defaults(job)
-    desired = DesiredChildren(defaulted)
+    model = parse_job(job, ControllerConfig())
+    if not isinstance(model, TFJobModel):
+        raise ValueError(f"the benchmark's job is invalid: {'; '.join(map(str, model.errors))}")
+    desired = DesiredChildren(model)
     slots = [(replica_type, index) for replica_type in REPLICA_TYPES
-             for index in range(replica_count(defaulted, replica_type))]
+             for index in range(model.spec.replicas(replica_type))]
     return ([(PODS, desired.pod(*slot)) for slot in slots]
             + [(SERVICES, desired.service(*slot)) for slot in slots])
 

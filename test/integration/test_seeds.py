@@ -24,8 +24,8 @@ from support.tfjobs import TFJOBS, children, condition, events_about, job_status
 from support.waiting import wait_for, wait_for_count
 from support.webhook import WebhookProcess, apply_until_converted
 from tfop.api.conversion import to_v1
-from tfop.controller.plan.gpu_resources import rewrite_legacy_gpu
-from tfop.controller.ps_server_script import server_script
+from tfop.controller.plan.job.legacy_gpu import rewrite_legacy_gpu
+from tfop.controller.ps_server_configmap import server_script
 from tfop.kube.client import KubeClient
 from tfop.kube.resource import CONFIGMAPS, PODS, SERVICES
 

@@ -24,8 +24,9 @@ import pytest
 import yaml
 
 from ports import free_port
+from support.plan_builders import parsed
 from tfop.api.defaults import apply_defaults
-from tfop.controller.plan.desired import DesiredChildren
+from tfop.controller.plan.children.desired import DesiredChildren
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -65,7 +66,7 @@ def replicas_of(manifest: Path, log_dir: Path) -> list[Replica]:
     job = yaml.safe_load(manifest.read_text())
     job["metadata"].update(namespace="default", uid=f"uid-of-{manifest.stem}")
     job = apply_defaults(job)
-    children = DesiredChildren(job)
+    children = DesiredChildren(parsed(job))
     replicas = []
     for replica_type, spec in job["spec"]["tfReplicaSpecs"].items():
         for index in range(spec["replicas"]):

@@ -9,8 +9,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tfop.api.runtime_id import child_name, runtime_id
+from tfop.controller.plan.children.desired import selector_labels
 from tfop.controller.plan.controller_config import ControllerConfig
-from tfop.controller.plan.desired import selector_labels
+from tfop.controller.plan.job.model import TFJobModel
+from tfop.controller.plan.job.parse import parse_job
 from tfop.controller.plan.planner import plan
 from tfop.controller.plan.types import POD, SERVICE, CreateRefusal, Plan, PlanContext
 
@@ -46,6 +48,13 @@ def make_job(replicas: Mapping[str, object] | None = None, *, policy: str | None
     if status is not None:
         job["status"] = status
     return job
+
+
+def parsed(job: dict[str, Any], config: ControllerConfig | None = None) -> TFJobModel:
+    """A valid raw TFJob as the planner sees it, for building its children's bodies directly."""
+    model = parse_job(job, config or ControllerConfig())
+    assert isinstance(model, TFJobModel), model
+    return model
 
 
 def name_of(replica_type: str, index: int, job_name: str = JOB_NAME) -> str:

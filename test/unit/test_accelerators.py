@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tfop.controller.plan.accelerators import Accelerator, HostVolume, apply_accelerators
+from tfop.controller.plan.children.accelerators import Accelerator, HostVolume, apply_accelerators
 
 GPU = {"nvidia.com/gpu": Accelerator(
     env=(("LD_LIBRARY_PATH", "/usr/local/nvidia/lib64"),),

@@ -13,7 +13,7 @@ from structlog.testing import capture_logs
 
 from support.plan_builders import make_job, plan_of
 from tfop.controller.apply.applier import PlanApplier
-from tfop.controller.plan.desired import ReplicaSlot
+from tfop.controller.plan.children.desired import ReplicaSlot
 from tfop.controller.plan.types import ChildRef, Creation, JobEvent, Plan, StatusWait
 from tfop.kube.client import KubeClient
 from tfop.kube.clock import FakeClock

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from tfop.config import ConfigError, load_config, parse_config
-from tfop.controller.plan.accelerators import Accelerator, HostVolume
+from tfop.controller.plan.children.accelerators import Accelerator, HostVolume
 
 SEEDS = Path(__file__).resolve().parents[1] / "data" / "seeds"
 

@@ -1,4 +1,4 @@
-"""Table tests of the evaluators' final evaluation (tfop/controller/plan/evaluator.py): a job whose training
+"""Table tests of the evaluators' final evaluation (tfop/controller/plan/policies/evaluator.py): a job whose training
 succeeded waits, up to its grace, for a running evaluator, then succeeds whatever the evaluation came to. The clock
 is 10:00:00; every expected row is written out."""
 
@@ -174,7 +174,7 @@ ROWS = {
         job(), [CHIEF_DONE, make_pod("Worker", 0), make_pod("Evaluator", 0, "Succeeded", exit_code=0)],
         conditions=SUCCEEDED, delete_pods=[W0], delete_services=[W0], events=["TFJobSucceeded"],
         counters=JobCounters(successful=1), status={"replicaSummary": "2/3 succeeded"}),
-    # The success's settle (success_settle.py): replicas still running get up to 2 s after the last end to end
+    # The success's settle (policies/success.py): replicas still running get up to 2 s after the last end to end
     # by themselves; an evaluator the success waits for is not held up by it, one it does not is a replica like any.
     "the chief ended a second ago, a worker and the evaluator run: the worker has 1 s left, no wait starts yet": Case(
         job(), [ended(CHIEF_DONE, T0), make_pod("Worker", 0), EVALUATING], now=NOW + timedelta(seconds=1),

@@ -16,6 +16,7 @@ from support.plan_builders import (
     make_job,
     make_pod,
     name_of,
+    parsed,
     running,
     running_pods,
     services_for,
@@ -25,14 +26,14 @@ from tfop.api.defaults import apply_defaults
 from tfop.cli import build_parser
 from tfop.config import ConfigError, parse_config
 from tfop.controller.children import child_kinds
-from tfop.controller.plan.controller_config import ControllerConfig
-from tfop.controller.plan.gang import (
+from tfop.controller.plan.children.pod_group import (
     GANG_SCHEDULERS,
     admission_wait,
     pod_group_spec,
     pod_requests,
     spec_drift,
 )
+from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.planner import plan
 from tfop.controller.plan.quantity import format_quantity, parse_quantity
 from tfop.controller.plan.types import POD, POD_GROUP, SERVICE, Plan, PlanContext
@@ -184,7 +185,7 @@ SPEC_CASES = {
 
 @pytest.mark.parametrize("case", SPEC_CASES.values(), ids=SPEC_CASES.keys())
 def test_pod_group_spec(case: SpecCase) -> None:
-    assert pod_group_spec(case.job, case.gang) == case.expected
+    assert pod_group_spec(parsed(case.job).spec, case.gang) == case.expected
 
 
 @pytest.mark.parametrize(("wanted", "current", "patch"), [
@@ -234,7 +235,7 @@ def test_scheduler_plugins_pods_carry_the_group_label_and_scheduler_name() -> No
 def test_volcano_pods_carry_the_group_and_task_annotations() -> None:
     job = make_job({"Worker": 2})
     inqueue = {"metadata": {"name": "mnist", "namespace": "ns", "uid": "pg-1"},
-               "spec": pod_group_spec(apply_defaults(job), VOLCANO), "status": {"phase": "Inqueue"}}
+               "spec": pod_group_spec(parsed(apply_defaults(job)).spec, VOLCANO), "status": {"phase": "Inqueue"}}
     config = ControllerConfig(gang_scheduler="volcano")
     result = plan(PlanContext(job, {POD_GROUP: [inqueue]}, NOW, config))
     assert result.desired is not None

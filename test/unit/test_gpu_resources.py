@@ -1,4 +1,4 @@
-"""The legacy GPU resource name (plan/gpu_resources.py): rewritten in every template, in conversions and in the pods
+"""The legacy GPU resource name (plan/job/legacy_gpu.py): rewritten in every template, in conversions and in the pods
 and PodGroups the planner makes, with a Warning event for v1 jobs. Rows of expected values are written out."""
 
 from __future__ import annotations
@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 
 from support.plan_builders import NOW, container, make_job, make_pod, make_service, name_of, plan_of
+from tfop.api.errors import FieldError
 from tfop.controller.children import KINDS_BY_NAME
-from tfop.controller.plan.accelerators import Accelerator, HostVolume
+from tfop.controller.plan.children.accelerators import Accelerator, HostVolume
 from tfop.controller.plan.controller_config import ControllerConfig
-from tfop.controller.plan.gpu_resources import GpuRename, gpu_resource_problem, rewrite_legacy_gpu
+from tfop.controller.plan.job.legacy_gpu import GpuRename, gpu_resource_problem, rewrite_legacy_gpu
 from tfop.controller.plan.planner import plan
 from tfop.controller.plan.types import JOB, POD, POD_GROUP, SERVICE, PlanContext, StatusWait
 
@@ -36,7 +37,7 @@ class Row:
     gpu_resource: str
     resources: list[dict[str, Any]]  # each container's resources after the rewrite, init containers last
     renamed: tuple[GpuRename, ...] = ()
-    problems: tuple[str, ...] = field(default=())
+    problems: tuple[FieldError, ...] = field(default=())
 
 
 ROWS = {
@@ -68,9 +69,9 @@ ROWS = {
         gpu_job(container(resources={"limits": {LEGACY: 1, "nvidia.com/gpu": 2}})), "nvidia.com/gpu",
         [{"limits": {"nvidia.com/gpu": 2}}],
         (GpuRename("Worker", "tensorflow", "limits", "1"),),
-        (("spec.tfReplicaSpecs.Worker.template.spec.containers[0].resources.limits: asks for "
-          "alpha.kubernetes.io/nvidia-gpu: 1 and nvidia.com/gpu: 2, which tfop takes as one resource; keep only "
-          "nvidia.com/gpu"),)),
+        (FieldError("spec.tfReplicaSpecs.Worker.template.spec.containers[0].resources.limits",
+                    "asks for alpha.kubernetes.io/nvidia-gpu: 1 and nvidia.com/gpu: 2, which tfop takes as one "
+                    "resource; keep only nvidia.com/gpu"),)),
     "current name only: untouched": Row(
         gpu_job(container(resources={"limits": {"nvidia.com/gpu": 1}})), "nvidia.com/gpu",
         [{"limits": {"nvidia.com/gpu": 1}}]),

@@ -16,12 +16,13 @@ from support.plan_builders import (
     make_job,
     make_pod,
     name_of,
+    parsed,
     running,
     services_for,
 )
-from tfop.controller.plan.batch_job import MAX_BACKOFF_LIMIT
+from tfop.controller.plan.children.batch_job import MAX_BACKOFF_LIMIT
+from tfop.controller.plan.children.desired import DesiredChildren
 from tfop.controller.plan.controller_config import ControllerConfig
-from tfop.controller.plan.desired import DesiredChildren
 from tfop.controller.plan.planner import plan
 from tfop.controller.plan.types import JOB, POD, SERVICE, Plan, PlanContext
 from tfop.controller.reconciler import owner_key
@@ -228,7 +229,7 @@ def test_a_replicas_job_maps_its_restart_policy(policy: str, run_policy: dict[st
     from tfop.api.defaults import apply_defaults
 
     job = apply_defaults(make_job({"Worker": 2}, policy=policy, run_policy=run_policy))
-    desired = DesiredChildren(job)
+    desired = DesiredChildren(parsed(job))
     body = desired.batch_job("Worker", 1)
     pod = desired.pod("Worker", 1)
     assert body["apiVersion"] == "batch/v1" and body["kind"] == "Job"
@@ -272,7 +273,7 @@ def test_the_planner_decides_the_same_on_jobs_as_the_cache_slims_them() -> None:
     from tfop.controller.cache_transforms import slim_batch_job, slim_pod
 
     job = on_jobs(make_job({"Worker": 2}, run_policy={"suspend": True}))
-    desired = DesiredChildren(apply_defaults(job))
+    desired = DesiredChildren(parsed(apply_defaults(job)))
     whole = [{**desired.batch_job("Worker", index), "status": {"active": 1, "failed": index}}
              for index in range(2)]
     for body, cached in zip(whole, all_jobs({"Worker": 2}), strict=True):

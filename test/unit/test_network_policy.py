@@ -1,6 +1,6 @@
-"""Table tests of a job's NetworkPolicy (tfop/controller/plan/network_policy.py, network_policies.py): what the
-annotations ask for, what is wrong with them, and what the plan creates, patches or deletes. Every expected row is
-written out."""
+"""Table tests of a job's NetworkPolicy (tfop/controller/plan/children/network_policy.py,
+policies/network_isolation.py, job/annotations.py): what the annotations ask for, what is wrong with them, and what
+the plan creates, patches or deletes. Every expected row is written out."""
 
 from __future__ import annotations
 
@@ -10,12 +10,25 @@ from typing import Any
 
 import pytest
 
-from support.plan_builders import NOW, RID, T0, UID, condition, make_job, message, running, running_pods, services_for
+from support.plan_builders import (
+    NOW,
+    RID,
+    T0,
+    UID,
+    condition,
+    make_job,
+    message,
+    parsed,
+    running,
+    running_pods,
+    services_for,
+)
 from tfop.controller.cache_transforms import slim_network_policy
 from tfop.controller.children import Scope, child_kinds
+from tfop.controller.plan.children.desired import DesiredChildren
 from tfop.controller.plan.controller_config import ControllerConfig
-from tfop.controller.plan.desired import DesiredChildren
-from tfop.controller.plan.network_policy import NetworkIsolation, network_isolation
+from tfop.controller.plan.job.annotations import network_isolation
+from tfop.controller.plan.job.model import NetworkIsolation
 from tfop.controller.plan.planner import plan
 from tfop.controller.plan.types import NETWORK_POLICY, POD, SERVICE, ChildPatch, ChildRef, Creation, Plan, PlanContext
 
@@ -94,9 +107,8 @@ ASKED: dict[str, tuple[dict[str, str], bool, tuple[dict[str, Any], ...], list[st
 @pytest.mark.parametrize(("annotations", "isolated", "peers", "errors"), list(ASKED.values()), ids=list(ASKED))
 def test_what_the_annotations_ask_for(annotations: dict[str, str], isolated: bool, peers: tuple[dict[str, Any], ...],
                                       errors: list[str]) -> None:
-    job = make_job()
-    job["metadata"]["annotations"] = annotations
-    assert network_isolation(job) == (NetworkIsolation(isolated, peers), errors)
+    isolation, found = network_isolation(annotations)
+    assert (isolation, [str(error) for error in found]) == (NetworkIsolation(isolated, peers), errors)
 
 
 def isolated(job: dict[str, Any], peers: str | None = None, switch: str = "Isolated") -> dict[str, Any]:
@@ -192,7 +204,7 @@ def test_the_policy_is_created_before_the_replicas() -> None:
 def test_the_body_is_owned_labelled_and_selects_the_jobs_pods() -> None:
     job = isolated(make_job(), '[{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": '
                                '"monitoring"}}}]')
-    assert DesiredChildren(job).network_policy() == {
+    assert DesiredChildren(parsed(job)).network_policy() == {
         "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
         "metadata": {"name": NAME, "namespace": "ns",
                      "labels": {"training.kubeflow.org/job-name": "mnist", "training.kubeflow.org/runtime-id": RID,

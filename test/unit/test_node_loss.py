@@ -1,5 +1,5 @@
-"""Table tests of node loss (tfop/controller/plan/node_loss.py): which replica's node is lost, suspect or unhealthy,
-and what the plan does about it. The clock is 10:00:00; every expected row is written out."""
+"""Table tests of node loss (tfop/controller/plan/policies/node_loss.py): which replica's node is lost, suspect or
+unhealthy, and what the plan does about it. The clock is 10:00:00; every expected row is written out."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ import pytest
 
 from support.plan_builders import NOW, make_job, make_pod, message, running, services_for
 from tfop.controller.plan.controller_config import ControllerConfig, NodeLossSettings
-from tfop.controller.plan.node_loss import JobNodePolicy, Verdict, job_node_policy, replicas_on_bad_nodes
+from tfop.controller.plan.job.annotations import node_policy
+from tfop.controller.plan.job.model import JobNodePolicy
 from tfop.controller.plan.planner import plan
+from tfop.controller.plan.policies.node_loss import Verdict, replicas_on_bad_nodes
 from tfop.controller.plan.types import POD, SERVICE, ChildRef, PlanContext
 
 GPU = NodeLossSettings(unhealthy_conditions=("GPUUnhealthy",), unhealthy_taints=("example.com/gpu-unhealthy",))
@@ -121,9 +123,8 @@ def test_node_loss(row: tuple[Any, ...]) -> None:
 ])
 def test_a_jobs_annotations_set_its_policy(annotations: dict[str, str], expected: JobNodePolicy,
                                            errors: list[str]) -> None:
-    job = make_job()
-    job["metadata"]["annotations"] = annotations
-    assert job_node_policy(job, NodeLossSettings()) == (expected, errors)
+    policy, found = node_policy(annotations, NodeLossSettings())
+    assert (policy, [str(error) for error in found]) == (expected, errors)
 
 
 # --- the plan: what tfop does about it ---------------------------------------------------------------------------
@@ -176,4 +177,4 @@ def test_bad_node_loss_annotations_fail_the_job_with_the_field_named() -> None:
 
 def test_the_operator_default_policy_applies_without_annotations() -> None:
     settings = replace(NodeLossSettings(), policy="WaitForProof", grace_seconds=10)
-    assert job_node_policy(make_job(), settings) == (JobNodePolicy("WaitForProof", timedelta(seconds=10)), [])
+    assert node_policy({}, settings) == (JobNodePolicy("WaitForProof", timedelta(seconds=10)), [])

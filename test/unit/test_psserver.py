@@ -10,15 +10,16 @@ from typing import Any
 import pytest
 import yaml
 
+from support.plan_builders import parsed
 from tfop.api.conversion import TF_IMAGE_ANNOTATION, to_v1
 from tfop.api.defaults import apply_defaults
 from tfop.api.validation import validate
+from tfop.controller.plan.children.desired import DesiredChildren
 from tfop.controller.plan.controller_config import ControllerConfig
-from tfop.controller.plan.desired import DesiredChildren
+from tfop.controller.plan.job.default_ps_server import SCRIPT_CONFIGMAP, needs_default_server, with_default_ps_server
 from tfop.controller.plan.planner import plan
-from tfop.controller.plan.ps_server import SCRIPT_CONFIGMAP, needs_default_server, with_default_ps_server
 from tfop.controller.plan.types import POD, SERVICE, PlanContext
-from tfop.controller.ps_server_script import server_script
+from tfop.controller.ps_server_configmap import server_script
 from tfop.psserver.grpc_tensorflow_server import server_definition
 
 SEEDS = Path(__file__).resolve().parents[1] / "data" / "seeds"
@@ -92,7 +93,7 @@ def test_seed_002_example_job_plans_a_default_server_for_each_ps() -> None:
 
 
 def test_a_job_without_a_default_server_needs_no_script() -> None:
-    assert not DesiredChildren(with_default_ps_server(job(None), ControllerConfig())).needs_server_script
+    assert not DesiredChildren(parsed(with_default_ps_server(job(None), ControllerConfig()))).needs_server_script
 
 
 def test_the_script_reads_its_task_from_tf_config() -> None:

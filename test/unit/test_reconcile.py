@@ -36,8 +36,8 @@ from support.plan_builders import (
 from tfop.controller.apply.child_writes import is_permanent_refusal
 from tfop.controller.cache_transforms import slim_job, slim_metadata, slim_pod
 from tfop.controller.children import KINDS_BY_NAME
+from tfop.controller.plan.children.desired import ReplicaSlot
 from tfop.controller.plan.controller_config import ControllerConfig
-from tfop.controller.plan.desired import ReplicaSlot
 from tfop.controller.plan.types import POD, SERVICE, CreateRefusal, JobCounters, Plan, ReplicaRestart
 from tfop.kube.errors import ApiError, error_from_status
 

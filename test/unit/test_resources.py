@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
+from support.plan_builders import parsed
 from tfop.api.defaults import apply_defaults
 from tfop.api.runtime_id import RUNTIME_ID_LENGTH, runtime_id
-from tfop.controller.plan.desired import (
+from tfop.controller.plan.children.desired import (
     DesiredChildren,
     ReplicaSlot,
     child_name,
@@ -18,9 +20,9 @@ from tfop.controller.plan.desired import (
     desired_service,
     pod_restart_policy,
     replica_slot_of,
-    tf_task_type,
 )
-from tfop.controller.plan.naming import ChildNaming, naming_of
+from tfop.controller.plan.children.naming import ChildNaming, naming_of
+from tfop.controller.plan.children.tf_config import tf_task_type
 
 RID = runtime_id("uid-1")
 
@@ -93,7 +95,7 @@ def test_job_role_master_is_on_the_chief_or_worker_0(replicas: dict[str, int], m
     tfjob = job(replicas)
     roles = {ReplicaSlot(replica_type, index)
              for replica_type, count in replicas.items() for index in range(count)
-             if desired_pod(tfjob, replica_type, index)["metadata"]["labels"].get(
+             if desired_pod(parsed(tfjob), replica_type, index)["metadata"]["labels"].get(
                  "training.kubeflow.org/job-role") == "master"}
     assert roles == ({master} if master else set())
 
@@ -102,7 +104,7 @@ def test_pod_metadata() -> None:
     tfjob = job({"Worker": 2})
     tfjob["spec"]["tfReplicaSpecs"]["Worker"]["template"]["metadata"] = {
         "labels": {"team": "ml", "training.kubeflow.org/replica-index": "spoofed"}, "annotations": {"a": "b"}}
-    pod = desired_pod(tfjob, "Worker", 1)
+    pod = desired_pod(parsed(tfjob), "Worker", 1)
     assert pod["apiVersion"] == "v1" and pod["kind"] == "Pod"
     assert pod["metadata"] == {
         "name": f"mnist-worker-{RID}-1", "namespace": "ns",
@@ -122,7 +124,7 @@ def test_pod_metadata() -> None:
 def test_pod_restart_policy(replica_policy: str, pod_policy: str) -> None:
     assert pod_restart_policy(replica_policy) == pod_policy
     tfjob = job({"Worker": 1}, policy=replica_policy)
-    assert desired_pod(tfjob, "Worker", 0)["spec"]["restartPolicy"] == pod_policy
+    assert desired_pod(parsed(tfjob), "Worker", 0)["spec"]["restartPolicy"] == pod_policy
 
 
 def test_user_pod_fields_pass_through_untouched_and_copied() -> None:
@@ -141,7 +143,7 @@ def test_user_pod_fields_pass_through_untouched_and_copied() -> None:
     })
     template_spec["containers"].append({"name": "sidecar", "image": "busybox"})
     before = copy.deepcopy(tfjob)
-    pod = desired_pod(tfjob, "Worker", 0)
+    pod = desired_pod(parsed(tfjob), "Worker", 0)
     expected = copy.deepcopy(template_spec)
     expected["restartPolicy"] = "Never"  # from the replica's ExitCode, not the template's
     expected["containers"][0]["env"] = [{"name": "A", "value": "1"}, {"name": "B", "value": "2"},
@@ -191,7 +193,7 @@ def test_tf_config_for_every_replica(replicas: dict[str, int], cluster: dict[str
     tfjob = job(replicas)
     for replica_type in tfjob["spec"]["tfReplicaSpecs"]:
         for index in range(tfjob["spec"]["tfReplicaSpecs"][replica_type]["replicas"]):
-            value = env_of(desired_pod(tfjob, replica_type, index))
+            value = env_of(desired_pod(parsed(tfjob), replica_type, index))
             if cluster is None:
                 assert value is None
                 continue
@@ -213,7 +215,7 @@ def test_tf_config_uses_each_type_s_port_and_the_configured_domain() -> None:
     tfjob["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["ports"] = [
         {"name": "tfjob-port", "containerPort": 3333}]
     tfjob["spec"]["tfReplicaSpecs"]["PS"]["template"]["spec"]["containers"] = [{"name": "grpc", "image": "tf"}]
-    value = env_of(desired_pod(tfjob, "Worker", 0, "svc.cluster.local"))
+    value = env_of(desired_pod(parsed(tfjob), "Worker", 0, "svc.cluster.local"))
     assert json.loads(value or "")["cluster"] == {
         "worker": [address("Worker", 0, 3333, "svc.cluster.local")],
         "ps": [address("PS", 0, 2222, "svc.cluster.local")]}
@@ -221,17 +223,17 @@ def test_tf_config_uses_each_type_s_port_and_the_configured_domain() -> None:
 
 def test_tf_config_is_the_same_for_the_same_job() -> None:
     first, second = job({"Chief": 1, "Worker": 2}), job({"Chief": 1, "Worker": 2})
-    assert desired_pod(first, "Worker", 1) == desired_pod(second, "Worker", 1)
-    builder = DesiredChildren(first)
-    assert builder.pod("Worker", 1) == builder.pod("Worker", 1) == desired_pod(first, "Worker", 1)
+    assert desired_pod(parsed(first), "Worker", 1) == desired_pod(parsed(second), "Worker", 1)
+    builder = DesiredChildren(parsed(first))
+    assert builder.pod("Worker", 1) == builder.pod("Worker", 1) == desired_pod(parsed(first), "Worker", 1)
 
 
 # ---------------------------------------------------------------- services
 
 def test_service_is_headless_and_selects_exactly_its_pod() -> None:
     tfjob = job({"Worker": 2})
-    service = desired_service(tfjob, "Worker", 1)
-    pod = desired_pod(tfjob, "Worker", 1)
+    service = desired_service(parsed(tfjob), "Worker", 1)
+    pod = desired_pod(parsed(tfjob), "Worker", 1)
     assert service["kind"] == "Service" and service["metadata"]["name"] == pod["metadata"]["name"]
     assert service["spec"]["clusterIP"] == "None"
     assert service["spec"]["publishNotReadyAddresses"] is True
@@ -239,7 +241,7 @@ def test_service_is_headless_and_selects_exactly_its_pod() -> None:
         "training.kubeflow.org/job-name": "mnist", "training.kubeflow.org/replica-type": "worker",
         "training.kubeflow.org/replica-index": "1", "training.kubeflow.org/runtime-id": RID}
     assert service["spec"]["selector"].items() <= pod["metadata"]["labels"].items()
-    other = desired_pod(tfjob, "Worker", 0)
+    other = desired_pod(parsed(tfjob), "Worker", 0)
     assert not service["spec"]["selector"].items() <= other["metadata"]["labels"].items()
     assert service["metadata"]["ownerReferences"] == pod["metadata"]["ownerReferences"]
 
@@ -269,7 +271,12 @@ def test_service_ports(containers: list[dict[str, Any]], ports: list[dict[str, A
     always on it."""
     raw = make_job({"PS": 1, "Worker": 1})
     raw["spec"]["tfReplicaSpecs"]["PS"]["template"]["spec"]["containers"] = containers
-    assert desired_service(apply_defaults(raw), "PS", 0)["spec"]["ports"] == ports
+    template = apply_defaults(raw)["spec"]["tfReplicaSpecs"]["PS"]["template"]
+    # The template goes in as it is, past validation (which refuses a port name given twice).
+    model = parsed(make_job({"PS": 1, "Worker": 1}))
+    specs = {**model.spec.replica_specs, "PS": replace(model.spec.replica_specs["PS"], template=template)}
+    model = replace(model, spec=replace(model.spec, replica_specs=specs))
+    assert desired_service(model, "PS", 0)["spec"]["ports"] == ports
 
 
 @pytest.mark.parametrize(("declared", "pod_ports", "tf_port"), [
@@ -283,7 +290,7 @@ def test_the_tensorflow_port_is_declared_once(declared: list[dict[str, Any]], po
                                               tf_port: int) -> None:
     raw = make_job({"Worker": 2})
     raw["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["ports"] = declared
-    pod = desired_pod(apply_defaults(raw), "Worker", 0)
+    pod = desired_pod(parsed(apply_defaults(raw)), "Worker", 0)
     assert pod["spec"]["containers"][0]["ports"] == pod_ports
     assert json.loads(env_of(pod) or "{}")["cluster"]["worker"][1].endswith(f":{tf_port}")
 
@@ -315,7 +322,7 @@ def test_replica_slot_of(labels: dict[str, str], name: str, slot: ReplicaSlot | 
 @pytest.mark.parametrize("scheme", ["RuntimeId", "TypeIndex"])
 def test_every_desired_child_fills_its_own_slot(scheme: str) -> None:
     tfjob = job({"Chief": 1, "Worker": 3, "PS": 2, "Evaluator": 1})
-    builder = DesiredChildren(tfjob, naming=ChildNaming(scheme, "mnist", RID))
+    builder = DesiredChildren(parsed(tfjob), naming=ChildNaming(scheme, "mnist", RID))
     for replica_type, replica in tfjob["spec"]["tfReplicaSpecs"].items():
         for index in range(replica["replicas"]):
             for child in (builder.pod(replica_type, index), builder.service(replica_type, index)):
@@ -326,7 +333,7 @@ def test_type_index_naming_speaks_the_go_operators_names_and_selects_its_pods() 
     """A job adopted from the Kubeflow training operator: a recreated pod gets that operator's name, TF_CONFIG
     lists the peers under those names, and a Service selects pods without a runtime-id label (the Go operator's)."""
     tfjob = job({"Worker": 2, "PS": 1})
-    builder = DesiredChildren(tfjob, naming=ChildNaming("TypeIndex", "mnist", RID))
+    builder = DesiredChildren(parsed(tfjob), naming=ChildNaming("TypeIndex", "mnist", RID))
     pod, service = builder.pod("Worker", 1), builder.service("Worker", 1)
     assert pod["metadata"]["name"] == service["metadata"]["name"] == "mnist-worker-1"
     assert service["spec"]["selector"] == {"training.kubeflow.org/job-name": "mnist",

@@ -1,5 +1,5 @@
-"""Table tests of restarting a job together (tfop/controller/plan/restart_scope.py): with restart scope Job, the
-replica that fails retryably or loses its node restarts with every other live replica, counted once."""
+"""Table tests of restarting a job together (tfop/controller/plan/policies/restart_scope.py): with restart scope
+Job, the replica that fails retryably or loses its node restarts with every other live replica, counted once."""
 
 from __future__ import annotations
 

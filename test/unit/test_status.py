@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from tfop.controller.plan.exit_codes import ExitClass, Termination, classify_exit_code, container_termination
-from tfop.controller.plan.restarts import RestartLedger, count_restarts
+from tfop.controller.plan.policies.exit_codes import ExitClass, Termination, classify_exit_code, container_termination
+from tfop.controller.plan.replicas.restart_ledger import RestartLedger, count_restarts
 from tfop.controller.plan.status import (
     condition_is_true,
     conditions_of,

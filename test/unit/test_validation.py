@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from tfop.api.defaults import apply_defaults
-from tfop.api.validation import FieldError, validate
+from tfop.api.errors import FieldError
+from tfop.api.validation import validate
 
 
 def valid_job(**replica_counts: int) -> dict[str, Any]:

@@ -59,7 +59,7 @@ REPLICA_BACKEND_JOBS: Final = "jobs"
 REPLICA_BACKENDS: Final = (REPLICA_BACKEND_PODS, REPLICA_BACKEND_JOBS)
 ANNOTATION_REPLICA_BACKEND: Final = "tfop.kubeflow.org/replica-backend"
 
-# What tfop does with a replica whose node is unreachable (docs/concepts/node-loss.md): Replace it once the node
+# What tfop does with a replica whose node is unreachable (docs/tfjob/node-loss.md): Replace it once the node
 # has been so for the grace, or WaitForProof (the out-of-service taint, the node deleted) that its process is gone.
 NODE_LOSS_REPLACE: Final = "Replace"
 NODE_LOSS_WAIT_FOR_PROOF: Final = "WaitForProof"

@@ -9,7 +9,7 @@
 
 Pure functions of JSON dicts. From v1 to an older version nothing is refused: what the older version cannot hold
 goes into the annotation FIELDS_ANNOTATION, and the way back restores it, so v1 -> old -> v1 gives back the same
-object. From an older version to v1, a field v1 has no meaning for is a Problem naming it: the webhook refuses the
+object. From an older version to v1, a field v1 has no meaning for is a FieldError naming it: the webhook refuses the
 request, `tfop convert` warns.
 """
 
@@ -29,12 +29,11 @@ from tfop.api.legacy import (
     V1ALPHA1,
     V1BETA1,
     Converted,
-    Problem,
 )
 
 __all__ = [
     "FIELDS_ANNOTATION", "SERVED_VERSIONS", "TF_GROUP_KIND", "TF_GROUP_V1ALPHA1", "TF_IMAGE_ANNOTATION", "V1ALPHA1",
-    "V1BETA1", "ConversionError", "Converted", "Problem", "convert", "from_v1", "to_v1",
+    "V1BETA1", "ConversionError", "Converted", "convert", "from_v1", "to_v1",
 ]
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Final
 
 from tfop.api.constants import REPLICA_TYPES
+from tfop.api.errors import FieldError
 from tfop.api.fields import mapping_at, text
 
 MANAGED_BY_OPERATOR: Final = "kubeflow.org/training-operator"
@@ -43,7 +44,7 @@ def queue_name(job: object) -> str | None:
         mapping_at(metadata, "annotations").get(QUEUE_NAME)) or None
 
 
-def kueue_key_problems(job: object) -> list[str]:
+def kueue_key_problems(job: object) -> list[FieldError]:
     """Replica keys Kueue would not count, for a job in a Kueue queue (run before defaulting renames keys)."""
     queue = queue_name(job)
     if queue is None:
@@ -52,9 +53,9 @@ def kueue_key_problems(job: object) -> list[str]:
     for key in mapping_at(job, "spec", "tfReplicaSpecs"):
         titled = next((replica_type for replica_type in REPLICA_TYPES if replica_type.lower() == key.lower()), None)
         if titled is not None and titled != key:
-            problems.append(f"spec.tfReplicaSpecs[{key}]: must be spelt {titled} in a job queued by Kueue (label "
-                            f"{QUEUE_NAME}={queue}): Kueue counts quota only for the keys "
-                            f"{', '.join(REPLICA_TYPES)}, so its pods would run outside the queue's quota")
+            problems.append(FieldError(f"spec.tfReplicaSpecs[{key}]", (
+                f"must be spelt {titled} in a job queued by Kueue (label {QUEUE_NAME}={queue}): Kueue counts quota "
+                f"only for the keys {', '.join(REPLICA_TYPES)}, so its pods would run outside the queue's quota")))
     return problems
 
 

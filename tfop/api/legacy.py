@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tfop.api.constants import API_VERSION, DEFAULT_CONTAINER_NAME, DEFAULT_PORT_NAME, GROUP
+from tfop.api.errors import FieldError
 from tfop.api.fields import integer, items, mapping
 
 V1ALPHA1: str = f"{GROUP}/v1alpha1"
@@ -19,7 +20,8 @@ SERVED_VERSIONS = (API_VERSION, V1BETA1, V1ALPHA1)
 
 # What an older version cannot hold, as JSON, on the object while it is seen in that version.
 FIELDS_ANNOTATION = "tfop.kubeflow.org/v1-fields"
-# v1alpha1's tfImage: the image of the default PS server (read by the operator, see controller/plan/ps_server.py).
+# v1alpha1's tfImage: the image of the default PS server (read by the operator, see
+# controller/plan/job/default_ps_server.py).
 TF_IMAGE_ANNOTATION = "tfop.kubeflow.org/tf-image"
 
 
@@ -27,19 +29,10 @@ class ConversionError(ValueError):
     """An object that cannot be converted; the message names every field."""
 
 
-@dataclass(frozen=True)
-class Problem:
-    path: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.message}"
-
-
 @dataclass
 class Converted:
     obj: dict[str, Any]
-    problems: list[Problem] = field(default_factory=list)
+    problems: list[FieldError] = field(default_factory=list)
 
 
 
@@ -104,16 +97,16 @@ def named_tf_port(template: dict[str, Any]) -> int | None:
     return None
 
 
-def set_tf_port(replica: dict[str, Any], port: object, path: str, problems: list[Problem]) -> None:
+def set_tf_port(replica: dict[str, Any], port: object, path: str, problems: list[FieldError]) -> None:
     """v1alpha1's tfPort is v1's port named tfjob-port on the tensorflow container."""
     number = integer(port)
     if number is None or not 1 <= number <= 65535:
-        problems.append(Problem(path, f"{port!r} must be a port number"))
+        problems.append(FieldError(path, f"{port!r} must be a port number"))
         return
     container = tensorflow_container(mapping(replica.get("template")))
     if container is None:
         if number != 2222:
-            problems.append(Problem(path, f"{number} needs a tensorflow container to carry it; the default PS "
+            problems.append(FieldError(path, f"{number} needs a tensorflow container to carry it; the default PS "
                                           "server listens on 2222"))
         return
     ports = container.setdefault("ports", [])
@@ -121,5 +114,5 @@ def set_tf_port(replica: dict[str, Any], port: object, path: str, problems: list
     if named is None:
         ports.append({"name": DEFAULT_PORT_NAME, "containerPort": number})
     elif named.get("containerPort") != number:
-        problems.append(Problem(path, f"{number} differs from the container's {DEFAULT_PORT_NAME} port "
+        problems.append(FieldError(path, f"{number} differs from the container's {DEFAULT_PORT_NAME} port "
                                       f"{named.get('containerPort')}"))

@@ -17,12 +17,12 @@ from tfop.api.constants import (
     REPLICA_WORKER,
 )
 from tfop.api.defaults import canonical_replica_type
+from tfop.api.errors import FieldError
 from tfop.api.fields import integer, items, mapping, text
 from tfop.api.legacy import (
     TF_IMAGE_ANNOTATION,
     V1ALPHA1,
     Converted,
-    Problem,
     finish,
     named_tf_port,
     restore,
@@ -136,11 +136,12 @@ def to_v1(obj: dict[str, Any]) -> Converted:
     out, spec, kept = restore(obj)
     out["apiVersion"], out["kind"] = API_VERSION, KIND
     metadata = out.setdefault("metadata", {})
-    problems = [Problem(f"spec.{key}", "is not a v1alpha1 TFJob field") for key in sorted(set(spec) - _ALPHA_SPEC_KEYS)]
+    problems = [FieldError(f"spec.{key}", "is not a v1alpha1 TFJob field")
+                for key in sorted(set(spec) - _ALPHA_SPEC_KEYS)]
     uid = text(metadata.get("uid"))
     given_id = spec.get("RuntimeId")
     if given_id not in (None, "") and (uid is None or given_id != runtime_id(uid)):
-        problems.append(Problem("spec.RuntimeId", f"{given_id!r} cannot be kept: tfop derives the runtime id from "
+        problems.append(FieldError("spec.RuntimeId", f"{given_id!r} cannot be kept: tfop derives the runtime id from "
                                                   "metadata.uid (status.runtimeId); leave it out"))
     spellings = mapping(kept.pop("keys", None))
     kept_replicas = mapping(kept.pop("replicas", None))
@@ -149,19 +150,19 @@ def to_v1(obj: dict[str, Any]) -> Converted:
     for position, entry in enumerate(items(spec.get("replicaSpecs"))):
         path = f"spec.replicaSpecs[{position}]"
         if not isinstance(entry, dict):
-            problems.append(Problem(path, "must be an object"))
+            problems.append(FieldError(path, "must be an object"))
             continue
-        problems.extend(Problem(f"{path}.{name}", "is not a v1alpha1 replica field")
+        problems.extend(FieldError(f"{path}.{name}", "is not a v1alpha1 replica field")
                         for name in sorted(set(entry) - _ALPHA_REPLICA_KEYS))
         alpha_type = entry.get("tfReplicaType") or "MASTER"  # v1alpha1's default
         replica_type = _ALPHA_TYPES.get(str(alpha_type).upper()) if isinstance(alpha_type, str) else None
         if replica_type is None:
-            problems.append(Problem(f"{path}.tfReplicaType", f"{alpha_type!r} must be MASTER, WORKER or PS"))
+            problems.append(FieldError(f"{path}.tfReplicaType", f"{alpha_type!r} must be MASTER, WORKER or PS"))
             continue
         alpha_type = _ALPHA_NAMES[replica_type]
         key = str(spellings.get(alpha_type, replica_type))
         if key in replicas:
-            problems.append(Problem(f"{path}.tfReplicaType", f"{alpha_type} is listed twice; v1 holds one spec "
+            problems.append(FieldError(f"{path}.tfReplicaType", f"{alpha_type} is listed twice; v1 holds one spec "
                                                              "per replica type"))
             continue
         replica: dict[str, Any] = {}
@@ -173,11 +174,11 @@ def to_v1(obj: dict[str, Any]) -> Converted:
             replica["template"] = template
         container = tensorflow_container(mapping(template))
         if default_ps is True and container is not None:
-            problems.append(Problem(f"{path}.isDefaultPS", "is true but the template has a tensorflow container; "
+            problems.append(FieldError(f"{path}.isDefaultPS", "is true but the template has a tensorflow container; "
                                                            "v1 starts the default PS server only for a PS without "
                                                            "one: remove either"))
         if default_ps is True and replica_type != REPLICA_PS:
-            problems.append(Problem(f"{path}.isDefaultPS", "only a PS replica can be the default PS server"))
+            problems.append(FieldError(f"{path}.isDefaultPS", "only a PS replica can be the default PS server"))
         port = entry.get("tfPort")
         if port is not None:
             set_tf_port(replica, port, f"{path}.tfPort", problems)
@@ -200,7 +201,7 @@ def to_v1(obj: dict[str, Any]) -> Converted:
     return Converted(out, problems)
 
 
-def _check_termination_policy(spec: dict[str, Any], replicas: dict[str, Any], problems: list[Problem]) -> None:
+def _check_termination_policy(spec: dict[str, Any], replicas: dict[str, Any], problems: list[FieldError]) -> None:
     """v1's chief is the Chief/Master, else worker 0; a v1alpha1 job that named another replica cannot say so in
     v1."""
     chief = mapping(spec.get("terminationPolicy")).get("chief")
@@ -211,7 +212,7 @@ def _check_termination_policy(spec: dict[str, Any], replicas: dict[str, Any], pr
     expected = "MASTER" if types & set(CHIEF_REPLICA_TYPES) else "WORKER"
     name, index = chief.get("replicaName"), chief.get("replicaIndex", 0)
     if str(name).upper() != expected or index not in (0, None):
-        problems.append(Problem("spec.terminationPolicy.chief",
+        problems.append(FieldError("spec.terminationPolicy.chief",
                                 f"names {name} {index}; in v1 the job ends with the master, or worker 0 without "
                                 f"one, so only {{replicaName: {expected}, replicaIndex: 0}} can be kept"))
 

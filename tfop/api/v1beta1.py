@@ -6,8 +6,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from tfop.api.errors import FieldError
 from tfop.api.fields import mapping
-from tfop.api.legacy import V1BETA1, Converted, Problem, finish, restore, start
+from tfop.api.legacy import V1BETA1, Converted, finish, restore, start
 
 _BETA_RUN_POLICY = ("cleanPodPolicy", "ttlSecondsAfterFinished", "activeDeadlineSeconds", "backoffLimit")
 _BETA_SPEC_KEYS = {"tfReplicaSpecs", *_BETA_RUN_POLICY}
@@ -48,7 +49,7 @@ def from_v1(obj: dict[str, Any]) -> dict[str, Any]:
 
 def to_v1(obj: dict[str, Any]) -> Converted:
     out, spec, kept = restore(obj)
-    problems = [Problem(f"spec.{key}", "is not a v1beta1 TFJob field")
+    problems = [FieldError(f"spec.{key}", "is not a v1beta1 TFJob field")
                 for key in sorted(set(spec) - _BETA_SPEC_KEYS - set(kept))]
     run_policy = {key: spec.pop(key) for key in _BETA_RUN_POLICY if key in spec}
     run_policy.update(mapping(kept.pop("runPolicy", None)))
@@ -56,7 +57,7 @@ def to_v1(obj: dict[str, Any]) -> Converted:
     for key, replica in mapping(spec.get("tfReplicaSpecs")).items():
         if isinstance(replica, dict):
             unknown = sorted(set(replica) - _BETA_REPLICA_KEYS - set(mapping(replica_fields.get(key))))
-            problems.extend(Problem(f"spec.tfReplicaSpecs.{key}.{name}", "is not a v1beta1 replica field")
+            problems.extend(FieldError(f"spec.tfReplicaSpecs.{key}.{name}", "is not a v1beta1 replica field")
                             for name in unknown)
             replica.update(copy.deepcopy(mapping(replica_fields.get(key))))
     new_spec: dict[str, Any] = {}

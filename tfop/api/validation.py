@@ -1,14 +1,14 @@
 """Validation of a TFJob, for what the CRD cannot express or what may slip past it.
 
-The operator runs this on every (defaulted) job before planning: an invalid job gets a Failed condition naming
-the fields, never a crash. Every field the planner reads is checked here, so planning can index a valid job.
+The planner's parse step (controller/plan/job/parse.py) runs this on every defaulted job: an invalid job gets a
+Failed condition naming the fields, never a crash. Every field the typed job holds is checked here, so the parse
+builds it from a job that passed without checking again.
 """
 
 from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass
 from typing import Any
 
 from tfop.api.constants import (
@@ -23,20 +23,12 @@ from tfop.api.constants import (
     SUCCESS_POLICIES,
 )
 from tfop.api.defaults import canonical_replica_type
+from tfop.api.errors import FieldError
 from tfop.api.fields import integer
 from tfop.api.runtime_id import RUNTIME_ID_LENGTH, child_name
 
 _DNS_1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _MAX_PORT = 65535
-
-
-@dataclass(frozen=True)
-class FieldError:
-    path: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.message}"
 
 
 def validate(job: object) -> list[FieldError]:

@@ -31,8 +31,8 @@ from tfop.controller.cache_transforms import (
     slim_pod,
     slim_pod_group,
 )
-from tfop.controller.plan.desired import DesiredChildren, ReplicaSlot
-from tfop.controller.plan.gang import GangScheduler
+from tfop.controller.plan.children.desired import DesiredChildren, ReplicaSlot
+from tfop.controller.plan.children.pod_group import GangScheduler
 from tfop.controller.plan.types import JOB, NETWORK_POLICY, POD, POD_GROUP, SERVICE
 from tfop.kube.informer import Transform
 from tfop.kube.resource import JOBS, NETWORK_POLICIES, PODS, SERVICES, Resource
@@ -90,7 +90,7 @@ REPLICA_KINDS: tuple[ChildKind, ...] = (
 )
 
 
-# A job that asks for isolation (plan/network_policy.py) gets one, created before any replica's children, so an
+# A job that asks for isolation (plan/children/network_policy.py) gets one, created before any replica's children, so an
 # isolated job's pods are made only once it exists. In the table whatever the config, since any job may ask.
 NETWORK_POLICY_KIND = ChildKind(NETWORK_POLICY, NETWORK_POLICIES, lambda desired, slot: desired.network_policy(),
                                 slim_network_policy, scope=Scope.JOB)

@@ -1,8 +1,9 @@
 """A standard TensorFlow gRPC server for the task TF_CONFIG names: tfop's default parameter server.
 
-tfop mounts this file into a PS replica that has no `tensorflow` container (see tfop/controller/plan/ps_server.py) and
-runs it with the image's `python`. It serves until the pod is deleted; the chief or the workers place variables on
-it (`/job:ps/task:N`). Only TensorFlow and the standard library are used, so any TensorFlow image runs it.
+tfop mounts this file into a PS replica that has no `tensorflow` container (see
+tfop/controller/plan/job/default_ps_server.py) and runs it with the image's `python`. It serves until the pod is
+deleted; the chief or the workers place variables on it (`/job:ps/task:N`). Only TensorFlow and the standard
+library are used, so any TensorFlow image runs it.
 """
 
 from __future__ import annotations

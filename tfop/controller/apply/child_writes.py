@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 import structlog
 
 from tfop.controller.children import ChildKinds, Scope, child_id
-from tfop.controller.plan.desired import total_replicas
-from tfop.controller.plan.ps_server import SCRIPT_CONFIGMAP
-from tfop.controller.plan.troubles import replica_ranges
+from tfop.controller.plan.children.desired import total_replicas
+from tfop.controller.plan.job.default_ps_server import SCRIPT_CONFIGMAP
+from tfop.controller.plan.policies.troubles import replica_ranges
 from tfop.controller.plan.types import (
     JOB,
     POD,
@@ -22,7 +22,7 @@ from tfop.controller.plan.types import (
     Creation,
     Plan,
 )
-from tfop.controller.ps_server_script import ServerScriptKeeper
+from tfop.controller.ps_server_configmap import ServerScriptKeeper
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import ApiError, BadRequest, Invalid, NotFound, TooLarge
 from tfop.kube.events import NORMAL, WARNING, EventRecorder

@@ -7,18 +7,19 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from tfop.api.constants import NAMING_RUNTIME_ID, NODE_LOSS_REPLACE, REPLICA_BACKEND_PODS
-from tfop.controller.plan.accelerators import Accelerators
-from tfop.controller.plan.gang import GANG_NONE, GangScheduler, gang_scheduler
-from tfop.controller.plan.gpu_resources import DEFAULT_GPU_RESOURCE
+from tfop.controller.plan.children.accelerators import Accelerators
+from tfop.controller.plan.children.pod_group import GANG_NONE, GangScheduler, gang_scheduler
+from tfop.controller.plan.job.legacy_gpu import DEFAULT_GPU_RESOURCE
 
 # "svc" resolves through every pod's DNS search path, whatever the cluster domain; "svc.cluster.local" names it.
 DEFAULT_SERVICE_DOMAIN = "svc"
-# The default PS server (controller/plan/ps_server.py): its image when the job names none, and where its script is
-# mounted (the seeds' controller config names this very path).
+# The default PS server (controller/plan/job/default_ps_server.py): its image when the job names none, and where its
+# script is mounted (the seeds' controller config names this very path).
 DEFAULT_TF_IMAGE = "tensorflow/tensorflow:2.21.0"
 DEFAULT_GRPC_SERVER_FILE_PATH = "/opt/mlkube/grpc_tensorflow_server/grpc_tensorflow_server.py"
-# How long a job whose training succeeded waits for a running evaluator's final evaluation (plan/evaluator.py): long
-# enough for one evaluation pass over a test set, short enough that a hung evaluator holds its node only minutes.
+# How long a job whose training succeeded waits for a running evaluator's final evaluation
+# (plan/policies/evaluator.py): long enough for one evaluation pass over a test set, short enough that a hung
+# evaluator holds its node only minutes.
 DEFAULT_EVALUATOR_GRACE_SECONDS = 300.0
 
 
@@ -41,19 +42,19 @@ class ControllerConfig:
     service_domain: str = DEFAULT_SERVICE_DOMAIN
     # Env vars and hostPath mounts for containers that request an accelerator resource.
     accelerators: Accelerators = field(default_factory=lambda: MappingProxyType({}))
-    # What pods ask for where a template asks for the legacy alpha.kubernetes.io/nvidia-gpu (plan/gpu_resources.py).
+    # What pods ask for where a template asks for the legacy alpha.kubernetes.io/nvidia-gpu (plan/job/legacy_gpu.py).
     gpu_resource: str = DEFAULT_GPU_RESOURCE
     # Which gang scheduler places the job's pods as one PodGroup: none, scheduler-plugins or volcano.
     gang_scheduler: str = GANG_NONE
-    # How new jobs name their children (controller/plan/naming.py); adopted jobs keep the naming they have.
+    # How new jobs name their children (controller/plan/children/naming.py); adopted jobs keep the naming they have.
     child_naming: str = NAMING_RUNTIME_ID
     tf_image: str = DEFAULT_TF_IMAGE
-    # What new jobs' replicas are, unless a job's annotation says: Pods, or batch/v1 Jobs (plan/batch_job.py).
+    # What new jobs' replicas are, unless a job's annotation says: Pods, or batch/v1 Jobs (plan/children/batch_job.py).
     replica_backend: str = REPLICA_BACKEND_PODS
     grpc_server_file_path: str = DEFAULT_GRPC_SERVER_FILE_PATH
-    # When a replica's node counts as lost, and what tfop then does (plan/node_loss.py).
+    # When a replica's node counts as lost, and what tfop then does (plan/policies/node_loss.py).
     node_loss: NodeLossSettings = field(default_factory=NodeLossSettings)
-    # A job's annotation tfop.kubeflow.org/evaluator-grace-seconds wins; 0 does not wait (plan/evaluator.py).
+    # A job's annotation tfop.kubeflow.org/evaluator-grace-seconds wins; 0 does not wait (plan/policies/evaluator.py).
     evaluator_grace_seconds: float = DEFAULT_EVALUATOR_GRACE_SECONDS
 
     @property

@@ -28,8 +28,8 @@ from tfop.api.constants import (
 )
 from tfop.api.fields import integer, mapping, text
 from tfop.api.timestamps import as_utc, format_time
+from tfop.controller.plan.children.desired import DesiredChildren
 from tfop.controller.plan.controller_config import ControllerConfig
-from tfop.controller.plan.desired import DesiredChildren
 from tfop.controller.plan.status import (
     FALSE,
     TRUE,
@@ -61,6 +61,7 @@ class PlanDraft:
         self.config = config
         self.job_ref = f"TFJob {text(metadata.get('namespace')) or ''}/{text(metadata.get('name')) or ''}"
         self.generation = integer(metadata.get("generation"))
+        self.uid = text(metadata.get("uid")) or None  # None only for a job too broken to have been stored
         self._old_status = job.get("status")
         self.status: dict[str, Any] = copy.deepcopy(mapping(self._old_status))
         self._old_conditions = conditions_of(self._old_status)

@@ -7,106 +7,67 @@ nothing. The wiring passes only children whose controller ownerReference is this
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
-from datetime import timedelta
-from typing import Any
 
 from tfop.api.constants import (
-    CHIEF_REPLICA_TYPES,
     CONDITION_CREATED,
     CONDITION_FAILED,
-    CONDITION_RESTARTING,
-    CONDITION_RUNNING,
     CONDITION_SUCCEEDED,
-    CONDITION_SUSPENDED,
     EVENT_WARNING,
-    REASON_BACKOFF_LIMIT_EXCEEDED,
     REASON_CREATED,
-    REASON_DEADLINE_EXCEEDED,
-    REASON_FAILED,
     REASON_INVALID_SPEC,
-    REASON_PENDING,
-    REASON_RESTARTING,
-    REASON_RESUMED,
-    REASON_RUNNING,
     REASON_SPEC_CORRECTED,
-    REASON_SUSPENDED,
     REASON_TEMPLATE_RESTART_POLICY,
-    REPLICA_WORKER,
     RESTART_SCOPE_JOB,
-    SUCCESS_POLICY_ALL_WORKERS,
 )
-from tfop.api.defaults import apply_defaults
 from tfop.api.fields import mapping, mapping_at, text
-from tfop.api.kueue import REASON_NOT_QUEUED, kueue_key_problems, managed_elsewhere, not_queued_by_kueue
+from tfop.api.kueue import REASON_NOT_QUEUED, managed_elsewhere
 from tfop.api.runtime_id import runtime_id
 from tfop.api.timestamps import parse_time
-from tfop.api.validation import validate
-from tfop.controller.plan.backends import REPLICA_BACKEND, ReplicaBackend, backend_of
-from tfop.controller.plan.batch_job import made_by_job
-from tfop.controller.plan.desired import (
+from tfop.controller.plan.children.batch_job import made_by_job
+from tfop.controller.plan.children.desired import (
     DesiredChildren,
-    ReplicaSlot,
     pod_restart_policy,
-    replica_count,
 )
+from tfop.controller.plan.children.naming import CHILD_NAMING, ChildNaming, naming_of
 from tfop.controller.plan.draft import PlanDraft
-from tfop.controller.plan.evaluator import (
-    evaluator_grace,
+from tfop.controller.plan.job.legacy_gpu import REASON_GPU_RESOURCE_RENAMED, renamed_message
+from tfop.controller.plan.job.model import RunPolicy, TFJobModel
+from tfop.controller.plan.job.parse import InvalidJob, lenient_run_policy, parse_job
+from tfop.controller.plan.policies.backoff import fail_for_replicas
+from tfop.controller.plan.policies.cleanup import COMPLETION_TIME, finish, keep_finished
+from tfop.controller.plan.policies.deadline import START_TIME, fail_past_deadline
+from tfop.controller.plan.policies.evaluator import (
     evaluators_waited_for,
     finish_training,
     waiting_for_evaluators,
 )
-from tfop.controller.plan.gpu_resources import (
-    REASON_GPU_RESOURCE_RENAMED,
-    GpuRename,
-    renamed_message,
-    rewrite_legacy_gpu,
-)
-from tfop.controller.plan.lifecycle import COMPLETION_TIME, finish, keep_finished
-from tfop.controller.plan.listing import describe_refusal, listing
-from tfop.controller.plan.naming import CHILD_NAMING, ChildNaming, naming_of
-from tfop.controller.plan.network_policies import plan_network_policy
-from tfop.controller.plan.network_policy import NetworkIsolation, network_isolation
-from tfop.controller.plan.node_loss import (
-    JobNodePolicy,
-    Verdict,
-    job_node_policy,
-    move_off_bad_nodes,
-    replicas_on_bad_nodes,
-)
-from tfop.controller.plan.pod_groups import GangState, plan_pod_group
-from tfop.controller.plan.pod_slots import Slot, SlotState, SortedChildren
-from tfop.controller.plan.ps_server import with_default_ps_server
-from tfop.controller.plan.replica_records import describe_failure, record_replicas, uid_of
-from tfop.controller.plan.restart_scope import restart_scope_of, restarted_with
-from tfop.controller.plan.status import TRUE, is_terminating
-from tfop.controller.plan.success_settle import settle_remaining
-from tfop.controller.plan.troubles import announce_troubles, troubles_of, with_troubles
+from tfop.controller.plan.policies.gang import plan_pod_group
+from tfop.controller.plan.policies.network_isolation import plan_network_policy
+from tfop.controller.plan.policies.node_loss import Verdict, move_off_bad_nodes, replicas_on_bad_nodes
+from tfop.controller.plan.policies.restart_scope import restarted_with
+from tfop.controller.plan.policies.running import update_running
+from tfop.controller.plan.policies.success import settle_remaining, succeeded
+from tfop.controller.plan.policies.suspension import resume_if_suspended, suspend
+from tfop.controller.plan.replicas.backends import BACKENDS, REPLICA_BACKEND, ReplicaBackend, settled_backend
+from tfop.controller.plan.replicas.pod_slots import SlotState, SortedChildren
+from tfop.controller.plan.replicas.replica_status import record_replicas, uid_of
+from tfop.controller.plan.status import TRUE, is_terminating, listing
 from tfop.controller.plan.types import JOB, POD, SERVICE, Creation, Plan, PlanContext
 
 __all__ = ["plan"]
 
-START_TIME = "startTime"
-
-
 @dataclass(frozen=True)
 class _Planning:
-    """One plan in the making: the draft it fills in, what it was given, and the job defaulted, with its
-    children sorted into replica slots. Every step of a valid, running job takes this one value."""
+    """One plan in the making: the draft it fills in, what it was given, and the job parsed, with its children
+    sorted into replica slots. Every step of a valid, running job takes this one value."""
 
     draft: PlanDraft
     context: PlanContext
-    job: dict[str, Any]
+    model: TFJobModel
     naming: ChildNaming
     children: SortedChildren
     backend: ReplicaBackend
-    node_policy: JobNodePolicy
-    restart_scope: str
-    gpu_renamed: tuple[GpuRename, ...]
-    evaluator_grace: timedelta
-    isolation: NetworkIsolation
 
 
 def plan(context: PlanContext) -> Plan:
@@ -114,59 +75,59 @@ def plan(context: PlanContext) -> Plan:
     if is_terminating(job) or managed_elsewhere(job):
         return Plan()  # the garbage collector removes a deleted job's children; another controller runs the job
     draft = PlanDraft(job, context.now, context.config)
-    gpu = rewrite_legacy_gpu(with_default_ps_server(apply_defaults(job), context.config), context.config.gpu_resource)
-    defaulted = gpu.job
-    backend, backend_error = backend_of(job, context)
-    node_policy, node_policy_errors = job_node_policy(job, context.config.node_loss)
-    scope, scope_errors = restart_scope_of(job, backend.name if backend is not None else None)
-    grace, grace_errors = evaluator_grace(job, context.config.evaluator_grace_seconds)
-    isolation, isolation_errors = network_isolation(job)
-    errors = [str(error) for error in validate(defaulted)] + kueue_key_problems(job) + node_policy_errors + (
-        scope_errors) + ([backend_error] if backend_error else []) + list(gpu.problems) + grace_errors + (
-        isolation_errors)
-    _note_created(draft, defaulted, unqueued=None if errors else not_queued_by_kueue(job))
+    parsed = parse_job(job, context.config, settled_backend=settled_backend(job, context))
+    _note_created(draft, parsed)
     own = [*context.of_kind(JOB), *(pod for pod in context.of_kind(POD) if not made_by_job(pod)),
            *context.of_kind(SERVICE)]
     naming = naming_of(job, own, context.config.child_naming)
     draft.status[CHILD_NAMING] = naming.scheme
-    if backend is not None:
-        draft.status[REPLICA_BACKEND] = backend.name
+    backend_name = parsed.options.replica_backend if isinstance(parsed, TFJobModel) else parsed.replica_backend
+    if backend_name is not None:
+        draft.status[REPLICA_BACKEND] = backend_name
     refused = [refusal for refusal in context.refusals if refusal.permanent]
+    # A finished or rejected job is cleaned up by its run policy; an invalid one's read leniently.
+    run_policy = parsed.spec.run_policy if isinstance(parsed, TFJobModel) else lenient_run_policy(parsed.source)
     if _is_finished(draft):
-        keep_finished(draft, defaulted, context, just_finished=False)
-    elif errors or refused:
-        _reject(draft, defaulted, context, errors or [describe_refusal(r) for r in refused])
-    elif backend is not None:  # without errors it always is
-        _run(_Planning(draft, context, defaulted, naming, backend.sort_children(defaulted, context, naming),
-                       backend, node_policy, scope, gpu.renamed, grace, isolation))
+        keep_finished(draft, run_policy, context, just_finished=False)
+    elif isinstance(parsed, InvalidJob) or refused:
+        errors = [str(error) for error in parsed.errors] if isinstance(parsed, InvalidJob) else []
+        _reject(draft, run_policy, context, errors or [r.describe() for r in refused])
+    else:
+        backend = BACKENDS[parsed.options.replica_backend]
+        _run(_Planning(draft, context, parsed, naming, backend.sort_children(parsed.spec, context, naming),
+                       backend))
     return draft.finalize(refused=bool(context.refusals))
 
 
-def _note_created(draft: PlanDraft, job: dict[str, Any], *, unqueued: str | None) -> None:
-    """`unqueued`: why a job that names a Kueue queue runs outside it, said once with the job's creation."""
+def _note_created(draft: PlanDraft, parsed: TFJobModel | InvalidJob) -> None:
+    """Said once, as the job is first seen: its creation, why a job that names a Kueue queue runs outside it, and
+    which pod templates' restartPolicy the replica's replaces (an invalid job is told these too)."""
     if draft.condition(CONDITION_CREATED) is None:
+        unqueued = parsed.options.unqueued if isinstance(parsed, TFJobModel) else None
         said = f" It runs unqueued: {unqueued}." if unqueued else ""
         draft.set_condition(CONDITION_CREATED, true=True, reason=REASON_CREATED,
                             message=f"{draft.job_ref} is created.{said}")
         if unqueued:
             draft.event(EVENT_WARNING, REASON_NOT_QUEUED, f"{draft.job_ref} runs unqueued: {unqueued}.")
-        _note_overridden_restart_policies(draft, job)
-    uid = text(mapping_at(job, "metadata").get("uid"))
-    if uid:
-        draft.status["runtimeId"] = runtime_id(uid)
+        for replica_type, asked, policy in _restart_policies(parsed):
+            if asked and policy and asked != pod_restart_policy(policy):
+                given = "" if pod_restart_policy(policy) == policy else f": pods get {pod_restart_policy(policy)}"
+                draft.event(EVENT_WARNING, REASON_TEMPLATE_RESTART_POLICY,
+                            f"{draft.job_ref}: the restartPolicy {asked} in the pod template of {replica_type} is "
+                            f"replaced by the replica's restartPolicy ({policy}{given}).")
+    if draft.uid:
+        draft.status["runtimeId"] = runtime_id(draft.uid)
 
 
-def _note_overridden_restart_policies(draft: PlanDraft, job: dict[str, Any]) -> None:
-    """A restartPolicy in a pod template is replaced by the replica's: said once, as the job is first seen."""
-    for replica_type, entry in mapping_at(job, "spec", "tfReplicaSpecs").items():
-        replica = mapping(entry)
-        asked = text(mapping_at(replica, "template", "spec").get("restartPolicy"))
-        policy = text(replica.get("restartPolicy"))
-        if asked and policy and asked != pod_restart_policy(policy):
-            given = "" if pod_restart_policy(policy) == policy else f": pods get {pod_restart_policy(policy)}"
-            draft.event(EVENT_WARNING, REASON_TEMPLATE_RESTART_POLICY,
-                        f"{draft.job_ref}: the restartPolicy {asked} in the pod template of {replica_type} is "
-                        f"replaced by the replica's restartPolicy ({policy}{given}).")
+def _restart_policies(parsed: TFJobModel | InvalidJob) -> list[tuple[str, str | None, str | None]]:
+    """(replica type, the pod template's restartPolicy, the replica's) of each replica; an invalid job's read
+    leniently."""
+    if isinstance(parsed, TFJobModel):
+        return [(replica_type, text(mapping(replica.template.get("spec")).get("restartPolicy")),
+                 replica.restart_policy) for replica_type, replica in parsed.spec.replica_specs.items()]
+    return [(str(replica_type), text(mapping_at(replica, "template", "spec").get("restartPolicy")),
+             text(mapping(replica).get("restartPolicy")))
+            for replica_type, replica in mapping_at(parsed.source, "spec", "tfReplicaSpecs").items()]
 
 
 def _is_finished(draft: PlanDraft) -> bool:
@@ -179,12 +140,12 @@ def _is_finished(draft: PlanDraft) -> bool:
     return failed.get("reason") != REASON_INVALID_SPEC or failed.get("observedGeneration") == draft.generation
 
 
-def _reject(draft: PlanDraft, job: dict[str, Any], context: PlanContext, errors: list[str]) -> None:
+def _reject(draft: PlanDraft, run_policy: RunPolicy, context: PlanContext, errors: list[str]) -> None:
     """An invalid job fails, creating nothing more and cleaning up what it made, and waits for its spec to change.
-    Invalid means: our validation says so, or the apiserver refused a child built from its template."""
+    Invalid means: the parse found errors, or the apiserver refused a child built from its template."""
     listed = listing(errors)
     finish(draft, CONDITION_FAILED, REASON_INVALID_SPEC, f"{draft.job_ref} has an invalid spec: {listed}.")
-    keep_finished(draft, job, context, just_finished=True)
+    keep_finished(draft, run_policy, context, just_finished=True)
 
 
 def _run(p: _Planning) -> None:
@@ -194,16 +155,13 @@ def _run(p: _Planning) -> None:
                             message=f"{draft.job_ref} has a valid spec again.")
         draft.status.pop(COMPLETION_TIME, None)
     if waiting_for_evaluators(draft):  # the training succeeded: nothing is made or restarted again
-        counts = p.backend.count_restarts(draft, p.job, p.context, children, deleting=set(), recreating=set())
-        finish_training(draft, p.job, p.context, children, counts, p.evaluator_grace)
+        counts = p.backend.count_restarts(draft, p.model.spec, p.context, children, deleting=set(), recreating=set())
+        finish_training(draft, p.model, p.context, children, counts)
         return
-    if p.job["spec"]["runPolicy"].get("suspend") is True:
-        _suspend(p)
+    if p.model.spec.run_policy.suspend:
+        suspend(draft, p.model.spec, p.context, children, p.backend)
         return
-    if draft.is_true(CONDITION_SUSPENDED):
-        draft.set_condition(CONDITION_SUSPENDED, true=False, reason=REASON_RESUMED,
-                            message=f"{draft.job_ref} is resumed.")
-        draft.set_time(START_TIME)  # activeDeadlineSeconds counts from the resume, as for a batch Job
+    resume_if_suspended(draft)
     if parse_time(draft.status.get(START_TIME)) is None:
         draft.set_time(START_TIME)
 
@@ -213,28 +171,29 @@ def _run(p: _Planning) -> None:
     recreating = {uid_of(slot.pod) for slot in recreate}
     # A replica replaced for its node is not restarted: its pod's count retires, and no restart is added.
     on_bad_nodes = [] if p.context.nodes is None else replicas_on_bad_nodes(
-        p.context.of_kind(POD), p.context.nodes, draft.now, draft.config.node_loss, p.node_policy)
+        p.context.of_kind(POD), p.context.nodes, draft.now, draft.config.node_loss, p.model.options.node_policy)
     moving = {uid_of(replica.pod) for replica in on_bad_nodes if replica.verdict in (Verdict.LOST, Verdict.MOVE)}
     # Restarted with them (restart scope Job): retired, not counted, since the job restarts once.
-    together = restarted_with(children.slots, recreating | moving) if p.restart_scope == RESTART_SCOPE_JOB else []
-    counts = p.backend.count_restarts(draft, p.job, p.context, children,
+    together = (restarted_with(children.slots, recreating | moving)
+                if p.model.options.restart_scope == RESTART_SCOPE_JOB else [])
+    counts = p.backend.count_restarts(draft, p.model.spec, p.context, children,
                                       deleting=recreating | moving | {uid_of(pod) for pod in together}
                                       | {uid_of(child) for child in scaled_down},
                                       recreating=recreating)
-    if _succeeded(p.job, children.slots):  # success wins over failure: the chief's result is what was asked for
+    if succeeded(p.model.spec, children.slots):  # success wins over failure: the chief's result is what was asked for
         # Replicas still running get a moment to end by themselves, told with the success rather than deleted;
-        # the evaluators a success waits for have a wait of their own (evaluator.py) and need none.
+        # the evaluators a success waits for have a wait of their own (policies/evaluator.py) and need none.
         settling = 0.0 if recreate or moving or together or scaled_down else settle_remaining(
-            children.slots, draft.now, spared=evaluators_waited_for(draft, p.job, children, p.evaluator_grace))
+            children.slots, draft.now, spared=evaluators_waited_for(draft, p.model, children))
         if settling > 0:
             draft.requeue(settling)
-            record_replicas(p.draft, p.job, p.children, counts, finishing=False)
+            record_replicas(p.draft, p.model.spec, p.children, counts, finishing=False)
             return
-        finish_training(draft, p.job, p.context, children, counts, p.evaluator_grace)
+        finish_training(draft, p.model, p.context, children, counts)
         return
     if _finish_if_done(p, sum(count.total for count in counts.values())):
-        keep_finished(draft, p.job, p.context, just_finished=True)
-        record_replicas(p.draft, p.job, p.children, counts, finishing=True)
+        keep_finished(draft, p.model.spec.run_policy, p.context, just_finished=True)
+        record_replicas(p.draft, p.model.spec, p.children, counts, finishing=True)
         return
 
     for child in [*(slot.pod for slot in recreate if slot.pod is not None), *scaled_down, *together]:
@@ -244,13 +203,13 @@ def _run(p: _Planning) -> None:
             draft.delete_child(SERVICE, service)
     node_note = move_off_bad_nodes(draft, on_bad_nodes, already_deleted=draft.deleted_uids(POD))
     p.backend.resume(draft, children)
-    gang = plan_pod_group(draft, p.job, p.context,
+    gang = plan_pod_group(draft, p.model, p.context,
                           pods=[(slot.slot, slot.pod) for slot in children.slots if slot.pod is not None])
-    plan_network_policy(draft, p.job, p.context, p.isolation)
+    plan_network_policy(draft, p.model, p.context)
     _create_missing(p, hold_pods=gang.hold_pods is not None or _restart_together_pending(p))
-    _update_running(p, p.backend.replaced(retryable, counts), gang=gang, node_note=node_note,
-                    with_all=bool(together))
-    record_replicas(p.draft, p.job, p.children, counts, finishing=False)
+    update_running(draft, children, p.context.refusals, p.backend.replaced(retryable, counts), gang=gang,
+                   node_note=node_note, with_all=bool(together))
+    record_replicas(p.draft, p.model.spec, p.children, counts, finishing=False)
 
 
 def _restart_together_pending(p: _Planning) -> bool:
@@ -258,7 +217,7 @@ def _restart_together_pending(p: _Planning) -> bool:
     still going (terminating, or deleted by this plan). A replica started alone would wait for its peers, and
     could give up, a second job restart, before the last old pod is gone (one on a lost node goes only when the
     node is declared lost)."""
-    if p.restart_scope != RESTART_SCOPE_JOB:
+    if p.model.options.restart_scope != RESTART_SCOPE_JOB:
         return False
     deleting = p.draft.deleted_uids(POD)
     return any(is_terminating(pod) or uid_of(pod) in deleting for pod in p.context.of_kind(POD))
@@ -275,7 +234,7 @@ def _create_missing(p: _Planning, *, hold_pods: bool) -> None:
                 p.draft.create.append(Creation(kind, replica, p.naming.name(replica.replica_type, replica.index)))
     if p.draft.create or p.draft.patch:
         config = p.draft.config
-        p.draft.desired = DesiredChildren(p.job, config.service_domain, config.accelerators, config.gang, p.naming)
+        p.draft.desired = DesiredChildren(p.model, config.service_domain, config.accelerators, config.gang, p.naming)
         _announce_gpu_renames(p)
 
 
@@ -284,108 +243,14 @@ def _announce_gpu_renames(p: _Planning) -> None:
     (identical events are counted as one by the recorder). No later plan would say it again, so this plan's
     status does not wait for one."""
     created = {c.slot.replica_type for c in p.draft.create if c.kind == p.backend.kind and c.slot is not None}
-    renamed = [rename for rename in p.gpu_renamed if rename.replica_type in created]
+    renamed = [rename for rename in p.model.options.gpu_renamed if rename.replica_type in created]
     if renamed:
         p.draft.event(EVENT_WARNING, REASON_GPU_RESOURCE_RENAMED,
                       renamed_message(p.draft.job_ref, renamed, p.draft.config.gpu_resource), only_this_plan=True)
 
 
-def _suspend(p: _Planning) -> None:
-    """A suspended job keeps nothing running; its clock (startTime) stops, and restarts in place so far are kept."""
-    draft = p.draft
-    counts = p.backend.count_restarts(draft, p.job, p.context, p.children,
-                                      deleting=p.backend.retired_on_suspend(p.context), recreating=set())
-    p.backend.suspend(draft, p.context)
-    message = f"{draft.job_ref} is suspended."
-    draft.set_condition(CONDITION_SUSPENDED, true=True, reason=REASON_SUSPENDED, message=message)
-    draft.set_condition(CONDITION_RUNNING, true=False, reason=REASON_SUSPENDED, message=message)
-    draft.clear_condition(CONDITION_RESTARTING, reason=REASON_SUSPENDED, message=message)
-    draft.status.pop(START_TIME, None)
-    record_replicas(p.draft, p.job, p.children, counts, finishing=False)
-
-
 def _finish_if_done(p: _Planning, restarts: int) -> bool:
     """Whether the job failed: a replica that failed for good, too many restarts, or the deadline."""
-    draft, run_policy = p.draft, p.job["spec"]["runPolicy"]
-    backoff_limit = run_policy.get("backoffLimit")
-    # A Job out of restarts while the job has no limit (any more: the spec was edited) fails the job as it is.
-    final = (SlotState.PERMANENT,) if backoff_limit is not None else (SlotState.PERMANENT, SlotState.EXHAUSTED)
-    failed = [slot for slot in p.children.slots if slot.state in final and p.backend.has_failed(slot)]
-    if failed:
-        listed = listing([describe_failure(slot.pod) if slot.pod is not None else
-                           f"{slot.slot.replica_type} {slot.slot.index}, whose Job failed" for slot in failed])
-        finish(draft, CONDITION_FAILED, REASON_FAILED, f"{draft.job_ref} has failed because {listed}.")
-        return True
-    if backoff_limit is not None and any(slot.state is SlotState.EXHAUSTED for slot in p.children.slots):
-        restarts = max(restarts, backoff_limit + 1)  # a Job failed for the limit, which its count is bound to
-    if backoff_limit is not None and restarts > backoff_limit:
-        finish(draft, CONDITION_FAILED, REASON_BACKOFF_LIMIT_EXCEEDED,
-               f"{draft.job_ref} has failed because its replicas restarted {restarts} times, more than its "
-               f"backoffLimit of {backoff_limit}.")
-        return True
-    deadline = run_policy.get("activeDeadlineSeconds")
-    started = parse_time(draft.status.get(START_TIME))
-    if deadline is not None and started is not None:
-        remaining = (started - draft.now).total_seconds() + deadline
-        if remaining <= 0:
-            finish(draft, CONDITION_FAILED, REASON_DEADLINE_EXCEEDED,
-                   f"{draft.job_ref} has failed because it ran longer than its activeDeadlineSeconds of {deadline} "
-                   f"(started at {draft.status[START_TIME]}).")
-            return True
-        draft.requeue(remaining)  # fire exactly at the deadline, even if no pod changes before it
-    return False
-
-
-def _succeeded(job: dict[str, Any], slots: list[Slot]) -> bool:
-    """With a chief (Chief or Master), the job succeeds with it. Without one, with worker 0, or with every
-    worker under successPolicy AllWorkers (failed dynamic workers aside). A job of only PS and evaluators
-    succeeds when all of them have."""
-    states = {slot.slot: slot.state for slot in slots}
-    for chief in CHIEF_REPLICA_TYPES:
-        if replica_count(job, chief) > 0:
-            return states.get(ReplicaSlot(chief, 0)) is SlotState.SUCCEEDED
-    workers = [states.get(ReplicaSlot(REPLICA_WORKER, index)) for index in range(replica_count(job, REPLICA_WORKER))]
-    if workers and job["spec"].get("successPolicy") == SUCCESS_POLICY_ALL_WORKERS:
-        return SlotState.SUCCEEDED in workers and all(
-            state in (SlotState.SUCCEEDED, SlotState.TOLERATED) for state in workers)
-    if workers:
-        return workers[0] is SlotState.SUCCEEDED
-    return bool(slots) and all(slot.state is SlotState.SUCCEEDED for slot in slots)
-
-
-def _update_running(p: _Planning, replaced: list[dict[str, Any]], *, gang: GangState, node_note: str = "",
-                    with_all: bool = False) -> None:
-    """Running means every replica pod runs (or has finished its part); while any is pending the condition says
-    how many, rather than claiming the job runs."""
-    draft, children = p.draft, p.children
-    troubles = troubles_of((slot.slot, slot.pod) for slot in children.slots if slot.pod is not None)
-    announce_troubles(draft, troubles)
-    if replaced:
-        listed = listing([describe_failure(pod) for pod in replaced])
-        together = ", and with it every other replica (restart scope Job)" if with_all else ""
-        draft.set_condition(CONDITION_RESTARTING, true=True, reason=REASON_RESTARTING,
-                            message=f"{draft.job_ref} is restarting {listed}{together}.")
-    states = Counter(slot.state for slot in children.slots)
-    finished = states[SlotState.SUCCEEDED] + states[SlotState.TOLERATED]
-    waiting = len(children.slots) - finished - states[SlotState.RUNNING]
-    said_of_nodes = f" {node_note}." if node_note else ""
-    if waiting == 0 and states[SlotState.RUNNING] > 0:
-        message = f"{draft.job_ref} is running."
-        draft.set_condition(CONDITION_RUNNING, true=True, reason=REASON_RUNNING,
-                            message=with_troubles(message + gang.running_note + said_of_nodes, troubles))
-        draft.clear_condition(CONDITION_RESTARTING, reason=REASON_RUNNING, message=message)
-    elif draft.is_true(CONDITION_RESTARTING):
-        restarting = draft.condition(CONDITION_RESTARTING) or {}
-        draft.set_condition(CONDITION_RUNNING, true=False, reason=REASON_RESTARTING,
-                            message=with_troubles(str(restarting.get("message", "")), troubles))
-    else:
-        detail = ", ".join(f"{states[state]} {state.value}" for state in SlotState if states[state]
-                           and state not in (SlotState.RUNNING, SlotState.SUCCEEDED, SlotState.TOLERATED))
-        refused = [describe_refusal(refusal) for refusal in p.context.refusals]
-        cause = f"; creating them fails: {listing(refused)}" if refused else ""
-        message = (f"{draft.job_ref} is waiting for {waiting} of {len(children.slots)} replicas to run: "
-                   f"{detail}{cause}{gang.note}.{said_of_nodes}")
-        gang.announce(draft)
-        draft.set_condition(CONDITION_RUNNING, true=False, reason=REASON_PENDING,
-                            message=with_troubles(message, troubles))
-
+    run_policy = p.model.spec.run_policy
+    return (fail_for_replicas(p.draft, run_policy, p.children.slots, restarts, has_failed=p.backend.has_failed)
+            or fail_past_deadline(p.draft, run_policy))

@@ -96,7 +96,7 @@ def pod_restart_count(pod: object) -> int:
 
 def replica_status(pods: Iterable[dict[str, Any]], restarts: int) -> dict[str, int]:
     """Counts of one replica type's pods by phase; `active` is pending or running. The caller chooses the pods
-    (see replica_records: going pods stay active until they are gone)."""
+    (see replicas/replica_status.py: going pods stay active until they are gone)."""
     phases = [pod_phase(pod) for pod in pods]
     return {
         "active": sum(phase in (POD_PENDING, POD_RUNNING) for phase in phases),
@@ -138,3 +138,12 @@ def summary(conditions: list[dict[str, Any]], *, cleaning_up: bool) -> dict[str,
 
 def _true(condition: dict[str, Any] | None) -> bool:
     return condition is not None and condition.get("status") == TRUE
+
+
+MAX_LISTED = 5  # replicas or field errors named in one message; the rest are counted
+
+
+def listing(entries: list[str]) -> str:
+    """e.g. `a; b; c; d; e; and 3 more`, for a condition message that names many things."""
+    shown = "; ".join(entries[:MAX_LISTED])
+    return shown if len(entries) <= MAX_LISTED else f"{shown}; and {len(entries) - MAX_LISTED} more"

@@ -9,8 +9,8 @@ from datetime import datetime
 from types import MappingProxyType
 
 from tfop.api.fields import mapping, text
+from tfop.controller.plan.children.desired import DesiredChildren, ReplicaSlot
 from tfop.controller.plan.controller_config import ControllerConfig
-from tfop.controller.plan.desired import DesiredChildren, ReplicaSlot
 from tfop.objects import Object
 
 # The kinds of child a plan creates and deletes, by the `kind` of their objects. controller/children.py maps each
@@ -19,7 +19,7 @@ POD = "Pod"
 SERVICE = "Service"
 POD_GROUP = "PodGroup"  # one per job, when a gang scheduler is configured
 JOB = "Job"  # a batch/v1 Job per replica, with the Job backend; the pods it makes are passed as POD children too
-NETWORK_POLICY = "NetworkPolicy"  # one per job that asks for it (plan/network_policy.py)
+NETWORK_POLICY = "NetworkPolicy"  # one per job that asks for it (plan/children/network_policy.py)
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,11 @@ class CreateRefusal:
     name: str
     message: str
     permanent: bool
+
+    def describe(self) -> str:
+        """e.g. `the apiserver refused the pod of Worker 1: Pod "x" is invalid: spec.volumes[0].name: ...`."""
+        whose = "the job" if self.slot is None else f"{self.slot.replica_type} {self.slot.index}"
+        return f"the apiserver refused the {self.kind.lower()} of {whose}: {self.message.rstrip('.')}"
 
 
 @dataclass(frozen=True)

@@ -80,7 +80,7 @@ and records Events.
 - apiGroups: [""]
   resources: [events]
   verbs: [create, patch]
-# The default PS server's script (tfop/controller/ps_server_script.py): one ConfigMap per namespace, by name.
+# The default PS server's script (tfop/controller/ps_server_configmap.py): one ConfigMap per namespace, by name.
 - apiGroups: [""]
   resources: [configmaps]
   verbs: [create]

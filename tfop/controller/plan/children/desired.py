@@ -1,13 +1,11 @@
-"""The desired Pod and headless Service of each replica of a TFJob, and TF_CONFIG.
-
-Everything here expects a job that went through apply_defaults and passed validate: it indexes the fields
-validation guarantees.
+"""The desired Pod (with its TF_CONFIG, tf_config.py) and headless Service of each replica of a TFJob;
+DesiredChildren builds every child's body from the parsed job (plan/job/model.py), whose pod templates are passed
+through.
 """
 
 from __future__ import annotations
 
 import copy
-import json
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -15,8 +13,6 @@ from typing import Any
 from tfop.api.constants import (
     API_VERSION,
     CHIEF_REPLICA_TYPES,
-    DEFAULT_CONTAINER_NAME,
-    DEFAULT_PORT,
     DEFAULT_PORT_NAME,
     JOB_ROLE_MASTER,
     KIND,
@@ -28,8 +24,8 @@ from tfop.api.constants import (
     LABEL_REPLICA_TYPE,
     LABEL_RUNTIME_ID,
     MANAGED_BY,
+    NAMING_RUNTIME_ID,
     OPERATOR_NAME,
-    REPLICA_TYPES,
     REPLICA_WORKER,
     RESTART_POLICY_EXIT_CODE,
     RESTART_POLICY_NEVER,
@@ -37,18 +33,21 @@ from tfop.api.constants import (
 )
 from tfop.api.fields import integer, items, mapping, mapping_at
 from tfop.api.runtime_id import child_name, runtime_id
-from tfop.controller.plan.accelerators import Accelerators, apply_accelerators
-from tfop.controller.plan.batch_job import replica_job
+from tfop.controller.plan.children.accelerators import Accelerators, apply_accelerators
+from tfop.controller.plan.children.batch_job import replica_job
+from tfop.controller.plan.children.naming import ChildNaming, labelled_slot
+from tfop.controller.plan.children.network_policy import network_policy
+from tfop.controller.plan.children.pod_group import GangScheduler, join_gang, pod_group
+from tfop.controller.plan.children.tf_config import set_env, tensorflow_container, tf_cluster, tf_config, tf_port
 from tfop.controller.plan.controller_config import DEFAULT_SERVICE_DOMAIN
-from tfop.controller.plan.gang import GangScheduler, join_gang, pod_group
-from tfop.controller.plan.naming import ChildNaming, labelled_slot, naming_of
-from tfop.controller.plan.network_policy import network_policy
-from tfop.controller.plan.ps_server import uses_script
+from tfop.controller.plan.job.default_ps_server import uses_script
+from tfop.controller.plan.job.model import JobMeta, TFJobModel
+from tfop.objects import Object
 
 __all__ = [
     "DesiredChildren", "ReplicaSlot", "child_name", "desired_pod", "desired_service",
-    "job_runtime_id", "owner_reference", "pod_restart_policy", "replica_count", "replica_slot_of",
-    "selector_labels", "tf_config", "tf_task_type", "total_replicas",
+    "owner_reference", "pod_restart_policy", "replica_slot_of",
+    "selector_labels", "total_replicas",
 ]
 
 
@@ -60,30 +59,16 @@ class ReplicaSlot:
     index: int
 
 
-def job_runtime_id(job: dict[str, Any]) -> str:
-    return runtime_id(job["metadata"]["uid"])
-
-
-def replica_count(job: dict[str, Any], replica_type: str) -> int:
-    replica = mapping(job["spec"]["tfReplicaSpecs"].get(replica_type))
-    count = replica.get("replicas", 0)
-    return count if isinstance(count, int) else 0
-
-
-def total_replicas(job: dict[str, Any]) -> int:
-    return sum(replica_count(job, replica_type) for replica_type in job["spec"]["tfReplicaSpecs"])
+def total_replicas(job: Object) -> int:
+    """The replicas a raw job asks for in all, read leniently (the applier weighs a job's creates by it)."""
+    return sum(integer(mapping(replica).get("replicas")) or 0
+               for replica in mapping_at(job, "spec", "tfReplicaSpecs").values())
 
 
 def pod_restart_policy(replica_policy: str) -> str:
     """ExitCode is the operator's policy, not the kubelet's: the pod must not restart in place, so the operator
     sees the exit code and decides."""
     return RESTART_POLICY_NEVER if replica_policy == RESTART_POLICY_EXIT_CODE else replica_policy
-
-
-def tf_task_type(replica_type: str) -> str:
-    """TensorFlow 2 accepts only chief/worker/ps/evaluator (multi_worker_util rejects `master`), so a Master is
-    the chief."""
-    return "chief" if replica_type in CHIEF_REPLICA_TYPES else replica_type.lower()
 
 
 def selector_labels(job_name: str, replica_type: str, runtime_id: str, index: int) -> dict[str, str]:
@@ -96,13 +81,12 @@ def selector_labels(job_name: str, replica_type: str, runtime_id: str, index: in
     }
 
 
-def owner_reference(job: dict[str, Any]) -> dict[str, Any]:
-    metadata = job["metadata"]
+def owner_reference(job: JobMeta) -> Object:
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
-        "name": metadata["name"],
-        "uid": metadata["uid"],
+        "name": job.name,
+        "uid": job.uid,
         "controller": True,
         "blockOwnerDeletion": True,
     }
@@ -120,27 +104,28 @@ class DesiredChildren:
     """Builds the children of one job; what all of them share (TF_CONFIG's cluster, owner, labels) is computed
     once, so building a thousand pods stays linear in the cluster size per pod."""
 
-    def __init__(self, job: dict[str, Any], service_domain: str = DEFAULT_SERVICE_DOMAIN,
+    def __init__(self, job: TFJobModel, service_domain: str = DEFAULT_SERVICE_DOMAIN,
                  accelerators: Accelerators = MappingProxyType({}), gang: GangScheduler | None = None,
                  naming: ChildNaming | None = None) -> None:
         self._job = job
+        self._spec = job.spec
         self._gang = gang
         self._accelerators = accelerators
-        self._name: str = job["metadata"]["name"]
-        self._namespace: str = job["metadata"]["namespace"]
-        self._runtime_id = job_runtime_id(job)
-        self._naming = naming or naming_of(job, ())
-        self._owner = owner_reference(job)
-        self._domain = service_domain.strip(".")
+        self._name = job.metadata.name
+        self._namespace = job.metadata.namespace
+        self._runtime_id = runtime_id(job.metadata.uid)
+        self._naming = naming or ChildNaming(NAMING_RUNTIME_ID, self._name, self._runtime_id)
+        self._owner = owner_reference(job.metadata)
         self._master = self._master_slot()
-        self._cluster = self._tf_cluster() if total_replicas(job) > 1 else None
+        self._cluster = (tf_cluster(job.spec, self._naming, self._namespace, service_domain)
+                         if job.spec.total_replicas() > 1 else None)
         # Whether the job's pods mount the default PS server's script, which must exist in the namespace.
-        self.needs_server_script = any(uses_script(mapping_at(replica, "template", "spec"))
-                                       for replica in job["spec"]["tfReplicaSpecs"].values())
+        self.needs_server_script = any(uses_script(mapping(replica.template.get("spec")))
+                                       for replica in job.spec.replica_specs.values())
 
-    def pod(self, replica_type: str, index: int) -> dict[str, Any]:
-        replica = self._job["spec"]["tfReplicaSpecs"][replica_type]
-        template = copy.deepcopy(replica["template"])
+    def pod(self, replica_type: str, index: int) -> Object:
+        replica = self._spec.replica_specs[replica_type]
+        template = copy.deepcopy(replica.template)
         template_metadata = mapping(template.get("metadata"))
         metadata: dict[str, Any] = {
             "name": self._naming.name(replica_type, index),
@@ -151,30 +136,29 @@ class DesiredChildren:
         if template_metadata.get("annotations"):
             metadata["annotations"] = template_metadata["annotations"]
         spec = template["spec"]
-        spec["restartPolicy"] = pod_restart_policy(replica["restartPolicy"])
+        spec["restartPolicy"] = pod_restart_policy(replica.restart_policy)
         apply_accelerators(spec, self._accelerators)
         if self._cluster is not None:
-            container = _tensorflow_container(spec)
+            container = tensorflow_container(spec)
             if container is not None:
-                _set_env(container, TF_CONFIG_ENV, tf_config(self._cluster, replica_type, index))
+                set_env(container, TF_CONFIG_ENV, tf_config(self._cluster, replica_type, index))
         pod = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
         if self._gang is not None:
             join_gang(pod, self._name, replica_type, self._gang)
         return pod
 
-    def batch_job(self, replica_type: str, index: int) -> dict[str, Any]:
-        """The Job backend's Job of one replica: its pod as the template (controller/plan/batch_job.py)."""
-        replica = self._job["spec"]["tfReplicaSpecs"][replica_type]
-        backoff_limit = integer(mapping_at(self._job, "spec", "runPolicy").get("backoffLimit"))
-        return replica_job(self.pod(replica_type, index), replica["restartPolicy"], backoff_limit)
+    def batch_job(self, replica_type: str, index: int) -> Object:
+        """The Job backend's Job of one replica: its pod as the template (controller/plan/children/batch_job.py)."""
+        return replica_job(self.pod(replica_type, index), self._spec.replica_specs[replica_type].restart_policy,
+                           self._spec.run_policy.backoff_limit)
 
-    def pod_group(self) -> dict[str, Any]:
+    def pod_group(self) -> Object:
         if self._gang is None:
             raise ValueError("a PodGroup needs a gang scheduler")
         return pod_group(self._job, self._gang, self._owner, self._runtime_id)
 
-    def network_policy(self) -> dict[str, Any]:
-        """The job's NetworkPolicy, when it asks for one (controller/plan/network_policy.py)."""
+    def network_policy(self) -> Object:
+        """The job's NetworkPolicy, when it asks for one (controller/plan/children/network_policy.py)."""
         return network_policy(self._job, self._owner)
 
     def service(self, replica_type: str, index: int) -> dict[str, Any]:
@@ -209,29 +193,15 @@ class DesiredChildren:
     def _master_slot(self) -> ReplicaSlot | None:
         """The chief (Chief or Master) if the job has one, else worker 0."""
         for replica_type in (*CHIEF_REPLICA_TYPES, REPLICA_WORKER):
-            if replica_count(self._job, replica_type) > 0:
+            if self._spec.replicas(replica_type) > 0:
                 return ReplicaSlot(replica_type, 0)
         return None
-
-    def _tf_cluster(self) -> dict[str, list[str]]:
-        cluster: dict[str, list[str]] = {}
-        for replica_type in REPLICA_TYPES:
-            count = replica_count(self._job, replica_type)
-            if count <= 0:
-                continue
-            port = _tf_port(self._job["spec"]["tfReplicaSpecs"][replica_type])
-            suffix = f".{self._domain}" if self._domain else ""
-            cluster[tf_task_type(replica_type)] = [
-                f"{self._naming.name(replica_type, index)}.{self._namespace}{suffix}:{port}"
-                for index in range(count)
-            ]
-        return cluster
 
     def _service_ports(self, replica_type: str) -> list[dict[str, Any]]:
         """The container's named ports, each number once (the apiserver refuses a Service that repeats one), and
         always the port TF_CONFIG names, so peers can reach it."""
-        replica = self._job["spec"]["tfReplicaSpecs"][replica_type]
-        container = _tensorflow_container(replica["template"]["spec"])
+        template = self._spec.replica_specs[replica_type].template
+        container = tensorflow_container(template["spec"])
         ports: list[dict[str, Any]] = []
         seen: set[tuple[Any, Any]] = set()
         for port in items(container.get("ports") if container is not None else None):
@@ -245,47 +215,17 @@ class DesiredChildren:
             if port.get("protocol"):
                 service_port["protocol"] = port["protocol"]
             ports.append(service_port)
-        tf_port = _tf_port(replica)
-        if (tf_port, "TCP") not in seen:
+        port_number = tf_port(template)
+        if (port_number, "TCP") not in seen:
             # e.g. a PS without a tensorflow container, or TensorFlow's port declared without a name
-            ports.append({"name": DEFAULT_PORT_NAME, "port": tf_port, "targetPort": tf_port})
+            ports.append({"name": DEFAULT_PORT_NAME, "port": port_number, "targetPort": port_number})
         return ports
 
 
-def desired_pod(job: dict[str, Any], replica_type: str, index: int,
-                service_domain: str = DEFAULT_SERVICE_DOMAIN) -> dict[str, Any]:
+def desired_pod(job: TFJobModel, replica_type: str, index: int,
+                service_domain: str = DEFAULT_SERVICE_DOMAIN) -> Object:
     return DesiredChildren(job, service_domain).pod(replica_type, index)
 
 
-def desired_service(job: dict[str, Any], replica_type: str, index: int) -> dict[str, Any]:
+def desired_service(job: TFJobModel, replica_type: str, index: int) -> Object:
     return DesiredChildren(job).service(replica_type, index)
-
-
-def tf_config(cluster: dict[str, list[str]], replica_type: str, index: int) -> str:
-    """Sorted keys and no spaces: the same job always yields the same pod spec."""
-    config = {"cluster": cluster, "task": {"type": tf_task_type(replica_type), "index": index},
-              "environment": "cloud"}
-    return json.dumps(config, sort_keys=True, separators=(",", ":"))
-
-
-def _tf_port(replica: dict[str, Any]) -> int:
-    container = _tensorflow_container(replica["template"]["spec"])
-    for port in items(container.get("ports") if container is not None else None):
-        if mapping(port).get("name") == DEFAULT_PORT_NAME and isinstance(port.get("containerPort"), int):
-            return int(port["containerPort"])
-    return DEFAULT_PORT
-
-
-def _tensorflow_container(pod_spec: dict[str, Any]) -> dict[str, Any] | None:
-    for container in items(pod_spec.get("containers")):
-        if mapping(container).get("name") == DEFAULT_CONTAINER_NAME:
-            return container  # type: ignore[no-any-return]
-    return None
-
-
-def _set_env(container: dict[str, Any], name: str, value: str) -> None:
-    """Replaces any value the user gave: the operator owns TF_CONFIG, and a stale or hand-written cluster would
-    make the processes of one job disagree about who their peers are."""
-    env = [variable for variable in items(container.get("env")) if mapping(variable).get("name") != name]
-    env.append({"name": name, "value": value})
-    container["env"] = env

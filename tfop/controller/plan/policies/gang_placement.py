@@ -25,9 +25,9 @@ from typing import Any
 
 from tfop.api.fields import items, mapping, mapping_at, text
 from tfop.api.timestamps import parse_time
-from tfop.controller.plan.gang import GANG_SCHEDULER_PLUGINS, GANG_VOLCANO, GangScheduler
+from tfop.controller.plan.children.pod_group import GANG_SCHEDULER_PLUGINS, GANG_VOLCANO, GangScheduler
+from tfop.controller.plan.policies.troubles import UNSCHEDULABLE, Trouble, describe, pod_trouble
 from tfop.controller.plan.status import is_terminating
-from tfop.controller.plan.troubles import UNSCHEDULABLE, Trouble, describe, pod_trouble
 from tfop.objects import Object
 
 GANG_UNSCHEDULABLE = "GangUnschedulable"  # the Warning event's reason, and its mark in the Running message

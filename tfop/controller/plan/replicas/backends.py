@@ -4,8 +4,9 @@
 - Jobs: tfop makes one batch/v1 Job per replica; the Job controller replaces its failed pod, and tfop only reads
   what it did.
 
-The planner asks the job's backend (`backend_of`) instead of branching on which one it is; everything
-else (services, the gang's PodGroup, status, success and failure) is the same for both.
+The planner asks the job's backend (`BACKENDS[model.options.replica_backend]`: the one `settled_backend` finds,
+else the job's annotation, else the operator's default) instead of branching on which one it is; everything else
+(services, the gang's PodGroup, status, success and failure) is the same for both.
 """
 
 from __future__ import annotations
@@ -14,20 +15,20 @@ from abc import ABC, abstractmethod
 from typing import ClassVar
 
 from tfop.api.constants import (
-    ANNOTATION_REPLICA_BACKEND,
     CLEAN_POD_POLICY_ALL,
     REPLICA_BACKEND_JOBS,
     REPLICA_BACKEND_PODS,
     REPLICA_BACKENDS,
 )
-from tfop.api.fields import mapping, mapping_at, text
+from tfop.api.fields import mapping, text
+from tfop.controller.plan.children.naming import ChildNaming
 from tfop.controller.plan.draft import PlanDraft
-from tfop.controller.plan.job_slots import count_job_restarts, sort_job_children
-from tfop.controller.plan.lifecycle import clean_up, resume_jobs, suspend_replica_jobs
-from tfop.controller.plan.naming import ChildNaming
-from tfop.controller.plan.pod_slots import Slot, SortedChildren, sort_children
-from tfop.controller.plan.replica_records import count_replica_restarts, uid_of
-from tfop.controller.plan.restarts import RestartCount
+from tfop.controller.plan.job.model import TFJobSpec
+from tfop.controller.plan.policies.cleanup import clean_up, resume_jobs, suspend_replica_jobs
+from tfop.controller.plan.replicas.job_slots import count_job_restarts, sort_job_children
+from tfop.controller.plan.replicas.pod_slots import Slot, SortedChildren, sort_children
+from tfop.controller.plan.replicas.replica_status import count_replica_restarts, uid_of
+from tfop.controller.plan.replicas.restart_ledger import RestartCount
 from tfop.controller.plan.status import conditions_of, is_terminating
 from tfop.controller.plan.types import JOB, POD, PlanContext
 from tfop.objects import Object
@@ -38,7 +39,7 @@ class ReplicaBackend(ABC):
     kind: ClassVar[str]  # the child kind one replica is: POD or JOB
 
     @abstractmethod
-    def sort_children(self, job: Object, context: PlanContext, naming: ChildNaming) -> SortedChildren:
+    def sort_children(self, spec: TFJobSpec, context: PlanContext, naming: ChildNaming) -> SortedChildren:
         """The job's children sorted into replica slots, each with its state."""
 
     @abstractmethod
@@ -46,7 +47,7 @@ class ReplicaBackend(ABC):
         """Of the slots whose replica failed retryably, those tfop itself deletes so they are made again."""
 
     @abstractmethod
-    def count_restarts(self, draft: PlanDraft, job: Object, context: PlanContext, children: SortedChildren, *,
+    def count_restarts(self, draft: PlanDraft, spec: TFJobSpec, context: PlanContext, children: SortedChildren, *,
                        deleting: set[str], recreating: set[str]) -> dict[str, RestartCount]:
         """Restarts per replica type, announcing the new ones; `deleting` (uids) retire their counts now."""
 
@@ -75,18 +76,18 @@ class PodBackend(ReplicaBackend):
     name = REPLICA_BACKEND_PODS
     kind = POD
 
-    def sort_children(self, job: Object, context: PlanContext, naming: ChildNaming) -> SortedChildren:
-        return sort_children(job, context, naming)
+    def sort_children(self, spec: TFJobSpec, context: PlanContext, naming: ChildNaming) -> SortedChildren:
+        return sort_children(spec, context, naming)
 
     def to_recreate(self, retryable: list[Slot]) -> list[Slot]:
         return retryable
 
-    def count_restarts(self, draft: PlanDraft, job: Object, context: PlanContext, children: SortedChildren, *,
+    def count_restarts(self, draft: PlanDraft, spec: TFJobSpec, context: PlanContext, children: SortedChildren, *,
                        deleting: set[str], recreating: set[str]) -> dict[str, RestartCount]:
         # A status with conditions but without restart counts was written by another operator (the Kubeflow
         # training operator keeps none): the containers' restarts found at adoption happened under it.
         adopted = bool(conditions_of(context.job.get("status")))
-        return count_replica_restarts(draft, job, children.pods_by_type, adopted=adopted, deleting=deleting,
+        return count_replica_restarts(draft, spec, children.pods_by_type, adopted=adopted, deleting=deleting,
                                       recreating=recreating)
 
     def retired_on_suspend(self, context: PlanContext) -> set[str]:
@@ -109,15 +110,15 @@ class JobBackend(ReplicaBackend):
     name = REPLICA_BACKEND_JOBS
     kind = JOB
 
-    def sort_children(self, job: Object, context: PlanContext, naming: ChildNaming) -> SortedChildren:
-        return sort_job_children(job, context, naming)
+    def sort_children(self, spec: TFJobSpec, context: PlanContext, naming: ChildNaming) -> SortedChildren:
+        return sort_job_children(spec, context, naming)
 
     def to_recreate(self, retryable: list[Slot]) -> list[Slot]:
         return []  # the Job controller replaces a failed pod itself
 
-    def count_restarts(self, draft: PlanDraft, job: Object, context: PlanContext, children: SortedChildren, *,
+    def count_restarts(self, draft: PlanDraft, spec: TFJobSpec, context: PlanContext, children: SortedChildren, *,
                        deleting: set[str], recreating: set[str]) -> dict[str, RestartCount]:
-        return count_job_restarts(draft, job, context, children, deleting=deleting)
+        return count_job_restarts(draft, spec, context, children, deleting=deleting)
 
     def retired_on_suspend(self, context: PlanContext) -> set[str]:
         return set()  # each Job is suspended and kept, with its restarts
@@ -141,21 +142,15 @@ BACKENDS: dict[str, ReplicaBackend] = {backend.name: backend for backend in (Pod
 REPLICA_BACKEND = "replicaBackend"  # where the status records it
 
 
-def backend_of(job: Object, context: PlanContext) -> tuple[ReplicaBackend | None, str | None]:
-    """(backend, None), or (None, why the annotation is invalid). Once recorded in the status the backend never
-    changes; before that, children already made tell it (a job an older tfop or the Go operator ran has Pods);
-    else the job's annotation, else the operator's default."""
+def settled_backend(job: Object, context: PlanContext) -> str | None:
+    """The backend the job already has, or None when its annotation (else the operator's default) decides: once
+    recorded in the status the backend never changes; before that, children already made tell it (a job an older
+    tfop or the Go operator ran has Pods)."""
     recorded = text(mapping(job.get("status")).get(REPLICA_BACKEND))
     if recorded in REPLICA_BACKENDS:
-        return BACKENDS[recorded], None
+        return recorded
     if context.of_kind(JOB):
-        return BACKENDS[REPLICA_BACKEND_JOBS], None
+        return REPLICA_BACKEND_JOBS
     if context.of_kind(POD):
-        return BACKENDS[REPLICA_BACKEND_PODS], None
-    asked = mapping_at(job, "metadata", "annotations").get(ANNOTATION_REPLICA_BACKEND)
-    if asked is None:
-        return BACKENDS[context.config.replica_backend], None
-    if asked in REPLICA_BACKENDS:
-        return BACKENDS[str(asked)], None
-    return None, (f"metadata.annotations[{ANNOTATION_REPLICA_BACKEND}]: must be one of "
-                  f"{', '.join(REPLICA_BACKENDS)}, not {asked!r}")
+        return REPLICA_BACKEND_PODS
+    return None

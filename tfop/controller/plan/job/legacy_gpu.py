@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tfop.api.errors import FieldError
 from tfop.api.fields import items, mapping, mapping_at, text
 from tfop.controller.plan.quantity import QuantityError, parse_quantity
 
@@ -48,7 +49,7 @@ class GpuRename:
 class GpuRewrite:
     job: dict[str, Any]  # the job given when nothing was renamed, else a rewritten copy
     renamed: tuple[GpuRename, ...] = ()
-    problems: tuple[str, ...] = field(default=())  # "path: message", as validation's field errors read
+    problems: tuple[FieldError, ...] = field(default=())
 
 
 def gpu_resource_problem(name: object) -> str | None:
@@ -70,7 +71,7 @@ def rewrite_legacy_gpu(job: dict[str, Any], gpu_resource: str) -> GpuRewrite:
         return GpuRewrite(job)
     out = copy.deepcopy(job)
     renamed: list[GpuRename] = []
-    problems: list[str] = []
+    problems: list[FieldError] = []
     for replica_type, replica in mapping_at(out, "spec", "tfReplicaSpecs").items():
         pod_spec = mapping_at(replica, "template", "spec")
         path = f"spec.tfReplicaSpecs.{replica_type}.template.spec"
@@ -105,7 +106,7 @@ def _names_legacy(pod_spec: dict[str, Any]) -> bool:
                for resource_list in _RESOURCE_LISTS)
 
 
-def _rename(resource_list: object, gpu_resource: str, where: str) -> tuple[str | None, str | None]:
+def _rename(resource_list: object, gpu_resource: str, where: str) -> tuple[str | None, FieldError | None]:
     """Renames the legacy entry of one resource list in place: (its quantity if there was one, a problem)."""
     if not isinstance(resource_list, dict) or LEGACY_GPU_RESOURCE not in resource_list:
         return None, None
@@ -116,8 +117,8 @@ def _rename(resource_list: object, gpu_resource: str, where: str) -> tuple[str |
     current = resource_list[gpu_resource]
     if _same_amount(legacy, current):
         return str(legacy), None
-    return str(legacy), (f"{where}: asks for {LEGACY_GPU_RESOURCE}: {legacy} and {gpu_resource}: {current}, which "
-                         f"tfop takes as one resource; keep only {gpu_resource}")
+    return str(legacy), FieldError(where, f"asks for {LEGACY_GPU_RESOURCE}: {legacy} and {gpu_resource}: {current}, "
+                                          f"which tfop takes as one resource; keep only {gpu_resource}")
 
 
 def _same_amount(left: object, right: object) -> bool:

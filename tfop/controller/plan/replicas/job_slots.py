@@ -20,7 +20,7 @@ from tfop.api.constants import (
     RESTART_POLICY_NEVER,
 )
 from tfop.api.fields import integer, mapping, mapping_at, text
-from tfop.controller.plan.batch_job import (
+from tfop.controller.plan.children.batch_job import (
     FAILED_BY_BACKOFF_LIMIT,
     controller_uid,
     failed_pods,
@@ -28,26 +28,34 @@ from tfop.controller.plan.batch_job import (
     job_outcome,
     made_by_job,
 )
-from tfop.controller.plan.desired import ReplicaSlot, replica_count, replica_slot_of
+from tfop.controller.plan.children.desired import ReplicaSlot, replica_slot_of
+from tfop.controller.plan.children.naming import ChildNaming
 from tfop.controller.plan.draft import PlanDraft
-from tfop.controller.plan.exit_codes import container_termination, exit_class_name
-from tfop.controller.plan.naming import ChildNaming
-from tfop.controller.plan.pod_slots import Slot, SlotState, SortedChildren, fill_slots, replica_types, slot_state
-from tfop.controller.plan.replica_records import describe_failure, uid_of
-from tfop.controller.plan.restarts import RestartCount, RestartLedger, count_restarts
+from tfop.controller.plan.job.model import TFJobSpec
+from tfop.controller.plan.policies.exit_codes import container_termination, exit_class_name
+from tfop.controller.plan.replicas.pod_slots import (
+    Slot,
+    SlotState,
+    SortedChildren,
+    fill_slots,
+    replica_types,
+    slot_state,
+)
+from tfop.controller.plan.replicas.replica_status import describe_failure, uid_of
+from tfop.controller.plan.replicas.restart_ledger import RestartCount, RestartLedger, count_restarts
 from tfop.controller.plan.status import is_terminating, pod_phase, pod_restart_count
 from tfop.controller.plan.types import JOB, POD, SERVICE, PlanContext, ReplicaRestart
 from tfop.objects import Object
 
 
-def sort_job_children(job: Object, context: PlanContext, naming: ChildNaming) -> SortedChildren:
-    """`job` is the defaulted, valid form of `context.job`; its replicas are Jobs."""
+def sort_job_children(spec: TFJobSpec, context: PlanContext, naming: ChildNaming) -> SortedChildren:
+    """The slots of a job whose replicas are Jobs."""
     pods_by_job: dict[str, list[Object]] = defaultdict(list)
     for pod in context.of_kind(POD):
         if made_by_job(pod):
             pods_by_job[controller_uid(pod)].append(pod)
-    jobs_at, surplus_jobs = fill_slots(job, context.of_kind(JOB), naming)
-    services_at, surplus_services = fill_slots(job, context.of_kind(SERVICE), naming)
+    jobs_at, surplus_jobs = fill_slots(spec, context.of_kind(JOB), naming)
+    services_at, surplus_services = fill_slots(spec, context.of_kind(SERVICE), naming)
     latest_by_type: dict[str, list[Object]] = defaultdict(list)
     for each_job in context.of_kind(JOB):
         latest = latest_pod(pods_by_job.get(uid_of(each_job), []))
@@ -55,12 +63,12 @@ def sort_job_children(job: Object, context: PlanContext, naming: ChildNaming) ->
         if latest is not None and slot is not None:
             latest_by_type[slot.replica_type].append(latest)
     slots = []
-    for replica_type in replica_types(job):
-        for index in range(replica_count(job, replica_type)):
+    for replica_type in replica_types(spec):
+        for index in range(spec.replicas(replica_type)):
             replica = ReplicaSlot(replica_type, index)
             batch_job = jobs_at.get(replica)
             pods = pods_by_job.get(uid_of(batch_job), []) if batch_job is not None else []
-            state = job_slot_state(job, replica, batch_job, latest_pod(pods))
+            state = job_slot_state(spec, replica, batch_job, latest_pod(pods))
             shown = latest_failed(pods) if state in (SlotState.PERMANENT, SlotState.TOLERATED,
                                                      SlotState.EXHAUSTED) else latest_pod(pods)
             slots.append(Slot(replica, shown or latest_pod(pods), state))
@@ -68,7 +76,7 @@ def sort_job_children(job: Object, context: PlanContext, naming: ChildNaming) ->
                           batch_jobs=jobs_at, pods_by_job=dict(pods_by_job))
 
 
-def job_slot_state(job: Object, slot: ReplicaSlot, batch_job: Object | None, pod: Object | None) -> SlotState:
+def job_slot_state(spec: TFJobSpec, slot: ReplicaSlot, batch_job: Object | None, pod: Object | None) -> SlotState:
     """The Job decides once it has finished; until then its latest pod shows where the replica is, read as the Pod
     backend reads a pod (a failed one is being replaced by the Job controller, or about to fail the Job)."""
     if batch_job is None:
@@ -76,14 +84,14 @@ def job_slot_state(job: Object, slot: ReplicaSlot, batch_job: Object | None, pod
     if is_terminating(batch_job):
         return SlotState.TERMINATING
     outcome = job_outcome(batch_job)
-    policy = job["spec"]["tfReplicaSpecs"][slot.replica_type]["restartPolicy"]
+    policy = spec.replica_specs[slot.replica_type].restart_policy
     if outcome is not None:
         result, reason = outcome
         if result == "Complete":
             return SlotState.SUCCEEDED
         if reason == FAILED_BY_BACKOFF_LIMIT and policy != RESTART_POLICY_NEVER:
             return SlotState.EXHAUSTED
-        if slot.replica_type == REPLICA_WORKER and job["spec"].get("enableDynamicWorker") is True:
+        if slot.replica_type == REPLICA_WORKER and spec.enable_dynamic_worker:
             return SlotState.TOLERATED
         return SlotState.PERMANENT
     if pod is None:
@@ -92,7 +100,7 @@ def job_slot_state(job: Object, slot: ReplicaSlot, batch_job: Object | None, pod
         return SlotState.TERMINATING
     if pod_phase(pod) == POD_FAILED and is_disrupted(pod):
         return SlotState.RETRYABLE  # ignored by the Job's podFailurePolicy: replaced, not counted
-    return slot_state(job, slot, pod)
+    return slot_state(spec, slot, pod)
 
 
 def latest_pod(pods: list[Object]) -> Object | None:
@@ -117,7 +125,7 @@ def job_restarts(slot_of_job: Slot | None, batch_job: Object, pods: list[Object]
     return failed + sum(pod_restart_count(pod) for pod in pods if not is_terminating(pod))
 
 
-def count_job_restarts(draft: PlanDraft, job: Object, context: PlanContext, children: SortedChildren, *,
+def count_job_restarts(draft: PlanDraft, spec: TFJobSpec, context: PlanContext, children: SortedChildren, *,
                        deleting: set[str]) -> dict[str, RestartCount]:
     """Restarts per replica type summed over its Jobs; a Job deleted now (`deleting`: Job uids) has its count
     retired into the status, as the Pod backend retires a deleted pod's. New restarts are announced with the
@@ -134,7 +142,7 @@ def count_job_restarts(draft: PlanDraft, job: Object, context: PlanContext, chil
                                                 children.pods_by_job.get(uid_of(batch_job), []))
                 for batch_job in context.of_kind(JOB)}
     counts: dict[str, RestartCount] = {}
-    for replica_type in replica_types(job):
+    for replica_type in replica_types(spec):
         before = mapping(previous.get(replica_type))
         count = count_restarts(RestartLedger.from_replica_status(before), jobs_by_type.get(replica_type, []),
                                deleting=deleting, recreating=set(),

@@ -19,9 +19,10 @@ from tfop.api.constants import (
     RESTART_POLICY_EXIT_CODE,
     RESTART_POLICY_ON_FAILURE,
 )
-from tfop.controller.plan.desired import ReplicaSlot, replica_count, replica_slot_of
-from tfop.controller.plan.exit_codes import ExitClass, container_termination
-from tfop.controller.plan.naming import ChildNaming
+from tfop.controller.plan.children.desired import ReplicaSlot, replica_slot_of
+from tfop.controller.plan.children.naming import ChildNaming
+from tfop.controller.plan.job.model import TFJobSpec
+from tfop.controller.plan.policies.exit_codes import ExitClass, container_termination
 from tfop.controller.plan.status import is_terminating, pod_phase
 from tfop.controller.plan.types import POD, SERVICE, PlanContext
 from tfop.objects import Object
@@ -63,13 +64,12 @@ class SortedChildren:
         return self.surplus.get(kind, [])
 
 
-def replica_types(job: Object) -> list[str]:
+def replica_types(spec: TFJobSpec) -> list[str]:
     """The job's replica types in their canonical order."""
-    return [replica_type for replica_type in REPLICA_TYPES if replica_type in job["spec"]["tfReplicaSpecs"]]
+    return [replica_type for replica_type in REPLICA_TYPES if replica_type in spec.replica_specs]
 
 
-def sort_children(job: Object, context: PlanContext, naming: ChildNaming) -> SortedChildren:
-    """`job` is the defaulted, valid form of `context.job`."""
+def sort_children(spec: TFJobSpec, context: PlanContext, naming: ChildNaming) -> SortedChildren:
     pods_by_type: dict[str, list[Object]] = defaultdict(list)
     for pod in context.of_kind(POD):
         slot = replica_slot_of(pod)
@@ -78,15 +78,15 @@ def sort_children(job: Object, context: PlanContext, naming: ChildNaming) -> Sor
     filled: dict[str, dict[ReplicaSlot, Object]] = {}
     surplus: dict[str, list[Object]] = {}
     for kind in (POD, SERVICE):
-        filled[kind], surplus[kind] = fill_slots(job, context.of_kind(kind), naming)
+        filled[kind], surplus[kind] = fill_slots(spec, context.of_kind(kind), naming)
     pods_at = filled[POD]
-    slots = [Slot(slot, pods_at.get(slot), slot_state(job, slot, pods_at.get(slot)))
-             for replica_type in replica_types(job) for slot in
-             (ReplicaSlot(replica_type, index) for index in range(replica_count(job, replica_type)))]
+    slots = [Slot(slot, pods_at.get(slot), slot_state(spec, slot, pods_at.get(slot)))
+             for replica_type in replica_types(spec) for slot in
+             (ReplicaSlot(replica_type, index) for index in range(spec.replicas(replica_type)))]
     return SortedChildren(slots, filled[SERVICE], surplus, dict(pods_by_type))
 
 
-def fill_slots(job: Object, children: list[Object],
+def fill_slots(spec: TFJobSpec, children: list[Object],
                 naming: ChildNaming) -> tuple[dict[ReplicaSlot, Object], list[Object]]:
     """Each slot the spec has takes one child labelled for it: the one with the name the job's naming gives,
     else the first by name; the rest are surplus."""
@@ -99,14 +99,14 @@ def fill_slots(job: Object, children: list[Object],
 
     for child in sorted(children, key=preference):
         slot = replica_slot_of(child)
-        if slot is None or slot.index >= replica_count(job, slot.replica_type) or slot in at:
+        if slot is None or slot.index >= spec.replicas(slot.replica_type) or slot in at:
             surplus.append(child)
         else:
             at[slot] = child
     return at, surplus
 
 
-def slot_state(job: Object, slot: ReplicaSlot, pod: Object | None) -> SlotState:
+def slot_state(spec: TFJobSpec, slot: ReplicaSlot, pod: Object | None) -> SlotState:
     if pod is None:
         return SlotState.ABSENT
     if is_terminating(pod):  # neither there nor failed: its index is recreated once it is gone
@@ -115,7 +115,7 @@ def slot_state(job: Object, slot: ReplicaSlot, pod: Object | None) -> SlotState:
     if phase != POD_FAILED:
         return {POD_PENDING: SlotState.PENDING, POD_RUNNING: SlotState.RUNNING,
                 POD_SUCCEEDED: SlotState.SUCCEEDED}.get(phase, SlotState.UNKNOWN)
-    policy = job["spec"]["tfReplicaSpecs"][slot.replica_type]["restartPolicy"]
+    policy = spec.replica_specs[slot.replica_type].restart_policy
     if policy == RESTART_POLICY_EXIT_CODE:
         termination = container_termination(pod)
         # No exit code means the pod failed around the container (evicted, node lost): worth another try.
@@ -126,6 +126,6 @@ def slot_state(job: Object, slot: ReplicaSlot, pod: Object | None) -> SlotState:
             return SlotState.RETRYABLE
     elif policy in (RESTART_POLICY_ALWAYS, RESTART_POLICY_ON_FAILURE):
         return SlotState.RETRYABLE  # the kubelet restarts in place, so a Failed pod was evicted or lost its node
-    if slot.replica_type == REPLICA_WORKER and job["spec"].get("enableDynamicWorker") is True:
+    if slot.replica_type == REPLICA_WORKER and spec.enable_dynamic_worker:
         return SlotState.TOLERATED
     return SlotState.PERMANENT

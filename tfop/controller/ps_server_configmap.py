@@ -15,7 +15,7 @@ from typing import Any
 
 import structlog
 
-from tfop.controller.plan.ps_server import SCRIPT_CONFIGMAP, SCRIPT_KEY
+from tfop.controller.plan.job.default_ps_server import SCRIPT_CONFIGMAP, SCRIPT_KEY
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import AlreadyExists
 from tfop.kube.resource import CONFIGMAPS

@@ -1,4 +1,8 @@
-"""How long a job's success waits for the replicas that end with it.
+"""When a job succeeds (successPolicy), and how long its success waits for the replicas that end with it.
+
+With a chief (Chief or Master) the job succeeds with it. Without one, with worker 0, or with every worker under
+successPolicy AllWorkers (failed dynamic workers aside). A job of only PS and evaluators succeeds when all of them
+have.
 
 When the chief (or whichever replica decides success) ends, its peers usually end within moments: they finish the
 same last step. A plan that declared success at the chief's exit would find them still running, delete them
@@ -7,9 +11,9 @@ take several writes (the pods and their services deleted, a SuccessfulDelete eve
 they are gone) where one says it all. So success waits, at most SETTLE_SECONDS after the last replica ended, while
 some replica still runs. A replica that never ends by itself (a parameter server) is deleted when the wait is
 over, as before; the job's Succeeded condition comes that much later. An evaluator the success waits for
-(evaluator.py: its final evaluation, up to a grace of minutes) is spared: it has a wait of its own, and the settle
-would only put off the start of that wait. With no such wait (a grace of 0, cleanPodPolicy None) an evaluator is a
-replica like the others.
+(evaluator.py: its final evaluation, up to a grace of minutes) is spared: it has a wait of its own, and the
+settle would only put off the start of that wait. With no such wait (a grace of 0, cleanPodPolicy None) an
+evaluator is a replica like the others.
 
 The time a replica ended is its kubelet's (the container's finishedAt, to the second). A node clock ahead of ours
 makes an end look like it is in the future: then nothing waits, since the wait could not be bounded.
@@ -20,11 +24,28 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from tfop.controller.plan.desired import ReplicaSlot
-from tfop.controller.plan.exit_codes import ended_at
-from tfop.controller.plan.pod_slots import Slot, SlotState
+from tfop.api.constants import CHIEF_REPLICA_TYPES, REPLICA_WORKER, SUCCESS_POLICY_ALL_WORKERS
+from tfop.controller.plan.children.desired import ReplicaSlot
+from tfop.controller.plan.job.model import TFJobSpec
+from tfop.controller.plan.policies.exit_codes import ended_at
+from tfop.controller.plan.replicas.pod_slots import Slot, SlotState
 
 SETTLE_SECONDS = 2.0
+
+
+def succeeded(spec: TFJobSpec, slots: list[Slot]) -> bool:
+    """Whether the replicas the job's success depends on have succeeded."""
+    states = {slot.slot: slot.state for slot in slots}
+    for chief in CHIEF_REPLICA_TYPES:
+        if spec.replicas(chief) > 0:
+            return states.get(ReplicaSlot(chief, 0)) is SlotState.SUCCEEDED
+    workers = [states.get(ReplicaSlot(REPLICA_WORKER, index)) for index in range(spec.replicas(REPLICA_WORKER))]
+    if workers and spec.success_policy == SUCCESS_POLICY_ALL_WORKERS:
+        return SlotState.SUCCEEDED in workers and all(
+            state in (SlotState.SUCCEEDED, SlotState.TOLERATED) for state in workers)
+    if workers:
+        return workers[0] is SlotState.SUCCEEDED
+    return bool(slots) and all(slot.state is SlotState.SUCCEEDED for slot in slots)
 
 
 def settle_remaining(slots: Iterable[Slot], now: datetime, window: float = SETTLE_SECONDS, *,

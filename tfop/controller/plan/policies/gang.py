@@ -9,9 +9,16 @@ from typing import Any
 
 from tfop.api.constants import CONDITION_RUNNING, EVENT_WARNING
 from tfop.api.fields import mapping_at, text
+from tfop.controller.plan.children.pod_group import (
+    GangScheduler,
+    admission_wait,
+    pod_group_name,
+    pod_group_spec,
+    spec_drift,
+)
 from tfop.controller.plan.draft import PlanDraft
-from tfop.controller.plan.gang import GangScheduler, admission_wait, pod_group_name, pod_group_spec, spec_drift
-from tfop.controller.plan.gang_phase import GANG_UNSCHEDULABLE, GangPhase, gang_phase
+from tfop.controller.plan.job.model import TFJobModel
+from tfop.controller.plan.policies.gang_placement import GANG_UNSCHEDULABLE, GangPhase, gang_phase
 from tfop.controller.plan.status import is_terminating
 from tfop.controller.plan.types import POD_GROUP, ChildPatch, Creation, PlanContext
 from tfop.objects import Object
@@ -42,15 +49,15 @@ class GangState:
             draft.event(EVENT_WARNING, GANG_UNSCHEDULABLE, self.phase.event_message(draft.job_ref, self.gang))
 
 
-def plan_pod_group(draft: PlanDraft, job: Object, context: PlanContext,
+def plan_pod_group(draft: PlanDraft, job: TFJobModel, context: PlanContext,
                    pods: Iterable[tuple[Any, Object]] = ()) -> GangState:
-    """`job` is defaulted and valid, and runs (neither finished nor suspended). `pods`: the job's pods with their
+    """For a job that runs (neither finished nor suspended). `pods`: the job's pods with their
     replica slots, for telling whether the gang cannot be placed."""
     gang = context.config.gang
     draft.status.pop(POD_GROUP_PHASE, None)  # set again below from the group the cache shows
     if gang is None:
         return GangState()
-    namespace, name = job["metadata"]["namespace"], pod_group_name(job)
+    namespace, name = job.metadata.namespace, pod_group_name(job.metadata.name)
     ref = f"PodGroup {namespace}/{name}"
     if context.gang_problem is not None:
         return GangState(hold_pods=context.gang_problem, note=f"; {context.gang_problem}")
@@ -73,12 +80,12 @@ def plan_pod_group(draft: PlanDraft, job: Object, context: PlanContext,
         phase = text(mapping_at(current, "status").get("phase"))
         if phase:
             draft.status[POD_GROUP_PHASE] = phase
-        drift = spec_drift(pod_group_spec(job, gang), current)
+        drift = spec_drift(pod_group_spec(job.spec, gang), current)
         if drift is not None:
             draft.patch.append(ChildPatch(POD_GROUP, name, drift))
     reported: GangPhase | None = None
     if current is not None:
-        min_member = int(pod_group_spec(job, gang)["minMember"])
+        min_member = int(pod_group_spec(job.spec, gang)["minMember"])
         reported = gang_phase(current, gang, min_member, pods, draft.now)
         if reported.recheck_after is not None:
             draft.requeue(reported.recheck_after)  # the grace ends with no change to wake the job

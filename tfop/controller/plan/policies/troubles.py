@@ -20,9 +20,9 @@ from typing import Any
 
 from tfop.api.constants import CONDITION_RUNNING, DEFAULT_CONTAINER_NAME, EVENT_NORMAL, EVENT_WARNING, POD_FAILED
 from tfop.api.fields import items, mapping, mapping_at, text
-from tfop.controller.plan.desired import ReplicaSlot, replica_slot_of
+from tfop.controller.plan.children.desired import ReplicaSlot, replica_slot_of
 from tfop.controller.plan.draft import PlanDraft
-from tfop.controller.plan.exit_codes import container_termination
+from tfop.controller.plan.policies.exit_codes import container_termination
 
 EXITED_WITH_CODE = "ExitedWithCode"  # the Kubeflow training operator's event reason, which its users know
 

@@ -1,6 +1,7 @@
 """The end of a TFJob's life: finishing it, cleaning up its children, and deleting it when its TTL has passed.
 
-These work on the raw child lists and read the spec leniently, because an invalid job finishes this way too.
+These work on the raw child lists; an invalid job finishes this way too, with the run policy read leniently
+(plan/job/parse.py's lenient_run_policy).
 """
 
 from __future__ import annotations
@@ -9,10 +10,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from tfop.api.constants import (
-    CLEAN_POD_POLICIES,
     CLEAN_POD_POLICY_ALL,
     CLEAN_POD_POLICY_NONE,
-    CLEAN_POD_POLICY_RUNNING,
     CONDITION_FAILED,
     CONDITION_RESTARTING,
     CONDITION_RUNNING,
@@ -22,10 +21,11 @@ from tfop.api.constants import (
     REASON_DEADLINE_EXCEEDED,
     REASON_TTL_EXPIRED,
 )
-from tfop.api.fields import integer, mapping, mapping_at, text
+from tfop.api.fields import mapping
 from tfop.api.timestamps import parse_time
-from tfop.controller.plan.batch_job import controller_uid, is_suspended, job_outcome, made_by_job
+from tfop.controller.plan.children.batch_job import controller_uid, is_suspended, job_outcome, made_by_job
 from tfop.controller.plan.draft import PlanDraft
+from tfop.controller.plan.job.model import RunPolicy
 from tfop.controller.plan.status import is_terminating, pod_phase
 from tfop.controller.plan.types import JOB, POD, POD_GROUP, SERVICE, ChildPatch, PlanContext
 from tfop.objects import Object
@@ -42,21 +42,19 @@ def finish(draft: PlanDraft, condition_type: str, reason: str, message: str) -> 
         draft.set_time(COMPLETION_TIME)
 
 
-def keep_finished(draft: PlanDraft, job: dict[str, Any], context: PlanContext, *, just_finished: bool) -> None:
+def keep_finished(draft: PlanDraft, run_policy: RunPolicy, context: PlanContext, *, just_finished: bool) -> None:
     """What a finished job still needs, on every reconcile: its children cleaned up as runPolicy says (never
     recreated), and deletion once ttlSecondsAfterFinished has passed."""
-    run_policy = mapping_at(job, "spec", "runPolicy")
     failed = draft.condition(CONDITION_FAILED) or {}
     # A deadline is about resources as much as time: nothing of the job may keep running past it.
-    policy = (CLEAN_POD_POLICY_ALL if failed.get("reason") == REASON_DEADLINE_EXCEEDED
-              else clean_pod_policy(run_policy.get("cleanPodPolicy")))
+    policy = CLEAN_POD_POLICY_ALL if failed.get("reason") == REASON_DEADLINE_EXCEEDED else run_policy.clean_pod_policy
     clean_up(draft, context, policy)
     completion = parse_time(draft.status.get(COMPLETION_TIME))
     if completion is None:  # a status written by someone else; finishing now is the best we know
         draft.set_time(COMPLETION_TIME)
         completion = draft.now
-    ttl = integer(run_policy.get("ttlSecondsAfterFinished"))
-    if ttl is None or ttl < 0:
+    ttl = run_policy.ttl_seconds_after_finished
+    if ttl is None:
         return
     remaining = (completion - draft.now).total_seconds() + ttl
     if remaining > 0 or just_finished:
@@ -67,11 +65,6 @@ def keep_finished(draft: PlanDraft, job: dict[str, Any], context: PlanContext, *
     draft.event(EVENT_NORMAL, REASON_TTL_EXPIRED,
                 f"{draft.job_ref} finished at {draft.status[COMPLETION_TIME]}; deleting it because its "
                 f"ttlSecondsAfterFinished of {ttl}s has passed.")
-
-
-def clean_pod_policy(value: object) -> str:
-    policy = text(value)
-    return policy if policy in CLEAN_POD_POLICIES and policy is not None else CLEAN_POD_POLICY_RUNNING
 
 
 def clean_up(draft: PlanDraft, context: PlanContext, policy: str, *, spare: frozenset[str] = frozenset()) -> None:

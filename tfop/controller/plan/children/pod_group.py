@@ -23,7 +23,8 @@ from tfop.api.constants import (
     OPERATOR_NAME,
     REPLICA_TYPES,
 )
-from tfop.api.fields import integer, items, mapping, text
+from tfop.api.fields import items, mapping, text
+from tfop.controller.plan.job.model import SchedulingPolicy, TFJobModel, TFJobSpec
 from tfop.controller.plan.quantity import QuantityError, format_quantity, parse_quantity
 from tfop.objects import Object
 
@@ -80,50 +81,50 @@ def gang_scheduler(name: str) -> GangScheduler | None:
     return None if name == GANG_NONE else GANG_SCHEDULERS[name]
 
 
-def pod_group_name(job: Object) -> str:
+def pod_group_name(job_name: str) -> str:
     """One group per job, named after it: a pod names its group, so the name must be known before either exists."""
-    return str(job["metadata"]["name"])
+    return job_name
 
 
-def pod_group_spec(job: Object, gang: GangScheduler) -> Object:
-    """The spec the job's PodGroup should have. `job` is defaulted and valid."""
-    policy = mapping(job["spec"].get("runPolicy", {}).get("schedulingPolicy"))
+def pod_group_spec(job: TFJobSpec, gang: GangScheduler) -> Object:
+    """The spec the job's PodGroup should have."""
+    policy = job.run_policy.scheduling_policy or SchedulingPolicy()
     pods = _pods_in_order(job)
-    min_available = integer(policy.get("minAvailable"))
+    min_available = policy.min_available
     min_member = min_available if min_available is not None and min_available > 0 else len(pods)
     spec: Object = {"minMember": min_member}
-    given = mapping(policy.get("minResources"))
+    given = policy.min_resources
     if given:
         spec["minResources"] = {name: _canonical(value) for name, value in sorted(given.items())}
     else:
         total = sum_resources(pod_requests(pod) for pod in pods[:min_member])
         if total:
             spec["minResources"] = {name: format_quantity(amount) for name, amount in sorted(total.items())}
-    queue = text(policy.get("queue"))
+    queue = policy.queue
     if gang.queues and queue:
         spec["queue"] = queue
-    priority_class = text(policy.get("priorityClass")) or _template_priority_class(job)
+    priority_class = policy.priority_class or _template_priority_class(job)
     if gang.queues and priority_class:
         spec["priorityClassName"] = priority_class
-    timeout = integer(policy.get("scheduleTimeoutSeconds"))
+    timeout = policy.schedule_timeout_seconds
     if gang.schedule_timeout and timeout is not None and timeout > 0:
         spec["scheduleTimeoutSeconds"] = timeout
     return spec
 
 
-def pod_group(job: Object, gang: GangScheduler, owner: Object, runtime_id: str) -> Object:
-    name = pod_group_name(job)
+def pod_group(job: TFJobModel, gang: GangScheduler, owner: Object, runtime_id: str) -> Object:
+    name = pod_group_name(job.metadata.name)
     return {
         "apiVersion": gang.api_version,
         "kind": gang.kind,
         "metadata": {
             "name": name,
-            "namespace": job["metadata"]["namespace"],
+            "namespace": job.metadata.namespace,
             "labels": {LABEL_JOB_NAME: name, LABEL_RUNTIME_ID: runtime_id, LABEL_OPERATOR_NAME: OPERATOR_NAME,
                        LABEL_MANAGED_BY: MANAGED_BY},
             "ownerReferences": [dict(owner)],
         },
-        "spec": pod_group_spec(job, gang),
+        "spec": pod_group_spec(job.spec, gang),
     }
 
 
@@ -230,19 +231,18 @@ def _canonical(value: object) -> str:
         return str(value)
 
 
-def _pods_in_order(job: Object) -> list[Object]:
+def _pods_in_order(job: TFJobSpec) -> list[Object]:
     """The pod spec of every replica, chief first (the order the minAvailable first pods are counted in)."""
-    specs = job["spec"]["tfReplicaSpecs"]
-    return [mapping(mapping(specs[replica_type].get("template")).get("spec"))
+    specs = job.replica_specs
+    return [mapping(specs[replica_type].template.get("spec"))
             for replica_type in REPLICA_TYPES if replica_type in specs
-            for _ in range(integer(specs[replica_type].get("replicas")) or 0)]
+            for _ in range(specs[replica_type].replicas)]
 
 
-def _template_priority_class(job: Object) -> str | None:
-    specs = job["spec"]["tfReplicaSpecs"]
+def _template_priority_class(job: TFJobSpec) -> str | None:
     for replica_type in REPLICA_TYPES:
-        if replica_type in specs:
-            name = text(mapping(mapping(specs[replica_type].get("template")).get("spec")).get("priorityClassName"))
+        if replica_type in job.replica_specs:
+            name = text(mapping(job.replica_specs[replica_type].template.get("spec")).get("priorityClassName"))
             if name:
                 return name
     return None

@@ -23,10 +23,8 @@ condition's lastTransitionTime, so the wait is level-triggered: an operator rest
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
 
 from tfop.api.constants import (
-    ANNOTATION_EVALUATOR_GRACE,
     CLEAN_POD_POLICY_ALL,
     CLEAN_POD_POLICY_NONE,
     CLEAN_POD_POLICY_RUNNING,
@@ -43,35 +41,18 @@ from tfop.api.constants import (
 )
 from tfop.api.fields import mapping_at, text
 from tfop.api.timestamps import format_time, parse_time
-from tfop.controller.plan.desired import ReplicaSlot
+from tfop.controller.plan.children.desired import ReplicaSlot
 from tfop.controller.plan.draft import PlanDraft
-from tfop.controller.plan.lifecycle import clean_pod_policy, clean_up, finish, keep_finished
-from tfop.controller.plan.pod_slots import Slot, SlotState, SortedChildren
-from tfop.controller.plan.replica_records import describe_failure, record_replicas
-from tfop.controller.plan.restarts import RestartCount
+from tfop.controller.plan.job.model import RunPolicy, TFJobModel
+from tfop.controller.plan.policies.cleanup import clean_up, finish, keep_finished
+from tfop.controller.plan.policies.troubles import replica_ranges
+from tfop.controller.plan.replicas.pod_slots import Slot, SlotState, SortedChildren
+from tfop.controller.plan.replicas.replica_status import describe_failure, record_replicas
+from tfop.controller.plan.replicas.restart_ledger import RestartCount
 from tfop.controller.plan.status import FALSE
-from tfop.controller.plan.troubles import replica_ranges
 from tfop.controller.plan.types import PlanContext
-from tfop.objects import Object
 
 _FAILED = (SlotState.RETRYABLE, SlotState.PERMANENT, SlotState.TOLERATED, SlotState.EXHAUSTED)
-_MAX_GRACE = 86400.0
-
-
-def evaluator_grace(job: Object, default_seconds: float) -> tuple[timedelta, list[str]]:
-    """The job's grace (its annotation over the operator's default), and what is wrong with the annotation."""
-    asked = mapping_at(job, "metadata", "annotations").get(ANNOTATION_EVALUATOR_GRACE)
-    if asked is None:
-        return timedelta(seconds=default_seconds), []
-    try:
-        seconds = float(str(asked))
-        if not 0 <= seconds <= _MAX_GRACE:  # also refuses nan and inf
-            raise ValueError
-    except ValueError:
-        problem = (f"metadata.annotations[{ANNOTATION_EVALUATOR_GRACE}]: must be a number of seconds from 0 to "
-                   f"86400, not {asked!r}")
-        return timedelta(seconds=default_seconds), [problem]
-    return timedelta(seconds=seconds), []
 
 
 def waiting_for_evaluators(draft: PlanDraft) -> bool:
@@ -81,20 +62,19 @@ def waiting_for_evaluators(draft: PlanDraft) -> bool:
     return succeeded.get("status") == FALSE and succeeded.get("reason") == REASON_WAITING_FOR_EVALUATOR
 
 
-def finish_training(draft: PlanDraft, job: dict[str, Any], context: PlanContext, children: SortedChildren,
-                    counts: dict[str, RestartCount], grace: timedelta) -> None:
-    """The training succeeded (now or in an earlier plan): wait for the running evaluators, or succeed.
-    `job` is defaulted and valid."""
+def finish_training(draft: PlanDraft, job: TFJobModel, context: PlanContext, children: SortedChildren,
+                    counts: dict[str, RestartCount]) -> None:
+    """The training succeeded (now or in an earlier plan): wait for the running evaluators, or succeed."""
     evaluators = [slot for slot in children.slots if slot.slot.replica_type == REPLICA_EVALUATOR]
     running = [slot for slot in evaluators if slot.state is SlotState.RUNNING]
-    run_policy = job["spec"]["runPolicy"]
-    policy = clean_pod_policy(run_policy.get("cleanPodPolicy"))
-    wait = _ongoing_wait(draft, run_policy, grace, running)
+    run_policy = job.spec.run_policy
+    policy = run_policy.clean_pod_policy
+    wait = _ongoing_wait(draft, run_policy, job.options.evaluator_grace, running)
     if wait is None:
         was_waiting = waiting_for_evaluators(draft)
         finish(draft, CONDITION_SUCCEEDED, REASON_SUCCEEDED, f"{draft.job_ref} successfully completed.")
-        keep_finished(draft, job, context, just_finished=True)
-        record_replicas(draft, job, children, counts, finishing=True)
+        keep_finished(draft, run_policy, context, just_finished=True)
+        record_replicas(draft, job.spec, children, counts, finishing=True)
         if was_waiting:
             _tell_unfinished(draft, evaluators)
         return
@@ -110,7 +90,7 @@ def finish_training(draft: PlanDraft, job: dict[str, Any], context: PlanContext,
     # counts them (All deletes them then): gone now, they would read as "0/3 succeeded" once the evaluators are done.
     waiting_policy = CLEAN_POD_POLICY_RUNNING if policy == CLEAN_POD_POLICY_ALL else policy
     clean_up(draft, context, waiting_policy, spare=_names_of(children, [slot.slot for slot in running]))
-    record_replicas(draft, job, children, counts, finishing=False)
+    record_replicas(draft, job.spec, children, counts, finishing=False)
     succeeded = sum(1 for slot in children.slots if slot.state is SlotState.SUCCEEDED)
     draft.status["replicaSummary"] = (f"{succeeded}/{len(children.slots)} succeeded, "
                                       f"{len(running)} evaluating")
@@ -119,30 +99,29 @@ def finish_training(draft: PlanDraft, job: dict[str, Any], context: PlanContext,
     draft.requeue((until - draft.now).total_seconds())
 
 
-def evaluators_waited_for(draft: PlanDraft, job: dict[str, Any], children: SortedChildren,
-                          grace: timedelta) -> frozenset[ReplicaSlot]:
+def evaluators_waited_for(draft: PlanDraft, job: TFJobModel, children: SortedChildren) -> frozenset[ReplicaSlot]:
     """The evaluators a success decided now (or earlier) waits for; none if it would succeed at once. They are
-    spared by the success's settle (success_settle.py), which has nothing to add to their own, longer wait."""
+    spared by the success's settle (policies/success.py), which has nothing to add to their own, longer wait."""
     running = [slot for slot in children.slots
                if slot.slot.replica_type == REPLICA_EVALUATOR and slot.state is SlotState.RUNNING]
-    if _ongoing_wait(draft, job["spec"]["runPolicy"], grace, running) is None:
+    if _ongoing_wait(draft, job.spec.run_policy, job.options.evaluator_grace, running) is None:
         return frozenset()
     return frozenset(slot.slot for slot in running)
 
 
-def _ongoing_wait(draft: PlanDraft, run_policy: dict[str, Any], grace: timedelta,
+def _ongoing_wait(draft: PlanDraft, run_policy: RunPolicy, grace: timedelta,
                   running: list[Slot]) -> tuple[datetime, datetime] | None:
     """The wait for `running` evaluators if it goes on now: None when there is none to wait for, nothing would
     delete them (cleanPodPolicy None), the grace is 0, it has run out, or the job is suspended."""
-    if not running or clean_pod_policy(run_policy.get("cleanPodPolicy")) == CLEAN_POD_POLICY_NONE:
+    if not running or run_policy.clean_pod_policy == CLEAN_POD_POLICY_NONE:
         return None
     wait = _wait(draft, run_policy, grace)
-    if wait is None or draft.now >= wait[1] or run_policy.get("suspend") is True:
+    if wait is None or draft.now >= wait[1] or run_policy.suspend:
         return None
     return wait
 
 
-def _wait(draft: PlanDraft, run_policy: dict[str, Any], grace: timedelta) -> tuple[datetime, datetime] | None:
+def _wait(draft: PlanDraft, run_policy: RunPolicy, grace: timedelta) -> tuple[datetime, datetime] | None:
     """When the wait started and when it ends: the training's success (the Succeeded condition's transition, at
     whole seconds as the status keeps it), and the grace after it, or activeDeadlineSeconds if sooner. None: no
     wait (grace 0)."""
@@ -152,8 +131,8 @@ def _wait(draft: PlanDraft, run_policy: dict[str, Any], grace: timedelta) -> tup
     if waiting_for_evaluators(draft):
         started = parse_time((draft.condition(CONDITION_SUCCEEDED) or {}).get("lastTransitionTime")) or started
     until = started + grace
-    deadline, job_started = run_policy.get("activeDeadlineSeconds"), parse_time(draft.status.get("startTime"))
-    if isinstance(deadline, int) and job_started is not None:
+    deadline, job_started = run_policy.active_deadline_seconds, parse_time(draft.status.get("startTime"))
+    if deadline is not None and job_started is not None:
         until = min(until, job_started + timedelta(seconds=deadline))
     return started, until
 

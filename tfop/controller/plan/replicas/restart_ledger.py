@@ -16,7 +16,7 @@ from typing import Any
 
 from tfop.api.constants import POD_FAILED
 from tfop.api.fields import integer, items, mapping, text
-from tfop.controller.plan.batch_job import is_disrupted
+from tfop.controller.plan.children.batch_job import is_disrupted
 from tfop.controller.plan.status import is_terminating, pod_phase, pod_restart_count
 
 RETIRED_RESTARTS = "retiredRestarts"

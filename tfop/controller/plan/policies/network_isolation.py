@@ -1,23 +1,25 @@
-"""The planner's part for a job's NetworkPolicy (plan/network_policy.py): made before any replica's children (the
-applier creates a job's own children first and stops at a refusal, so no pod of an isolated job is created
-before it), kept in line with the annotations while the job runs, and deleted when the switch is turned off."""
+"""Network isolation, the planner's part for a job's NetworkPolicy (its body: plan/children/network_policy.py; its
+annotations: plan/job/annotations.py): made before any replica's children (the applier creates a job's own
+children first and stops at a refusal, so no pod of an isolated job is created before it), kept in line with the
+annotations while the job runs, and deleted when the switch is turned off."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from tfop.api.fields import mapping, mapping_at
+from tfop.controller.plan.children.network_policy import network_policy_name, network_policy_spec
 from tfop.controller.plan.draft import PlanDraft
-from tfop.controller.plan.network_policy import NetworkIsolation, network_policy_name, network_policy_spec
+from tfop.controller.plan.job.model import TFJobModel
 from tfop.controller.plan.status import is_terminating
 from tfop.controller.plan.types import NETWORK_POLICY, ChildPatch, Creation, PlanContext
-from tfop.objects import Object
 
 
-def plan_network_policy(draft: PlanDraft, job: Object, context: PlanContext, isolation: NetworkIsolation) -> None:
+def plan_network_policy(draft: PlanDraft, job: TFJobModel, context: PlanContext) -> None:
     """Creates the policy the job asks for, patches it back in line with the annotations, and deletes any other
-    (the switch turned off, a stray). `job` is defaulted and valid, and runs."""
-    name, current = network_policy_name(job), None
+    (the switch turned off, a stray), for a job that runs."""
+    isolation = job.options.isolation
+    name, current = network_policy_name(job.metadata.name, job.metadata.uid), None
     for policy in context.of_kind(NETWORK_POLICY):
         if is_terminating(policy):
             continue
@@ -27,7 +29,7 @@ def plan_network_policy(draft: PlanDraft, job: Object, context: PlanContext, iso
             draft.delete_child(NETWORK_POLICY, policy)
     if not isolation.isolated:
         return
-    wanted = network_policy_spec(job["metadata"]["name"], isolation.peers)
+    wanted = network_policy_spec(job.metadata.name, isolation.peers)
     if current is None:
         draft.create.append(Creation(NETWORK_POLICY, None, name))
     elif _without_empty(mapping(current.get("spec"))) != wanted:

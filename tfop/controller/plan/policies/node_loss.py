@@ -35,12 +35,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from tfop.api.constants import (
-    ANNOTATION_NODE_LOSS_GRACE,
-    ANNOTATION_NODE_LOSS_POLICY,
     EVENT_WARNING,
     LABEL_REPLICA_INDEX,
     LABEL_REPLICA_TYPE,
-    NODE_LOSS_POLICIES,
     NODE_LOSS_REPLACE,
     NODE_LOSS_WAIT_FOR_PROOF,
     REASON_NODE_LOST,
@@ -50,6 +47,7 @@ from tfop.api.fields import mapping, mapping_at, text
 from tfop.api.timestamps import format_time, parse_time
 from tfop.controller.plan.controller_config import NodeLossSettings
 from tfop.controller.plan.draft import PlanDraft
+from tfop.controller.plan.job.model import JobNodePolicy
 from tfop.controller.plan.status import is_terminating
 from tfop.controller.plan.types import POD
 from tfop.objects import Object
@@ -76,35 +74,6 @@ class ReplicaOnNode:
     verdict: Verdict
     cause: str  # e.g. "is unreachable since 12:03:10"
     replace_at: datetime | None = None  # a SUSPECT replica is replaced then, if nothing changes
-
-
-@dataclass(frozen=True)
-class JobNodePolicy:
-    policy: str
-    grace: timedelta
-
-
-def job_node_policy(job: Object, settings: NodeLossSettings) -> tuple[JobNodePolicy, list[str]]:
-    """The job's policy and grace (its annotations over the operator's defaults), and what is wrong with them."""
-    annotations = mapping_at(job, "metadata", "annotations")
-    errors = []
-    policy = text(annotations.get(ANNOTATION_NODE_LOSS_POLICY)) or settings.policy
-    if policy not in NODE_LOSS_POLICIES:
-        errors.append(f"metadata.annotations[{ANNOTATION_NODE_LOSS_POLICY}]: must be one of "
-                      f"{', '.join(NODE_LOSS_POLICIES)}, not {policy!r}")
-        policy = settings.policy
-    grace = settings.grace_seconds
-    asked = annotations.get(ANNOTATION_NODE_LOSS_GRACE)
-    if asked is not None:
-        try:
-            grace = float(str(asked))
-            if not 0 <= grace <= 86400:
-                raise ValueError
-        except ValueError:
-            errors.append(f"metadata.annotations[{ANNOTATION_NODE_LOSS_GRACE}]: must be a number of seconds from 0 "
-                          f"to 86400, not {asked!r}")
-            grace = settings.grace_seconds
-    return JobNodePolicy(policy, timedelta(seconds=grace)), errors
 
 
 def replicas_on_bad_nodes(pods: Iterable[Object], nodes: Mapping[str, Object], now: datetime,

@@ -19,23 +19,24 @@ from tfop.api.constants import (
 from tfop.api.defaults import canonical_replica_type
 from tfop.api.fields import integer, mapping, mapping_at, text
 from tfop.controller.plan.draft import PlanDraft
-from tfop.controller.plan.exit_codes import container_termination, exit_class_name, latest_restarted
-from tfop.controller.plan.pod_slots import SlotState, SortedChildren, replica_types
-from tfop.controller.plan.restarts import RestartCount, RestartLedger, count_restarts
+from tfop.controller.plan.job.model import TFJobSpec
+from tfop.controller.plan.policies.exit_codes import container_termination, exit_class_name, latest_restarted
+from tfop.controller.plan.policies.troubles import announce_exits, latest_exits
+from tfop.controller.plan.replicas.pod_slots import SlotState, SortedChildren, replica_types
+from tfop.controller.plan.replicas.restart_ledger import RestartCount, RestartLedger, count_restarts
 from tfop.controller.plan.status import is_terminating, pod_phase, replica_status
-from tfop.controller.plan.troubles import announce_exits, latest_exits
 from tfop.controller.plan.types import JOB, POD, ReplicaRestart
 from tfop.objects import Object
 
 
-def count_replica_restarts(draft: PlanDraft, job: Object, pods_by_type: dict[str, list[Object]], *, adopted: bool,
+def count_replica_restarts(draft: PlanDraft, spec: TFJobSpec, pods_by_type: dict[str, list[Object]], *, adopted: bool,
                            deleting: set[str], recreating: set[str]) -> dict[str, RestartCount]:
-    """Counts restarts per replica type of the defaulted `job`, announcing the new ones: a recreation as it is
+    """Counts restarts per replica type of the job, announcing the new ones: a recreation as it is
     decided, restarts in place as the status first sees them. `adopted`: the status was written by another
     operator (conditions but no restart counts), so restarts found now happened under it."""
     previous = mapping(draft.status.get("replicaStatuses"))
     counts: dict[str, RestartCount] = {}
-    for replica_type in replica_types(job):
+    for replica_type in replica_types(spec):
         before = mapping(previous.get(replica_type))
         count = count_restarts(RestartLedger.from_replica_status(before), pods_by_type.get(replica_type, []),
                                deleting=deleting, recreating=recreating)
@@ -61,7 +62,7 @@ def count_replica_restarts(draft: PlanDraft, job: Object, pods_by_type: dict[str
     return counts
 
 
-def record_replicas(draft: PlanDraft, job: Object, children: SortedChildren, counts: dict[str, RestartCount], *,
+def record_replicas(draft: PlanDraft, spec: TFJobSpec, children: SortedChildren, counts: dict[str, RestartCount], *,
                     finishing: bool) -> None:
     """replicaStatuses and replicaSummary as the plan leaves the pods. Until the job finishes, a pending or running
     pod stays active until it is gone, even when deleted now or terminating: it holds its node's resources until
@@ -82,7 +83,7 @@ def record_replicas(draft: PlanDraft, job: Object, children: SortedChildren, cou
     previous = mapping(draft.status.get("replicaStatuses"))
     statuses: dict[str, Any] = {}
     ended: list[dict[str, Any]] = []  # told in one event per exit code, whatever their replica types
-    for replica_type in replica_types(job):
+    for replica_type in replica_types(spec):
         pods = [pod for pod in children.pods_by_type.get(replica_type, []) if counted(pod)]
         statuses[replica_type] = {**replica_status(pods, counts[replica_type].total),
                                   **counts[replica_type].ledger.status_fields()}

@@ -2,7 +2,7 @@
 gets one that runs a standard TensorFlow gRPC server for its TF_CONFIG task.
 
 The script ships with tfop (tfop/psserver/grpc_tensorflow_server.py) and reaches the pod through the ConfigMap
-SCRIPT_CONFIGMAP that the operator keeps in the job's namespace (controller/ps_server_script.py), mounted at the
+SCRIPT_CONFIGMAP that the operator keeps in the job's namespace (controller/ps_server_configmap.py), mounted at the
 directory of the controller config's `grpcServerFilePath`. The image is the job's `tfop.kubeflow.org/tf-image`
 annotation (v1alpha1's `tfImage`, carried through conversion), else the controller config's `tfImage`.
 

@@ -1,0 +1,103 @@
+"""A TFJob as a frozen, typed value: the shape of the Go operator's API structs (TFJob -> spec -> replica specs,
+runPolicy, ...), with the defaults applied and every annotation read.
+
+Callers may rely on: a TFJobModel exists only for a job that passed validation, so every field holds a value of
+its declared type and every annotation a valid option; nothing in it changes. Pod templates (and the few other
+parts that are passed through: network peers, minResources) stay raw JSON, read and never written: a body built
+from one copies it first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from tfop.controller.plan.job.legacy_gpu import GpuRename
+from tfop.objects import Object
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaSpec:
+    replica_type: str  # canonical: Chief, Master, PS, Worker, Evaluator
+    replicas: int
+    restart_policy: str  # Always, OnFailure, Never or ExitCode
+    template: Object  # the pod template, defaulted (TensorFlow's port) and rewritten (default PS server, GPU name)
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulingPolicy:
+    min_available: int | None = None
+    queue: str | None = None
+    priority_class: str | None = None
+    min_resources: Object | None = None
+    schedule_timeout_seconds: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunPolicy:
+    clean_pod_policy: str  # All, Running or None; Running when left out
+    ttl_seconds_after_finished: int | None = None
+    active_deadline_seconds: int | None = None
+    backoff_limit: int | None = None
+    scheduling_policy: SchedulingPolicy | None = None
+    suspend: bool = False
+    managed_by: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TFJobSpec:
+    replica_specs: Mapping[str, ReplicaSpec]  # by replica type, in the order the spec lists them
+    run_policy: RunPolicy
+    success_policy: str | None = None  # AllWorkers, or the default (the chief, else worker 0)
+    enable_dynamic_worker: bool = False
+
+    def replicas(self, replica_type: str) -> int:
+        """How many replicas of `replica_type` the job asks for; 0 for a type it does not have."""
+        replica = self.replica_specs.get(replica_type)
+        return replica.replicas if replica is not None else 0
+
+    def total_replicas(self) -> int:
+        return sum(replica.replicas for replica in self.replica_specs.values())
+
+
+@dataclass(frozen=True, slots=True)
+class JobMeta:
+    name: str
+    namespace: str
+    uid: str
+    generation: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JobNodePolicy:
+    """What the job does with a replica on an unhealthy node (plan/policies/node_loss.py)."""
+
+    policy: str  # Replace or WaitForProof
+    grace: timedelta
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkIsolation:
+    isolated: bool = False
+    peers: tuple[Object, ...] = ()  # the NetworkPolicyPeers let in besides the job's own pods
+
+
+@dataclass(frozen=True, slots=True)
+class JobOptions:
+    """What the job's annotations and the operator's defaults decide for it, one field per option."""
+
+    replica_backend: str  # pods or jobs (plan/replicas/backends.py)
+    restart_scope: str  # Replica or Job (plan/policies/restart_scope.py)
+    node_policy: JobNodePolicy
+    evaluator_grace: timedelta  # plan/policies/evaluator.py
+    isolation: NetworkIsolation = field(default_factory=NetworkIsolation)  # plan/policies/network_isolation.py
+    gpu_renamed: tuple[GpuRename, ...] = ()  # legacy GPU requests renamed in the templates
+    unqueued: str | None = None  # why the job runs outside the Kueue queue it names (api/kueue.py)
+
+
+@dataclass(frozen=True, slots=True)
+class TFJobModel:
+    metadata: JobMeta
+    spec: TFJobSpec
+    options: JobOptions

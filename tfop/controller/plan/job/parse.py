@@ -1,0 +1,104 @@
+"""The one step from a raw TFJob to the planner's TFJobModel: defaults, the default PS server, the legacy GPU
+rewrite, validation and every annotation, in that order; or every FieldError found, for the reject path.
+
+Callers may rely on: the raw job is never changed; the errors are in a stable order (the spec's, then Kueue's
+keys, then the annotations'); a job that parses once parses the same way while its spec, annotations and the
+operator's config stay the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from tfop.api.constants import CLEAN_POD_POLICIES, CLEAN_POD_POLICY_RUNNING
+from tfop.api.defaults import apply_defaults
+from tfop.api.errors import FieldError
+from tfop.api.fields import integer, mapping, mapping_at, text
+from tfop.api.kueue import kueue_key_problems, not_queued_by_kueue
+from tfop.api.validation import validate
+from tfop.controller.plan.controller_config import ControllerConfig
+from tfop.controller.plan.job import annotations as parse_annotation
+from tfop.controller.plan.job import legacy_gpu
+from tfop.controller.plan.job.default_ps_server import with_default_ps_server
+from tfop.controller.plan.job.model import (
+    JobMeta,
+    JobOptions,
+    ReplicaSpec,
+    RunPolicy,
+    SchedulingPolicy,
+    TFJobModel,
+    TFJobSpec,
+)
+from tfop.objects import Object
+
+
+@dataclass(frozen=True, slots=True)
+class InvalidJob:
+    """A job the planner rejects, with why."""
+
+    errors: tuple[FieldError, ...]
+    replica_backend: str | None  # the backend it has or asks for, None when its annotation is what is invalid
+    source: Object  # the job defaulted and rewritten, as far as that went, for its clean-up
+
+
+def parse_job(raw: Object, config: ControllerConfig, *, settled_backend: str | None = None) -> TFJobModel | InvalidJob:
+    """`settled_backend`: the replica backend the job already has (backends.settled_backend), which its
+    annotation no longer decides."""
+    rewrite = legacy_gpu.rewrite_legacy_gpu(with_default_ps_server(apply_defaults(raw), config), config.gpu_resource)
+    job = rewrite.job
+    annotations: Mapping[str, object] = mapping_at(raw, "metadata", "annotations")
+    backend_errors: list[FieldError] = []
+    backend: str | None = settled_backend
+    if backend is None:
+        backend, backend_errors = parse_annotation.replica_backend(annotations, config.replica_backend)
+    node_policy, node_policy_errors = parse_annotation.node_policy(annotations, config.node_loss)
+    scope, scope_errors = parse_annotation.restart_scope(annotations, backend)
+    grace, grace_errors = parse_annotation.evaluator_grace(annotations, config.evaluator_grace_seconds)
+    isolation, isolation_errors = parse_annotation.network_isolation(annotations)
+    errors = (*validate(job), *kueue_key_problems(raw), *node_policy_errors, *scope_errors, *backend_errors,
+              *rewrite.problems, *grace_errors, *isolation_errors)
+    if errors or backend is None:
+        return InvalidJob(errors, backend, job)
+    options = JobOptions(backend, scope, node_policy, grace, isolation, rewrite.renamed, not_queued_by_kueue(raw))
+    return TFJobModel(_metadata(job), _spec(job), options)
+
+
+def _metadata(job: Object) -> JobMeta:
+    metadata = job["metadata"]
+    return JobMeta(metadata["name"], metadata["namespace"], metadata["uid"], integer(metadata.get("generation")))
+
+
+def _spec(job: Object) -> TFJobSpec:
+    spec = job["spec"]
+    replicas = {replica_type: ReplicaSpec(replica_type, replica["replicas"], replica["restartPolicy"],
+                                          replica["template"])
+                for replica_type, replica in spec["tfReplicaSpecs"].items()}
+    return TFJobSpec(replicas, _run_policy(spec["runPolicy"]), text(spec.get("successPolicy")),
+                     spec.get("enableDynamicWorker") is True)
+
+
+def _run_policy(run_policy: Object) -> RunPolicy:
+    scheduling = run_policy.get("schedulingPolicy")
+    return RunPolicy(run_policy["cleanPodPolicy"], integer(run_policy.get("ttlSecondsAfterFinished")),
+                     integer(run_policy.get("activeDeadlineSeconds")), integer(run_policy.get("backoffLimit")),
+                     _scheduling_policy(scheduling) if isinstance(scheduling, dict) else None,
+                     run_policy.get("suspend") is True, text(run_policy.get("managedBy")))
+
+
+def _scheduling_policy(scheduling: Object) -> SchedulingPolicy:
+    min_resources = scheduling.get("minResources")
+    return SchedulingPolicy(integer(scheduling.get("minAvailable")), text(scheduling.get("queue")),
+                            text(scheduling.get("priorityClass")),
+                            mapping(min_resources) if min_resources is not None else None,
+                            integer(scheduling.get("scheduleTimeoutSeconds")))
+
+
+def lenient_run_policy(job: Object) -> RunPolicy:
+    """The clean-up and TTL of a job that did not parse (a rejected or finished job is cleaned up all the same):
+    what is invalid reads as left out."""
+    run_policy = mapping_at(job, "spec", "runPolicy")
+    policy = text(run_policy.get("cleanPodPolicy"))
+    ttl = integer(run_policy.get("ttlSecondsAfterFinished"))
+    return RunPolicy(policy if policy is not None and policy in CLEAN_POD_POLICIES else CLEAN_POD_POLICY_RUNNING,
+                     ttl if ttl is not None and ttl >= 0 else None)

@@ -1,0 +1,40 @@
+"""runPolicy.suspend: a suspended job keeps nothing running (how is its backend's business: Pods are deleted, Jobs
+suspended and kept), its clock (status.startTime) stops, and the restarts counted so far are kept; resumed, it
+starts its clock again, so activeDeadlineSeconds counts from the resume, as for a batch Job."""
+
+from __future__ import annotations
+
+from tfop.api.constants import (
+    CONDITION_RESTARTING,
+    CONDITION_RUNNING,
+    CONDITION_SUSPENDED,
+    REASON_RESUMED,
+    REASON_SUSPENDED,
+)
+from tfop.controller.plan.draft import PlanDraft
+from tfop.controller.plan.job.model import TFJobSpec
+from tfop.controller.plan.policies.deadline import START_TIME
+from tfop.controller.plan.replicas.backends import ReplicaBackend
+from tfop.controller.plan.replicas.pod_slots import SortedChildren
+from tfop.controller.plan.replicas.replica_status import record_replicas
+from tfop.controller.plan.types import PlanContext
+
+
+def suspend(draft: PlanDraft, spec: TFJobSpec, context: PlanContext, children: SortedChildren,
+            backend: ReplicaBackend) -> None:
+    counts = backend.count_restarts(draft, spec, context, children, deleting=backend.retired_on_suspend(context),
+                                    recreating=set())
+    backend.suspend(draft, context)
+    message = f"{draft.job_ref} is suspended."
+    draft.set_condition(CONDITION_SUSPENDED, true=True, reason=REASON_SUSPENDED, message=message)
+    draft.set_condition(CONDITION_RUNNING, true=False, reason=REASON_SUSPENDED, message=message)
+    draft.clear_condition(CONDITION_RESTARTING, reason=REASON_SUSPENDED, message=message)
+    draft.status.pop(START_TIME, None)
+    record_replicas(draft, spec, children, counts, finishing=False)
+
+
+def resume_if_suspended(draft: PlanDraft) -> None:
+    if draft.is_true(CONDITION_SUSPENDED):
+        draft.set_condition(CONDITION_SUSPENDED, true=False, reason=REASON_RESUMED,
+                            message=f"{draft.job_ref} is resumed.")
+        draft.set_time(START_TIME)
