@@ -116,7 +116,12 @@ def wait_until_training(cluster: LocalCluster, namespace: str, job: str, task: s
         pods = {task: (p["spec"].get("nodeName"), p["status"].get("phase"),
                        [s.get("state") for s in p["status"].get("containerStatuses", [])])
                 for task, p in pods_by_task(cluster, namespace, job).items()}
-        raise AssertionError(f"{timed_out}\npods: {pods}\n{story(cluster, namespace)}") from None
+        pod = pods_by_task(cluster, namespace, job).get(task)
+        tail = "" if pod is None else cluster.kubectl("logs", "-n", namespace, "--tail", "40",
+                                                      pod["metadata"]["name"], check=False).stdout
+        # Its log says where TensorFlow waits (a worker out of reach, a DNS lookup, the import itself).
+        raise AssertionError(f"{timed_out}\npods: {pods}\n{task}'s last log lines:\n{tail}\n"
+                             f"{story(cluster, namespace)}") from None
 
 
 def recovery(cluster: LocalCluster, namespace: str, job: str, failed_at: float, lost: dict[str, str]) -> Timeline:

@@ -64,7 +64,8 @@ def test_a_train_func_runs_with_tensorflow_and_the_sdk_waits_reads_logs_and_dele
     logs = sdk.call("get_job_logs", name="sdk-train")  # (logs by pod, events): the chief's, job-role=master
     [(pod, log)] = logs[0].items()
     assert pod.startswith("sdk-train-chief-")
-    report = json.loads(next(line for line in log.splitlines() if line.startswith("{")))
+    report = json.loads(next(line.removeprefix("tf_config_report ") for line in log.splitlines()
+                             if line.startswith("tf_config_report ")))
     assert report == {"task": ["chief", 0], "jobs": ["chief", "worker"], "chief": True, "greeting": "hello"}
 
     sdk.call("delete_job", name="sdk-train")
