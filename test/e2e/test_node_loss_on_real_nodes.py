@@ -38,7 +38,7 @@ from support.node_loss import (
 )
 from support.operator_process import OperatorProcess
 from support.real_node_jobs import apply, get, job_pods, story, wait_for_condition
-from support.waiting import wait_for
+from support.waiting import KUBECTL_INTERVAL, wait_for
 from tfop.kube.client import KubeClient
 
 LOST = "real-1"  # the node each test fails; real-0 stays up
@@ -58,7 +58,8 @@ def bring_back(cluster: LocalCluster) -> None:
         taints = {t["key"] for t in node["spec"].get("taints", [])}
         return (cluster.admin.node_ready_text(LOST) == "Ready"
                 and not taints & {"node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready"})
-    wait_for(healthy, 120, f"{LOST} to be Ready again, without the unreachable and not-ready taints")
+    wait_for(healthy, 120, f"{LOST} to be Ready again, without the unreachable and not-ready taints",
+             interval=KUBECTL_INTERVAL)
 
 
 @pytest.fixture
@@ -111,7 +112,7 @@ def logged(cluster: LocalCluster, namespace: str, job: str, task: str, pattern: 
 def wait_until_training(cluster: LocalCluster, namespace: str, job: str, task: str, step: int) -> None:
     try:
         wait_for(lambda: logged(cluster, namespace, job, task, f"step {step} loss"), 300,
-                 f"{task} to reach step {step}")
+                 f"{task} to reach step {step}", interval=KUBECTL_INTERVAL)
     except AssertionError as timed_out:
         pods = {task: (p["spec"].get("nodeName"), p["status"].get("phase"),
                        [s.get("state") for s in p["status"].get("containerStatuses", [])])
@@ -151,7 +152,7 @@ def namespace_for(cluster: LocalCluster, base: str) -> str:
     name = f"{base}-{uuid.uuid4().hex[:6]}"
     cluster.kubectl("create", "namespace", name)
     wait_for(lambda: cluster.kubectl("get", "serviceaccount", "default", "-n", name, check=False).returncode == 0,
-             30, f"the default ServiceAccount in namespace {name}")
+             30, f"the default ServiceAccount in namespace {name}", interval=KUBECTL_INTERVAL)
     return name
 
 
@@ -343,7 +344,7 @@ def heal_and_check_nothing_interferes(cluster: LocalCluster, namespace: str, job
     assert any(_running_in(cluster, LOST, uid) for uid in lost.values()), "the cut-off process did not live on"
     cluster.node_start(LOST)
     wait_for(lambda: not any(_running_in(cluster, LOST, uid) for uid in lost.values()), 120,
-             "the healed node to kill the old attempt's containers")
+             "the healed node to kill the old attempt's containers", interval=KUBECTL_INTERVAL)
     assert {t: p["metadata"]["uid"] for t, p in pods_by_task(cluster, namespace, job).items()} == before
 
 

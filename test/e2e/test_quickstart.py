@@ -14,7 +14,7 @@ from pathlib import Path
 from fake_kubelet import exit_pod
 from localcluster import LocalCluster
 from ports import free_port
-from support.waiting import wait_for
+from support.waiting import KUBECTL_INTERVAL, wait_for
 from tfop.kube.client import KubeClient
 
 REPO = Path(__file__).resolve().parents[2]
@@ -38,7 +38,7 @@ def test_distributed_example_runs_to_success_and_sigterm_stops_the_operator(
     try:
         cluster.kubectl("apply", "-n", namespace, "-f", str(REPO / "examples" / "distributed.yaml"))
         wait_for(lambda: tfjob_row(cluster, namespace)[1:3] == ["Running", "4/4"], timeout=60,
-                 message="kubectl get tfjobs to show Running 4/4")
+                 message="kubectl get tfjobs to show Running 4/4", interval=KUBECTL_INTERVAL)
 
         client = KubeClient.from_kubeconfig(str(cluster.kubeconfig))
         pods = json.loads(cluster.kubectl("get", "pods", "-n", namespace, "-o", "json",
@@ -47,11 +47,12 @@ def test_distributed_example_runs_to_success_and_sigterm_stops_the_operator(
         [chief] = [p for p in pods if p["metadata"]["labels"]["training.kubeflow.org/replica-type"] == "chief"]
         exit_pod(client, namespace, chief["metadata"]["name"], 0)
         wait_for(lambda: tfjob_row(cluster, namespace)[1:2] == ["Succeeded"], timeout=60,
-                 message="kubectl get tfjobs to show Succeeded")
+                 message="kubectl get tfjobs to show Succeeded", interval=KUBECTL_INTERVAL)
         # The success tells the exit that decided it: `... successfully completed: Chief 0 exited with code 0.`
         reasons = ("SuccessfulCreate", "TFJobSucceeded", "Chief 0 exited with code 0")
         wait_for(lambda: all(reason in cluster.kubectl("describe", "tfjob", "dist-mnist", "-n", namespace).stdout
-                             for reason in reasons), message=f"kubectl describe to show the events {reasons}")
+                             for reason in reasons), message=f"kubectl describe to show the events {reasons}",
+                 interval=KUBECTL_INTERVAL)
     finally:
         started = time.monotonic()
         process.terminate()
