@@ -115,9 +115,9 @@ def test_a_flows_executor_maps_and_raises_as_an_executor_does() -> None:
         raise KeyError("refused")
 
     with pytest.raises(KeyError, match="refused"):
-        executor.submit(fail).result(timeout=5)
+        executor.submit(fail).result(timeout=60)
     executor.shutdown()  # the pool is shared: a flow's shutdown leaves it running
-    assert pool.submit("b", lambda: "still running").result(timeout=5) == "still running"
+    assert pool.submit("b", lambda: "still running").result(timeout=60) == "still running"
     pool.shutdown()
 
 
@@ -168,17 +168,17 @@ def test_shutdown_cancels_what_has_not_started_and_refuses_more() -> None:
 
     def hold() -> str:
         started.set()
-        release.wait(5)
+        assert release.wait(60)
         return "done"
 
     running = pool.submit("a", hold)
-    assert started.wait(5)
+    assert started.wait(60)
     waiting = pool.submit("b", lambda: "never")
     assert pool.waiting() == 1
     pool.shutdown(wait=False, cancel_futures=True)
     assert waiting.cancelled()
     release.set()
-    assert running.result(timeout=5) == "done"
+    assert running.result(timeout=60) == "done"
     with pytest.raises(RuntimeError, match="shut down"):
         pool.submit("a", lambda: None)
 
