@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -189,10 +188,8 @@ def test_a_second_cluster_runs_its_own_node_beside_and_leaves_nothing_behind(
         wait_for(lambda: other.pid("real-0-kubelet") not in (None, killed), timeout=30,
                  message="the watchdog to restart the killed kubelet", interval=KUBECTL_INTERVAL)
         node = other.node("real-0")
-        started = time.monotonic()
-        other.down()
+        other.down()  # a hang here fails the test by its time limit, naming it, with every thread's stack
         assert node.leftovers() == [] and other.pods_network.leftovers() == []
-        assert time.monotonic() - started < 30
         # The session's own nodes are untouched.
         assert {real_node.status()[f"node {name}"] for name in real_node.node_names} == {"Ready"}
     finally:
