@@ -7,12 +7,14 @@ the integration modules that mostly wait run in a third lane: with two lanes the
 40% of the time, and the unit+integration lane took 14.4 min.
 
 Each lane's lines stream as they come, prefixed with its name; at the end each lane's summary (its failures and
-its last line) is printed again unprefixed, and the exit status is the first failing lane's. With arguments
+its last line) is printed again unprefixed, with its exit code and time, then the whole run's wall time against the
+budget (docs/development/index.md#time-budget), and the exit status is the first failing lane's. With arguments
 (`make test PYTEST_ARGS="-k crd"`) one plain pytest runs them, as before.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -24,6 +26,10 @@ from types import FrameType
 
 REPO = Path(__file__).resolve().parents[1]
 SUMMARY_START = "short test summary info"
+# The budget of a whole `make test` on 2 cores (docs/development/index.md#time-budget): warm, with everything built
+# and cached in ~/.cache/tfop; cold, building it all first (the builds print their own times).
+WARM_BUDGET = 12 * 60
+COLD_BUDGET = 45 * 60
 
 
 @dataclass
@@ -93,7 +99,24 @@ LANES = (
 )
 
 
+def minutes(seconds: float) -> str:
+    return f"{int(seconds) // 60}m{int(seconds) % 60:02d}s"
+
+
+def budget_line(wall: float, lanes: float) -> str:
+    """The run's wall time (from make's start, builds included) against the budget, so a reader sees at once
+    whether it fits."""
+    verdict = ("within the warm budget" if wall <= WARM_BUDGET else
+               "OVER the warm budget; within the cold one only if this run built things" if wall <= COLD_BUDGET else
+               "OVER even the cold budget")
+    return (f"==== make test: {minutes(wall)} wall ({minutes(wall - lanes)} building, {minutes(lanes)} the lanes); "
+            f"budget on 2 cores: warm {minutes(WARM_BUDGET)}, cold {minutes(COLD_BUDGET)}: {verdict} ====")
+
+
 def run_lanes(lanes: tuple[Lane, ...]) -> int:
+    # The Makefile passes when make started (epoch seconds); run by hand, the run starts here.
+    started = float(os.environ.get("TFOP_MAKE_STARTED") or time.time())
+    began = time.monotonic()
     lock = threading.Lock()
     for lane in lanes:
         lane.start()
@@ -116,6 +139,7 @@ def run_lanes(lanes: tuple[Lane, ...]) -> int:
     for lane in lanes:
         print(f"==== {lane.name}: exit {lane.returncode} after {lane.ended - lane.started:.0f} s ====")
         print("\n".join(lane.summary()))
+    print(budget_line(max(time.time() - started, time.monotonic() - began), time.monotonic() - began))
     return next((lane.returncode for lane in lanes if lane.returncode), 0)
 
 

@@ -22,6 +22,7 @@ from localcluster import LocalCluster
 from support.crds import crd_established, replace_crd
 from support.heartbeat import Heartbeat
 from support.operator_process import OperatorProcess
+from support.time_limit import TimeLimitPlugin
 from support.waiting import wait_for
 from tfop.kube.client import KubeClient
 
@@ -131,6 +132,9 @@ def pytest_configure(config: pytest.Config) -> None:
             writer.flush()
 
     _heartbeat.write = write
+    # Each test's call has a time limit (its suite's, or its time_limit marker's): past it, the test fails by its
+    # name with every thread's stack, and the run goes on to the next test and to the cluster's teardown.
+    config.pluginmanager.register(TimeLimitPlugin(announce=write), "tfop-time-limit")
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

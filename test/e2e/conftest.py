@@ -11,11 +11,7 @@ import pytest
 from localcluster import LocalCluster
 from localcluster.busybox_image import build as busybox_image
 from localcluster.operator_config import write as write_operator_config
-from support import waiting
 from support.operator_process import OperatorProcess
-
-# The e2e checks run kubectl; what they wait for takes seconds to minutes (support/waiting.py).
-waiting.DEFAULT_INTERVAL = 1.0
 
 # Two, so that node loss can be shown (a replica moves to the other node); tests that need one node use real-0.
 REAL_NODES = 2

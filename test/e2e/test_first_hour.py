@@ -16,7 +16,7 @@ from localcluster import LocalCluster
 from support.crds import crd_established
 from support.operator_process import OperatorProcess
 from support.tfjobs import replica, tfjob
-from support.waiting import wait_for
+from support.waiting import KUBECTL_INTERVAL, wait_for
 from tfop.kube.client import KubeClient
 
 REPO = Path(__file__).resolve().parents[2]
@@ -66,32 +66,36 @@ def test_states_and_lifecycle_logs_tell_the_truth(cluster: LocalCluster, tfjob_c
         unschedulable["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["nodeSelector"] = {"no-such": "node"}
         apply(cluster, namespace, unschedulable)
         wait_for(lambda: state_and_replicas(cluster, namespace, "stuck") == ("Pending", "0/2"),
-                 message="stuck: Pending 0/2")
+                 message="stuck: Pending 0/2", interval=KUBECTL_INTERVAL)
 
         apply(cluster, namespace, REPO / "examples" / "distributed.yaml")
         wait_for(lambda: state_and_replicas(cluster, namespace, "dist-mnist") == ("Running", "4/4"), timeout=60,
-                 message="dist-mnist: Running 4/4")
+                 message="dist-mnist: Running 4/4", interval=KUBECTL_INTERVAL)
         worker = pod_of(cluster, namespace, "dist-mnist", "worker", 1)
         exit_pod(client, namespace, worker, 137, "OOMKilled")
         wait_for(lambda: any(line["event"].startswith("replica restarting")
-                             for line in grep_recipe(log, namespace, "dist-mnist")), message="a restart line")
+                             for line in grep_recipe(log, namespace, "dist-mnist")), message="a restart line",
+                 interval=KUBECTL_INTERVAL)
         wait_for(lambda: state_and_replicas(cluster, namespace, "dist-mnist") == ("Running", "4/4"), timeout=60,
-                 message="dist-mnist: Running 4/4 again")
+                 message="dist-mnist: Running 4/4 again", interval=KUBECTL_INTERVAL)
 
         cluster.kubectl("patch", "tfjob", "stuck", "-n", namespace, "--type=merge",
                         "-p", '{"spec": {"runPolicy": {"suspend": true}}}')
-        wait_for(lambda: state_and_replicas(cluster, namespace, "stuck")[0] == "Suspended", message="stuck: Suspended")
+        wait_for(lambda: state_and_replicas(cluster, namespace, "stuck")[0] == "Suspended", message="stuck: Suspended",
+                 interval=KUBECTL_INTERVAL)
 
         exit_pod(client, namespace, pod_of(cluster, namespace, "dist-mnist", "chief", 0), 0)
         wait_for(lambda: state_and_replicas(cluster, namespace, "dist-mnist") == ("Succeeded", "1/4 succeeded"),
-                 timeout=60, message="dist-mnist: Succeeded 1/4 succeeded")
+                 timeout=60, message="dist-mnist: Succeeded 1/4 succeeded", interval=KUBECTL_INTERVAL)
 
         short = tfjob("short", {"ttlSecondsAfterFinished": 0}, Worker=replica(1))
         apply(cluster, namespace, short)
-        wait_for(lambda: pod_of(cluster, namespace, "short", "worker", 0), message="short's pod")
+        wait_for(lambda: pod_of(cluster, namespace, "short", "worker", 0), message="short's pod",
+                 interval=KUBECTL_INTERVAL)
         exit_pod(client, namespace, pod_of(cluster, namespace, "short", "worker", 0), 1)
         wait_for(lambda: any(line["event"] == "job deleted after its TTL"
-                             for line in grep_recipe(log, namespace, "short")), message="short deleted by its TTL")
+                             for line in grep_recipe(log, namespace, "short")), message="short deleted by its TTL",
+                 interval=KUBECTL_INTERVAL)
     finally:
         operator.terminate()
         print(log.read_text()[-6000:])
@@ -128,9 +132,9 @@ def test_the_pvc_example_runs_with_the_local_pv(cluster: LocalCluster, tfjob_crd
         apply(cluster, namespace, REPO / "examples" / "pvc.yaml")
         wait_for(lambda: cluster.kubectl("get", "pvc", "mnist-models", "-n", namespace, "-o",
                                          "jsonpath={.status.phase}").stdout == "Bound", timeout=60,
-                 message="the example's claim to bind to the local PV")
+                 message="the example's claim to bind to the local PV", interval=KUBECTL_INTERVAL)
         wait_for(lambda: state_and_replicas(cluster, namespace, "mnist-save") == ("Running", "1/1"), timeout=60,
-                 message="mnist-save: Running 1/1")
+                 message="mnist-save: Running 1/1", interval=KUBECTL_INTERVAL)
     finally:
         operator.terminate()
         cluster.kubectl("delete", "-n", namespace, "-f", str(REPO / "examples" / "pvc.yaml"), "--wait=false",
@@ -168,7 +172,8 @@ def test_a_cluster_without_the_crd_ends_tfop_with_exit_1_and_the_install_command
                                  "127.0.0.1:0"], capture_output=True, text=True, timeout=60, check=False)
     finally:
         cluster.kubectl("apply", "-f", str(tfjob_crd))
-        wait_for(lambda: crd_established(cluster, "tfjobs.kubeflow.org"), 60, "the TFJob CRD to be Established")
+        wait_for(lambda: crd_established(cluster, "tfjobs.kubeflow.org"), 60, "the TFJob CRD to be Established",
+                 interval=KUBECTL_INTERVAL)
     print(result.stderr)
     assert result.returncode == 1
     *structured, plain = result.stderr.splitlines()

@@ -18,7 +18,7 @@ from localcluster.operator_config import tensorflow_image
 from support.operator_process import OperatorProcess
 from support.python_sdk import TrainingClient, sdk_python
 from support.real_node_jobs import job_pods
-from support.waiting import wait_for
+from support.waiting import KUBECTL_INTERVAL, wait_for
 
 
 @pytest.fixture
@@ -70,4 +70,4 @@ def test_a_train_func_runs_with_tensorflow_and_the_sdk_waits_reads_logs_and_dele
 
     sdk.call("delete_job", name="sdk-train")
     wait_for(lambda: sdk.call("list_jobs") == [] and not job_pods(real_node, namespace, "sdk-train"), timeout=60,
-             message="the job and its pods gone")
+             message="the job and its pods gone", interval=KUBECTL_INTERVAL)

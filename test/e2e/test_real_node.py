@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ from localcluster import LocalCluster
 from localcluster.host import bridge_mac
 from support.operator_process import OperatorProcess
 from support.real_node_jobs import apply, get, job_pods, shell_container, tfjob, wait_for_condition
-from support.waiting import wait_for
+from support.waiting import KUBECTL_INTERVAL, wait_for
 
 
 def marker_volume(tmp_path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -50,7 +49,8 @@ def running_pod(cluster: LocalCluster, namespace: str, job: str, log_line: str) 
                                                           check=False).stdout:
             return pods[0]
         return None
-    return wait_for(ready, timeout=60, message=f"a running pod of {job} that logged {log_line!r}")
+    return wait_for(ready, timeout=60, message=f"a running pod of {job} that logged {log_line!r}",
+                    interval=KUBECTL_INTERVAL)
 
 
 def test_a_replica_exiting_1_fails_the_job_and_kubectl_logs_shows_its_output(
@@ -110,7 +110,8 @@ def test_an_oom_killed_replica_exits_137_is_recreated_and_the_job_then_succeeds(
                 return True
         return "Succeeded" in {c["type"] for c in get(real_node, namespace, "tfjob", "oom")
                                .get("status", {}).get("conditions", []) if c["status"] == "True"}
-    wait_for(oom_killed, timeout=60, message="the first pod to be OOM-killed (or the job to succeed)")
+    wait_for(oom_killed, timeout=60, message="the first pod to be OOM-killed (or the job to succeed)",
+             interval=KUBECTL_INTERVAL)
     job = wait_for_condition(real_node, namespace, "oom", {"Failed", "Succeeded"})
     assert {c["type"] for c in job["status"]["conditions"] if c["status"] == "True"} >= {"Succeeded"}, job["status"]
     assert job["status"]["replicaStatuses"]["Chief"]["restarts"] == 1
@@ -185,12 +186,10 @@ def test_a_second_cluster_runs_its_own_node_beside_and_leaves_nothing_behind(
         assert killed is not None
         os.kill(killed, signal.SIGKILL)
         wait_for(lambda: other.pid("real-0-kubelet") not in (None, killed), timeout=30,
-                 message="the watchdog to restart the killed kubelet")
+                 message="the watchdog to restart the killed kubelet", interval=KUBECTL_INTERVAL)
         node = other.node("real-0")
-        started = time.monotonic()
-        other.down()
+        other.down()  # a hang here fails the test by its time limit, naming it, with every thread's stack
         assert node.leftovers() == [] and other.pods_network.leftovers() == []
-        assert time.monotonic() - started < 30
         # The session's own nodes are untouched.
         assert {real_node.status()[f"node {name}"] for name in real_node.node_names} == {"Ready"}
     finally:

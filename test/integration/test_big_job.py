@@ -75,6 +75,8 @@ def running_pods(cluster: LocalCluster, namespace: str) -> int:
     return sum(1 for line in table.splitlines() if line.split()[2:3] == ["Running"])
 
 
+# 2,000 replicas: its call took 560 s in a cold make test on 2 cores, too near the integration suite's 15 minutes.
+@pytest.mark.time_limit(1800)
 def test_big_job_under_the_deployments_memory_limit(
         cluster: LocalCluster, tfjob_crd: Path, kube_client: KubeClient, namespace: str, memory_cgroup: Path,
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -139,10 +139,11 @@ def test_deleting_the_job_removes_its_children_through_the_garbage_collector(
 def test_killed_mid_creation_the_operator_resumes_without_duplicates(
         cluster: LocalCluster, tfjob_crd: Path, kube_client: KubeClient, namespace: str, tmp_path: Path) -> None:
     log = tmp_path / "operator.log"
-    # A slow client makes the kill land in the middle of creating the 50 replicas.
-    slow = OperatorProcess(cluster.kubeconfig, log, "--namespace", namespace, "--qps", "8", "--burst", "1").start()
+    # A slow client makes the kill land in the middle of creating the 50 replicas: 2 requests a second, a pod and a
+    # Service each, leave some 40 s after the first pods for the kill, however slow the machine is to see them.
+    slow = OperatorProcess(cluster.kubeconfig, log, "--namespace", namespace, "--qps", "2", "--burst", "1").start()
     create_job(kube_client, namespace, "big", Worker=replica(50))
-    wait_for(lambda: len(pods_by_name(kube_client, namespace, "big")) >= 8, message="some pods")
+    wait_for(lambda: len(pods_by_name(kube_client, namespace, "big")) >= 4, 120, "the first pods")
     slow.kill()
     created_before = len(pods_by_name(kube_client, namespace, "big"))
     assert created_before < 50, "the operator finished before it was killed; slow it down further"

@@ -338,17 +338,24 @@ def test_fuzzed_jobs_each_reach_an_outcome_and_the_operator_survives(
     outcomes: dict[str, str] = {}  # job name -> outcome
     mutations_of: dict[str, list[str]] = {}
 
+    # Eight creates at once of large fuzzed jobs: a loaded apiserver once took over the client's default 30 s to
+    # answer one, and a create that timed out cannot be retried (it may have been stored).
+    creator = KubeClient.from_kubeconfig(str(cluster.kubeconfig), read_timeout=300)
+
     def create(entry: tuple[Job, list[str]]) -> None:
         job, mutations = entry
         name = job["metadata"]["name"]
         mutations_of[name] = mutations
         try:
-            kube_client.create(TFJOBS, job, namespace)
+            creator.create(TFJOBS, job, namespace)
         except Invalid:
             outcomes[name] = "rejected by admission"
 
-    with ThreadPoolExecutor(8) as pool:
-        list(pool.map(create, generated))
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(create, generated))
+    finally:
+        creator.close()
     accepted = {job["metadata"]["name"]: job for job, _ in generated if job["metadata"]["name"] not in outcomes}
 
     def settled() -> dict[str, Job]:

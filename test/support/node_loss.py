@@ -15,9 +15,6 @@ from localcluster import LocalCluster
 from localcluster.node_layout import NODE_LABEL
 from localcluster.operator_config import tensorflow_image
 
-# kube-controller-manager's --node-monitor-grace-period in the local cluster (Kubernetes' default): how long a
-# silent node stays Ready before it is marked Unknown; its node monitor looks every 5 s.
-NODE_MONITOR_GRACE = 50 + 5
 STEP = re.compile(r"^step (\d+) loss")
 RESUMED = re.compile(r"resumed from checkpoint at step (\d+)")
 
@@ -102,10 +99,12 @@ class Timeline:
 
     failed_at: float
     stages: dict[str, float] = field(default_factory=dict)
+    moments: dict[str, float] = field(default_factory=dict)  # the same, as the Unix times they were read as
     resumed_step: int | None = None
 
     def mark(self, stage: str, at: float) -> None:
         self.stages[stage] = round(at - self.failed_at, 1)
+        self.moments[stage] = at
 
     def row(self, scenario: str) -> str:
         cells = [f"{self.stages[s]:.0f} s" if s in self.stages else "never"

@@ -42,7 +42,7 @@ class OperatorProcess:
             self.wait_ready()
         return self
 
-    def wait_ready(self, timeout: float = 30.0) -> None:
+    def wait_ready(self, timeout: float = 120.0) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             assert self.process is not None and self.process.poll() is None, f"operator exited:\n{self.log_tail()}"

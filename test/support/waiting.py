@@ -18,16 +18,17 @@ class Check(Protocol[T_co]):
     def __call__(self) -> T_co | Literal[False] | None: ...
 
 
-# How often wait_for polls unless told. A check through kubectl costs about 45 ms of CPU, so the e2e suite, whose
-# checks mostly are and whose TensorFlow jobs need the machine's two cores, polls once a second (its conftest).
+# How often wait_for polls unless told.
 DEFAULT_INTERVAL = 0.1
+# A check through kubectl costs about 45 ms of CPU, so the e2e modules, whose checks mostly are and whose TensorFlow
+# jobs need the machine's two cores, pass this: once a second. A module's own choice, never a global one sets for all.
+KUBECTL_INTERVAL = 1.0
 
 
 def wait_for(check: Check[T], timeout: float = 30.0, message: str = "condition",
-             interval: float | None = None) -> T:
-    """Poll `check` every `interval` seconds (DEFAULT_INTERVAL) until it returns something truthy, and return that;
-    fail with `message` and the last value seen after `timeout` seconds."""
-    interval = DEFAULT_INTERVAL if interval is None else interval
+             interval: float = DEFAULT_INTERVAL) -> T:
+    """Poll `check` every `interval` seconds until it returns something truthy, and return that; fail with
+    `message` and the last value seen after `timeout` seconds."""
     deadline = time.monotonic() + timeout
     value = check()
     while not value:

@@ -9,10 +9,10 @@ only)."""
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
+from support.waiting import wait_for
 from tfop.kube.fair_pool import FairPool, RoundRobin
 
 
@@ -91,16 +91,16 @@ def test_a_small_flow_waits_for_one_task_of_a_big_one_not_for_all_of_them() -> N
 
     def first() -> None:
         started.set()
-        release.wait(5)
+        assert release.wait(60)
         order.append("big0")
 
-    pool.submit("big", first)
-    assert started.wait(5)
+    held = pool.submit("big", first)
+    assert started.wait(60)
     big = [pool.submit("big", order.append, f"big{i}") for i in range(1, 100)]
     small = [pool.submit("small", order.append, f"small{i}") for i in range(3)]
     release.set()
-    for future in [*big, *small]:
-        future.result(timeout=5)
+    for future in [held, *big, *small]:
+        future.result(timeout=60)
     assert order[:7] == ["big0", "big1", "small0", "big2", "small1", "big3", "small2"]
     assert order[7:] == [f"big{i}" for i in range(4, 100)]
     pool.shutdown()
@@ -115,43 +115,49 @@ def test_a_flows_executor_maps_and_raises_as_an_executor_does() -> None:
         raise KeyError("refused")
 
     with pytest.raises(KeyError, match="refused"):
-        executor.submit(fail).result(timeout=5)
+        executor.submit(fail).result(timeout=60)
     executor.shutdown()  # the pool is shared: a flow's shutdown leaves it running
-    assert pool.submit("b", lambda: "still running").result(timeout=5) == "still running"
+    assert pool.submit("b", lambda: "still running").result(timeout=60) == "still running"
     pool.shutdown()
 
 
 def test_no_more_tasks_run_at_once_than_threads() -> None:
+    """The first tasks hold until three run at once, so the pool is seen full whatever the machine's pace; the
+    rest then run through, and none ever ran beside three others."""
     pool: FairPool[int] = FairPool(3)
     lock = threading.Lock()
     running, most = 0, 0
+    full = threading.Event()
+    three = threading.Barrier(3)
 
     def task() -> None:
         nonlocal running, most
         with lock:
             running += 1
             most = max(most, running)
-        time.sleep(0.01)
+        if not full.is_set():
+            three.wait(60)  # broken (an error) unless three run at once
+            full.set()
         with lock:
             running -= 1
 
     futures = [pool.submit(flow, task) for flow in range(4) for _ in range(5)]
     for future in futures:
-        future.result(timeout=10)
-    assert most == 3
+        future.result(timeout=60)
+    assert full.is_set() and most == 3
     pool.shutdown()
 
 
 def test_a_pool_with_idle_threads_grows_to_its_threads_for_a_burst() -> None:
     """Two quick submits must not both count on the one idle thread: the second gets a thread of its own."""
     pool: FairPool[str] = FairPool(4)
-    pool.submit("a", lambda: None).result(timeout=5)  # one thread, now idle
-    time.sleep(0.05)
-    together = threading.Barrier(5, timeout=5)
+    pool.submit("a", lambda: None).result(timeout=60)
+    wait_for(lambda: pool._idle == 1, 60, "the pool's one thread to wait for a task")
+    together = threading.Barrier(5, timeout=60)
     futures = [pool.submit("a", together.wait) for _ in range(4)]
     together.wait()  # broken (an error) unless all four run at once
     for future in futures:
-        future.result(timeout=5)
+        future.result(timeout=60)
     pool.shutdown()
 
 
@@ -162,17 +168,17 @@ def test_shutdown_cancels_what_has_not_started_and_refuses_more() -> None:
 
     def hold() -> str:
         started.set()
-        release.wait(5)
+        assert release.wait(60)
         return "done"
 
     running = pool.submit("a", hold)
-    assert started.wait(5)
+    assert started.wait(60)
     waiting = pool.submit("b", lambda: "never")
     assert pool.waiting() == 1
     pool.shutdown(wait=False, cancel_futures=True)
     assert waiting.cancelled()
     release.set()
-    assert running.result(timeout=5) == "done"
+    assert running.result(timeout=60) == "done"
     with pytest.raises(RuntimeError, match="shut down"):
         pool.submit("a", lambda: None)
 

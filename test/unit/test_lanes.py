@@ -7,10 +7,11 @@ taken now. The expected column is what the `.` and `?` steps gave, in order."""
 from __future__ import annotations
 
 import threading
-from typing import Any, cast
+from typing import cast
 
 import pytest
 
+from support.waiting import wait_for
 from tfop.kube.client import KubeClient
 from tfop.kube.clock import FakeClock
 from tfop.kube.lanes import Lane, Lanes
@@ -168,11 +169,11 @@ def test_a_getter_waiting_for_a_normal_slot_is_woken_when_one_frees() -> None:
     queue.add("b")
     assert queue.get(timeout=0) == ("a", False)
     taken: list[tuple[str | None, bool]] = []
-    waiter = threading.Thread(target=lambda: taken.append(queue.get(timeout=10)))
+    waiter = threading.Thread(target=lambda: taken.append(queue.get(timeout=60)))
     waiter.start()
-    _wait_for(lambda: queue._idle_getters == 1)
+    wait_for(lambda: queue._idle_getters == 1, 60, "the getter to wait for a normal slot")
     queue.done("a")
-    waiter.join(10)
+    waiter.join(60)
     assert taken == [("b", False)]
 
 
@@ -209,7 +210,7 @@ def test_the_runtime_queues_a_key_in_the_lane_its_last_pass_named() -> None:
     def reconcile(key: str) -> Result | float | None:
         order.append(key)
         if key == "gate":
-            release.wait(10)
+            assert release.wait(60)
         if key == "failing" and order.count("failing") > 1:
             raise RuntimeError("what a failed pass left to do is not known")
         return said.get(key)
@@ -221,23 +222,14 @@ def test_the_runtime_queues_a_key_in_the_lane_its_last_pass_named() -> None:
     runtime.start_workers()
     for key in ("observing", "creating", "failing"):
         queue.add(key)
-    _wait_for(lambda: len(order) == 3)
+    wait_for(lambda: len(order) == 3, 60, "the first three passes")
     queue.add("failing")  # fails this time: its next pass goes back to the normal lane
-    _wait_for(lambda: len(order) == 4)
+    wait_for(lambda: len(order) == 4, 60, "the failing pass")
     queue.add("gate")  # holds the one worker while the others are queued, in the order of their events
-    _wait_for(lambda: order[-1] == "gate")
+    wait_for(lambda: order[-1] == "gate", 60, "the gate to hold the worker")
     for key in ("creating", "failing", "observing"):
         queue.add(key)
     release.set()
-    _wait_for(lambda: len(order) == 8)
+    wait_for(lambda: len(order) == 8, 60, "the three queued behind the gate")
     assert order == ["observing", "creating", "failing", "failing", "gate", "observing", "creating", "failing"]
     runtime.stop_workers(1.0)
-
-
-def _wait_for(condition: Any) -> None:
-    done = threading.Event()
-    for _ in range(500):
-        if condition():
-            return
-        done.wait(0.01)
-    raise AssertionError("timed out")

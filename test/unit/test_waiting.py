@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import itertools
+import time
 
 import pytest
 
@@ -10,8 +10,15 @@ from support.waiting import consistently, wait_for
 
 
 def test_consistently_holds_for_its_duration_and_returns_the_last_value() -> None:
-    calls = itertools.count(1)
-    assert consistently(lambda: next(calls), 0.3, interval=0.05) >= 5
+    calls: list[float] = []
+
+    def check() -> int:
+        calls.append(time.monotonic())
+        return len(calls)
+
+    began = time.monotonic()
+    assert consistently(check, 0.3, interval=0.05) == len(calls)
+    assert time.monotonic() - began >= 0.3  # returned no sooner than its duration (a lower bound: sleeps overrun)
 
 
 def test_consistently_fails_at_the_first_violation() -> None:
