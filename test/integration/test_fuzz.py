@@ -287,8 +287,10 @@ class Canary:
             self.client.patch(TFJOBS, "canary", {"spec": {"tfReplicaSpecs": {"Worker": {"replicas": workers}}}},
                               self.namespace)
             while len(self.pods()) != workers + 1:
-                if time.monotonic() - began > 60:
-                    self.failures.append(f"scaling to {workers} workers did not show within 60 s")
+                # What the canary shows is that no fuzzed job blocks another job's reconcile, not how fast:
+                # under CI's load a scale took over 60 s to show, so it gets the time every fuzzed job gets.
+                if time.monotonic() - began > SETTLE_SECONDS:
+                    self.failures.append(f"scaling to {workers} workers did not show within {SETTLE_SECONDS:.0f} s")
                     return
                 time.sleep(0.2)
             self.steps.append(time.monotonic() - began)
