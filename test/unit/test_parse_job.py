@@ -170,9 +170,9 @@ ROWS: dict[str, Row] = {
         FieldError(annotation("evaluator-grace-seconds"), "must be a number of seconds from 0 to 86400, not 'nan'")]),
     "network isolation with a peer": Row(
         tfjob({"tfop.kubeflow.org/network-policy": "Isolated",
-               "tfop.kubeflow.org/network-policy-from": '[{"ipBlock": {"cidr": "10.0.0.0/8"}}]'}),
+               "tfop.kubeflow.org/network-policy-from": '[{"ipBlock": {"cidr": "198.18.0.0/15"}}]'}),
         Parsed(options=replace(DEFAULT_OPTIONS, isolation=NetworkIsolation(
-            True, ({"ipBlock": {"cidr": "10.0.0.0/8"}},))))),
+            True, ({"ipBlock": {"cidr": "198.18.0.0/15"}},))))),
     "network isolation peer invalid": Row(
         tfjob({"tfop.kubeflow.org/network-policy": "Isolated",
                "tfop.kubeflow.org/network-policy-from": '[{"podSelector": {"matchLabels": {"a": "b c"}}}]'}), [
