@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Generates crd/kubeflow.org_tfjobs.yaml from hack/crd-template.yaml and the apiserver's own OpenAPI v3 schemas
-(PodTemplateSpec, LabelSelector, autoscaling/v2's MetricSpec and HPA behavior), turned into structural CRD schemas. The template marks where they go:
+(PodTemplateSpec, LabelSelector, autoscaling/v2's MetricSpec and HPA behavior), turned into structural CRD schemas.
+The template marks where they go:
 
     x-tfop-pod-template-spec: true      the whole PodTemplateSpec (v1's templates)
     x-tfop-pod-template-required: true  only its required fields, everything else kept as given (older versions)

@@ -69,7 +69,7 @@ def test_every_example_is_accepted(cluster: LocalCluster, tfjob_crd: Path, names
 
 
 # Two workers (tfjob()'s default) within 1..4, scaled on CPU, scaling down at most one pod a minute.
-ELASTIC = {"minReplicas": 1, "maxReplicas": 4,
+ELASTIC: dict[str, Any] = {"minReplicas": 1, "maxReplicas": 4,
            "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {
                "type": "Utilization", "averageUtilization": 80}}}],
            "behavior": {"scaleDown": {"policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}]}}}

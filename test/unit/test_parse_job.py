@@ -14,10 +14,10 @@ from tfop.api.errors import FieldError
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.job.legacy_gpu import GpuRename
 from tfop.controller.plan.job.model import (
+    ElasticPolicy,
     JobMeta,
     JobNodePolicy,
     JobOptions,
-    ElasticPolicy,
     NetworkIsolation,
     ReplicaSpec,
     RunPolicy,

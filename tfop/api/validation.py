@@ -227,9 +227,8 @@ def _validate_elastic_policy(spec: dict[str, Any], errors: list[FieldError]) -> 
         else:
             _string(metric, "type", f"{path}.metrics[{position}].type", errors, required=True, non_empty=True)
     _object(policy, "behavior", f"{path}.behavior", errors)
-    replica_specs = spec.get("tfReplicaSpecs")
-    workers = [key for key in (replica_specs if isinstance(replica_specs, dict) else {})
-               if canonical_replica_type(key) == REPLICA_WORKER]
+    replica_specs = mapping(spec.get("tfReplicaSpecs"))
+    workers = [key for key in replica_specs if canonical_replica_type(key) == REPLICA_WORKER]
     if not workers:
         errors.append(FieldError("spec.tfReplicaSpecs", f"{path} needs a Worker replica spec: it bounds the number "
                                  "of workers"))

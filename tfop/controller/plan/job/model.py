@@ -3,8 +3,8 @@ runPolicy, ...), with the defaults applied and every annotation read.
 
 Callers may rely on: a TFJobModel exists only for a job that passed validation, so every field holds a value of
 its declared type and every annotation a valid option; nothing in it changes. Pod templates (and the few other
-parts that are passed through: network peers, minResources, the HPA's metrics and behavior) stay raw JSON, read and never written: a body built
-from one copies it first.
+parts that are passed through: network peers, minResources, the HPA's metrics and behavior) stay raw JSON, read
+and never written: a body built from one copies it first.
 """
 
 from __future__ import annotations
