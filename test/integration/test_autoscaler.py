@@ -60,7 +60,7 @@ def test_the_hpa_follows_the_elastic_policy_and_reads_the_scale(backend: str, ku
     # A scale within the bounds moves the workers; outside them it is refused with the field's message.
     kube_client.patch(TFJOBS, "auto", {"spec": {"replicas": 3}}, namespace, subresource="scale")
     assert kube_client.get(TFJOBS, "auto", namespace)["spec"]["tfReplicaSpecs"]["Worker"]["replicas"] == 3
-    with pytest.raises(ApiError, match="spec.elasticPolicy.minReplicas and maxReplicas"):
+    with pytest.raises(ApiError, match=r"spec\.elasticPolicy\.minReplicas and maxReplicas"):
         kube_client.patch(TFJOBS, "auto", {"spec": {"replicas": 4}}, namespace, subresource="scale")
 
     # The policy edited: the HPA follows; the metrics removed: deleted; back: made again; suspended: deleted.
