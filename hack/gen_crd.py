@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Generates crd/kubeflow.org_tfjobs.yaml from hack/crd-template.yaml and the apiserver's own OpenAPI v3 schemas
-(PodTemplateSpec, LabelSelector), turned into structural CRD schemas. The template marks where they go:
+(PodTemplateSpec, LabelSelector, autoscaling/v2's MetricSpec and HPA behavior), turned into structural CRD schemas.
+The template marks where they go:
 
     x-tfop-pod-template-spec: true      the whole PodTemplateSpec (v1's templates)
     x-tfop-pod-template-required: true  only its required fields, everything else kept as given (older versions)
     x-tfop-schema-of: NAME              the schema of the OpenAPI type NAME
 
-    python hack/gen_crd.py [--openapi FILE_OR_URL] [--check]
+    python hack/gen_crd.py [--openapi FILE ...] [--check]
 
-Without --openapi it reads /openapi/v3/api/v1 from the local cluster (hack/local_cluster.py, started if needed).
+Without --openapi it reads OPENAPI_PATHS from the local cluster (hack/local_cluster.py, started if needed); with it,
+the files' schemas are merged (pass one document per API group version).
 --check compares with the checked-in file instead of writing it (exit 1 when stale).
 """
 
@@ -30,6 +32,9 @@ MARKER = "x-tfop-pod-template-spec"
 REQUIRED_MARKER = "x-tfop-pod-template-required"
 SCHEMA_MARKER = "x-tfop-schema-of"
 REF_PREFIX = "#/components/schemas/"
+# The apiserver serves one OpenAPI v3 document per group version: the core types, and autoscaling/v2 for the elastic
+# policy's metrics and behavior (its document holds the meta types too).
+OPENAPI_PATHS = ("/openapi/v3/api/v1", "/openapi/v3/apis/autoscaling/v2")
 
 # Extensions a CRD schema accepts; the others (patch strategies, unions, GVKs) are for built-in types only.
 ALLOWED_EXTENSIONS = {
@@ -186,20 +191,35 @@ def render(openapi: dict[str, Any], source: str) -> str:
     return header + yaml.safe_dump(crd, sort_keys=False, width=120)
 
 
-def load_openapi(source: str | None) -> tuple[dict[str, Any], str]:
-    if source and Path(source).exists():
-        return json.loads(Path(source).read_text()), f"file {Path(source).name}"
+def merged(documents: list[dict[str, Any]]) -> dict[str, Any]:
+    """One document with the schemas of all: a type named in several (the meta types) is the same in each."""
+    schemas: dict[str, Any] = {}
+    for document in documents:
+        schemas.update(document["components"]["schemas"])
+    return {"components": {"schemas": schemas}}
+
+
+def fetch_openapi(api: Any) -> dict[str, Any]:
+    """The schemas of OPENAPI_PATHS, read with `api(method, path)` (a LocalCluster's api)."""
+    return merged([api("GET", path) for path in OPENAPI_PATHS])
+
+
+def load_openapi(sources: list[str] | None) -> tuple[dict[str, Any], str]:
+    if sources:
+        names = ", ".join(Path(source).name for source in sources)
+        return merged([json.loads(Path(source).read_text()) for source in sources]), f"file {names}"
     sys.path.insert(0, str(HACK_DIR))
     from localcluster import LocalCluster
 
     cluster = LocalCluster()
     cluster.up()
-    return cluster.api("GET", "/openapi/v3/api/v1"), f"kube-apiserver {cluster.version()}"
+    return fetch_openapi(cluster.api), f"kube-apiserver {cluster.version()}"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--openapi", help="an OpenAPI v3 document (file); default: the local cluster's apiserver")
+    parser.add_argument("--openapi", action="append",
+                        help="an OpenAPI v3 document (file), once per group version; default: the local cluster's")
     parser.add_argument("--check", action="store_true", help="fail if the checked-in CRD differs")
     args = parser.parse_args()
     openapi, source = load_openapi(args.openapi)

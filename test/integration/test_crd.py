@@ -45,14 +45,18 @@ def test_crd_is_established_with_names_and_columns(cluster: LocalCluster, tfjob_
     assert (names["kind"], names["plural"], names["shortNames"], names["categories"]) == (
         "TFJob", "tfjobs", ["tfjob"], ["kubeflow"])
     version = crd["spec"]["versions"][0]
-    assert (crd["spec"]["scope"], version["name"], version["subresources"]) == ("Namespaced", "v1", {"status": {}})
+    assert (crd["spec"]["scope"], version["name"], version["subresources"]) == ("Namespaced", "v1", {
+        "status": {}, "scale": {"specReplicasPath": ".spec.tfReplicaSpecs.Worker.replicas",
+                                "statusReplicasPath": ".status.replicaStatuses.Worker.active",
+                                "labelSelectorPath": ".status.replicaStatuses.Worker.selector"}})
+    assert [v["subresources"] for v in crd["spec"]["versions"][1:]] == [{"status": {}}, {"status": {}}]
     print(f"CRD installed on kube-apiserver {cluster.version()}", file=sys.stderr)
 
 
 def test_checked_in_crd_matches_the_apiservers_pod_schema(cluster: LocalCluster) -> None:
     import gen_crd
 
-    openapi = cluster.api("GET", "/openapi/v3/api/v1")
+    openapi = gen_crd.fetch_openapi(cluster.api)
     expected = gen_crd.render(openapi, f"kube-apiserver {cluster.version()}")
     assert gen_crd.OUTPUT.read_text() == expected, "crd/ is stale: run `make crd`"
 
@@ -63,6 +67,13 @@ def test_every_example_is_accepted(cluster: LocalCluster, tfjob_crd: Path, names
     assert result.returncode == 0, result.stderr
     assert "tfjob.kubeflow.org/" in result.stdout
 
+
+# Two workers (tfjob()'s default) within 1..4, scaled on CPU, scaling down at most one pod a minute.
+ELASTIC: dict[str, Any] = {"minReplicas": 1, "maxReplicas": 4,
+           "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {
+               "type": "Utilization", "averageUtilization": 80}}}],
+           "behavior": {"scaleDown": {"policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}]}}}
+BOUNDS_MESSAGE = "spec.tfReplicaSpecs.Worker.replicas must be within spec.elasticPolicy.minReplicas and maxReplicas"
 
 ACCEPTED = {
     "seeds-style upper-case keys": tfjob(MASTER={"replicas": 1, "template": pod_template()},
@@ -84,6 +95,9 @@ ACCEPTED = {
                                                "minResources": {"cpu": "4", "nvidia.com/gpu": 2},
                                                "scheduleTimeoutSeconds": 30}},
         successPolicy="AllWorkers", enableDynamicWorker=True),
+    "an elastic policy with metrics and behavior": with_spec(tfjob(), elasticPolicy=ELASTIC),
+    "an elastic policy on lower-case workers, replicas defaulted": with_spec(
+        tfjob(worker={"template": pod_template()}), elasticPolicy={"maxReplicas": 1}),
 }
 
 
@@ -154,6 +168,30 @@ REJECTED: dict[str, tuple[dict[str, Any], list[str]]] = {
     "bad min resources quantity": (
         with_spec(tfjob(), runPolicy={"schedulingPolicy": {"minResources": {"cpu": "lots"}}}),
         ["spec.runPolicy.schedulingPolicy.minResources.cpu"]),
+    "elastic minimum above its maximum": (
+        with_spec(tfjob(), elasticPolicy={"minReplicas": 3, "maxReplicas": 2}),
+        ["spec.elasticPolicy.minReplicas: Invalid value",
+         "spec.elasticPolicy.minReplicas must not be greater than spec.elasticPolicy.maxReplicas"]),
+    "elastic policy without workers": (
+        with_spec(tfjob(Chief={"template": pod_template()}), elasticPolicy={"maxReplicas": 2}),
+        ["spec.tfReplicaSpecs: Required value", "spec.elasticPolicy needs a Worker replica spec"]),
+    "workers above the elastic maximum": (
+        with_spec(tfjob(), elasticPolicy={"maxReplicas": 1}),
+        [f"spec.tfReplicaSpecs[Worker].replicas: Invalid value: {BOUNDS_MESSAGE}"]),
+    "defaulted workers below the elastic minimum": (
+        with_spec(tfjob(WORKER={"template": pod_template()}), elasticPolicy={"minReplicas": 2, "maxReplicas": 3}),
+        [BOUNDS_MESSAGE]),
+    "elastic policy without a maximum": (
+        with_spec(tfjob(), elasticPolicy={"minReplicas": 1}), ["spec.elasticPolicy.maxReplicas: Required value"]),
+    "elastic maximum above the replica bound": (
+        with_spec(tfjob(), elasticPolicy={"maxReplicas": 5001}),
+        ["spec.elasticPolicy.maxReplicas", "less than or equal to 5000"]),
+    "elastic minimum of zero": (
+        with_spec(tfjob(), elasticPolicy={"minReplicas": 0, "maxReplicas": 2}),
+        ["spec.elasticPolicy.minReplicas", "greater than or equal to 1"]),
+    "a metric without its type": (
+        with_spec(tfjob(), elasticPolicy={"maxReplicas": 4, "metrics": [ELASTIC["metrics"][0]["resource"]]}),
+        ["spec.elasticPolicy.metrics[0].type: Required value"]),
 }
 REJECTED["no replica specs"][0]["spec"]["tfReplicaSpecs"] = {}
 
@@ -175,11 +213,16 @@ def test_kubectl_get_prints_the_printer_columns(cluster: LocalCluster, tfjob_crd
     cluster.kubectl("patch", "tfjob", "columns", "-n", namespace, "--subresource=status", "--type=merge",
                     "-p", json.dumps({"status": status}))
     header, row = cluster.kubectl("get", "tfjobs", "-n", namespace).stdout.splitlines()
-    assert header.split() == ["NAME", "STATE", "REPLICAS", "AGE"]
-    assert row.split()[:3] == ["columns", "Running", "1/2"]
+    assert header.split() == ["NAME", "STATE", "REPLICAS", "WORKERS", "ACTIVE-WORKERS", "AGE"]
+    # No replicaStatuses written yet: ACTIVE-WORKERS is blank, so AGE follows WORKERS.
+    assert row.split()[:4] == ["columns", "Running", "1/2", "2"] and len(row.split()) == 5
+    cluster.kubectl("patch", "tfjob", "columns", "-n", namespace, "--subresource=status", "--type=merge",
+                    "-p", json.dumps({"status": {"replicaStatuses": {"Worker": {"active": 1}}}}))
     header, row = cluster.kubectl("get", "tfjob", "-n", namespace, "-o", "wide").stdout.splitlines()
-    assert header.split() == ["NAME", "STATE", "REPLICAS", "AGE", "PHASE", "REASON", "RUNTIME-ID", "PODGROUP"]
-    assert row.split()[4:] == ["Running", "TFJobRunning", "abcd", "Inqueue"]
+    assert header.split() == ["NAME", "STATE", "REPLICAS", "WORKERS", "ACTIVE-WORKERS", "AGE", "PHASE", "REASON",
+                              "RUNTIME-ID", "PODGROUP"]
+    assert row.split()[3:5] == ["2", "1"]
+    assert row.split()[6:] == ["Running", "TFJobRunning", "abcd", "Inqueue"]
     # The `kubeflow` category lists TFJobs with other Kubeflow kinds.
     assert "tfjob.kubeflow.org/columns" in cluster.kubectl("get", "kubeflow", "-n", namespace, "-o", "name").stdout
 
@@ -210,6 +253,30 @@ def test_kubectl_explain_describes_every_status_field_and_the_template(cluster: 
 def test_columns_say_what_state_a_job_is_in(cluster: LocalCluster, tfjob_crd: Path) -> None:
     columns = {c["name"]: c for c in yaml.safe_load(tfjob_crd.read_text())["spec"]["versions"][0][
         "additionalPrinterColumns"]}
-    assert list(columns)[:3] == ["State", "Replicas", "Age"]
+    assert list(columns)[:5] == ["State", "Replicas", "Workers", "Active-Workers", "Age"]
     assert all(c.get("description") for name, c in columns.items() if name != "Age")
     assert columns["State"]["description"] == "Created, Pending, Running, Restarting, Suspended, Succeeded or Failed"
+
+
+def test_kubectl_scale_sets_the_workers_within_the_elastic_bounds(cluster: LocalCluster, tfjob_crd: Path,
+                                                                  namespace: str) -> None:
+    """The scale subresource on the apiserver alone (no operator here: the status is written by hand, as tfop
+    writes it; test_autoscaler.py has tfop write it)."""
+    job = with_spec(tfjob("scaled"), elasticPolicy={"minReplicas": 1, "maxReplicas": 3})
+    assert create(cluster, namespace, job, dry_run=False).returncode == 0
+    cluster.kubectl("scale", "tfjob/scaled", "-n", namespace, "--replicas=3")
+    stored = json.loads(cluster.kubectl("get", "tfjob", "scaled", "-n", namespace, "-o", "json").stdout)
+    assert stored["spec"]["tfReplicaSpecs"]["Worker"]["replicas"] == 3
+
+    refused = cluster.kubectl("scale", "tfjob/scaled", "-n", namespace, "--replicas=4", check=False)
+    assert refused.returncode != 0
+    assert f"spec.tfReplicaSpecs[Worker].replicas: Invalid value: {BOUNDS_MESSAGE}" in refused.stderr, refused.stderr
+    refused = cluster.kubectl("scale", "tfjob/scaled", "-n", namespace, "--replicas=0", check=False)
+    assert refused.returncode != 0 and BOUNDS_MESSAGE in refused.stderr
+
+    selector = "training.kubeflow.org/job-name=scaled,training.kubeflow.org/replica-type=worker"
+    cluster.kubectl("patch", "tfjob", "scaled", "-n", namespace, "--subresource=status", "--type=merge", "-p",
+                    json.dumps({"status": {"replicaStatuses": {"Worker": {"active": 2, "selector": selector}}}}))
+    scale = cluster.api("GET", f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs/scaled/scale")
+    assert (scale["kind"], scale["spec"], scale["status"]) == (
+        "Scale", {"replicas": 3}, {"replicas": 2, "selector": selector})

@@ -280,6 +280,7 @@ OPERATOR_RULES = {(resource, "", verb) for resource, verbs in [
     ("tfjobs.kubeflow.org/finalizers", "update"), ("pods", "list watch create delete"),
     ("services", "list watch create delete"), ("jobs.batch", "list watch create patch delete"),
     ("networkpolicies.networking.k8s.io", "list watch create patch delete"),
+    ("horizontalpodautoscalers.autoscaling", "list watch create patch delete"),
     ("events", "create patch"), ("configmaps", "create")]
     for verb in verbs.split()} | {("configmaps", "tfop-grpc-server", verb) for verb in ("get", "update")}
 

@@ -47,7 +47,32 @@ def make_job(replicas: Mapping[str, object] | None = None, *, policy: str | None
         job["spec"]["runPolicy"] = run_policy
     if status is not None:
         job["status"] = status
+        if "replicaStatuses" in status and "childNaming" in status:  # as tfop wrote it
+            job["status"] = {**status, "replicaStatuses": with_selectors(
+                status["replicaStatuses"], go=status["childNaming"] == "TypeIndex")}
     return job
+
+
+def selector_of(replica_type: str, job_name: str = JOB_NAME) -> str:
+    """status.replicaStatuses.{type}.selector as tfop writes it for a job of its own naming."""
+    return (f"training.kubeflow.org/job-name={job_name},training.kubeflow.org/replica-type={replica_type.lower()},"
+            f"training.kubeflow.org/runtime-id={RID}")
+
+
+def go_selector_of(replica_type: str, job_name: str = JOB_NAME) -> str:
+    """The same for a job under the Go operator's naming, whose pods carry no runtime id."""
+    return (f"training.kubeflow.org/job-name={job_name},training.kubeflow.org/replica-type={replica_type.lower()},"
+            "training.kubeflow.org/operator-name in (tfjob-controller,tfop)")
+
+
+def with_selectors(statuses: object, *, go: bool = False) -> object:
+    """replicaStatuses with the selector tfop writes beside each type's counts (where none is given): the fixtures
+    write out the counts, and each type's selector is always the same for the job."""
+    if not isinstance(statuses, dict):
+        return statuses
+    selector = go_selector_of if go else selector_of
+    return {replica_type: {**entry, "selector": entry.get("selector", selector(replica_type))}
+            if isinstance(entry, dict) else entry for replica_type, entry in statuses.items()}
 
 
 def parsed(job: dict[str, Any], config: ControllerConfig | None = None) -> TFJobModel:
@@ -165,7 +190,7 @@ def cond(condition_type: str, status: str, reason: str, message: str, at: str = 
 def replica_statuses(replicas: dict[str, int], active: bool = True,
                      restarts: dict[str, int] | None = None) -> dict[str, Any]:
     return {replica_type: {"active": count if active else 0, "succeeded": 0, "failed": 0,
-                           "restarts": (restarts or {}).get(replica_type, 0)}
+                           "restarts": (restarts or {}).get(replica_type, 0), "selector": selector_of(replica_type)}
             for replica_type, count in replicas.items()}
 
 

@@ -77,6 +77,17 @@ ROUND_TRIPS = {
                                                             "team": "a"}),
     "a full status": v1({"Chief": replica(), "Worker": replica(), "PS": replica(replicas=2)}, status=FULL_STATUS),
     "an empty status": v1({"Worker": replica()}, status={}),
+    "an elastic policy, and the selectors tfop writes": v1(
+        {"Worker": replica(replicas=2), "PS": replica()},
+        status={"replicaStatuses": {
+            "Worker": {"active": 2, "selector": "training.kubeflow.org/job-name=mnist,"
+                                                "training.kubeflow.org/replica-type=worker"},
+            "PS": {"active": 1, "selector": "training.kubeflow.org/job-name=mnist,"
+                                            "training.kubeflow.org/replica-type=ps"}}},
+        elasticPolicy={"minReplicas": 1, "maxReplicas": 4, "metrics": [
+            {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization",
+                                                                       "averageUtilization": 80}}}],
+            "behavior": {"scaleDown": {"stabilizationWindowSeconds": 600}}}),
     "managed by MultiKueue": v1({"Worker": replica()},
                                 runPolicy={"managedBy": "kueue.x-k8s.io/multikueue", "backoffLimit": 1}),
 }

@@ -61,12 +61,13 @@ def test_every_alert_links_to_its_runbook_section() -> None:
 
 def crd_field_paths(node: dict[str, Any], path: str) -> list[str]:
     """Every field of a schema as the reference page writes it: `{type}` for a map's key, `[]` for a list's item;
-    a pod template is one field (its schema is Kubernetes')."""
+    a pod template, and the elastic policy's HPA metrics and behavior, are one field each (their schemas are
+    Kubernetes')."""
     paths = []
     for name, child in (node.get("properties") or {}).items():
         here = f"{path}.{name}"
         paths.append(here)
-        if name == "template":
+        if name == "template" or here in ("spec.elasticPolicy.metrics", "spec.elasticPolicy.behavior"):
             continue
         if child.get("type") == "array":
             paths += crd_field_paths(child.get("items") or {}, here + "[]")

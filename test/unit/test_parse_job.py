@@ -14,6 +14,7 @@ from tfop.api.errors import FieldError
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.job.legacy_gpu import GpuRename
 from tfop.controller.plan.job.model import (
+    ElasticPolicy,
     JobMeta,
     JobNodePolicy,
     JobOptions,
@@ -49,6 +50,10 @@ def tfjob(annotations: dict[str, str] | None = None, labels: dict[str, str] | No
                      **spec}}
 
 
+CPU_METRIC = {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization",
+                                                                       "averageUtilization": 80}}}
+SLOW_SCALE_DOWN = {"scaleDown": {"stabilizationWindowSeconds": 600,
+                                 "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}]}}
 META = JobMeta("mnist", "ns", "uid-1", 2)
 ONE_WORKER = {"Worker": ReplicaSpec("Worker", 1, "ExitCode", worker_template(ports=[TF_PORT]))}
 DEFAULT_SPEC = TFJobSpec(ONE_WORKER, RunPolicy("Running"))
@@ -105,6 +110,35 @@ ROWS: dict[str, Row] = {
                 "name": "tfop-grpc-server",
                 "items": [{"key": "grpc_tensorflow_server.py", "path": "grpc_tensorflow_server.py"}]}}]}})},
             RunPolicy("Running")))),
+    # --- the elastic policy ------------------------------------------------------------------------------------
+    "an elastic policy with metrics and behavior, passed through as given": Row(
+        tfjob(replicas={"Worker": {"replicas": 2, "template": worker_template()}}, elasticPolicy={
+            "minReplicas": 2, "maxReplicas": 8, "metrics": [CPU_METRIC], "behavior": SLOW_SCALE_DOWN}),
+        Parsed(TFJobSpec({"Worker": ReplicaSpec("Worker", 2, "ExitCode", worker_template(ports=[TF_PORT]))},
+                         RunPolicy("Running"), elastic_policy=ElasticPolicy(2, 8, (CPU_METRIC,), SLOW_SCALE_DOWN)))),
+    "an elastic policy with only its maximum: at least one worker, no metrics, no HPA": Row(
+        tfjob(elasticPolicy={"maxReplicas": 3}),
+        Parsed(TFJobSpec(ONE_WORKER, RunPolicy("Running"), elastic_policy=ElasticPolicy(1, 3, (), None)))),
+    "elastic minimum above its maximum": Row(
+        tfjob(replicas={"Worker": {"replicas": 3, "template": worker_template()}},
+              elasticPolicy={"minReplicas": 4, "maxReplicas": 2}),
+        [FieldError("spec.elasticPolicy.minReplicas", "must not be greater than spec.elasticPolicy.maxReplicas")]),
+    "workers outside the elastic bounds": Row(
+        tfjob(replicas={"worker": {"replicas": 5, "template": worker_template()}}, elasticPolicy={"maxReplicas": 4}),
+        [FieldError("spec.tfReplicaSpecs[Worker].replicas",
+                    "5 is not within spec.elasticPolicy.minReplicas and maxReplicas (1 to 4)")]),
+    "an elastic policy without workers, its maximum missing, a metric without a type": Row(
+        tfjob(replicas={"Chief": {"template": worker_template()}},
+              elasticPolicy={"minReplicas": 0, "metrics": [{"resource": {"name": "cpu"}}], "behavior": []}),
+        [FieldError("spec.elasticPolicy.maxReplicas", "is required"),
+         FieldError("spec.elasticPolicy.minReplicas", "must be at least 1"),
+         FieldError("spec.elasticPolicy.metrics[0].type", "is required"),
+         FieldError("spec.elasticPolicy.behavior", "must be an object"),
+         FieldError("spec.tfReplicaSpecs", "spec.elasticPolicy needs a Worker replica spec: it bounds the number of "
+                    "workers")]),
+    "an elastic maximum above the replica bound": Row(
+        tfjob(elasticPolicy={"maxReplicas": 5001}),
+        [FieldError("spec.elasticPolicy.maxReplicas", "must be between 1 and 5000")]),
     # --- the legacy GPU rewrite -------------------------------------------------------------------------------
     "the alpha GPU resource is renamed, and the rename kept for the event": Row(
         tfjob(replicas={"Worker": {"template": worker_template(resources={

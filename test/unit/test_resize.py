@@ -12,7 +12,7 @@ import pytest
 from support.plan_builders import NOW, make_job, make_pod, plan_of, running, services_for
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.planner import plan
-from tfop.controller.plan.types import HORIZONTAL_POD_AUTOSCALER, POD, SERVICE, PlanContext
+from tfop.controller.plan.types import AUTOSCALER, POD, SERVICE, PlanContext
 
 KEY = "tfop.kubeflow.org/tf-cluster"
 
@@ -114,7 +114,7 @@ ROWS = {
         event=("TFJob ns/mnist: Worker 2 -> 3, asked by the job's HorizontalPodAutoscaler; every replica stops "
                "gracefully and starts again together with the new TF_CONFIG."),
         restarting="Resizing",
-        children={HORIZONTAL_POD_AUTOSCALER: [{
+        children={AUTOSCALER: [{
             "metadata": {"name": "mnist", "namespace": "ns", "uid": "hpa-1"},
             "spec": {"scaleTargetRef": {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": "mnist"}},
             "status": {"desiredReplicas": 3}}]}),

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from support.plan_builders import make_job, plan_of, running_pods
 from tfop.controller.plan.policies.exit_codes import ExitClass, Termination, classify_exit_code, container_termination
 from tfop.controller.plan.replicas.restart_ledger import RestartLedger, count_restarts
 from tfop.controller.plan.status import (
@@ -247,3 +248,34 @@ def test_count_restarts(ledger: RestartLedger, pods: list[dict[str, Any]], delet
 def test_ledger_round_trip(entry: Any, ledger: RestartLedger, fields: dict[str, Any]) -> None:
     assert RestartLedger.from_replica_status(entry) == ledger
     assert ledger.status_fields() == fields
+
+
+SELECTOR_ROWS = {
+    "tfop's naming: the runtime id makes the selector this job's": (
+        "RuntimeId", "Worker",
+        ("training.kubeflow.org/job-name=mnist,training.kubeflow.org/replica-type=worker,"
+         "training.kubeflow.org/runtime-id=jje2")),
+    "a PS under tfop's naming": (
+        "RuntimeId", "PS",
+        ("training.kubeflow.org/job-name=mnist,training.kubeflow.org/replica-type=ps,"
+         "training.kubeflow.org/runtime-id=jje2")),
+    "the Go operator's naming: its pods have no runtime id, their operator-name label says whose they are": (
+        "TypeIndex", "Worker",
+        ("training.kubeflow.org/job-name=mnist,training.kubeflow.org/replica-type=worker,"
+         "training.kubeflow.org/operator-name in (tfjob-controller,tfop)")),
+}
+
+
+@pytest.mark.parametrize(("scheme", "replica_type", "expected"), SELECTOR_ROWS.values(), ids=SELECTOR_ROWS.keys())
+def test_each_replica_type_gets_the_selector_of_its_pods(scheme: str, replica_type: str, expected: str) -> None:
+    job = make_job({"Worker": 2, "PS": 1}, status={"childNaming": scheme})
+    pods = [] if scheme == "TypeIndex" else running_pods()
+    result = plan_of(job, pods, [])
+    assert result.status is not None
+    assert result.status["replicaStatuses"][replica_type]["selector"] == expected
+    if scheme == "RuntimeId":  # the selector picks exactly the pods tfop labels for that type
+        picked = [pod["metadata"]["name"] for pod in pods if all(
+            pod["metadata"]["labels"].get(key) == value
+            for key, value in (term.split("=") for term in expected.split(",")))]
+        assert picked == [pod["metadata"]["name"] for pod in pods
+                          if pod["metadata"]["labels"]["training.kubeflow.org/replica-type"] == replica_type.lower()]

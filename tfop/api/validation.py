@@ -19,12 +19,13 @@ from tfop.api.constants import (
     MAX_REPLICAS,
     REPLICA_PS,
     REPLICA_TYPES,
+    REPLICA_WORKER,
     RESTART_POLICIES,
     SUCCESS_POLICIES,
 )
 from tfop.api.defaults import canonical_replica_type
 from tfop.api.errors import FieldError
-from tfop.api.fields import integer
+from tfop.api.fields import integer, mapping
 from tfop.api.runtime_id import RUNTIME_ID_LENGTH, child_name
 
 _DNS_1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -53,6 +54,7 @@ def validate(job: object) -> list[FieldError]:
     if success_policy is not None and success_policy not in SUCCESS_POLICIES:
         errors.append(FieldError("spec.successPolicy", f"must be one of {_quoted(SUCCESS_POLICIES)}"))
     _boolean(spec, "enableDynamicWorker", "spec.enableDynamicWorker", errors)
+    _validate_elastic_policy(spec, errors)
     return errors
 
 
@@ -200,6 +202,42 @@ def _validate_run_policy(spec: dict[str, Any], errors: list[FieldError]) -> None
         _string(scheduling, "queue", f"{path}.queue", errors)
         _string(scheduling, "priorityClass", f"{path}.priorityClass", errors)
         _object(scheduling, "minResources", f"{path}.minResources", errors)
+
+
+def _validate_elastic_policy(spec: dict[str, Any], errors: list[FieldError]) -> None:
+    """What the CRD's rules check of spec.elasticPolicy, in their words, for jobs that skipped them (an older
+    version's, a cluster whose CRD predates the field). The metrics and behavior are the HPA's business: the
+    apiserver checks them when tfop creates it, and a refusal is told as the job's event."""
+    path = "spec.elasticPolicy"
+    policy = _object(spec, "elasticPolicy", path, errors)
+    if policy is None:
+        return
+    low = _count(policy, "minReplicas", f"{path}.minReplicas", errors)
+    high = _count(policy, "maxReplicas", f"{path}.maxReplicas", errors, required=True)
+    if low == 0:
+        errors.append(FieldError(f"{path}.minReplicas", "must be at least 1"))
+    if high is not None and not 1 <= high <= MAX_REPLICAS:
+        errors.append(FieldError(f"{path}.maxReplicas", f"must be between 1 and {MAX_REPLICAS}"))
+    low = 1 if low is None else low  # the default
+    if high is not None and low > high:
+        errors.append(FieldError(f"{path}.minReplicas", f"must not be greater than {path}.maxReplicas"))
+    for position, metric in enumerate(_array(policy, "metrics", f"{path}.metrics", errors) or []):
+        if not isinstance(metric, dict):
+            errors.append(FieldError(f"{path}.metrics[{position}]", "must be an object"))
+        else:
+            _string(metric, "type", f"{path}.metrics[{position}].type", errors, required=True, non_empty=True)
+    _object(policy, "behavior", f"{path}.behavior", errors)
+    replica_specs = mapping(spec.get("tfReplicaSpecs"))
+    workers = [key for key in replica_specs if canonical_replica_type(key) == REPLICA_WORKER]
+    if not workers:
+        errors.append(FieldError("spec.tfReplicaSpecs", f"{path} needs a Worker replica spec: it bounds the number "
+                                 "of workers"))
+        return
+    replicas = integer(mapping(replica_specs[workers[0]]).get("replicas"))
+    replicas = 1 if replicas is None else replicas  # the default
+    if high is not None and low <= high and not low <= replicas <= high:
+        errors.append(FieldError(f"spec.tfReplicaSpecs[{workers[0]}].replicas",
+                                 f"{replicas} is not within {path}.minReplicas and maxReplicas ({low} to {high})"))
 
 
 # Typed field checks. Each returns the value when it has the right type (None when absent or wrong) and records

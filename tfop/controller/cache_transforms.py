@@ -160,6 +160,15 @@ def slim_network_policy(policy: Object) -> Object:
     return slim
 
 
+def slim_autoscaler(autoscaler: Object) -> Object:
+    """A job's HPA: the planner compares its spec with the job's elastic policy; its status (metrics read every
+    15 s) is left out, so the HPA controller's status writes change nothing cached and wake no job."""
+    slim = slim_metadata(autoscaler)
+    if isinstance(autoscaler.get("spec"), dict):
+        slim["spec"] = autoscaler["spec"]
+    return slim
+
+
 BY_NODE = "node-name"  # the pod cache's index by the node a pod is bound to
 
 

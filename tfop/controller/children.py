@@ -25,6 +25,7 @@ from tfop.api.constants import (
     VERSION,
 )
 from tfop.controller.cache_transforms import (
+    slim_autoscaler,
     slim_batch_job,
     slim_metadata,
     slim_network_policy,
@@ -33,9 +34,9 @@ from tfop.controller.cache_transforms import (
 )
 from tfop.controller.plan.children.desired import DesiredChildren, ReplicaSlot
 from tfop.controller.plan.children.pod_group import GangScheduler
-from tfop.controller.plan.types import JOB, NETWORK_POLICY, POD, POD_GROUP, SERVICE
+from tfop.controller.plan.types import AUTOSCALER, JOB, NETWORK_POLICY, POD, POD_GROUP, SERVICE
 from tfop.kube.informer import Transform
-from tfop.kube.resource import JOBS, NETWORK_POLICIES, PODS, SERVICES, Resource
+from tfop.kube.resource import HORIZONTAL_POD_AUTOSCALERS, JOBS, NETWORK_POLICIES, PODS, SERVICES, Resource
 from tfop.objects import Object
 
 TFJOBS = Resource(GROUP, VERSION, PLURAL, KIND)  # the owner of every child below
@@ -95,6 +96,11 @@ REPLICA_KINDS: tuple[ChildKind, ...] = (
 NETWORK_POLICY_KIND = ChildKind(NETWORK_POLICY, NETWORK_POLICIES, lambda desired, slot: desired.network_policy(),
                                 slim_network_policy, scope=Scope.JOB)
 
+# A job whose elasticPolicy has metrics gets one (plan/children/autoscaler.py); any job may ask, so it is in the
+# table whatever the config.
+AUTOSCALER_KIND = ChildKind(AUTOSCALER, HORIZONTAL_POD_AUTOSCALERS, lambda desired, slot: desired.autoscaler(),
+                            slim_autoscaler, scope=Scope.JOB)
+
 
 @dataclass(frozen=True)
 class ChildKinds:
@@ -114,13 +120,13 @@ class ChildKinds:
 
 
 def child_kinds(gang: GangScheduler | None) -> ChildKinds:
-    """Pods, Services and Jobs (any job may choose the Job backend), NetworkPolicies (any job may ask for one), and
-    the gang scheduler's PodGroup when one is configured (and its CRD is installed)."""
+    """Pods, Services and Jobs (any job may choose the Job backend), NetworkPolicies and HPAs (any job may ask for
+    one), and the gang scheduler's PodGroup when one is configured (and its CRD is installed)."""
     if gang is None:
-        return ChildKinds((NETWORK_POLICY_KIND, *REPLICA_KINDS))
+        return ChildKinds((NETWORK_POLICY_KIND, AUTOSCALER_KIND, *REPLICA_KINDS))
     pod_groups = ChildKind(POD_GROUP, pod_group_resource(gang), lambda desired, slot: desired.pod_group(),
                            slim_pod_group, scope=Scope.JOB)
-    return ChildKinds((NETWORK_POLICY_KIND, pod_groups, *REPLICA_KINDS))
+    return ChildKinds((NETWORK_POLICY_KIND, AUTOSCALER_KIND, pod_groups, *REPLICA_KINDS))
 
 
 def pod_group_resource(gang: GangScheduler) -> Resource:

@@ -59,7 +59,8 @@ class PlanDraft:
         metadata = mapping(job.get("metadata"))
         self.now = as_utc(now)
         self.config = config
-        self.job_ref = f"TFJob {text(metadata.get('namespace')) or ''}/{text(metadata.get('name')) or ''}"
+        self.job_name = text(metadata.get("name")) or ""
+        self.job_ref = f"TFJob {text(metadata.get('namespace')) or ''}/{self.job_name}"
         self.generation = integer(metadata.get("generation"))
         self.uid = text(metadata.get("uid")) or None  # None only for a job too broken to have been stored
         self._old_status = job.get("status")

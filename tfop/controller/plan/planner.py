@@ -34,6 +34,7 @@ from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.legacy_gpu import REASON_GPU_RESOURCE_RENAMED, renamed_message
 from tfop.controller.plan.job.model import RunPolicy, TFJobModel
 from tfop.controller.plan.job.parse import InvalidJob, lenient_run_policy, parse_job
+from tfop.controller.plan.policies.autoscaling import plan_autoscaler
 from tfop.controller.plan.policies.backoff import fail_for_replicas
 from tfop.controller.plan.policies.cleanup import COMPLETION_TIME, finish, keep_finished
 from tfop.controller.plan.policies.deadline import START_TIME, fail_past_deadline
@@ -211,6 +212,7 @@ def _run(p: _Planning) -> None:
     gang = plan_pod_group(draft, p.model, p.context,
                           pods=[(slot.slot, slot.pod) for slot in children.slots if slot.pod is not None])
     plan_network_policy(draft, p.model, p.context)
+    plan_autoscaler(draft, p.model, p.context)
     _create_missing(p, hold_pods=gang.hold_pods is not None or _restart_together_pending(p, resize))
     update_running(draft, children, p.context.refusals, p.backend.replaced(retryable, counts), gang=gang,
                    node_note=node_note, with_all=bool(together))

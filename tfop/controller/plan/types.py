@@ -20,7 +20,7 @@ SERVICE = "Service"
 POD_GROUP = "PodGroup"  # one per job, when a gang scheduler is configured
 JOB = "Job"  # a batch/v1 Job per replica, with the Job backend; the pods it makes are passed as POD children too
 NETWORK_POLICY = "NetworkPolicy"  # one per job that asks for it (plan/children/network_policy.py)
-HORIZONTAL_POD_AUTOSCALER = "HorizontalPodAutoscaler"  # one per job whose elasticPolicy names metrics
+AUTOSCALER = "HorizontalPodAutoscaler"  # one per job whose elasticPolicy has metrics (plan/children/autoscaler.py)
 
 
 @dataclass(frozen=True)

@@ -77,6 +77,11 @@ and records Events.
 - apiGroups: [networking.k8s.io]
   resources: [networkpolicies]
   verbs: [list, watch, create, patch, delete]
+# A job's own HorizontalPodAutoscaler, for jobs whose elasticPolicy has metrics: created while the job runs,
+# patched back to the policy, deleted while it is suspended, once it finished and when the metrics are removed.
+- apiGroups: [autoscaling]
+  resources: [horizontalpodautoscalers]
+  verbs: [list, watch, create, patch, delete]
 - apiGroups: [""]
   resources: [events]
   verbs: [create, patch]

@@ -35,6 +35,7 @@ from tfop.api.constants import (
 from tfop.api.fields import integer, items, mapping, mapping_at
 from tfop.api.runtime_id import child_name, runtime_id
 from tfop.controller.plan.children.accelerators import Accelerators, apply_accelerators
+from tfop.controller.plan.children.autoscaler import autoscaler
 from tfop.controller.plan.children.batch_job import replica_job
 from tfop.controller.plan.children.naming import ChildNaming, labelled_slot
 from tfop.controller.plan.children.network_policy import network_policy
@@ -171,6 +172,10 @@ class DesiredChildren:
     def network_policy(self) -> Object:
         """The job's NetworkPolicy, when it asks for one (controller/plan/children/network_policy.py)."""
         return network_policy(self._job, self._owner)
+
+    def autoscaler(self) -> Object:
+        """The job's HorizontalPodAutoscaler, when its elastic policy has metrics (plan/children/autoscaler.py)."""
+        return autoscaler(self._job, self._owner)
 
     def service(self, replica_type: str, index: int) -> dict[str, Any]:
         return {

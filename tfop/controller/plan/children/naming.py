@@ -16,12 +16,15 @@ from typing import Any
 
 from tfop.api.constants import (
     LABEL_JOB_NAME,
+    LABEL_OPERATOR_NAME,
     LABEL_REPLICA_INDEX,
     LABEL_REPLICA_TYPE,
     LABEL_RUNTIME_ID,
+    LEGACY_OPERATOR_NAME,
     NAMING_RUNTIME_ID,
     NAMING_TYPE_INDEX,
     NAMINGS,
+    OPERATOR_NAME,
 )
 from tfop.api.defaults import canonical_replica_type
 from tfop.api.fields import mapping, mapping_at, text
@@ -64,6 +67,18 @@ class ChildNaming:
         if self.scheme == NAMING_RUNTIME_ID:
             labels[LABEL_RUNTIME_ID] = self.runtime_id
         return labels
+
+    def type_selector(self, replica_type: str) -> str:
+        """The serialized label selector of every pod of `replica_type` of this job, for status.replicaStatuses'
+        selector (the scale subresource's, which an HPA lists pods by). The job name and type alone would also
+        match another Kubeflow kind's job of the same name: the runtime id makes it this job's, and under the Go
+        naming, whose pods have none, the operator-name label does."""
+        terms = [f"{LABEL_JOB_NAME}={self.job_name}", f"{LABEL_REPLICA_TYPE}={replica_type.lower()}"]
+        if self.scheme == NAMING_RUNTIME_ID:
+            terms.append(f"{LABEL_RUNTIME_ID}={self.runtime_id}")
+        else:
+            terms.append(f"{LABEL_OPERATOR_NAME} in ({OPERATOR_NAME},{LEGACY_OPERATOR_NAME})")
+        return ",".join(terms)
 
 
 def naming_of(job: dict[str, Any], children: Iterable[dict[str, Any]], default: str = NAMING_RUNTIME_ID) -> ChildNaming:

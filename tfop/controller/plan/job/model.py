@@ -3,8 +3,8 @@ runPolicy, ...), with the defaults applied and every annotation read.
 
 Callers may rely on: a TFJobModel exists only for a job that passed validation, so every field holds a value of
 its declared type and every annotation a valid option; nothing in it changes. Pod templates (and the few other
-parts that are passed through: network peers, minResources) stay raw JSON, read and never written: a body built
-from one copies it first.
+parts that are passed through: network peers, minResources, the HPA's metrics and behavior) stay raw JSON, read
+and never written: a body built from one copies it first.
 """
 
 from __future__ import annotations
@@ -46,11 +46,23 @@ class RunPolicy:
 
 
 @dataclass(frozen=True, slots=True)
+class ElasticPolicy:
+    """spec.elasticPolicy: the bounds on the workers, and what the job's HPA scales them on. The metrics and
+    behavior are autoscaling/v2 MetricSpecs and HorizontalPodAutoscalerBehavior, passed to the HPA as given."""
+
+    min_replicas: int
+    max_replicas: int
+    metrics: tuple[Object, ...] = ()  # none: no HPA
+    behavior: Object | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class TFJobSpec:
     replica_specs: Mapping[str, ReplicaSpec]  # by replica type, in the order the spec lists them
     run_policy: RunPolicy
     success_policy: str | None = None  # AllWorkers, or the default (the chief, else worker 0)
     enable_dynamic_worker: bool = False
+    elastic_policy: ElasticPolicy | None = None
 
     def replicas(self, replica_type: str) -> int:
         """How many replicas of `replica_type` the job asks for; 0 for a type it does not have."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from tfop.api.constants import CLEAN_POD_POLICIES, CLEAN_POD_POLICY_RUNNING
 from tfop.api.defaults import apply_defaults
 from tfop.api.errors import FieldError
-from tfop.api.fields import integer, mapping, mapping_at, text
+from tfop.api.fields import integer, items, mapping, mapping_at, text
 from tfop.api.kueue import kueue_key_problems, not_queued_by_kueue
 from tfop.api.validation import validate
 from tfop.controller.plan.controller_config import ControllerConfig
@@ -22,6 +22,7 @@ from tfop.controller.plan.job import annotations as parse_annotation
 from tfop.controller.plan.job import legacy_gpu
 from tfop.controller.plan.job.default_ps_server import with_default_ps_server
 from tfop.controller.plan.job.model import (
+    ElasticPolicy,
     JobMeta,
     JobOptions,
     ReplicaSpec,
@@ -74,8 +75,18 @@ def _spec(job: Object) -> TFJobSpec:
     replicas = {replica_type: ReplicaSpec(replica_type, replica["replicas"], replica["restartPolicy"],
                                           replica["template"])
                 for replica_type, replica in spec["tfReplicaSpecs"].items()}
+    elastic = spec.get("elasticPolicy")
     return TFJobSpec(replicas, _run_policy(spec["runPolicy"]), text(spec.get("successPolicy")),
-                     spec.get("enableDynamicWorker") is True)
+                     spec.get("enableDynamicWorker") is True,
+                     _elastic_policy(elastic) if isinstance(elastic, dict) else None)
+
+
+def _elastic_policy(elastic: Object) -> ElasticPolicy:
+    """Validated already (api/validation.py): the bounds are integers, min defaulting to 1."""
+    behavior = elastic.get("behavior")
+    return ElasticPolicy(integer(elastic.get("minReplicas")) or 1, elastic["maxReplicas"],
+                         tuple(mapping(metric) for metric in items(elastic.get("metrics"))),
+                         mapping(behavior) if behavior is not None else None)
 
 
 def _run_policy(run_policy: Object) -> RunPolicy:

@@ -26,6 +26,7 @@ from tfop.api.timestamps import parse_time
 from tfop.controller.plan.children.batch_job import controller_uid, is_suspended, job_outcome, made_by_job
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import RunPolicy
+from tfop.controller.plan.policies.autoscaling import remove_autoscaler
 from tfop.controller.plan.status import is_terminating, pod_phase
 from tfop.controller.plan.types import JOB, POD, POD_GROUP, SERVICE, ChildPatch, PlanContext
 from tfop.objects import Object
@@ -49,6 +50,7 @@ def keep_finished(draft: PlanDraft, run_policy: RunPolicy, context: PlanContext,
     # A deadline is about resources as much as time: nothing of the job may keep running past it.
     policy = CLEAN_POD_POLICY_ALL if failed.get("reason") == REASON_DEADLINE_EXCEEDED else run_policy.clean_pod_policy
     clean_up(draft, context, policy)
+    remove_autoscaler(draft, context)  # nothing is left to scale, whatever the pod policy keeps
     completion = parse_time(draft.status.get(COMPLETION_TIME))
     if completion is None:  # a status written by someone else; finishing now is the best we know
         draft.set_time(COMPLETION_TIME)

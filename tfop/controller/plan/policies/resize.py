@@ -37,7 +37,7 @@ from tfop.controller.plan.children.tf_config import cluster_key
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import TFJobModel
 from tfop.controller.plan.status import is_terminating, pod_phase
-from tfop.controller.plan.types import HORIZONTAL_POD_AUTOSCALER, PlanContext
+from tfop.controller.plan.types import AUTOSCALER, PlanContext
 from tfop.objects import Object
 
 WORKER_REPLICAS = "workerReplicas"  # in the job's status: the Worker count the pods are made for
@@ -111,7 +111,7 @@ def _announce(draft: PlanDraft, job: TFJobModel, context: PlanContext) -> None:
 def _cause(job: TFJobModel, context: PlanContext, wanted: int) -> ResizeCause:
     """The job's own HPA, if its latest recommendation is this count; anyone else is a user (the spec does not say
     who wrote it, and the apiserver's managedFields are not kept in the cache)."""
-    for autoscaler in context.of_kind(HORIZONTAL_POD_AUTOSCALER):
+    for autoscaler in context.of_kind(AUTOSCALER):
         if (mapping_at(autoscaler, "spec", "scaleTargetRef").get("name") == job.metadata.name
                 and integer(mapping_at(autoscaler, "status").get("desiredReplicas")) == wanted):
             return ResizeCause.HPA

@@ -13,6 +13,7 @@ from tfop.api.constants import (
 )
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import TFJobSpec
+from tfop.controller.plan.policies.autoscaling import remove_autoscaler
 from tfop.controller.plan.policies.deadline import START_TIME
 from tfop.controller.plan.replicas.backends import ReplicaBackend
 from tfop.controller.plan.replicas.pod_slots import SortedChildren
@@ -25,6 +26,7 @@ def suspend(draft: PlanDraft, spec: TFJobSpec, context: PlanContext, children: S
     counts = backend.count_restarts(draft, spec, context, children, deleting=backend.retired_on_suspend(context),
                                     recreating=set())
     backend.suspend(draft, context)
+    remove_autoscaler(draft, context)  # it would scale a job that keeps no pods
     message = f"{draft.job_ref} is suspended."
     draft.set_condition(CONDITION_SUSPENDED, true=True, reason=REASON_SUSPENDED, message=message)
     draft.set_condition(CONDITION_RUNNING, true=False, reason=REASON_SUSPENDED, message=message)

@@ -10,6 +10,8 @@ from tfop.api.constants import (
     EVENT_WARNING,
     LABEL_REPLICA_INDEX,
     LABEL_REPLICA_TYPE,
+    NAMING_RUNTIME_ID,
+    NAMINGS,
     POD_FAILED,
     POD_PENDING,
     POD_RUNNING,
@@ -18,6 +20,8 @@ from tfop.api.constants import (
 )
 from tfop.api.defaults import canonical_replica_type
 from tfop.api.fields import integer, mapping, mapping_at, text
+from tfop.api.runtime_id import runtime_id
+from tfop.controller.plan.children.naming import CHILD_NAMING, ChildNaming
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import TFJobSpec
 from tfop.controller.plan.policies.exit_codes import container_termination, exit_class_name, latest_restarted
@@ -83,10 +87,12 @@ def record_replicas(draft: PlanDraft, spec: TFJobSpec, children: SortedChildren,
     previous = mapping(draft.status.get("replicaStatuses"))
     statuses: dict[str, Any] = {}
     ended: list[dict[str, Any]] = []  # told in one event per exit code, whatever their replica types
+    naming = _naming(draft)
     for replica_type in replica_types(spec):
         pods = [pod for pod in children.pods_by_type.get(replica_type, []) if counted(pod)]
         statuses[replica_type] = {**replica_status(pods, counts[replica_type].total),
-                                  **counts[replica_type].ledger.status_fields()}
+                                  **counts[replica_type].ledger.status_fields(),
+                                  "selector": naming.type_selector(replica_type)}
         # Pods that ended since the last plan grow the tally; the recreated ones were announced as they went.
         ended += latest_exits([pod for pod in pods if pod_phase(pod) in (POD_SUCCEEDED, POD_FAILED)],
                               _ended(statuses[replica_type]) - _ended(previous.get(replica_type)))
@@ -102,6 +108,13 @@ def record_replicas(draft: PlanDraft, spec: TFJobSpec, children: SortedChildren,
         succeeded, failed = sum(entry["succeeded"] for entry in tally), sum(entry["failed"] for entry in tally)
         draft.status["replicaSummary"] = (f"{succeeded}/{len(children.slots)} succeeded"
                                           + (f", {failed} failed" if failed else ""))
+
+
+def _naming(draft: PlanDraft) -> ChildNaming:
+    """The job's naming as the planner recorded it in this draft's status (before any replica is recorded)."""
+    scheme = text(draft.status.get(CHILD_NAMING))
+    return ChildNaming(scheme if scheme in NAMINGS and scheme is not None else NAMING_RUNTIME_ID, draft.job_name,
+                       runtime_id(draft.uid or ""))
 
 
 def _ended(replica_status: object) -> int:

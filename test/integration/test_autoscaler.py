@@ -1,0 +1,76 @@
+"""A job's HorizontalPodAutoscaler against the real apiserver and kube-controller-manager: made for a job whose
+elasticPolicy has metrics, owned by it, following edits of the policy, deleted when the metrics go and while the job
+is suspended; the HPA controller resolves the TFJob's scale subresource (the selector tfop writes included); and a
+scale through the subresource moves the workers, outside the policy's bounds refused with the field's message."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from support.tfjobs import TFJOBS, condition, job_status, replica, tfjob
+from support.waiting import wait_for
+from tfop.kube.client import KubeClient
+from tfop.kube.errors import ApiError, NotFound
+from tfop.kube.resource import Resource
+
+HPAS = Resource("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler")
+CPU = {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}
+
+
+def hpa(client: KubeClient, namespace: str, name: str) -> dict[str, Any] | None:
+    try:
+        return client.get(HPAS, name, namespace)
+    except NotFound:
+        return None
+
+
+def elastic(client: KubeClient, namespace: str, name: str, policy: dict[str, Any] | None) -> None:
+    client.patch(TFJOBS, name, {"spec": {"elasticPolicy": policy}}, namespace)
+
+
+def test_the_hpa_follows_the_elastic_policy_and_reads_the_scale(backend: str, kube_client: KubeClient,
+                                                                namespace: str) -> None:
+    job = tfjob("auto", Worker=replica(2), PS=replica())
+    job["spec"]["elasticPolicy"] = {"minReplicas": 1, "maxReplicas": 3, "metrics": [CPU]}
+    uid = kube_client.create(TFJOBS, job, namespace)["metadata"]["uid"]
+    made = wait_for(lambda: hpa(kube_client, namespace, "auto"), 60, "the job's HPA")
+    [owner] = made["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == ("TFJob", "auto", uid, True)
+    assert (made["spec"]["scaleTargetRef"], made["spec"]["minReplicas"], made["spec"]["maxReplicas"],
+            made["spec"]["metrics"]) == ({"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": "auto"}, 1, 3,
+                                         [CPU])
+
+    # tfop writes the selector; the scale subresource reports it with the active workers.
+    wait_for(lambda: condition(kube_client, namespace, "auto", "Running"), 90, "auto Running")
+    rid = job_status(kube_client, namespace, "auto")["runtimeId"]
+    selector = ("training.kubeflow.org/job-name=auto,training.kubeflow.org/replica-type=worker,"
+                f"training.kubeflow.org/runtime-id={rid}")
+    scale = kube_client.request("GET", TFJOBS.path(namespace, "auto", subresource="scale"))
+    assert (scale["spec"], scale["status"]) == ({"replicas": 2}, {"replicas": 2, "selector": selector})
+    # The HPA controller resolved the TFJob's scale: it knows the current workers (no metrics server here, so
+    # it cannot compute a new count, which is not what this proves).
+    wait_for(lambda: (hpa(kube_client, namespace, "auto") or {}).get("status", {}).get("currentReplicas") == 2,
+             120, "the HPA controller reading the TFJob's scale")
+    able = next(c for c in hpa(kube_client, namespace, "auto")["status"]["conditions"]  # type: ignore[index]
+                if c["type"] == "AbleToScale")
+    assert able["status"] == "True", able
+
+    # A scale within the bounds moves the workers; outside them it is refused with the field's message.
+    kube_client.patch(TFJOBS, "auto", {"spec": {"replicas": 3}}, namespace, subresource="scale")
+    assert kube_client.get(TFJOBS, "auto", namespace)["spec"]["tfReplicaSpecs"]["Worker"]["replicas"] == 3
+    with pytest.raises(ApiError, match=r"spec\.elasticPolicy\.minReplicas and maxReplicas"):
+        kube_client.patch(TFJOBS, "auto", {"spec": {"replicas": 4}}, namespace, subresource="scale")
+
+    # The policy edited: the HPA follows; the metrics removed: deleted; back: made again; suspended: deleted.
+    elastic(kube_client, namespace, "auto", {"minReplicas": 2, "maxReplicas": 5, "metrics": [CPU]})
+    wait_for(lambda: ((hpa(kube_client, namespace, "auto") or {}).get("spec", {}).get("minReplicas"),
+                      (hpa(kube_client, namespace, "auto") or {}).get("spec", {}).get("maxReplicas")) == (2, 5),
+             30, "the HPA patched to the new bounds")
+    elastic(kube_client, namespace, "auto", {"minReplicas": 2, "maxReplicas": 5, "metrics": None})
+    wait_for(lambda: hpa(kube_client, namespace, "auto") is None, 30, "the HPA deleted with the metrics")
+    elastic(kube_client, namespace, "auto", {"minReplicas": 2, "maxReplicas": 5, "metrics": [CPU]})
+    wait_for(lambda: hpa(kube_client, namespace, "auto"), 30, "the HPA made again")
+    kube_client.patch(TFJOBS, "auto", {"spec": {"runPolicy": {"suspend": True}}}, namespace)
+    wait_for(lambda: hpa(kube_client, namespace, "auto") is None, 30, "the HPA deleted while suspended")
