@@ -55,7 +55,7 @@ def kueue_namespace(kueue: Kueue, cluster: LocalCluster, namespace: str) -> str:
     """The test's namespace, labelled for Kueue's webhooks; ready once the apiserver sends a TFJob there through
     them (it sees the label through its own namespace cache, a moment after the label is written)."""
     from support.tfjobs import tfjob
-    from support.waiting import wait_for
+    from support.waiting import DEADLINE, wait_for
 
     cluster.kubectl("label", "namespace", namespace, "=".join(KUEUE_NAMESPACE_LABEL))
     probe = tfjob("webhook-probe", Worker={"replicas": 1, "template": {"spec": {"containers": [
@@ -67,7 +67,7 @@ def kueue_namespace(kueue: Kueue, cluster: LocalCluster, namespace: str) -> str:
                                  input=json.dumps(probe))
         return json.loads(result.stdout)["spec"]["runPolicy"].get("suspend") is True
 
-    wait_for(suspended_by_kueue, 30, f"Kueue's TFJob webhook to see namespace {namespace}", interval=0.3)
+    wait_for(suspended_by_kueue, DEADLINE, f"Kueue's TFJob webhook to see namespace {namespace}", interval=0.3)
     return namespace
 
 

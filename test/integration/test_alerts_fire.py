@@ -25,7 +25,7 @@ from localcluster.addons.prometheus_chart import Monitoring
 from support.alert_timeline import AlertTimeline, with_short_for
 from support.monitoring import Monitored, monitored_operator, scratch_namespace
 from support.tfjobs import TFJOBS, condition, create_job, pods_by_name, replica
-from support.waiting import wait_for
+from support.waiting import DEADLINE, wait_for
 from tfop.kube.client import KubeClient
 from tfop.kube.resource import RESOURCE_QUOTAS
 
@@ -69,7 +69,7 @@ def finish_jobs(client: KubeClient, namespace: str, names: list[str], exit_code:
     for name in names:
         exit_pod(client, namespace, run_pod(client, namespace, name), exit_code)
     for name in names:
-        wait_for(lambda name=name: condition(client, namespace, name, outcome), 60, f"{name} {outcome}")
+        wait_for(lambda name=name: condition(client, namespace, name, outcome), DEADLINE, f"{name} {outcome}")
 
 
 def assert_fired_after_pending(rule: dict[str, Any]) -> None:

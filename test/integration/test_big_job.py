@@ -26,7 +26,7 @@ from fake_kubelet import exit_pod
 from localcluster import LocalCluster
 from support.operator_process import OperatorProcess
 from support.tfjobs import TFJOBS, condition, create_job, pods_by_name, replica
-from support.waiting import wait_for
+from support.waiting import DEADLINE, wait_for
 from tfop.kube.client import KubeClient
 from tfop.kube.resource import NAMESPACES
 
@@ -64,7 +64,7 @@ def memory_cgroup() -> Iterator[Path]:
     finally:
         for pid in (path / "cgroup.procs").read_text().split():  # only our operator can be left in it
             os.kill(int(pid), signal.SIGKILL)
-        wait_for(lambda: not (path / "cgroup.procs").read_text().strip(), 30, "the cgroup to empty")
+        wait_for(lambda: not (path / "cgroup.procs").read_text().strip(), DEADLINE, "the cgroup to empty")
         path.rmdir()
 
 
@@ -107,7 +107,7 @@ def test_big_job_under_the_deployments_memory_limit(
 
         chief = next(name for name in pods_by_name(kube_client, namespace, "canary") if "-chief-" in name)
         exit_pod(kube_client, namespace, chief, 0)
-        wait_for(lambda: condition(kube_client, namespace, "canary", "Succeeded"), 60, "the canary to succeed")
+        wait_for(lambda: condition(kube_client, namespace, "canary", "Succeeded"), DEADLINE, "the canary to succeed")
 
         peak = int((memory_cgroup / "memory.max_usage_in_bytes").read_text())
         hwm = next(int(line.split()[1]) * 1024 for line in

@@ -20,7 +20,7 @@ from support.tfjobs import (
     pods_by_name,
     replica,
 )
-from support.waiting import wait_for, wait_for_count
+from support.waiting import DEADLINE, wait_for, wait_for_count
 from tfop.kube.client import KubeClient
 from tfop.kube.resource import PODS, RESOURCE_QUOTAS, SERVICES
 
@@ -150,7 +150,7 @@ def test_killed_mid_creation_the_operator_resumes_without_duplicates(
 
     resumed = OperatorProcess(cluster.kubeconfig, log, "--namespace", namespace).start()
     try:
-        pods = wait_for_count(lambda: pods_by_name(kube_client, namespace, "big"), 50, 60, "pods")
+        pods = wait_for_count(lambda: pods_by_name(kube_client, namespace, "big"), 50, DEADLINE, "pods")
         wait_for(lambda: len(children(kube_client, SERVICES, namespace, "big")) == 50, message="50 services")
         rid = wait_for(lambda: job_status(kube_client, namespace, "big").get("runtimeId"), message="runtimeId")
         assert sorted(pods) == sorted(f"big-worker-{rid}-{i}" for i in range(50))
@@ -208,5 +208,5 @@ def test_a_template_the_apiserver_refuses_fails_the_job_and_a_quota_only_delays_
     assert running["status"] == "False" and "the apiserver refused the pod of Worker" in running["message"]
     assert condition(kube_client, namespace, "quota", "Failed") is None
     kube_client.delete(RESOURCE_QUOTAS, "pods", namespace)
-    wait_for(lambda: condition(kube_client, namespace, "quota", "Running"), timeout=90,
+    wait_for(lambda: condition(kube_client, namespace, "quota", "Running"), timeout=DEADLINE,
              message="quota Running once the quota is gone (retried with backoff)")

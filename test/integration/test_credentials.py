@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from localcluster import LocalCluster
-from support.waiting import wait_for
+from support.waiting import DEADLINE, wait_for
 from tfop.kube import credentials
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import TransportError
@@ -150,7 +150,7 @@ def test_the_service_account_token_is_read_from_its_file_and_again_when_it_rotat
     assert who(client) == first
     token_file.write_text(second_token)  # the kubelet writes the rotated token in place of the old one
     assert who(client) == first, "the token read a moment ago is still used"
-    wait_for(lambda: who(client) == second, 75, "the rotated token to be used", interval=1.0)
+    wait_for(lambda: who(client) == second, DEADLINE, "the rotated token to be used", interval=1.0)
 
     with pytest.raises(credentials.ConfigException):
         credentials.in_cluster(str(token_file), str(ca_file), {})  # not in a pod: no KUBERNETES_SERVICE_HOST

@@ -21,7 +21,7 @@ from support.crds import crd_established
 from support.metrics_readers import may_get_metrics, scraper_tokens
 from support.operator_process import OperatorProcess
 from support.tfjobs import TFJOBS, events_about, replica, tfjob
-from support.waiting import wait_for, wait_for_count
+from support.waiting import DEADLINE, wait_for, wait_for_count
 from tfop import __version__
 from tfop.cli import build_parser
 from tfop.config import load_config, parse_config
@@ -109,7 +109,7 @@ def wait_available(cluster: LocalCluster, namespace: str, deployment: str, repli
     """kwok runs the pods, so the Deployment becomes available once its pods are admitted and scheduled."""
     wait_for(lambda: cluster.kubectl("get", "deployment", deployment, "-n", namespace, "-o",
                                      "jsonpath={.status.availableReplicas}", check=False).stdout == str(replicas),
-             timeout=60, message=f"deployment {namespace}/{deployment} available")
+             timeout=DEADLINE, message=f"deployment {namespace}/{deployment} available")
 
 
 @pytest.fixture(scope="module")
@@ -396,7 +396,7 @@ def test_operator_runs_a_distributed_job_to_success_as_its_service_account(
         [chief] = [p for p in pods if p["metadata"]["labels"]["training.kubeflow.org/replica-type"] == "chief"]
         exit_pod(kube_client, namespace, chief["metadata"]["name"], 0)
         # ttlSecondsAfterFinished: the operator deletes the finished job itself.
-        wait_for(lambda: not found(lambda: kube_client.get(TFJOBS, "dist", namespace)), timeout=60,
+        wait_for(lambda: not found(lambda: kube_client.get(TFJOBS, "dist", namespace)), timeout=DEADLINE,
                  message="the job deleted after its TTL")
         reasons = {e["reason"] for e in events_about(kube_client, namespace, "dist")}
         assert {"SuccessfulCreate", "TFJobSucceeded", "SuccessfulDelete"} <= reasons

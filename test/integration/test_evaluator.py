@@ -17,7 +17,7 @@ from fake_kubelet import exit_pod
 from localcluster import LocalCluster
 from support.operator_process import OperatorProcess
 from support.tfjobs import TFJOBS, children, condition, events_about, job_status, pods_by_name, replica, tfjob
-from support.waiting import consistently, wait_for
+from support.waiting import DEADLINE, consistently, wait_for
 from tfop.api.timestamps import parse_time
 from tfop.kube.client import KubeClient
 from tfop.kube.resource import JOBS, SERVICES
@@ -74,15 +74,15 @@ def told(client: KubeClient, namespace: str, job: str) -> list[str]:
 def test_a_running_evaluator_finishes_before_the_job_succeeds(
         cluster: LocalCluster, kube_client: KubeClient, namespace: str, operator: OperatorProcess) -> None:
     create(kube_client, namespace, "eval", {GRACE: "120"})
-    wait_for(lambda: all_running(kube_client, namespace, "eval"), 60, "3 pods running")
+    wait_for(lambda: all_running(kube_client, namespace, "eval"), DEADLINE, "3 pods running")
     chief = pod_of(kube_client, namespace, "eval", "chief")
     evaluator = pod_of(kube_client, namespace, "eval", "evaluator")
     assert chief is not None and evaluator is not None
     exit_pod(kube_client, namespace, chief["metadata"]["name"], 0)
 
     lines: list[str] = []
-    wait_for(lambda: waiting(kube_client, namespace, "eval"), 30, "the job to wait for its evaluator")
-    wait_for(lambda: pod_of(kube_client, namespace, "eval", "worker") is None, 30, "the worker cleaned up")
+    wait_for(lambda: waiting(kube_client, namespace, "eval"), DEADLINE, "the job to wait for its evaluator")
+    wait_for(lambda: pod_of(kube_client, namespace, "eval", "worker") is None, DEADLINE, "the worker cleaned up")
     shown(cluster, namespace, "eval", lines)
     lines += messages(kube_client, namespace, "eval")
     status = job_status(kube_client, namespace, "eval")
@@ -101,7 +101,7 @@ def test_a_running_evaluator_finishes_before_the_job_succeeds(
     assert services == {"chief", "evaluator"}
 
     exit_pod(kube_client, namespace, evaluator["metadata"]["name"], 0)
-    succeeded = wait_for(lambda: condition(kube_client, namespace, "eval", "Succeeded"), 30, "Succeeded")
+    succeeded = wait_for(lambda: condition(kube_client, namespace, "eval", "Succeeded"), DEADLINE, "Succeeded")
     assert succeeded["reason"] == "TFJobSucceeded"
     shown(cluster, namespace, "eval", lines)
     lines += messages(kube_client, namespace, "eval")
@@ -111,7 +111,7 @@ def test_a_running_evaluator_finishes_before_the_job_succeeds(
     assert job_status(kube_client, namespace, "eval")["replicaSummary"] == "2/3 succeeded"
     # Events are sent after the status that announces them is stored.
     reasons = wait_for(lambda: (found := {e["reason"] for e in events_about(kube_client, namespace, "eval")}) >= {
-        "WaitingForEvaluator", "TFJobSucceeded"} and found, 30, "the wait and the success told by events")
+        "WaitingForEvaluator", "TFJobSucceeded"} and found, DEADLINE, "the wait and the success told by events")
     assert not {"EvaluatorFailed", "EvaluatorGraceExpired"} & reasons
     print("\n".join(told(kube_client, namespace, "eval")))
 
@@ -119,14 +119,14 @@ def test_a_running_evaluator_finishes_before_the_job_succeeds(
 def test_a_failed_final_evaluation_is_a_warning_and_the_job_succeeds(
         kube_client: KubeClient, namespace: str, operator: OperatorProcess) -> None:
     create(kube_client, namespace, "evalfail", {GRACE: "120"})
-    wait_for(lambda: all_running(kube_client, namespace, "evalfail"), 60, "3 pods running")
+    wait_for(lambda: all_running(kube_client, namespace, "evalfail"), DEADLINE, "3 pods running")
     chief = pod_of(kube_client, namespace, "evalfail", "chief")
     evaluator = pod_of(kube_client, namespace, "evalfail", "evaluator")
     assert chief is not None and evaluator is not None
     exit_pod(kube_client, namespace, chief["metadata"]["name"], 0)
-    wait_for(lambda: waiting(kube_client, namespace, "evalfail"), 30, "the job to wait for its evaluator")
+    wait_for(lambda: waiting(kube_client, namespace, "evalfail"), DEADLINE, "the job to wait for its evaluator")
     exit_pod(kube_client, namespace, evaluator["metadata"]["name"], 1)
-    wait_for(lambda: condition(kube_client, namespace, "evalfail", "Succeeded"), 30, "Succeeded")
+    wait_for(lambda: condition(kube_client, namespace, "evalfail", "Succeeded"), DEADLINE, "Succeeded")
     assert not condition(kube_client, namespace, "evalfail", "Failed")
     warning = wait_for(lambda: [e for e in events_about(kube_client, namespace, "evalfail")
                                 if e["reason"] == "EvaluatorFailed"], 30, "an EvaluatorFailed event")[0]
@@ -149,18 +149,18 @@ def jobs_operator(cluster: LocalCluster, tfjob_crd: Path, namespace: str,
 def test_the_grace_running_out_succeeds_the_job_and_cleans_up_the_evaluator_with_the_job_backend(
         cluster: LocalCluster, kube_client: KubeClient, namespace: str, jobs_operator: OperatorProcess) -> None:
     create(kube_client, namespace, "evalslow", {GRACE: "5"})
-    wait_for(lambda: all_running(kube_client, namespace, "evalslow"), 60, "3 pods of Jobs running")
+    wait_for(lambda: all_running(kube_client, namespace, "evalslow"), DEADLINE, "3 pods of Jobs running")
     chief = pod_of(kube_client, namespace, "evalslow", "chief")
     assert chief is not None
     exit_pod(kube_client, namespace, chief["metadata"]["name"], 0)
     lines: list[str] = []
-    waited = wait_for(lambda: waiting(kube_client, namespace, "evalslow"), 30, "the job to wait for its evaluator")
+    waited = wait_for(lambda: waiting(kube_client, namespace, "evalslow"), message="the job to wait for its evaluator")
     wait_for(lambda: {j["metadata"]["labels"]["training.kubeflow.org/replica-type"]
-                      for j in children(kube_client, JOBS, namespace, "evalslow")} == {"chief", "evaluator"}, 60,
+                      for j in children(kube_client, JOBS, namespace, "evalslow")} == {"chief", "evaluator"}, DEADLINE,
              "the worker's Job cleaned up, the evaluator's kept")
     shown(cluster, namespace, "evalslow", lines)
     # Nothing changes after this: only the requeue at the grace's end can finish the job.
-    succeeded = wait_for(lambda: condition(kube_client, namespace, "evalslow", "Succeeded"), 30, "Succeeded")
+    succeeded = wait_for(lambda: condition(kube_client, namespace, "evalslow", "Succeeded"), DEADLINE, "Succeeded")
     # The grace was waited out: it runs from the waiting condition's stamp, and both stamps are whole seconds.
     assert waited is not None and succeeded is not None
     began, ended = parse_time(waited["lastTransitionTime"]), parse_time(succeeded["lastTransitionTime"])
@@ -168,7 +168,7 @@ def test_the_grace_running_out_succeeds_the_job_and_cleans_up_the_evaluator_with
     assert succeeded["reason"] == "TFJobSucceeded"
     lines += messages(kube_client, namespace, "evalslow")
     wait_for(lambda: "evaluator" not in {j["metadata"]["labels"]["training.kubeflow.org/replica-type"]
-                                         for j in children(kube_client, JOBS, namespace, "evalslow")}, 60,
+                                         for j in children(kube_client, JOBS, namespace, "evalslow")}, DEADLINE,
              "the evaluator's Job deleted by cleanPodPolicy Running")
     shown(cluster, namespace, "evalslow", lines)
     print("\n".join(lines))

@@ -28,7 +28,7 @@ from fake_kubelet import exit_pod
 from localcluster import LocalCluster
 from support.operator_process import OperatorProcess
 from support.tfjobs import JOB_NAME_LABEL, TFJOBS, condition, events_about, pod_template
-from support.waiting import wait_for
+from support.waiting import DEADLINE, wait_for
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import ApiError, Invalid
 from tfop.kube.resource import NAMESPACES, PODS, SERVICE_ACCOUNTS, SERVICES
@@ -299,7 +299,7 @@ class Canary:
 
 def make_namespace(client: KubeClient, name: str) -> None:
     client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    wait_for(lambda: _exists(client, name), 30, f"the default ServiceAccount in {name}")
+    wait_for(lambda: _exists(client, name), DEADLINE, f"the default ServiceAccount in {name}")
 
 
 def _exists(client: KubeClient, namespace: str) -> bool:
@@ -332,7 +332,7 @@ def test_fuzzed_jobs_each_reach_an_outcome_and_the_operator_survives(
                                 "spec": {"tfReplicaSpecs": {"Chief": {"replicas": 1, "template": pod_template()},
                                                             "Worker": {"replicas": 1, "template": pod_template()}}}},
                        canary_namespace)
-    wait_for(lambda: condition(kube_client, canary_namespace, "canary", "Running"), 60, "the canary to run")
+    wait_for(lambda: condition(kube_client, canary_namespace, "canary", "Running"), DEADLINE, "the canary to run")
     scaler = threading.Thread(target=canary.run, name="canary", daemon=True)
     scaler.start()
 
@@ -409,7 +409,7 @@ def test_fuzzed_jobs_each_reach_an_outcome_and_the_operator_survives(
     # The canary finishes when its chief does.
     chief = next(p["metadata"]["name"] for p in canary.pods() if "-chief-" in p["metadata"]["name"])
     exit_pod(kube_client, canary_namespace, chief, 0)
-    wait_for(lambda: condition(kube_client, canary_namespace, "canary", "Succeeded"), 30, "the canary to succeed")
+    wait_for(lambda: condition(kube_client, canary_namespace, "canary", "Succeeded"), DEADLINE, "the canary to succeed")
 
     table = Counter(outcomes.values())
     by_mutation: dict[str, Counter[str]] = {}

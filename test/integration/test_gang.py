@@ -21,7 +21,7 @@ from localcluster import LocalCluster
 from localcluster.addons.coscheduler import VOLCANO_CRD, CoScheduler, install_volcano_crd
 from support.operator_process import OperatorProcess
 from support.tfjobs import TFJOBS, condition, events_about, job_status, pods_by_name
-from support.waiting import consistently, wait_for
+from support.waiting import DEADLINE, consistently, wait_for
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import AlreadyExists, Invalid, NotFound
 from tfop.kube.resource import PODS, Resource
@@ -125,7 +125,7 @@ def blocker(client: KubeClient, namespace: str, node: str) -> str:
         "priorityClassName": "tfop-gang-blocker",
         "nodeSelector": {"kubernetes.io/hostname": node},
         "tolerations": [{"key": TAINT, "operator": "Exists", "effect": "NoSchedule"}]}}, namespace)
-    wait_for(lambda: client.get(PODS, "blocker", namespace).get("status", {}).get("phase") == "Running", 60,
+    wait_for(lambda: client.get(PODS, "blocker", namespace).get("status", {}).get("phase") == "Running", DEADLINE,
              "the blocker pod to run")
     return "blocker"
 
@@ -139,10 +139,10 @@ def test_without_gang_scheduling_two_six_gpu_jobs_both_start_partially_and_neith
     blocker(kube_client, namespace, gang_node)
     for job in ("job-a", "job-b"):
         kube_client.create(TFJOBS, six_gpu_job(job, gang_node), namespace)
-    wait_for(lambda: all(len(pods_of(kube_client, namespace, job)) == 6 for job in ("job-a", "job-b")), 60,
+    wait_for(lambda: all(len(pods_of(kube_client, namespace, job)) == 6 for job in ("job-a", "job-b")), DEADLINE,
              "both jobs' 6 pods to exist (Pending: the blocker holds every GPU)")
     kube_client.delete(PODS, "blocker", namespace)
-    wait_for(lambda: sum(running(pods_of(kube_client, namespace, job)) for job in ("job-a", "job-b")) == 8, 90,
+    wait_for(lambda: sum(running(pods_of(kube_client, namespace, job)) for job in ("job-a", "job-b")) == 8, DEADLINE,
              "the default scheduler to fill the node's 8 GPUs")
     consistently(lambda: sum(running(pods_of(kube_client, namespace, job)) for job in ("job-a", "job-b")) == 8, 5,
                  "8 running pods (nothing more can be placed: every GPU is taken)")
@@ -163,7 +163,7 @@ def test_with_scheduler_plugins_one_job_runs_whole_then_the_other(
     # co-scheduler keeps the scheduler's default preemption, which knows no groups), and neither runs whole.
     for job in ("job-a", "job-b"):
         kube_client.create(TFJOBS, six_gpu_job(job, gang_node, by_role=False), namespace)
-    wait_for(lambda: all(len(pods_of(kube_client, namespace, job)) == 6 for job in ("job-a", "job-b")), 60,
+    wait_for(lambda: all(len(pods_of(kube_client, namespace, job)) == 6 for job in ("job-a", "job-b")), DEADLINE,
              "both jobs' 6 pods to exist")
     for job in ("job-a", "job-b"):
         group = kube_client.get(PLUGIN_GROUPS, job, namespace)
@@ -198,9 +198,9 @@ def test_with_scheduler_plugins_one_job_runs_whole_then_the_other(
     worker_0 = next(name for name, pod in pods_by_name(kube_client, namespace, first).items()
                     if "-worker-" in name and name.endswith("-0"))
     exit_pod(kube_client, namespace, worker_0, 0)
-    wait_for(lambda: (condition(kube_client, namespace, first, "Succeeded") or {}).get("status") == "True", 60,
+    wait_for(lambda: (condition(kube_client, namespace, first, "Succeeded") or {}).get("status") == "True", DEADLINE,
              f"{first} to succeed")
-    wait_for(lambda: _gone(kube_client, PLUGIN_GROUPS, first, namespace), 60, f"{first}'s PodGroup to be deleted")
+    wait_for(lambda: _gone(kube_client, PLUGIN_GROUPS, first, namespace), DEADLINE, f"{first}'s PodGroup to be deleted")
     wait_for(lambda: running(pods_of(kube_client, namespace, second)) == 6, 120, f"{second} to run whole")
     print(f"after {first} finished: {second} runs {running(pods_of(kube_client, namespace, second))} of 6")
 
@@ -243,12 +243,12 @@ def test_suspend_deletes_the_pod_group_and_resume_makes_it_again(
         kube_client.patch(TFJOBS, "pausable", {"spec": {"runPolicy": {"schedulingPolicy": {"queue": "team-b"}}}},
                           namespace)
     kube_client.patch(TFJOBS, "pausable", {"spec": {"runPolicy": {"suspend": True}}}, namespace)
-    wait_for(lambda: _gone(kube_client, PLUGIN_GROUPS, "pausable", namespace), 60, "the PodGroup to be deleted")
-    wait_for(lambda: not pods_of(kube_client, namespace, "pausable"), 60, "the pods to be deleted")
+    wait_for(lambda: _gone(kube_client, PLUGIN_GROUPS, "pausable", namespace), DEADLINE, "the PodGroup to be deleted")
+    wait_for(lambda: not pods_of(kube_client, namespace, "pausable"), DEADLINE, "the pods to be deleted")
     kube_client.patch(TFJOBS, "pausable", {"spec": {"runPolicy": {"schedulingPolicy": {"queue": "team-b"}}}},
                       namespace)
     kube_client.patch(TFJOBS, "pausable", {"spec": {"runPolicy": {"suspend": False}}}, namespace)
-    wait_for(lambda: not _gone(kube_client, PLUGIN_GROUPS, "pausable", namespace), 60, "a new PodGroup")
+    wait_for(lambda: not _gone(kube_client, PLUGIN_GROUPS, "pausable", namespace), DEADLINE, "a new PodGroup")
     group = kube_client.get(PLUGIN_GROUPS, "pausable", namespace)
     assert group["metadata"]["uid"] != first_uid
     assert kube_client.get(TFJOBS, "pausable", namespace)["spec"]["runPolicy"]["schedulingPolicy"]["queue"] == "team-b"
@@ -312,7 +312,7 @@ def test_volcano_pods_wait_while_the_pod_group_is_pending_and_appear_once_it_is_
     operators("--gang-scheduler-name", "volcano").start()
     job = six_gpu_job("volcanic", "nowhere", run_policy={"schedulingPolicy": {"queue": "research"}})
     kube_client.create(TFJOBS, job, namespace)
-    wait_for(lambda: not _gone(kube_client, VOLCANO_GROUPS, "volcanic", namespace), 60, "the PodGroup")
+    wait_for(lambda: not _gone(kube_client, VOLCANO_GROUPS, "volcanic", namespace), DEADLINE, "the PodGroup")
     group = kube_client.get(VOLCANO_GROUPS, "volcanic", namespace)
     assert group["spec"] == {"minMember": 6, "minResources": {GPU: "6"}, "queue": "research",
                              "priorityClassName": "tfop-gang-high"}
@@ -321,14 +321,14 @@ def test_volcano_pods_wait_while_the_pod_group_is_pending_and_appear_once_it_is_
         {"type": "Unschedulable", "status": "True", "reason": "NotEnoughResources",
          "message": "6/6 tasks in gang unschedulable: 6 Insufficient nvidia.com/gpu"}]}}, namespace)
     wait_for(lambda: "6 Insufficient nvidia.com/gpu" in
-             running_message(kube_client, namespace, "volcanic"), 60,
+             running_message(kube_client, namespace, "volcanic"), DEADLINE,
              "the job's status to say what Volcano reports")
-    events = wait_for(lambda: gang_events(kube_client, namespace, "volcanic"), 30,
+    events = wait_for(lambda: gang_events(kube_client, namespace, "volcanic"), DEADLINE,
                       "a GangUnschedulable event quoting Volcano's condition")
     assert "6/6 tasks in gang unschedulable" in events[0]["message"], events[0]["message"]
     consistently(lambda: not pods_of(kube_client, namespace, "volcanic"), 3, "no pod before the group is Inqueue")
     kube_client.patch(VOLCANO_GROUPS, "volcanic", {"status": {"phase": "Inqueue"}}, namespace)
-    wait_for(lambda: len(pods_of(kube_client, namespace, "volcanic")) == 6, 60, "the 6 pods once Inqueue")
+    wait_for(lambda: len(pods_of(kube_client, namespace, "volcanic")) == 6, DEADLINE, "the 6 pods once Inqueue")
     wait_for(lambda: "Inqueue" in cluster.kubectl("get", "tfjob", "volcanic", "-n", namespace, "-o", "wide").stdout,
              30, "kubectl get tfjob -o wide to show the PodGroup's phase")
     for pod in pods_of(kube_client, namespace, "volcanic"):
@@ -346,11 +346,12 @@ def test_without_the_pod_group_crd_the_operator_says_so_once_and_jobs_wait(
              60, "Volcano's PodGroup CRD to be gone")
     process = operators("--gang-scheduler-name", "volcano").start(wait_ready=False)
     wait_for(lambda: process.get("/readyz")[0] == 500
-             and "podgroups.scheduling.volcano.sh" in process.get("/readyz")[1], 30, "/readyz to name the missing CRD")
+             and "podgroups.scheduling.volcano.sh" in process.get("/readyz")[1],
+             message="/readyz to name the missing CRD")
     assert process.get("/healthz")[0] == 200  # alive: a restart would not install the CRD
     kube_client.create(TFJOBS, six_gpu_job("waiting", "nowhere"), namespace)
     wait_for(lambda: "podgroups.scheduling.volcano.sh is not installed" in
-             running_message(kube_client, namespace, "waiting"), 60,
+             running_message(kube_client, namespace, "waiting"), DEADLINE,
              "the job's status to name the missing CRD")
     consistently(lambda: not pods_of(kube_client, namespace, "waiting"), 2, "no pod while the CRD is missing")
     lines = [line for line in process.log_path.read_text().splitlines() if "podgroups.scheduling.volcano.sh" in line

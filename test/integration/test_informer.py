@@ -15,7 +15,7 @@ from urllib.parse import urlparse
 import pytest
 
 from support.proxy import TcpProxy
-from support.waiting import wait_for
+from support.waiting import DEADLINE, wait_for
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import AlreadyExists, NotFound
 from tfop.kube.informer import Informer
@@ -113,7 +113,7 @@ def restart_apiserver(cluster: Any) -> None:
         # `kill` returns when the process looks gone, which can be a few ms before the kernel frees its listening
         # port; starting at once then fails with "address already in use".
         port = urlparse(cluster.server).port
-        wait_for(lambda: port_is_free(port), 10, "the apiserver's port to be released")
+        wait_for(lambda: port_is_free(port), DEADLINE, "the apiserver's port to be released")
     finally:
         cluster.start("kube-apiserver")
 
@@ -148,7 +148,7 @@ def widgets_crd(cluster: Any) -> Iterator[Resource]:
             return False
         return True
 
-    wait_for(served, 60, "the widgets CRD to be served")
+    wait_for(served, DEADLINE, "the widgets CRD to be served")
     yield WIDGETS
     with contextlib.suppress(NotFound):
         client.delete(CUSTOM_RESOURCE_DEFINITIONS, WIDGET_CRD["metadata"]["name"])
@@ -185,19 +185,19 @@ def test_informer_sees_create_update_and_delete(kind: str, kube_client: KubeClie
 
     created = kube_client.create(resource, body_for(resource, "one", {"app": "a"}), namespace)
     assert "managedFields" in created["metadata"]
-    wait_for(lambda: key in informer.store, 30, "the add")
+    wait_for(lambda: key in informer.store, DEADLINE, "the add")
     cached = informer.store.get(key)
     assert cached is not None and "managedFields" not in cached["metadata"]  # the default transform
     assert cached["kind"] == resource.kind
     assert [obj["metadata"]["name"] for obj in informer.store.by_index("app", "a")] == ["one"]
 
     updated = kube_client.patch(resource, "one", {"metadata": {"labels": {"app": "b"}}}, namespace)
-    wait_for(lambda: cache_state(informer).get(key) == updated["metadata"]["resourceVersion"], 30, "the update")
+    wait_for(lambda: cache_state(informer).get(key) == updated["metadata"]["resourceVersion"], DEADLINE, "the update")
     assert informer.store.by_index("app", "a") == []
     assert [obj["metadata"]["name"] for obj in informer.store.by_index("app", "b")] == ["one"]
 
     kube_client.delete(resource, "one", namespace, grace_period_seconds=0)
-    wait_for(lambda: key not in informer.store, 30, "the delete")
+    wait_for(lambda: key not in informer.store, DEADLINE, "the delete")
     events = recorder.of(key)
     # A pod's graceful deletion may show as an update (deletionTimestamp set) just before the delete.
     assert events[0] == ("add", False) and events[-1] == ("delete", False)
@@ -226,7 +226,7 @@ def test_cache_equals_server_after_500_random_operations(kind: str, kube_client:
         else:
             kube_client.delete(resource, name, namespace, grace_period_seconds=0)
             existing.discard(name)
-    wait_for(lambda: cache_matches_server(informer, kube_client, recorder), 60,
+    wait_for(lambda: cache_matches_server(informer, kube_client, recorder), DEADLINE,
                "the cache and the handlers' view to equal the server's state")
     assert set(cache_state(informer)) == {f"{namespace}/{name}" for name in existing}
 
@@ -242,10 +242,10 @@ def test_label_selector_and_namespace_scope(kube_client: KubeClient, namespace: 
         kube_client.create(widgets_crd, body_for(widgets_crd, "in", {"team": "ml"}), namespace)
         kube_client.create(widgets_crd, body_for(widgets_crd, "unlabelled"), namespace)
         kube_client.create(widgets_crd, body_for(widgets_crd, "elsewhere", {"team": "ml"}), other)
-        wait_for(lambda: f"{namespace}/in" in informer.store, 30, "the matching object")
+        wait_for(lambda: f"{namespace}/in" in informer.store, DEADLINE, "the matching object")
         # Leaving the selector looks like a delete to the informer.
         kube_client.patch(widgets_crd, "in", {"metadata": {"labels": {"team": "web"}}}, namespace)
-        wait_for(lambda: len(informer.store) == 0, 30, "the object to leave the selection")
+        wait_for(lambda: len(informer.store) == 0, DEADLINE, "the object to leave the selection")
         assert recorder.of(f"{namespace}/in") == [("add", False), ("delete", False)]
         assert recorder.of(f"{namespace}/unlabelled") == [] and recorder.of(f"{other}/elsewhere") == []
     finally:
@@ -260,7 +260,7 @@ def test_stop_closes_the_open_watch_promptly(kube_client: KubeClient, namespace:
     # An object created after the sync reaches the cache only through the watch, so once it is there the watch
     # is open (it would otherwise stay open 300-600 s).
     kube_client.create(widgets_crd, body_for(widgets_crd, "probe"), namespace)
-    wait_for(lambda: f"{namespace}/probe" in informer.store, 30, "the watch to deliver an object")
+    wait_for(lambda: f"{namespace}/probe" in informer.store, DEADLINE, "the watch to deliver an object")
     # Only the close can end it within the join: the server would end the watch after 600 s, the client's read
     # timeout later still.
     informer.stop(timeout=STOP_JOIN)
@@ -280,7 +280,7 @@ def test_a_failing_handler_does_not_stop_the_informer(kube_client: KubeClient, n
     started(informer)
     for name in ("a", "b"):
         kube_client.create(widgets_crd, body_for(widgets_crd, name), namespace)
-    wait_for(lambda: len(recorder.snapshot()) == 2, 30, "both adds past the failing handler")
+    wait_for(lambda: len(recorder.snapshot()) == 2, DEADLINE, "both adds past the failing handler")
     assert informer.is_alive()
 
 
@@ -291,13 +291,13 @@ def test_informer_recovers_after_the_apiserver_is_killed(cluster: Any, kube_clie
         kube_client.create(widgets_crd, body_for(widgets_crd, f"w-{i}"), namespace)
     informer = started(Informer(kube_client, widgets_crd, namespace=namespace, backoff_cap=5.0))
     recorder = Recorder().attach(informer)
-    wait_for(lambda: len(informer.store) == 5, 30, "the initial objects")
+    wait_for(lambda: len(informer.store) == 5, DEADLINE, "the initial objects")
     restart_apiserver(cluster)  # SIGKILL mid-watch
     writer = KubeClient.from_kubeconfig(str(cluster.kubeconfig))
     writer.delete(widgets_crd, "w-0", namespace)
     writer.patch(widgets_crd, "w-1", {"spec": {"size": 2}}, namespace)
     writer.create(widgets_crd, body_for(widgets_crd, "w-new"), namespace)
-    wait_for(lambda: cache_matches_server(informer, writer, recorder), 90, "the cache to catch up after restart")
+    wait_for(lambda: cache_matches_server(informer, writer, recorder), DEADLINE, "the cache to catch up after restart")
     assert informer.is_alive()
     assert f"{namespace}/w-0" not in informer.store and f"{namespace}/w-new" in informer.store
 
@@ -317,7 +317,7 @@ def test_deletes_during_an_outage_are_learnt_through_a_relist(cluster: Any, kube
         informer = Informer(through_proxy, widgets_crd, namespace=namespace, backoff_initial=0.2, backoff_cap=1.0)
         recorder = Recorder().attach(informer)
         started(informer)
-        wait_for(lambda: len(informer.store) == 8, 30, "the initial objects")
+        wait_for(lambda: len(informer.store) == 8, DEADLINE, "the initial objects")
         assert informer.list_count == 1
         proxy.cut()  # from here on the informer cannot see anything, bookmarks included
         # A write the informer does not watch moves the revision past its resourceVersion, so the restarted
@@ -332,7 +332,7 @@ def test_deletes_during_an_outage_are_learnt_through_a_relist(cluster: Any, kube
         writer.create(widgets_crd, body_for(widgets_crd, "w-new"), namespace)
         assert cache_state(informer) != server_state(writer, widgets_crd, namespace)  # still disconnected
         proxy.resume()
-        wait_for(lambda: cache_matches_server(informer, writer, recorder), 90, "the cache to catch up")
+        wait_for(lambda: cache_matches_server(informer, writer, recorder), DEADLINE, "the cache to catch up")
     finally:
         proxy.close()
     assert informer.list_count >= 2, "the informer should have re-listed"

@@ -39,7 +39,7 @@ from support.kueue import (
 )
 from support.operator_process import OperatorProcess
 from support.tfjobs import TFJOBS, condition, events_about, job_status
-from support.waiting import wait_for
+from support.waiting import DEADLINE, wait_for
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import ApiError
 from tfop.kube.resource import PODS
@@ -73,7 +73,7 @@ def make_queue(client: KubeClient, made: list[tuple[Any, str]], namespace: str, 
     make(client, made, CLUSTER_QUEUES,
          cluster_queue(f"{namespace}-cq", flavor_body["metadata"]["name"], gpus, namespace, preemption))
     client.create(LOCAL_QUEUES, local_queue("queue", f"{namespace}-cq"), namespace)
-    wait_for(lambda: is_true(client.get(CLUSTER_QUEUES, f"{namespace}-cq"), "Active"), 30,
+    wait_for(lambda: is_true(client.get(CLUSTER_QUEUES, f"{namespace}-cq"), "Active"), DEADLINE,
              "the ClusterQueue to be Active")
 
 
@@ -102,7 +102,7 @@ def running_pods(client: KubeClient, namespace: str, job: str, count: int) -> li
         ok = len(pods) == count and all(p.get("status", {}).get("phase") == "Running" for p in pods)
         return pods if ok else None
 
-    pods: list[dict[str, Any]] = wait_for(check, 60, f"{count} Running pods of {job}", interval=0.2)
+    pods: list[dict[str, Any]] = wait_for(check, DEADLINE, f"{count} Running pods of {job}", interval=0.2)
     return pods
 
 
@@ -120,7 +120,7 @@ def test_quota_admits_two_of_three_jobs_and_the_third_runs_when_one_succeeds(
             wait_for(lambda: timeline.elapsed() >= 1.1 * len(jobs), 5, "a second to pass")
 
         for name in ("job-a", "job-b"):
-            wait_for(lambda n=name: condition(client, ns, n, "Running"), 60, f"{name} to be Running")
+            wait_for(lambda n=name: condition(client, ns, n, "Running"), DEADLINE, f"{name} to be Running")
             pods = running_pods(client, ns, name, 2)
             found, _ = client.list(PODS, ns, label_selector=KUEUE_POD_SELECTOR.format(name))
             assert sorted(p["metadata"]["name"] for p in found) == sorted(p["metadata"]["name"] for p in pods)
@@ -130,18 +130,18 @@ def test_quota_admits_two_of_three_jobs_and_the_third_runs_when_one_succeeds(
         assert live_pods(client, ns, "job-c") == []
 
         finish_chief(client, ns, "job-a")
-        wait_for(lambda: condition(client, ns, "job-a", "Succeeded"), 60, "job-a to succeed")
-        wait_for(lambda: condition(client, ns, "job-c", "Running"), 60, "job-c to be admitted and Running")
+        wait_for(lambda: condition(client, ns, "job-a", "Succeeded"), DEADLINE, "job-a to succeed")
+        wait_for(lambda: condition(client, ns, "job-c", "Running"), DEADLINE, "job-c to be admitted and Running")
         running_pods(client, ns, "job-c", 2)
         for name in ("job-b", "job-c"):
             finish_chief(client, ns, name)
         for name, job in jobs.items():
-            wait_for(lambda n=name: condition(client, ns, n, "Succeeded"), 60, f"{name} to succeed")
+            wait_for(lambda n=name: condition(client, ns, n, "Succeeded"), DEADLINE, f"{name} to succeed")
             # Queued by Kueue (suspended at creation): tfop never calls it unqueued.
             assert not [e for e in events_about(client, ns, name) if e.get("reason") == "NotQueuedByKueue"]
-            wait_for(lambda j=job: is_true(workload_of(client, ns, j), "Finished"), 60,
+            wait_for(lambda j=job: is_true(workload_of(client, ns, j), "Finished"), DEADLINE,
                      f"{name}'s Workload to be Finished")
-        wait_for(lambda: timeline.first("job-c", "workload finished"), 10, "the timeline to see job-c finish")
+        wait_for(lambda: timeline.first("job-c", "workload finished"), DEADLINE, "the timeline to see job-c finish")
     finally:
         timeline.stop()
         print(f"--- admission timeline (s since the first create) ---\n{timeline.table()}")
@@ -182,7 +182,7 @@ def gpu_nodes(client: KubeClient, made: list[tuple[Any, str]], pool: str, count:
             "status": {"allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110", GPU: "8"},
                        "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110", GPU: "8"}}})
         names.append(name)
-    wait_for(lambda: all(is_true(client.get(NODES, n), "Ready") for n in names), 60, "kwok to make the nodes Ready")
+    wait_for(lambda: all(is_true(client.get(NODES, n), "Ready") for n in names), message="kwok to make the nodes Ready")
     return names
 
 
@@ -201,7 +201,7 @@ def test_flavor_places_the_pods_and_a_preempted_job_resumes_without_counting_a_r
     timeline = Timeline(KubeClient.from_kubeconfig(str(operator.kubeconfig)), ns).start()
     try:
         low = submit(client, ns, timeline, queued_tfjob("low", "queue", 2, priority_class=f"{ns}-low"))
-        wait_for(lambda: condition(client, ns, "low", "Running"), 60, "low to be admitted and Running")
+        wait_for(lambda: condition(client, ns, "low", "Running"), DEADLINE, "low to be admitted and Running")
         first_pods = running_pods(client, ns, "low", 2)
         for pod in first_pods:
             # Admission wrote the flavor's nodeLabels and tolerations into the templates tfop made these from.
@@ -211,20 +211,20 @@ def test_flavor_places_the_pods_and_a_preempted_job_resumes_without_counting_a_r
 
         # 4 + 8 GPUs do not fit in 8: Kueue evicts the lower priority, suspending it; tfop stops its pods.
         submit(client, ns, timeline, queued_tfjob("high", "queue", 4, priority_class=f"{ns}-high"))
-        wait_for(lambda: is_true(workload_of(client, ns, low), "Evicted"), 60, "Kueue to evict low")
-        wait_for(lambda: live_pods(client, ns, "low") == [], 60, "low's pods to go")
+        wait_for(lambda: is_true(workload_of(client, ns, low), "Evicted"), DEADLINE, "Kueue to evict low")
+        wait_for(lambda: live_pods(client, ns, "low") == [], DEADLINE, "low's pods to go")
         # Kueue admits nothing into the freed quota until every active count is 0: tfop's status must say so.
-        wait_for(lambda: active_counts(client, ns, "low") == {"Chief": 0, "Worker": 0}, 30,
+        wait_for(lambda: active_counts(client, ns, "low") == {"Chief": 0, "Worker": 0}, DEADLINE,
                  "low's replicaStatuses to count no active pod")
         assert condition(client, ns, "low", "Suspended") is not None
         assert condition(client, ns, "low", "Failed") is None
-        wait_for(lambda: condition(client, ns, "high", "Running"), 60, "high to be admitted and Running")
+        wait_for(lambda: condition(client, ns, "high", "Running"), DEADLINE, "high to be admitted and Running")
         assert live_pods(client, ns, "low") == []
 
         finish_chief(client, ns, "high")
-        wait_for(lambda: condition(client, ns, "high", "Succeeded"), 60, "high to succeed")
+        wait_for(lambda: condition(client, ns, "high", "Succeeded"), DEADLINE, "high to succeed")
         # Re-admitted: new pods, placed by the flavor again, and the eviction cost no restart.
-        wait_for(lambda: condition(client, ns, "low", "Running"), 60, "low to be re-admitted and Running")
+        wait_for(lambda: condition(client, ns, "low", "Running"), DEADLINE, "low to be re-admitted and Running")
         second_pods = running_pods(client, ns, "low", 2)
         assert not {p["metadata"]["uid"] for p in second_pods} & {p["metadata"]["uid"] for p in first_pods}
         assert all(p["spec"]["nodeSelector"] == {POOL_LABEL: ns} for p in second_pods)
@@ -233,12 +233,12 @@ def test_flavor_places_the_pods_and_a_preempted_job_resumes_without_counting_a_r
         assert condition(client, ns, "low", "Suspended") is None
 
         finish_chief(client, ns, "low")
-        wait_for(lambda: condition(client, ns, "low", "Succeeded"), 60, "low to succeed after its preemption")
+        wait_for(lambda: condition(client, ns, "low", "Succeeded"), DEADLINE, "low to succeed after its preemption")
         # Kueue says so in an event on the job: once the Workload's quota is released, Kueue v0.15 compares the
         # job's templates (which still hold the flavor's nodeSelector) with the Workload's and deletes it as not
         # matching, so the Workload itself may be gone by the time anyone looks.
         for name in ("high", "low"):
-            wait_for(lambda n=name: event_reasons(client, ns, n) & {"FinishedWorkload"}, 60,
+            wait_for(lambda n=name: event_reasons(client, ns, n) & {"FinishedWorkload"}, DEADLINE,
                      f"Kueue to declare {name}'s Workload finished")
     finally:
         timeline.stop()

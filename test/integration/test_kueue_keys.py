@@ -15,7 +15,7 @@ from localcluster import LocalCluster
 from support.kueue import CLUSTER_QUEUES, LOCAL_QUEUES, QUEUE_LABEL, RESOURCE_FLAVORS, is_true, live_pods, workload_of
 from support.operator_process import OperatorProcess
 from support.tfjobs import TFJOBS, condition
-from support.waiting import wait_for
+from support.waiting import DEADLINE, wait_for
 from tfop.kube.client import KubeClient
 
 
@@ -55,21 +55,22 @@ def test_kueue_counts_only_titlecase_keys_and_tfop_refuses_the_others(
 
     # Before tfop runs: what Kueue alone makes of the job. Its Workload has the Chief's pod set only, and it is
     # admitted on 1 CPU although the job's three pods would take 3.
-    workload = wait_for(lambda: workload_of(kube_client, namespace, created), 30, "Kueue's Workload for the job")
+    workload = wait_for(lambda: workload_of(kube_client, namespace, created), DEADLINE, "Kueue's Workload for the job")
     assert [(pod_set["name"], pod_set["count"]) for pod_set in workload["spec"]["podSets"]] == [("chief", 1)]
-    wait_for(lambda: is_true(workload_of(kube_client, namespace, created), "Admitted"), 30, "Kueue to admit it")
+    wait_for(lambda: is_true(workload_of(kube_client, namespace, created), "Admitted"), DEADLINE, "Kueue to admit it")
     # Kueue unsuspends the job once its Workload is admitted: a moment after the condition, not with it.
-    wait_for(lambda: kube_client.get(TFJOBS, "mixed", namespace)["spec"]["runPolicy"]["suspend"] is False, 30,
+    wait_for(lambda: kube_client.get(TFJOBS, "mixed", namespace)["spec"]["runPolicy"]["suspend"] is False, DEADLINE,
              "Kueue to unsuspend the admitted job")
 
     operator = OperatorProcess(cluster.kubeconfig, tmp_path / "operator.log", "--namespace", namespace).start()
     try:
-        failed = wait_for(lambda: condition(kube_client, namespace, "mixed", "Failed"), 30, "tfop to refuse the job")
+        failed = wait_for(lambda: condition(kube_client, namespace, "mixed", "Failed"),
+                          message="tfop to refuse the job")
     finally:
         operator.terminate()
     assert failed["reason"] == "InvalidSpec"
     assert ("spec.tfReplicaSpecs[worker]: must be spelt Worker in a job queued by Kueue (label "
             f"kueue.x-k8s.io/queue-name={cpu_queue})") in failed["message"]
     assert live_pods(kube_client, namespace, "mixed") == []
-    wait_for(lambda: is_true(workload_of(kube_client, namespace, created), "Finished"), 30,
+    wait_for(lambda: is_true(workload_of(kube_client, namespace, created), "Finished"), DEADLINE,
              "Kueue to finish the Workload of the failed job, releasing its quota")

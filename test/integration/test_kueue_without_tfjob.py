@@ -33,7 +33,7 @@ from support.kueue import (
 )
 from support.operator_process import OperatorProcess
 from support.tfjobs import TFJOBS, condition, events_about
-from support.waiting import consistently, wait_for
+from support.waiting import DEADLINE, consistently, wait_for
 from tfop.kube.client import KubeClient
 
 CRD_FILE = Path(__file__).resolve().parents[2] / "crd" / "kubeflow.org_tfjobs.yaml"
@@ -56,7 +56,7 @@ def without_integration(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Se
     try:
         cluster.up()
         cluster.kubectl("apply", "-f", str(CRD_FILE))
-        wait_for(lambda: crd_established(cluster, "tfjobs.kubeflow.org"), 60, "the TFJob CRD to be Established")
+        wait_for(lambda: crd_established(cluster, "tfjobs.kubeflow.org"), DEADLINE, "the TFJob CRD to be Established")
         kueue = Kueue(cluster, integrations=["batch/job"], webhook_integrations=["batch/job", TFJOB_INTEGRATION])
         kueue.start()
         namespace = f"unqueued-{uuid.uuid4().hex[:6]}"
@@ -65,7 +65,7 @@ def without_integration(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Se
         client.create(RESOURCE_FLAVORS, flavor("gpu"))
         client.create(CLUSTER_QUEUES, cluster_queue("team", "gpu", 8, namespace))
         client.create(LOCAL_QUEUES, local_queue("queue", "team"), namespace)
-        wait_for(lambda: is_true(client.get(CLUSTER_QUEUES, "team"), "Active"), 60, "the ClusterQueue to be Active")
+        wait_for(lambda: is_true(client.get(CLUSTER_QUEUES, "team"), "Active"), message="the ClusterQueue to be Active")
         operator = OperatorProcess(cluster.kubeconfig, cluster.directory / "tfop.log", "--namespace", namespace)
         operator.start()
         yield Setup(cluster, client, namespace)
@@ -88,10 +88,10 @@ def test_a_queued_job_runs_unqueued_and_tfop_says_so(without_integration: Setup)
     created = client.create(TFJOBS, queued_tfjob("unqueued", "queue", gpus_per_replica=1), ns)
     print(f"stored runPolicy: {created['spec']['runPolicy']}")
     assert created["spec"]["runPolicy"].get("suspend") is not True, "Kueue's webhook did not suspend it"
-    wait_for(lambda: len(live_pods(client, ns, "unqueued")) == 2, 60, "tfop to create both pods at once")
+    wait_for(lambda: len(live_pods(client, ns, "unqueued")) == 2, DEADLINE, "tfop to create both pods at once")
 
     events = wait_for(lambda: [e for e in events_about(client, ns, "unqueued") if e.get("reason") ==
-                               "NotQueuedByKueue"], 30, "a NotQueuedByKueue event")
+                               "NotQueuedByKueue"], DEADLINE, "a NotQueuedByKueue event")
     print(f"event: {events[0]['type']} {events[0]['reason']}: {events[0]['message']}")
     assert events[0]["type"] == "Warning"
     created_condition = condition(client, ns, "unqueued", "Created") or {}

@@ -13,7 +13,7 @@ import pytest
 from fake_kubelet import exit_pod
 from support.operator_process import OperatorProcess
 from support.tfjobs import TFJOBS, children, create_job, events_about, job_status, pods_by_name, replica, tfjob
-from support.waiting import consistently, wait_for, wait_for_count
+from support.waiting import DEADLINE, consistently, wait_for, wait_for_count
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import Invalid, NotFound
 from tfop.kube.resource import PODS, SERVICES
@@ -77,7 +77,7 @@ def test_a_job_managed_elsewhere_is_left_alone_while_its_neighbour_runs(
             return True
         return False
 
-    wait_for(neighbour_deleted, 30, "tfop to delete the finished neighbour after its TTL")
+    wait_for(neighbour_deleted, DEADLINE, "tfop to delete the finished neighbour after its TTL")
     # Past the neighbour's TTL, the other job's is a year gone: it still stands, untouched.
     consistently(lambda: job_status(kube_client, namespace, "elsewhere") == copied, 1, "the other job's status kept")
     assert children(kube_client, PODS, namespace, "elsewhere") == []

@@ -32,7 +32,7 @@ from support.alert_timeline import clock
 from support.metric_table import Scraped, differences, documented, help_problems, naming_problems
 from support.monitoring import REFUSED, SCRAPE_INTERVAL, Monitored, monitored_operator, scratch_namespace
 from support.tfjobs import TFJOBS, condition, create_job, job_status, pods_by_name, replica
-from support.waiting import wait_for
+from support.waiting import DEADLINE, wait_for
 from tfop.kube.client import KubeClient
 
 INTERVAL = seconds(SCRAPE_INTERVAL)
@@ -58,7 +58,7 @@ class Workload:
                                                                           pod["metadata"]["uid"])}
             return [pod for pod in pods if pod["metadata"]["labels"].get(ROLE_LABEL) == "master"]
 
-        [pod] = wait_for(running, 60, f"{job}'s pods running")
+        [pod] = wait_for(running, DEADLINE, f"{job}'s pods running")
         return str(pod["metadata"]["name"])
 
     def run(self, client: KubeClient, job: str, exit_code: int, outcome: str, **specs: Any) -> None:
@@ -67,9 +67,9 @@ class Workload:
         exit_pod(client, self.namespace, self.running_pod(client, job), exit_code)
         if outcome == "Deleted":  # after its TTL, which may pass before a look sees it Succeeded
             wait_for(lambda: not [item for item in client.list(TFJOBS, self.namespace)[0]
-                                  if item["metadata"]["name"] == job], 60, f"{job} deleted")
+                                  if item["metadata"]["name"] == job], DEADLINE, f"{job} deleted")
         elif outcome:
-            wait_for(lambda: condition(client, self.namespace, job, outcome), 60, f"{job} {outcome}")
+            wait_for(lambda: condition(client, self.namespace, job, outcome), DEADLINE, f"{job} {outcome}")
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +93,7 @@ def workload(cluster: LocalCluster, tfjob_crd: Path, chart_monitoring: Monitorin
                      'sum(training_operator_jobs_failed_total{job="tfop"}) == 1',
                      'sum(training_operator_jobs_deleted_total{job="tfop"}) == 1',
                      'sum(tf_operator_restarts_total{job="tfop",exit_class="retryable"}) == 1'):
-            wait_for(lambda expr=expr: query(expr), 60, f"Prometheus to have scraped {expr}", interval=0.5)
+            wait_for(lambda expr=expr: query(expr), DEADLINE, f"Prometheus to have scraped {expr}", interval=0.5)
         time.sleep(4 * INTERVAL)  # a rate over $__rate_interval after the last change has its samples
         yield load
 
@@ -119,7 +119,7 @@ def test_prometheus_reads_metrics_with_its_token_and_a_token_without_the_grant_i
         return found if len(found) == 1 + len(REFUSED) and "unknown" not in {
             target["health"] for target in found.values()} else {}
 
-    targets = wait_for(scraped_targets, 30, "every target scraped at least once")
+    targets = wait_for(scraped_targets, DEADLINE, "every target scraped at least once")
     print("\n".join(f"{job:15} {target['scrapeUrl']:38} {target['health']:5} lastError={target['lastError']!r}"
                     for job, target in sorted(targets.items())))
     tfop = targets[prometheus.job.labels["job"]]

@@ -28,7 +28,7 @@ from localcluster.addons.kueue import Kueue
 from support.crds import crd_established
 from support.operator_process import OperatorProcess
 from support.tfjobs import TFJOBS, children, events_about, job_status, pods_by_name
-from support.waiting import wait_for
+from support.waiting import DEADLINE, wait_for
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import NotFound
 from tfop.kube.resource import PODS, SERVICES, Resource
@@ -73,7 +73,7 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Side, Side,
             cluster = LocalCluster(tmp_path_factory.mktemp(name), real_nodes=0)
             cluster.up()
             cluster.kubectl("apply", "-f", str(CRD_FILE))
-            wait_for(lambda c=cluster: crd_established(c, "tfjobs.kubeflow.org"), 60, f"the {name}'s TFJob CRD")
+            wait_for(lambda c=cluster: crd_established(c, "tfjobs.kubeflow.org"), DEADLINE, f"the {name}'s TFJob CRD")
             overrides = {"multiKueue": {"gcInterval": "5s", "origin": "tfop-manager"}} if name == "manager" else {}
             side = Side(name, cluster, Kueue(cluster, config_overrides=overrides),
                         KubeClient.from_kubeconfig(str(cluster.kubeconfig)))
@@ -88,7 +88,7 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Side, Side,
         manager.cluster.kubectl("create", "secret", "generic", "worker-kubeconfig", "-n", "kueue-system",
                                 "--from-file=kubeconfig=/dev/stdin", input=kubeconfig)
         apply_example(manager, "manager.yaml", namespace)
-        wait_for(lambda: condition_true(manager.client.get(MULTIKUEUE_CLUSTERS, "worker"), "Active"), 60,
+        wait_for(lambda: condition_true(manager.client.get(MULTIKUEUE_CLUSTERS, "worker"), "Active"), DEADLINE,
                  "the MultiKueueCluster to connect to the worker cluster")
         for side in sides:
             side.cluster.kubectl("wait", "--for=condition=Active", "--timeout=60s", "clusterqueue/team")
@@ -122,24 +122,24 @@ def test_a_job_sent_to_the_manager_runs_on_the_worker_only(pair: tuple[Side, Sid
     assert created["spec"]["runPolicy"]["managedBy"] == MULTIKUEUE, "Kueue's webhook hands the job to MultiKueue"
 
     pods = wait_for(lambda: len(pods_by_name(worker.client, namespace, "dist")) == 3 and pods_by_name(
-        worker.client, namespace, "dist"), 90, "the job's three pods on the worker cluster")
+        worker.client, namespace, "dist"), DEADLINE, "the job's three pods on the worker cluster")
     note("3 pods on the worker")
     remote = worker.client.get(TFJOBS, "dist", namespace)
     assert remote["spec"].get("runPolicy", {}).get("managedBy") is None  # cleared by MultiKueue: tfop's to run
-    wait_for(lambda: condition_true(worker.client.get(TFJOBS, "dist", namespace), "Running"), 60,
+    wait_for(lambda: condition_true(worker.client.get(TFJOBS, "dist", namespace), "Running"), DEADLINE,
              "the worker's tfop to see every replica run")
     note("Running on the worker")
-    wait_for(lambda: condition_true(manager.client.get(TFJOBS, "dist", namespace), "Running"), 60,
+    wait_for(lambda: condition_true(manager.client.get(TFJOBS, "dist", namespace), "Running"), DEADLINE,
              "MultiKueue to copy the Running condition to the manager")
     note("Running on the manager")
 
     chief = next(name for name in pods if "-chief-" in name)
     exit_pod(worker.client, namespace, chief, 0)
     note("chief exited 0 on the worker")
-    wait_for(lambda: condition_true(manager.client.get(TFJOBS, "dist", namespace), "Succeeded"), 60,
+    wait_for(lambda: condition_true(manager.client.get(TFJOBS, "dist", namespace), "Succeeded"), DEADLINE,
              "the manager's copy to show the worker's Succeeded")
     note("Succeeded on the manager")
-    wait_for(lambda: workload_finished(manager.client, namespace), 60, "the manager's Workload to finish")
+    wait_for(lambda: workload_finished(manager.client, namespace), DEADLINE, "the manager's Workload to finish")
     note("manager's Workload Finished")
 
     def remote_gone() -> bool:
@@ -149,7 +149,7 @@ def test_a_job_sent_to_the_manager_runs_on_the_worker_only(pair: tuple[Side, Sid
             return True
         return False
 
-    wait_for(remote_gone, 60, "MultiKueue to delete the worker's copy once the job finished")
+    wait_for(remote_gone, DEADLINE, "MultiKueue to delete the worker's copy once the job finished")
     note("worker's copy deleted by MultiKueue")
     print("MultiKueue timeline:\n" + "\n".join(timeline), file=sys.stderr)
 

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from support.tfjobs import TFJOBS, children, condition, events_about, job_status, pods_by_name, replica, tfjob
-from support.waiting import consistently, wait_for
+from support.waiting import DEADLINE, consistently, wait_for
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import NotFound
 from tfop.kube.resource import PODS, Resource
@@ -67,8 +67,8 @@ def test_an_isolated_job_gets_its_own_network_policy(backend: str, kube_client: 
     assert made["spec"] == {"podSelector": OWN, "policyTypes": ["Ingress"],
                             "ingress": [{"from": [{"podSelector": OWN}, *PEERS]}]}
 
-    wait_for(lambda: condition(kube_client, namespace, "iso", "Running"), 60, "iso Running")
-    wait_for(lambda: len(pods_by_name(kube_client, namespace, "open")) == 1, 60, "the neighbour's pod")
+    wait_for(lambda: condition(kube_client, namespace, "iso", "Running"), DEADLINE, "iso Running")
+    wait_for(lambda: len(pods_by_name(kube_client, namespace, "open")) == 1, DEADLINE, "the neighbour's pod")
     # The selector picks exactly the job's pods, from either backend, and not its neighbour's.
     own_pods = set(pods_by_name(kube_client, namespace, "iso"))
     assert len(own_pods) == 3 and selected(kube_client, namespace, made["spec"]["podSelector"]) == own_pods
@@ -77,29 +77,29 @@ def test_an_isolated_job_gets_its_own_network_policy(backend: str, kube_client: 
     # The peers edited: patched once, then left alone.
     annotate(kube_client, namespace, "iso", {FROM: json.dumps(PEERS[:1])})
     wait_for(lambda: (policy(kube_client, namespace, name) or {}).get("spec", {}).get("ingress") == [
-        {"from": [{"podSelector": OWN}, PEERS[0]]}], 30, "the policy patched to the new peers")
+        {"from": [{"podSelector": OWN}, PEERS[0]]}], DEADLINE, "the policy patched to the new peers")
     consistently(lambda: len([e for e in events_about(kube_client, namespace, "iso")
                               if e["reason"] == "SuccessfulUpdateNetworkPolicy"]) <= 1, 3,
                  "one update of the policy, no patch loop")
 
     # Isolation turned off: deleted (the peers go first: they need the switch); on again: made again.
     annotate(kube_client, namespace, "iso", {FROM: None, SWITCH: "None"})
-    wait_for(lambda: policy(kube_client, namespace, name) is None, 30, "the policy deleted")
+    wait_for(lambda: policy(kube_client, namespace, name) is None, DEADLINE, "the policy deleted")
     assert condition(kube_client, namespace, "iso", "Running")
     annotate(kube_client, namespace, "iso", {SWITCH: "Isolated"})
-    wait_for(lambda: policy(kube_client, namespace, name), 30, "the policy made again")
+    wait_for(lambda: policy(kube_client, namespace, name), DEADLINE, "the policy made again")
 
     kube_client.delete(TFJOBS, "iso", namespace)
     # The garbage collector starts watching a newly installed CRD's objects at its next discovery pass (every 30 s):
     # soon after the CRD appears (a session's first test), collecting takes up to half a minute more.
-    wait_for(lambda: policy(kube_client, namespace, name) is None, 90, "the policy collected with the job")
+    wait_for(lambda: policy(kube_client, namespace, name) is None, DEADLINE, "the policy collected with the job")
 
 
 def test_bad_peers_fail_the_job_naming_the_annotation(backend: str, kube_client: KubeClient, namespace: str) -> None:
     job = tfjob("badpeers", Worker=replica())
     job["metadata"]["annotations"] = {SWITCH: "Isolated", FROM: '[{"namespace": "monitoring"}]'}
     kube_client.create(TFJOBS, job, namespace)
-    failed = wait_for(lambda: condition(kube_client, namespace, "badpeers", "Failed"), 30, "Failed")
+    failed = wait_for(lambda: condition(kube_client, namespace, "badpeers", "Failed"), DEADLINE, "Failed")
     assert failed["reason"] == "InvalidSpec"
     assert failed["message"] == (
         f"TFJob {namespace}/badpeers has an invalid spec: metadata.annotations[tfop.kubeflow.org/network-policy-from]"

@@ -15,7 +15,7 @@ import pytest
 
 from support.operator_process import OperatorProcess
 from support.tfjobs import IMAGE, TFJOBS, events_about, job_status, pods_by_name, tfjob
-from support.waiting import consistently, wait_for
+from support.waiting import DEADLINE, consistently, wait_for
 from tfop.kube.client import KubeClient
 from tfop.kube.resource import NODES
 
@@ -67,7 +67,7 @@ def bound_pod(client: KubeClient, namespace: str, job: str, node: str) -> dict[s
         pods = list(pods_by_name(client, namespace, job).values())
         return pods[0] if len(pods) == 1 and pods[0]["spec"].get("nodeName") == node else None
 
-    return wait_for(bound, 60, f"the pod of {job} bound to {node}")
+    return wait_for(bound, DEADLINE, f"the pod of {job} bound to {node}")
 
 
 def pod_uid(client: KubeClient, namespace: str, job: str) -> str | None:
@@ -95,8 +95,8 @@ def test_a_replica_on_an_unreachable_node_is_replaced_after_the_grace(
     taint(kube_client, lone_node, namespace, "node.kubernetes.io/unreachable")
 
     # A new pod under the same name: the old one was removed without its (absent) kubelet's confirmation.
-    wait_for(lambda: pod_uid(kube_client, namespace, "lost") not in (None, old), 60, "the replacement pod")
-    [told] = wait_for(lambda: node_lost_events(kube_client, namespace, "lost"), 30, "the NodeLost event")
+    wait_for(lambda: pod_uid(kube_client, namespace, "lost") not in (None, old), DEADLINE, "the replacement pod")
+    [told] = wait_for(lambda: node_lost_events(kube_client, namespace, "lost"), DEADLINE, "the NodeLost event")
     assert told == (f"TFJob {namespace}/lost: Worker 0's node {lone_node} is unreachable since "
                     f"{stamp(went_silent)[11:19]}; replacing it without waiting for its kubelet.")
     # The replacement is not a restart: nothing counts against backoffLimit.
@@ -118,6 +118,6 @@ def test_wait_for_proof_keeps_the_replica_until_the_node_is_out_of_service(
     assert node_lost_events(kube_client, namespace, "proof") == []
 
     taint(kube_client, lone_node, namespace, "node.kubernetes.io/unreachable", "node.kubernetes.io/out-of-service")
-    wait_for(lambda: pod_uid(kube_client, namespace, "proof") not in (None, old), 60, "the replacement pod")
-    [told] = wait_for(lambda: node_lost_events(kube_client, namespace, "proof"), 30, "the NodeLost event")
+    wait_for(lambda: pod_uid(kube_client, namespace, "proof") not in (None, old), DEADLINE, "the replacement pod")
+    [told] = wait_for(lambda: node_lost_events(kube_client, namespace, "proof"), DEADLINE, "the NodeLost event")
     assert "is out of service (node.kubernetes.io/out-of-service); replacing it" in told

@@ -10,7 +10,7 @@ from localcluster import LocalCluster
 from support.http import http_get
 from support.operator_process import OperatorProcess
 from support.tfjobs import TFJOBS, condition, events_about, pods_by_name, replica, tfjob
-from support.waiting import wait_for, wait_for_count
+from support.waiting import DEADLINE, wait_for, wait_for_count
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.reconciler import TFJobController
 from tfop.health import Checks, EndpointServer
@@ -55,7 +55,7 @@ def test_two_replicas_one_leads_and_a_sigterm_hands_over_without_duplicates(
         pods = wait_for_count(lambda: job_pods(kube_client, namespace, "ha"), 3, message="pods")
 
         assert leader.terminate(timeout=30) == 0
-        wait_for(lambda: metric(standby, "tf_operator_is_leader") == 1, timeout=10,
+        wait_for(lambda: metric(standby, "tf_operator_is_leader") == 1, timeout=DEADLINE,
                  message="the standby to lead (the lease is released on SIGTERM)")
         # A retryable exit (SIGKILL) is restarted by the new leader; then worker 0 decides the job (without a
         # chief), and the other workers' pods are cleaned up.

@@ -7,7 +7,7 @@ from typing import Any
 
 from support.operator_process import OperatorProcess
 from support.tfjobs import IMAGE, create_job, events_about, job_status
-from support.waiting import wait_for
+from support.waiting import DEADLINE, wait_for
 from tfop.kube.client import KubeClient
 
 
@@ -31,11 +31,11 @@ def test_unschedulable_replicas_are_told_once_with_the_schedulers_words(
         kube_client: KubeClient, namespace: str, operator: OperatorProcess) -> None:
     create_job(kube_client, namespace, "nogpu", Worker=workers(
         5, container={"resources": {"limits": {"nvidia.com/gpu": 16}}}))  # kwok nodes have 8 each
-    wait_for(lambda: "Worker 0-4 [Unschedulable]" in running_message(kube_client, namespace, "nogpu"), 60,
+    wait_for(lambda: "Worker 0-4 [Unschedulable]" in running_message(kube_client, namespace, "nogpu"), DEADLINE,
              "the five unschedulable workers in the Running condition")
     message = running_message(kube_client, namespace, "nogpu")
     assert "Insufficient nvidia.com/gpu" in message, message
-    [event] = wait_for(lambda: told(kube_client, namespace, "nogpu", "Unschedulable"), 30, "the event")
+    [event] = wait_for(lambda: told(kube_client, namespace, "nogpu", "Unschedulable"), DEADLINE, "the event")
     assert event["type"] == "Warning" and "Insufficient nvidia.com/gpu" in event["message"]
     assert event.get("count", 1) == 1, "one event for all the workers"
 
@@ -44,8 +44,8 @@ def test_an_image_that_cannot_be_pulled_is_told_on_the_job(
         kube_client: KubeClient, namespace: str, operator: OperatorProcess) -> None:
     create_job(kube_client, namespace, "nopull", Worker=workers(
         3, metadata={"annotations": {"tfop.test/waiting-reason": "ImagePullBackOff"}}))
-    wait_for(lambda: "Worker 0-2 [ImagePullBackOff]" in running_message(kube_client, namespace, "nopull"), 60,
+    wait_for(lambda: "Worker 0-2 [ImagePullBackOff]" in running_message(kube_client, namespace, "nopull"), DEADLINE,
              "the workers' image pull failure in the Running condition")
     assert f'Back-off pulling image "{IMAGE}"' in running_message(kube_client, namespace, "nopull")
-    [event] = wait_for(lambda: told(kube_client, namespace, "nopull", "ImagePullBackOff"), 30, "the event")
+    [event] = wait_for(lambda: told(kube_client, namespace, "nopull", "ImagePullBackOff"), DEADLINE, "the event")
     assert event["type"] == "Warning" and event.get("count", 1) == 1

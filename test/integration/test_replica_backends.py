@@ -14,7 +14,7 @@ from fake_kubelet import exit_pod, restart_in_place
 from localcluster import LocalCluster
 from support.operator_process import OperatorProcess
 from support.tfjobs import children, condition, create_job, events_about, job_status, pods_by_name, replica
-from support.waiting import wait_for, wait_for_count
+from support.waiting import DEADLINE, wait_for, wait_for_count
 from tfop.kube.client import KubeClient
 from tfop.kube.resource import CONFIGMAPS, JOBS, PODS, SERVICES
 
@@ -60,10 +60,10 @@ def the_pod(client: KubeClient, namespace: str, job: str) -> dict[str, Any] | No
 def test_exit_codes_per_restart_policy(backend: str, kube_client: KubeClient, namespace: str) -> None:
     for scenario in SCENARIOS:
         create_job(kube_client, namespace, scenario.name, Chief=replica(restart_policy=scenario.policy))
-    first = {s.name: wait_for(lambda s=s: the_pod(kube_client, namespace, s.name), 60, f"{s.name} running")
+    first = {s.name: wait_for(lambda s=s: the_pod(kube_client, namespace, s.name), DEADLINE, f"{s.name} running")
              for s in SCENARIOS}
     for scenario in SCENARIOS:
-        wait_for(lambda s=scenario: condition(kube_client, namespace, s.name, "Running"), 60,
+        wait_for(lambda s=scenario: condition(kube_client, namespace, s.name, "Running"), DEADLINE,
                  f"{scenario.name} Running")
     assert job_status(kube_client, namespace, SCENARIOS[0].name)["replicaBackend"] == backend
     made = {pod["metadata"]["ownerReferences"][0]["kind"] for pod in first.values()}
@@ -93,13 +93,13 @@ def test_exit_codes_per_restart_policy(backend: str, kube_client: KubeClient, na
                      message=f"{scenario.name} TFJobRestarting event")
             assert not condition(kube_client, namespace, scenario.name, "Failed")
         else:
-            reached = wait_for(lambda s=scenario: condition(kube_client, namespace, s.name, s.outcome), 60,
+            reached = wait_for(lambda s=scenario: condition(kube_client, namespace, s.name, s.outcome), DEADLINE,
                                f"{scenario.name} {scenario.outcome}")
             assert scenario.message in reached["message"], scenario.name
     # A restarted replica runs on to success.
-    exit_pod(kube_client, namespace, wait_for(lambda: the_pod(kube_client, namespace, "exitcode-137"), 30,
+    exit_pod(kube_client, namespace, wait_for(lambda: the_pod(kube_client, namespace, "exitcode-137"), DEADLINE,
                                               "exitcode-137 running")["metadata"]["name"], 0)
-    wait_for(lambda: condition(kube_client, namespace, "exitcode-137", "Succeeded"), 60, "exitcode-137 Succeeded")
+    wait_for(lambda: condition(kube_client, namespace, "exitcode-137", "Succeeded"), DEADLINE, "exitcode-137 Succeeded")
 
 
 def test_backoff_limit_is_the_whole_jobs_budget(backend: str, kube_client: KubeClient, namespace: str) -> None:
@@ -129,11 +129,11 @@ def evict(client: KubeClient, namespace: str, name: str) -> None:
 
 def test_an_eviction_is_replaced_and_not_counted(backend: str, kube_client: KubeClient, namespace: str) -> None:
     create_job(kube_client, namespace, "evicted", run_policy={"backoffLimit": 0}, Worker=replica())
-    pod = wait_for(lambda: the_pod(kube_client, namespace, "evicted"), 60, "running")
+    pod = wait_for(lambda: the_pod(kube_client, namespace, "evicted"), DEADLINE, "running")
     evict(kube_client, namespace, pod["metadata"]["name"])
     wait_for(lambda: (new := the_pod(kube_client, namespace, "evicted")) and new["metadata"]["uid"]
              != pod["metadata"]["uid"], REPLACEMENT_TIMEOUT, "the evicted replica replaced")
-    wait_for(lambda: condition(kube_client, namespace, "evicted", "Running"), 60, "Running again")
+    wait_for(lambda: condition(kube_client, namespace, "evicted", "Running"), DEADLINE, "Running again")
     status = job_status(kube_client, namespace, "evicted")
     assert status["replicaStatuses"]["Worker"]["restarts"] == 0
     assert not condition(kube_client, namespace, "evicted", "Failed")
@@ -145,7 +145,7 @@ def test_with_tfop_stopped_the_job_controller_replaces_a_killed_replica(
     first = OperatorProcess(cluster.kubeconfig, log, "--namespace", namespace, "--replica-backend", "jobs").start()
     try:
         create_job(kube_client, namespace, "alone", Worker=replica(2))
-        wait_for(lambda: condition(kube_client, namespace, "alone", "Running"), 60, "Running")
+        wait_for(lambda: condition(kube_client, namespace, "alone", "Running"), DEADLINE, "Running")
     finally:
         first.terminate()
     killed = wait_for(lambda: next((p for n, p in pods_by_name(kube_client, namespace, "alone").items()
@@ -164,8 +164,8 @@ def test_with_tfop_stopped_the_job_controller_replaces_a_killed_replica(
     try:
         # The status catches up; the job stays on Jobs though the operator's default is now Pods.
         wait_for(lambda: job_status(kube_client, namespace, "alone").get("replicaStatuses", {}).get(
-            "Worker", {}).get("restarts") == 1, 60, "the restart counted")
-        wait_for(lambda: condition(kube_client, namespace, "alone", "Running"), 60, "Running")
+            "Worker", {}).get("restarts") == 1, DEADLINE, "the restart counted")
+        wait_for(lambda: condition(kube_client, namespace, "alone", "Running"), DEADLINE, "Running")
         status = job_status(kube_client, namespace, "alone")
         assert status["replicaBackend"] == "jobs"
         assert all(p["metadata"]["ownerReferences"][0]["kind"] == "Job"
@@ -203,7 +203,7 @@ def test_jobs_carry_tf_config_and_the_default_ps_server(
         ps_job = jobs[names[3]]
         assert any(v.get("configMap", {}).get("name") == "tfop-grpc-server"
                    for v in ps_job["spec"]["template"]["spec"]["volumes"])
-        wait_for(lambda: condition(kube_client, namespace, "dist", "Running"), 60, "Running")
+        wait_for(lambda: condition(kube_client, namespace, "dist", "Running"), DEADLINE, "Running")
         # Each replica's pod is the one its Service selects.
         for pod in pods_by_name(kube_client, namespace, "dist").values():
             labels = pod["metadata"]["labels"]

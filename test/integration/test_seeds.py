@@ -21,7 +21,7 @@ from fake_kubelet import exit_pod
 from localcluster import LocalCluster
 from support.operator_process import OperatorProcess
 from support.tfjobs import TFJOBS, children, condition, events_about, job_status
-from support.waiting import wait_for, wait_for_count
+from support.waiting import DEADLINE, wait_for, wait_for_count
 from support.webhook import WebhookProcess, apply_until_converted
 from tfop.api.conversion import to_v1
 from tfop.controller.plan.job.legacy_gpu import rewrite_legacy_gpu
@@ -137,9 +137,9 @@ def test_example_job_finishes_and_the_v1alpha1_view_matches_the_seeds_output(
         operator: OperatorProcess) -> None:
     apply_until_converted(cluster, namespace, (SEEDS / "002-example-job.yaml").read_text())
     rid = wait_for(lambda: job_status(kube_client, namespace, "example-job").get("runtimeId"), message="runtimeId")
-    wait_for(lambda: condition(kube_client, namespace, "example-job", "Running"), 60, "the job to run")
+    wait_for(lambda: condition(kube_client, namespace, "example-job", "Running"), DEADLINE, "the job to run")
     exit_pod(kube_client, namespace, f"example-job-master-{rid}-0", 0)
-    wait_for(lambda: condition(kube_client, namespace, "example-job", "Succeeded"), 30, "the job to succeed")
+    wait_for(lambda: condition(kube_client, namespace, "example-job", "Succeeded"), DEADLINE, "the job to succeed")
 
     def alpha_view_when_done() -> dict[str, Any] | None:
         view: dict[str, Any] = json.loads(cluster.kubectl("get", "tfjobs.v1alpha1.kubeflow.org", "example-job", "-n",
@@ -147,7 +147,7 @@ def test_example_job_finishes_and_the_v1alpha1_view_matches_the_seeds_output(
         return view if view["status"].get("phase") == "Done" else None
 
     # CleanUp while the other replicas' pods go, then Done: a phase-only change may wait for tfop's 5 s window.
-    alpha = wait_for(alpha_view_when_done, 30, "the v1alpha1 phase Done")
+    alpha = wait_for(alpha_view_when_done, DEADLINE, "the v1alpha1 phase Done")
     assert alpha["spec"]["RuntimeId"] == rid
     assert alpha["status"]["state"] == "Succeeded"
     states = {s["tf_replica_type"]: (s["state"], s["ReplicasStates"]) for s in alpha["status"]["replicaStatuses"]}
@@ -199,7 +199,7 @@ def test_what_v1_cannot_hold_is_refused_naming_the_field(cluster: LocalCluster, 
     manifest = seed("002-example-job.yaml")
     manifest["spec"]["RuntimeId"] = "76no"
     manifest["spec"]["terminationPolicy"] = {"chief": {"replicaName": "WORKER", "replicaIndex": 0}}
-    wait_for(lambda: apply_attempt(cluster, namespace, manifest), 30, "a refusal from the webhook", interval=0.5)
+    wait_for(lambda: apply_attempt(cluster, namespace, manifest), DEADLINE, "a refusal from the webhook", interval=0.5)
     result = cluster.kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(manifest), check=False)
     assert result.returncode != 0
     assert "spec.RuntimeId" in result.stderr and "spec.terminationPolicy.chief" in result.stderr, result.stderr
@@ -231,7 +231,7 @@ def test_a_v1_job_written_back_through_an_older_version_is_unchanged(
             return False
         return cluster.kubectl("replace", "-f", "-", input=old.stdout, check=False).returncode == 0
 
-    wait_for(written_back, 30, f"a round trip through {version}", interval=0.5)
+    wait_for(written_back, DEADLINE, f"a round trip through {version}", interval=0.5)
     after = kube_client.get(TFJOBS, "full", namespace)
     assert after["spec"] == created["spec"]
     assert after["metadata"].get("annotations") is None

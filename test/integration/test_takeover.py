@@ -15,7 +15,7 @@ from localcluster import LocalCluster
 from support.crds import replace_crd
 from support.operator_process import OperatorProcess
 from support.tfjobs import children, condition, create_job, events_about, job_status, pods_by_name, replica
-from support.waiting import consistently, wait_for
+from support.waiting import DEADLINE, consistently, wait_for
 from tfop.kube.client import KubeClient
 from tfop.kube.resource import PODS, SERVICES
 
@@ -58,13 +58,14 @@ def test_tfop_takes_over_the_go_operators_running_jobs(
         for name, (specs, _) in JOBS.items():
             create_job(kube_client, namespace, name, **specs)
         for name, (_, count) in JOBS.items():
-            wait_for(lambda n=name, c=count: all_running(kube_client, namespace, n, c), 90, f"{name}'s pods to run")
+            wait_for(lambda n=name, c=count: all_running(kube_client, namespace, n, c), message=f"{name}'s pods to run")
         old = pods_by_name(kube_client, namespace, "restarted")["restarted-worker-1"]["metadata"]["uid"]
         exit_pod(kube_client, namespace, "restarted-worker-1", 137)
         wait_for(lambda: (pod := all_running(kube_client, namespace, "restarted", 3)) is not None
-                 and pod["restarted-worker-1"]["metadata"]["uid"] != old, 90, "the Go operator to recreate a replica")
+                 and pod["restarted-worker-1"]["metadata"]["uid"] != old,
+                 message="the Go operator to recreate a replica")
         for name in JOBS:
-            wait_for(lambda n=name: condition(kube_client, namespace, n, "Running"), 60, f"{name} Running (Go)")
+            wait_for(lambda n=name: condition(kube_client, namespace, n, "Running"), DEADLINE, f"{name} Running (Go)")
     finally:
         go.stop()
     before = {name: uids(kube_client, namespace, name) for name in JOBS}
@@ -78,7 +79,7 @@ def test_tfop_takes_over_the_go_operators_running_jobs(
     try:
         first_write: dict[str, float] = {}
         for name in JOBS:
-            wait_for(lambda n=name: job_status(kube_client, namespace, n).get("childNaming"), 60,
+            wait_for(lambda n=name: job_status(kube_client, namespace, n).get("childNaming"), DEADLINE,
                      f"tfop's first status write for {name}")
             first_write[name] = time.monotonic() - started
         for name in JOBS:  # written, and settled: nothing more to do
@@ -111,7 +112,7 @@ def test_tfop_takes_over_the_go_operators_running_jobs(
         exit_pod(kube_client, namespace, "workers-worker-1", 137)
         new_pod = wait_for(lambda: (pods := all_running(kube_client, namespace, "workers", 3)) is not None
                            and pods["workers-worker-1"]["metadata"]["uid"] != old_pod["metadata"]["uid"]
-                           and pods["workers-worker-1"], 60, "worker 1 recreated by tfop")
+                           and pods["workers-worker-1"], DEADLINE, "worker 1 recreated by tfop")
         labels = new_pod["metadata"]["labels"]
         assert labels["app.kubernetes.io/managed-by"] == "tfop"
         service = kube_client.get(SERVICES, "workers-worker-1", namespace)
@@ -124,7 +125,7 @@ def test_tfop_takes_over_the_go_operators_running_jobs(
         for pod in ("mixed-chief-0", "workers-worker-0", "restarted-worker-0"):
             exit_pod(kube_client, namespace, pod, 0)
         for name in JOBS:
-            wait_for(lambda n=name: condition(kube_client, namespace, n, "Succeeded"), 60, f"{name} to succeed")
+            wait_for(lambda n=name: condition(kube_client, namespace, n, "Succeeded"), DEADLINE, f"{name} to succeed")
     finally:
         tfop.terminate()
         print(f"--- tfop log ---\n{tfop.log_tail(60)}")

@@ -19,4 +19,4 @@ def replace_crd(cluster: LocalCluster, path: Path) -> None:
     """What the steps of docs/install/from-go-operator.md do: the TFJob CRD replaced in place (never deleted, which
     would delete every TFJob), then Established again."""
     cluster.kubectl("replace", "-f", str(path))
-    wait_for(lambda: crd_established(cluster, "tfjobs.kubeflow.org"), 60, f"the CRD from {path} to be Established")
+    wait_for(lambda: crd_established(cluster, "tfjobs.kubeflow.org"), message=f"the CRD from {path} to be Established")

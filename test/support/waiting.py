@@ -20,12 +20,17 @@ class Check(Protocol[T_co]):
 
 # How often wait_for polls unless told.
 DEFAULT_INTERVAL = 0.1
+# How long a wait gives one ordinary step of the control plane (a pod created, scheduled and run by kwok, a status
+# written, an informer caught up) before the test fails. A deadline bounds a failing test, never a passing one's
+# speed, so it is generous: under a CI machine's load a step that takes two seconds on an idle one took over a
+# minute (a kwok pod seen Running 60 s after its job was created). Waits on TensorFlow or real nodes choose longer.
+DEADLINE = 180.0
 # A check through kubectl costs about 45 ms of CPU, so the e2e modules, whose checks mostly are and whose TensorFlow
 # jobs need the machine's two cores, pass this: once a second. A module's own choice, never a global one sets for all.
 KUBECTL_INTERVAL = 1.0
 
 
-def wait_for(check: Check[T], timeout: float = 30.0, message: str = "condition",
+def wait_for(check: Check[T], timeout: float = DEADLINE, message: str = "condition",
              interval: float = DEFAULT_INTERVAL) -> T:
     """Poll `check` every `interval` seconds until it returns something truthy, and return that; fail with
     `message` and the last value seen after `timeout` seconds."""
@@ -39,7 +44,7 @@ def wait_for(check: Check[T], timeout: float = 30.0, message: str = "condition",
     return value
 
 
-def wait_for_count(fetch: Callable[[], Any], count: int, timeout: float = 30.0, message: str = "") -> Any:
+def wait_for_count(fetch: Callable[[], Any], count: int, timeout: float = DEADLINE, message: str = "") -> Any:
     """Poll `fetch` until what it returns has exactly `count` entries; returns that value."""
     seen: list[Any] = []
 
