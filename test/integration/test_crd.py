@@ -189,9 +189,6 @@ REJECTED: dict[str, tuple[dict[str, Any], list[str]]] = {
     "elastic minimum of zero": (
         with_spec(tfjob(), elasticPolicy={"minReplicas": 0, "maxReplicas": 2}),
         ["spec.elasticPolicy.minReplicas", "greater than or equal to 1"]),
-    "a metric without its type": (
-        with_spec(tfjob(), elasticPolicy={"maxReplicas": 4, "metrics": [ELASTIC["metrics"][0]["resource"]]}),
-        ["spec.elasticPolicy.metrics[0].type: Required value"]),
 }
 REJECTED["no replica specs"][0]["spec"]["tfReplicaSpecs"] = {}
 

@@ -103,8 +103,13 @@ def test_jobs_made_by_the_sdk_and_by_kubectl_read_back_wait_fail_and_go(
     made = sdk.call("wait_for_job_conditions", name="sdk-made", expected_conditions=["Running"],
                     wait_timeout=90, polling_interval=1)
     assert made["spec"]["tfReplicaSpecs"].keys() == {"Chief", "Worker"}
-    assert made["status"]["replicaStatuses"] == {"Chief": {"active": 1, "failed": 0, "succeeded": 0},
-                                                 "Worker": {"active": 2, "failed": 0, "succeeded": 0}}
+    statuses = made["status"]["replicaStatuses"]
+    selectors = {replica_type: entry.pop("selector") for replica_type, entry in statuses.items()}
+    assert statuses == {"Chief": {"active": 1, "failed": 0, "succeeded": 0},
+                        "Worker": {"active": 2, "failed": 0, "succeeded": 0}}
+    for replica_type, selector in selectors.items():  # the SDK's model keeps the selector tfop writes
+        assert selector.startswith("training.kubeflow.org/job-name=sdk-made,training.kubeflow.org/replica-type="
+                                   f"{replica_type.lower()},training.kubeflow.org/runtime-id="), selector
     assert sdk.call("is_job_running", name="sdk-made") is True
     [chief] = sdk.call("get_job_pod_names", name="sdk-made", is_master=True)
     assert chief.startswith("sdk-made-chief-")
