@@ -116,8 +116,7 @@ ROWS = {
         restarting="Resizing",
         children={AUTOSCALER: [{
             "metadata": {"name": "mnist", "namespace": "ns", "uid": "hpa-1"},
-            "spec": {"scaleTargetRef": {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": "mnist"}},
-            "status": {"desiredReplicas": 3}}]}),
+            "spec": {"scaleTargetRef": {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": "mnist"}}}]}),
 }
 
 

@@ -99,7 +99,7 @@ def _announce(draft: PlanDraft, job: TFJobModel, context: PlanContext) -> None:
     draft.status[WORKER_REPLICAS] = wanted
     if before is None or before == wanted:
         return
-    cause, strategy = _cause(job, context, wanted), strategy_of(job)
+    cause, strategy = _cause(job, context), strategy_of(job)
     message = (f"{draft.job_ref}: Worker {before} -> {wanted}, asked by {_asked_by(cause)}; "
                f"{_how(strategy, before, wanted)}.")
     draft.event(EVENT_NORMAL, REASON_RESIZED, message)
@@ -108,12 +108,13 @@ def _announce(draft: PlanDraft, job: TFJobModel, context: PlanContext) -> None:
     draft.resizes[(cause.value, strategy.value)] += 1
 
 
-def _cause(job: TFJobModel, context: PlanContext, wanted: int) -> ResizeCause:
-    """The job's own HPA, if its latest recommendation is this count; anyone else is a user (the spec does not say
-    who wrote it, and the apiserver's managedFields are not kept in the cache)."""
+def _cause(job: TFJobModel, context: PlanContext) -> ResizeCause:
+    """The job's own HPA, if it has one: it sets the Worker count (a change by hand is undone at its next sync).
+    Anyone else is a user: the spec does not say who wrote it, the managedFields that do are not kept in the
+    cache, and the HPA's status, which holds its last recommendation, is written after the count."""
     for autoscaler in context.of_kind(AUTOSCALER):
-        if (mapping_at(autoscaler, "spec", "scaleTargetRef").get("name") == job.metadata.name
-                and integer(mapping_at(autoscaler, "status").get("desiredReplicas")) == wanted):
+        if (not is_terminating(autoscaler)
+                and mapping_at(autoscaler, "spec", "scaleTargetRef").get("name") == job.metadata.name):
             return ResizeCause.HPA
     return ResizeCause.USER
 
