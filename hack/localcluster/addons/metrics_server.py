@@ -39,14 +39,12 @@ from typing import Any
 
 import yaml
 
-from ports import free_port
-
 from ..api_objects import get_text
 from ..cluster import DEFAULT_DIR, LocalCluster
 from ..node_layout import NODE_LABEL
 from ..pki import CLIENT_EXT, PKIError, ensure_signed, kubeconfig
 from ..supervisor import ClusterError
-from .process import AddOnProcess, describe, run_build_script, run_cli, tail
+from .process import AddOnProcess, describe, kept_port, run_build_script, run_cli, tail
 
 BINARY = "metrics-server"
 NAMESPACE, NAME = "kube-system", "metrics-server"  # the release's Service and ServiceAccount
@@ -107,11 +105,7 @@ class MetricsServer:
 
     def port(self) -> int:
         """Chosen once per cluster directory: the APIService names it, so a restarted metrics-server must keep it."""
-        saved = self.state / "port"
-        if not saved.exists():
-            self.state.mkdir(parents=True, exist_ok=True)
-            saved.write_text(str(free_port()))
-        return int(saved.read_text())
+        return kept_port(self.state)
 
     @property
     def url(self) -> str:
