@@ -157,16 +157,24 @@ class MetricsServer:
         bin_dir = build()
         module = module_dir()
         config = self.make_credentials()
+        ca_bundle = base64.b64encode((self.cluster.pki / "ca.crt").read_bytes()).decode()
+        manifests = release_manifests(module, self.port(), ca_bundle)
+        # Its RBAC first: it reads the front proxy's CA from a ConfigMap as it starts, and exits if it may not.
+        self._apply("rbac.yaml", [doc for doc in manifests if doc["kind"] != "APIService"])
         if self.pid() is None:
             self.process.spawn(self.command(bin_dir / BINARY, config), cwd=self.state)
         deadline = time.monotonic() + timeout
         self._wait("its /readyz to say it holds metrics", deadline, lambda: _answers(f"{self.url}/readyz",
                                                                                      self._tls()))
-        ca_bundle = base64.b64encode((self.cluster.pki / "ca.crt").read_bytes()).decode()
-        manifests = self.state / "manifests.yaml"
-        manifests.write_text(yaml.safe_dump_all(release_manifests(module, self.port(), ca_bundle), sort_keys=False))
-        self.cluster.kubectl("apply", "--field-manager=tfop-hack-metrics-server", "-f", str(manifests))
+        # The APIService once it can answer, so that discovery never meets it unavailable.
+        self._apply("apiservice.yaml", [doc for doc in manifests if doc["kind"] == "APIService"])
         self._wait(f"the APIService {API_SERVICE} to be Available", deadline, lambda: self.available() == "True")
+        log(f"serving {API_SERVICE} on {self.url}, {timeout - (deadline - time.monotonic()):.1f}s after `up`")
+
+    def _apply(self, file_name: str, documents: list[dict[str, Any]]) -> None:
+        """Applied from a file kept in the state directory, to read what was sent."""
+        (path := self.state / file_name).write_text(yaml.safe_dump_all(documents, sort_keys=False))
+        self.cluster.kubectl("apply", "--field-manager=tfop-hack-metrics-server", "-f", str(path))
 
     def _tls(self) -> ssl.SSLContext:
         return ssl.create_default_context(cafile=str(self.cluster.pki / "ca.crt"))
@@ -229,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         server = MetricsServer(LocalCluster(args.dir), args.metric_resolution)
         if args.command == "up":
             server.start()
-            log(f"metrics-server is running (pid {server.pid()}), serving {API_SERVICE}; log: {server.log_file}")
+            log(f"metrics-server is running (pid {server.pid()}); log: {server.log_file}")
         elif args.command == "down":
             server.stop()
             log("stopped")
