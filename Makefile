@@ -54,12 +54,14 @@ cluster-up: controlplane ## start the local cluster (idempotent), with REAL_NODE
 cluster-down: ## stop the local cluster, keeping its data
 	@if [ -x $(PY) ]; then $(PY) hack/local_cluster.py prometheus down --dir $(CLUSTER_DIR); fi
 	@if [ -x $(PY) ]; then $(PY) hack/local_cluster.py kueue down --dir $(CLUSTER_DIR); fi
+	@if [ -x $(PY) ]; then $(PY) hack/local_cluster.py metrics-server down --dir $(CLUSTER_DIR); fi
 	@$(PYTHON) hack/local_cluster.py coscheduler down --dir $(CLUSTER_DIR)
 	@$(PYTHON) hack/local_cluster.py down --dir $(CLUSTER_DIR)
 
 cluster-destroy: ## stop the local cluster and delete its data
 	@if [ -x $(PY) ]; then $(PY) hack/local_cluster.py prometheus down --dir $(CLUSTER_DIR); fi
 	@if [ -x $(PY) ]; then $(PY) hack/local_cluster.py kueue down --dir $(CLUSTER_DIR); fi
+	@if [ -x $(PY) ]; then $(PY) hack/local_cluster.py metrics-server down --dir $(CLUSTER_DIR); fi
 	@$(PYTHON) hack/local_cluster.py coscheduler down --dir $(CLUSTER_DIR)
 	@$(PYTHON) hack/local_cluster.py destroy --dir $(CLUSTER_DIR)
 
@@ -68,6 +70,7 @@ cluster-status: ## show which local cluster components run, and the real node's 
 	@$(PYTHON) hack/local_cluster.py coscheduler status --dir $(CLUSTER_DIR)
 	@if [ -x $(PY) ]; then $(PY) hack/local_cluster.py kueue status --dir $(CLUSTER_DIR); fi
 	@if [ -x $(PY) ]; then $(PY) hack/local_cluster.py prometheus status --dir $(CLUSTER_DIR); fi
+	@if [ -x $(PY) ]; then $(PY) hack/local_cluster.py metrics-server status --dir $(CLUSTER_DIR); fi
 
 run: venv ## run the operator against $KUBECONFIG (asks before installing the CRD there; ARGS=--install-crd or --no-install-crd answer for you), or against the local cluster (started if needed, with REAL_NODES real nodes, 1 by default)
 	@REAL_NODES=$(REAL_NODES) bash hack/run.sh $(ARGS)
@@ -76,7 +79,7 @@ run: venv ## run the operator against $KUBECONFIG (asks before installing the CR
 # once (hack/run_tests.py), which must not each build them.
 # When make started (read as the Makefile is), so that run_tests.py's budget line counts the builds before the lanes.
 MAKE_STARTED := $(shell date +%s)
-test: venv controlplane node helm prometheus coscheduler kube-router training-operator kueue test-artifacts ## run every test: unit, integration and e2e against a real local control plane (e2e beside the rest; PYTEST_ARGS: one pytest with them)
+test: venv controlplane node helm prometheus coscheduler kube-router training-operator kueue metrics-server test-artifacts ## run every test: unit, integration and e2e against a real local control plane (e2e beside the rest; PYTEST_ARGS: one pytest with them)
 	TFOP_MAKE_STARTED=$(MAKE_STARTED) $(PY) hack/run_tests.py $(PYTEST_ARGS)
 
 test-artifacts: ## build or reuse what the tests run in (the node images, the TensorFlow and Kubeflow SDK virtualenvs), quietly
@@ -92,7 +95,7 @@ unit: venv ## run the unit tests only (-m unit; no cluster)
 integration: venv controlplane helm prometheus coscheduler training-operator kueue ## run the integration tests only (-m integration)
 	$(PY) -m pytest -m integration test/integration $(PYTEST_ARGS)
 
-e2e: venv controlplane node kube-router training-operator ## run the end-to-end tests only (-m e2e)
+e2e: venv controlplane node kube-router training-operator metrics-server ## run the end-to-end tests only (-m e2e)
 	$(PY) -m pytest -m e2e test/e2e $(PYTEST_ARGS)
 
 lint: venv ## ruff (rules in ruff.toml) over tfop, test and hack, then mypy --strict over the same; both run, either fails it
@@ -129,6 +132,18 @@ kueue-up: venv kueue ## start Kueue beside the local cluster (CLUSTER_DIR) on lo
 
 kueue-down: venv ## stop the local cluster's Kueue and remove its webhook configurations (its CRDs and queues stay)
 	@$(PY) hack/local_cluster.py kueue down --dir $(CLUSTER_DIR)
+
+# --- metrics-server (the resource metrics API an HPA on CPU reads; docs/local-cluster/index.md) --------------------
+.PHONY: metrics-server metrics-server-up metrics-server-down
+
+metrics-server: ## build (first time: 5-15 min on 2 cores) or reuse metrics-server (METRICS_SERVER_VERSION in hack/versions.env)
+	@bash hack/build-metrics-server.sh >/dev/null
+
+metrics-server-up: venv metrics-server ## start metrics-server beside the local cluster (CLUSTER_DIR, with real nodes) on loopback: kubectl top, HPAs on CPU
+	@$(PY) hack/local_cluster.py metrics-server up --dir $(CLUSTER_DIR)
+
+metrics-server-down: venv ## unregister the local cluster's metrics.k8s.io APIService and stop metrics-server
+	@$(PY) hack/local_cluster.py metrics-server down --dir $(CLUSTER_DIR)
 
 # --- images for the real node, and TensorFlow for the tests ------------------------------------------------------
 .PHONY: images image-refs image-locks tensorflow sdk

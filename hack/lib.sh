@@ -167,13 +167,14 @@ build_into_cache() {
   echo "${bin_dir}"
 }
 
-# build_from_replacing_wrapper MODULE VERSION PACKAGE BIN_DIR BINARY NOTE: builds PACKAGE as BIN_DIR/BINARY from a
+# build_from_replacing_wrapper MODULE VERSION PACKAGE BIN_DIR BINARY NOTE [LDFLAGS]: builds PACKAGE as BIN_DIR/BINARY from a
 # throwaway module that requires MODULE@VERSION and restates its replaces, which `go install pkg@version` refuses
 # and which do not apply to a module that is only required. Unlike wrapper_module it keeps each replace's own
 # target, and it uses MODULE's go.sum, which vouches for the same versions, so no checksum database lookup (which
-# may be unreachable) is needed.
+# may be unreachable) is needed. LDFLAGS (default `-s -w`) lets a caller add version stamps; no single quotes in it.
 build_from_replacing_wrapper() {
-  local module="$1" version="$2" package="$3" bin_dir="$4" binary="$5" note="$6" modfile moddir replaces
+  local module="$1" version="$2" package="$3" bin_dir="$4" binary="$5" note="$6" ldflags="${7:--s -w}" modfile moddir
+  local replaces
   REPLACING_WRAPPER_DIR="$(mktemp -d)"
   trap 'rm -rf "${REPLACING_WRAPPER_DIR}"' EXIT
   modfile="$(module_field "${module}" "${version}" GoMod)"
@@ -198,7 +199,7 @@ build_from_replacing_wrapper() {
   cp "${moddir}/go.sum" "${REPLACING_WRAPPER_DIR}/go.sum"
   build_into_cache "${bin_dir}" "${binary}" "${package}@${version}" "${note}" \
     with_progress "${package}@${version}" \
-    bash -c "cd '${REPLACING_WRAPPER_DIR}' && go build -ldflags '-s -w' -o '${bin_dir}.partial/${binary}' '${package}'"
+    bash -c "cd '${REPLACING_WRAPPER_DIR}' && go build -ldflags '${ldflags}' -o '${bin_dir}.partial/${binary}' '${package}'"
 }
 
 # ensure_debian_packages PKG...: installs the Debian packages that are missing, with one `apt-get update` first.

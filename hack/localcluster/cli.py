@@ -7,7 +7,7 @@
                                                                      as a network partition would; bring it back
     operator-config [--dir DIR]                                      write the controller config of an operator
                                                                      run against the cluster; print its path
-    kueue ... | coscheduler ... | prometheus ...                     the add-ons (each has its own --help)
+    kueue ... | coscheduler ... | prometheus ... | metrics-server ... the add-ons (each has its own --help)
     network-policy up|down|status [--node real-0] [--dir DIR]        enforce NetworkPolicies (kube-router's firewall)
     webhook crd [--dir DIR]                                          the TFJob CRD converting through `make run`
 """
@@ -27,9 +27,9 @@ from .supervisor import log
 
 
 def main(argv: list[str]) -> int:
-    if argv and argv[0] in ("kueue", "coscheduler", "prometheus", "webhook", "network-policy"):
-        # Imported only when asked for: Kueue's, Prometheus' and the webhook's modules need PyYAML (make's
-        # virtualenv).
+    if argv and argv[0] in ("kueue", "coscheduler", "prometheus", "metrics-server", "webhook", "network-policy"):
+        # Imported only when asked for: Kueue's, Prometheus', metrics-server's and the webhook's modules need PyYAML
+        # (make's virtualenv).
         addon = importlib.import_module(f"localcluster.addons.{argv[0].replace('-', '_')}")
         return int(addon.main(argv[1:]))
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .node_layout import KWOK_NODE_IP, KWOK_POD_CIDR
+from .pki import FRONT_PROXY_CA, FRONT_PROXY_CLIENT
 from .supervisor import ClusterError
 
 HACK_DIR = Path(__file__).resolve().parents[1]
@@ -71,6 +72,18 @@ class ControlPlane:
                 f"--kubelet-client-key={pki / 'kubelet-client.key'}",
                 f"--kubelet-certificate-authority={pki / 'ca.crt'}",
                 "--authorization-mode=RBAC",
+                # The aggregation layer (APIServices such as metrics-server's v1beta1.metrics.k8s.io): it proxies
+                # a request as this front-proxy client, naming the user in these headers, and publishes the CA and
+                # the name in kube-system/extension-apiserver-authentication, where the aggregated server reads
+                # whom to believe. Aggregator routing stays off: it would send to an EndpointSlice's address, which
+                # may not be loopback, whereas off it sends to a Service's cluster IP or, for an ExternalName
+                # Service, to its external name, which may be 127.0.0.1 (hack/localcluster/addons/metrics_server.py).
+                f"--requestheader-client-ca-file={pki / f'{FRONT_PROXY_CA}.crt'}",
+                f"--requestheader-allowed-names={FRONT_PROXY_CLIENT}",
+                "--requestheader-username-headers=X-Remote-User", "--requestheader-group-headers=X-Remote-Group",
+                "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+                f"--proxy-client-cert-file={pki / f'{FRONT_PROXY_CLIENT}.crt'}",
+                f"--proxy-client-key-file={pki / f'{FRONT_PROXY_CLIENT}.key'}",
                 # It taints new nodes not-ready until the node lifecycle controller's next pass clears it; off, so
                 # kwok's fake nodes take pods as soon as they are Ready.
                 "--disable-admission-plugins=TaintNodesByCondition",

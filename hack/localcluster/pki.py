@@ -1,6 +1,8 @@
 """The local cluster's certificates: one CA signs the apiserver's serving certificate, the clients' certificates
 (admin, the apiserver as kubelet's client, each real node as system:node:NAME) and each kubelet's serving
-certificate.
+certificate. A second CA, the front proxy's, signs only the certificate the apiserver's aggregation layer presents
+to an aggregated API server (metrics-server): such a server believes the user named in that request's headers, so
+the CA that vouches for it must vouch for nothing else (as kubeadm keeps it apart).
 
 Each file is made once, when missing; the apiserver's is remade when the addresses it must carry change.
 """
@@ -24,13 +26,31 @@ def openssl(*args: str, cwd: Path) -> None:
         raise PKIError(f"openssl {' '.join(args[:2])} failed: {result.stderr.strip()}")
 
 
-def _signed(pki: Path, name: str, subject: str, ext: str) -> None:
-    """A key and a certificate `name` for `subject`, signed by the CA, with the extensions in `ext`."""
+# The front proxy's client certificate, and the one name the apiserver tells aggregated API servers to accept.
+FRONT_PROXY_CA, FRONT_PROXY_CLIENT = "front-proxy-ca", "front-proxy-client"
+CLIENT_EXT = "extendedKeyUsage=clientAuth\n"
+
+
+def _signed(pki: Path, name: str, subject: str, ext: str, ca: str = "ca") -> None:
+    """A key and a certificate `name` for `subject`, signed by the CA `ca`, with the extensions in `ext`."""
     (pki / f"{name}.ext").write_text(ext)
     openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
             "-subj", subject, cwd=pki)
-    openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+    openssl("x509", "-req", "-in", f"{name}.csr", "-CA", f"{ca}.crt", "-CAkey", f"{ca}.key", "-CAcreateserial",
             "-out", f"{name}.crt", "-days", DAYS, "-extfile", f"{name}.ext", cwd=pki)
+
+
+def _ca(pki: Path, name: str, common_name: str) -> None:
+    if not (pki / f"{name}.crt").exists():
+        openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.crt",
+                "-days", DAYS, "-subj", f"/CN={common_name}", cwd=pki)
+
+
+def ensure_signed(pki: Path, name: str, subject: str, ext: str, ca: str = "ca") -> None:
+    """`name`.crt and .key signed by `ca`, made when missing and remade when `ext` (its addresses, say) changed."""
+    current = pki / f"{name}.ext"
+    if not (pki / f"{name}.crt").exists() or (current.exists() and current.read_text() != ext):
+        _signed(pki, name, subject, ext, ca)
 
 
 def make_pki(pki: Path, api_service_ip: str, nodes: dict[str, str]) -> None:
@@ -39,11 +59,10 @@ def make_pki(pki: Path, api_service_ip: str, nodes: dict[str, str]) -> None:
     if shutil.which("openssl") is None:
         raise PKIError("openssl is needed to make the cluster's certificates; install it (apt-get install openssl)")
     pki.mkdir(parents=True, exist_ok=True)
-    if not (pki / "ca.crt").exists():
-        openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
-                "-days", DAYS, "-subj", "/CN=tfop-local-ca", cwd=pki)
+    _ca(pki, "ca", "tfop-local-ca")
+    _ca(pki, FRONT_PROXY_CA, "tfop-local-front-proxy-ca")
     # client.ext is also read by hack/bench for its operator's certificate.
-    client = "extendedKeyUsage=clientAuth\n"
+    client = CLIENT_EXT
     (pki / "client.ext").write_text(client)
     apiserver_ext = ("subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,"
                      "DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,"
@@ -60,9 +79,8 @@ def make_pki(pki: Path, api_service_ip: str, nodes: dict[str, str]) -> None:
         wanted[f"kubelet-serving-{node_name}"] = (
             f"/CN={node_name}", f"subjectAltName=IP:{node_ip},DNS:{node_name}\nextendedKeyUsage=serverAuth\n")
     for name, (subject, ext) in wanted.items():
-        current = pki / f"{name}.ext"
-        if not (pki / f"{name}.crt").exists() or (current.exists() and current.read_text() != ext):
-            _signed(pki, name, subject, ext)
+        ensure_signed(pki, name, subject, ext)
+    ensure_signed(pki, FRONT_PROXY_CLIENT, f"/CN={FRONT_PROXY_CLIENT}", client, FRONT_PROXY_CA)
     if not (pki / "sa.key").exists():
         openssl("genrsa", "-out", "sa.key", "2048", cwd=pki)
         openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=pki)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -12,6 +13,9 @@ from localcluster import LocalCluster
 from localcluster.busybox_image import build as busybox_image
 from localcluster.operator_config import write as write_operator_config
 from support.operator_process import OperatorProcess
+
+if TYPE_CHECKING:
+    from localcluster.addons.metrics_server import MetricsServer
 
 # Two, so that node loss can be shown (a replica moves to the other node); tests that need one node use real-0.
 REAL_NODES = 2
@@ -23,6 +27,20 @@ def real_node(cluster: LocalCluster) -> LocalCluster:
     cluster.real_nodes = max(cluster.real_nodes or 0, REAL_NODES)
     cluster.up()
     return cluster
+
+
+@pytest.fixture(scope="session")
+def metrics_server(real_node: LocalCluster) -> Iterator[MetricsServer]:
+    """metrics-server (hack/localcluster/addons/metrics_server.py) serving the resource metrics API from the real
+    nodes' kubelets, the metric source of HorizontalPodAutoscalers on CPU. Started once per session, on first
+    request (it returns once the apiserver serves metrics.k8s.io); the APIService goes before it stops, since an
+    unavailable aggregated API would hold up every later namespace deletion."""
+    from localcluster.addons.metrics_server import MetricsServer
+
+    server = MetricsServer(real_node)
+    server.start()
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from ports import free_port
+
 from ..supervisor import ClusterError
 
 HACK_DIR = Path(__file__).resolve().parents[2]
@@ -24,6 +26,16 @@ def run_build_script(script: str, *args: str) -> Path:
         raise ClusterError(f"hack/{script} {' '.join(args)} failed (exit {result.returncode}); its messages above "
                            "name the module and version")
     return Path(result.stdout.strip().splitlines()[-1])
+
+
+def kept_port(state: Path) -> int:
+    """A free loopback port chosen once and kept in `state`/port: what names it (an APIService, a CRD's webhook
+    URL, a user's notes) must stay right across restarts, and two clusters' add-ons must not share it."""
+    saved = state / "port"
+    if not saved.exists():
+        state.mkdir(parents=True, exist_ok=True)
+        saved.write_text(f"{free_port()}\n")
+    return int(saved.read_text())
 
 
 def tail(path: Path, lines: int = 25) -> str:

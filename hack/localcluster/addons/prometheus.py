@@ -41,11 +41,9 @@ from typing import Any
 
 import yaml
 
-from ports import free_port
-
 from ..cluster import LocalCluster
 from ..supervisor import ClusterError
-from .process import HACK_DIR, AddOnProcess, describe, run_build_script, run_cli
+from .process import HACK_DIR, AddOnProcess, describe, kept_port, run_build_script, run_cli
 from .prometheus_account import ACCOUNT, NAMESPACE, USER, expiry, grant, write_token
 from .prometheus_chart import RELEASE, Monitoring, ScrapeJob
 
@@ -104,11 +102,7 @@ class Prometheus:
 
     def port(self) -> int:
         """Chosen once per directory, so `make prometheus-up` keeps its address across restarts."""
-        saved = self.state / "port"
-        if not saved.exists():
-            self.state.mkdir(parents=True, exist_ok=True)
-            saved.write_text(str(free_port()))
-        return int(saved.read_text())
+        return kept_port(self.state)
 
     @property
     def url(self) -> str:

@@ -20,12 +20,10 @@ from typing import Any
 
 import yaml
 
-from ports import free_port
-
 from ..cluster import DEFAULT_DIR, LocalCluster
 from ..pki import DAYS, PKIError, openssl
 from ..supervisor import ClusterError, log
-from .process import run_cli
+from .process import kept_port, run_cli
 
 CRD_NAME = "tfjobs.kubeflow.org"
 CRD_FILE = Path(__file__).resolve().parents[3] / "crd" / "kubeflow.org_tfjobs.yaml"
@@ -64,11 +62,7 @@ def _valid_for(cert: Path, seconds: int) -> bool:
 def address(directory: Path) -> str:
     """127.0.0.1 and a port picked once per cluster: the CRD's URL names it, so it must not change between runs,
     and two clusters' `make run`s must not share it."""
-    port_file = directory / "port"
-    if not port_file.exists():
-        directory.mkdir(parents=True, exist_ok=True)
-        port_file.write_text(f"{free_port()}\n")
-    return f"127.0.0.1:{int(port_file.read_text())}"
+    return f"127.0.0.1:{kept_port(directory)}"
 
 
 def pointed_crd(crd: dict[str, Any], url: str, ca_pem: bytes) -> dict[str, Any]:
