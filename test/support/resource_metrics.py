@@ -1,6 +1,6 @@
 """The resource metrics API (metrics.k8s.io, served by the `metrics_server` fixture's metrics-server) as tests read
 it, and the HorizontalPodAutoscaler that scales on it: what a test of CPU-driven scaling needs, whatever it scales
-(a Deployment here, a TFJob through its scale subresource elsewhere)."""
+(a TFJob through its scale subresource, or anything else that has one)."""
 
 from __future__ import annotations
 
@@ -34,16 +34,11 @@ def pod_cpu_millicores(cluster: LocalCluster, namespace: str, pod: str) -> float
     return sum(cpu_millicores(c["usage"]["cpu"]) for c in metrics["containers"])
 
 
-def cpu_hpa(name: str, target: dict[str, str], max_replicas: int, utilization: int,
-            min_replicas: int = 1) -> dict[str, Any]:
-    """An autoscaling/v2 HPA of `target` ({"apiVersion", "kind", "name"} of anything with a scale subresource)
-    holding its pods' average CPU at `utilization` percent of their requests."""
-    return {
-        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": name},
-        "spec": {"scaleTargetRef": target, "minReplicas": min_replicas, "maxReplicas": max_replicas,
-                 "metrics": [{"type": "Resource", "resource": {
-                     "name": "cpu", "target": {"type": "Utilization", "averageUtilization": utilization}}}]},
-    }
+def cpu_utilization_metric(utilization: int) -> dict[str, Any]:
+    """An autoscaling/v2 MetricSpec (as in an HPA's spec.metrics, or a TFJob's spec.elasticPolicy.metrics) holding
+    the scaled pods' average CPU at `utilization` percent of their requests."""
+    return {"type": "Resource",
+            "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": utilization}}}
 
 
 def hpa_cpu_utilization(hpa: dict[str, Any]) -> int | None:
