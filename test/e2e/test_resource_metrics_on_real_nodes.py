@@ -179,7 +179,7 @@ def chain(steps: list[Resized]) -> list[int]:
     return counts
 
 
-def test_the_hpa_tfop_keeps_adds_busy_workers_in_place_and_removes_them_once_idle(
+def test_a_tfjobs_own_hpa_adds_busy_workers_in_place_and_removes_them_once_idle(
         real_node: LocalCluster, metrics_server: MetricsServer, operator: OperatorProcess, namespace: str,
         busybox: str) -> None:
     name = "spin"
