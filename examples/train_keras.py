@@ -12,15 +12,20 @@ tf.keras.callbacks.BackupAndRestore saves the training state into BACKUP_DIR at 
 restarted run resumes from the last epoch saved there, skipping the epochs done; `fit` deletes the backup when it
 completes. On a directory every replica mounts, a job restarted together resumes as one, with the same or another
 number of workers (a resize by restart): the backup holds the model, not the cluster, and each worker's batch stays
-BATCH_PER_WORKER while the global batch follows the new count. A SIGTERM ends the process at once, so the epoch in
-flight is lost and done again: the backup is per epoch, and keeping epochs short bounds what a restart costs.
+BATCH_PER_WORKER while the global batch follows the new count. A SIGTERM (a pod deleted: a resize, an eviction)
+ends the process at once with the retryable code, so the epoch in flight is lost and done again: the backup is per
+epoch, and keeping epochs short bounds what a restart costs. (Left to TensorFlow, a SIGTERM does nothing here: the
+strategy's coordination service takes the signal over as a preemption notice and training runs on until the grace
+period's SIGKILL, and may even finish and delete the backup meanwhile.)
 EPOCHS, STEPS_PER_EPOCH and EPOCH_SECONDS (a pause after each epoch's backup) stretch the run. When a peer is lost
 the collective breaks; the process then exits with a retryable code, so the operator restarts the job rather than
 failing it.
 """
 import os
+import signal
 import sys
 import time
+from types import FrameType
 
 import tensorflow as tf
 
@@ -67,6 +72,12 @@ def build_model() -> tf.keras.Model:
     return model
 
 
+def told_to_stop(signum: int, frame: FrameType | None) -> None:
+    print(f"told to stop: the last epoch's backup stands; exiting {RETRYABLE_EXIT} to be restarted", flush=True)
+    # At once and without unwinding: `fit` ending any other way deletes the backup the restart resumes from.
+    os._exit(RETRYABLE_EXIT)
+
+
 class PrintEpochs(tf.keras.callbacks.Callback):
     """One plain line per epoch (Keras' progress bar is noise in a pod's log). Epochs count from 1, as Keras
     prints them; after a restore the first one printed is the one after the backup's. Before the first, where
@@ -103,6 +114,9 @@ def main() -> int:
     # Known only now, and different after a resize: the global batch grows with it, each worker's stays the same.
     print(f"num_replicas_in_sync={strategy.num_replicas_in_sync}", flush=True)
     global_batch = BATCH_PER_WORKER * strategy.num_replicas_in_sync
+    # Installed after the strategy, whose coordination service took SIGTERM over (to notice preemptions): ours
+    # replaces it, so a stopped replica really stops, leaving the last epoch's backup as it is.
+    signal.signal(signal.SIGTERM, told_to_stop)
     with strategy.scope():
         model = build_model()
     callbacks = [tf.keras.callbacks.BackupAndRestore(backup_dir=BACKUP_DIR), PrintEpochs()]
