@@ -58,6 +58,7 @@ class OperatorMetrics:
     jobs_failed: Counter
     jobs_restarted: Counter
     restarts: Counter
+    resizes: Counter
     children_created: dict[str, Counter]  # by child kind; only the kinds dashboards count
     children_deleted: dict[str, Counter]
     is_leader: Gauge
@@ -98,6 +99,9 @@ class OperatorMetrics:
             restarts=counter("tf_operator_restarts", "Replica restarts (in place and recreations) by how the "
                              "container ended: retryable (128-255), permanent (1-127), succeeded (0), unknown "
                              "(evicted, node lost).", "job_namespace", "exit_class"),
+            resizes=counter("tf_operator_resizes", "Changes of a job's Worker count, by who asked (User, HPA) and "
+                            "how TensorFlow followed (Restart: every replica restarted together; InPlace: workers "
+                            "joined or left).", "job_namespace", "cause", "strategy"),
             children_created={"Pod": counter("tf_operator_pods_created", "Pods the operator created.",
                                              "job_namespace"),
                               "Job": counter("tf_operator_replica_jobs_created",

@@ -183,7 +183,8 @@ def running(job: dict[str, Any], *, since: float = 0, restarts: dict[str, int] |
         "replicaSummary": f"{total}/{total}",
         "conditions": [cond("Created", "True", "TFJobCreated", "TFJob ns/mnist is created.", at),
                        cond("Running", "True", "TFJobRunning", "TFJob ns/mnist is running.", at)],
-        "phase": "Running", "state": "Running", "reason": "TFJobRunning", "lastReconcileTime": at}}
+        "phase": "Running", "state": "Running", "reason": "TFJobRunning", "lastReconcileTime": at,
+        **({"workerReplicas": replicas["Worker"]} if "Worker" in replicas else {})}}
 
 
 def waiting_for_one_pending_worker(job: dict[str, Any]) -> dict[str, Any]:

@@ -229,7 +229,7 @@ def test_scheduler_plugins_pods_carry_the_group_label_and_scheduler_name() -> No
     pod = build_pod("scheduler-plugins")
     assert pod["spec"]["schedulerName"] == "scheduler-plugins-scheduler"
     assert pod["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == "mnist"
-    assert "annotations" not in pod["metadata"]
+    assert "scheduling.k8s.io/group-name" not in pod["metadata"]["annotations"]  # that is Volcano's
 
 
 def test_volcano_pods_carry_the_group_and_task_annotations() -> None:
@@ -241,7 +241,8 @@ def test_volcano_pods_carry_the_group_and_task_annotations() -> None:
     assert result.desired is not None
     pod = child_kinds(config.gang)[POD].build(result.desired, result.creates(POD)[0].slot)
     assert pod["spec"]["schedulerName"] == "volcano"
-    assert pod["metadata"]["annotations"] == {"scheduling.k8s.io/group-name": "mnist", "volcano.sh/task-spec": "worker"}
+    assert pod["metadata"]["annotations"] == {"scheduling.k8s.io/group-name": "mnist", "volcano.sh/task-spec": "worker",
+                                              "tfop.kubeflow.org/tf-cluster": "Worker=2"}
 
 
 def test_a_template_scheduler_name_is_kept() -> None:

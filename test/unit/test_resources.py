@@ -112,7 +112,7 @@ def test_pod_metadata() -> None:
                    "training.kubeflow.org/replica-type": "worker", "training.kubeflow.org/replica-index": "1",
                    "training.kubeflow.org/runtime-id": RID,
                    "training.kubeflow.org/operator-name": "tfjob-controller", "app.kubernetes.io/managed-by": "tfop"},
-        "annotations": {"a": "b"},
+        "annotations": {"a": "b", "tfop.kubeflow.org/tf-cluster": "Worker=2"},
         "ownerReferences": [{"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": "mnist", "uid": "uid-1",
                              "controller": True, "blockOwnerDeletion": True}],
     }
@@ -219,6 +219,55 @@ def test_tf_config_uses_each_type_s_port_and_the_configured_domain() -> None:
     assert json.loads(value or "")["cluster"] == {
         "worker": [address("Worker", 0, 3333, "svc.cluster.local")],
         "ps": [address("PS", 0, 2222, "svc.cluster.local")]}
+
+
+# enableDynamicWorker: workers and PS know the PS and themselves, the chief and evaluator the whole cluster.
+SPARSE: dict[str, tuple[dict[str, int], dict[tuple[str, int], dict[str, Any]]]] = {
+    "chief, workers and two PS": ({"Chief": 1, "Worker": 2, "PS": 2}, {
+        ("Chief", 0): {"chief": [address("Chief", 0)], "worker": [address("Worker", 0), address("Worker", 1)],
+                       "ps": [address("PS", 0), address("PS", 1)]},
+        ("Worker", 0): {"worker": {"0": address("Worker", 0)}, "ps": [address("PS", 0), address("PS", 1)]},
+        ("Worker", 1): {"worker": {"1": address("Worker", 1)}, "ps": [address("PS", 0), address("PS", 1)]},
+        ("PS", 0): {"ps": {"0": address("PS", 0)}},
+        ("PS", 1): {"ps": {"1": address("PS", 1)}},
+    }),
+    "a lone worker still gets TF_CONFIG, for the workers who join it": ({"Worker": 1}, {
+        ("Worker", 0): {"worker": {"0": address("Worker", 0)}},
+    }),
+    "an evaluator keeps the whole cluster": ({"Worker": 1, "PS": 1, "Evaluator": 1}, {
+        ("Worker", 0): {"worker": {"0": address("Worker", 0)}, "ps": [address("PS", 0)]},
+        ("PS", 0): {"ps": {"0": address("PS", 0)}},
+        ("Evaluator", 0): {"worker": [address("Worker", 0)], "ps": [address("PS", 0)],
+                           "evaluator": [address("Evaluator", 0)]},
+    }),
+}
+
+
+@pytest.mark.parametrize(("replicas", "clusters"), list(SPARSE.values()), ids=list(SPARSE))
+def test_dynamic_workers_get_a_sparse_tf_config(replicas: dict[str, int],
+                                                clusters: dict[tuple[str, int], dict[str, Any]]) -> None:
+    tfjob = job(replicas)
+    tfjob["spec"]["enableDynamicWorker"] = True
+    for (replica_type, index), cluster in clusters.items():
+        config = json.loads(env_of(desired_pod(parsed(tfjob), replica_type, index)) or "")
+        assert config == {"cluster": cluster, "environment": "cloud",
+                          "task": {"type": tf_task_type(replica_type), "index": index}}
+
+
+@pytest.mark.parametrize(("replicas", "dynamic", "key"), [
+    ({"Worker": 1}, False, "Worker=1"),
+    ({"Chief": 1, "Worker": 3, "PS": 2, "Evaluator": 1}, False, "Chief=1,Worker=3,PS=2,Evaluator=1"),
+    ({"Master": 1, "Worker": 0}, False, "Master=1"),
+    ({"Chief": 1, "Worker": 3, "PS": 2}, True, "PS=2"),
+    ({"Chief": 1, "Worker": 3}, True, ""),
+], ids=["one worker", "every type", "zero workers are left out", "dynamic: the PS only", "dynamic without PS"])
+def test_each_pod_records_the_replica_counts_of_its_tf_config(replicas: dict[str, int], dynamic: bool,
+                                                               key: str) -> None:
+    tfjob = job(replicas)
+    tfjob["spec"]["enableDynamicWorker"] = dynamic
+    replica_type = next(iter(tfjob["spec"]["tfReplicaSpecs"]))
+    pod = desired_pod(parsed(tfjob), replica_type, 0)
+    assert pod["metadata"]["annotations"]["tfop.kubeflow.org/tf-cluster"] == key
 
 
 def test_tf_config_is_the_same_for_the_same_job() -> None:

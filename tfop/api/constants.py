@@ -86,6 +86,11 @@ NETWORK_POLICY_MODES: Final = (NETWORK_POLICY_ISOLATED, NETWORK_POLICY_NONE)
 ANNOTATION_NETWORK_POLICY: Final = "tfop.kubeflow.org/network-policy"
 ANNOTATION_NETWORK_POLICY_FROM: Final = "tfop.kubeflow.org/network-policy-from"
 
+# On each replica pod: the replica counts its TF_CONFIG's cluster was built from (e.g. "Chief=1,PS=2,Worker=3";
+# with enableDynamicWorker only the PS, which is all a worker's sparse cluster names). A live pod whose value is
+# not the job's current one has an out-of-date TF_CONFIG: the job was resized (docs/tfjob/scaling.md).
+ANNOTATION_TF_CLUSTER: Final = "tfop.kubeflow.org/tf-cluster"
+
 RESTART_POLICY_ALWAYS: Final = "Always"
 RESTART_POLICY_ON_FAILURE: Final = "OnFailure"
 RESTART_POLICY_NEVER: Final = "Never"
@@ -115,6 +120,8 @@ REASON_CREATED: Final = "TFJobCreated"
 REASON_PENDING: Final = "TFJobPending"
 REASON_RUNNING: Final = "TFJobRunning"
 REASON_RESTARTING: Final = "TFJobRestarting"
+REASON_RESIZED: Final = "Resized"  # the Worker count changed: who asked, and how the job follows
+REASON_RESIZING: Final = "Resizing"  # Restarting's reason while every replica restarts for a resize
 REASON_NODE_LOST: Final = "NodeLost"  # a replica's node is lost or unhealthy: its pod is replaced
 REASON_SUCCEEDED: Final = "TFJobSucceeded"
 # The training succeeded and the job waits for its evaluators (Succeeded False, Running True); and the Warning

@@ -22,6 +22,8 @@ def count_transitions(metrics: OperatorMetrics, job: Object, plan: Plan, now: da
             metric.labels(namespace, FRAMEWORK).inc(amount)
     for exit_class, amount in counters.restarts_by_exit_class:
         metrics.restarts.labels(namespace, exit_class).inc(amount)
+    for (cause, strategy), amount in counters.resizes:
+        metrics.resizes.labels(namespace, cause, strategy).inc(amount)
     status = plan.status or {}
     if counters.successful or counters.failed:
         started, completed = parse_time(status.get("startTime")), parse_time(status.get("completionTime"))

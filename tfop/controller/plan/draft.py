@@ -76,6 +76,7 @@ class PlanDraft:
         self.restarts = 0  # new restarts seen by this plan (in place and recreations)
         self.restarts_by_exit_class: Counter[str] = Counter()
         self.restarted: list[ReplicaRestart] = []
+        self.resizes: Counter[tuple[str, str]] = Counter()  # told by this plan, by (cause, strategy)
         self.cleaning_up = False  # a finished or suspended job still has children going away
         self.success_detail = ""  # told by the Succeeded event after its message (the exits it ended with)
         self._said_once = False  # an event only this plan can tell: its status must not wait for a later plan
@@ -181,6 +182,7 @@ class PlanDraft:
             failed=int(CONDITION_FAILED in became),
             restarted=self.restarts,
             restarts_by_exit_class=tuple(sorted(self.restarts_by_exit_class.items())),
+            resizes=tuple(sorted(self.resizes.items())),
             started_running=int(CONDITION_RUNNING in became
                                 and find_condition(self._old_conditions, CONDITION_RESTARTING) is None),
         )

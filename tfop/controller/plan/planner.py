@@ -45,6 +45,7 @@ from tfop.controller.plan.policies.evaluator import (
 from tfop.controller.plan.policies.gang import plan_pod_group
 from tfop.controller.plan.policies.network_isolation import plan_network_policy
 from tfop.controller.plan.policies.node_loss import Verdict, move_off_bad_nodes, replicas_on_bad_nodes
+from tfop.controller.plan.policies.resize import Resize, plan_resize
 from tfop.controller.plan.policies.restart_scope import restarted_with
 from tfop.controller.plan.policies.running import update_running
 from tfop.controller.plan.policies.success import settle_remaining, succeeded
@@ -173,9 +174,13 @@ def _run(p: _Planning) -> None:
     on_bad_nodes = [] if p.context.nodes is None else replicas_on_bad_nodes(
         p.context.of_kind(POD), p.context.nodes, draft.now, draft.config.node_loss, p.model.options.node_policy)
     moving = {uid_of(replica.pod) for replica in on_bad_nodes if replica.verdict in (Verdict.LOST, Verdict.MOVE)}
+    # A resize by restart stops every live replica; the batch Job backend's controller would replace them alone.
+    resize = plan_resize(draft, p.model, p.context, p.context.of_kind(POD) if p.backend.kind == POD else [])
+    resized = {uid_of(pod) for pod in resize.restart} - recreating - moving - {uid_of(pod) for pod in scaled_down}
     # Restarted with them (restart scope Job): retired, not counted, since the job restarts once.
-    together = (restarted_with(children.slots, recreating | moving)
-                if p.model.options.restart_scope == RESTART_SCOPE_JOB else [])
+    together = [pod for pod in resize.restart if uid_of(pod) in resized] or (
+        restarted_with(children.slots, recreating | moving) if p.model.options.restart_scope == RESTART_SCOPE_JOB
+        else [])
     counts = p.backend.count_restarts(draft, p.model.spec, p.context, children,
                                       deleting=recreating | moving | {uid_of(pod) for pod in together}
                                       | {uid_of(child) for child in scaled_down},
@@ -206,21 +211,22 @@ def _run(p: _Planning) -> None:
     gang = plan_pod_group(draft, p.model, p.context,
                           pods=[(slot.slot, slot.pod) for slot in children.slots if slot.pod is not None])
     plan_network_policy(draft, p.model, p.context)
-    _create_missing(p, hold_pods=gang.hold_pods is not None or _restart_together_pending(p))
+    _create_missing(p, hold_pods=gang.hold_pods is not None or _restart_together_pending(p, resize))
     update_running(draft, children, p.context.refusals, p.backend.replaced(retryable, counts), gang=gang,
                    node_note=node_note, with_all=bool(together))
     record_replicas(p.draft, p.model.spec, p.children, counts, finishing=False)
 
 
-def _restart_together_pending(p: _Planning) -> bool:
-    """Restart scope Job starts the replicas together: none is recreated while another of the job's pods is
-    still going (terminating, or deleted by this plan). A replica started alone would wait for its peers, and
-    could give up, a second job restart, before the last old pod is gone (one on a lost node goes only when the
-    node is declared lost)."""
-    if p.model.options.restart_scope != RESTART_SCOPE_JOB:
-        return False
+def _restart_together_pending(p: _Planning, resize: Resize) -> bool:
+    """Restart scope Job, and a resize by restart, start the replicas together: none is recreated while another
+    of the job's pods is still going (terminating, or deleted by this plan; for a resize, one made for the old
+    size). A replica started alone would wait for its peers, and could give up, a second job restart, before the
+    last old pod is gone (one on a lost node goes only when the node is declared lost)."""
     deleting = p.draft.deleted_uids(POD)
-    return any(is_terminating(pod) or uid_of(pod) in deleting for pod in p.context.of_kind(POD))
+    going = [pod for pod in p.context.of_kind(POD) if is_terminating(pod) or uid_of(pod) in deleting]
+    if p.model.options.restart_scope == RESTART_SCOPE_JOB:
+        return bool(going)
+    return p.backend.kind == POD and any(resize.out_of_date(pod) for pod in going)
 
 
 def _create_missing(p: _Planning, *, hold_pods: bool) -> None:

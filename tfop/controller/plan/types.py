@@ -20,6 +20,7 @@ SERVICE = "Service"
 POD_GROUP = "PodGroup"  # one per job, when a gang scheduler is configured
 JOB = "Job"  # a batch/v1 Job per replica, with the Job backend; the pods it makes are passed as POD children too
 NETWORK_POLICY = "NetworkPolicy"  # one per job that asks for it (plan/children/network_policy.py)
+HORIZONTAL_POD_AUTOSCALER = "HorizontalPodAutoscaler"  # one per job whose elasticPolicy names metrics
 
 
 @dataclass(frozen=True)
@@ -136,6 +137,8 @@ class JobCounters:
     # evicted, node lost).
     restarts_by_exit_class: tuple[tuple[str, int], ...] = ()
     started_running: int = 0  # all replicas ran for the first time (never restarted before): start latency
+    # Resizes the plan told (plan/policies/resize.py), by (cause, strategy).
+    resizes: tuple[tuple[tuple[str, str], int], ...] = ()
 
 
 class StatusWait(enum.Enum):

@@ -11,6 +11,7 @@ from types import MappingProxyType
 from typing import Any
 
 from tfop.api.constants import (
+    ANNOTATION_TF_CLUSTER,
     API_VERSION,
     CHIEF_REPLICA_TYPES,
     DEFAULT_PORT_NAME,
@@ -38,7 +39,14 @@ from tfop.controller.plan.children.batch_job import replica_job
 from tfop.controller.plan.children.naming import ChildNaming, labelled_slot
 from tfop.controller.plan.children.network_policy import network_policy
 from tfop.controller.plan.children.pod_group import GangScheduler, join_gang, pod_group
-from tfop.controller.plan.children.tf_config import set_env, tensorflow_container, tf_cluster, tf_config, tf_port
+from tfop.controller.plan.children.tf_config import (
+    cluster_key,
+    set_env,
+    tensorflow_container,
+    tf_cluster,
+    tf_config,
+    tf_port,
+)
 from tfop.controller.plan.controller_config import DEFAULT_SERVICE_DOMAIN
 from tfop.controller.plan.job.default_ps_server import uses_script
 from tfop.controller.plan.job.model import JobMeta, TFJobModel
@@ -117,8 +125,10 @@ class DesiredChildren:
         self._naming = naming or ChildNaming(NAMING_RUNTIME_ID, self._name, self._runtime_id)
         self._owner = owner_reference(job.metadata)
         self._master = self._master_slot()
+        # A lone replica needs no TF_CONFIG; a dynamic job's always gets one, as workers may join it.
         self._cluster = (tf_cluster(job.spec, self._naming, self._namespace, service_domain)
-                         if job.spec.total_replicas() > 1 else None)
+                         if job.spec.total_replicas() > 1 or job.spec.enable_dynamic_worker else None)
+        self._cluster_key = cluster_key(job.spec)
         # Whether the job's pods mount the default PS server's script, which must exist in the namespace.
         self.needs_server_script = any(uses_script(mapping(replica.template.get("spec")))
                                        for replica in job.spec.replica_specs.values())
@@ -133,15 +143,16 @@ class DesiredChildren:
             "labels": {**mapping(template_metadata.get("labels")), **self._labels(replica_type, index)},
             "ownerReferences": [dict(self._owner)],
         }
-        if template_metadata.get("annotations"):
-            metadata["annotations"] = template_metadata["annotations"]
+        metadata["annotations"] = {**mapping(template_metadata.get("annotations")),
+                                   ANNOTATION_TF_CLUSTER: self._cluster_key}
         spec = template["spec"]
         spec["restartPolicy"] = pod_restart_policy(replica.restart_policy)
         apply_accelerators(spec, self._accelerators)
         if self._cluster is not None:
             container = tensorflow_container(spec)
             if container is not None:
-                set_env(container, TF_CONFIG_ENV, tf_config(self._cluster, replica_type, index))
+                set_env(container, TF_CONFIG_ENV, tf_config(self._cluster, replica_type, index,
+                                                            sparse=self._spec.enable_dynamic_worker))
         pod = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
         if self._gang is not None:
             join_gang(pod, self._name, replica_type, self._gang)

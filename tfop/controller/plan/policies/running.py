@@ -18,9 +18,9 @@ from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.policies.gang import GangState
 from tfop.controller.plan.policies.troubles import announce_troubles, troubles_of, with_troubles
 from tfop.controller.plan.replicas.pod_slots import SlotState, SortedChildren
-from tfop.controller.plan.replicas.replica_status import describe_failure
+from tfop.controller.plan.replicas.replica_status import describe_failure, uid_of
 from tfop.controller.plan.status import listing
-from tfop.controller.plan.types import CreateRefusal
+from tfop.controller.plan.types import POD, CreateRefusal
 from tfop.objects import Object
 
 
@@ -36,7 +36,9 @@ def update_running(draft: PlanDraft, children: SortedChildren, refusals: Iterabl
         together = ", and with it every other replica (restart scope Job)" if with_all else ""
         draft.set_condition(CONDITION_RESTARTING, true=True, reason=REASON_RESTARTING,
                             message=f"{draft.job_ref} is restarting {listed}{together}.")
-    states = Counter(slot.state for slot in children.slots)
+    deleted = draft.deleted_uids(POD)  # a pod this plan deletes (restarted together, resized) no longer runs
+    states = Counter(SlotState.TERMINATING if slot.pod is not None and uid_of(slot.pod) in deleted else slot.state
+                     for slot in children.slots)
     finished = states[SlotState.SUCCEEDED] + states[SlotState.TOLERATED]
     waiting = len(children.slots) - finished - states[SlotState.RUNNING]
     said_of_nodes = f" {node_note}." if node_note else ""

@@ -1,0 +1,152 @@
+"""Table tests of resizing a job (tfop/controller/plan/policies/resize.py): by restart, every live replica whose
+TF_CONFIG was built for another size stops and all start again together; in place (enableDynamicWorker), workers
+are only added or removed. Either way the resize is told once, and counts as no restart."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from support.plan_builders import NOW, make_job, make_pod, plan_of, running, services_for
+from tfop.controller.plan.controller_config import ControllerConfig
+from tfop.controller.plan.planner import plan
+from tfop.controller.plan.types import HORIZONTAL_POD_AUTOSCALER, POD, SERVICE, PlanContext
+
+KEY = "tfop.kubeflow.org/tf-cluster"
+
+
+def pod(replica_type: str, index: int, key: str | None, **state: Any) -> dict[str, Any]:
+    """A pod whose TF_CONFIG was built for the replica counts `key` (None: made by a tfop before the key)."""
+    made = make_pod(replica_type, index, **state)
+    if key is not None:
+        made["metadata"]["annotations"] = {KEY: key}
+    return made
+
+
+def job(replicas: dict[str, int], *, planned: int | None, dynamic: bool = False) -> dict[str, Any]:
+    """A running job that asks for `replicas` now; its status says its pods were planned for `planned` workers."""
+    made = running(make_job(replicas, policy="ExitCode"))
+    if dynamic:
+        made["spec"]["enableDynamicWorker"] = True
+    made["status"].pop("workerReplicas", None)
+    if planned is not None:
+        made["status"]["workerReplicas"] = planned
+    return made
+
+
+@dataclass(frozen=True)
+class Row:
+    job: dict[str, Any]
+    pods: list[dict[str, Any]]
+    deleted: list[str]
+    created: list[str]
+    event: str | None  # the Resized event's message, if one is told
+    restarting: str | None = None  # the Restarting condition's reason, when it is True
+    children: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+
+OLD = "Worker=2,PS=1"
+NEW = "Worker=3,PS=1"
+RESTART_2_3 = ("TFJob ns/mnist: Worker 2 -> 3, asked by a user (the scale subresource or an edit of the spec); "
+               "every replica stops gracefully and starts again together with the new TF_CONFIG.")
+ROWS = {
+    "by restart, 2 -> 3: every live replica stops; none starts before the old ones are gone": Row(
+        job({"Worker": 3, "PS": 1}, planned=2),
+        [pod("Worker", 0, OLD), pod("Worker", 1, OLD), pod("PS", 0, OLD)],
+        deleted=["mnist-worker-jje2-0", "mnist-worker-jje2-1", "mnist-ps-jje2-0"], created=[],
+        event=RESTART_2_3, restarting="Resizing"),
+    "by restart, under way: old pods terminating, nothing is created": Row(
+        job({"Worker": 3, "PS": 1}, planned=3),
+        [pod("Worker", 0, OLD, terminating=True), pod("PS", 0, OLD, terminating=True)],
+        deleted=[], created=[], event=None),
+    "by restart, the old pods gone: all start together": Row(
+        job({"Worker": 3, "PS": 1}, planned=3), [],
+        deleted=[], created=["mnist-worker-jje2-0", "mnist-worker-jje2-1", "mnist-worker-jje2-2", "mnist-ps-jje2-0"],
+        event=None),
+    "by restart, 3 -> 2: the surplus worker goes with the rest": Row(
+        job({"Worker": 2, "PS": 1}, planned=3),
+        [pod("Worker", 0, NEW), pod("Worker", 1, NEW), pod("Worker", 2, NEW), pod("PS", 0, NEW)],
+        deleted=["mnist-worker-jje2-2", "mnist-worker-jje2-0", "mnist-worker-jje2-1", "mnist-ps-jje2-0"],
+        created=[],
+        event=("TFJob ns/mnist: Worker 3 -> 2, asked by a user (the scale subresource or an edit of the spec); "
+               "every replica stops gracefully and starts again together with the new TF_CONFIG."),
+        restarting="Resizing"),
+    "pods made for the current size are left alone": Row(
+        job({"Worker": 3, "PS": 1}, planned=3),
+        [pod("Worker", 0, NEW), pod("Worker", 1, NEW), pod("Worker", 2, NEW), pod("PS", 0, NEW)],
+        deleted=[], created=[], event=None),
+    "a finished pod of the old size is not restarted": Row(
+        job({"Worker": 3, "PS": 1}, planned=3),
+        [pod("Worker", 0, NEW), pod("Worker", 1, NEW), pod("Worker", 2, OLD, phase="Succeeded", exit_code=0),
+         pod("PS", 0, NEW)],
+        deleted=[], created=[], event=None),
+    "pods of an earlier tfop (no key) are not restarted; the new worker is added": Row(
+        job({"Worker": 3, "PS": 1}, planned=3),
+        [pod("Worker", 0, None), pod("Worker", 1, None), pod("PS", 0, None)],
+        deleted=[], created=["mnist-worker-jje2-2"], event=None),
+    "the first plan records the size and tells nothing": Row(
+        job({"Worker": 2, "PS": 1}, planned=None),
+        [pod("Worker", 0, OLD), pod("Worker", 1, OLD), pod("PS", 0, OLD)],
+        deleted=[], created=[], event=None),
+    "in place, 2 -> 4: workers 2 and 3 are created; the chief and PS run on": Row(
+        job({"Chief": 1, "Worker": 4, "PS": 1}, planned=2, dynamic=True),
+        [pod("Chief", 0, "PS=1"), pod("Worker", 0, "PS=1"), pod("Worker", 1, "PS=1"), pod("PS", 0, "PS=1")],
+        deleted=[], created=["mnist-worker-jje2-2", "mnist-worker-jje2-3"],
+        event=("TFJob ns/mnist: Worker 2 -> 4, asked by a user (the scale subresource or an edit of the spec); "
+               "workers 2-3 join in place; the other replicas run on.")),
+    "in place, 4 -> 1: workers 1-3 stop gracefully; the chief and PS run on": Row(
+        job({"Chief": 1, "Worker": 1, "PS": 1}, planned=4, dynamic=True),
+        [pod("Chief", 0, "PS=1"), *(pod("Worker", i, "PS=1") for i in range(4)), pod("PS", 0, "PS=1")],
+        deleted=["mnist-worker-jje2-1", "mnist-worker-jje2-2", "mnist-worker-jje2-3"], created=[],
+        event=("TFJob ns/mnist: Worker 4 -> 1, asked by a user (the scale subresource or an edit of the spec); "
+               "workers 1-3 stop gracefully; the other replicas run on.")),
+    "in place, the PS count changed: every replica restarts together": Row(
+        job({"Worker": 2, "PS": 2}, planned=2, dynamic=True),
+        [pod("Worker", 0, "PS=1"), pod("Worker", 1, "PS=1"), pod("PS", 0, "PS=1")],
+        deleted=["mnist-worker-jje2-0", "mnist-worker-jje2-1", "mnist-ps-jje2-0"], created=[],
+        event=None, restarting="Resizing"),
+    "the job's HPA asked": Row(
+        job({"Worker": 3, "PS": 1}, planned=2),
+        [pod("Worker", 0, OLD), pod("Worker", 1, OLD), pod("PS", 0, OLD)],
+        deleted=["mnist-worker-jje2-0", "mnist-worker-jje2-1", "mnist-ps-jje2-0"], created=[],
+        event=("TFJob ns/mnist: Worker 2 -> 3, asked by the job's HorizontalPodAutoscaler; every replica stops "
+               "gracefully and starts again together with the new TF_CONFIG."),
+        restarting="Resizing",
+        children={HORIZONTAL_POD_AUTOSCALER: [{
+            "metadata": {"name": "mnist", "namespace": "ns", "uid": "hpa-1"},
+            "spec": {"scaleTargetRef": {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": "mnist"}},
+            "status": {"desiredReplicas": 3}}]}),
+}
+
+
+@pytest.mark.parametrize("row", list(ROWS.values()), ids=list(ROWS))
+def test_a_resize(row: Row) -> None:
+    replicas = {name: spec["replicas"] for name, spec in row.job["spec"]["tfReplicaSpecs"].items()}
+    children = {POD: row.pods, SERVICE: services_for(replicas), **row.children}
+    result = plan(PlanContext(row.job, children, NOW, ControllerConfig()))
+    assert [ref.name for ref in result.delete if ref.kind == POD] == row.deleted
+    assert all(ref.grace_period_seconds is None for ref in result.delete)  # gracefully: SIGTERM, then the grace
+    assert [creation.name for creation in result.creates(POD)] == row.created
+    assert [event.message for event in result.events if event.reason == "Resized"] == (
+        [row.event] if row.event else [])
+    status = result.status or row.job["status"]
+    assert status["workerReplicas"] == replicas["Worker"]
+    restarting = next((c for c in status.get("conditions", []) if c["type"] == "Restarting"), None)
+    assert (restarting["reason"] if restarting and restarting["status"] == "True" else None) == row.restarting
+    # A resize is not a restart: nothing counts against backoffLimit.
+    assert result.counters.restarted == 0 and not result.restarts
+    assert all(entry.get("restarts", 0) == 0 for entry in status["replicaStatuses"].values())
+
+
+def test_a_resize_is_counted_once_by_cause_and_strategy() -> None:
+    resized = job({"Worker": 3, "PS": 1}, planned=2)
+    pods = [pod("Worker", 0, OLD), pod("Worker", 1, OLD), pod("PS", 0, OLD)]
+    first = plan_of(resized, pods, services_for({"Worker": 3, "PS": 1}))
+    assert first.counters.resizes == ((("User", "Restart"), 1),)
+    assert first.status is not None and first.status["lastResize"] == {
+        "from": 2, "to": 3, "cause": "User", "strategy": "Restart", "time": "2026-11-21T10:00:00Z",
+        "message": RESTART_2_3}
+    again = plan_of({**resized, "status": first.status}, pods, services_for({"Worker": 3, "PS": 1}))
+    assert again.counters.resizes == () and not [e for e in again.events if e.reason == "Resized"]

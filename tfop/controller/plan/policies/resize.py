@@ -1,0 +1,135 @@
+"""Resizing a job: its Worker count changed (`kubectl scale`, an HPA, a user's edit), and TensorFlow must learn of
+it the one way its strategy allows (docs/tfjob/scaling.md).
+
+- By restart (the default): MultiWorkerMirroredStrategy and the ParameterServerStrategy coordinator fix their
+  cluster when they start, so every live replica whose TF_CONFIG is out of date is stopped gracefully (SIGTERM, then
+  its pod's grace period: time for BackupAndRestore to save) with every other live replica, and all start again
+  together with the new TF_CONFIG once the old pods are gone, resuming from the checkpoint. As with a node loss,
+  nothing of it counts against backoffLimit.
+- In place (enableDynamicWorker): workers and PS know only the PS and themselves (children/tf_config.py), so a new
+  worker is just created and a removed one (the highest indices) stopped gracefully; the chief and the PS run on.
+
+A pod's TF_CONFIG is out of date when the replica counts it was built from (its ANNOTATION_TF_CLUSTER) are not the
+job's now. A pod without the annotation was made by an earlier tfop and is left alone. status.workerReplicas
+remembers the Worker count the job last planned for, so that each resize is told once: a Resized event saying who
+asked (a User, or the job's HPA) and what happens, and a count in the metrics.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from tfop.api.constants import (
+    ANNOTATION_TF_CLUSTER,
+    CONDITION_RESTARTING,
+    EVENT_NORMAL,
+    POD_FAILED,
+    POD_SUCCEEDED,
+    REASON_RESIZED,
+    REASON_RESIZING,
+    REPLICA_WORKER,
+)
+from tfop.api.fields import integer, mapping_at, text
+from tfop.api.timestamps import format_time
+from tfop.controller.plan.children.tf_config import cluster_key
+from tfop.controller.plan.draft import PlanDraft
+from tfop.controller.plan.job.model import TFJobModel
+from tfop.controller.plan.status import is_terminating, pod_phase
+from tfop.controller.plan.types import HORIZONTAL_POD_AUTOSCALER, PlanContext
+from tfop.objects import Object
+
+WORKER_REPLICAS = "workerReplicas"  # in the job's status: the Worker count the pods are made for
+LAST_RESIZE = "lastResize"  # in the job's status: the latest resize, as its event told it
+
+
+class ResizeCause(enum.Enum):
+    USER = "User"  # kubectl scale, an edit of the spec, any client of the scale subresource
+    HPA = "HPA"  # the HorizontalPodAutoscaler tfop made from the job's elasticPolicy
+
+
+class ResizeStrategy(enum.Enum):
+    RESTART = "Restart"
+    IN_PLACE = "InPlace"
+
+
+@dataclass(frozen=True)
+class Resize:
+    """What one plan does about the job's size: the live pods to restart together because their TF_CONFIG is out
+    of date (none in place, or when nothing changed), and the key pods of the current size carry."""
+
+    key: str
+    restart: tuple[Object, ...] = ()
+
+    def out_of_date(self, pod: Object) -> bool:
+        """Whether `pod` was made for another size (a pod without the key is an earlier tfop's: left alone)."""
+        key = text(mapping_at(pod, "metadata", "annotations").get(ANNOTATION_TF_CLUSTER))
+        return key is not None and key != self.key
+
+
+def strategy_of(job: TFJobModel) -> ResizeStrategy:
+    return ResizeStrategy.IN_PLACE if job.spec.enable_dynamic_worker else ResizeStrategy.RESTART
+
+
+def plan_resize(draft: PlanDraft, job: TFJobModel, context: PlanContext, pods: Iterable[Object]) -> Resize:
+    """Tells a new Worker count once and finds the live pods a resize by restart must stop. `pods`: the job's
+    replica pods (pods backend: with batch Jobs, the Job controller would replace a stopped pod by itself)."""
+    resize = Resize(cluster_key(job.spec))
+    _announce(draft, job, context)
+    live = [pod for pod in pods if not is_terminating(pod) and pod_phase(pod) not in (POD_SUCCEEDED, POD_FAILED)]
+    if not any(resize.out_of_date(pod) for pod in live):
+        return resize
+    # Any live replica out of date restarts every live one: they form one cluster, and a process started alone
+    # with the new TF_CONFIG would wait for peers that still run with the old one.
+    restart = tuple(live)
+    draft.set_condition(CONDITION_RESTARTING, true=True, reason=REASON_RESIZING,
+                        message=f"{draft.job_ref} is restarting all {len(restart)} live replicas together with the "
+                                f"new TF_CONFIG ({resize.key}), resuming from the checkpoint.")
+    return Resize(resize.key, restart)
+
+
+def _announce(draft: PlanDraft, job: TFJobModel, context: PlanContext) -> None:
+    """The Resized event and status.lastResize, when the Worker count differs from the one last planned for (the
+    first plan only records it). Once per resize: the next plan finds the count recorded."""
+    if REPLICA_WORKER not in job.spec.replica_specs:
+        return
+    wanted = job.spec.replicas(REPLICA_WORKER)
+    before = integer(draft.status.get(WORKER_REPLICAS))
+    draft.status[WORKER_REPLICAS] = wanted
+    if before is None or before == wanted:
+        return
+    cause, strategy = _cause(job, context, wanted), strategy_of(job)
+    message = (f"{draft.job_ref}: Worker {before} -> {wanted}, asked by {_asked_by(cause)}; "
+               f"{_how(strategy, before, wanted)}.")
+    draft.event(EVENT_NORMAL, REASON_RESIZED, message)
+    draft.status[LAST_RESIZE] = {"from": before, "to": wanted, "cause": cause.value, "strategy": strategy.value,
+                                 "time": format_time(draft.now), "message": message}
+    draft.resizes[(cause.value, strategy.value)] += 1
+
+
+def _cause(job: TFJobModel, context: PlanContext, wanted: int) -> ResizeCause:
+    """The job's own HPA, if its latest recommendation is this count; anyone else is a user (the spec does not say
+    who wrote it, and the apiserver's managedFields are not kept in the cache)."""
+    for autoscaler in context.of_kind(HORIZONTAL_POD_AUTOSCALER):
+        if (mapping_at(autoscaler, "spec", "scaleTargetRef").get("name") == job.metadata.name
+                and integer(mapping_at(autoscaler, "status").get("desiredReplicas")) == wanted):
+            return ResizeCause.HPA
+    return ResizeCause.USER
+
+
+def _asked_by(cause: ResizeCause) -> str:
+    return {ResizeCause.USER: "a user (the scale subresource or an edit of the spec)",
+            ResizeCause.HPA: "the job's HorizontalPodAutoscaler"}[cause]
+
+
+def _how(strategy: ResizeStrategy, before: int, wanted: int) -> str:
+    if strategy is ResizeStrategy.RESTART:
+        return "every replica stops gracefully and starts again together with the new TF_CONFIG"
+    if wanted > before:
+        return f"{_workers(before, wanted)} join in place; the other replicas run on"
+    return f"{_workers(wanted, before)} stop gracefully; the other replicas run on"
+
+
+def _workers(first: int, end: int) -> str:
+    return f"worker {first}" if end - first == 1 else f"workers {first}-{end - 1}"
