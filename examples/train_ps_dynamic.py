@@ -9,7 +9,7 @@ TensorFlow 2). A worker needs to know only the PS and itself, which is the spars
 dynamic job:
 
   worker i  {"cluster": {"ps": [every PS], "worker": {"i": self}}, "task": {"type": "worker", "index": i}}
-  PS j      {"cluster": {"ps": {"j": self}}, ...}      the chief  {"cluster": {"ps": [every PS], "chief": {"0": self}}}
+  PS j      {"cluster": {"ps": {"j": self}}, ...}      the chief  {"cluster": {"ps": [every PS], "chief": [self], ...}}
 
 Roles. The PS serve the variables until they are stopped. The chief initializes the variables (or restores them
 from the last checkpoint in CHECKPOINT_DIR, if set, when the PS lost them), prints the global step and how many
@@ -190,9 +190,13 @@ def main() -> int:
         return 0
     signal.signal(signal.SIGTERM, stop)
     # Starts this task's server and a context on every PS, to which it hands this cluster (the PS and itself):
-    # so a PS that knows only itself can still answer this client.
-    tf.config.experimental_connect_to_cluster(resolver.cluster_spec(), job_name=resolver.task_type,
-                                              task_index=resolver.task_id, protocol=protocol)
+    # so a PS that knows only itself can still answer this client. Any other task its TF_CONFIG names (the
+    # chief's may name the workers it started with) is left out: it may be gone, and a client needs none.
+    own = resolver.cluster_spec().task_address(resolver.task_type, resolver.task_id)
+    cluster = tf.train.ClusterSpec({"ps": resolver.cluster_spec().as_dict()["ps"],
+                                    resolver.task_type: {resolver.task_id: own}})
+    tf.config.experimental_connect_to_cluster(cluster, job_name=resolver.task_type, task_index=resolver.task_id,
+                                              protocol=protocol)
     print(f"connected {resolver.task_type}:{resolver.task_id} to the PS", flush=True)
     model = Model(resolver)
     if resolver.task_type == "chief":
