@@ -18,13 +18,16 @@ import json
 import re
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from bench.operators import GoOperatorProcess
 from localcluster import LocalCluster
 from support.node_loss import LogLine, condition_at, container_logs, tf_pod, timestamp
 from support.operator_process import OperatorProcess
 from support.real_node_jobs import apply, get, job_pods, story, wait_for_condition
 from support.waiting import KUBECTL_INTERVAL, wait_for
+from tfop.kube.client import KubeClient
 
 JOB_NAME_LABEL = "training.kubeflow.org/job-name"
 # What the training programs print (examples/train_keras.py, examples/train_ps_dynamic.py).
@@ -188,7 +191,7 @@ def test_async_ps_scaled_2_to_4_to_1_in_place_keeps_the_chief_and_ps_training(
     steps = 400
     env = {"STEPS": str(steps), "STEP_SECONDS": "1"}
     # A worker told to stop ends its step first; a step's few RPCs can take seconds on a loaded machine.
-    spec = tf_pod("train_ps_dynamic.py", env, spread=job, grace=30)
+    spec = tf_pod("train_ps_dynamic.py", env, spread=job, grace=60)
     apply(cluster, namespace, tfjob(job, {"Chief": (1, spec), "PS": (1, spec), "Worker": (2, spec)}, dynamic=True))
     created = timestamp(get(cluster, namespace, "tfjob", job)["metadata"]["creationTimestamp"])
     table = Table(created)
@@ -266,3 +269,41 @@ def test_async_ps_scaled_2_to_4_to_1_in_place_keeps_the_chief_and_ps_training(
     assert not condition_at(done, "Failed")
     assert up.asked <= up.pods_changed + 1 <= up.resumed + 1 <= down.asked + 1, table
     assert down.pods_changed <= down.resumed and down.resumed <= (table.succeeded or 0) + 1, table
+
+
+def test_the_go_operator_gives_a_dynamic_ps_job_tf_configs_tensorflow_refuses_and_no_scale(
+        real_node: LocalCluster, go_crd: Path, training_operator: tuple[Path, Path], namespace: str,
+        tmp_path: Path) -> None:
+    """The same program under the Kubeflow training operator v1.9.3, on its own CRD: its enableDynamicWorker
+    TF_CONFIG as its pods get it, what TensorFlow in those pods makes of it, and what `kubectl scale` does to
+    its TFJob, which has no scale subresource."""
+    cluster, job = real_node, "ps-dynamic-go"
+    go = GoOperatorProcess(training_operator[0], KubeClient.from_kubeconfig(str(cluster.kubeconfig)),
+                           cluster.kubeconfig, tmp_path / "go-operator.log", [f"--namespace={namespace}"])
+    try:
+        go.start(timeout=300)
+        spec = tf_pod("train_ps_dynamic.py", {"STEPS": "1000", "STEP_SECONDS": "1"}, spread=job, grace=5)
+        apply(cluster, namespace, tfjob(job, {"Chief": (1, spec), "PS": (2, spec), "Worker": (2, spec)},
+                                        dynamic=True))
+        pods = wait_for(lambda: (p := pods_by_task(cluster, namespace, job)) and len(p) == 5 and p, 120,
+                        "the Go operator's 5 pods", interval=KUBECTL_INTERVAL)
+        configs = {task: json.loads(next(e["value"] for e in pod["spec"]["containers"][0]["env"]
+                                         if e["name"] == "TF_CONFIG")) for task, pod in sorted(pods.items())}
+        for task, config in configs.items():
+            print(f"\nGo operator v1.9.3 {task} TF_CONFIG={json.dumps(config, sort_keys=True)}")
+        scaled = cluster.kubectl("scale", "-n", namespace, f"tfjob/{job}", "--replicas=3", check=False)
+        print(f"\nGo operator v1.9.3: kubectl scale tfjob/{job} --replicas=3: exit {scaled.returncode}: "
+              f"{scaled.stderr.strip()}")
+        # What TensorFlow in the pods said of it: the chief knows no task at all, ps:1 is not in its own cluster.
+        chief = wait_for_line(cluster, namespace, job, pods["chief:0"]["metadata"]["uid"],
+                              re.compile(r"^\w*Error: "), "the chief's error", timeout=400)
+        ps1 = wait_for_line(cluster, namespace, job, pods["ps:1"]["metadata"]["uid"],
+                            re.compile(r".*Task 1 was not defined in job"), "ps:1's error", timeout=400)
+        print(f"\nGo operator v1.9.3 chief:0: {chief[0].text}\nGo operator v1.9.3 ps:1: {ps1[0].text}")
+    finally:
+        go.stop()
+    # Measured from its code (notes: issue 33 facts): the chief's cluster is empty, a PS lists only itself.
+    assert configs["chief:0"]["cluster"] == {"ps": [], "worker": {}}, configs["chief:0"]
+    assert len(configs["ps:1"]["cluster"]["ps"]) == 1 and configs["ps:1"]["task"]["index"] == 1, configs["ps:1"]
+    assert configs["worker:1"]["cluster"]["worker"].keys() == {"1"}, configs["worker:1"]
+    assert scaled.returncode != 0, scaled.stdout
