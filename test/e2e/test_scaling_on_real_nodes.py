@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +25,7 @@ from typing import Any
 
 from bench.operators import GoOperatorProcess
 from localcluster import LocalCluster
-from support.node_loss import LogLine, condition_at, container_logs, tf_pod, timestamp
+from support.node_loss import LogLine, condition_at, started_at, tf_pod, timestamp
 from support.operator_process import OperatorProcess
 from support.real_node_jobs import apply, get, job_pods, story, wait_for_condition
 from support.waiting import KUBECTL_INTERVAL, wait_for
@@ -101,9 +103,66 @@ def uids(pods: dict[str, dict[str, Any]]) -> dict[str, str]:
     return {task: pod["metadata"]["uid"] for task, pod in pods.items()}
 
 
-def log_of(cluster: LocalCluster, namespace: str, job: str, uid: str) -> list[LogLine]:
-    """What the pod's tensorflow container wrote, from its node's disk: a pod deleted since still shows it."""
-    return container_logs(cluster, namespace, job).get(uid, [])
+class JobLogs:
+    """Every pod's tensorflow log of one job, followed (`kubectl logs -f --timestamps`) from the moment its container
+    runs: a resize deletes pods, and a deleted pod's log goes with it, so it is read while the pod lives. Lines
+    carry the runtime's timestamps. Stopped by close(), or used as a context manager."""
+
+    def __init__(self, cluster: LocalCluster, namespace: str, job: str) -> None:
+        self.cluster, self.namespace, self.job = cluster, namespace, job
+        self.lines: dict[str, list[LogLine]] = {}
+        self.followers: dict[str, subprocess.Popen[str]] = {}
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+        self.poller = threading.Thread(target=self._poll, daemon=True)
+        self.poller.start()
+
+    def __enter__(self) -> JobLogs:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.done.set()
+        self.poller.join(timeout=10)
+        with self.lock:
+            for follower in self.followers.values():
+                if follower.poll() is None:
+                    follower.terminate()
+
+    def of(self, uid: str) -> list[LogLine]:
+        with self.lock:
+            return list(self.lines.get(uid, []))
+
+    def _poll(self) -> None:
+        while not self.done.wait(KUBECTL_INTERVAL):
+            for pod in job_pods(self.cluster, self.namespace, self.job):
+                uid = pod["metadata"]["uid"]
+                with self.lock:
+                    if uid in self.followers and (self.followers[uid].poll() is None or self.lines.get(uid)):
+                        continue  # followed now, or followed to its end
+                if started_at(pod) is None:
+                    continue  # `kubectl logs` of a container not started yet fails at once
+                self._follow(uid, pod["metadata"]["name"])
+
+    def _follow(self, uid: str, pod: str) -> None:
+        assert self.cluster.bin_dir is not None, "bin_dir is known once the control plane is built"
+        follower = subprocess.Popen(
+            [str(self.cluster.bin_dir / "kubectl"), "--kubeconfig", str(self.cluster.kubeconfig), "logs", "-f",
+             "--timestamps", "-n", self.namespace, pod, "-c", "tensorflow"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        with self.lock:
+            self.followers[uid] = follower
+            self.lines[uid] = []  # from the container's start: a follower that failed early reads it all again
+
+        def read() -> None:
+            assert follower.stdout is not None
+            for raw in follower.stdout:
+                when, _, text = raw.rstrip("\n").partition(" ")
+                with self.lock:
+                    self.lines[uid].append(LogLine(timestamp(when), text))
+        threading.Thread(target=read, daemon=True).start()
 
 
 def first(lines: list[LogLine], pattern: re.Pattern[str]) -> tuple[LogLine, re.Match[str]] | None:
@@ -117,16 +176,19 @@ def texts(lines: list[LogLine], tail: int = 30) -> list[str]:
     return [line.text for line in lines][-tail:]
 
 
-def wait_for_line(cluster: LocalCluster, namespace: str, job: str, uid: str, pattern: re.Pattern[str],
-                  what: str, timeout: float = 400) -> tuple[LogLine, re.Match[str]]:
+def wait_for_line(logs: JobLogs, uid: str, pattern: re.Pattern[str], what: str,
+                  timeout: float = 400) -> tuple[LogLine, re.Match[str]]:
     """The first line of the pod `uid` that matches, waited for; on a timeout, the pod's last lines and the
     namespace's events say where it stands (TensorFlow's import, a peer it waits for, the pod not started)."""
     try:
-        return wait_for(lambda: first(log_of(cluster, namespace, job, uid), pattern), timeout, what,
-                        interval=KUBECTL_INTERVAL)
+        return wait_for(lambda: first(logs.of(uid), pattern), timeout, what, interval=KUBECTL_INTERVAL)
     except AssertionError as timed_out:
-        raise AssertionError(f"{timed_out}\nits last lines: {texts(log_of(cluster, namespace, job, uid))}\n"
-                             f"{story(cluster, namespace)}") from None
+        raise AssertionError(f"{timed_out}\nits last lines: {texts(logs.of(uid))}\n"
+                             f"{story(logs.cluster, logs.namespace)}") from None
+
+
+def in_sync(lines: list[LogLine]) -> list[str]:
+    return [m[1] for line in lines if (m := IN_SYNC.match(line.text))]
 
 
 def test_keras_mwms_scaled_2_to_3_restarts_together_and_resumes_from_its_backup(
@@ -140,47 +202,57 @@ def test_keras_mwms_scaled_2_to_3_restarts_together_and_resumes_from_its_backup(
            "BACKUP_DIR": f"/shared/{backup.name}"}
     apply(cluster, namespace, tfjob(job, {"Worker": (2, tf_pod("train_keras.py", env, spread=job, grace=10,
                                                                    shared=cluster.shared_dir))}, dynamic=False))
-    created = timestamp(get(cluster, namespace, "tfjob", job)["metadata"]["creationTimestamp"])
-    table = Table(created)
-    before = wait_for(lambda: (p := pods_by_task(cluster, namespace, job)) and len(p) == 2 and p, 120,
-                      "the job's 2 worker pods", interval=KUBECTL_INTERVAL)
-    old = uids(before)
-    # Two epochs backed up: the restart must resume past epoch 0 whatever it loses of the epoch in flight.
-    wait_for_line(cluster, namespace, job, old["worker:0"], re.compile(r"^epoch 2 loss"), "worker:0's epoch 2")
+    with JobLogs(cluster, namespace, job) as logs:
+        table = Table(timestamp(get(cluster, namespace, "tfjob", job)["metadata"]["creationTimestamp"]))
+        before = wait_for(lambda: (p := pods_by_task(cluster, namespace, job)) and len(p) == 2 and p, 120,
+                          "the job's 2 worker pods", interval=KUBECTL_INTERVAL)
+        old = uids(before)
+        # Two epochs backed up: the restart must resume past epoch 0 whatever it loses of the epoch in flight.
+        wait_for_line(logs, old["worker:0"], re.compile(r"^epoch 2 loss"), "worker:0's epoch 2")
 
-    resize = Resize("2 -> 3 workers, by restart", scale(cluster, namespace, job, 3))
-    table.resizes.append(resize)
-    after = wait_for(lambda: (p := pods_by_task(cluster, namespace, job)) and len(p) == 3
-                     and not set(uids(p).values()) & set(old.values()) and p, 300,
-                     "3 worker pods, none of the old ones", interval=KUBECTL_INTERVAL)
-    new = uids(after)
-    resize.pods_changed = max(timestamp(p["metadata"]["creationTimestamp"]) for p in after.values())
-    resumed = {task: wait_for_line(cluster, namespace, job, uid, RESUMED_AT_EPOCH,
-                                   f"{task} of the resized job to resume from the backup")
-               for task, uid in sorted(new.items())}
-    resize.resumed = max(line.at for line, _ in resumed.values())
-    done = wait_for_condition(cluster, namespace, job, {"Failed", "Succeeded"}, timeout=600)
-    table.succeeded = condition_at(done, "Succeeded")
+        resize = Resize("2 -> 3 workers, by restart", scale(cluster, namespace, job, 3))
+        table.resizes.append(resize)
+        after = wait_for(lambda: (p := pods_by_task(cluster, namespace, job)) and len(p) == 3
+                         and not set(uids(p).values()) & set(old.values()) and p, 300,
+                         "3 worker pods, none of the old ones", interval=KUBECTL_INTERVAL)
+        new = uids(after)
+        resize.pods_changed = max(timestamp(p["metadata"]["creationTimestamp"]) for p in after.values())
+        resumed = {task: wait_for_line(logs, uid, RESUMED_AT_EPOCH, f"{task} of the resized job to resume")
+                   for task, uid in sorted(new.items())}
+        resize.resumed = max(line.at for line, _ in resumed.values())
+        done = wait_for_condition(cluster, namespace, job, {"Failed", "Succeeded"}, timeout=600)
+        table.succeeded = condition_at(done, "Succeeded")
+        # The new workers' logs to their end (worker 0's Succeeded may come before the others' last lines).
+        wait_for(lambda: all(first(logs.of(uid), re.compile(r"^done: ")) for uid in new.values()), 120,
+                 "every new worker's last line", interval=KUBECTL_INTERVAL)
     print(f"\n{table.rows('MWMS Keras fit, BackupAndRestore')}")
 
-    logs = container_logs(cluster, namespace, job)
     assert table.succeeded, f"{done['status']}\n{story(cluster, namespace)}\n{operator.job_story(namespace, job)}"
-    for task, uid in old.items():  # the old processes trained as 2, and none saw a 3-worker cluster
-        assert [m[1] for line in logs[uid] if (m := IN_SYNC.match(line.text))] == ["2"], (task, texts(logs[uid]))
-    # All three resumed from the same backup, past its first epoch.
+    for task, uid in old.items():  # the old processes trained as 2, and were stopped before they finished
+        assert in_sync(logs.of(uid)) == ["2"], (task, texts(logs.of(uid)))
+        assert not first(logs.of(uid), re.compile(r"^done: ")), (task, texts(logs.of(uid)))
+    # All three resumed from the same backup, past its first epoch, 3 replicas in sync.
     resumed_at = {int(match[1]) for _, match in resumed.values()}
     assert len(resumed_at) == 1 and min(resumed_at) > 0, resumed
     for task, uid in new.items():
-        assert [m[1] for line in logs[uid] if (m := IN_SYNC.match(line.text))] == ["3"], (task, texts(logs[uid]))
+        assert in_sync(logs.of(uid)) == ["3"], (task, texts(logs.of(uid)))
     # The new worker 0 trains on from the epoch after the backup's, to the last.
-    restored = int(resumed["worker:0"][1][1])
-    trained = [int(m[1]) for line in logs[new["worker:0"]] if (m := EPOCH.match(line.text))]
+    restored = resumed_at.pop()
+    trained = [int(m[1]) for line in logs.of(new["worker:0"]) if (m := EPOCH.match(line.text))]
     assert trained == list(range(restored + 1, epochs + 1)), trained
-    # A resize is not a failure: no restart counted, and the old pods went only once the resize was asked.
+    # A resize is not a failure: no restart counted; the old processes ended before the new ones resumed.
     assert done["status"]["replicaStatuses"]["Worker"].get("restarts", 0) == 0, story(cluster, namespace)
-    last_old = max(line.at for uid in old.values() for line in logs[uid])
+    last_old = max(line.at for uid in old.values() for line in logs.of(uid))
     assert resize.asked <= resize.pods_changed + 1 and last_old <= resize.resumed, table
-    assert resize.pods_changed <= resize.resumed <= table.succeeded + 1, table
+    assert resize.pods_changed <= resize.resumed <= (table.succeeded or 0) + 1, table
+
+
+def chief_view(lines: list[LogLine]) -> tuple[int, dict[int, int]] | None:
+    """The chief's last report: the global step, and the steps each worker applied, as read off the PS."""
+    for line in reversed(lines):
+        if match := CHIEF_VIEW.match(line.text):
+            return int(match[1]), {int(k): int(v) for k, v in re.findall(r"(\d+): (\d+)", match[2])}
+    return None
 
 
 def test_async_ps_scaled_2_to_4_to_1_in_place_keeps_the_chief_and_ps_training(
@@ -193,82 +265,79 @@ def test_async_ps_scaled_2_to_4_to_1_in_place_keeps_the_chief_and_ps_training(
     # A worker told to stop ends its step first; a step's few RPCs can take seconds on a loaded machine.
     spec = tf_pod("train_ps_dynamic.py", env, spread=job, grace=60)
     apply(cluster, namespace, tfjob(job, {"Chief": (1, spec), "PS": (1, spec), "Worker": (2, spec)}, dynamic=True))
-    created = timestamp(get(cluster, namespace, "tfjob", job)["metadata"]["creationTimestamp"])
-    table = Table(created)
-    start = wait_for(lambda: (p := pods_by_task(cluster, namespace, job)) and len(p) == 4 and p, 120,
-                     "the job's 4 pods", interval=KUBECTL_INTERVAL)
-    kept = {task: start[task]["metadata"]["uid"] for task in ("chief:0", "ps:0")}
-    wait_for_line(cluster, namespace, job, kept["chief:0"], re.compile(r"^chief: global step ([1-9]\d+) "),
-                  "the chief to see global step 10 or more")
+    with JobLogs(cluster, namespace, job) as logs:
+        table = Table(timestamp(get(cluster, namespace, "tfjob", job)["metadata"]["creationTimestamp"]))
+        start = wait_for(lambda: (p := pods_by_task(cluster, namespace, job)) and len(p) == 4 and p, 120,
+                         "the job's 4 pods", interval=KUBECTL_INTERVAL)
+        kept = {task: start[task]["metadata"]["uid"] for task in ("chief:0", "ps:0")}
+        chief = kept["chief:0"]
+        wait_for_line(logs, chief, re.compile(r"^chief: global step ([1-9]\d+) "),
+                      "the chief to see global step 10 or more")
 
-    up = Resize("2 -> 4 workers, in place", scale(cluster, namespace, job, 4))
-    table.resizes.append(up)
-    grown = wait_for(lambda: (p := pods_by_task(cluster, namespace, job)) and {"worker:2", "worker:3"} <= set(p)
-                     and p, 120, "worker pods 2 and 3", interval=KUBECTL_INTERVAL)
-    up.pods_changed = max(timestamp(grown[t]["metadata"]["creationTimestamp"]) for t in ("worker:2", "worker:3"))
-    joined = {task: wait_for_line(cluster, namespace, job, grown[task]["metadata"]["uid"], WORKER_STEP,
-                                  f"{task}'s first step") for task in ("worker:2", "worker:3")}
-    up.resumed = max(line.at for line, _ in joined.values())
+        up = Resize("2 -> 4 workers, in place", scale(cluster, namespace, job, 4))
+        table.resizes.append(up)
+        grown = wait_for(lambda: (p := pods_by_task(cluster, namespace, job)) and {"worker:2", "worker:3"} <= set(p)
+                         and p, 120, "worker pods 2 and 3", interval=KUBECTL_INTERVAL)
+        up.pods_changed = max(timestamp(grown[t]["metadata"]["creationTimestamp"]) for t in ("worker:2", "worker:3"))
+        added = {task: grown[task]["metadata"]["uid"] for task in ("worker:2", "worker:3")}
+        joined = {task: wait_for_line(logs, uid, WORKER_STEP, f"{task}'s first step") for task, uid in added.items()}
+        up.resumed = max(line.at for line, _ in joined.values())
 
-    def chief_counts_new_workers() -> dict[int, int] | None:
-        for line in reversed(log_of(cluster, namespace, job, kept["chief:0"])):
-            if match := CHIEF_VIEW.match(line.text):
-                counts = {int(k): int(v) for k, v in re.findall(r"(\d+): (\d+)", match[2])}
-                return counts if counts.get(2) and counts.get(3) else None
-        return None
-    seen = wait_for(chief_counts_new_workers, 120, "the chief to count steps of workers 2 and 3 on the PS",
-                    interval=KUBECTL_INTERVAL)
-    before_down = {t: p["metadata"]["uid"] for t, p in pods_by_task(cluster, namespace, job).items()}
-    # Still mid-training: the scale-down must find workers at work (else raise STEPS).
-    chief_now = [int(m[1]) for line in log_of(cluster, namespace, job, kept["chief:0"])
-                 if (m := CHIEF_VIEW.match(line.text))]
-    assert chief_now and chief_now[-1] < steps - 20, f"training nearly over before the scale-down: {chief_now[-1:]}"
+        def counts_new_workers() -> tuple[int, dict[int, int]] | None:
+            view = chief_view(logs.of(chief))
+            return view if view and view[1].get(2) and view[1].get(3) else None
+        seen = wait_for(counts_new_workers, 120, "the chief to count steps of workers 2 and 3 on the PS",
+                        interval=KUBECTL_INTERVAL)
+        before_down = uids(pods_by_task(cluster, namespace, job))
+        # Still mid-training: the scale-down must find workers at work (else raise STEPS).
+        assert seen[0] < steps - 20, f"training nearly over before the scale-down: {seen}"
 
-    down = Resize("4 -> 1 workers, in place", scale(cluster, namespace, job, 1))
-    table.resizes.append(down)
-    removed = {t: before_down[t] for t in ("worker:1", "worker:2", "worker:3")}
-    stopped = {task: wait_for_line(cluster, namespace, job, uid, TOLD_TO_STOP, f"{task} to stop when scaled away",
-                                   timeout=120) for task, uid in removed.items()}
-    down.pods_changed = max(line.at for line, _ in stopped.values())
-    wait_for(lambda: set(pods_by_task(cluster, namespace, job)) == {"chief:0", "ps:0", "worker:0"}, 120,
-             "only chief:0, ps:0 and worker:0 left", interval=KUBECTL_INTERVAL)
-    worker0 = before_down["worker:0"]
-    down.resumed = wait_for(lambda: next((line.at for line in log_of(cluster, namespace, job, worker0)
-                                          if line.at > down.pods_changed and WORKER_STEP.match(line.text)), None),
-                            120, "worker:0 to train on alone", interval=KUBECTL_INTERVAL)
-    done = wait_for_condition(cluster, namespace, job, {"Failed", "Succeeded"}, timeout=900)
-    table.succeeded = condition_at(done, "Succeeded")
+        down = Resize("4 -> 1 workers, in place", scale(cluster, namespace, job, 1))
+        table.resizes.append(down)
+        removed = {t: before_down[t] for t in ("worker:1", "worker:2", "worker:3")}
+        stopped = {task: wait_for_line(logs, uid, TOLD_TO_STOP, f"{task} to stop when scaled away", timeout=180)
+                   for task, uid in removed.items()}
+        down.pods_changed = max(line.at for line, _ in stopped.values())
+        wait_for(lambda: set(pods_by_task(cluster, namespace, job)) == {"chief:0", "ps:0", "worker:0"}, 120,
+                 "only chief:0, ps:0 and worker:0 left", interval=KUBECTL_INTERVAL)
+        worker0 = before_down["worker:0"]
+        down.resumed = wait_for(lambda: next((line.at for line in logs.of(worker0)
+                                              if line.at > (down.pods_changed or 0) and WORKER_STEP.match(line.text)),
+                                             None), 120, "worker:0 to train on alone", interval=KUBECTL_INTERVAL)
+        done = wait_for_condition(cluster, namespace, job, {"Failed", "Succeeded"}, timeout=900)
+        table.succeeded = condition_at(done, "Succeeded")
     print(f"\n{table.rows('async PS, enableDynamicWorker')}")
 
-    logs = container_logs(cluster, namespace, job)
     assert table.succeeded, f"{done['status']}\n{story(cluster, namespace)}\n{operator.job_story(namespace, job)}"
     end = pods_by_task(cluster, namespace, job)
     # The chief and the PS were never touched: the same pods, never restarted.
     for task, uid in kept.items():
         assert end[task]["metadata"]["uid"] == uid, (task, uid, end[task]["metadata"]["uid"])
         assert all(s["restartCount"] == 0 for s in end[task]["status"]["containerStatuses"]), end[task]["status"]
-    chief = logs[kept["chief:0"]]
-    assert first(chief, re.compile(r"^chief: initialized the variables on the PS")), texts(chief)
-    # Each new worker read a sparse TF_CONFIG: the PS and itself (TensorFlow's own reading of it). (The chief's
-    # names the workers it started with; the program connects it to the PS only.)
-    assert first(chief, re.compile(r"^tfop-example: task=chief:0 workers=\d+ chief=1 ps=1")), texts(chief)
-    for task in ("worker:2", "worker:3"):
-        uid = grown[task]["metadata"]["uid"]
-        assert first(logs[uid], re.compile(rf"^tfop-example: task={task} workers=1 chief=0 ps=1")), texts(logs[uid])
-        # Its steps landed on the PS: the global step it got back grew past the one it joined at.
-        global_steps = [int(m[3]) for line in logs[uid] if (m := WORKER_STEP.match(line.text))]
+    chief_lines = logs.of(chief)
+    assert first(chief_lines, re.compile(r"^chief: initialized the variables on the PS")), texts(chief_lines)
+    # The chief knows the PS (its TF_CONFIG also names the workers it started with; the program connects it to
+    # the PS only). Each new worker read a sparse TF_CONFIG: the PS and itself (TensorFlow's own reading of it).
+    assert first(chief_lines, re.compile(r"^tfop-example: task=chief:0 workers=\d+ chief=1 ps=1")), texts(chief_lines)
+    for task, uid in added.items():
+        lines = logs.of(uid)
+        assert first(lines, re.compile(rf"^tfop-example: task={task} workers=1 chief=0 ps=1")), texts(lines)
+        # Its steps landed on the PS: the global step it read back after each grew.
+        global_steps = [int(m[3]) for line in lines if (m := WORKER_STEP.match(line.text))]
         assert len(global_steps) >= 2 and global_steps == sorted(global_steps), global_steps
-    assert seen[2] > 0 and seen[3] > 0, seen
-    final = first(list(reversed(chief)), re.compile(r"^done: global step (\d+) by worker \{(.*)\}"))
-    assert final and int(final[1][1]) >= steps, texts(chief)
+    final = first(list(reversed(chief_lines)), re.compile(r"^done: global step (\d+) by worker \{(.*)\}"))
+    assert final and int(final[1][1]) >= steps, texts(chief_lines)
+    # Every step was counted on the PS once: the chief's final global step is the sum of the workers' own.
+    counts = {int(k): int(v) for k, v in re.findall(r"(\d+): (\d+)", final[1][2])}
+    assert sum(counts.values()) == int(final[1][1]) and counts.get(2) and counts.get(3), final[0].text
     # The workers scaled away left cleanly (exit 0 on SIGTERM), and none counts as a failure or a restart.
     for task, (line, _) in stopped.items():
         assert line.at >= down.asked - 1, (task, line)
     worker_status = done["status"]["replicaStatuses"]["Worker"]
     assert worker_status.get("failed", 0) == 0 and worker_status.get("restarts", 0) == 0, worker_status
     assert not condition_at(done, "Failed")
-    assert up.asked <= up.pods_changed + 1 <= up.resumed + 1 <= down.asked + 1, table
-    assert down.pods_changed <= down.resumed and down.resumed <= (table.succeeded or 0) + 1, table
+    assert up.asked <= up.pods_changed + 1 and up.pods_changed <= up.resumed + 1 <= down.asked + 1, table
+    assert down.pods_changed <= down.resumed <= (table.succeeded or 0) + 1, table
 
 
 def test_the_go_operator_gives_a_dynamic_ps_job_tf_configs_tensorflow_refuses_and_no_scale(
@@ -280,6 +349,7 @@ def test_the_go_operator_gives_a_dynamic_ps_job_tf_configs_tensorflow_refuses_an
     cluster, job = real_node, "ps-dynamic-go"
     go = GoOperatorProcess(training_operator[0], KubeClient.from_kubeconfig(str(cluster.kubeconfig)),
                            cluster.kubeconfig, tmp_path / "go-operator.log", [f"--namespace={namespace}"])
+    logs = JobLogs(cluster, namespace, job)
     try:
         go.start(timeout=300)
         spec = tf_pod("train_ps_dynamic.py", {"STEPS": "1000", "STEP_SECONDS": "1"}, spread=job, grace=5)
@@ -295,12 +365,13 @@ def test_the_go_operator_gives_a_dynamic_ps_job_tf_configs_tensorflow_refuses_an
         print(f"\nGo operator v1.9.3: kubectl scale tfjob/{job} --replicas=3: exit {scaled.returncode}: "
               f"{scaled.stderr.strip()}")
         # What TensorFlow in the pods said of it: the chief knows no task at all, ps:1 is not in its own cluster.
-        chief = wait_for_line(cluster, namespace, job, pods["chief:0"]["metadata"]["uid"],
-                              re.compile(r"^\w*Error: "), "the chief's error", timeout=400)
-        ps1 = wait_for_line(cluster, namespace, job, pods["ps:1"]["metadata"]["uid"],
-                            re.compile(r".*Task 1 was not defined in job"), "ps:1's error", timeout=400)
+        chief = wait_for_line(logs, pods["chief:0"]["metadata"]["uid"], re.compile(r"^\w*Error: "),
+                              "the chief's error", timeout=400)
+        ps1 = wait_for_line(logs, pods["ps:1"]["metadata"]["uid"], re.compile(r".*Task 1 was not defined in job"),
+                            "ps:1's error", timeout=400)
         print(f"\nGo operator v1.9.3 chief:0: {chief[0].text}\nGo operator v1.9.3 ps:1: {ps1[0].text}")
     finally:
+        logs.close()
         go.stop()
     # Measured from its code (notes: issue 33 facts): the chief's cluster is empty, a PS lists only itself.
     assert configs["chief:0"]["cluster"] == {"ps": [], "worker": {}}, configs["chief:0"]
