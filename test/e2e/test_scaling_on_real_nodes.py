@@ -92,6 +92,12 @@ def tfjob(name: str, replicas: dict[str, tuple[int, dict[str, Any]]], *, dynamic
     }
 
 
+def resized_events(cluster: LocalCluster, namespace: str) -> str:
+    """What tfop told of each resize (its Resized events), e.g. "ns/job: Worker 2 -> 3, asked by a user ..."."""
+    return str(cluster.kubectl("get", "events", "-n", namespace, "--field-selector", "reason=Resized",
+                               "-o", "custom-columns=MESSAGE:.message").stdout)
+
+
 def pods_by_task(cluster: LocalCluster, namespace: str, job: str) -> dict[str, dict[str, Any]]:
     """task ("worker:1") -> its pod, of the pods not being deleted."""
     return {f"{p['metadata']['labels']['training.kubeflow.org/replica-type']}:"
@@ -242,6 +248,7 @@ def test_keras_mwms_scaled_2_to_3_restarts_together_and_resumes_from_its_backup(
     assert trained == list(range(restored + 1, epochs + 1)), trained
     # A resize is not a failure: no restart counted; the old processes ended before the new ones resumed.
     assert done["status"]["replicaStatuses"]["Worker"].get("restarts", 0) == 0, story(cluster, namespace)
+    assert "Worker 2 -> 3" in resized_events(cluster, namespace), story(cluster, namespace)
     last_old = max(line.at for uid in old.values() for line in logs.of(uid))
     assert resize.asked <= resize.pods_changed + 1 and last_old <= resize.resumed, table
     assert resize.pods_changed <= resize.resumed <= (table.succeeded or 0) + 1, table
@@ -336,6 +343,8 @@ def test_async_ps_scaled_2_to_4_to_1_in_place_keeps_the_chief_and_ps_training(
     worker_status = done["status"]["replicaStatuses"]["Worker"]
     assert worker_status.get("failed", 0) == 0 and worker_status.get("restarts", 0) == 0, worker_status
     assert not condition_at(done, "Failed")
+    told = resized_events(cluster, namespace)
+    assert "Worker 2 -> 4" in told and "Worker 4 -> 1" in told, story(cluster, namespace)
     assert up.asked <= up.pods_changed + 1 and up.pods_changed <= up.resumed + 1 <= down.asked + 1, table
     assert down.pods_changed <= down.resumed <= (table.succeeded or 0) + 1, table
 
