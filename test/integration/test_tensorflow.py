@@ -32,7 +32,7 @@ MIXES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "master": ({"Master": replica(), "Worker": replica(2), "PS": replica()}, {}),
     "workers-only": ({"Worker": replica(3)}, {}),
     "single": ({"Worker": replica()}, {}),
-    "dynamic-workers": ({"Chief": replica(), "Worker": replica(2)}, {"enableDynamicWorker": True}),
+    "dynamic-workers": ({"Chief": replica(), "Worker": replica(2), "PS": replica(2)}, {"enableDynamicWorker": True}),
     "default-ps": ({"Worker": replica(2), "PS": {"replicas": 2}}, {}),
 }
 
@@ -68,14 +68,19 @@ def run_tf(tf_python: Path, script: str, stdin: str = "", env: dict[str, str] | 
 def test_every_replica_mix_gives_tensorflow_one_cluster_and_one_chief(
         kube_client: KubeClient, namespace: str, operator: OperatorProcess, tf_python: Path) -> None:
     pods = {name: create(kube_client, namespace, name, replicas, **spec) for name, (replicas, spec) in MIXES.items()}
+    specs = {name: spec for name, (_, spec) in MIXES.items()}
     entries = [{"pod": pod["metadata"]["name"], "tf_config": tf_config_of(pod)}
                for job_pods in pods.values() for pod in job_pods]
     seen = {result["pod"]: result for result in run_tf(tf_python, "read_tf_config.py", json.dumps(entries))}
 
     for name, job_pods in pods.items():
+        spec = specs[name]
         results = [seen[pod["metadata"]["name"]] for pod in job_pods]
         if len(job_pods) == 1:  # one process: no TF_CONFIG, TensorFlow runs it locally
             assert tf_config_of(job_pods[0]) is None and results[0]["cluster"] == {}, name
+            continue
+        if spec.get("enableDynamicWorker"):
+            assert_sparse(name, job_pods, results)
             continue
         assert [r["error"] for r in results] == [None] * len(results), name
         clusters = {json.dumps(r["cluster"], sort_keys=True) for r in results}
@@ -93,6 +98,22 @@ def test_every_replica_mix_gives_tensorflow_one_cluster_and_one_chief(
         trainers = len(cluster.get("chief", [])) + len(cluster.get("worker", []))
         assert {r["worker_count"] for r in results} == {trainers}, name  # an evaluator is not counted
     assert "evaluator" in seen[f"all-types-evaluator-{job_rid(kube_client, namespace, 'all-types')}-0"]["cluster"]
+
+
+def assert_sparse(name: str, job_pods: list[Any], results: list[dict[str, Any]]) -> None:
+    """enableDynamicWorker, as TensorFlow reads it: each worker's cluster is every PS and itself, each PS's only
+    itself, keyed by its own index (the PS at index 1 too, which the Go operator's one-entry list loses), and the
+    chief's the whole cluster."""
+    by_task = {(r["task_type"], r["task_id"]): r["cluster"] for r in results}
+    assert len(by_task) == len(job_pods), name
+    chief = by_task[("chief", 0)]
+    assert {task: len(addresses) for task, addresses in chief.items()} == {"chief": 1, "worker": 2, "ps": 2}, chief
+    def alone(task: str, index: int) -> Any:  # TensorFlow shows a job whose indices are 0..n-1 as a list
+        return [chief[task][0]] if index == 0 else {str(index): chief[task][index]}
+
+    for index in (0, 1):
+        assert by_task[("ps", index)] == {"ps": alone("ps", index)}, name
+        assert by_task[("worker", index)] == {"ps": chief["ps"], "worker": alone("worker", index)}, name
 
 
 def job_rid(client: KubeClient, namespace: str, name: str) -> str:

@@ -88,3 +88,13 @@ def test_jobs_from_one_manifest_share_their_spec_and_long_texts_are_not_interned
     assert one["metadata"] is not other["metadata"]
     assert sys.intern(long_message) is not one["status"]["conditions"][0]["message"]
     assert one == job()  # the same content
+
+
+def test_of_a_pod_s_annotations_only_the_tf_cluster_key_is_kept_and_shared() -> None:
+    pods = [child("Pod", f"mnist-worker-x7k2-{i}") for i in range(2)]
+    for pod in pods:
+        pod["metadata"]["annotations"] = {"tfop.kubeflow.org/tf-cluster": "Worker=2,PS=1", "team/notes": "x" * 500}
+    first, second = (slim_pod(pod)["metadata"] for pod in pods)
+    assert first["annotations"] == {"tfop.kubeflow.org/tf-cluster": "Worker=2,PS=1"}
+    assert first["annotations"] is second["annotations"]
+    assert "annotations" not in slim_pod(child("Pod", "made-by-an-earlier-tfop"))["metadata"]

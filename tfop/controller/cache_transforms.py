@@ -22,6 +22,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from tfop.api.constants import ANNOTATION_TF_CLUSTER
 from tfop.kube.shared_values import SharedValues, shared_text
 from tfop.objects import Object
 
@@ -59,6 +60,9 @@ def slim_metadata(obj: Object) -> Object:
         kept["namespace"] = shared_text(kept["namespace"])
     if isinstance(kept.get("labels"), dict):
         kept["labels"] = SHARED.share(kept["labels"])
+    annotations = metadata.get("annotations")
+    if isinstance(annotations, dict) and ANNOTATION_TF_CLUSTER in annotations:  # the only one read: resizes
+        kept["annotations"] = SHARED.share({ANNOTATION_TF_CLUSTER: shared_text(annotations[ANNOTATION_TF_CLUSTER])})
     if isinstance(kept.get("ownerReferences"), list):  # only the controller's is read
         kept["ownerReferences"] = SHARED.share([_kept(ref, _OWNER_REFERENCE) for ref in kept["ownerReferences"]
                                                 if isinstance(ref, dict) and ref.get("controller")])
