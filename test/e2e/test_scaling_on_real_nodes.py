@@ -231,7 +231,8 @@ def test_keras_mwms_scaled_2_to_3_restarts_together_and_resumes_from_its_backup(
         # The new workers' logs to their end (worker 0's Succeeded may come before the others' last lines).
         wait_for(lambda: all(first(logs.of(uid), re.compile(r"^done: ")) for uid in new.values()), 120,
                  "every new worker's last line", interval=KUBECTL_INTERVAL)
-    print(f"\n{table.rows('MWMS Keras fit, BackupAndRestore')}")
+    print(f"\n{table.rows('MWMS Keras fit, BackupAndRestore')}\nresumed: "
+          f"{ {task: line.text for task, (line, _) in resumed.items()} }")
 
     assert table.succeeded, f"{done['status']}\n{story(cluster, namespace)}\n{operator.job_story(namespace, job)}"
     for task, uid in old.items():  # the old processes trained as 2, and were stopped before they finished
@@ -266,8 +267,9 @@ def test_async_ps_scaled_2_to_4_to_1_in_place_keeps_the_chief_and_ps_training(
         real_node: LocalCluster, operator: OperatorProcess, namespace: str) -> None:
     cluster, job = real_node, "ps-resize"
     # STEPS: global steps, each worker pausing a second per step; enough for the new workers' start (a TensorFlow
-    # import, tens of seconds on a loaded machine) with 2 workers training meanwhile.
-    steps = 400
+    # import: 15 s measured on an idle machine, over 100 s on a loaded one) with 2 workers training meanwhile. What
+    # is left after the scale-down, one worker trains alone.
+    steps = 300
     env = {"STEPS": str(steps), "STEP_SECONDS": "1"}
     # A worker told to stop ends its step first; a step's few RPCs can take seconds on a loaded machine.
     spec = tf_pod("train_ps_dynamic.py", env, spread=job, grace=60)
@@ -313,7 +315,8 @@ def test_async_ps_scaled_2_to_4_to_1_in_place_keeps_the_chief_and_ps_training(
                                              None), 120, "worker:0 to train on alone", interval=KUBECTL_INTERVAL)
         done = wait_for_condition(cluster, namespace, job, {"Failed", "Succeeded"}, timeout=900)
         table.succeeded = condition_at(done, "Succeeded")
-    print(f"\n{table.rows('async PS, enableDynamicWorker')}")
+    print(f"\n{table.rows('async PS, enableDynamicWorker')}\nchief when workers 2 and 3 had stepped: global step "
+          f"{seen[0]} by worker {seen[1]}\nchief at the end: {texts(logs.of(chief), 1)}")
 
     assert table.succeeded, f"{done['status']}\n{story(cluster, namespace)}\n{operator.job_story(namespace, job)}"
     end = pods_by_task(cluster, namespace, job)
