@@ -10,17 +10,28 @@ so nothing is downloaded. Prints one `tfop-example:` line saying which task it i
 
 tf.keras.callbacks.BackupAndRestore saves the training state into BACKUP_DIR at the end of every epoch, and a
 restarted run resumes from the last epoch saved there, skipping the epochs done; `fit` deletes the backup when it
-completes. On a directory every replica mounts, a job restarted together resumes as one. EPOCHS and
-STEPS_PER_EPOCH stretch the run. When a peer is lost the collective breaks; the process then exits with a
-retryable code, so the operator restarts the job rather than failing it.
+completes. On a directory every replica mounts, a job restarted together resumes as one, with the same or another
+number of workers (a resize by restart): the backup holds the model, not the cluster, and each worker's batch stays
+BATCH_PER_WORKER while the global batch follows the new count. A SIGTERM (a pod deleted: a resize, an eviction)
+ends the process at once with the retryable code, so the epoch in flight is lost and done again: the backup is per
+epoch, and keeping epochs short bounds what a restart costs. (Left to TensorFlow, a SIGTERM does nothing here: the
+strategy's coordination service takes the signal over as a preemption notice and training runs on until the grace
+period's SIGKILL, and may even finish and delete the backup meanwhile.)
+EPOCHS, STEPS_PER_EPOCH and EPOCH_SECONDS (a pause after each epoch's backup) stretch the run. When a peer is lost
+the collective breaks; the process then exits with a retryable code, so the operator restarts the job rather than
+failing it.
 """
 import os
+import signal
 import sys
+import time
+from types import FrameType
 
 import tensorflow as tf
 
 EPOCHS = int(os.environ.get("EPOCHS", "3"))
 STEPS_PER_EPOCH = int(os.environ.get("STEPS_PER_EPOCH", "20"))
+EPOCH_SECONDS = float(os.environ.get("EPOCH_SECONDS", "0"))
 BACKUP_DIR = os.environ.get("BACKUP_DIR", "/tmp/keras-backup")
 BATCH_PER_WORKER = 32
 FEATURES, CLASSES = 8, 3
@@ -61,14 +72,34 @@ def build_model() -> tf.keras.Model:
     return model
 
 
+def told_to_stop(signum: int, frame: FrameType | None) -> None:
+    print(f"told to stop: the last epoch's backup stands; exiting {RETRYABLE_EXIT} to be restarted", flush=True)
+    # At once and without unwinding: `fit` ending any other way deletes the backup the restart resumes from.
+    os._exit(RETRYABLE_EXIT)
+
+
 class PrintEpochs(tf.keras.callbacks.Callback):
     """One plain line per epoch (Keras' progress bar is noise in a pod's log). Epochs count from 1, as Keras
-    prints them; after a restore the first one printed is the one after the backup's."""
+    prints them; after a restore the first one printed is the one after the backup's. Before the first, where
+    `fit` starts: `resumed from the backup at epoch 2` (two epochs were done, the next printed is epoch 3), or
+    `no backup: starting at epoch 0`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started = False
+
+    def on_epoch_begin(self, epoch: int, logs: dict[str, float] | None = None) -> None:
+        # BackupAndRestore, listed first, has restored the state and `fit` skipped the epochs it held.
+        if not self.started:
+            self.started = True
+            print(f"resumed from the backup at epoch {epoch}" if epoch else "no backup: starting at epoch 0",
+                  flush=True)
 
     def on_epoch_end(self, epoch: int, logs: dict[str, float] | None = None) -> None:
         logs = logs or {}
         print(f"epoch {epoch + 1} loss {logs.get('loss', float('nan')):.4f} "
               f"accuracy {logs.get('accuracy', float('nan')):.4f}", flush=True)
+        time.sleep(EPOCH_SECONDS)
 
 
 def main() -> int:
@@ -80,7 +111,12 @@ def main() -> int:
     announce(resolver)
     # Blocks until every process of the cluster is up: the collective all-reduce needs all of them.
     strategy = tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver)
+    # Known only now, and different after a resize: the global batch grows with it, each worker's stays the same.
+    print(f"num_replicas_in_sync={strategy.num_replicas_in_sync}", flush=True)
     global_batch = BATCH_PER_WORKER * strategy.num_replicas_in_sync
+    # Installed after the strategy, whose coordination service took SIGTERM over (to notice preemptions): ours
+    # replaces it, so a stopped replica really stops, leaving the last epoch's backup as it is.
+    signal.signal(signal.SIGTERM, told_to_stop)
     with strategy.scope():
         model = build_model()
     callbacks = [tf.keras.callbacks.BackupAndRestore(backup_dir=BACKUP_DIR), PrintEpochs()]

@@ -151,7 +151,7 @@ def main() -> int:
             loss = tf.nn.compute_average_loss(tf.square(x * weight + bias - y), global_batch_size=global_batch)
         gradients = tape.gradient(loss, [weight, bias])
         gradients = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, gradients)
-        for variable, gradient in zip([weight, bias], gradients):
+        for variable, gradient in zip([weight, bias], gradients, strict=True):
             variable.assign_sub(LEARNING_RATE * gradient)
         return loss
 

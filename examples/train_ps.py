@@ -59,7 +59,7 @@ def coordinate(resolver: tf.distribute.cluster_resolver.ClusterResolver) -> None
         x, y = next(iterator)
         with tf.GradientTape() as tape:
             loss = tf.reduce_mean(tf.square(x * weight + bias - y))
-        for variable, gradient in zip([weight, bias], tape.gradient(loss, [weight, bias])):
+        for variable, gradient in zip([weight, bias], tape.gradient(loss, [weight, bias]), strict=True):
             variable.assign_sub(LEARNING_RATE * gradient)
         return loss
 

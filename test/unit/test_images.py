@@ -53,7 +53,8 @@ def test_tensorflow_ref_and_lock_carry_the_pinned_version() -> None:
 
 
 def test_the_training_examples_are_there() -> None:
-    assert [path.name for path in real_node_examples()] == ["keras_mwms.yaml", "mwms.yaml", "ps-strategy.yaml"]
+    assert [path.name for path in real_node_examples()] == ["keras_mwms.yaml", "mwms.yaml", "ps-dynamic.yaml",
+                                                         "ps-strategy.yaml"]
 
 
 @pytest.mark.parametrize("manifest", real_node_examples(), ids=lambda path: path.name)
