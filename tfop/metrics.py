@@ -36,6 +36,8 @@ from tfop.kube.metrics import KubeMetrics
 _MINUTE = 60.0
 EXIT_CLASSES = ("retryable", "permanent", "succeeded", "unknown")
 OUTCOMES = ("succeeded", "failed")
+# A resize's (cause, strategy), as plan/policies/resize.py names them: who asked, and how TensorFlow followed.
+RESIZES = tuple((cause, strategy) for cause in ("User", "HPA") for strategy in ("Restart", "InPlace"))
 FRAMEWORK = "tensorflow"  # the `framework` label of the job counters, as the Kubeflow training operator sets it
 
 
@@ -80,6 +82,8 @@ class OperatorMetrics:
             counter.labels(namespace)
         for exit_class in EXIT_CLASSES:
             self.restarts.labels(namespace, exit_class)
+        for cause, strategy in RESIZES:
+            self.resizes.labels(namespace, cause, strategy)
 
     @classmethod
     def create(cls, registry: CollectorRegistry | None = None, *, namespaces: tuple[str, ...] | list[str] = (),

@@ -12,7 +12,9 @@ import pytest
 from support.plan_builders import NOW, make_job, make_pod, plan_of, running, services_for
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.planner import plan
+from tfop.controller.plan.policies.resize import ResizeCause, ResizeStrategy
 from tfop.controller.plan.types import AUTOSCALER, POD, SERVICE, PlanContext
+from tfop.metrics import RESIZES
 
 KEY = "tfop.kubeflow.org/tf-cluster"
 
@@ -149,3 +151,8 @@ def test_a_resize_is_counted_once_by_cause_and_strategy() -> None:
         "message": RESTART_2_3}
     again = plan_of({**resized, "status": first.status}, pods, services_for({"Worker": 3, "PS": 1}))
     assert again.counters.resizes == () and not [e for e in again.events if e.reason == "Resized"]
+
+
+def test_every_cause_and_strategy_has_its_series_from_the_start() -> None:
+    """The metrics make each resize series at 0 when a namespace is known, from their own list of the names."""
+    assert set(RESIZES) == {(cause.value, strategy.value) for cause in ResizeCause for strategy in ResizeStrategy}
