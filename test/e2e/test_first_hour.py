@@ -6,6 +6,7 @@ local PV, and a kubeconfig whose CA does not verify the apiserver ends tfop at o
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -22,17 +23,22 @@ from tfop.kube.client import KubeClient
 REPO = Path(__file__).resolve().parents[2]
 
 
-def row(cluster: LocalCluster, namespace: str, name: str) -> list[str]:
-    """NAME STATE REPLICAS... of `kubectl get tfjob NAME` (REPLICAS may hold spaces once finished)."""
+def columns(cluster: LocalCluster, namespace: str, name: str) -> dict[str, str]:
+    """`kubectl get tfjob NAME`'s cells by column name, cut where the header's names start: REPLICAS may hold spaces
+    once the job finished, and the columns after it (WORKERS, ACTIVE-WORKERS, AGE) must not shift it."""
     lines = cluster.kubectl("get", "tfjob", name, "-n", namespace, check=False).stdout.splitlines()
-    return lines[1].split() if len(lines) > 1 else []
+    if len(lines) < 2:
+        return {}
+    header, line = lines[0], lines[1]
+    starts = [match.start() for match in re.finditer(r"\S+", header)]
+    names = header.split()
+    return {names[i]: line[start:starts[i + 1] if i + 1 < len(starts) else None].strip()
+            for i, start in enumerate(starts)}
 
 
 def state_and_replicas(cluster: LocalCluster, namespace: str, name: str) -> tuple[str, str]:
-    cells = row(cluster, namespace, name)
-    if len(cells) < 3:
-        return "", ""
-    return cells[1], " ".join(cells[2:-1])  # the last cell is AGE
+    cells = columns(cluster, namespace, name)
+    return cells.get("STATE", ""), cells.get("REPLICAS", "")
 
 
 def apply(cluster: LocalCluster, namespace: str, manifest: dict[str, Any] | Path) -> None:

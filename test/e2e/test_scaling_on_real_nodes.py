@@ -293,9 +293,12 @@ def test_async_ps_scaled_2_to_4_to_1_in_place_keeps_the_chief_and_ps_training(
         up.resumed = max(line.at for line, _ in joined.values())
 
         def counts_new_workers() -> tuple[int, dict[int, int]] | None:
+            # Two steps each, so that each new worker's log shows the global step growing under its updates.
+            stepped = all(sum(1 for line in logs.of(uid) if WORKER_STEP.match(line.text)) >= 2
+                          for uid in added.values())
             view = chief_view(logs.of(chief))
-            return view if view and view[1].get(2) and view[1].get(3) else None
-        seen = wait_for(counts_new_workers, 120, "the chief to count steps of workers 2 and 3 on the PS",
+            return view if stepped and view and view[1].get(2) and view[1].get(3) else None
+        seen = wait_for(counts_new_workers, 120, "workers 2 and 3 to step twice, counted by the chief on the PS",
                         interval=KUBECTL_INTERVAL)
         before_down = uids(pods_by_task(cluster, namespace, job))
         # Still mid-training: the scale-down must find workers at work (else raise STEPS).
