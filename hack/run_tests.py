@@ -118,8 +118,6 @@ def run_lanes(lanes: tuple[Lane, ...]) -> int:
     started = float(os.environ.get("TFOP_MAKE_STARTED") or time.time())
     began = time.monotonic()
     lock = threading.Lock()
-    for lane in lanes:
-        lane.start()
 
     def forward(_signum: int, _frame: FrameType | None) -> None:
         # As SIGINT, whatever came: pytest turns it into KeyboardInterrupt and tears its cluster down, where a
@@ -128,8 +126,13 @@ def run_lanes(lanes: tuple[Lane, ...]) -> int:
             if lane.process and lane.process.poll() is None:
                 lane.process.send_signal(signal.SIGINT)
 
+    # Installed before the lanes start, so that they start with SIGINT at its default: a shell that runs a job in
+    # the background (CI's, nohup) ignores SIGINT, an ignored signal stays ignored across exec, and Python then
+    # never turns it into KeyboardInterrupt, so the lanes would run on and keep their clusters.
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
+    for lane in lanes:
+        lane.start()
     readers = [threading.Thread(target=lane.stream, args=(lock,), daemon=True) for lane in lanes]
     for reader in readers:
         reader.start()

@@ -1,0 +1,62 @@
+"""`make test`'s runner (hack/run_tests.py) stops its lanes cleanly on Ctrl-C or SIGTERM, even when it was started
+the way CI and nohup start jobs: in the background, with SIGINT ignored, which every child inherits."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from support.waiting import wait_for
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_a_lane_started_with_sigint_ignored_still_stops_on_sigint(tmp_path: Path) -> None:
+    (tmp_path / "test_waits.py").write_text(textwrap.dedent("""
+        import os
+        import time
+
+        def test_waits_for_ever():
+            with open("lane.pid", "w") as pid:
+                pid.write(str(os.getpid()))
+            print("waiting", flush=True)
+            time.sleep(600)
+        """))
+    runner = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(REPO / "hack")!r})
+        import run_tests
+        lane = run_tests.Lane("only", ["-s", "-p", "no:cacheprovider", "--rootdir", {str(tmp_path)!r},
+                                       {str(tmp_path / "test_waits.py")!r}])
+        sys.exit(run_tests.run_lanes((lane,)))
+        """)
+    output: list[str] = []
+    # As a background job of a non-interactive shell: SIGINT ignored from the start.
+    process = subprocess.Popen(["sh", "-c", 'trap "" INT; exec "$0" -c "$1"', sys.executable, runner],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert process.stdout
+        for line in process.stdout:  # up to the lane's first test output: its pytest is then running the test
+            output.append(line)
+            if "waiting" in line:
+                break
+        process.send_signal(signal.SIGINT)
+        output.extend(process.stdout)
+        wait_for(lambda: process.poll() is not None, message="the runner to end after SIGINT")
+    finally:
+        if process.poll() is None:
+            process.kill()
+        if (REPO / "lane.pid").exists():  # the lane runs in the repo; a lane left running must not outlive the test
+            lane = int((REPO / "lane.pid").read_text())
+            (REPO / "lane.pid").unlink()
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(lane, signal.SIGKILL)
+    text = "".join(output)
+    assert "KeyboardInterrupt" in text, text
+    assert "==== only: exit 2" in text, text
+    assert process.returncode == 2
