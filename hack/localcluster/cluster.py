@@ -354,6 +354,12 @@ class LocalCluster(Supervisor):
             raise ClusterError(f"kubectl {' '.join(args)} failed: {result.stderr.strip()}")
         return result
 
+    def apply(self, source: str, *, manager: str, input: str | None = None) -> None:
+        """Server-side apply of the add-ons' manifests (a path, or "-" with input): client-side apply first fetches
+        the whole OpenAPI document (32-s timeout), which a starved apiserver rebuilding it after a CRD missed."""
+        self.kubectl("apply", "--server-side", "--force-conflicts", "--validate=false", f"--field-manager={manager}",
+                     "-f", source, input=input)
+
     def _command(self, component: str) -> list[str]:
         node = self._node_of(component)
         if node:

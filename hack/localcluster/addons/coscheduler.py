@@ -83,7 +83,7 @@ class CoScheduler:
             if not crd.exists():
                 raise ClusterError(f"{crd} is missing: the scheduler-plugins module no longer ships the {name} CRD "
                                    "there")
-            self.cluster.kubectl("apply", "--server-side", "-f", str(crd))
+            self.cluster.apply(str(crd), manager="tfop-hack-coscheduler")
             self.cluster.admin.wait_established(name)
 
     def start(self) -> None:
@@ -169,7 +169,7 @@ profiles:
 
 
 def install_volcano_crd(cluster: LocalCluster) -> None:
-    cluster.kubectl("apply", "--server-side", "-f", str(VOLCANO_CRD))
+    cluster.apply(str(VOLCANO_CRD), manager="tfop-hack-volcano")
     cluster.admin.wait_established("podgroups.scheduling.volcano.sh")
 
 

@@ -228,8 +228,7 @@ class Kueue:
     def _apply(self, file_name: str, documents: list[dict[str, Any]]) -> None:
         """Server-side apply (the CRDs are too big for client-side apply's annotation), kept on disk to read."""
         (path := self.state / file_name).write_text(yaml.safe_dump_all(documents, sort_keys=False))
-        self.cluster.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=tfop-hack-kueue",
-                             "-f", str(path))
+        self.cluster.apply(str(path), manager="tfop-hack-kueue")
 
     def write_config(self) -> None:
         ports = self.ports()

@@ -174,7 +174,7 @@ class MetricsServer:
     def _apply(self, file_name: str, documents: list[dict[str, Any]]) -> None:
         """Applied from a file kept in the state directory, to read what was sent."""
         (path := self.state / file_name).write_text(yaml.safe_dump_all(documents, sort_keys=False))
-        self.cluster.kubectl("apply", "--field-manager=tfop-hack-metrics-server", "-f", str(path))
+        self.cluster.apply(str(path), manager="tfop-hack-metrics-server")
 
     def _tls(self) -> ssl.SSLContext:
         return ssl.create_default_context(cafile=str(self.cluster.pki / "ca.crt"))

@@ -57,7 +57,8 @@ def grant(cluster: LocalCluster, rules: list[dict[str, Any]], timeout: float = 3
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": ROLE},
          "subjects": [{"kind": "ServiceAccount", "name": ACCOUNT, "namespace": NAMESPACE}]},
     ]
-    cluster.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
+    cluster.apply("-", manager="tfop-hack-prometheus",
+                  input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
     deadline = time.monotonic() + timeout
     while cluster.kubectl("auth", "can-i", "get", "/metrics", "--as", USER, check=False).stdout.strip() != "yes":
         if time.monotonic() > deadline:

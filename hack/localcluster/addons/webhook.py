@@ -87,7 +87,7 @@ def install_crd(cluster: LocalCluster, crd_file: Path = CRD_FILE, timeout: float
         client_config = {**crd["spec"]["conversion"]["webhook"]["clientConfig"], "service": None}
         patch = {"spec": {"conversion": {"strategy": "Webhook", "webhook": {"clientConfig": client_config}}}}
         cluster.kubectl("patch", "crd", CRD_NAME, "--type=merge", "-p", json.dumps(patch))
-    cluster.kubectl("apply", "-f", "-", input=json.dumps(crd))
+    cluster.apply("-", manager="tfop-hack-webhook", input=json.dumps(crd))
     deadline = time.monotonic() + timeout
     established = '{.status.conditions[?(@.type=="Established")].status}'
     while cluster.kubectl("get", "crd", CRD_NAME, "-o", f"jsonpath={established}", check=False).stdout != "True":
