@@ -25,7 +25,7 @@ help: ## list the targets and the variables they take
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
 	@echo "Variables: ARGS (make run: flags for tfop run), PYTEST_ARGS (test, unit, integration, e2e), HELM_ARGS"
 	@echo "  (deploy-render), BENCH_ARGS (bench), CLUSTER_DIR (.local/cluster), TFOP_CACHE_DIR (~/.cache/tfop),"
-	@echo "  GANG (cluster-up: scheduler-plugins or volcano), PROMETHEUS_ARGS (prometheus-up)."
+	@echo "  GANG (cluster-up: scheduler-plugins or volcano), PROMETHEUS_ARGS (prometheus-up), DIGEST (release-image)."
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -146,13 +146,16 @@ metrics-server-down: venv ## unregister the local cluster's metrics.k8s.io APISe
 	@$(PY) hack/local_cluster.py metrics-server down --dir $(CLUSTER_DIR)
 
 # --- images for the real node, and TensorFlow for the tests ------------------------------------------------------
-.PHONY: images image-refs image-locks tensorflow sdk
+.PHONY: images image-refs release-image image-locks tensorflow sdk
 
 images: ## build (first time: ~6 min) or reuse the TensorFlow, tfop and pause images; prints each ref and OCI archive
 	@bash hack/build-images.sh
 
 image-refs: ## after changing what goes into an image: write its new ref into hack/versions.env and examples/
 	@bash hack/build-images.sh --pin
+
+release-image: ## build tfop's image from this checkout (as root) and pin its digest in deploy/ (DIGEST=sha256:... pins that one instead)
+	@bash hack/pin-release-image.sh $(DIGEST)
 
 image-locks: ## re-resolve the images' Python packages (setup.cfg, TENSORFLOW_VERSION) into hashed lock files
 	@bash hack/lock-images.sh

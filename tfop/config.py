@@ -19,6 +19,9 @@ cluster the operator runs in rather than how one process runs (those are flags).
                                           # a job's annotation tfop.kubeflow.org/replica-backend overrides it
     evaluatorGraceSeconds: 300            # how long a job whose training succeeded waits for a running evaluator
                                           # (0: not at all); a job's tfop.kubeflow.org/evaluator-grace-seconds wins
+    unknownSchedulingGraceSeconds: 600    # how long a job waits while its pods name a PriorityClass or a scheduler
+                                          # the cluster lacks, then fails; a job's
+                                          # tfop.kubeflow.org/unknown-scheduling-grace-seconds wins
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from tfop.controller.plan.controller_config import (
     DEFAULT_GRPC_SERVER_FILE_PATH,
     DEFAULT_SERVICE_DOMAIN,
     DEFAULT_TF_IMAGE,
+    DEFAULT_UNKNOWN_SCHEDULING_GRACE_SECONDS,
     ControllerConfig,
     NodeLossSettings,
 )
@@ -73,7 +77,8 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> ControllerConf
     document = _mapping(data, "the config")
     _known(document, "the config",
            {"serviceDomain", "accelerators", "gangScheduler", "childNaming", "tfImage", "grpcServerFilePath",
-            "replicaBackend", "nodeLoss", "gpuResource", "evaluatorGraceSeconds"}, notes)
+            "replicaBackend", "nodeLoss", "gpuResource", "evaluatorGraceSeconds",
+            "unknownSchedulingGraceSeconds"}, notes)
     domain = document.get("serviceDomain", DEFAULT_SERVICE_DOMAIN)
     if not isinstance(domain, str) or not _DNS_SUFFIX.match(domain):
         raise ConfigError(f"serviceDomain {domain!r} is not a DNS suffix such as svc.cluster.local")
@@ -105,11 +110,15 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> ControllerConf
         raise ConfigError(f"replicaBackend {backend!r} is not one of {', '.join(REPLICA_BACKENDS)}")
     evaluator_grace = _seconds(document.get("evaluatorGraceSeconds", DEFAULT_EVALUATOR_GRACE_SECONDS),
                                "evaluatorGraceSeconds")
+    unknown_scheduling_grace = _seconds(document.get("unknownSchedulingGraceSeconds",
+                                                     DEFAULT_UNKNOWN_SCHEDULING_GRACE_SECONDS),
+                                        "unknownSchedulingGraceSeconds")
     return ControllerConfig(service_domain=domain, accelerators=MappingProxyType(accelerators), gang_scheduler=gang,
                             gpu_resource=str(gpu_resource), child_naming=str(naming), tf_image=image,
                             grpc_server_file_path=posixpath.normpath(server_path), replica_backend=str(backend),
                             node_loss=_node_loss(document.get("nodeLoss") or {}, notes),
-                            evaluator_grace_seconds=evaluator_grace)
+                            evaluator_grace_seconds=evaluator_grace,
+                            unknown_scheduling_grace_seconds=unknown_scheduling_grace)
 
 
 def _node_loss(data: Any, notes: list[str]) -> NodeLossSettings:

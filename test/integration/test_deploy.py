@@ -44,6 +44,10 @@ Object = dict[str, Any]
 
 MONITORING_APIS = ["--api-versions", "monitoring.coreos.com/v1/ServiceMonitor",
                    "--api-versions", "monitoring.coreos.com/v1/PrometheusRule"]
+NETWORK_POLICY = ["--set", "networkPolicy.enabled=true"]
+# The restricted Pod Security Standard's container rules (the pod's runAsNonRoot and seccomp are checked apart).
+RESTRICTED_CONTAINER = {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                        "capabilities": {"drop": ["ALL"]}}
 
 
 # --- fixtures and helpers (the helm fixture is conftest.py's) ----------------------------------------------------
@@ -105,6 +109,17 @@ def restrict_pods(cluster: LocalCluster, namespace: str) -> None:
                     "pod-security.kubernetes.io/enforce=restricted", "pod-security.kubernetes.io/warn=restricted")
 
 
+def assert_restricted(pod: Object) -> None:
+    """What the restricted Pod Security Standard asks of a pod spec, and a root filesystem it cannot write to:
+    every path it writes is an emptyDir."""
+    assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] != 0
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    writable = {volume["name"] for volume in pod["volumes"] if "emptyDir" in volume}
+    for container in pod["containers"]:
+        assert container["securityContext"] == RESTRICTED_CONTAINER, container["name"]
+        assert {mount["name"] for mount in container["volumeMounts"] if not mount.get("readOnly")} <= writable
+
+
 def wait_available(cluster: LocalCluster, namespace: str, deployment: str, replicas: int) -> None:
     """kwok runs the pods, so the Deployment becomes available once its pods are admitted and scheduled."""
     wait_for(lambda: cluster.kubectl("get", "deployment", deployment, "-n", namespace, "-o",
@@ -135,8 +150,11 @@ def served(cluster: LocalCluster, api: str) -> bool:
 
 # First in the module, so that in a full run it meets a cluster without the Prometheus Operator's CRDs (the
 # monitoring_crds fixture of later tests installs them), as a bare cluster is.
-def test_helm_install_with_default_values_works_on_the_local_cluster(
+def test_helm_install_with_default_values_works_under_restricted_pod_security(
         cluster: LocalCluster, tfjob_crd: Path, helm: Path, namespace: str) -> None:
+    """Into a namespace that enforces the restricted Pod Security Standard: the ReplicaSet's pods are admitted
+    only if the chart's pod meets it, so the Deployment becoming available proves it does."""
+    restrict_pods(cluster, namespace)
     monitoring = served(cluster, "monitoring.coreos.com/v1")
     kubeconfig = ["--kubeconfig", str(cluster.kubeconfig)]
     result = run_helm(helm, "install", "tfop", str(CHART), "--namespace", namespace, "--wait", "--timeout", "90s",
@@ -150,6 +168,8 @@ def test_helm_install_with_default_values_works_on_the_local_cluster(
         assert (("ServiceMonitor", "tfop") in manifest) is monitoring
         assert (("PrometheusRule", "tfop") in manifest) is monitoring
         assert ("NetworkPolicy", "tfop") not in manifest
+        assert "would violate PodSecurity" not in result.stderr, result.stderr
+        assert_restricted(manifest[("Deployment", "tfop")]["spec"]["template"]["spec"])
         wait_available(cluster, namespace, "tfop", 2)
     finally:
         run_helm(helm, "uninstall", "tfop", "--namespace", namespace, "--wait", *kubeconfig)
@@ -178,6 +198,14 @@ def test_helm_network_policy_and_an_ipv6_metrics_address_apply(cluster: LocalClu
     assert metrics_rule == {"ports": [{"port": "metrics", "protocol": "TCP"}],
                             "from": [{"namespaceSelector": {"matchLabels": {"team": "monitoring"}}}]}
     assert health_rule == {"ports": [{"port": "health", "protocol": "TCP"}]}
+    assert policy["spec"]["egress"] == [{"ports": [{"port": 443, "protocol": "TCP"},
+                                                   {"port": 6443, "protocol": "TCP"}]}]
+    narrowed = by_kind_and_name(documents(helm_template(
+        helm, "tfop-np", namespace, "--set", "networkPolicy.enabled=true", "--set", "networkPolicy.dns=true",
+        "--set-json", 'networkPolicy.apiServer={"ports":[8443],"cidrs":["192.0.2.10/32"]}')))
+    assert narrowed[("NetworkPolicy", "tfop-np")]["spec"]["egress"] == [
+        {"ports": [{"port": 8443, "protocol": "TCP"}], "to": [{"ipBlock": {"cidr": "192.0.2.10/32"}}]},
+        {"ports": [{"port": 53, "protocol": "UDP"}, {"port": 53, "protocol": "TCP"}]}]
     [container] = objects[("Deployment", "tfop-np")]["spec"]["template"]["spec"]["containers"]
     assert "--metrics-addr=[::]:8443" in container["args"]
     dry_run = cluster.kubectl("apply", "--dry-run=server", "-n", namespace, "-f", "-", input=rendered, check=False)
@@ -304,7 +332,8 @@ def test_kustomize_base_applies_and_its_deployment_runs_under_restricted_pod_sec
     assert kinds == sorted(["CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole", "ClusterRole",
                             "ClusterRole", "ClusterRole", "ClusterRole", "ClusterRole", "ClusterRoleBinding",
                             "ClusterRoleBinding", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "ConfigMap",
-                            "Deployment", "PodDisruptionBudget", "Service", "ServiceMonitor", "PrometheusRule"])
+                            "Deployment", "PodDisruptionBudget", "Service", "NetworkPolicy", "ServiceMonitor",
+                            "PrometheusRule"])
     assert all(o["metadata"].get("namespace") == SYSTEM_NAMESPACE for o in kustomize_base
                if o["kind"] not in ("CustomResourceDefinition", "Namespace", "ClusterRole", "ClusterRoleBinding"))
     namespace = json.loads(cluster.kubectl("get", "namespace", SYSTEM_NAMESPACE, "-o", "json").stdout)
@@ -316,7 +345,16 @@ def test_kustomize_base_applies_and_its_deployment_runs_under_restricted_pod_sec
     [container] = pod["containers"]
     args = container["args"]
     assert "--leader-elect" in args and f"--leader-elect-id={LEASE}" in args
-    assert container["image"] == f"tfop:{__version__}"
+    assert re.fullmatch(r"tfop@sha256:[0-9a-f]{64}", container["image"]), container["image"]
+    assert_restricted(pod)
+    policy = by_kind_and_name(kustomize_base)[("NetworkPolicy", "tfop")]["spec"]
+    assert policy["podSelector"]["matchLabels"] == deployment["spec"]["selector"]["matchLabels"]
+    # Ingress only to the ports the container serves, by their names; egress only to the apiserver's ports.
+    assert [rule["ports"] for rule in policy["ingress"]] == [[{"port": "metrics", "protocol": "TCP"}],
+                                                            [{"port": "health", "protocol": "TCP"}]]
+    assert {port["name"] for port in container["ports"]} == {"metrics", "health"}
+    assert all("from" not in rule for rule in policy["ingress"])
+    assert policy["egress"] == [{"ports": [{"port": 443, "protocol": "TCP"}, {"port": 6443, "protocol": "TCP"}]}]
     drain = float(next(a for a in args if a.startswith("--drain-seconds=")).split("=")[1])
     assert pod["terminationGracePeriodSeconds"] > drain
     config_path = next(a for a in args if a.startswith("--config=")).split("=")[1]
@@ -421,11 +459,12 @@ def comparable(value: Any) -> Any:
 
 
 def test_helm_chart_with_default_values_renders_the_kustomize_base(cluster: LocalCluster, helm: Path) -> None:
+    """The chart's defaults but one: its NetworkPolicy is opt-in (values.yaml says why), the base's is not."""
     base = by_kind_and_name(documents(kustomize(cluster)))
     del base[("Namespace", SYSTEM_NAMESPACE)]  # helm install --create-namespace
     # On a cluster with the Prometheus Operator, as the kustomize base assumes.
     rendered = by_kind_and_name(documents(helm_template(helm, "tfop", SYSTEM_NAMESPACE, "--include-crds",
-                                                       *MONITORING_APIS)))
+                                                       *MONITORING_APIS, *NETWORK_POLICY)))
     assert sorted(rendered) == sorted(base)
     for key, ours in base.items():
         expected, theirs = ours, comparable(rendered[key])
@@ -451,6 +490,9 @@ def test_helm_chart_lints_and_is_the_pinned_version(helm: Path) -> None:
     (["--set", "watchNamespaces={Team_A}"], "watchNamespaces"),
     (["--set", "metrics.secure=false", "--set", "metrics.certManager.enabled=true"], "metrics.secure"),
     (["--set", "gpuResource=gpu"], "gpuResource"),
+    (["--set", "image.digest=sha256:0.1.0"], "/image/digest"),
+    (["--set", "networkPolicy.enabled=true", "--set-json", "networkPolicy.apiServer.ports=[]"],
+     "/networkPolicy/apiServer/ports"),
 ])
 def test_helm_chart_refuses_values_that_cannot_work(helm: Path, values: list[str], complaint: str) -> None:
     result = run_helm(helm, "template", "tfop", str(CHART), *values)
@@ -465,11 +507,51 @@ def test_helm_gpu_resource_reaches_the_controller_config(helm: Path, values: lis
     assert config.gpu_resource == gpu_resource
 
 
-def test_chart_and_kustomize_image_follow_the_package_version() -> None:
+def test_chart_follows_the_package_version_and_both_pin_one_image_digest() -> None:
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
     assert chart["version"] == chart["appVersion"] == __version__
-    kustomization = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())
-    assert kustomization["images"] == [{"name": "tfop", "newTag": __version__}]
+    [image] = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())["images"]
+    values = yaml.safe_load((CHART / "values.yaml").read_text())["image"]
+    assert image == {"name": "tfop", "digest": values["digest"]}
+    assert re.fullmatch(r"sha256:[0-9a-f]{64}", values["digest"]), values["digest"]
+
+
+def pod_images(value: Any) -> list[str]:
+    """Every container image of every pod spec in `value` (a rendering's objects), wherever it is nested."""
+    if isinstance(value, list):
+        return [image for entry in value for image in pod_images(entry)]
+    if not isinstance(value, dict):
+        return []
+    if value.get("kind") == "CustomResourceDefinition":
+        return []  # its schema's `image` fields describe TFJob pods, which are the users'
+    found = [str(container["image"]) for key in ("containers", "initContainers", "ephemeralContainers")
+             for container in value.get(key) or [] if isinstance(container, dict) and "image" in container]
+    return found + [image for key, entry in value.items() if key not in ("containers", "initContainers",
+                                                                         "ephemeralContainers")
+                    for image in pod_images(entry)]
+
+
+def test_every_image_the_released_manifests_run_is_by_digest(cluster: LocalCluster, helm: Path,
+                                                            tmp_path: Path) -> None:
+    """A tag can be moved to other content; the kustomize base (with each component) and the chart (with the
+    values that add pods or containers) name every image they run by digest."""
+    overlay = tmp_path / "components"
+    overlay.mkdir()
+    deploy = os.path.relpath(DEPLOY, overlay)
+    components = [f"{deploy}/webhook", *(f"{deploy}/components/{c.name}" for c in (DEPLOY / "components").iterdir())]
+    (overlay / "kustomization.yaml").write_text(yaml.safe_dump({"resources": [deploy], "components": components}))
+    renderings = {
+        "kustomize": kustomize(cluster),
+        "kustomize with every component": str(cluster.kubectl("kustomize", str(overlay)).stdout),
+        "helm": helm_template(helm, "tfop", SYSTEM_NAMESPACE),
+        "helm with everything on": helm_template(
+            helm, "tfop", SYSTEM_NAMESPACE, *MONITORING_APIS, *NETWORK_POLICY, "--set", "webhook.enabled=true",
+            "--set", "metrics.certManager.enabled=true", "--set", "gangScheduler=volcano", "--set", "cloud=azure"),
+    }
+    for name, rendered in renderings.items():
+        images = pod_images(documents(rendered))
+        assert images, f"{name}: no image found"
+        assert all(re.fullmatch(r"[^@:]+(:[^@]+)?@sha256:[0-9a-f]{64}", image) for image in images), (name, images)
 
 
 @pytest.fixture

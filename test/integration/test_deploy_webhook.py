@@ -15,6 +15,7 @@ from integration.test_deploy import (
     CHART,
     DEPLOY,
     MONITORING_APIS,
+    NETWORK_POLICY,
     SYSTEM_NAMESPACE,
     Object,
     by_kind_and_name,
@@ -47,7 +48,7 @@ def test_helm_webhook_renders_the_kustomize_webhook_component(cluster: LocalClus
     base = by_kind_and_name(documents(cluster.kubectl("kustomize", str(tmp_path)).stdout))
     del base[("Namespace", SYSTEM_NAMESPACE)]  # helm install --create-namespace
     # No --include-crds: with the webhook the CRD is a template (crds/ is skipped at install).
-    ours = rendered(helm, *WEBHOOK, *MONITORING_APIS)
+    ours = rendered(helm, *WEBHOOK, *MONITORING_APIS, *NETWORK_POLICY)  # the base's NetworkPolicy is on
     assert sorted(ours) == sorted(base)
     assert ours[CRD]["metadata"]["annotations"].pop(KEEP) == "keep"  # helm uninstall must not delete every TFJob
     # The chart's CRD is the release's object, labelled as such; the base's belongs to no instance.

@@ -63,6 +63,13 @@ def test_evaluator_grace_for_every_job(document: dict[str, Any], grace: float) -
     assert parse_config(document).evaluator_grace_seconds == grace
 
 
+@pytest.mark.parametrize(("document", "grace"), [({}, 600.0), ({"unknownSchedulingGraceSeconds": 0}, 0.0),
+                                                ({"unknownSchedulingGraceSeconds": 90.5}, 90.5),
+                                                ({"unknownSchedulingGraceSeconds": 86400}, 86400.0)])
+def test_unknown_scheduling_grace_for_every_job(document: dict[str, Any], grace: float) -> None:
+    assert parse_config(document).unknown_scheduling_grace_seconds == grace
+
+
 @pytest.mark.parametrize(("document", "message"), [
     ([], "the config must be a mapping"),
     ({"serviceDomain": "Svc_Local"}, "serviceDomain 'Svc_Local' is not a DNS suffix"),
@@ -92,11 +99,18 @@ def test_evaluator_grace_for_every_job(document: dict[str, Any], grace: float) -
     ({"evaluatorGraceSeconds": -1}, "evaluatorGraceSeconds must be a number of seconds from 0 to 86400, not -1"),
     ({"evaluatorGraceSeconds": "5m"}, "evaluatorGraceSeconds must be a number of seconds from 0 to 86400, not '5m'"),
     ({"nodeLoss": {"graceSeconds": True}}, "nodeLoss.graceSeconds must be a number of seconds from 0 to 86400"),
+    ({"unknownSchedulingGraceSeconds": 86401},
+     "unknownSchedulingGraceSeconds must be a number of seconds from 0 to 86400, not 86401"),
+    ({"unknownSchedulingGraceSeconds": "10m"},
+     "unknownSchedulingGraceSeconds must be a number of seconds from 0 to 86400, not '10m'"),
+    ({"unknownSchedulingGracSeconds": 60},
+     "the config has unknown key 'unknownSchedulingGracSeconds': did you mean 'unknownSchedulingGraceSeconds'?"),
 ], ids=["not-a-mapping", "bad-domain", "typo", "server-path-at-root", "relative-server-path", "empty-image",
         "bad-env-name", "relative-mount", "bad-volume-name", "volumes-not-a-list", "accelerator-key-typo",
         "bad-child-naming", "bad-replica-backend", "gpu-resource-not-qualified", "gpu-resource-legacy",
         "accelerators-for-both-gpu-names", "negative-evaluator-grace", "evaluator-grace-as-text",
-        "node-loss-grace-as-bool"])
+        "node-loss-grace-as-bool", "unknown-scheduling-grace-over-a-day", "unknown-scheduling-grace-as-text",
+        "unknown-scheduling-grace-typo"])
 def test_bad_config_is_rejected_naming_the_key(document: Any, message: str) -> None:
     with pytest.raises(ConfigError, match=None) as raised:
         parse_config(document)
@@ -117,7 +131,8 @@ def test_unknown_keys_are_warnings_naming_them() -> None:
     assert config.service_domain == "svc"
     assert warnings == [
         ("the config has unknown key 'cloud', ignored; known: accelerators, childNaming, evaluatorGraceSeconds, "
-         "gangScheduler, gpuResource, grpcServerFilePath, nodeLoss, replicaBackend, serviceDomain, tfImage"),
+         "gangScheduler, gpuResource, grpcServerFilePath, nodeLoss, replicaBackend, serviceDomain, tfImage, "
+         "unknownSchedulingGraceSeconds"),
         "accelerators[nvidia.com/gpu] has unknown key 'driver', ignored; known: envVars, volumes"]
 
 

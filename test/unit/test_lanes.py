@@ -16,7 +16,7 @@ from tfop.kube.client import KubeClient
 from tfop.kube.clock import FakeClock
 from tfop.kube.lanes import Lane, Lanes
 from tfop.kube.ratelimit import PerItemExponentialBackoff, default_controller_rate_limiter
-from tfop.kube.runtime import ControllerRuntime, Result
+from tfop.kube.runtime import ControllerRuntime, FailedPassError, Result
 from tfop.kube.workqueue import RateLimitingQueue
 
 
@@ -232,4 +232,25 @@ def test_the_runtime_queues_a_key_in_the_lane_its_last_pass_named() -> None:
     release.set()
     wait_for(lambda: len(order) == 8, 60, "the three queued behind the gate")
     assert order == ["observing", "creating", "failing", "failing", "gate", "observing", "creating", "failing"]
+    runtime.stop_workers(1.0)
+
+
+def test_a_failed_pass_with_a_deadline_is_retried_by_it_however_long_the_backoff() -> None:
+    """A job whose creates are refused (backoff) while a grace of its own ends (the deadline) is looked at when
+    the grace ends, not only when the backoff, which may have grown to many minutes, is over."""
+    order: list[str] = []
+
+    def reconcile(key: str) -> Result | float | None:
+        order.append(key)
+        if len(order) == 1:
+            raise FailedPassError(RuntimeError("the apiserver refused a create"), 0.05)
+        return None
+
+    # A retry by backoff comes after 100 s: none does during the test.
+    runtime = ControllerRuntime(cast(KubeClient, None), "lanes-test", reconcile, [], threads=1,
+                                rate_limiter=PerItemExponentialBackoff(100.0, 1000.0))
+    runtime.start_workers()
+    runtime.queue.add("refused")
+    wait_for(lambda: len(order) == 2, 60, "the pass at the deadline")
+    assert order == ["refused", "refused"]
     runtime.stop_workers(1.0)

@@ -30,7 +30,7 @@ from tfop.controller.plan.job.parse import InvalidJob, lenient_run_policy, parse
 SERVER_DIR = "/opt/mlkube/grpc_tensorflow_server"  # the controller config's default grpcServerFilePath
 TF_PORT = {"name": "tfjob-port", "containerPort": 2222}
 DEFAULT_OPTIONS = JobOptions("pods", "Replica", JobNodePolicy("Replace", timedelta(seconds=30)),
-                             timedelta(seconds=300))
+                             timedelta(seconds=300), timedelta(seconds=600))
 
 
 def worker_template(**container: Any) -> dict[str, Any]:
@@ -200,6 +200,15 @@ ROWS: dict[str, Row] = {
     "evaluator grace": Row(
         tfjob({"tfop.kubeflow.org/evaluator-grace-seconds": "0"}),
         Parsed(options=replace(DEFAULT_OPTIONS, evaluator_grace=timedelta(0)))),
+    "unknown-scheduling grace": Row(
+        tfjob({"tfop.kubeflow.org/unknown-scheduling-grace-seconds": "30"}),
+        Parsed(options=replace(DEFAULT_OPTIONS, unknown_scheduling_grace=timedelta(seconds=30)))),
+    "unknown-scheduling grace from the operator's config": Row(
+        tfjob(), Parsed(options=replace(DEFAULT_OPTIONS, unknown_scheduling_grace=timedelta(seconds=120))),
+        config=ControllerConfig(unknown_scheduling_grace_seconds=120.0)),
+    "unknown-scheduling grace negative": Row(tfjob({"tfop.kubeflow.org/unknown-scheduling-grace-seconds": "-5"}), [
+        FieldError(annotation("unknown-scheduling-grace-seconds"),
+                   "must be a number of seconds from 0 to 86400, not '-5'")]),
     "evaluator grace not a number": Row(tfjob({"tfop.kubeflow.org/evaluator-grace-seconds": "nan"}), [
         FieldError(annotation("evaluator-grace-seconds"), "must be a number of seconds from 0 to 86400, not 'nan'")]),
     "network isolation with a peer": Row(

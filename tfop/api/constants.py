@@ -78,6 +78,11 @@ ANNOTATION_RESTART_SCOPE: Final = "tfop.kubeflow.org/restart-scope"
 # (docs/tfjob/reference.md#the-evaluators-final-evaluation); the controller config's evaluatorGraceSeconds else.
 ANNOTATION_EVALUATOR_GRACE: Final = "tfop.kubeflow.org/evaluator-grace-seconds"
 
+# How long a job waits while its pods name a PriorityClass the cluster lacks (admission refuses them) or a scheduler
+# that never takes them, before it fails (docs/tfjob/reference.md#when-a-priorityclass-or-scheduler-is-missing);
+# the controller config's unknownSchedulingGraceSeconds else.
+ANNOTATION_UNKNOWN_SCHEDULING_GRACE: Final = "tfop.kubeflow.org/unknown-scheduling-grace-seconds"
+
 # An opt-in NetworkPolicy per job (Isolated): ingress to its pods only from its own pods, and from the peers the
 # second annotation lists, as a JSON list of NetworkPolicyPeers.
 NETWORK_POLICY_ISOLATED: Final = "Isolated"
@@ -132,6 +137,9 @@ REASON_EVALUATOR_GRACE_EXPIRED: Final = "EvaluatorGraceExpired"
 REASON_FAILED: Final = "TFJobFailed"
 REASON_BACKOFF_LIMIT_EXCEEDED: Final = "BackoffLimitExceeded"
 REASON_DEADLINE_EXCEEDED: Final = "DeadlineExceeded"
+# The job failed because its pods name a PriorityClass or a scheduler the cluster still lacked after the grace.
+REASON_PRIORITY_CLASS_NOT_FOUND: Final = "PriorityClassNotFound"
+REASON_SCHEDULER_NOT_FOUND: Final = "SchedulerNotFound"
 REASON_INVALID_SPEC: Final = "InvalidSpec"
 REASON_SPEC_CORRECTED: Final = "InvalidSpecCorrected"
 REASON_SUSPENDED: Final = "TFJobSuspended"

@@ -27,7 +27,7 @@ from tfop.kube.events import EventRecorder
 from tfop.kube.expectations import Expectations
 from tfop.kube.lanes import Lane
 from tfop.kube.resource import NODES, PODS
-from tfop.kube.runtime import Change, ControllerRuntime, Result, Watch
+from tfop.kube.runtime import Change, ControllerRuntime, FailedPassError, Result, Watch
 from tfop.kube.store import Store, by_controller_uid, object_key
 from tfop.metrics import OperatorMetrics
 from tfop.objects import Object
@@ -167,6 +167,8 @@ class TFJobController:
         if changes.refusals:
             self.refusals[key] = tuple(changes.refusals)
         if changes.errors:
+            if plan.requeue_after is not None:  # a timer of the plan's (a grace ending) outlasts the backoff
+                raise FailedPassError(changes.errors[0], plan.requeue_after)
             raise changes.errors[0]  # the key is retried with backoff; everything else was done
         if changes.refusals:
             return Result(0.0)  # a permanent refusal: plan again at once, knowing it, so the status tells it

@@ -47,6 +47,17 @@ class Result:
     lane: Lane = Lane.NORMAL  # where the next pass waits: PRIORITY when it will only observe
 
 
+class FailedPassError(Exception):
+    """A pass that failed with `error` but knows when its key needs a look at the latest (a deadline of its own):
+    it is retried with backoff, or at that moment if it comes sooner, so a deadline is kept however long the
+    backoff has grown."""
+
+    def __init__(self, error: Exception, requeue_after: float) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.requeue_after = requeue_after
+
+
 # Seconds until the key needs another look, or None (its next pass in the normal lane), or a Result.
 Reconcile = Callable[[str], Result | float | None]
 
@@ -221,6 +232,10 @@ class ControllerRuntime:
             metrics.active_workers.labels(name).inc()
             try:
                 result = self._reconcile(key)
+            except FailedPassError as failed:
+                self.queue.set_lane(key, Lane.NORMAL)
+                self._failed(key, failed.error)
+                self.queue.add_after(key, failed.requeue_after)  # the sooner of the two wins
             except Exception as error:  # noqa: BLE001 - one key's failure must never stop the worker
                 # What a failed pass left to do is not known: its retry waits in the normal lane.
                 self.queue.set_lane(key, Lane.NORMAL)

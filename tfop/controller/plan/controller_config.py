@@ -21,6 +21,10 @@ DEFAULT_GRPC_SERVER_FILE_PATH = "/opt/mlkube/grpc_tensorflow_server/grpc_tensorf
 # (plan/policies/evaluator.py): long enough for one evaluation pass over a test set, short enough that a hung
 # evaluator holds its node only minutes.
 DEFAULT_EVALUATOR_GRACE_SECONDS = 300.0
+# How long a job waits while its pods name a PriorityClass or a scheduler the cluster lacks
+# (plan/policies/unknown_scheduling.py): long enough to apply the missing object after the job, or for a scheduler
+# to start; short enough that a typo fails the job within minutes instead of never.
+DEFAULT_UNKNOWN_SCHEDULING_GRACE_SECONDS = 600.0
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,8 @@ class ControllerConfig:
     node_loss: NodeLossSettings = field(default_factory=NodeLossSettings)
     # A job's annotation tfop.kubeflow.org/evaluator-grace-seconds wins; 0 does not wait (plan/policies/evaluator.py).
     evaluator_grace_seconds: float = DEFAULT_EVALUATOR_GRACE_SECONDS
+    # A job's annotation tfop.kubeflow.org/unknown-scheduling-grace-seconds wins (plan/policies/unknown_scheduling.py).
+    unknown_scheduling_grace_seconds: float = DEFAULT_UNKNOWN_SCHEDULING_GRACE_SECONDS
 
     @property
     def gang(self) -> GangScheduler | None:

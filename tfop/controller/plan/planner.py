@@ -51,6 +51,7 @@ from tfop.controller.plan.policies.restart_scope import restarted_with
 from tfop.controller.plan.policies.running import update_running
 from tfop.controller.plan.policies.success import settle_remaining, succeeded
 from tfop.controller.plan.policies.suspension import resume_if_suspended, suspend
+from tfop.controller.plan.policies.unknown_scheduling import MissingWait, fail_for_missing, give_up_note, missing_waits
 from tfop.controller.plan.replicas.backends import BACKENDS, REPLICA_BACKEND, ReplicaBackend, settled_backend
 from tfop.controller.plan.replicas.pod_slots import SlotState, SortedChildren
 from tfop.controller.plan.replicas.replica_status import record_replicas, uid_of
@@ -197,7 +198,8 @@ def _run(p: _Planning) -> None:
             return
         finish_training(draft, p.model, p.context, children, counts)
         return
-    if _finish_if_done(p, sum(count.total for count in counts.values())):
+    missing = missing_waits(draft, p.model, p.context.of_kind(POD), p.context.refusals)
+    if _finish_if_done(p, sum(count.total for count in counts.values()), missing):
         keep_finished(draft, p.model.spec.run_policy, p.context, just_finished=True)
         record_replicas(p.draft, p.model.spec, p.children, counts, finishing=True)
         return
@@ -215,7 +217,8 @@ def _run(p: _Planning) -> None:
     plan_autoscaler(draft, p.model, p.context)
     _create_missing(p, hold_pods=gang.hold_pods is not None or _restart_together_pending(p, resize))
     update_running(draft, children, p.context.refusals, p.backend.replaced(retryable, counts), gang=gang,
-                   node_note=node_note, with_all=bool(together))
+                   node_note=node_note, with_all=bool(together),
+                   give_up_note=give_up_note(missing, p.model.options.unknown_scheduling_grace))
     record_replicas(p.draft, p.model.spec, p.children, counts, finishing=False)
 
 
@@ -257,8 +260,10 @@ def _announce_gpu_renames(p: _Planning) -> None:
                       renamed_message(p.draft.job_ref, renamed, p.draft.config.gpu_resource), only_this_plan=True)
 
 
-def _finish_if_done(p: _Planning, restarts: int) -> bool:
-    """Whether the job failed: a replica that failed for good, too many restarts, or the deadline."""
+def _finish_if_done(p: _Planning, restarts: int, missing: list[MissingWait]) -> bool:
+    """Whether the job failed: a replica that failed for good, too many restarts, the deadline, or a PriorityClass
+    or scheduler its pods name still missing after the grace."""
     run_policy = p.model.spec.run_policy
     return (fail_for_replicas(p.draft, run_policy, p.children.slots, restarts, has_failed=p.backend.has_failed)
-            or fail_past_deadline(p.draft, run_policy))
+            or fail_past_deadline(p.draft, run_policy)
+            or fail_for_missing(p.draft, missing, p.model.options.unknown_scheduling_grace))

@@ -20,6 +20,7 @@ from tfop.api.constants import (
     ANNOTATION_NODE_LOSS_POLICY,
     ANNOTATION_REPLICA_BACKEND,
     ANNOTATION_RESTART_SCOPE,
+    ANNOTATION_UNKNOWN_SCHEDULING_GRACE,
     NETWORK_POLICY_ISOLATED,
     NETWORK_POLICY_MODES,
     NODE_LOSS_POLICIES,
@@ -84,6 +85,11 @@ def node_policy(annotations: Annotations, settings: NodeLossSettings) -> tuple[J
 def evaluator_grace(annotations: Annotations, default_seconds: float) -> tuple[timedelta, list[FieldError]]:
     """How long a job whose training succeeded waits for its running evaluators."""
     return seconds(annotations, ANNOTATION_EVALUATOR_GRACE, default_seconds)
+
+
+def unknown_scheduling_grace(annotations: Annotations, default_seconds: float) -> tuple[timedelta, list[FieldError]]:
+    """How long a job waits while its pods name a PriorityClass or a scheduler the cluster lacks."""
+    return seconds(annotations, ANNOTATION_UNKNOWN_SCHEDULING_GRACE, default_seconds)
 
 
 def seconds(annotations: Annotations, annotation: str, default: float) -> tuple[timedelta, list[FieldError]]:

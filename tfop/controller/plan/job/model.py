@@ -103,6 +103,7 @@ class JobOptions:
     restart_scope: str  # Replica or Job (plan/policies/restart_scope.py)
     node_policy: JobNodePolicy
     evaluator_grace: timedelta  # plan/policies/evaluator.py
+    unknown_scheduling_grace: timedelta  # plan/policies/unknown_scheduling.py
     isolation: NetworkIsolation = field(default_factory=NetworkIsolation)  # plan/policies/network_isolation.py
     gpu_renamed: tuple[GpuRename, ...] = ()  # legacy GPU requests renamed in the templates
     unqueued: str | None = None  # why the job runs outside the Kueue queue it names (api/kueue.py)

@@ -56,12 +56,15 @@ def parse_job(raw: Object, config: ControllerConfig, *, settled_backend: str | N
     node_policy, node_policy_errors = parse_annotation.node_policy(annotations, config.node_loss)
     scope, scope_errors = parse_annotation.restart_scope(annotations, backend)
     grace, grace_errors = parse_annotation.evaluator_grace(annotations, config.evaluator_grace_seconds)
+    unknown_grace, unknown_grace_errors = parse_annotation.unknown_scheduling_grace(
+        annotations, config.unknown_scheduling_grace_seconds)
     isolation, isolation_errors = parse_annotation.network_isolation(annotations)
     errors = (*validate(job), *kueue_key_problems(raw), *node_policy_errors, *scope_errors, *backend_errors,
-              *rewrite.problems, *grace_errors, *isolation_errors)
+              *rewrite.problems, *grace_errors, *unknown_grace_errors, *isolation_errors)
     if errors or backend is None:
         return InvalidJob(errors, backend, job)
-    options = JobOptions(backend, scope, node_policy, grace, isolation, rewrite.renamed, not_queued_by_kueue(raw))
+    options = JobOptions(backend, scope, node_policy, grace, unknown_grace, isolation, rewrite.renamed,
+                         not_queued_by_kueue(raw))
     return TFJobModel(_metadata(job), _spec(job), options)
 
 

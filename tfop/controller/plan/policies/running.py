@@ -1,6 +1,7 @@
 """Whether a job runs: Running means every replica pod runs (or has finished its part); while any is pending the
-condition says how many and why (what the pods suffer, what the apiserver refused, the gang, lost nodes), rather
-than claiming the job runs. Restarting says which replicas are being replaced."""
+condition says how many and why (what the pods suffer, what the apiserver refused, the gang, lost nodes, when it
+gives up on a PriorityClass or scheduler the cluster lacks), rather than claiming the job runs. Restarting says
+which replicas are being replaced."""
 
 from __future__ import annotations
 
@@ -25,10 +26,12 @@ from tfop.objects import Object
 
 
 def update_running(draft: PlanDraft, children: SortedChildren, refusals: Iterable[CreateRefusal],
-                   replaced: list[Object], *, gang: GangState, node_note: str = "", with_all: bool = False) -> None:
+                   replaced: list[Object], *, gang: GangState, node_note: str = "", with_all: bool = False,
+                   give_up_note: str = "") -> None:
     """The Running and Restarting conditions of a job that runs. `replaced`: the failed pods this plan replaces;
     `refusals`: what the apiserver refused of the last plan's creates; `with_all`: the restart takes every
-    replica with it (restart scope Job)."""
+    replica with it (restart scope Job); `give_up_note`: what the job waits for that the cluster lacks, and when
+    it gives up (policies/unknown_scheduling.py), told while it does not run."""
     troubles = troubles_of((slot.slot, slot.pod) for slot in children.slots if slot.pod is not None)
     announce_troubles(draft, troubles)
     if replaced:
@@ -42,6 +45,7 @@ def update_running(draft: PlanDraft, children: SortedChildren, refusals: Iterabl
     finished = states[SlotState.SUCCEEDED] + states[SlotState.TOLERATED]
     waiting = len(children.slots) - finished - states[SlotState.RUNNING]
     said_of_nodes = f" {node_note}." if node_note else ""
+    giving_up = f" {give_up_note}" if give_up_note else ""
     if waiting == 0 and states[SlotState.RUNNING] > 0:
         message = f"{draft.job_ref} is running."
         draft.set_condition(CONDITION_RUNNING, true=True, reason=REASON_RUNNING,
@@ -50,14 +54,14 @@ def update_running(draft: PlanDraft, children: SortedChildren, refusals: Iterabl
     elif draft.is_true(CONDITION_RESTARTING):
         restarting = draft.condition(CONDITION_RESTARTING) or {}
         draft.set_condition(CONDITION_RUNNING, true=False, reason=REASON_RESTARTING,
-                            message=with_troubles(str(restarting.get("message", "")), troubles))
+                            message=with_troubles(str(restarting.get("message", "")) + giving_up, troubles))
     else:
         detail = ", ".join(f"{states[state]} {state.value}" for state in SlotState if states[state]
                            and state not in (SlotState.RUNNING, SlotState.SUCCEEDED, SlotState.TOLERATED))
         refused = [refusal.describe() for refusal in refusals]
         cause = f"; creating them fails: {listing(refused)}" if refused else ""
         message = (f"{draft.job_ref} is waiting for {waiting} of {len(children.slots)} replicas to run: "
-                   f"{detail}{cause}{gang.note}.{said_of_nodes}")
+                   f"{detail}{cause}{gang.note}.{said_of_nodes}{giving_up}")
         gang.announce(draft)
         draft.set_condition(CONDITION_RUNNING, true=False, reason=REASON_PENDING,
                             message=with_troubles(message, troubles))

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Pins tfop's image by digest where it is released: the kustomize base (deploy/kustomization.yaml) and the Helm
+# chart's default values (deploy/helm/tfop/values.yaml). A tag can be moved to other content; a digest names one
+# image, so an install runs exactly the image that was built and tested.
+#
+# Usage: hack/pin-release-image.sh                   build tfop's image from this checkout (hack/build-images.sh
+#                                                    tfop, as root) and pin the digest of its manifest
+#        hack/pin-release-image.sh sha256:<64 hex>   pin that digest (the one your registry answered the push with)
+#
+# Pushing the OCI archive as it is keeps its manifest digest (e.g. skopeo copy oci-archive:<tar>
+# docker://REGISTRY/tfop:0.1.0). The repository stays `tfop`: point it at yours with `kustomize edit set image`
+# or the chart's image.repository. test_deploy checks every image the manifests render is by digest.
+set -euo pipefail
+
+LOG_NAME=pin-release-image
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+REPO="$(cd "${HACK_DIR}/.." && pwd)"
+KUSTOMIZATION="${REPO}/deploy/kustomization.yaml"
+VALUES="${REPO}/deploy/helm/tfop/values.yaml"
+
+digest="${1:-}"
+if [[ -z "${digest}" ]]; then
+  read -r ref archive < <(bash "${HACK_DIR}/build-images.sh" tfop)
+  digest="$(tar -xOf "${archive}" index.json | python3 -c 'import json, sys; print(json.load(sys.stdin)["manifests"][0]["digest"])')"
+  log "${ref}: ${digest}"
+fi
+[[ "${digest}" =~ ^sha256:[0-9a-f]{64}$ ]] || die "'${digest}' is not an image digest (sha256: and 64 hex digits)"
+
+grep -qE '^  digest: sha256:[0-9a-f]{64}$' "${KUSTOMIZATION}" || die "${KUSTOMIZATION} has no digest line to replace"
+grep -qE '^  digest: "?sha256:[0-9a-f]{64}"?$' "${VALUES}" || die "${VALUES} has no image.digest line to replace"
+sed -i -E "s|^  digest: sha256:[0-9a-f]{64}$|  digest: ${digest}|" "${KUSTOMIZATION}"
+sed -i -E "s|^  digest: \"?sha256:[0-9a-f]{64}\"?$|  digest: \"${digest}\"|" "${VALUES}"
+log "pinned ${digest} in deploy/kustomization.yaml and deploy/helm/tfop/values.yaml"
