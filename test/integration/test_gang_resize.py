@@ -86,7 +86,7 @@ def test_a_resize_moves_the_pod_group_with_the_job_and_every_pod_is_placed(
         else:
             scale(cluster, namespace, "elastic", workers)
         size = f"Worker={workers},PS=1" if strategy == "restart" else "PS=1"
-        pods = wait_for(lambda w=workers, k=size: all_running(  # type: ignore[misc]
+        pods = wait_for(lambda w=workers, k=size: all_running(
             client, namespace, "elastic", w + 1, made_for=k), message=f"{workers} workers and the PS to run")
         assert bound(pods) == workers + 1
         wanted = {"minMember": workers + 1, "minResources": {GPU: str(workers + 1)}}
@@ -95,7 +95,7 @@ def test_a_resize_moves_the_pod_group_with_the_job_and_every_pod_is_placed(
             assert group_spec(client, namespace, "elastic") == wanted
         else:
             # In place, the workers left run on: the pass that deletes the others patches the group after them.
-            wait_for(lambda g=wanted: group_spec(client, namespace, "elastic") == g,  # type: ignore[misc]
+            wait_for(lambda g=wanted: group_spec(client, namespace, "elastic") == g,
                      message=f"the group to ask for {workers + 1} pods")
         wait_for(lambda w=workers: job_status(client, namespace, "elastic").get("workerReplicas") == w,
                  message=f"the status to record {workers} workers")
