@@ -1,5 +1,5 @@
-"""tfop under real Kueue (v0.15, hack/localcluster/addons/kueue.py): quota admission, the flavor's placement, and
-preemption.
+"""tfop under real Kueue (v0.15, hack/localcluster/addons/kueue.py): quota admission, the flavor's placement,
+preemption, and a resize (admitted again at the new size).
 
 Kueue drives a TFJob only through the kubeflow.org/v1 API: its webhook suspends a queued job at creation, its
 admission unsuspends it with the flavor's nodeSelector and tolerations in the pod templates, an eviction suspends
