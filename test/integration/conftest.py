@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,6 +12,7 @@ from support.operator_process import OperatorProcess
 
 if TYPE_CHECKING:
     from localcluster import LocalCluster
+    from localcluster.addons.coscheduler import CoScheduler
     from localcluster.addons.kueue import Kueue
     from localcluster.addons.prometheus_chart import Monitoring
 
@@ -32,6 +33,44 @@ def operator(cluster: LocalCluster, tfjob_crd: Path, namespace: str, tmp_path: P
     yield process
     process.terminate()
     print(f"--- operator log ---\n{process.log_tail(80)}")
+
+
+@pytest.fixture
+def operators(cluster: LocalCluster, tmp_path: Path, namespace: str) -> Iterator[Callable[..., OperatorProcess]]:
+    """Makes `tfop run --namespace <the test's> ARGS...` processes, stopped when the test ends."""
+    made: list[OperatorProcess] = []
+
+    def make(*args: str) -> OperatorProcess:
+        made.append(OperatorProcess(cluster.kubeconfig, tmp_path / f"operator-{len(made)}.log", "--namespace",
+                                    namespace, *args))
+        return made[-1]
+
+    yield make
+    for process in made:
+        process.terminate()
+
+
+@pytest.fixture(scope="module")
+def gang_node(cluster: LocalCluster) -> Iterator[str]:
+    """A kwok node with 8 GPUs that only the module's gang pods tolerate (support/gang.py)."""
+    from support.gang import NODES, make_gang_node
+    from tfop.kube.client import KubeClient
+
+    client = KubeClient.from_kubeconfig(str(cluster.kubeconfig))
+    name = make_gang_node(client)
+    yield name
+    client.delete(NODES, name)
+
+
+@pytest.fixture(scope="module")
+def coscheduler(cluster: LocalCluster) -> Iterator[CoScheduler]:
+    """scheduler-plugins' scheduler beside the default one, and its PodGroup CRD."""
+    from localcluster.addons.coscheduler import CoScheduler
+
+    scheduler = CoScheduler(cluster)
+    scheduler.start()
+    yield scheduler
+    scheduler.stop()
 
 
 KUEUE_NAMESPACE_LABEL = ("tfop.test/kueue", "on")

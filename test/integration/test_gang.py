@@ -5,11 +5,9 @@ the test plays its part by setting the PodGroup's phase."""
 
 from __future__ import annotations
 
-import contextlib
 import re
 import subprocess
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,79 +17,15 @@ import yaml
 from fake_kubelet import exit_pod
 from localcluster import LocalCluster
 from localcluster.addons.coscheduler import VOLCANO_CRD, CoScheduler, install_volcano_crd
+from support.gang import GPU, PLUGIN_GROUPS, TAINT, VOLCANO_GROUPS, bound, gpu_replica, pods_of, running
 from support.operator_process import OperatorProcess
 from support.tfjobs import TFJOBS, condition, events_about, job_status, pods_by_name
 from support.waiting import DEADLINE, consistently, wait_for
 from tfop.kube.client import KubeClient
-from tfop.kube.errors import AlreadyExists, Invalid, NotFound
+from tfop.kube.errors import Invalid, NotFound
 from tfop.kube.resource import PODS, Resource
 
-PLUGIN_GROUPS = Resource("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup")
-VOLCANO_GROUPS = Resource("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup")
-PRIORITY_CLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False)
-NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
-TAINT = "tfop.test/gang"
-GPU = "nvidia.com/gpu"
-
-
-# ---------------------------------------------------------------- fixtures
-
-@pytest.fixture(scope="module")
-def gang_node(cluster: LocalCluster) -> Iterator[str]:
-    """A kwok node with 8 GPUs that only this module's pods tolerate."""
-    client = KubeClient.from_kubeconfig(str(cluster.kubeconfig))
-    name = f"gang-node-{uuid.uuid4().hex[:6]}"
-    client.create(NODES, {"apiVersion": "v1", "kind": "Node", "metadata": {
-        "name": name, "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
-        "labels": {"type": "kwok", "kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}},
-        "spec": {"taints": [{"key": TAINT, "value": "true", "effect": "NoSchedule"}]},
-        "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110", GPU: "8"},
-                   "capacity": {"cpu": "64", "memory": "256Gi", "pods": "110", GPU: "8"}}})
-    wait_for(lambda: any(c["type"] == "Ready" and c["status"] == "True"
-                         for c in client.get(NODES, name).get("status", {}).get("conditions", [])),
-             60, f"kwok to make node {name} Ready")
-    for priority_class, value in (("tfop-gang-high", 1000), ("tfop-gang-low", 100), ("tfop-gang-blocker", 10000)):
-        with contextlib.suppress(AlreadyExists):
-            client.create(PRIORITY_CLASSES, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                                             "metadata": {"name": priority_class}, "value": value})
-    yield name
-    client.delete(NODES, name)
-
-
-@pytest.fixture(scope="module")
-def coscheduler(cluster: LocalCluster) -> Iterator[CoScheduler]:
-    """scheduler-plugins' scheduler beside the default one, and its PodGroup CRD."""
-    scheduler = CoScheduler(cluster)
-    scheduler.start()
-    yield scheduler
-    scheduler.stop()
-
-
-@pytest.fixture
-def operators(cluster: LocalCluster, tmp_path: Path, namespace: str) -> Iterator[Callable[..., OperatorProcess]]:
-    """Makes `tfop run --namespace <the test's> ARGS...` processes, stopped when the test ends."""
-    made: list[OperatorProcess] = []
-
-    def make(*args: str) -> OperatorProcess:
-        made.append(OperatorProcess(cluster.kubeconfig, tmp_path / f"operator-{len(made)}.log", "--namespace",
-                                    namespace, *args))
-        return made[-1]
-
-    yield make
-    for process in made:
-        process.terminate()
-
-
-def gpu_replica(node: str, replicas: int, gpus: int = 1, priority_class: str | None = None) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "containers": [{"name": "tensorflow", "image": "tensorflow/tensorflow:2.21.0",
-                        "resources": {"limits": {GPU: gpus}}}],
-        "nodeSelector": {"kubernetes.io/hostname": node},
-        "tolerations": [{"key": TAINT, "operator": "Exists", "effect": "NoSchedule"}]}
-    if priority_class:
-        spec["priorityClassName"] = priority_class
-    return {"replicas": replicas, "restartPolicy": "Never", "template": {"spec": spec}}
-
+# ---------------------------------------------------------------- helpers (gang_node, coscheduler, operators: conftest)
 
 def six_gpu_job(name: str, node: str, run_policy: dict[str, Any] | None = None,
                 by_role: bool = True) -> dict[str, Any]:
@@ -103,18 +37,6 @@ def six_gpu_job(name: str, node: str, run_policy: dict[str, Any] | None = None,
     if run_policy:
         spec["runPolicy"] = run_policy
     return {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": name}, "spec": spec}
-
-
-def pods_of(client: KubeClient, namespace: str, job: str) -> list[dict[str, Any]]:
-    return list(pods_by_name(client, namespace, job).values())
-
-
-def bound(pods: list[dict[str, Any]]) -> int:
-    return sum(1 for pod in pods if pod["spec"].get("nodeName"))
-
-
-def running(pods: list[dict[str, Any]]) -> int:
-    return sum(1 for pod in pods if pod.get("status", {}).get("phase") == "Running")
 
 
 def blocker(client: KubeClient, namespace: str, node: str) -> str:

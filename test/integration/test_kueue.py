@@ -1,5 +1,5 @@
-"""tfop under real Kueue (v0.15, hack/localcluster/addons/kueue.py): quota admission, the flavor's placement, and
-preemption.
+"""tfop under real Kueue (v0.15, hack/localcluster/addons/kueue.py): quota admission, the flavor's placement,
+preemption, and a resize (admitted again at the new size).
 
 Kueue drives a TFJob only through the kubeflow.org/v1 API: its webhook suspends a queued job at creation, its
 admission unsuspends it with the flavor's nodeSelector and tolerations in the pod templates, an eviction suspends
@@ -257,3 +257,51 @@ def test_the_readmes_kueue_examples_pass_kueues_webhooks(cluster: LocalCluster, 
     job = json.loads(result.stdout)
     assert job["kind"] == "TFJob" and job["spec"]["runPolicy"]["suspend"] is True
     assert job["metadata"]["labels"][QUEUE_LABEL] == "gpu-queue"
+
+
+def test_a_resize_of_an_admitted_job_is_admitted_again_at_the_new_size(
+        cluster: LocalCluster, kube_client: KubeClient, kueue_namespace: str, operator: OperatorProcess,
+        cluster_objects: list[tuple[Any, str]]) -> None:
+    """Kueue v0.15 compares the job's pod sets with its Workload's: a Worker count changed under an admitted job
+    matches no Workload, so Kueue suspends the job, deletes the Workload, makes one of the new size and admits it
+    as it would a new job. The suspension is not a failure and counts no restart."""
+    ns, client = kueue_namespace, kube_client
+    make_queue(client, cluster_objects, ns, 8, flavor(f"{ns}-gpu"))
+    timeline = Timeline(KubeClient.from_kubeconfig(str(operator.kubeconfig)), ns).start()
+    try:
+        job = submit(client, ns, timeline, queued_tfjob("grow", "queue", 2))
+        wait_for(lambda: condition(client, ns, "grow", "Running"), DEADLINE, "grow to be admitted and Running")
+        first_pods = running_pods(client, ns, "grow", 2)
+        first = workload_of(client, ns, job)
+        assert first is not None and pod_set_counts(first) == {"chief": 1, "worker": 1}
+
+        scaled_at = timeline.elapsed()
+        cluster.kubectl("scale", "tfjob/grow", "--replicas=3", "-n", ns)
+        wait_for(lambda: (w := workload_of(client, ns, job)) is not None and w["metadata"]["uid"] != first[
+            "metadata"]["uid"] and is_true(w, "Admitted"), DEADLINE, "a Workload of the new size to be admitted")
+        second_pods = running_pods(client, ns, "grow", 4)
+        wait_for(lambda: condition(client, ns, "grow", "Running"), DEADLINE, "grow to be Running again")
+        running_again = timeline.elapsed()
+        print(f"kubectl scale 1 -> 3 under Kueue: Running again with 4 pods after {running_again - scaled_at:.2f} s")
+
+        second = workload_of(client, ns, job)
+        assert second is not None and pod_set_counts(second) == {"chief": 1, "worker": 3}
+        assert not {p["metadata"]["uid"] for p in second_pods} & {p["metadata"]["uid"] for p in first_pods}
+        # Kueue's own account of it, as events on the job.
+        reasons = event_reasons(client, ns, "grow")
+        assert {"Stopped", "DeletedWorkload", "CreatedWorkload", "Started"} <= reasons, sorted(reasons)
+        stopped = [e["message"] for e in events_about(client, ns, "grow") if e.get("reason") == "Stopped"]
+        assert any("No matching Workload" in message for message in stopped), stopped
+        assert timeline.first("grow", "suspended ended") is not None  # suspended by Kueue's webhook, then admitted
+        status = job_status(client, ns, "grow")
+        assert {t: s.get("restarts", 0) for t, s in status["replicaStatuses"].items()} == {"Chief": 0, "Worker": 0}
+        assert condition(client, ns, "grow", "Failed") is None
+        assert status["workerReplicas"] == 3
+    finally:
+        timeline.stop()
+        print(f"--- resize timeline (s since the first create) ---\n{timeline.table()}")
+        print(f"events on grow: {[(e.get('reason'), e.get('message')) for e in events_about(client, ns, 'grow')]}")
+
+
+def pod_set_counts(workload: dict[str, Any]) -> dict[str, int]:
+    return {pod_set["name"]: pod_set["count"] for pod_set in workload["spec"]["podSets"]}

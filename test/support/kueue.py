@@ -153,6 +153,7 @@ class Timeline:
         workload = workload_of(self.client, self.namespace, job)
         return {"workload": workload is not None, "admitted": is_true(workload, "Admitted"),
                 "pods": bool(live_pods(self.client, self.namespace, name)),
+                "suspended": current["spec"].get("runPolicy", {}).get("suspend") is True,
                 "running": is_true(current, "Running"),
                 "succeeded": is_true(current, "Succeeded"),
                 "workload finished": is_true(workload, "Finished")}

@@ -13,8 +13,10 @@ from structlog.testing import capture_logs
 
 from support.plan_builders import make_job, plan_of
 from tfop.controller.apply.applier import PlanApplier
+from tfop.controller.children import child_kinds
 from tfop.controller.plan.children.desired import ReplicaSlot
-from tfop.controller.plan.types import ChildRef, Creation, JobEvent, Plan, StatusWait
+from tfop.controller.plan.children.pod_group import gang_scheduler
+from tfop.controller.plan.types import ChildPatch, ChildRef, Creation, JobEvent, Plan, StatusWait
 from tfop.kube.client import KubeClient
 from tfop.kube.clock import FakeClock
 from tfop.kube.events import EventRecorder
@@ -151,6 +153,26 @@ def test_a_plans_deletes_are_told_in_one_event() -> None:
     apply.change_children(KEY, JOB, Plan(delete=refs))
     assert writes_after(recorder, client)[-1] == (
         "create", "events", ("SuccessfulDelete", "Deleted 2 pods and 2 services: mnist-worker-x-1, mnist-worker-x-2"))
+
+
+def test_a_plans_patches_go_before_its_deletes_and_creates() -> None:
+    """A resize's PodGroup patch (scheduler-plugins') precedes the deletes of the workers it drops and the creates
+    of the ones it adds: the group never asks for more pods than exist."""
+    client, clock, expectations = RecordingClient(), FakeClock(), Expectations()
+    recorder = EventRecorder(client, "tfop-test", clock=clock, host="test")
+    apply = PlanApplier(cast(KubeClient, client), recorder, expectations, OperatorMetrics.create(CollectorRegistry()),
+                        lambda kind, namespace: Store(), kinds=child_kinds(gang_scheduler("scheduler-plugins")),
+                        clock=clock)
+    job = make_job()  # Worker 2, PS 1
+    shrink = Plan(patch=[ChildPatch("PodGroup", "mnist", {"spec": {"minMember": 2}})],
+                  delete=[ChildRef("Pod", "mnist-worker-x-1", "p1"), ChildRef("Service", "mnist-worker-x-1", "s1")])
+    apply.change_children(KEY, job, shrink)
+    assert [(verb, what) for verb, what, _ in writes_after(recorder, client) if what != "events"] == [
+        ("patch", "podgroups"), ("delete", "pods"), ("delete", "services")]
+    grow = plan_of(job, [], [])
+    grow.patch.append(ChildPatch("PodGroup", "mnist", {"spec": {"minMember": 3}}))
+    apply.change_children(KEY, job, grow)
+    assert [verb for verb, what, _ in writes_after(recorder, client) if what != "events"][:2] == ["patch", "create"]
 
 
 class UnchangedClient(RecordingClient):

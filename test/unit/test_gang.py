@@ -279,6 +279,22 @@ def group(phase: str | None = None, *, spec: dict[str, Any] | None = None, termi
     return obj
 
 
+def sized_pod(replica_type: str, index: int, size: str) -> dict[str, Any]:
+    """A running pod whose TF_CONFIG was built for the replica counts `size` (what a resize compares)."""
+    made = make_pod(replica_type, index)
+    made["metadata"]["annotations"] = {"tfop.kubeflow.org/tf-cluster": size}
+    return made
+
+
+def resized(workers: int, *, dynamic: bool) -> dict[str, Any]:
+    """A running job of Worker 2 and PS 1 whose Worker count was just changed to `workers`."""
+    job = running(make_job())
+    job["spec"]["tfReplicaSpecs"]["Worker"]["replicas"] = workers
+    if dynamic:
+        job["spec"]["enableDynamicWorker"] = True
+    return job
+
+
 @dataclass
 class Row:
     job: dict[str, Any]
@@ -348,6 +364,27 @@ ROWS = {
     "without its CRD the job waits and says why": Row(
         make_job(), groups=[], services=[], gang_problem="gang scheduler volcano is configured but ...",
         create=[(SERVICE, name) for name in IN_ORDER], message=["3 not created; gang scheduler volcano is configured"]),
+    # A resize: the group follows in the plan that deletes the old pods or makes the new ones (the applier sends
+    # patches before creates), so no new pod waits on a group of the old size.
+    "in place, 2 -> 3 workers: the group grows with the new worker": Row(
+        resized(3, dynamic=True), groups=[group()], services=services_for(),
+        pods=[sized_pod("Worker", 0, "PS=1"), sized_pod("Worker", 1, "PS=1"), sized_pod("PS", 0, "PS=1")],
+        patch=[{"spec": {"minMember": 4}}], create=[(POD, name_of("Worker", 2)), (SERVICE, name_of("Worker", 2))]),
+    "in place, 2 -> 1 workers: the group shrinks as the worker goes": Row(
+        resized(1, dynamic=True), groups=[group()], services=services_for(),
+        pods=[sized_pod("Worker", 0, "PS=1"), sized_pod("Worker", 1, "PS=1"), sized_pod("PS", 0, "PS=1")],
+        patch=[{"spec": {"minMember": 2}}], delete=[(POD, name_of("Worker", 1)), (SERVICE, name_of("Worker", 1))]),
+    "by restart, 2 -> 3 workers: the group grows as the old pods stop": Row(
+        resized(3, dynamic=False), groups=[group()], services=services_for(),
+        pods=[sized_pod("Worker", 0, "Worker=2,PS=1"), sized_pod("Worker", 1, "Worker=2,PS=1"),
+              sized_pod("PS", 0, "Worker=2,PS=1")],
+        patch=[{"spec": {"minMember": 4}}], create=[(SERVICE, name_of("Worker", 2))],
+        delete=[(POD, name_of("Worker", 0)), (POD, name_of("Worker", 1)), (POD, name_of("PS", 0))]),
+    "by restart, the old pods gone: all start together in the grown group": Row(
+        resized(3, dynamic=False), groups=[group(spec={"minMember": 4})],
+        services=services_for({"Worker": 3, "PS": 1}),
+        create=[(POD, name_of("Worker", 0)), (POD, name_of("Worker", 1)), (POD, name_of("Worker", 2)),
+                (POD, name_of("PS", 0))]),
     "no gang scheduler: no group": Row(
         make_job(), gang="none", services=[],
         create=[*[(POD, name) for name in IN_ORDER], *[(SERVICE, name) for name in IN_ORDER]]),
@@ -375,3 +412,35 @@ def test_pod_group_rows(row: Row) -> None:
         running_condition = next(c for c in result.status["conditions"] if c["type"] == "Running")
         for fragment in row.message:
             assert fragment in running_condition["message"]
+
+
+# ---------------------------------------------------------------- a resize below an explicit minAvailable
+
+def with_min_available(job: dict[str, Any], min_available: int) -> dict[str, Any]:
+    job["spec"]["runPolicy"] = {"schedulingPolicy": {"minAvailable": min_available}}
+    return job
+
+
+BELOW_3 = ("TFJob ns/mnist now has 2 pods, fewer than spec.runPolicy.schedulingPolicy.minAvailable (3), which "
+           "stays its PodGroup's minMember: the scheduler-plugins scheduler places no pod of it (a pod started again "
+           "for the resize or replaced after a failure) until minAvailable is lowered or the job has at least 2 "
+           "workers.")
+WARNING_ROWS: dict[str, tuple[dict[str, Any], str, list[str]]] = {
+    "2 -> 1 workers under minAvailable 3: warned": (with_min_available(resized(1, dynamic=False), 3),
+                                                     "scheduler-plugins", [BELOW_3]),
+    "in place too": (with_min_available(resized(1, dynamic=True), 3), "scheduler-plugins", [BELOW_3]),
+    "no gang scheduler: minAvailable means nothing": (with_min_available(resized(1, dynamic=False), 3), "none", []),
+    "down to minAvailable exactly: nothing to say": (with_min_available(resized(1, dynamic=False), 2),
+                                                     "scheduler-plugins", []),
+    "a job created asking for more than it has is not a resize": (
+        with_min_available(make_job(), 10), "scheduler-plugins", []),
+}
+
+
+@pytest.mark.parametrize("row", WARNING_ROWS.values(), ids=WARNING_ROWS.keys())
+def test_a_resize_below_min_available_is_warned_once(row: tuple[dict[str, Any], str, list[str]]) -> None:
+    job, gang, warnings = row
+    result = plan(PlanContext(job, {POD: running_pods(), SERVICE: services_for(), POD_GROUP: [group()]}, NOW,
+                              ControllerConfig(gang_scheduler=gang)))
+    assert [event.message for event in result.events if event.reason == "ResizedBelowMinAvailable"] == warnings
+    assert all(event.type == "Warning" for event in result.events if event.reason == "ResizedBelowMinAvailable")

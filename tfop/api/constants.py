@@ -127,6 +127,8 @@ REASON_RUNNING: Final = "TFJobRunning"
 REASON_RESTARTING: Final = "TFJobRestarting"
 REASON_RESIZED: Final = "Resized"  # the Worker count changed: who asked, and how the job follows
 REASON_RESIZING: Final = "Resizing"  # Restarting's reason while every replica restarts for a resize
+# A Warning: a gang-scheduled job resized below its schedulingPolicy.minAvailable, so its PodGroup waits.
+REASON_RESIZED_BELOW_MIN_AVAILABLE: Final = "ResizedBelowMinAvailable"
 REASON_NODE_LOST: Final = "NodeLost"  # a replica's node is lost or unhealthy: its pod is replaced
 REASON_SUCCEEDED: Final = "TFJobSucceeded"
 # The training succeeded and the job waits for its evaluators (Succeeded False, Running True); and the Warning

@@ -54,7 +54,7 @@ class PlanApplier:
         self.children.shutdown(wait=wait)
 
     def change_children(self, key: str, job: Object, plan: Plan) -> ChildChanges:
-        """Deletes, patches and creates what the plan says."""
+        """Patches, deletes and creates what the plan says, in that order."""
         return self.children.write(key, job, plan)
 
     def record(self, key: str, job: Object, plan: Plan, now: datetime) -> float | None:

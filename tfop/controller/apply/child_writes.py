@@ -1,4 +1,4 @@
-"""Writing a plan's children: deletes with uid preconditions, merge patches, and creates in slow-start batches
+"""Writing a plan's children: merge patches, deletes with uid preconditions, and creates in slow-start batches
 with their bodies built as they are sent; expectations keep the next pass from planning on a cache that has not
 seen these writes. One event per plan for what it created, one for what it deleted."""
 
@@ -87,10 +87,13 @@ class ChildWriter:
         self._creators.shutdown(wait=wait, cancel_futures=not wait)
 
     def write(self, key: str, job: Object, plan: Plan) -> ChildChanges:
-        """Deletes, patches and creates what the plan says."""
+        """Patches, deletes and creates what the plan says. Patches first: a PodGroup resized with its job must
+        never ask for more pods than exist, or the co-scheduler refuses a parked pod in between and its backoff
+        (up to 10 s) delays it once the group is right; patched before the deletes and creates of the resize, the
+        group always fits the pods there are."""
         changes = ChildChanges()
-        self._delete_children(key, job, plan.delete, changes)
         self._patch_children(job, plan.patch, changes)
+        self._delete_children(key, job, plan.delete, changes)
         self._create_children(key, job, plan, changes)
         return changes
 

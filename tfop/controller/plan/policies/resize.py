@@ -25,9 +25,11 @@ from tfop.api.constants import (
     ANNOTATION_TF_CLUSTER,
     CONDITION_RESTARTING,
     EVENT_NORMAL,
+    EVENT_WARNING,
     POD_FAILED,
     POD_SUCCEEDED,
     REASON_RESIZED,
+    REASON_RESIZED_BELOW_MIN_AVAILABLE,
     REASON_RESIZING,
     REPLICA_WORKER,
 )
@@ -106,6 +108,25 @@ def _announce(draft: PlanDraft, job: TFJobModel, context: PlanContext) -> None:
     draft.status[LAST_RESIZE] = {"from": before, "to": wanted, "cause": cause.value, "strategy": strategy.value,
                                  "time": format_time(draft.now), "message": message}
     draft.resizes[(cause.value, strategy.value)] += 1
+    _warn_below_min_available(draft, job, context, wanted)
+
+
+def _warn_below_min_available(draft: PlanDraft, job: TFJobModel, context: PlanContext, workers: int) -> None:
+    """An explicit minAvailable stays the group's minMember (the Go operator's meaning, on which its users' tests
+    rely: a job that asks for more pods than it has waits for them), so after a resize below it any pod to be
+    placed waits for pods that will not come. Said once, with the resize."""
+    policy = job.spec.run_policy.scheduling_policy
+    if context.config.gang is None or policy is None or not policy.min_available:
+        return
+    pods = sum(job.spec.replicas(replica_type) for replica_type in job.spec.replica_specs)
+    if pods >= policy.min_available:
+        return
+    others = pods - workers
+    draft.event(EVENT_WARNING, REASON_RESIZED_BELOW_MIN_AVAILABLE,
+                f"{draft.job_ref} now has {pods} pods, fewer than spec.runPolicy.schedulingPolicy.minAvailable "
+                f"({policy.min_available}), which stays its PodGroup's minMember: the {context.config.gang.name} "
+                f"scheduler places no pod of it (a pod started again for the resize or replaced after a failure) "
+                f"until minAvailable is lowered or the job has at least {policy.min_available - others} workers.")
 
 
 def _cause(job: TFJobModel, context: PlanContext) -> ResizeCause:
