@@ -19,6 +19,12 @@ cluster the operator runs in rather than how one process runs (those are flags).
                                           # a job's annotation tfop.kubeflow.org/replica-backend overrides it
     evaluatorGraceSeconds: 300            # how long a job whose training succeeded waits for a running evaluator
                                           # (0: not at all); a job's tfop.kubeflow.org/evaluator-grace-seconds wins
+    capacityScaling:                      # elastic jobs resized to the cluster's free capacity (off by default)
+      enabled: true
+      growAfterSeconds: 60                # capacity idle this long: elastic jobs grow into it
+      shrinkAfterSeconds: 30              # another job's pods waited this long for resources: elastic jobs shrink
+      giveUpAfterSeconds: 120             # an extra worker unschedulable this long is given up
+      checkEverySeconds: 5                # how often the cluster is looked at
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from tfop.controller.plan.controller_config import (
     DEFAULT_GRPC_SERVER_FILE_PATH,
     DEFAULT_SERVICE_DOMAIN,
     DEFAULT_TF_IMAGE,
+    CapacityScalingSettings,
     ControllerConfig,
     NodeLossSettings,
 )
@@ -73,7 +80,7 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> ControllerConf
     document = _mapping(data, "the config")
     _known(document, "the config",
            {"serviceDomain", "accelerators", "gangScheduler", "childNaming", "tfImage", "grpcServerFilePath",
-            "replicaBackend", "nodeLoss", "gpuResource", "evaluatorGraceSeconds"}, notes)
+            "replicaBackend", "nodeLoss", "gpuResource", "evaluatorGraceSeconds", "capacityScaling"}, notes)
     domain = document.get("serviceDomain", DEFAULT_SERVICE_DOMAIN)
     if not isinstance(domain, str) or not _DNS_SUFFIX.match(domain):
         raise ConfigError(f"serviceDomain {domain!r} is not a DNS suffix such as svc.cluster.local")
@@ -109,7 +116,26 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> ControllerConf
                             gpu_resource=str(gpu_resource), child_naming=str(naming), tf_image=image,
                             grpc_server_file_path=posixpath.normpath(server_path), replica_backend=str(backend),
                             node_loss=_node_loss(document.get("nodeLoss") or {}, notes),
-                            evaluator_grace_seconds=evaluator_grace)
+                            evaluator_grace_seconds=evaluator_grace,
+                            capacity_scaling=_capacity_scaling(document.get("capacityScaling") or {}, notes))
+
+
+def _capacity_scaling(data: Any, notes: list[str]) -> CapacityScalingSettings:
+    """capacityScaling: {enabled, growAfterSeconds, shrinkAfterSeconds, giveUpAfterSeconds, checkEverySeconds}."""
+    spec = _mapping(data, "capacityScaling")
+    keys = {"growAfterSeconds": "grow_after", "shrinkAfterSeconds": "shrink_after",
+            "giveUpAfterSeconds": "give_up_after", "checkEverySeconds": "check_every"}
+    _known(spec, "capacityScaling", {"enabled", *keys}, notes)
+    defaults = CapacityScalingSettings()
+    enabled = spec.get("enabled", defaults.enabled)
+    if not isinstance(enabled, bool):
+        raise ConfigError(f"capacityScaling.enabled must be true or false, not {enabled!r}")
+    seconds = {field: _seconds(spec.get(key, getattr(defaults, field)), f"capacityScaling.{key}")
+               for key, field in keys.items()}
+    if seconds["check_every"] < 1:
+        raise ConfigError(f"capacityScaling.checkEverySeconds must be at least 1 (each look reads every cached pod), "
+                          f"not {spec['checkEverySeconds']!r}")
+    return CapacityScalingSettings(enabled=enabled, **seconds)
 
 
 def _node_loss(data: Any, notes: list[str]) -> NodeLossSettings:

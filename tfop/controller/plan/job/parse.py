@@ -61,7 +61,8 @@ def parse_job(raw: Object, config: ControllerConfig, *, settled_backend: str | N
               *rewrite.problems, *grace_errors, *isolation_errors)
     if errors or backend is None:
         return InvalidJob(errors, backend, job)
-    options = JobOptions(backend, scope, node_policy, grace, isolation, rewrite.renamed, not_queued_by_kueue(raw))
+    options = JobOptions(backend, scope, node_policy, grace, isolation, rewrite.renamed, not_queued_by_kueue(raw),
+                         parse_annotation.capacity_resize(annotations))
     return TFJobModel(_metadata(job), _spec(job), options)
 
 
