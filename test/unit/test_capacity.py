@@ -1,0 +1,174 @@
+"""Table tests of the capacity auto-scaler's decision (tfop/controller/capacity/decide.py): grow into idle capacity,
+give up unschedulable extra workers, shrink for a waiting job, the least fulfilled first, never past the bounds,
+no growing back while the job shrunk for still waits, HPA-owned jobs left alone, and nothing when switched off."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from fractions import Fraction
+
+import pytest
+
+from tfop.controller.capacity.decide import decide
+from tfop.controller.capacity.model import (
+    ElasticJob,
+    Memory,
+    NodeRoom,
+    Placement,
+    Taint,
+    WaitingPod,
+    frozen,
+    pod_request,
+)
+from tfop.controller.plan.controller_config import CapacityScalingSettings
+
+NOW = datetime(2026, 11, 27, 12, 0, 0, tzinfo=UTC)
+ON = CapacityScalingSettings(enabled=True, grow_after=60, shrink_after=30, give_up_after=120)
+CPU = "cpu"
+
+
+def ago(seconds: float) -> datetime:
+    return NOW - timedelta(seconds=seconds)
+
+
+def cpus(amount: float) -> dict[str, Fraction]:
+    return {CPU: Fraction(str(amount))}
+
+
+def node(name: str, free_cpus: float, **labels: str) -> NodeRoom:
+    return NodeRoom(name, cpus(free_cpus), labels)
+
+
+def job(key: str, workers: int, low: int = 1, high: int = 4, *, cpu: float = 1, age: float = 600,
+        hpa: bool = False, steady: bool = True, placement: Placement | None = None) -> ElasticJob:
+    return ElasticJob(key, ago(age), low, high, workers, cpus(cpu), placement or Placement(), hpa, steady)
+
+
+def waits(job_key: str, index: int, seconds: float, *, cpu: float = 1, replica: str = "worker",
+          short_of: tuple[str, ...] = (CPU,)) -> WaitingPod:
+    return WaitingPod(job_key, replica, index, cpus(cpu), ago(seconds), short_of)
+
+
+@dataclass(frozen=True)
+class Row:
+    nodes: list[NodeRoom]
+    jobs: list[ElasticJob]
+    waiting: list[WaitingPod]
+    resizes: list[str]  # "job: reason"
+    memory: Memory = field(default_factory=Memory)
+    settings: CapacityScalingSettings = ON
+    idle_since: datetime | None = None  # what the next look is told
+
+
+ROWS = {
+    "idle capacity, not yet for the window: nothing, the window starts": Row(
+        [node("n1", 4)], [job("ns/a", 2)], [], [], idle_since=NOW),
+    "idle capacity for the window: the job grows by the workers that fit": Row(
+        [node("n1", 2.5)], [job("ns/a", 1)], [], ["ns/a: Worker 1 -> 3: 2 workers fit in capacity idle for 60 s"],
+        memory=Memory(idle_since=ago(60))),
+    "never above its maximum": Row(
+        [node("n1", 16)], [job("ns/a", 2, high=4)], [],
+        ["ns/a: Worker 2 -> 4: 2 workers fit in capacity idle for 90 s"],
+        memory=Memory(idle_since=ago(90))),
+    "a worker fits only whole on one node": Row(
+        [node("n1", 1.5), node("n2", 1.5)], [job("ns/a", 1)], [],
+        ["ns/a: Worker 1 -> 3: 2 workers fit in capacity idle for 60 s"], memory=Memory(idle_since=ago(60))),
+    "nothing fits: no window": Row(
+        [node("n1", 0.5)], [job("ns/a", 1)], [], [], memory=Memory(idle_since=ago(60))),
+    "the least fulfilled grows first, then the oldest": Row(
+        [node("n1", 3)], [job("ns/a", 3, high=4), job("ns/b", 1, high=4, age=100), job("ns/c", 1, high=4, age=200)],
+        [], ["ns/b: Worker 1 -> 2: 1 worker fit in capacity idle for 60 s",
+             "ns/c: Worker 1 -> 3: 2 workers fit in capacity idle for 60 s"],
+        memory=Memory(idle_since=ago(60))),
+    "a node the worker's nodeSelector or tolerations rule out has no room for it": Row(
+        [node("gpu", 8, pool="gpu"), NodeRoom("tainted", cpus(8), {"pool": "cpu"}, (Taint("t", "x", "NoSchedule"),)),
+         node("cpu", 1, pool="cpu")],
+        [job("ns/a", 1, placement=Placement(frozen([("pool", "cpu")])))], [],
+        ["ns/a: Worker 1 -> 2: 1 worker fit in capacity idle for 60 s"], memory=Memory(idle_since=ago(60))),
+    "a tolerated taint does not rule the node out": Row(
+        [NodeRoom("tainted", cpus(8), {}, (Taint("t", "x", "NoSchedule"),))],
+        [job("ns/a", 3, placement=Placement(tolerations=({"key": "t", "operator": "Exists"},)))], [],
+        ["ns/a: Worker 3 -> 4: 1 worker fit in capacity idle for 60 s"], memory=Memory(idle_since=ago(60))),
+    "a pod waiting for any reason: capacity is not idle": Row(
+        [node("n1", 4)], [job("ns/a", 1)], [waits("ns/b", 0, 5, short_of=())], [], memory=Memory(idle_since=ago(60))),
+    "a job resizing: capacity is not idle": Row(
+        [node("n1", 4)], [job("ns/a", 1), job("ns/b", 2, steady=False)], [], [], memory=Memory(idle_since=ago(60))),
+    "a job with an HPA of its own is left alone": Row(
+        [node("n1", 4)], [job("ns/a", 1, hpa=True)], [], [], memory=Memory(idle_since=ago(60))),
+    "a job whose minimum is its maximum is left alone": Row(
+        [node("n1", 4)], [job("ns/a", 2, low=2, high=2)], [], [], memory=Memory(idle_since=ago(60))),
+    "extra workers unschedulable past the window are given up": Row(
+        [node("n1", 0)], [job("ns/a", 4)], [waits("ns/a", 2, 130), waits("ns/a", 3, 125)],
+        ["ns/a: Worker 4 -> 2: workers 2-3 found no node for 130 s"]),
+    "not below the minimum": Row(
+        [node("n1", 0)], [job("ns/a", 3, low=2)], [waits("ns/a", 1, 200), waits("ns/a", 2, 200)],
+        ["ns/a: Worker 3 -> 2: worker 2 found no node for 200 s"]),
+    "an extra worker below a scheduled one is not given up": Row(
+        [node("n1", 0)], [job("ns/a", 4)], [waits("ns/a", 2, 200)], []),
+    "an extra worker not yet past the window is kept": Row(
+        [node("n1", 0)], [job("ns/a", 4)], [waits("ns/a", 3, 100)], []),
+    "another job waited for the window: the most fulfilled shrinks by what frees its request": Row(
+        [node("n1", 0)], [job("ns/a", 4), job("ns/c", 2)], [waits("ns/b", 0, 31, cpu=2), waits("ns/b", 1, 30)],
+        ["ns/a: Worker 4 -> 2: ns/b's pods waited 31 s for cpu",
+         "ns/c: Worker 2 -> 1: ns/b's pods waited 31 s for cpu"],
+        idle_since=None),
+    "equally fulfilled: the newest shrinks first": Row(
+        [node("n1", 0)], [job("ns/a", 2, age=500), job("ns/c", 2, age=100)], [waits("ns/b", 0, 40)],
+        ["ns/c: Worker 2 -> 1: ns/b's pods waited 40 s for cpu"]),
+    "not before the window": Row(
+        [node("n1", 0)], [job("ns/a", 4)], [waits("ns/b", 0, 29)], []),
+    "not below the minimum, and none when all together cannot make room": Row(
+        [node("n1", 0)], [job("ns/a", 3, low=2)], [waits("ns/b", 0, 60, cpu=2)], []),
+    "a pod unschedulable for other reasons (a taint) is not shrunk for": Row(
+        [node("n1", 0)], [job("ns/a", 4)], [waits("ns/b", 0, 60, short_of=())], []),
+    "shrunk for it lately: the room is on its way, no second shrink": Row(
+        [node("n1", 0)], [job("ns/a", 3)], [waits("ns/b", 0, 60)], [],
+        memory=Memory(shrunk_at=frozen([("ns/b", ago(10))]), shrunk_for=frozen([("ns/a", "ns/b")]))),
+    "still waiting a window after the last shrink: shrinks again": Row(
+        [node("n1", 0)], [job("ns/a", 3)], [waits("ns/b", 0, 90)],
+        ["ns/a: Worker 3 -> 2: ns/b's pods waited 90 s for cpu"],
+        memory=Memory(shrunk_at=frozen([("ns/b", ago(40))]), shrunk_for=frozen([("ns/a", "ns/b")]))),
+    "the job's own minimum workers waiting make others shrink, its extras do not": Row(
+        [node("n1", 0)], [job("ns/a", 4), job("ns/b", 2, low=2, high=4, steady=True)],
+        [waits("ns/b", 1, 40)], ["ns/a: Worker 4 -> 3: ns/b's pods waited 40 s for cpu"]),
+    "no growing back while the job shrunk for has pods not yet scheduled": Row(
+        [node("n1", 4)], [job("ns/a", 2)], [waits("ns/b", 0, 5)], [],
+        memory=Memory(idle_since=ago(60), shrunk_for=frozen([("ns/a", "ns/b")]))),
+    "the job shrunk for is scheduled: growing back waits a window of idle capacity": Row(
+        [node("n1", 4)], [job("ns/a", 2)], [], [],
+        memory=Memory(shrunk_for=frozen([("ns/a", "ns/b")])), idle_since=NOW),
+    "switched off: nothing": Row(
+        [node("n1", 4)], [job("ns/a", 1)], [waits("ns/b", 0, 300)], [], memory=Memory(idle_since=ago(600)),
+        settings=CapacityScalingSettings(enabled=False)),
+}
+
+
+@pytest.mark.parametrize("row", list(ROWS.values()), ids=list(ROWS))
+def test_a_capacity_decision(row: Row) -> None:
+    decision = decide(NOW, row.settings, row.nodes, row.jobs, row.waiting, row.memory)
+    assert [f"{resize.job}: {resize.reason}" for resize in decision.resizes] == row.resizes
+    for resize in decision.resizes:
+        elastic = next(job for job in row.jobs if job.key == resize.job)
+        assert elastic.min_workers <= resize.after <= elastic.max_workers and resize.before == elastic.workers
+    assert decision.memory.idle_since == row.idle_since
+
+
+def test_a_shrink_is_remembered_and_forgotten_once_the_job_no_longer_waits() -> None:
+    shrunk = decide(NOW, ON, [node("n1", 0)], [job("ns/a", 4)], [waits("ns/b", 0, 30)], Memory())
+    assert dict(shrunk.memory.shrunk_for) == {"ns/a": "ns/b"} and dict(shrunk.memory.shrunk_at) == {"ns/b": NOW}
+    scheduled = decide(NOW, ON, [node("n1", 0)], [job("ns/a", 3)], [], shrunk.memory)
+    assert not scheduled.resizes and not scheduled.memory.shrunk_for and not scheduled.memory.shrunk_at
+
+
+@pytest.mark.parametrize(("spec", "request_"), [
+    ({"containers": [{"resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}},
+                     {"resources": {"requests": {"cpu": "1"}, "limits": {"nvidia.com/gpu": "1"}}}]},
+     {"cpu": Fraction(3, 2), "memory": Fraction(2**30), "nvidia.com/gpu": Fraction(1)}),
+    ({"containers": [{"resources": {"requests": {"cpu": "100m"}}}],
+      "initContainers": [{"resources": {"requests": {"cpu": "2"}}}], "overhead": {"cpu": "250m"}},
+     {"cpu": Fraction(9, 4)}),
+    ({"containers": [{"name": "no-resources"}]}, {}),
+], ids=["containers-summed-limit-as-request", "init-container-max-plus-overhead", "nothing-requested"])
+def test_what_a_pod_requests(spec: dict[str, object], request_: dict[str, Fraction]) -> None:
+    assert pod_request(spec) == request_
