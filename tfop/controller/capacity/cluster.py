@@ -20,7 +20,6 @@ from typing import Any
 
 from tfop.api.constants import (
     CONDITION_FAILED,
-    CONDITION_RUNNING,
     CONDITION_SUCCEEDED,
     LABEL_REPLICA_INDEX,
     LABEL_REPLICA_TYPE,
@@ -110,8 +109,9 @@ def waiting_pods(pods: Iterable[Object], jobs: Mapping[str, Object]) -> list[Wai
 
 
 def elastic_job(raw: Object, config: ControllerConfig, pods: Iterable[Object]) -> ElasticJob | None:
-    """The job as an ElasticJob if it is one that runs: it has an elasticPolicy and Workers, is Running, neither
-    finished nor suspended, and no other controller (Kueue, managedBy) decides when it runs. `pods`: its pods."""
+    """The job as an ElasticJob if it is one that may run: it has an elasticPolicy and Workers, is neither finished
+    nor suspended, and no other controller (Kueue, managedBy) decides when it runs; not only while `Running`, which
+    is False while any pod is Pending, as an extra worker that finds no node is. `pods`: its pods."""
     model = parse_job(raw, config)
     if not isinstance(model, TFJobModel) or model.spec.elastic_policy is None:
         return None
@@ -119,8 +119,7 @@ def elastic_job(raw: Object, config: ControllerConfig, pods: Iterable[Object]) -
     conditions = conditions_of(raw.get("status"))
     if (worker is None or model.spec.run_policy.suspend or managed_elsewhere(raw)
             or queue_name(raw) is not None
-            or condition_is_true(conditions, CONDITION_SUCCEEDED) or condition_is_true(conditions, CONDITION_FAILED)
-            or not condition_is_true(conditions, CONDITION_RUNNING)):
+            or condition_is_true(conditions, CONDITION_SUCCEEDED) or condition_is_true(conditions, CONDITION_FAILED)):
         return None
     created = parse_time(raw["metadata"].get("creationTimestamp")) or datetime.min
     workers = [pod for pod in pods if (pod["metadata"].get("labels") or {}).get(LABEL_REPLICA_TYPE) == "worker"]

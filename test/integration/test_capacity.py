@@ -1,0 +1,138 @@
+"""The capacity auto-scaler against the real control plane, on two kwok nodes of 2 CPUs each that only this test's
+pods select and tolerate (kwok runs the pods): an elastic job grows into the idle room; workers a user asked for
+beyond it are given up rather than left Pending; when another job's pods wait for CPU it shrinks, and it grows
+back once that job is gone. Every resize is told by a Resized event and status.lastResize with cause Capacity."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from localcluster import LocalCluster
+from support.operator_process import OperatorProcess
+from support.tfjobs import TFJOBS, events_about, job_status, pods_by_name, tfjob
+from support.waiting import wait_for
+from tfop.kube.client import KubeClient
+from tfop.kube.resource import NODES
+
+TAINT = "tfop.test/capacity"
+WINDOWS = "growAfterSeconds: 5\n  shrinkAfterSeconds: 5\n  giveUpAfterSeconds: 10\n  checkEverySeconds: 1\n"
+
+
+@pytest.fixture
+def pool(cluster: LocalCluster) -> Iterator[str]:
+    """Two kwok nodes of 2 CPUs, labelled pool=<this pool> and tainted for this test's pods only."""
+    client = KubeClient.from_kubeconfig(str(cluster.kubeconfig))
+    name = f"capacity-{uuid.uuid4().hex[:6]}"
+    nodes = [f"{name}-{i}" for i in range(2)]
+    for node in nodes:
+        client.create(NODES, {"apiVersion": "v1", "kind": "Node", "metadata": {
+            "name": node, "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+            "labels": {"type": "kwok", "kubernetes.io/hostname": node, "kubernetes.io/os": "linux", "pool": name}},
+            "spec": {"taints": [{"key": TAINT, "value": "true", "effect": "NoSchedule"}]},
+            "status": {"allocatable": {"cpu": "2", "memory": "8Gi", "pods": "110"},
+                       "capacity": {"cpu": "2", "memory": "8Gi", "pods": "110"}}})
+        wait_for(lambda node=node: any(c["type"] == "Ready" and c["status"] == "True" for c in
+                                       client.get(NODES, node).get("status", {}).get("conditions", [])),
+                 60, f"kwok to make node {node} Ready")
+    yield name
+    for node in nodes:
+        client.delete(NODES, node)
+
+
+@pytest.fixture
+def operator(cluster: LocalCluster, tfjob_crd: Path, namespace: str, tmp_path: Path) -> Iterator[OperatorProcess]:
+    config = tmp_path / "config.yaml"
+    config.write_text(f"capacityScaling:\n  enabled: true\n  {WINDOWS}")
+    process = OperatorProcess(cluster.kubeconfig, tmp_path / "operator.log", "--namespace", namespace,
+                              "--config", str(config)).start()
+    yield process
+    process.terminate()
+    print(f"--- operator log ---\n{process.log_tail(80)}")
+
+
+def worker(pool: str, replicas: int) -> dict[str, Any]:
+    return {"replicas": replicas, "template": {"spec": {
+        "nodeSelector": {"pool": pool}, "tolerations": [{"key": TAINT, "operator": "Exists", "effect": "NoSchedule"}],
+        "containers": [{"name": "tensorflow", "image": "tensorflow/tensorflow",
+                        "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}}}
+
+
+def workers(client: KubeClient, namespace: str, job: str) -> int:
+    return int(client.get(TFJOBS, job, namespace)["spec"]["tfReplicaSpecs"]["Worker"]["replicas"])
+
+
+def running(client: KubeClient, namespace: str, job: str) -> int:
+    return sum(1 for pod in pods_by_name(client, namespace, job).values()
+               if pod.get("status", {}).get("phase") == "Running" and not pod["metadata"].get("deletionTimestamp"))
+
+
+def capacity_events(client: KubeClient, namespace: str, job: str) -> list[str]:
+    return [e["message"] for e in sorted(events_about(client, namespace, job), key=lambda e: e["metadata"]["name"])
+            if e["reason"] == "Resized" and "capacity auto-scaler" in e["message"]]
+
+
+def test_an_elastic_job_grows_gives_up_shrinks_for_a_waiting_job_and_grows_back(
+        kube_client: KubeClient, namespace: str, pool: str, operator: OperatorProcess) -> None:
+    start = time.monotonic()
+    timeline: list[str] = []
+
+    def mark(what: str) -> None:
+        timeline.append(f"{time.monotonic() - start:5.0f} s  {what}")
+
+    elastic = tfjob("a", Worker=worker(pool, 1))
+    elastic["spec"].update(enableDynamicWorker=True, elasticPolicy={"minReplicas": 1, "maxReplicas": 6})
+    kube_client.create(TFJOBS, elastic, namespace)
+    mark("a created with 1 worker (min 1, max 6), on 2 nodes of 2 CPUs, 1 CPU a worker")
+
+    # Grows into the idle room: 4 workers fit, not 6.
+    wait_for(lambda: workers(kube_client, namespace, "a") == 4, message="a to grow to 4 workers")
+    wait_for(lambda: running(kube_client, namespace, "a") == 4, message="a's 4 workers running")
+    mark("a grown to 4, all running")
+    status = job_status(kube_client, namespace, "a")["lastResize"]
+    assert (status["from"], status["to"], status["cause"], status["strategy"]) == (1, 4, "Capacity", "InPlace")
+    assert status["message"].startswith(f"TFJob {namespace}/a: Worker 1 -> 4, asked by the capacity auto-scaler "
+                                        "(Worker 1 -> 4: 3 workers fit in capacity idle for "), status
+
+    # A user asks for 6: workers 4 and 5 find no node, and are given up rather than left Pending.
+    kube_client.patch(TFJOBS, "a", {"spec": {"tfReplicaSpecs": {"Worker": {"replicas": 6}}}}, namespace)
+    wait_for(lambda: workers(kube_client, namespace, "a") == 4, message="a to give up workers 4 and 5")
+    wait_for(lambda: len(pods_by_name(kube_client, namespace, "a")) == 4, message="a's pods 4 and 5 gone")
+    mark("a's workers 4-5 (asked by a user) given up: 6 -> 4")
+    assert job_status(kube_client, namespace, "a")["lastResize"]["message"].split("(", 1)[1].startswith(
+        "Worker 6 -> 4: workers 4-5 found no node for "), job_status(kube_client, namespace, "a")["lastResize"]
+
+    # Job b (2 workers, not elastic) does not fit: a shrinks to make room for it.
+    kube_client.create(TFJOBS, tfjob("b", Worker=worker(pool, 2)), namespace)
+    mark("b created with 2 workers: no room")
+    wait_for(lambda: workers(kube_client, namespace, "a") == 2, message="a to shrink to 2 workers for b")
+    mark("a shrunk to 2")
+    wait_for(lambda: running(kube_client, namespace, "b") == 2, message="b's 2 workers running")
+    mark("b running")
+    assert running(kube_client, namespace, "a") == 2
+    shrink = job_status(kube_client, namespace, "a")["lastResize"]
+    assert (shrink["from"], shrink["to"], shrink["cause"]) == (4, 2, "Capacity"), shrink
+    assert f"(Worker 4 -> 2: {namespace}/b's pods waited " in shrink["message"], shrink
+    assert shrink["message"].endswith(" s for cpu); workers 2-3 stop gracefully; the other replicas run on."), shrink
+
+    # b ends: a grows back into the room b leaves.
+    kube_client.delete(TFJOBS, "b", namespace)
+    wait_for(lambda: workers(kube_client, namespace, "a") == 4, message="a to grow back to 4 workers")
+    wait_for(lambda: running(kube_client, namespace, "a") == 4, message="a's 4 workers running again")
+    mark("a grown back to 4 after b ended")
+    print("\n" + "\n".join(timeline))
+
+    told = capacity_events(kube_client, namespace, "a")
+    assert [message.split(", asked by")[0] for message in told] == [
+        f"TFJob {namespace}/a: Worker {a} -> {b}" for a, b in ((1, 4), (6, 4), (4, 2), (2, 4))], told
+    final = job_status(kube_client, namespace, "a")
+    # Nothing of it is a failure or a restart.
+    assert final["replicaStatuses"]["Worker"].get("restarts", 0) == 0, final
+    assert not any(c["type"] == "Failed" and c["status"] == "True" for c in final["conditions"]), final
+    series = f'tf_operator_resizes_total{{job_namespace="{namespace}",cause="Capacity",strategy="InPlace"}} 4.0'
+    assert series in operator.get("/metrics")[1].splitlines()
