@@ -72,6 +72,12 @@ def running(client: KubeClient, namespace: str, job: str) -> int:
                if pod.get("status", {}).get("phase") == "Running" and not pod["metadata"].get("deletionTimestamp"))
 
 
+def last_resize(client: KubeClient, namespace: str, job: str, to: int) -> dict[str, Any]:
+    """status.lastResize once it tells the resize to `to` workers (the status is written a moment after the spec)."""
+    return dict(wait_for(lambda: (last := job_status(client, namespace, job).get("lastResize")) and last["to"] == to
+                         and last, message=f"{job}'s status to tell the resize to {to}"))
+
+
 def capacity_events(client: KubeClient, namespace: str, job: str) -> list[str]:
     return [e["message"] for e in sorted(events_about(client, namespace, job), key=lambda e: e["metadata"]["name"])
             if e["reason"] == "Resized" and "capacity auto-scaler" in e["message"]]
@@ -94,7 +100,7 @@ def test_an_elastic_job_grows_gives_up_shrinks_for_a_waiting_job_and_grows_back(
     wait_for(lambda: workers(kube_client, namespace, "a") == 4, message="a to grow to 4 workers")
     wait_for(lambda: running(kube_client, namespace, "a") == 4, message="a's 4 workers running")
     mark("a grown to 4, all running")
-    status = job_status(kube_client, namespace, "a")["lastResize"]
+    status = last_resize(kube_client, namespace, "a", 4)
     assert (status["from"], status["to"], status["cause"], status["strategy"]) == (1, 4, "Capacity", "InPlace")
     assert status["message"].startswith(f"TFJob {namespace}/a: Worker 1 -> 4, asked by the capacity auto-scaler "
                                         "(Worker 1 -> 4: 3 workers fit in capacity idle for "), status
@@ -104,8 +110,8 @@ def test_an_elastic_job_grows_gives_up_shrinks_for_a_waiting_job_and_grows_back(
     wait_for(lambda: workers(kube_client, namespace, "a") == 4, message="a to give up workers 4 and 5")
     wait_for(lambda: len(pods_by_name(kube_client, namespace, "a")) == 4, message="a's pods 4 and 5 gone")
     mark("a's workers 4-5 (asked by a user) given up: 6 -> 4")
-    assert job_status(kube_client, namespace, "a")["lastResize"]["message"].split("(", 1)[1].startswith(
-        "Worker 6 -> 4: workers 4-5 found no node for "), job_status(kube_client, namespace, "a")["lastResize"]
+    given_up = last_resize(kube_client, namespace, "a", 4)
+    assert given_up["message"].split("(", 1)[1].startswith("Worker 6 -> 4: workers 4-5 found no node for "), given_up
 
     # Job b (2 workers, not elastic) does not fit: a shrinks to make room for it.
     kube_client.create(TFJOBS, tfjob("b", Worker=worker(pool, 2)), namespace)
@@ -115,7 +121,7 @@ def test_an_elastic_job_grows_gives_up_shrinks_for_a_waiting_job_and_grows_back(
     wait_for(lambda: running(kube_client, namespace, "b") == 2, message="b's 2 workers running")
     mark("b running")
     assert running(kube_client, namespace, "a") == 2
-    shrink = job_status(kube_client, namespace, "a")["lastResize"]
+    shrink = last_resize(kube_client, namespace, "a", 2)
     assert (shrink["from"], shrink["to"], shrink["cause"]) == (4, 2, "Capacity"), shrink
     assert f"(Worker 4 -> 2: {namespace}/b's pods waited " in shrink["message"], shrink
     assert shrink["message"].endswith(" s for cpu); workers 2-3 stop gracefully; the other replicas run on."), shrink
@@ -127,7 +133,9 @@ def test_an_elastic_job_grows_gives_up_shrinks_for_a_waiting_job_and_grows_back(
     mark("a grown back to 4 after b ended")
     print("\n" + "\n".join(timeline))
 
-    told = capacity_events(kube_client, namespace, "a")
+    last_resize(kube_client, namespace, "a", 4)
+    told = wait_for(lambda: len(e := capacity_events(kube_client, namespace, "a")) >= 4 and e,
+                    message="a's 4 capacity Resized events")
     assert [message.split(", asked by")[0] for message in told] == [
         f"TFJob {namespace}/a: Worker {a} -> {b}" for a, b in ((1, 4), (6, 4), (4, 2), (2, 4))], told
     final = job_status(kube_client, namespace, "a")
@@ -135,4 +143,5 @@ def test_an_elastic_job_grows_gives_up_shrinks_for_a_waiting_job_and_grows_back(
     assert final["replicaStatuses"]["Worker"].get("restarts", 0) == 0, final
     assert not any(c["type"] == "Failed" and c["status"] == "True" for c in final["conditions"]), final
     series = f'tf_operator_resizes_total{{job_namespace="{namespace}",cause="Capacity",strategy="InPlace"}} 4.0'
-    assert series in operator.get("/metrics")[1].splitlines()
+    # Counted once the status that tells the resize is stored: a moment after the status the test read.
+    wait_for(lambda: series in operator.get("/metrics")[1].splitlines(), message=series)
