@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from localcluster import LocalCluster
 from support.operator_process import OperatorProcess
@@ -78,6 +79,14 @@ def last_resize(client: KubeClient, namespace: str, job: str, to: int) -> dict[s
                          and last, message=f"{job}'s status to tell the resize to {to}"))
 
 
+def resizes_counted(operator: OperatorProcess, namespace: str) -> dict[tuple[str, str], float]:
+    """tf_operator_resizes_total of `namespace`, by (cause, strategy), as the operator's /metrics exports it."""
+    return {(sample.labels["cause"], sample.labels["strategy"]): sample.value
+            for family in text_string_to_metric_families(operator.get("/metrics")[1])
+            if family.name == "tf_operator_resizes" for sample in family.samples
+            if sample.name == "tf_operator_resizes_total" and sample.labels.get("job_namespace") == namespace}
+
+
 def capacity_events(client: KubeClient, namespace: str, job: str) -> list[str]:
     return [e["message"] for e in sorted(events_about(client, namespace, job), key=lambda e: e["metadata"]["name"])
             if e["reason"] == "Resized" and "capacity auto-scaler" in e["message"]]
@@ -142,6 +151,8 @@ def test_an_elastic_job_grows_gives_up_shrinks_for_a_waiting_job_and_grows_back(
     # Nothing of it is a failure or a restart.
     assert final["replicaStatuses"]["Worker"].get("restarts", 0) == 0, final
     assert not any(c["type"] == "Failed" and c["status"] == "True" for c in final["conditions"]), final
-    series = f'tf_operator_resizes_total{{job_namespace="{namespace}",cause="Capacity",strategy="InPlace"}} 4.0'
-    # Counted once the status that tells the resize is stored: a moment after the status the test read.
-    wait_for(lambda: series in operator.get("/metrics")[1].splitlines(), message=series)
+    # Counted once the status that tells each resize is stored: a moment after the status the test read.
+    counted = wait_for(lambda: (seen := resizes_counted(operator, namespace)).get(("Capacity", "InPlace")) == 4
+                       and seen, message="4 capacity resizes counted")
+    assert {key: value for key, value in counted.items() if value} == {("Capacity", "InPlace"): 4,
+                                                                       ("User", "InPlace"): 1}, counted
