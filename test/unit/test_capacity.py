@@ -1,6 +1,7 @@
 """Table tests of the capacity auto-scaler's decision (tfop/controller/capacity/decide.py): grow into idle capacity,
-give up unschedulable extra workers, shrink for a waiting job, the least fulfilled first, never past the bounds,
-no growing back while the job shrunk for still waits, HPA-owned jobs left alone, and nothing when switched off."""
+give up unschedulable extra workers (and grow again only once room is gained or a doubling backoff passed), shrink
+for a waiting job, the least fulfilled first, never past the bounds, no growing back while the job shrunk for still
+waits, HPA-owned jobs left alone, and nothing when switched off."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from tfop.controller.capacity.decide import decide
 from tfop.controller.capacity.model import (
     ElasticJob,
+    GiveUp,
     Memory,
     NodeRoom,
     Placement,
@@ -138,6 +140,25 @@ ROWS = {
     "the job shrunk for is scheduled: growing back waits a window of idle capacity": Row(
         [node("n1", 4)], [job("ns/a", 2)], [], [],
         memory=Memory(shrunk_for=frozen([("ns/a", "ns/b")])), idle_since=NOW),
+    "gave workers up lately, no more room than then: not grown, the scheduler would refuse them again": Row(
+        [node("n1", 2)], [job("ns/a", 2)], [], [],
+        memory=Memory(idle_since=ago(60), given_up=frozen([("ns/a", GiveUp(ago(100), 1, 2))]))),
+    "gave workers up lately, but the nodes have room for more workers than then (a pod ended): grows": Row(
+        [node("n1", 3)], [job("ns/a", 2)], [], ["ns/a: Worker 2 -> 4: 2 workers fit in capacity idle for 60 s"],
+        memory=Memory(idle_since=ago(60), given_up=frozen([("ns/a", GiveUp(ago(100), 1, 2))]))),
+    "gave workers up once, a give-up window ago: grows again": Row(
+        [node("n1", 2)], [job("ns/a", 2)], [], ["ns/a: Worker 2 -> 4: 2 workers fit in capacity idle for 60 s"],
+        memory=Memory(idle_since=ago(60), given_up=frozen([("ns/a", GiveUp(ago(120), 1, 2))]))),
+    "gave workers up twice: the backoff is two windows": Row(
+        [node("n1", 2)], [job("ns/a", 2)], [], [],
+        memory=Memory(idle_since=ago(60), given_up=frozen([("ns/a", GiveUp(ago(239), 2, 2))]))),
+    "gave workers up ten times: the backoff stops doubling at 64 windows": Row(
+        [node("n1", 2)], [job("ns/a", 2)], [], ["ns/a: Worker 2 -> 4: 2 workers fit in capacity idle for 60 s"],
+        memory=Memory(idle_since=ago(60), given_up=frozen([("ns/a", GiveUp(ago(64 * 120), 10, 2))]))),
+    "one job held back does not hold back another": Row(
+        [node("n1", 1)], [job("ns/a", 2), job("ns/b", 3)], [],
+        ["ns/b: Worker 3 -> 4: 1 worker fit in capacity idle for 60 s"],
+        memory=Memory(idle_since=ago(60), given_up=frozen([("ns/a", GiveUp(ago(10), 1, 1))]))),
     "switched off: nothing": Row(
         [node("n1", 4)], [job("ns/a", 1)], [waits("ns/b", 0, 300)], [], memory=Memory(idle_since=ago(600)),
         settings=CapacityScalingSettings(enabled=False)),
@@ -159,6 +180,18 @@ def test_a_shrink_is_remembered_and_forgotten_once_the_job_no_longer_waits() -> 
     assert dict(shrunk.memory.shrunk_for) == {"ns/a": "ns/b"} and dict(shrunk.memory.shrunk_at) == {"ns/b": NOW}
     scheduled = decide(NOW, ON, [node("n1", 0)], [job("ns/a", 3)], [], shrunk.memory)
     assert not scheduled.resizes and not scheduled.memory.shrunk_for and not scheduled.memory.shrunk_at
+
+
+def test_a_give_up_is_remembered_counted_and_forgotten_with_the_job() -> None:
+    """The first give-up of ns/a, its second (the backoff doubles), then ns/a gone: its give-ups forgotten."""
+    stuck = [waits("ns/a", 3, 130)]
+    first = decide(NOW, ON, [node("n1", 1.5), node("n2", 1)], [job("ns/a", 4)], stuck, Memory())
+    assert [resize.after for resize in first.resizes] == [3]
+    assert dict(first.memory.given_up) == {"ns/a": GiveUp(NOW, 1, 2)}  # a worker fits on each node, as the model sees
+    second = decide(NOW, ON, [node("n1", 0)], [job("ns/a", 4)], stuck, first.memory)
+    assert dict(second.memory.given_up) == {"ns/a": GiveUp(NOW, 2, 0)}
+    gone = decide(NOW, ON, [node("n1", 4)], [job("ns/b", 1)], [], second.memory)
+    assert not gone.memory.given_up
 
 
 @pytest.mark.parametrize(("spec", "request_"), [

@@ -8,7 +8,10 @@ capacity; a job that was shrunk for a waiting job does not grow while that job s
 
 - Give up: a job's highest workers from its minimum up that the scheduler found no node for during
   `give_up_after` are given up: its size drops to below them (never below its minimum), instead of leaving them
-  Pending.
+  Pending. The job then does not grow again until the nodes have room for more of its workers than they had at
+  the give-up (a node added, a pod ended), or until `give_up_after` doubled per give-up (at most 64 times) has
+  passed: a worker the scheduler refuses for what the model does not see (affinity, topology spread) would
+  otherwise be added and given up again every window.
 - Shrink: when pods of another TFJob waited `shrink_after` for resources (the scheduler said which it lacked),
   elastic jobs above their minimum give up workers, most fulfilled (workers / max) first, then the newest, one at
   a time, until the workers given up free what the waiting pods request of the resources they lack. If all of
@@ -22,12 +25,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from fractions import Fraction
 
 from tfop.controller.capacity.model import (
     ElasticJob,
+    GiveUp,
     Memory,
     NodeRoom,
     Resize,
@@ -41,6 +45,7 @@ from tfop.controller.capacity.model import (
 from tfop.controller.plan.controller_config import CapacityScalingSettings
 
 WORKER = "worker"  # the replica-type label's value of a Worker
+MAX_DOUBLINGS = 6  # a job that keeps being refused waits at most 64 give-up windows before growing again
 
 
 @dataclass(frozen=True)
@@ -55,13 +60,21 @@ def decide(now: datetime, settings: CapacityScalingSettings, nodes: Sequence[Nod
         return Decision((), Memory())
     elastic = [job for job in jobs if job.min_workers < job.max_workers and not job.has_hpa]
     waiting_jobs = {pod.job for pod in waiting}
-    # Forget shrinks for jobs that no longer wait: their pods were scheduled, or they are gone.
+    elastic_keys = {job.key for job in elastic}
+    # Forget shrinks for jobs that no longer wait (their pods were scheduled, or they are gone), and the give-ups
+    # of jobs that are no longer elastic.
     memory = Memory(memory.idle_since,
                     frozen((job, at) for job, at in memory.shrunk_at.items() if job in waiting_jobs),
-                    frozen((job, cause) for job, cause in memory.shrunk_for.items() if cause in waiting_jobs))
+                    frozen((job, cause) for job, cause in memory.shrunk_for.items() if cause in waiting_jobs),
+                    frozen((job, last) for job, last in memory.given_up.items() if job in elastic_keys))
     given_up = _give_up(now, settings, elastic, waiting)
     if given_up:
-        return Decision(given_up, Memory(None, memory.shrunk_at, memory.shrunk_for))
+        remembered = dict(memory.given_up)
+        for _, job in given_up:
+            before = remembered.get(job.key)
+            remembered[job.key] = GiveUp(now, (before.count if before else 0) + 1, _fitting(job, nodes))
+        return Decision(tuple(resize for resize, _ in given_up),
+                        replace(memory, idle_since=None, given_up=frozen(remembered.items())))
     shrunk, memory = _shrink(now, settings, elastic, waiting, memory)
     if shrunk:
         return Decision(shrunk, memory)
@@ -69,7 +82,7 @@ def decide(now: datetime, settings: CapacityScalingSettings, nodes: Sequence[Nod
 
 
 def _give_up(now: datetime, settings: CapacityScalingSettings, elastic: Sequence[ElasticJob],
-             waiting: Sequence[WaitingPod]) -> tuple[Resize, ...]:
+             waiting: Sequence[WaitingPod]) -> list[tuple[Resize, ElasticJob]]:
     resizes = []
     for job in elastic:
         if not job.steady:
@@ -82,10 +95,9 @@ def _give_up(now: datetime, settings: CapacityScalingSettings, elastic: Sequence
             size -= 1
         if size < job.workers:
             longest = max(_seconds(now, stuck[index]) for index in range(size, job.workers))
-            resizes.append(Resize(job.key, job.workers, size,
-                                  f"Worker {job.workers} -> {size}: {_workers(size, job.workers)} found no node "
-                                  f"for {longest:.0f} s"))
-    return tuple(resizes)
+            reason = f"Worker {job.workers} -> {size}: {_workers(size, job.workers)} found no node for {longest:.0f} s"
+            resizes.append((Resize(job.key, job.workers, size, reason), job))
+    return resizes
 
 
 def _shrink(now: datetime, settings: CapacityScalingSettings, elastic: Sequence[ElasticJob],
@@ -128,18 +140,19 @@ def _shrink(now: datetime, settings: CapacityScalingSettings, elastic: Sequence[
                 shrunk_for[job.key] = waiter
         sizes = plan
         shrunk_at[waiter] = now
-    return tuple(resizes.values()), Memory(None if resizes else memory.idle_since, frozen(shrunk_at.items()),
-                                           frozen(shrunk_for.items()))
+    return tuple(resizes.values()), replace(memory, idle_since=None if resizes else memory.idle_since,
+                                            shrunk_at=frozen(shrunk_at.items()), shrunk_for=frozen(shrunk_for.items()))
 
 
 def _grow(now: datetime, settings: CapacityScalingSettings, nodes: Sequence[NodeRoom],
           elastic: Sequence[ElasticJob], waiting: Sequence[WaitingPod], memory: Memory) -> Decision:
-    idle = Memory(None, memory.shrunk_at, memory.shrunk_for)
+    idle = replace(memory, idle_since=None)
     if waiting or not all(job.steady for job in elastic):
         return Decision((), idle)  # something waits or is moving: capacity is not idle
     rooms = {node.name: node.room for node in nodes}
     sizes = {job.key: job.workers for job in elastic}
-    growing = [job for job in elastic if job.workers < job.max_workers and job.key not in memory.shrunk_for]
+    growing = [job for job in elastic if job.workers < job.max_workers and job.key not in memory.shrunk_for
+               and not _held_back(now, settings, memory.given_up.get(job.key), job, nodes)]
     while growing:
         job = min(growing, key=lambda job: (Fraction(sizes[job.key], job.max_workers), job.created, job.key))
         node = next((node for node in nodes if job.placement.allows(node) and fits(job.worker_request,
@@ -157,10 +170,33 @@ def _grow(now: datetime, settings: CapacityScalingSettings, nodes: Sequence[Node
     since = memory.idle_since or now
     waited = _seconds(now, since)
     if waited < settings.grow_after:
-        return Decision((), Memory(since, memory.shrunk_at, memory.shrunk_for))
+        return Decision((), replace(memory, idle_since=since))
     return Decision(tuple(Resize(job.key, job.workers, sizes[job.key],
                                  f"Worker {job.workers} -> {sizes[job.key]}: {_count(sizes[job.key] - job.workers)} "
                                  f"fit in capacity idle for {waited:.0f} s") for job in grown), idle)
+
+
+def _held_back(now: datetime, settings: CapacityScalingSettings, last: GiveUp | None, job: ElasticJob,
+               nodes: Sequence[NodeRoom]) -> bool:
+    """Whether a job that gave workers up must not grow yet: no more room for its workers than at the give-up,
+    and its backoff not yet passed."""
+    if last is None:
+        return False
+    backoff = settings.give_up_after * 2 ** min(last.count - 1, MAX_DOUBLINGS)
+    return _seconds(now, last.at) < backoff and _fitting(job, nodes) <= last.fitting
+
+
+def _fitting(job: ElasticJob, nodes: Sequence[NodeRoom]) -> int:
+    """How many of the job's workers the nodes' room holds, each whole on one node, counted up to its maximum."""
+    count = 0
+    for node in nodes:
+        if not job.placement.allows(node):
+            continue
+        room = node.room
+        while count < job.max_workers and fits(job.worker_request, room):
+            room = taken(room, job.worker_request)
+            count += 1
+    return count
 
 
 def _seconds(now: datetime, since: datetime) -> float:

@@ -153,12 +153,24 @@ class WaitingPod:
 
 
 @dataclass(frozen=True)
+class GiveUp:
+    """A job's latest give-up. The model's room is not the scheduler's (affinity, topology spread): a worker it
+    placed may have been refused, and would be again. So the job grows again only once the nodes have room for more
+    of its workers than they had then, or once a backoff that doubles with each give-up has passed."""
+
+    at: datetime
+    count: int  # the job's give-ups so far
+    fitting: int  # how many of its workers the nodes' room held then (at most its maximum)
+
+
+@dataclass(frozen=True)
 class Memory:
     """What one look leaves to the next."""
 
     idle_since: datetime | None = None  # since when some elastic job's worker would fit, with nothing waiting
     shrunk_at: Mapping[str, datetime] = field(default_factory=lambda: MappingProxyType({}))  # waiting job -> when
     shrunk_for: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # shrunk job -> waiting job
+    given_up: Mapping[str, GiveUp] = field(default_factory=lambda: MappingProxyType({}))  # job -> its latest give-up
 
 
 @dataclass(frozen=True)
