@@ -5,6 +5,7 @@ back once that job is gone. Every resize is told by a Resized event and status.l
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -57,6 +58,13 @@ def operator(cluster: LocalCluster, tfjob_crd: Path, namespace: str, tmp_path: P
     print(f"--- operator log ---\n{process.log_tail(80)}")
 
 
+def listed(operator: OperatorProcess) -> set[tuple[str, str]]:
+    """(resource, namespace) of every list the operator's informers made so far ("*": all namespaces)."""
+    lines = (line for line in operator.log_path.read_text(errors="replace").splitlines() if line.startswith("{"))
+    return {(entry["resource"], entry["namespace"]) for entry in map(json.loads, lines)
+            if entry.get("event") == "listed"}
+
+
 def worker(pool: str, replicas: int) -> dict[str, Any]:
     return {"replicas": replicas, "template": {"spec": {
         "nodeSelector": {"pool": pool}, "tolerations": [{"key": TAINT, "operator": "Exists", "effect": "NoSchedule"}],
@@ -94,6 +102,8 @@ def capacity_events(client: KubeClient, namespace: str, job: str) -> list[str]:
 
 def test_an_elastic_job_grows_gives_up_shrinks_for_a_waiting_job_and_grows_back(
         kube_client: KubeClient, namespace: str, pool: str, operator: OperatorProcess) -> None:
+    # It reads every namespace's pods and the nodes, whatever namespaces the operator runs jobs in.
+    wait_for(lambda: {("pods", "*"), ("nodes", "*")} <= listed(operator), message="the auto-scaler's caches")
     start = time.monotonic()
     timeline: list[str] = []
 
@@ -156,3 +166,15 @@ def test_an_elastic_job_grows_gives_up_shrinks_for_a_waiting_job_and_grows_back(
                        and seen, message="4 capacity resizes counted")
     assert {key: value for key, value in counted.items() if value} == {("Capacity", "InPlace"): 4,
                                                                        ("User", "InPlace"): 1}, counted
+
+
+def test_an_operator_of_one_namespace_without_capacity_scaling_never_watches_all_pods(
+        cluster: LocalCluster, tfjob_crd: Path, namespace: str, tmp_path: Path) -> None:
+    """The cluster's pods would cost memory in proportion to the whole cluster, for a feature that is off."""
+    process = OperatorProcess(cluster.kubeconfig, tmp_path / "operator.log", "--namespace", namespace).start()
+    try:
+        wait_for(lambda: ("pods", namespace) in listed(process), message="the operator's own pod cache")
+        assert not {entry for entry in listed(process) if entry[0] == "pods" and entry[1] != namespace}, \
+            listed(process)
+    finally:
+        process.terminate()

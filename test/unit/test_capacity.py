@@ -5,12 +5,16 @@ waits, HPA-owned jobs left alone, and nothing when switched off."""
 
 from __future__ import annotations
 
+import json
+import tracemalloc
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction
+from typing import Any
 
 import pytest
 
+from tfop.controller.capacity.cluster import slim_pod, waiting_pods
 from tfop.controller.capacity.decide import decide
 from tfop.controller.capacity.model import (
     ElasticJob,
@@ -205,3 +209,64 @@ def test_a_give_up_is_remembered_counted_and_forgotten_with_the_job() -> None:
 ], ids=["containers-summed-limit-as-request", "init-container-max-plus-overhead", "nothing-requested"])
 def test_what_a_pod_requests(spec: dict[str, object], request_: dict[str, Fraction]) -> None:
     assert pod_request(spec) == request_
+
+
+def a_pod(index: int, *, owner: dict[str, str], node: str | None, waiting_for: str | None = None) -> dict[str, Any]:
+    """A pod as the apiserver sends it, with what any workload's pod carries that the auto-scaler never reads."""
+    conditions: list[dict[str, object]] = [{"type": "PodScheduled", "status": "True",
+                                             "lastTransitionTime": "2026-11-27T10:00:02Z"}]
+    if waiting_for is not None:
+        conditions = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                       "lastTransitionTime": "2026-11-27T11:59:00Z",
+                       "message": f"0/3 nodes are available: 3 Insufficient {waiting_for}. preemption: 0/3 nodes are "
+                                  "available: 3 No preemption victims found for incoming pod."}]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": f"web-7d9f8c6b5-{index:05d}", "namespace": f"team-{index % 20}", "uid": f"0c1d2e3f-{index:012d}",
+        "resourceVersion": str(100000 + index), "creationTimestamp": "2026-11-27T10:00:00Z",
+        "labels": {"app": "web", "training.kubeflow.org/replica-index": str(index),
+                   "training.kubeflow.org/replica-type": "worker"},
+        "annotations": {"kubectl.kubernetes.io/restartedAt": "2026-11-27T09:00:00Z"},
+        "ownerReferences": [{**owner, "uid": "owner-uid", "controller": True, "blockOwnerDeletion": True}],
+        "managedFields": [{"manager": "kube-controller-manager", "operation": "Update", "fieldsV1": {"f:spec": {}}}]},
+        "spec": {**({"nodeName": node} if node else {}), "containers": [{
+            "name": "web", "image": "nginx:1.27", "env": [{"name": f"E{k}", "value": "x" * 40} for k in range(10)],
+            "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}}}]},
+        "status": {"phase": "Running" if node else "Pending", "podIP": "198.18.0.7", "conditions": conditions,
+                   "containerStatuses": [{"name": "web", "restartCount": 0, "imageID": "sha256:" + "a" * 64,
+                                          "state": {"running": {"startedAt": "2026-11-27T10:00:03Z"}}}]}}
+
+
+REPLICA_SET = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-7d9f8c6b5"}
+A_TFJOB = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": "a"}
+
+
+def test_the_capacity_cache_keeps_of_a_pod_only_what_decisions_read() -> None:
+    foreign = slim_pod(a_pod(1, owner=REPLICA_SET, node="n1"))
+    assert foreign == {"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": "web-7d9f8c6b5-00001", "namespace": "team-1", "resourceVersion": "100001"}, "capacity": {
+        "node": "n1", "phase": "Running", "request": {"cpu": Fraction(1, 4), "memory": Fraction(256 * 2**20)},
+        "unscheduled": None}}
+    # A TFJob's pod keeps its labels and owner (whose worker it is), and of the scheduler's message only what it
+    # said was short.
+    ours = slim_pod(a_pod(2, owner=A_TFJOB, node=None, waiting_for="cpu"))
+    assert set(ours["metadata"]) == {"name", "namespace", "uid", "resourceVersion", "creationTimestamp", "labels",
+                                     "ownerReferences"}
+    assert ours["capacity"]["unscheduled"] == {"since": "2026-11-27T11:59:00Z", "short_of": ["cpu"]}
+    [waiting] = waiting_pods([ours], {"team-2/a": {}})
+    assert (waiting.job, waiting.index, waiting.short_of) == ("team-2/a", 2, ("cpu",))
+    # Pods of one template on one node share what the auto-scaler keeps of them.
+    assert slim_pod(a_pod(3, owner=REPLICA_SET, node="n1"))["capacity"] is foreign["capacity"]
+
+
+def test_the_capacity_cache_of_a_thousand_foreign_pods_stays_small() -> None:
+    """The auto-scaler watches every pod of the cluster: what it keeps of one must be a small part of the pod."""
+    pods = [a_pod(index, owner=REPLICA_SET, node=f"node-{index % 100}") for index in range(1000)]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        kept = [slim_pod(pod) for pod in pods]
+        per_pod = (tracemalloc.get_traced_memory()[0] - before) / len(kept)
+    finally:
+        tracemalloc.stop()
+    print(f"capacity cache: {per_pod:.0f} B per pod (the pod's JSON: {len(json.dumps(pods[0]))} B)")
+    assert per_pod < 1536, per_pod  # the decoded pod takes some 10 KB

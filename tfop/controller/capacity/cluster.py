@@ -3,8 +3,10 @@
 It watches Nodes and Pods of every namespace itself: a node's room depends on every pod bound to it, whoever made
 it, and the operator's own pod cache holds only its jobs' pods and never a pod's spec. What its caches keep is
 slim: of a node its labels, taints, whether it is cordoned and Ready, and its allocatable; of a pod its identity,
-labels, owner, node, phase, what it requests (summed as the scheduler sums it) and, while the scheduler finds no
-node for it, since when and which resources it said were short. The TFJobs are the controller's own cache.
+node, phase, what it requests (summed as the scheduler sums it) and, while the scheduler finds no node for it,
+since when and which resources it said were short; labels and owner only of a TFJob's pods. Equal values are
+shared (pods of one template on one node hold one), as in the controller's caches. The TFJobs are the
+controller's own cache.
 
 Scope: nodes count when Ready and not cordoned; a pod holds room on its node until it Succeeded or Failed; the
 pods that wait are those of the TFJobs this operator runs that are Pending with PodScheduled False, reason
@@ -27,7 +29,7 @@ from tfop.api.constants import (
 )
 from tfop.api.kueue import managed_elsewhere, queue_name
 from tfop.api.timestamps import parse_time
-from tfop.controller.cache_transforms import slim_metadata
+from tfop.controller.cache_transforms import SHARED, slim_metadata
 from tfop.controller.capacity.model import ElasticJob, NodeRoom, Placement, Taint, WaitingPod, pod_request, quantities
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.job.model import TFJobModel
@@ -37,6 +39,7 @@ from tfop.controller.reconciler import owner_key
 from tfop.objects import Object
 
 ENDED = ("Succeeded", "Failed")
+_FOREIGN_POD_METADATA = ("name", "namespace", "resourceVersion", "deletionTimestamp")  # what the cache needs
 _SHORT_OF = re.compile(r"Insufficient (\S+)")
 
 
@@ -45,21 +48,27 @@ def slim_node(node: Object) -> Object:
     spec, status = node.get("spec") or {}, node.get("status") or {}
     ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ()
                 if isinstance(c, dict))
-    slim["capacity"] = {"ready": ready, "unschedulable": bool(spec.get("unschedulable")),
-                        "taints": [t for t in spec.get("taints") or () if isinstance(t, dict)],
-                        "allocatable": quantities(status.get("allocatable"))}
+    slim["capacity"] = SHARED.share({"ready": ready, "unschedulable": bool(spec.get("unschedulable")),
+                                     "taints": [t for t in spec.get("taints") or () if isinstance(t, dict)],
+                                     "allocatable": quantities(status.get("allocatable"))})
     return slim
 
 
 def slim_pod(pod: Object) -> Object:
     slim = slim_metadata(pod)
+    if owner_key(slim) is None:  # not a TFJob's: only its node, phase and requests count, never who made it
+        slim["metadata"] = {key: value for key, value in slim["metadata"].items() if key in _FOREIGN_POD_METADATA}
     spec, status = pod.get("spec") or {}, pod.get("status") or {}
     unscheduled = next((c for c in status.get("conditions") or () if isinstance(c, dict)
                         and c.get("type") == "PodScheduled" and c.get("status") == "False"
                         and c.get("reason") == "Unschedulable"), None)
-    slim["capacity"] = {"node": spec.get("nodeName"), "phase": status.get("phase"), "request": pod_request(spec),
-                        "unscheduled": None if unscheduled is None else {
-                            "since": unscheduled.get("lastTransitionTime"), "message": unscheduled.get("message")}}
+    # The scheduler's message names every node's reasons ("0/5000 nodes are available: ..."): only the resources
+    # it says are short are kept. Pods of one template on one node share one value.
+    slim["capacity"] = SHARED.share({
+        "node": spec.get("nodeName"), "phase": status.get("phase"), "request": pod_request(spec),
+        "unscheduled": None if unscheduled is None else {
+            "since": unscheduled.get("lastTransitionTime"),
+            "short_of": sorted({name.rstrip(",.;") for name in _SHORT_OF.findall(unscheduled.get("message") or "")})}})
     return slim
 
 
@@ -102,9 +111,8 @@ def waiting_pods(pods: Iterable[Object], jobs: Mapping[str, Object]) -> list[Wai
         index = str(labels.get(LABEL_REPLICA_INDEX, ""))
         if since is None or not index.isdigit():
             continue
-        short_of = tuple(sorted({name.rstrip(",.;") for name in _SHORT_OF.findall(unscheduled["message"] or "")}))
         waiting.append(WaitingPod(str(key), str(labels.get(LABEL_REPLICA_TYPE, "")), int(index),
-                                  pod["capacity"]["request"], since, short_of))
+                                  pod["capacity"]["request"], since, tuple(unscheduled["short_of"])))
     return waiting
 
 
