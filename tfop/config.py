@@ -22,6 +22,12 @@ cluster the operator runs in rather than how one process runs (those are flags).
     unknownSchedulingGraceSeconds: 600    # how long a job waits while its pods name a PriorityClass or a scheduler
                                           # the cluster lacks, then fails; a job's
                                           # tfop.kubeflow.org/unknown-scheduling-grace-seconds wins
+    capacityScaling:                      # elastic jobs resized to the cluster's free capacity (off by default)
+      enabled: true
+      growAfterSeconds: 60                # capacity idle this long: elastic jobs grow into it
+      shrinkAfterSeconds: 30              # another job's pods waited this long for resources: elastic jobs shrink
+      giveUpAfterSeconds: 120             # an extra worker unschedulable this long is given up
+      checkEverySeconds: 5                # how often the cluster is looked at
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ from tfop.controller.plan.controller_config import (
     DEFAULT_SERVICE_DOMAIN,
     DEFAULT_TF_IMAGE,
     DEFAULT_UNKNOWN_SCHEDULING_GRACE_SECONDS,
+    CapacityScalingSettings,
     ControllerConfig,
     NodeLossSettings,
 )
@@ -78,7 +85,7 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> ControllerConf
     _known(document, "the config",
            {"serviceDomain", "accelerators", "gangScheduler", "childNaming", "tfImage", "grpcServerFilePath",
             "replicaBackend", "nodeLoss", "gpuResource", "evaluatorGraceSeconds",
-            "unknownSchedulingGraceSeconds"}, notes)
+            "unknownSchedulingGraceSeconds", "capacityScaling"}, notes)
     domain = document.get("serviceDomain", DEFAULT_SERVICE_DOMAIN)
     if not isinstance(domain, str) or not _DNS_SUFFIX.match(domain):
         raise ConfigError(f"serviceDomain {domain!r} is not a DNS suffix such as svc.cluster.local")
@@ -118,7 +125,26 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> ControllerConf
                             grpc_server_file_path=posixpath.normpath(server_path), replica_backend=str(backend),
                             node_loss=_node_loss(document.get("nodeLoss") or {}, notes),
                             evaluator_grace_seconds=evaluator_grace,
-                            unknown_scheduling_grace_seconds=unknown_scheduling_grace)
+                            unknown_scheduling_grace_seconds=unknown_scheduling_grace,
+                            capacity_scaling=_capacity_scaling(document.get("capacityScaling") or {}, notes))
+
+
+def _capacity_scaling(data: Any, notes: list[str]) -> CapacityScalingSettings:
+    """capacityScaling: {enabled, growAfterSeconds, shrinkAfterSeconds, giveUpAfterSeconds, checkEverySeconds}."""
+    spec = _mapping(data, "capacityScaling")
+    keys = {"growAfterSeconds": "grow_after", "shrinkAfterSeconds": "shrink_after",
+            "giveUpAfterSeconds": "give_up_after", "checkEverySeconds": "check_every"}
+    _known(spec, "capacityScaling", {"enabled", *keys}, notes)
+    defaults = CapacityScalingSettings()
+    enabled = spec.get("enabled", defaults.enabled)
+    if not isinstance(enabled, bool):
+        raise ConfigError(f"capacityScaling.enabled must be true or false, not {enabled!r}")
+    seconds = {field: _seconds(spec.get(key, getattr(defaults, field)), f"capacityScaling.{key}")
+               for key, field in keys.items()}
+    if seconds["check_every"] < 1:
+        raise ConfigError(f"capacityScaling.checkEverySeconds must be at least 1 (each look reads every cached pod), "
+                          f"not {spec['checkEverySeconds']!r}")
+    return CapacityScalingSettings(enabled=enabled, **seconds)
 
 
 def _node_loss(data: Any, notes: list[str]) -> NodeLossSettings:

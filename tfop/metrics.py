@@ -37,7 +37,7 @@ _MINUTE = 60.0
 EXIT_CLASSES = ("retryable", "permanent", "succeeded", "unknown")
 OUTCOMES = ("succeeded", "failed")
 # A resize's (cause, strategy), as plan/policies/resize.py names them: who asked, and how TensorFlow followed.
-RESIZES = tuple((cause, strategy) for cause in ("User", "HPA") for strategy in ("Restart", "InPlace"))
+RESIZES = tuple((cause, strategy) for cause in ("User", "HPA", "Capacity") for strategy in ("Restart", "InPlace"))
 FRAMEWORK = "tensorflow"  # the `framework` label of the job counters, as the Kubeflow training operator sets it
 
 
@@ -103,9 +103,9 @@ class OperatorMetrics:
             restarts=counter("tf_operator_restarts", "Replica restarts (in place and recreations) by how the "
                              "container ended: retryable (128-255), permanent (1-127), succeeded (0), unknown "
                              "(evicted, node lost).", "job_namespace", "exit_class"),
-            resizes=counter("tf_operator_resizes", "Changes of a job's Worker count, by who asked (User, HPA) and "
-                            "how TensorFlow followed (Restart: every replica restarted together; InPlace: workers "
-                            "joined or left).", "job_namespace", "cause", "strategy"),
+            resizes=counter("tf_operator_resizes", "Changes of a job's Worker count, by who asked (User, HPA, "
+                            "Capacity) and how TensorFlow followed (Restart: every replica restarted together; "
+                            "InPlace: workers joined or left).", "job_namespace", "cause", "strategy"),
             children_created={"Pod": counter("tf_operator_pods_created", "Pods the operator created.",
                                              "job_namespace"),
                               "Job": counter("tf_operator_replica_jobs_created",

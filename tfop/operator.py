@@ -22,6 +22,8 @@ from prometheus_client import CollectorRegistry
 
 from tfop import logs
 from tfop.config import ConfigError, load_config
+from tfop.controller.capacity.scaler import CapacityScaler
+from tfop.controller.children import TFJOBS
 from tfop.controller.reconciler import TFJobController, gang_scheduler_problem
 from tfop.health import Checks, EndpointServer
 from tfop.kube.client import KubeClient
@@ -79,6 +81,9 @@ def _run(args: argparse.Namespace) -> int:
         log.error("gang scheduling unavailable", problem=gang_problem)
     controller = TFJobController(client, recorder, config=config, metrics=metrics, namespaces=args.namespace,
                                  threads=args.threads, gang_problem=gang_problem)
+    # Cross-job, so beside the controller rather than in it: it reads the controller's TFJob cache.
+    scaler = (CapacityScaler(client, config, lambda: controller.runtime.stores(TFJOBS))
+              if config.capacity_scaling.enabled else None)
     servers: list[EndpointServer | ConversionWebhook] = [*_endpoint_servers(serving, health_addr, controller,
                                                                             registry, client)]
     if args.webhook_addr:
@@ -94,6 +99,8 @@ def _run(args: argparse.Namespace) -> int:
         server.start()
     recorder.start()
     controller.start_informers()
+    if scaler is not None:
+        scaler.start_informers()
     log.info("starting", namespaces=args.namespace or "all", threads=args.threads, qps=args.qps, burst=args.burst,
              leader_elect=args.leader_elect, endpoints=[s.address for s in servers], server=client.host,
              metrics_secure=serving.secure,
@@ -104,13 +111,19 @@ def _run(args: argparse.Namespace) -> int:
                 return 0
         log.info("caches synced")
         if args.leader_elect:
-            return _run_with_leader_election(args, client, controller, metrics, stop)
+            return _run_with_leader_election(args, client, controller, scaler, metrics, stop)
         controller.start_workers()
+        if scaler is not None:
+            scaler.start()
         metrics.is_leader.set(1)
         stop.wait()
+        if scaler is not None:
+            scaler.stop()
         controller.stop(args.drain_seconds)
         return 0
     finally:
+        if scaler is not None:
+            scaler.stop_informers()
         recorder.stop(timeout=2.0)
         for server in servers:
             server.stop()
@@ -141,17 +154,21 @@ def run_webhook(args: argparse.Namespace) -> int:
 
 
 def _run_with_leader_election(args: argparse.Namespace, client: KubeClient, controller: TFJobController,
-                              metrics: OperatorMetrics, stop: threading.Event) -> int:
+                              scaler: CapacityScaler | None, metrics: OperatorMetrics, stop: threading.Event) -> int:
     identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
 
     def started_leading() -> None:
         controller.start_workers()
+        if scaler is not None:
+            scaler.start()
         metrics.is_leader.set(1)
 
     def stopped_leading() -> None:
         # Runs before the lease is released on a graceful stop, so the successor never overlaps our workers;
         # after a loss there is nothing to wait for: stop at once.
         metrics.is_leader.set(0)
+        if scaler is not None:
+            scaler.stop()
         controller.stop(args.drain_seconds if stop.is_set() else 0.0)
 
     elector = LeaderElector(client, args.leader_elect_namespace or _own_namespace(), args.leader_elect_id, identity,

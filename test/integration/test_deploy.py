@@ -724,3 +724,33 @@ def test_a_gang_scheduler_adds_exactly_its_pod_group_rule_in_helm_and_the_kustom
     args = base[("Deployment", "tfop")]["spec"]["template"]["spec"]["containers"][0]["args"]
     assert args[-1] == f"--gang-scheduler-name={gang}"
     assert build_parser().parse_args(["run", *args]).gang_scheduler_name == gang
+
+
+def test_capacity_scaling_adds_its_config_and_exactly_its_rules_in_helm_and_the_kustomize_component(
+        cluster: LocalCluster, helm: Path, tmp_path: Path) -> None:
+    """Enabled, the auto-scaler patches TFJobs and lists and watches every namespace's Pods, also when the chart
+    grants the operator only some namespaces; off (the default), none of it is rendered."""
+    patch = {"apiGroups": ["kubeflow.org"], "resources": ["tfjobs"], "verbs": ["patch"]}
+    pods = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]}]
+    enabled = ["--set", "capacityScaling.enabled=true", "--set", "capacityScaling.growAfterSeconds=90"]
+    cluster_wide = by_kind_and_name(documents(helm_template(helm, "tfop", SYSTEM_NAMESPACE, *enabled)))
+    helm_rules = cluster_wide[("ClusterRole", "tfop")]["rules"]
+    assert helm_rules[1] == patch
+    assert cluster_wide[("ClusterRole", "tfop-capacity")]["rules"] == pods
+    config = parse_config(yaml.safe_load(cluster_wide[("ConfigMap", "tf-job-operator-config")]["data"][CONFIG_KEY]))
+    assert config.capacity_scaling.enabled and config.capacity_scaling.grow_after == 90
+    scoped = by_kind_and_name(documents(helm_template(helm, "tfop", SYSTEM_NAMESPACE, *enabled,
+                                                      "--set", "watchNamespaces={team-a}")))
+    assert scoped[("Role", "tfop")]["rules"][1] == patch and scoped[("ClusterRole", "tfop-capacity")]["rules"] == pods
+    assert scoped[("ClusterRoleBinding", "tfop-capacity")]["subjects"] == [
+        {"kind": "ServiceAccount", "name": "tfop", "namespace": SYSTEM_NAMESPACE}]
+    off = by_kind_and_name(documents(helm_template(helm, "tfop", SYSTEM_NAMESPACE)))
+    assert ("ClusterRole", "tfop-capacity") not in off and patch not in off[("ClusterRole", "tfop")]["rules"]
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+        "resources": [os.path.relpath(DEPLOY, overlay)],
+        "components": [os.path.relpath(DEPLOY / "components" / "capacity-scaling", overlay)]}))
+    base = by_kind_and_name(documents(cluster.kubectl("kustomize", str(overlay)).stdout))
+    assert base[("ClusterRole", "tfop")]["rules"] == helm_rules

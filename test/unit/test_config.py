@@ -8,6 +8,7 @@ import yaml
 
 from tfop.config import ConfigError, load_config, parse_config
 from tfop.controller.plan.children.accelerators import Accelerator, HostVolume
+from tfop.controller.plan.controller_config import CapacityScalingSettings
 
 SEEDS = Path(__file__).resolve().parents[1] / "data" / "seeds"
 
@@ -70,6 +71,21 @@ def test_unknown_scheduling_grace_for_every_job(document: dict[str, Any], grace:
     assert parse_config(document).unknown_scheduling_grace_seconds == grace
 
 
+@pytest.mark.parametrize(("document", "settings"), [
+    ({}, CapacityScalingSettings(enabled=False, grow_after=60.0, shrink_after=30.0, give_up_after=120.0,
+                                 check_every=5.0)),
+    ({"capacityScaling": {"enabled": True}},
+     CapacityScalingSettings(enabled=True, grow_after=60.0, shrink_after=30.0, give_up_after=120.0, check_every=5.0)),
+    ({"capacityScaling": {"enabled": True, "growAfterSeconds": 10, "shrinkAfterSeconds": 5,
+                          "giveUpAfterSeconds": 20.5, "checkEverySeconds": 1}},
+     CapacityScalingSettings(enabled=True, grow_after=10.0, shrink_after=5.0, give_up_after=20.5, check_every=1.0)),
+    ({"capacityScaling": {"growAfterSeconds": 0}},
+     CapacityScalingSettings(enabled=False, grow_after=0.0, shrink_after=30.0, give_up_after=120.0, check_every=5.0)),
+], ids=["off-by-default", "on-with-default-windows", "on-with-short-windows", "tuned-but-off"])
+def test_capacity_scaling_switch_and_windows(document: dict[str, Any], settings: CapacityScalingSettings) -> None:
+    assert parse_config(document).capacity_scaling == settings
+
+
 @pytest.mark.parametrize(("document", "message"), [
     ([], "the config must be a mapping"),
     ({"serviceDomain": "Svc_Local"}, "serviceDomain 'Svc_Local' is not a DNS suffix"),
@@ -105,12 +121,21 @@ def test_unknown_scheduling_grace_for_every_job(document: dict[str, Any], grace:
      "unknownSchedulingGraceSeconds must be a number of seconds from 0 to 86400, not '10m'"),
     ({"unknownSchedulingGracSeconds": 60},
      "the config has unknown key 'unknownSchedulingGracSeconds': did you mean 'unknownSchedulingGraceSeconds'?"),
+    ({"capacityScaling": {"enabled": "yes"}}, "capacityScaling.enabled must be true or false, not 'yes'"),
+    ({"capacityScaling": {"growAfterSeconds": -5}},
+     "capacityScaling.growAfterSeconds must be a number of seconds from 0 to 86400, not -5"),
+    ({"capacityScaling": {"checkEverySeconds": 0.5}},
+     "capacityScaling.checkEverySeconds must be at least 1 (each look reads every cached pod), not 0.5"),
+    ({"capacityScaling": {"shrinkAfterSecond": 10}},
+     "capacityScaling has unknown key 'shrinkAfterSecond': did you mean 'shrinkAfterSeconds'?"),
+    ({"capacityScaling": True}, "capacityScaling must be a mapping, not bool"),
 ], ids=["not-a-mapping", "bad-domain", "typo", "server-path-at-root", "relative-server-path", "empty-image",
         "bad-env-name", "relative-mount", "bad-volume-name", "volumes-not-a-list", "accelerator-key-typo",
         "bad-child-naming", "bad-replica-backend", "gpu-resource-not-qualified", "gpu-resource-legacy",
         "accelerators-for-both-gpu-names", "negative-evaluator-grace", "evaluator-grace-as-text",
         "node-loss-grace-as-bool", "unknown-scheduling-grace-over-a-day", "unknown-scheduling-grace-as-text",
-        "unknown-scheduling-grace-typo"])
+        "unknown-scheduling-grace-typo", "capacity-switch-as-text", "capacity-negative-window",
+        "capacity-checks-too-often", "capacity-key-typo", "capacity-not-a-mapping"])
 def test_bad_config_is_rejected_naming_the_key(document: Any, message: str) -> None:
     with pytest.raises(ConfigError, match=None) as raised:
         parse_config(document)
@@ -130,9 +155,9 @@ def test_unknown_keys_are_warnings_naming_them() -> None:
                            "accelerators": {"nvidia.com/gpu": {"envVars": [], "driver": "384"}}}, warnings)
     assert config.service_domain == "svc"
     assert warnings == [
-        ("the config has unknown key 'cloud', ignored; known: accelerators, childNaming, evaluatorGraceSeconds, "
-         "gangScheduler, gpuResource, grpcServerFilePath, nodeLoss, replicaBackend, serviceDomain, tfImage, "
-         "unknownSchedulingGraceSeconds"),
+        ("the config has unknown key 'cloud', ignored; known: accelerators, capacityScaling, childNaming, "
+         "evaluatorGraceSeconds, gangScheduler, gpuResource, grpcServerFilePath, nodeLoss, replicaBackend, "
+         "serviceDomain, tfImage, unknownSchedulingGraceSeconds"),
         "accelerators[nvidia.com/gpu] has unknown key 'driver', ignored; known: envVars, volumes"]
 
 

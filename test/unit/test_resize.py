@@ -27,11 +27,15 @@ def pod(replica_type: str, index: int, key: str | None, **state: Any) -> dict[st
     return made
 
 
-def job(replicas: dict[str, int], *, planned: int | None, dynamic: bool = False) -> dict[str, Any]:
-    """A running job that asks for `replicas` now; its status says its pods were planned for `planned` workers."""
+def job(replicas: dict[str, int], *, planned: int | None, dynamic: bool = False,
+        resize_reason: str | None = None) -> dict[str, Any]:
+    """A running job that asks for `replicas` now; its status says its pods were planned for `planned` workers;
+    `resize_reason`: the capacity auto-scaler's note on it."""
     made = running(make_job(replicas, policy="ExitCode"))
     if dynamic:
         made["spec"]["enableDynamicWorker"] = True
+    if resize_reason is not None:
+        made["metadata"].setdefault("annotations", {})["tfop.kubeflow.org/resize-reason"] = resize_reason
     made["status"].pop("workerReplicas", None)
     if planned is not None:
         made["status"]["workerReplicas"] = planned
@@ -109,6 +113,26 @@ ROWS = {
         [pod("Worker", 0, "PS=1"), pod("Worker", 1, "PS=1"), pod("PS", 0, "PS=1")],
         deleted=["mnist-worker-jje2-0", "mnist-worker-jje2-1", "mnist-ps-jje2-0"], created=[],
         event=None, restarting="Resizing"),
+    "the capacity auto-scaler asked, in place: its reason is told": Row(
+        job({"Chief": 1, "Worker": 2, "PS": 1}, planned=4, dynamic=True,
+            resize_reason="Worker 4 -> 2: ns/b's pods waited 30 s for cpu"),
+        [pod("Chief", 0, "PS=1"), *(pod("Worker", i, "PS=1") for i in range(4)), pod("PS", 0, "PS=1")],
+        deleted=["mnist-worker-jje2-2", "mnist-worker-jje2-3"], created=[],
+        event=("TFJob ns/mnist: Worker 4 -> 2, asked by the capacity auto-scaler (Worker 4 -> 2: ns/b's pods "
+               "waited 30 s for cpu); workers 2-3 stop gracefully; the other replicas run on.")),
+    "a count other than the auto-scaler's note names is a user's": Row(
+        job({"Chief": 1, "Worker": 3, "PS": 1}, planned=2, dynamic=True,
+            resize_reason="Worker 4 -> 2: ns/b's pods waited 30 s for cpu"),
+        [pod("Chief", 0, "PS=1"), pod("Worker", 0, "PS=1"), pod("Worker", 1, "PS=1"), pod("PS", 0, "PS=1")],
+        deleted=[], created=["mnist-worker-jje2-2"],
+        event=("TFJob ns/mnist: Worker 2 -> 3, asked by a user (the scale subresource or an edit of the spec); "
+               "worker 2 joins in place; the other replicas run on.")),
+    "a note that does not read as the auto-scaler writes them is ignored": Row(
+        job({"Chief": 1, "Worker": 3, "PS": 1}, planned=2, dynamic=True, resize_reason="3 because I said so"),
+        [pod("Chief", 0, "PS=1"), pod("Worker", 0, "PS=1"), pod("Worker", 1, "PS=1"), pod("PS", 0, "PS=1")],
+        deleted=[], created=["mnist-worker-jje2-2"],
+        event=("TFJob ns/mnist: Worker 2 -> 3, asked by a user (the scale subresource or an edit of the spec); "
+               "worker 2 joins in place; the other replicas run on.")),
     "the job's HPA asked": Row(
         job({"Worker": 3, "PS": 1}, planned=2),
         [pod("Worker", 0, OLD), pod("Worker", 1, OLD), pod("PS", 0, OLD)],
@@ -151,6 +175,18 @@ def test_a_resize_is_counted_once_by_cause_and_strategy() -> None:
         "message": RESTART_2_3}
     again = plan_of({**resized, "status": first.status}, pods, services_for({"Worker": 3, "PS": 1}))
     assert again.counters.resizes == () and not [e for e in again.events if e.reason == "Resized"]
+
+
+def test_a_capacity_resize_records_its_cause_and_reason() -> None:
+    resized = job({"Chief": 1, "Worker": 3, "PS": 1}, planned=1, dynamic=True,
+                  resize_reason="Worker 1 -> 3: 2 workers fit in capacity idle for 60 s")
+    pods = [pod("Chief", 0, "PS=1"), pod("Worker", 0, "PS=1"), pod("PS", 0, "PS=1")]
+    result = plan_of(resized, pods, services_for({"Chief": 1, "Worker": 3, "PS": 1}))
+    assert result.counters.resizes == ((("Capacity", "InPlace"), 1),)
+    assert result.status is not None and result.status["lastResize"] == {
+        "from": 1, "to": 3, "cause": "Capacity", "strategy": "InPlace", "time": "2026-11-21T10:00:00Z",
+        "message": ("TFJob ns/mnist: Worker 1 -> 3, asked by the capacity auto-scaler (Worker 1 -> 3: 2 workers fit "
+                    "in capacity idle for 60 s); workers 1-2 join in place; the other replicas run on.")}
 
 
 def test_every_cause_and_strategy_has_its_series_from_the_start() -> None:

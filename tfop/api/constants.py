@@ -95,6 +95,9 @@ ANNOTATION_NETWORK_POLICY_FROM: Final = "tfop.kubeflow.org/network-policy-from"
 # with enableDynamicWorker only the PS, which is all a worker's sparse cluster names). A live pod whose value is
 # not the job's current one has an out-of-date TF_CONFIG: the job was resized (docs/tfjob/scaling.md).
 ANNOTATION_TF_CLUSTER: Final = "tfop.kubeflow.org/tf-cluster"
+# On a TFJob, written by the capacity auto-scaler with the Worker count it sets, in the same patch: why, e.g.
+# "Worker 4 -> 2: ns/b's pods waited 30 s for cpu". The resize to that count is then told as caused by Capacity.
+ANNOTATION_RESIZE_REASON: Final = "tfop.kubeflow.org/resize-reason"
 
 RESTART_POLICY_ALWAYS: Final = "Always"
 RESTART_POLICY_ON_FAILURE: Final = "OnFailure"

@@ -41,6 +41,18 @@ class NodeLossSettings:
 
 
 @dataclass(frozen=True)
+class CapacityScalingSettings:
+    """The capacity auto-scaler's switch and windows (its config file's `capacityScaling`; tfop/controller/capacity).
+    Off by default: it resizes jobs nobody asked to resize."""
+
+    enabled: bool = False
+    grow_after: float = 60.0  # seconds of idle capacity before an elastic job grows into it (DRAGON's 60 s)
+    shrink_after: float = 30.0  # seconds another job's pods waited for resources before elastic jobs shrink
+    give_up_after: float = 120.0  # seconds an extra worker may stay unschedulable before the job gives it up
+    check_every: float = 5.0  # seconds between two looks at the cluster
+
+
+@dataclass(frozen=True)
 class ControllerConfig:
     # Addresses in TF_CONFIG are `{child}.{namespace}.{service_domain}:{port}`.
     service_domain: str = DEFAULT_SERVICE_DOMAIN
@@ -62,6 +74,8 @@ class ControllerConfig:
     evaluator_grace_seconds: float = DEFAULT_EVALUATOR_GRACE_SECONDS
     # A job's annotation tfop.kubeflow.org/unknown-scheduling-grace-seconds wins (plan/policies/unknown_scheduling.py).
     unknown_scheduling_grace_seconds: float = DEFAULT_UNKNOWN_SCHEDULING_GRACE_SECONDS
+    # Elastic jobs resized to the cluster's free capacity (tfop/controller/capacity); not read by the planner.
+    capacity_scaling: CapacityScalingSettings = field(default_factory=CapacityScalingSettings)
 
     @property
     def gang(self) -> GangScheduler | None:

@@ -56,6 +56,12 @@ and records Events.
 - apiGroups: [kubeflow.org]
   resources: [tfjobs]
   verbs: [get, list, watch, delete]
+{{- if .Values.capacityScaling.enabled }}
+# The capacity auto-scaler writes an elastic job's Worker count, with its reason as an annotation.
+- apiGroups: [kubeflow.org]
+  resources: [tfjobs]
+  verbs: [patch]
+{{- end }}
 # The status is written with PUT; patch grants nothing update does not.
 - apiGroups: [kubeflow.org]
   resources: [tfjobs/status]
@@ -122,6 +128,9 @@ and records Events.
 {{- end -}}
 {{- if ne .Values.gpuResource "nvidia.com/gpu" -}}
 {{- $_ := set $config "gpuResource" .Values.gpuResource -}}
+{{- end -}}
+{{- if .Values.capacityScaling.enabled -}}
+{{- $_ := set $config "capacityScaling" .Values.capacityScaling -}}
 {{- end -}}
 {{- $config | toYaml -}}
 {{- end -}}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from datetime import timedelta
 
@@ -19,6 +20,7 @@ from tfop.api.constants import (
     ANNOTATION_NODE_LOSS_GRACE,
     ANNOTATION_NODE_LOSS_POLICY,
     ANNOTATION_REPLICA_BACKEND,
+    ANNOTATION_RESIZE_REASON,
     ANNOTATION_RESTART_SCOPE,
     ANNOTATION_UNKNOWN_SCHEDULING_GRACE,
     NETWORK_POLICY_ISOLATED,
@@ -33,10 +35,11 @@ from tfop.api.constants import (
 from tfop.api.errors import FieldError
 from tfop.api.fields import text
 from tfop.controller.plan.controller_config import NodeLossSettings
-from tfop.controller.plan.job.model import JobNodePolicy, NetworkIsolation
+from tfop.controller.plan.job.model import CapacityResize, JobNodePolicy, NetworkIsolation
 from tfop.controller.plan.job.network_peers import network_peers
 
 Annotations = Mapping[str, object]
+_RESIZE_REASON = re.compile(r"^Worker (\d+) -> (\d+): .+", re.DOTALL)
 _MAX_SECONDS = 86400.0
 
 
@@ -130,3 +133,11 @@ def network_isolation(annotations: Annotations) -> tuple[NetworkIsolation, list[
         return NetworkIsolation(), [FieldError(where, f"must be a JSON list of NetworkPolicyPeers, not {kind}")]
     peers, errors = network_peers(parsed, where)
     return (NetworkIsolation(), errors) if errors else (NetworkIsolation(True, peers), [])
+
+
+def capacity_resize(annotations: Annotations) -> CapacityResize | None:
+    """The capacity auto-scaler's note, if the job has one that reads as it writes them. Never an error: the note
+    only says who asked, and a resize without a readable one is told as a user's."""
+    reason = annotations.get(ANNOTATION_RESIZE_REASON)
+    match = _RESIZE_REASON.match(reason) if isinstance(reason, str) else None
+    return CapacityResize(int(match[2]), match[0]) if match else None

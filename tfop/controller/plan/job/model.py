@@ -96,6 +96,14 @@ class NetworkIsolation:
 
 
 @dataclass(frozen=True, slots=True)
+class CapacityResize:
+    """The capacity auto-scaler's note of the Worker count it set (tfop.kubeflow.org/resize-reason)."""
+
+    to: int  # the count it set: a resize to another count was asked by someone else
+    reason: str  # e.g. "Worker 4 -> 2: ns/b's pods waited 30 s for cpu"
+
+
+@dataclass(frozen=True, slots=True)
 class JobOptions:
     """What the job's annotations and the operator's defaults decide for it, one field per option."""
 
@@ -107,6 +115,7 @@ class JobOptions:
     isolation: NetworkIsolation = field(default_factory=NetworkIsolation)  # plan/policies/network_isolation.py
     gpu_renamed: tuple[GpuRename, ...] = ()  # legacy GPU requests renamed in the templates
     unqueued: str | None = None  # why the job runs outside the Kueue queue it names (api/kueue.py)
+    capacity_resize: CapacityResize | None = None  # plan/policies/resize.py
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,7 +64,7 @@ def parse_job(raw: Object, config: ControllerConfig, *, settled_backend: str | N
     if errors or backend is None:
         return InvalidJob(errors, backend, job)
     options = JobOptions(backend, scope, node_policy, grace, unknown_grace, isolation, rewrite.renamed,
-                         not_queued_by_kueue(raw))
+                         not_queued_by_kueue(raw), parse_annotation.capacity_resize(annotations))
     return TFJobModel(_metadata(job), _spec(job), options)
 
 

@@ -12,7 +12,8 @@ it the one way its strategy allows (docs/tfjob/scaling.md).
 A pod's TF_CONFIG is out of date when the replica counts it was built from (its ANNOTATION_TF_CLUSTER) are not the
 job's now. A pod without the annotation was made by an earlier tfop and is left alone. status.workerReplicas
 remembers the Worker count the job last planned for, so that each resize is told once: a Resized event saying who
-asked (a User, or the job's HPA) and what happens, and a count in the metrics.
+asked (a User, the job's HPA, or the capacity auto-scaler with its reason) and what happens, and a count in the
+metrics.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ LAST_RESIZE = "lastResize"  # in the job's status: the latest resize, as its eve
 class ResizeCause(enum.Enum):
     USER = "User"  # kubectl scale, an edit of the spec, any client of the scale subresource
     HPA = "HPA"  # the HorizontalPodAutoscaler tfop made from the job's elasticPolicy
+    CAPACITY = "Capacity"  # the capacity auto-scaler (tfop/controller/capacity), its reason in the annotation
 
 
 class ResizeStrategy(enum.Enum):
@@ -101,8 +103,8 @@ def _announce(draft: PlanDraft, job: TFJobModel, context: PlanContext) -> None:
     draft.status[WORKER_REPLICAS] = wanted
     if before is None or before == wanted:
         return
-    cause, strategy = _cause(job, context), strategy_of(job)
-    message = (f"{draft.job_ref}: Worker {before} -> {wanted}, asked by {_asked_by(cause)}; "
+    cause, strategy = _cause(job, context, wanted), strategy_of(job)
+    message = (f"{draft.job_ref}: Worker {before} -> {wanted}, asked by {_asked_by(job, cause)}; "
                f"{_how(strategy, before, wanted)}.")
     draft.event(EVENT_NORMAL, REASON_RESIZED, message)
     draft.status[LAST_RESIZE] = {"from": before, "to": wanted, "cause": cause.value, "strategy": strategy.value,
@@ -129,10 +131,14 @@ def _warn_below_min_available(draft: PlanDraft, job: TFJobModel, context: PlanCo
                 f"until minAvailable is lowered or the job has at least {policy.min_available - others} workers.")
 
 
-def _cause(job: TFJobModel, context: PlanContext) -> ResizeCause:
-    """The job's own HPA, if it has one: it sets the Worker count (a change by hand is undone at its next sync).
-    Anyone else is a user: the spec does not say who wrote it, the managedFields that do are not kept in the
-    cache, and the HPA's status, which holds its last recommendation, is written after the count."""
+def _cause(job: TFJobModel, context: PlanContext, wanted: int) -> ResizeCause:
+    """The capacity auto-scaler when its note names the count now asked (it writes both in one patch; a later
+    change to another count is someone else's). Else the job's own HPA, if it has one: it sets the Worker count (a
+    change by hand is undone at its next sync). Anyone else is a user: the spec does not say who wrote it, the
+    managedFields that do are not kept in the cache, and the HPA's status, which holds its last recommendation, is
+    written after the count."""
+    if job.options.capacity_resize is not None and job.options.capacity_resize.to == wanted:
+        return ResizeCause.CAPACITY
     for autoscaler in context.of_kind(AUTOSCALER):
         if (not is_terminating(autoscaler)
                 and mapping_at(autoscaler, "spec", "scaleTargetRef").get("name") == job.metadata.name):
@@ -140,18 +146,21 @@ def _cause(job: TFJobModel, context: PlanContext) -> ResizeCause:
     return ResizeCause.USER
 
 
-def _asked_by(cause: ResizeCause) -> str:
+def _asked_by(job: TFJobModel, cause: ResizeCause) -> str:
+    if cause is ResizeCause.CAPACITY and job.options.capacity_resize is not None:
+        return f"the capacity auto-scaler ({job.options.capacity_resize.reason})"
     return {ResizeCause.USER: "a user (the scale subresource or an edit of the spec)",
-            ResizeCause.HPA: "the job's HorizontalPodAutoscaler"}[cause]
+            ResizeCause.HPA: "the job's HorizontalPodAutoscaler",
+            ResizeCause.CAPACITY: "the capacity auto-scaler"}[cause]
 
 
 def _how(strategy: ResizeStrategy, before: int, wanted: int) -> str:
     if strategy is ResizeStrategy.RESTART:
         return "every replica stops gracefully and starts again together with the new TF_CONFIG"
     if wanted > before:
-        return f"{_workers(before, wanted)} join in place; the other replicas run on"
-    return f"{_workers(wanted, before)} stop gracefully; the other replicas run on"
+        return f"{_workers(before, wanted, 'joins', 'join')} in place; the other replicas run on"
+    return f"{_workers(wanted, before, 'stops', 'stop')} gracefully; the other replicas run on"
 
 
-def _workers(first: int, end: int) -> str:
-    return f"worker {first}" if end - first == 1 else f"workers {first}-{end - 1}"
+def _workers(first: int, end: int, one_does: str, many_do: str) -> str:
+    return f"worker {first} {one_does}" if end - first == 1 else f"workers {first}-{end - 1} {many_do}"
