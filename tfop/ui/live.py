@@ -1,0 +1,37 @@
+"""Server-sent events: a page's live part is rendered again whenever the caches change (at most every
+DEBOUNCE_SECONDS, and at least every REFRESH_SECONDS so that ages move), and sent whole as one `update` event.
+Each render authorizes again (the access verdicts are cached briefly), and a denial ends the stream."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+
+import anyio.to_thread
+
+from tfop.ui.cache import ChangeFeed
+
+DEBOUNCE_SECONDS = 0.5
+REFRESH_SECONDS = 30.0
+
+
+def sse_message(event: str, data: str) -> str:
+    """One event; every line of `data` its own data field, as the format requires."""
+    lines = data.splitlines() or [""]
+    return f"event: {event}\n" + "".join(f"data: {line}\n" for line in lines) + "\n"
+
+
+async def live_updates(changes: ChangeFeed, render: Callable[[], str | None]) -> AsyncIterator[str]:
+    """`render` runs on a worker thread (it asks the apiserver and reads the caches) and returns None when the
+    user may no longer see it."""
+    generation = changes.generation
+    while True:
+        html = await anyio.to_thread.run_sync(render)
+        if html is None:
+            yield sse_message("denied", "")
+            return
+        yield sse_message("update", html)
+        moved = await changes.wait_past(generation, REFRESH_SECONDS)
+        if moved != generation:
+            await asyncio.sleep(DEBOUNCE_SECONDS)
+        generation = changes.generation
