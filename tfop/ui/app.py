@@ -130,14 +130,11 @@ class UiApp:
         viewer = await self._viewer_async(request)
         namespace, state = request.query_params.get("namespace", ""), request.query_params.get("state", "")
 
-        def fragment() -> str | None:
-            try:
-                return self.templates.get_template("_job_table.html").render(
-                    **self._job_list_context(viewer, namespace, state))
-            except PageError:
-                return None
+        def fragment() -> str:
+            return self.templates.get_template("_job_table.html").render(
+                **self._job_list_context(viewer, namespace, state))
 
-        return self._stream(fragment)
+        return await self._stream(fragment)
 
     def _job_context(self, viewer: Viewer, namespace: str, name: str) -> tuple[Object, dict[str, Any]]:
         self._require(self._ask(lambda: viewer.may_get_job(namespace, name)), f"get TFJob {namespace}/{name}")
@@ -176,14 +173,11 @@ class UiApp:
         viewer = await self._viewer_async(request)
         namespace, name = request.path_params["namespace"], request.path_params["name"]
 
-        def fragment() -> str | None:
-            try:
-                return self.templates.get_template("_job_live.html").render(
-                    **self._job_context(viewer, namespace, name)[1])
-            except PageError:
-                return None
+        def fragment() -> str:
+            return self.templates.get_template("_job_live.html").render(
+                **self._job_context(viewer, namespace, name)[1])
 
-        return self._stream(fragment)
+        return await self._stream(fragment)
 
     def pod_page(self, request: Request) -> Response:
         viewer = self.viewer(request)
@@ -244,8 +238,20 @@ class UiApp:
         result: Viewer = await anyio_run(lambda: self.viewer(request))
         return result
 
-    def _stream(self, fragment: Callable[[], str | None]) -> Response:
-        return StreamingResponse(live_updates(self.cache.changes, fragment), media_type="text/event-stream")
+    async def _stream(self, fragment: Callable[[], str]) -> Response:
+        """A live stream of `fragment`, which raises PageError when the user may not see it: the first render
+        answers the request (a 403 or 404 as the page would), later ones end the stream."""
+        generation = self.cache.changes.generation
+        first = await anyio_run(fragment)
+
+        def later() -> str | None:
+            try:
+                return fragment()
+            except PageError:
+                return None
+
+        return StreamingResponse(live_updates(self.cache.changes, later, first, generation),
+                                 media_type="text/event-stream")
 
     async def _denied(self, request: Request, exc: Exception) -> Response:
         assert isinstance(exc, PageError)

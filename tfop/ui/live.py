@@ -21,12 +21,13 @@ def sse_message(event: str, data: str) -> str:
     return f"event: {event}\n" + "".join(f"data: {line}\n" for line in lines) + "\n"
 
 
-async def live_updates(changes: ChangeFeed, render: Callable[[], str | None]) -> AsyncIterator[str]:
-    """`render` runs on a worker thread (it asks the apiserver and reads the caches) and returns None when the
-    user may no longer see it."""
-    generation = changes.generation
+async def live_updates(changes: ChangeFeed, render: Callable[[], str | None], first: str,
+                       generation: int) -> AsyncIterator[str]:
+    """`first` (rendered at `generation` of the caches), then `render` again as the caches change. `render` runs on
+    a worker thread (it asks the apiserver and reads the caches) and returns None when the user may no longer see
+    it."""
+    html: str | None = first
     while True:
-        html = await anyio.to_thread.run_sync(render)
         if html is None:
             yield sse_message("denied", "")
             return
@@ -35,3 +36,4 @@ async def live_updates(changes: ChangeFeed, render: Callable[[], str | None]) ->
         if moved != generation:
             await asyncio.sleep(DEBOUNCE_SECONDS)
         generation = changes.generation
+        html = await anyio.to_thread.run_sync(render)
