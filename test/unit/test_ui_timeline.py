@@ -50,7 +50,7 @@ def test_the_layout_of_a_restart_in_place_a_replacement_and_the_conditions() -> 
                   {"type": "Running", "status": "True", "lastTransitionTime": at(10)},
                   {"type": "Restarting", "status": "False", "lastTransitionTime": at(40)}]
     timeline = layout(pods, conditions, NOW)
-    assert (timeline.width, timeline.height) == (920, 34 + 2 * 22)
+    assert (timeline.width, timeline.height) == (980, 34 + 2 * 22)
     assert timeline.rows == ((34 + 11 + 4, "worker-0"), (56 + 11 + 4, "ps-0"))
     assert timeline.bars == (
         Bar(140.0, 39.0, 76.0, "waiting", "j-worker-0 waiting from 12:00:00"),

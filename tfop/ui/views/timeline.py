@@ -16,6 +16,7 @@ from tfop.ui.views.job_page import main_container_status, replica_order
 
 LABEL_WIDTH = 140  # the replica names left of the plot
 PLOT_WIDTH = 760
+RIGHT_MARGIN = 80  # room for the last condition's label and an exit code at the end
 ROW_HEIGHT = 22
 BAR_HEIGHT = 12
 AXIS_HEIGHT = 34  # the time axis above the rows, and room for the condition labels
@@ -151,7 +152,7 @@ def layout(pods: Iterable[Object], conditions: Iterable[Object], now: datetime) 
     first = start.timestamp() // step * step + step
     tick_moments = [datetime.fromtimestamp(t, start.tzinfo) for t in _range(first, end.timestamp(), step)]
     ticks = tuple(Tick(x_of(moment), f"{moment:%H:%M:%S}") for moment in tick_moments)
-    return Timeline(LABEL_WIDTH + PLOT_WIDTH + 20, height,
+    return Timeline(LABEL_WIDTH + PLOT_WIDTH + RIGHT_MARGIN, height,
                     tuple((row_y[replica] + ROW_HEIGHT / 2 + 4, replica) for replica in replicas),
                     tuple(bars), tuple(markers), condition_markers, ticks)
 
