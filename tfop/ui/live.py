@@ -1,5 +1,6 @@
-"""Server-sent events: a page's live part is rendered again whenever the caches change (at most every
-DEBOUNCE_SECONDS, and at least every REFRESH_SECONDS so that ages move), and sent whole as one `update` event.
+"""Server-sent events: a page's live part is rendered again when the caches change (DEBOUNCE_SECONDS after the
+change, so that a burst of events is one render; every change anywhere counts, since the caches do not say which
+view it touches) and at least every REFRESH_SECONDS so that ages move, and sent whole as one `update` event.
 Each render authorizes again (the access verdicts are cached briefly), and a denial ends the stream."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import anyio.to_thread
 
 from tfop.ui.cache import ChangeFeed
 
-DEBOUNCE_SECONDS = 0.5
+DEBOUNCE_SECONDS = 1.0
 REFRESH_SECONDS = 30.0
 
 
