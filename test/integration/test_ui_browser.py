@@ -1,9 +1,11 @@
 """The page in a real browser (Debian's headless Chromium, driven by Selenium): a user logs in with a token, sees
 their job in the list, opens it, and watches it change without a reload while kwok's pods restart and end (the
-operator running it); a message with markup in it is shown as text. Screenshots are kept in the test's tmp_path."""
+operator running it); a message with markup in it is shown as text; a replica's page shows its TF_CONFIG.
+Screenshots are kept in the test's tmp_path."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -104,7 +106,18 @@ def test_a_browser_follows_a_job_live_and_shows_markup_as_text(cluster: LocalClu
             assert driver.find_elements(By.ID, "injected") == []
             assert driver.execute_script("return window.pwned") is None
             driver.save_screenshot(str(tmp_path / "job-page.png"))
-            print(f"screenshots: {tmp_path / 'job-list.png'} {tmp_path / 'job-page.png'}")
+
+            # A replica's page: the TF_CONFIG its pod got (one GET as the ui, after the user's review), and its log
+            # or, where kwok's node has none to give, the apiserver's answer as text.
+            driver.get(f"{ui.url}/namespaces/{namespace}/tfjobs/browsed/pods/{worker['0']}")
+            tf_config = json.loads(text_of(driver, "#tf-config"))
+            assert tf_config["task"] == {"type": "worker", "index": 0}
+            assert len(tf_config["cluster"]["worker"]) == 2
+            log_part = driver.find_elements(By.CSS_SELECTOR, "#log, #log-problem")
+            assert log_part, "the pod page shows neither a log nor why there is none"
+            print(f"the log part of {worker['0']}'s page: {log_part[0].text[:200]!r}")
+            driver.save_screenshot(str(tmp_path / "pod-page.png"))
+            print(f"screenshots: {tmp_path / 'job-list.png'} {tmp_path / 'job-page.png'} {tmp_path / 'pod-page.png'}")
         except BaseException:
             (tmp_path / "failed.html").write_text(driver.page_source)
             driver.save_screenshot(str(tmp_path / "failed.png"))

@@ -132,4 +132,6 @@ def test_events_of_the_job_and_its_pods_merge_in_time_order() -> None:
     ("not json", "not json"),
 ])
 def test_tf_config_is_shown_indented(raw: str, expected: str) -> None:
-    assert tf_config_text({"tfConfig": raw}) == expected
+    sidecar = {"name": "sidecar", "env": [{"name": "TF_CONFIG", "value": "the sidecar's"}]}
+    main = {"name": "tensorflow", "env": [{"name": "OTHER", "value": "x"}, {"name": "TF_CONFIG", "value": raw}]}
+    assert tf_config_text({"spec": {"containers": [sidecar, main] if raw else [main]}}) == expected

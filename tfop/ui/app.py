@@ -187,7 +187,13 @@ class UiApp:
         if pod_name not in pods:
             raise PageError(404, f"TFJob {namespace}/{name} has no pod {pod_name} now.")
         pod = pods[pod_name]
-        tf_config = tf_config_text(pod) if self._ask(lambda: viewer.may_get_pod(namespace, pod_name)) else None
+        tf_config = None
+        if self._ask(lambda: viewer.may_get_pod(namespace, pod_name)):
+            # One GET, not the cache: the cache keeps no pod spec (TF_CONFIG grows with replicas squared).
+            try:
+                tf_config = tf_config_text(self.client.get(PODS, pod_name, namespace))
+            except ApiError as error:
+                tf_config = f"(the apiserver gave no pod: {error})"
         previous = request.query_params.get("previous") == "1"
         tail = _tail(request.query_params.get("tail"))
         container = str(main_container_status(pod).get("name") or "tensorflow")

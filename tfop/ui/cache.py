@@ -1,6 +1,8 @@
 """What the page reads: TFJobs, their pods and the events of both, cached by informers (tfop/kube), so that a page
-view costs the apiserver no list. A pod's cached form keeps what the page shows (its status, node and TF_CONFIG),
-and a deleted pod is remembered per job, so that the timeline still shows a replica's earlier pods.
+view costs the apiserver no list. A pod's cached form keeps what the tables and the timeline show (its status and
+node), never its spec: every pod's TF_CONFIG lists every replica, so a job's grow with replicas squared (a
+replica's page gets its one pod instead). A deleted pod is remembered per job, so that the timeline still shows a
+replica's earlier pods.
 
 Callers may rely on: cached objects are read-only; `changes` counts every change to any of the caches, and its
 waiters are woken (from the informer threads) as it moves.
@@ -13,7 +15,7 @@ import threading
 from collections import deque
 from typing import Any
 
-from tfop.api.constants import GROUP, KIND, LABEL_JOB_NAME, PLURAL, TF_CONFIG_ENV, VERSION
+from tfop.api.constants import GROUP, KIND, LABEL_JOB_NAME, PLURAL, VERSION
 from tfop.kube.client import KubeClient
 from tfop.kube.informer import Informer, strip_managed_fields
 from tfop.kube.resource import EVENTS, PODS, Resource
@@ -42,16 +44,12 @@ def _involved(event: Object) -> list[str]:
 
 
 def slim_pod(pod: Object) -> Object:
-    """A pod as the page shows it: identity, node, status, and the TF_CONFIG its containers got (never the rest
-    of its spec)."""
+    """A pod as the tables and the timeline show it: identity, node and status."""
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
-    tf_config = next((env.get("value", "") for container in spec.get("containers") or []
-                      for env in container.get("env") or [] if env.get("name") == TF_CONFIG_ENV), "")
     kept_meta = {key: meta[key] for key in ("name", "namespace", "uid", "labels", "creationTimestamp",
                                             "deletionTimestamp", "resourceVersion") if key in meta}
-    return {"metadata": kept_meta, "spec": {"nodeName": spec.get("nodeName", "")}, "tfConfig": tf_config,
-            "status": pod.get("status") or {}}
+    return {"metadata": kept_meta, "spec": {"nodeName": spec.get("nodeName", "")}, "status": pod.get("status") or {}}
 
 
 def slim_event(event: Object) -> Object:

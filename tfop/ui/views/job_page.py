@@ -7,7 +7,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from tfop.api.constants import DEFAULT_CONTAINER_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE, REPLICA_TYPES
+from tfop.api.constants import (
+    DEFAULT_CONTAINER_NAME,
+    LABEL_REPLICA_INDEX,
+    LABEL_REPLICA_TYPE,
+    REPLICA_TYPES,
+    TF_CONFIG_ENV,
+)
 from tfop.api.exit_codes import classify_termination
 from tfop.api.timestamps import parse_time
 from tfop.objects import Object
@@ -129,8 +135,12 @@ def event_rows(events: Iterable[Object]) -> list[EventRow]:
 
 
 def tf_config_text(pod: Object) -> str:
-    """The TF_CONFIG the pod got, indented for reading; as it was when it is not JSON."""
-    raw = str(pod.get("tfConfig") or "")
+    """The TF_CONFIG the pod's containers got (the main one's first), indented for reading; as it was when it is
+    not JSON; "" when there is none."""
+    containers = [c for c in (pod.get("spec") or {}).get("containers") or [] if isinstance(c, dict)]
+    containers.sort(key=lambda container: container.get("name") != DEFAULT_CONTAINER_NAME)
+    raw = next((str(env.get("value") or "") for container in containers for env in container.get("env") or []
+                if isinstance(env, dict) and env.get("name") == TF_CONFIG_ENV), "")
     try:
         return json.dumps(json.loads(raw), indent=2, sort_keys=True) if raw else ""
     except ValueError:
