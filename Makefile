@@ -18,7 +18,7 @@ REAL_NODE ?= 1
 REAL_NODES ?= $(if $(filter 0,$(REAL_NODE)),0,1)
 NODE_FLAG := --real-nodes $(REAL_NODES)
 
-.PHONY: help venv controlplane node coscheduler kube-router test-artifacts cluster-up cluster-down cluster-status cluster-destroy run test unit integration \
+.PHONY: help venv controlplane node browser coscheduler kube-router test-artifacts cluster-up cluster-down cluster-status cluster-destroy run test unit integration \
 	e2e lint docs crd constraints clean
 
 help: ## list the targets and the variables they take
@@ -37,6 +37,9 @@ venv: $(VENV)/.installed ## create .venv with tfop and the test tools
 
 controlplane: ## build (first time: tens of minutes) or reuse the pinned Kubernetes, etcd and kwok binaries
 	@bash hack/build-controlplane.sh >/dev/null
+
+browser: ## apt-install (if missing) Debian's chromium and chromedriver, which the ui's browser test drives
+	@bash hack/browser.sh >/dev/null
 
 node: ## build (first time: a few minutes) or reuse kubelet, containerd and CoreDNS; apt-installs runc, CNI plugins
 	@bash hack/build-node.sh >/dev/null
@@ -79,7 +82,7 @@ run: venv ## run the operator against $KUBECONFIG (asks before installing the CR
 # once (hack/run_tests.py), which must not each build them.
 # When make started (read as the Makefile is), so that run_tests.py's budget line counts the builds before the lanes.
 MAKE_STARTED := $(shell date +%s)
-test: venv controlplane node helm prometheus coscheduler kube-router training-operator kueue metrics-server test-artifacts ## run every test: unit, integration and e2e against a real local control plane (e2e beside the rest; PYTEST_ARGS: one pytest with them)
+test: venv controlplane node helm prometheus coscheduler kube-router training-operator kueue metrics-server browser test-artifacts ## run every test: unit, integration and e2e against a real local control plane (e2e beside the rest; PYTEST_ARGS: one pytest with them)
 	TFOP_MAKE_STARTED=$(MAKE_STARTED) $(PY) hack/run_tests.py $(PYTEST_ARGS)
 
 test-artifacts: ## build or reuse what the tests run in (the node images, the TensorFlow and Kubeflow SDK virtualenvs), quietly
@@ -92,7 +95,7 @@ test-artifacts: ## build or reuse what the tests run in (the node images, the Te
 unit: venv ## run the unit tests only (-m unit; no cluster)
 	$(PY) -m pytest -m unit test/unit $(PYTEST_ARGS)
 
-integration: venv controlplane helm prometheus coscheduler training-operator kueue ## run the integration tests only (-m integration)
+integration: venv controlplane helm prometheus coscheduler training-operator kueue browser ## run the integration tests only (-m integration)
 	$(PY) -m pytest -m integration test/integration $(PYTEST_ARGS)
 
 e2e: venv controlplane node kube-router training-operator metrics-server ## run the end-to-end tests only (-m e2e)

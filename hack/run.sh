@@ -71,7 +71,27 @@ elif [[ "${crd_choice}" == yes ]]; then
 else
   echo "Leaving the CRDs of ${SERVER} as they are."
 fi
+# The TFJob page (tfop ui, docs/ui.md) beside the operator, on loopback, as long as make run runs. It needs a token
+# to log in with; the local cluster's admin has a certificate instead, so a ServiceAccount that may read
+# everything (this cluster only) gives one.
+UI_ADDR="${UI_ADDR:-127.0.0.1:8090}"
+"${REPO}/.venv/bin/tfop" ui --kubeconfig "${KUBECONFIG}" --addr "${UI_ADDR}" --log-format console \
+  >"${CLUSTER_DIR}/ui.log" 2>&1 &
+ui_pid=$!
+trap 'kill "${ui_pid}" 2>/dev/null || true' EXIT
+ui_token_hint="a token of a user who may read TFJobs"
+if [[ "${ours}" == yes ]]; then
+  "${KUBECTL}" -n default create serviceaccount tfop-ui-viewer >/dev/null 2>&1 || true
+  "${KUBECTL}" create clusterrolebinding tfop-ui-viewer --clusterrole=view \
+    --serviceaccount=default:tfop-ui-viewer >/dev/null 2>&1 || true
+  "${KUBECTL}" create clusterrole tfop-ui-viewer-tfjobs --verb=get,list,watch --resource=tfjobs.kubeflow.org \
+    >/dev/null 2>&1 || true
+  "${KUBECTL}" create clusterrolebinding tfop-ui-viewer-tfjobs --clusterrole=tfop-ui-viewer-tfjobs \
+    --serviceaccount=default:tfop-ui-viewer >/dev/null 2>&1 || true
+  ui_token_hint="\$(kubectl -n default create token tfop-ui-viewer)"
+fi
 cat <<MSG
+TFJob page: http://${UI_ADDR}/ (log in with ${ui_token_hint}; its log: ${CLUSTER_DIR}/ui.log)
 In another terminal:
   export KUBECONFIG=${KUBECONFIG}
   alias kubectl=${KUBECTL}
@@ -82,6 +102,7 @@ In another terminal:
 Starting tfop (Ctrl-C stops it).
 MSG
 # A developer machine: endpoints on loopback only (flags given to make run ARGS=... come later and win).
-exec "${REPO}/.venv/bin/tfop" run --kubeconfig "${KUBECONFIG}" --metrics-addr 127.0.0.1:8080 \
+# Not exec: the trap stops the page when the operator ends.
+"${REPO}/.venv/bin/tfop" run --kubeconfig "${KUBECONFIG}" --metrics-addr 127.0.0.1:8080 \
   --health-addr 127.0.0.1:8081 ${local_args[@]+"${local_args[@]}"} ${webhook_args[@]+"${webhook_args[@]}"} \
   ${tfop_args[@]+"${tfop_args[@]}"}

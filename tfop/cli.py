@@ -104,6 +104,20 @@ def build_parser() -> argparse.ArgumentParser:
                          help="the operator's controller config file: its gpuResource names what converted jobs ask "
                               "for where they asked for alpha.kubernetes.io/nvidia-gpu (default nvidia.com/gpu)")
 
+    ui = commands.add_parser("ui", help="serve the read-only TFJob page",
+                             formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+                             description="Serve the TFJob page (job list, a job's replicas, events, logs, timeline) "
+                                         "until SIGTERM. Every request needs a bearer token; what it shows is what "
+                                         "the apiserver lets that token's user read. Needs tfop[ui].")
+    ui.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG") or None,
+                    help="kubeconfig file (default: $KUBECONFIG, else in-cluster, else ~/.kube/config)")
+    ui.add_argument("--addr", default="127.0.0.1:8080",
+                    help="host:port to serve on (:8080 for every address, port 0 for any free port)")
+    ui.add_argument("--cert-dir", default=None,
+                    help="directory with tls.crt and tls.key to serve HTTPS (default: plain HTTP, for behind "
+                         "`kubectl port-forward` or a proxy that terminates TLS)")
+    ui.add_argument("--log-format", choices=["auto", "json", "console"], default="auto")
+
     convert = commands.add_parser(
         "convert", help="print legacy TFJob manifests as kubeflow.org/v1",
         description="Convert TFJob manifests of kubeflow.org/v1alpha1, kubeflow.org/v1beta1 or tensorflow.org/"
@@ -183,6 +197,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from tfop.operator import run_webhook
 
         return run_webhook(args)
+    if args.command == "ui":
+        from tfop.ui.server import run_ui
+
+        return run_ui(args)
     if args.command == "convert":
         from tfop.convert import convert_files
 

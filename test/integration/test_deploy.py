@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -754,3 +755,20 @@ def test_capacity_scaling_adds_its_config_and_exactly_its_rules_in_helm_and_the_
         "components": [os.path.relpath(DEPLOY / "components" / "capacity-scaling", overlay)]}))
     base = by_kind_and_name(documents(cluster.kubectl("kustomize", str(overlay)).stdout))
     assert base[("ClusterRole", "tfop")]["rules"] == helm_rules
+
+
+def test_helm_chart_with_the_ui_renders_the_kustomize_ui_component(cluster: LocalCluster, helm: Path,
+                                                                     tmp_path: Path) -> None:
+    """The page is off by default in both; on, the chart's objects are the component's."""
+    shutil.copytree(DEPLOY, tmp_path / "deploy", symlinks=True)
+    shutil.copytree(REPO / "crd", tmp_path / "crd")
+    with (tmp_path / "deploy" / "kustomization.yaml").open("a") as kustomization:
+        kustomization.write("components:\n- components/ui\n")
+    base = by_kind_and_name(documents(kustomize(cluster)))
+    with_ui = by_kind_and_name(documents(cluster.kubectl("kustomize", str(tmp_path / "deploy")).stdout))
+    ui_objects = {key: value for key, value in with_ui.items() if key not in base}
+    assert sorted(ui_objects) == [("ClusterRole", "tfop-ui"), ("ClusterRoleBinding", "tfop-ui"),
+                                  ("Deployment", "tfop-ui"), ("Service", "tfop-ui"), ("ServiceAccount", "tfop-ui")]
+    default = by_kind_and_name(documents(helm_template(helm, "tfop", SYSTEM_NAMESPACE)))
+    rendered = by_kind_and_name(documents(helm_template(helm, "tfop", SYSTEM_NAMESPACE, "--set", "ui.enabled=true")))
+    assert {key: comparable(value) for key, value in rendered.items() if key not in default} == ui_objects

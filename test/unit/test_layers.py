@@ -75,6 +75,13 @@ def test_planning_is_pure(path: Path) -> None:
     assert not impure_imports(path)
 
 
+@pytest.mark.parametrize("path", modules("ui"), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_the_page_reads_no_controller(path: Path) -> None:
+    """The page is a reader of its own: the API, the machinery and the process's start-up helpers, never the
+    controller or its planner (nor the operator process, which would start one)."""
+    assert not {name for name in imports(path) if name.startswith(("tfop.controller", "tfop.operator"))}
+
+
 @pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")),
                          ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_no_module_holds_two_concepts(path: Path) -> None:

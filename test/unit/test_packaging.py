@@ -25,18 +25,34 @@ def install_requires() -> dict[NormalizedName, Requirement]:
     return {canonicalize_name(Requirement(line).name): Requirement(line) for line in lines}
 
 
-def test_every_third_party_import_of_tfop_is_declared() -> None:
+def extra_requires(extra: str) -> set[NormalizedName]:
+    config = configparser.ConfigParser()
+    config.read(REPO / "setup.cfg")
+    lines = [line.strip() for line in config["options.extras_require"][extra].splitlines()
+             if line.strip() and not line.strip().startswith("#")]
+    return {canonicalize_name(Requirement(line).name) for line in lines}
+
+
+def third_party_imports(paths: list[Path]) -> set[NormalizedName]:
     imported: set[str] = set()
-    # tfop/psserver holds scripts shipped into TensorFlow pods (a ConfigMap), never imported by the operator.
-    for path in (p for p in (REPO / "tfop").rglob("*.py") if "psserver" not in p.parts):
+    for path in paths:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 imported.update(alias.name.partition(".")[0] for alias in node.names)
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 imported.add(node.module.partition(".")[0])
-    third_party = {name for name in imported if name not in sys.stdlib_module_names and name != "tfop"}
-    declared = set(install_requires())
-    assert {canonicalize_name(DISTRIBUTION_OF.get(name, name)) for name in third_party} <= declared
+    return {canonicalize_name(DISTRIBUTION_OF.get(name, name)) for name in imported
+            if name not in sys.stdlib_module_names and name != "tfop"}
+
+
+def test_every_third_party_import_of_tfop_is_declared() -> None:
+    # tfop/psserver holds scripts shipped into TensorFlow pods (a ConfigMap), never imported by the operator;
+    # tfop/ui is `tfop ui`, whose own dependencies are the ui extra's.
+    operator = [p for p in (REPO / "tfop").rglob("*.py") if "psserver" not in p.parts and "ui" not in p.parts]
+    assert third_party_imports(operator) <= set(install_requires())
+    page = sorted((REPO / "tfop" / "ui").rglob("*.py"))
+    assert third_party_imports(page) <= set(install_requires()) | extra_requires("ui")
+    assert extra_requires("ui") <= extra_requires("test"), "make test installs the test extra: the ui's too"
 
 
 def test_constraints_pin_every_dependency_within_its_range() -> None:

@@ -125,6 +125,12 @@ class KubeClient:
         data = response.data
         return json.loads(data) if data else None
 
+    def request_text(self, path: str, *, query: Sequence[tuple[str, str]] = (),
+                     timeout: tuple[float, float] | None = None, max_retries: int | None = None) -> str:
+        """A GET whose answer is text, not JSON (a pod's log); undecodable bytes are replaced."""
+        response = self._send("GET", path, query, None, "application/json", timeout, max_retries, stream=False)
+        return bytes(response.data or b"").decode("utf-8", errors="replace")
+
     def _send(self, method: str, path: str, query: Sequence[tuple[str, str]], body: Any, content_type: str,
               timeout: tuple[float, float] | None, max_retries: int | None, *,
               stream: bool) -> urllib3.BaseHTTPResponse:

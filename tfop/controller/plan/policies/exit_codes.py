@@ -1,36 +1,17 @@
-"""Exit codes of the `tensorflow` container and what they mean for the job.
-
-The TFJob contract since its first version: 0 succeeded, 1-127 is a permanent error (a bug, a bad argument),
-128-255 is retryable (killed by a signal: OOM killer, preemption, node shutdown).
-"""
+"""Exit codes of the `tensorflow` container and what they mean for the job: the contract's classes
+(tfop/api/exit_codes.py) read from a pod's status."""
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from tfop.api.constants import DEFAULT_CONTAINER_NAME
+from tfop.api.exit_codes import ExitClass as ExitClass
+from tfop.api.exit_codes import classify_termination
 from tfop.api.fields import integer, items, mapping, mapping_at, text
 from tfop.api.timestamps import parse_time
-
-OOM_KILLED = "OOMKilled"  # the terminated reason the kubelet gives a container the OOM killer hit
-
-
-class ExitClass(enum.Enum):
-    SUCCEEDED = "Succeeded"
-    PERMANENT = "Permanent"
-    RETRYABLE = "Retryable"
-
-
-def classify_exit_code(code: int) -> ExitClass:
-    """Codes outside 0-255 cannot come from a process; treat them as permanent rather than retry forever."""
-    if code == 0:
-        return ExitClass.SUCCEEDED
-    if 128 <= code <= 255:
-        return ExitClass.RETRYABLE
-    return ExitClass.PERMANENT
 
 
 @dataclass(frozen=True)
@@ -43,11 +24,7 @@ class Termination:
 
     @property
     def exit_class(self) -> ExitClass:
-        # The kernel's OOM killer may kill a child of the main process, which can still exit 0; the kubelet
-        # reports the container OOMKilled all the same. A run cut short by memory is retryable, like a 137.
-        if self.reason == OOM_KILLED:
-            return ExitClass.RETRYABLE
-        return classify_exit_code(self.exit_code)
+        return classify_termination(self.exit_code, self.reason)
 
     def describe(self) -> str:
         """e.g. `exited with code 137 (OOMKilled)`."""

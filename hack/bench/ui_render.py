@@ -1,0 +1,80 @@
+"""How long the page takes to render its two heaviest views from cached objects: the list of 2,000 jobs, and a
+job of 500 replicas with 1,000 events (issue 35's figures). The apiserver's reviews are left out: they are cached
+per user for 5 s. Run: PYTHONPATH=hack:. python -m bench.ui_render"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader
+
+from tfop.ui.app import HERE, job_url
+from tfop.ui.views.job_list import job_rows
+from tfop.ui.views.job_page import condition_rows, event_rows, replica_rows
+from tfop.ui.views.timeline import layout
+
+NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
+RUNS = 7
+
+
+def ago(seconds: int) -> str:
+    return (NOW - timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+CONDITIONS = [{"type": "Created", "status": "True", "lastTransitionTime": ago(600), "message": "created"},
+              {"type": "Running", "status": "True", "lastTransitionTime": ago(500), "message": "running"}]
+
+
+def jobs(count: int) -> list[dict[str, Any]]:
+    return [{"metadata": {"namespace": f"ns-{i % 40}", "name": f"job-{i}", "creationTimestamp": ago(600)},
+             "status": {"conditions": CONDITIONS, "replicaStatuses": {"Worker": {"active": 4, "restarts": 1},
+                                                                      "PS": {"active": 2}}}}
+            for i in range(count)]
+
+
+def pods(count: int) -> list[dict[str, Any]]:
+    return [{"metadata": {"name": f"big-worker-{i}", "uid": str(i), "creationTimestamp": ago(600),
+                          "labels": {"training.kubeflow.org/replica-type": "worker",
+                                     "training.kubeflow.org/replica-index": str(i)}},
+             "spec": {"nodeName": f"node-{i % 50}"},
+             "status": {"phase": "Running", "containerStatuses": [{
+                 "name": "tensorflow", "restartCount": 1, "state": {"running": {"startedAt": ago(400)}},
+                 "lastState": {"terminated": {"exitCode": 137, "startedAt": ago(550), "finishedAt": ago(450)}}}]}}
+            for i in range(count)]
+
+
+def events(count: int) -> list[dict[str, Any]]:
+    return [{"involvedObject": {"kind": "Pod", "name": f"big-worker-{i % 500}"}, "type": "Normal",
+             "reason": "Started", "message": "Started container tensorflow", "lastTimestamp": ago(400 - i % 100)}
+            for i in range(count)]
+
+
+def measure(name: str, render: Callable[[], str]) -> None:
+    size = len(render())
+    times = []
+    for _ in range(RUNS):
+        started = time.perf_counter()
+        render()
+        times.append(time.perf_counter() - started)
+    print(f"{name}: median {statistics.median(times) * 1000:.0f} ms (min {min(times) * 1000:.0f}, "
+          f"max {max(times) * 1000:.0f}; {RUNS} runs), {size / 1e6:.2f} MB of HTML")
+
+
+def main() -> None:
+    templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True)
+    templates.globals["job_url"] = job_url
+    listed, replicas, recorded = jobs(2000), pods(500), events(1000)
+    job = {"metadata": {"namespace": "a", "name": "big"}, "status": {"conditions": CONDITIONS}}
+    measure("the list of 2,000 jobs", lambda: templates.get_template("_job_table.html").render(
+        rows=job_rows(listed, NOW), namespace="", state=""))
+    measure("a job of 500 replicas and 1,000 events", lambda: templates.get_template("_job_live.html").render(
+        namespace="a", name="big", state="Running", conditions=condition_rows(job), replicas=replica_rows(replicas),
+        timeline=layout(replicas, CONDITIONS, NOW), events=event_rows(recorded), pod_url=lambda pod: f"/p/{pod}"))
+
+
+if __name__ == "__main__":
+    main()

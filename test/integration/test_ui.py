@@ -1,0 +1,107 @@
+"""`tfop ui` against the real apiserver, as its own ServiceAccount with the shipped ClusterRole: two users, each
+allowed to read TFJobs in one namespace, see on the page what kubectl would show them and nothing else (the job
+list filtered, 403 for the other namespace's job and its pod's log), a request without a token the apiserver
+accepts gets 401, and every answer carries the Content-Security-Policy."""
+
+from __future__ import annotations
+
+import re
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from localcluster import LocalCluster
+from support.tfjobs import TFJOBS, replica, tfjob
+from support.ui import UiServer, can_i, reader_token, ui_identity
+from support.waiting import wait_for
+from tfop.kube.client import KubeClient
+from tfop.ui.security import CONTENT_SECURITY_POLICY
+
+
+@pytest.fixture
+def other_namespace(cluster: LocalCluster, namespace: str) -> Iterator[str]:
+    name = f"other-{uuid.uuid4().hex[:6]}"
+    cluster.kubectl("create", "namespace", name)
+    yield name
+    cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+
+
+def listed_jobs(body: str) -> list[str]:
+    return re.findall(r'<tr class="job" data-job="([^"]+)"', body)
+
+
+def first_live_update(url: str, token: str) -> str:
+    """The data of the first `update` event of a live stream."""
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        assert response.headers["Content-Type"].startswith("text/event-stream")
+        lines: list[str] = []
+        for raw in response:
+            line = raw.decode().rstrip("\n")
+            if not line:
+                break
+            lines.append(line)
+    assert lines[0] == "event: update", lines[:2]
+    return "\n".join(line.removeprefix("data: ") for line in lines[1:])
+
+
+def test_a_user_sees_on_the_page_what_kubectl_shows_them(cluster: LocalCluster, tfjob_crd: Path,
+                                                         kube_client: KubeClient, namespace: str,
+                                                         other_namespace: str, tmp_path: Path) -> None:
+    kube_client.create(TFJOBS, tfjob("visible", Worker=replica()), namespace)
+    kube_client.create(TFJOBS, tfjob("hidden", Worker=replica()), other_namespace)
+    tokens = {"alice": reader_token(cluster, namespace, "alice"), "bob": reader_token(cluster, other_namespace, "bob")}
+    alice = f"system:serviceaccount:{namespace}:alice"
+    # kubectl's answer for the same user, which the page must agree with.
+    assert can_i(cluster, alice, "get", "tfjobs.kubeflow.org/visible", "-n", namespace)
+    assert not can_i(cluster, alice, "get", "tfjobs.kubeflow.org/hidden", "-n", other_namespace)
+    assert not can_i(cluster, alice, "get", "pods", "--subresource=log", "-n", other_namespace)
+
+    with ui_identity(cluster, namespace, tmp_path) as kubeconfig:
+        ui = UiServer(kubeconfig).start()
+        try:
+            wait_for(lambda: ui.cache.job(namespace, "visible") and ui.cache.job(other_namespace, "hidden"),
+                     message="the ui's cache to hold both jobs")
+            status, body = ui.get("/")
+            assert status == 401 and 'id="token"' in body  # the login form
+            assert ui.get("/", token="made-up")[0] == 401
+            assert ui.get(f"/namespaces/{namespace}/tfjobs/visible")[0] == 401
+
+            status, body = ui.get("/", token=tokens["alice"])
+            assert status == 200, body
+            assert listed_jobs(body) == [f"{namespace}/visible"]
+            status, body = ui.get("/", token=tokens["bob"])
+            assert listed_jobs(body) == [f"{other_namespace}/hidden"]
+
+            status, body = ui.get(f"/namespaces/{namespace}/tfjobs/visible", token=tokens["alice"])
+            assert status == 200 and 'id="job-name">visible<' in body and 'id="timeline"' in body
+            refused = {path: ui.get(path, token=tokens["alice"])[0] for path in (
+                f"/namespaces/{other_namespace}/tfjobs/hidden",
+                f"/namespaces/{other_namespace}/tfjobs/hidden/pods/hidden-worker-0",
+                f"/live/namespaces/{other_namespace}/tfjobs/hidden",
+                f"/?namespace={other_namespace}")}
+            assert refused == dict.fromkeys(refused, 403)
+            # A job that does not exist is 404 only to who may get it there; elsewhere it is 403 like any other.
+            assert ui.get(f"/namespaces/{namespace}/tfjobs/nothing", token=tokens["alice"])[0] == 404
+            assert ui.get(f"/namespaces/{other_namespace}/tfjobs/nothing", token=tokens["alice"])[0] == 403
+
+            update = first_live_update(f"{ui.url}/live/jobs?namespace=&state=", tokens["alice"])
+            assert listed_jobs(update) == [f"{namespace}/visible"]
+
+            for path, token in (("/", tokens["alice"]), ("/", None),
+                                (f"/namespaces/{other_namespace}/tfjobs/hidden", tokens["alice"])):
+                request = urllib.request.Request(ui.url + path)
+                if token:
+                    request.add_header("Authorization", f"Bearer {token}")
+                try:
+                    headers = urllib.request.urlopen(request, timeout=30).headers
+                except urllib.error.HTTPError as error:
+                    headers = error.headers
+                assert headers["Content-Security-Policy"] == CONTENT_SECURITY_POLICY
+                assert headers["X-Content-Type-Options"] == "nosniff"
+        finally:
+            ui.stop()

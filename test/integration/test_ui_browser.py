@@ -1,0 +1,128 @@
+"""The page in a real browser (Debian's headless Chromium, driven by Selenium): a user logs in with a token, sees
+their job in the list, opens it, and watches it change without a reload while kwok's pods restart and end (the
+operator running it); a message with markup in it is shown as text; a replica's page shows its TF_CONFIG.
+Screenshots are kept in the test's tmp_path."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from selenium.common.exceptions import StaleElementReferenceException
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+
+from fake_kubelet import exit_pod, restart_in_place
+from localcluster import LocalCluster
+from support.browser import headless_chromium
+from support.operator_process import OperatorProcess
+from support.tfjobs import TFJOBS, pods_by_name, replica, tfjob
+from support.ui import UiServer, reader_token, ui_identity
+from support.waiting import wait_for
+from tfop.kube.client import KubeClient
+from tfop.kube.resource import EVENTS
+
+MARKUP = '<script>window.pwned = 1</script><b id="injected">bold</b>'
+
+
+def text_of(driver: WebDriver, css: str) -> str:
+    """The text of the first element `css` selects, "" when there is none: a live update may replace the element
+    between finding and reading it (then it is read again at the next poll)."""
+    try:
+        found = driver.find_elements(By.CSS_SELECTOR, css)
+        return found[0].text if found else ""
+    except StaleElementReferenceException:
+        return ""
+
+
+def event_messages(driver: WebDriver) -> list[str]:
+    try:
+        return [cell.text for cell in driver.find_elements(By.CSS_SELECTOR, "tr.event td.message")]
+    except StaleElementReferenceException:
+        return []
+
+
+def clicked(driver: WebDriver, css: str) -> bool:
+    try:
+        driver.find_element(By.CSS_SELECTOR, css).click()
+    except StaleElementReferenceException:
+        return False
+    return True
+
+
+def markup_event(job: dict[str, object], namespace: str) -> dict[str, object]:
+    """An event about the job whose message is markup, as any client with create on events could record."""
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    meta = job["metadata"]
+    assert isinstance(meta, dict)
+    return {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "markup-probe", "namespace": namespace},
+            "involvedObject": {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": meta["name"],
+                               "namespace": namespace, "uid": meta["uid"]},
+            "type": "Warning", "reason": "Probe", "message": MARKUP, "source": {"component": "test"},
+            "firstTimestamp": now, "lastTimestamp": now, "count": 1}
+
+
+def test_a_browser_follows_a_job_live_and_shows_markup_as_text(cluster: LocalCluster, tfjob_crd: Path,
+                                                              kube_client: KubeClient, namespace: str,
+                                                              operator: OperatorProcess, tmp_path: Path) -> None:
+    token = reader_token(cluster, namespace, "alice")
+    job = kube_client.create(TFJOBS, tfjob("browsed", Worker=replica(2, restart_policy="OnFailure")), namespace)
+    kube_client.create(EVENTS, markup_event(job, namespace), namespace)
+    with ui_identity(cluster, namespace, tmp_path) as kubeconfig:
+        ui = UiServer(kubeconfig).start()
+        driver = headless_chromium(tmp_path)
+        try:
+            driver.get(ui.url + "/")
+            driver.find_element(By.ID, "token").send_keys(token)
+            driver.find_element(By.ID, "login").click()
+            row = f'tr.job[data-job="{namespace}/browsed"]'
+            wait_for(lambda: text_of(driver, row), message="the job in the list")
+            assert text_of(driver, "#user") == f"system:serviceaccount:{namespace}:alice"
+            # The list follows the job's state without a reload.
+            wait_for(lambda: "Running" in text_of(driver, row), message="the list to show the job Running")
+            driver.save_screenshot(str(tmp_path / "job-list.png"))
+
+            wait_for(lambda: clicked(driver, f"{row} a"), message="a click on the job's link")
+            wait_for(lambda: text_of(driver, "#job-state") == "Running", message="the job page, Running")
+            driver.execute_script("window.tfopMarker = 'not reloaded'")
+
+            pods = pods_by_name(kube_client, namespace, "browsed")
+            worker = {pod["metadata"]["labels"]["training.kubeflow.org/replica-index"]: name
+                      for name, pod in pods.items()}
+            restart_in_place(kube_client, namespace, worker["1"], 137, 1)
+            restarted = f'tr.replica[data-pod="{worker["1"]}"] td.exit'
+            wait_for(lambda: text_of(driver, restarted) == "137 Error (retryable)",
+                     message="the replica table to show the exit 137")
+            wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, "#timeline g.exit-retryable"),
+                     message="the timeline to mark the restart")
+            exit_pod(kube_client, namespace, worker["0"], 0)
+            exit_pod(kube_client, namespace, worker["1"], 0)
+            wait_for(lambda: text_of(driver, "#job-state") == "Succeeded", message="the page to show Succeeded")
+            assert driver.execute_script("return window.tfopMarker") == "not reloaded"
+            assert int(driver.find_element(By.ID, "job-live").get_attribute("data-updates") or 0) >= 2
+
+            wait_for(lambda: MARKUP in event_messages(driver), message="the markup event's message, as text")
+            assert driver.find_elements(By.ID, "injected") == []
+            assert driver.execute_script("return window.pwned") is None
+            driver.save_screenshot(str(tmp_path / "job-page.png"))
+
+            # A replica's page: the TF_CONFIG its pod got (one GET as the ui, after the user's review), and its log
+            # or, where kwok's node has none to give, the apiserver's answer as text.
+            driver.get(f"{ui.url}/namespaces/{namespace}/tfjobs/browsed/pods/{worker['0']}")
+            tf_config = json.loads(text_of(driver, "#tf-config"))
+            assert tf_config["task"] == {"type": "worker", "index": 0}
+            assert len(tf_config["cluster"]["worker"]) == 2
+            log_part = driver.find_elements(By.CSS_SELECTOR, "#log, #log-problem")
+            assert log_part, "the pod page shows neither a log nor why there is none"
+            print(f"the log part of {worker['0']}'s page: {log_part[0].text[:200]!r}")
+            driver.save_screenshot(str(tmp_path / "pod-page.png"))
+            print(f"screenshots: {tmp_path / 'job-list.png'} {tmp_path / 'job-page.png'} {tmp_path / 'pod-page.png'}")
+        except BaseException:
+            (tmp_path / "failed.html").write_text(driver.page_source)
+            driver.save_screenshot(str(tmp_path / "failed.png"))
+            print(f"at {driver.current_url}, the page: {tmp_path / 'failed.html'}")
+            raise
+        finally:
+            driver.quit()
+            ui.stop()

@@ -1,0 +1,82 @@
+"""The timeline's layout: where each pod's bars and exits and each condition land, written out."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from tfop.ui.views.timeline import (
+    AXIS_HEIGHT,
+    LABEL_WIDTH,
+    PLOT_WIDTH,
+    ROW_HEIGHT,
+    Bar,
+    Marker,
+    Tick,
+    layout,
+    tick_step,
+)
+
+# 100 s of job on 760 px: 7.6 px a second, starting at x = 140.
+START = "2026-03-01T12:00:00Z"
+NOW = datetime(2026, 3, 1, 12, 1, 40, tzinfo=UTC)
+
+
+def at(seconds: int) -> str:
+    return f"2026-03-01T12:{seconds // 60:02d}:{seconds % 60:02d}Z"
+
+
+def pod(name: str, replica_type: str, index: str, created: int, **status: Any) -> dict[str, Any]:
+    return {"metadata": {"name": name, "uid": name, "creationTimestamp": at(created),
+                         "labels": {"training.kubeflow.org/replica-type": replica_type,
+                                    "training.kubeflow.org/replica-index": index}},
+            "status": {"containerStatuses": [{"name": "tensorflow", **status}]}}
+
+
+def test_the_layout_of_a_restart_in_place_a_replacement_and_the_conditions() -> None:
+    assert (LABEL_WIDTH, PLOT_WIDTH, ROW_HEIGHT, AXIS_HEIGHT) == (140, 760, 22, 34)
+    pods = [
+        # worker 0 ran from 10 s, was OOM-killed at 40 s and restarted in place at 45 s; still running.
+        pod("j-worker-0", "Worker", "0", 0, state={"running": {"startedAt": at(45)}},
+            lastState={"terminated": {"exitCode": 137, "reason": "OOMKilled", "startedAt": at(10),
+                                      "finishedAt": at(40)}}),
+        # PS 0's first pod failed with 1 at 30 s (remembered after its deletion); its replacement waits.
+        pod("j-ps-0", "PS", "0", 0, state={"terminated": {"exitCode": 1, "startedAt": at(5), "finishedAt": at(30)}}),
+        pod("j-ps-0", "PS", "0", 50, state={"waiting": {"reason": "ContainerCreating"}}),
+    ]
+    conditions = [{"type": "Created", "status": "True", "lastTransitionTime": START},
+                  {"type": "Running", "status": "True", "lastTransitionTime": at(10)},
+                  {"type": "Restarting", "status": "False", "lastTransitionTime": at(40)}]
+    timeline = layout(pods, conditions, NOW)
+    assert (timeline.width, timeline.height) == (980, 34 + 2 * 22)
+    assert timeline.rows == ((34 + 11 + 4, "worker-0"), (56 + 11 + 4, "ps-0"))
+    assert timeline.bars == (
+        Bar(140.0, 39.0, 76.0, "waiting", "j-worker-0 waiting from 12:00:00"),
+        Bar(216.0, 39.0, 684.0, "running", "j-worker-0 running from 12:00:10"),
+        Bar(140.0, 61.0, 38.0, "waiting", "j-ps-0 waiting from 12:00:00"),
+        Bar(178.0, 61.0, 190.0, "running", "j-ps-0 running from 12:00:05"),
+        Bar(520.0, 61.0, 380.0, "waiting", "j-ps-0 waiting from 12:00:50"),
+    )
+    assert timeline.markers == (
+        Marker(444.0, 39.0, "137", "exit-retryable", "j-worker-0 exited 137 OOMKilled at 12:00:40"),
+        Marker(368.0, 61.0, "1", "exit-permanent", "j-ps-0 exited 1 at 12:00:30"),
+    )
+    assert timeline.conditions == (Marker(140.0, 30, "Created", "condition", "Created at 12:00:00"),
+                                   Marker(216.0, 30, "Running", "condition", "Running at 12:00:10"))
+    assert timeline.ticks == tuple(Tick(140.0 + 15 * 7.6 * n, f"12:{15 * n // 60:02d}:{15 * n % 60:02d}")
+                                   for n in range(1, 7))
+
+
+def test_a_job_without_pods_has_an_empty_row_and_ten_seconds_at_least() -> None:
+    timeline = layout([], [], NOW)
+    assert (timeline.rows, timeline.bars, timeline.markers, timeline.height) == ((), (), (), 34 + 22)
+    assert timeline.ticks[0] == Tick(292.0, "12:01:42")  # 2 s apart: 10 s on 760 px
+
+
+@pytest.mark.parametrize(("seconds", "step"), [
+    (5, 1), (8, 1), (9, 2), (40, 5), (100, 15), (480, 60), (3600, 600), (86400 * 30, 86400),
+])
+def test_ticks_are_at_most_eight(seconds: float, step: int) -> None:
+    assert tick_step(seconds) == step

@@ -1,0 +1,32 @@
+"""The TFJob contract on the `tensorflow` container's exit code, since its first version: 0 succeeded, 1-127 is a
+permanent error (a bug, a bad argument), 128-255 is retryable (killed by a signal: OOM killer, preemption, node
+shutdown). The planner decides restarts by it; the page shows it."""
+
+from __future__ import annotations
+
+import enum
+
+OOM_KILLED = "OOMKilled"  # the terminated reason the kubelet gives a container the OOM killer hit
+
+
+class ExitClass(enum.Enum):
+    SUCCEEDED = "Succeeded"
+    PERMANENT = "Permanent"
+    RETRYABLE = "Retryable"
+
+
+def classify_exit_code(code: int) -> ExitClass:
+    """Codes outside 0-255 cannot come from a process; treat them as permanent rather than retry forever."""
+    if code == 0:
+        return ExitClass.SUCCEEDED
+    if 128 <= code <= 255:
+        return ExitClass.RETRYABLE
+    return ExitClass.PERMANENT
+
+
+def classify_termination(exit_code: int, reason: str) -> ExitClass:
+    # The kernel's OOM killer may kill a child of the main process, which can still exit 0; the kubelet reports
+    # the container OOMKilled all the same. A run cut short by memory is retryable, like a 137.
+    if reason == OOM_KILLED:
+        return ExitClass.RETRYABLE
+    return classify_exit_code(exit_code)

@@ -1,0 +1,1 @@
+"""`tfop ui`: a read-only web page for TFJobs, served from informer caches, every view authorized as its user."""

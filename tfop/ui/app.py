@@ -1,0 +1,285 @@
+"""The page's routes: the job list, a job, a replica's pod (TF_CONFIG and logs), their live streams, and the
+login. Every route but the login and the static assets needs a token the apiserver accepts (401 otherwise) and
+answers 403 for anything the user may not read, or when the apiserver cannot be asked."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, quote, urlencode
+
+import anyio.to_thread
+import structlog
+import yaml
+from jinja2 import Environment, FileSystemLoader
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from tfop.api.constants import KIND
+from tfop.kube.access_review import ReviewError
+from tfop.kube.client import KubeClient
+from tfop.kube.errors import ApiError
+from tfop.kube.resource import PODS
+from tfop.kube.resource_access import ResourceAccess
+from tfop.objects import Object
+from tfop.ui.cache import UiCache
+from tfop.ui.live import live_updates
+from tfop.ui.security import COOKIE_SECONDS, SecurityHeaders, same_origin
+from tfop.ui.viewer import TOKEN_COOKIE, Viewer, request_token
+from tfop.ui.views.job_list import STATES, job_rows, job_state
+from tfop.ui.views.job_page import condition_rows, event_rows, main_container_status, replica_rows, tf_config_text
+from tfop.ui.views.timeline import layout
+
+log = structlog.get_logger("tfop.ui")
+HERE = Path(__file__).parent
+LOG_TIMEOUT = (3.0, 10.0)
+DEFAULT_TAIL = 500
+MAX_TAIL = 5000
+MAX_LOGIN_BODY = 16384
+
+
+class PageError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def job_url(namespace: str, name: str) -> str:
+    return f"/namespaces/{quote(namespace, safe='')}/tfjobs/{quote(name, safe='')}"
+
+
+class UiApp:
+    def __init__(self, cache: UiCache, access: ResourceAccess, client: KubeClient,
+                 now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+        self.cache = cache
+        self.access = access
+        self.client = client
+        self.now = now
+        self.templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True)
+        self.templates.globals["job_url"] = job_url
+
+    def starlette(self) -> Starlette:
+        routes = [
+            Route("/", self.jobs_page),
+            Route("/live/jobs", self.jobs_live),
+            Route("/namespaces/{namespace}/tfjobs/{name}", self.job_page),
+            Route("/live/namespaces/{namespace}/tfjobs/{name}", self.job_live),
+            Route("/namespaces/{namespace}/tfjobs/{name}/pods/{pod}", self.pod_page),
+            Route("/login", self.login_page, methods=["GET"]),
+            Route("/login", self.login, methods=["POST"]),
+            Route("/logout", self.logout, methods=["POST"]),
+            Route("/healthz", lambda _request: PlainTextResponse("ok\n")),
+            Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+        ]
+        return Starlette(routes=routes, middleware=[Middleware(SecurityHeaders)],
+                         exception_handlers={PageError: self._denied, HTTPException: self._http_error})
+
+    # -- who is asking -----------------------------------------------------------------------------------------
+
+    def viewer(self, request: Request) -> Viewer:
+        token = request_token(request.headers, request.cookies)
+        if token is None:
+            raise PageError(401, "")
+        user = self._ask(lambda: self.access.authenticate(token))
+        if user is None:
+            raise PageError(401, "The apiserver does not accept this token (expired or made up?).")
+        return Viewer(user, self.access)
+
+    def _ask(self, question: Callable[[], Any]) -> Any:
+        try:
+            return question()
+        except ReviewError as error:
+            log.warning("cannot review a request", error=str(error))
+            raise PageError(403, "The apiserver could not be asked whether you may see this.") from None
+
+    def _require(self, allowed: bool, what: str) -> None:
+        if not allowed:
+            raise PageError(403, f"You may not {what}.")
+
+    # -- pages -------------------------------------------------------------------------------------------------
+
+    def render(self, template: str, http_status: int = 200, **context: Any) -> HTMLResponse:
+        return HTMLResponse(self.templates.get_template(template).render(**context), status_code=http_status)
+
+    def _job_list_context(self, viewer: Viewer, namespace: str, state: str) -> dict[str, Any]:
+        jobs = self.cache.all_jobs()
+        visible = self._ask(lambda: viewer.job_namespaces(job["metadata"]["namespace"] for job in jobs))
+        if namespace:
+            self._require(self._ask(lambda: viewer.may("list", "tfjobs", namespace, group="kubeflow.org")),
+                          f"list TFJobs in namespace {namespace}")
+        seen = [job for job in jobs if visible is None or job["metadata"]["namespace"] in visible]
+        return {"rows": job_rows(seen, self.now(), namespace=namespace, state=state), "namespace": namespace,
+                "state": state, "namespaces": sorted({job["metadata"]["namespace"] for job in seen})}
+
+    def jobs_page(self, request: Request) -> Response:
+        viewer = self.viewer(request)
+        namespace, state = request.query_params.get("namespace", ""), request.query_params.get("state", "")
+        context = self._job_list_context(viewer, namespace, state)
+        live_url = "/live/jobs?" + urlencode({"namespace": namespace, "state": state})
+        return self.render("jobs.html", user=viewer.user.name, states=STATES, live_url=live_url, **context)
+
+    async def jobs_live(self, request: Request) -> Response:
+        viewer = await self._viewer_async(request)
+        namespace, state = request.query_params.get("namespace", ""), request.query_params.get("state", "")
+
+        def fragment() -> str:
+            return self.templates.get_template("_job_table.html").render(
+                **self._job_list_context(viewer, namespace, state))
+
+        return await self._stream(fragment)
+
+    def _job_context(self, viewer: Viewer, namespace: str, name: str) -> tuple[Object, dict[str, Any]]:
+        self._require(self._ask(lambda: viewer.may_get_job(namespace, name)), f"get TFJob {namespace}/{name}")
+        job = self.cache.job(namespace, name)
+        if job is None:
+            raise PageError(404, f"There is no TFJob {namespace}/{name}.")
+        conditions = (job.get("status") or {}).get("conditions") or []
+        context: dict[str, Any] = {"namespace": namespace, "name": name, "conditions": condition_rows(job),
+                                   "state": job_state(job)[0],
+                                   "replicas": None, "timeline": None, "events": None,
+                                   "pod_url": lambda pod: f"{job_url(namespace, name)}/pods/{quote(pod, safe='')}"}
+        pods: list[Object] = []
+        if self._ask(lambda: viewer.may_list_pods(namespace)):
+            pods = self.cache.job_pods(namespace, name)
+            current = {pod["metadata"].get("uid") for pod in pods}
+            earlier = [pod for pod in self.cache.earlier_pods(namespace, name)
+                       if pod["metadata"].get("uid") not in current]
+            context["replicas"] = replica_rows(pods)
+            context["timeline"] = layout([*earlier, *pods], conditions, self.now())
+        if self._ask(lambda: viewer.may_list_events(namespace)):
+            events = self.cache.events_of(namespace, KIND, name)
+            for pod in pods:
+                events += self.cache.events_of(namespace, "Pod", pod["metadata"]["name"])
+            context["events"] = event_rows(events)
+        return job, context
+
+    def job_page(self, request: Request) -> Response:
+        viewer = self.viewer(request)
+        namespace, name = request.path_params["namespace"], request.path_params["name"]
+        job, context = self._job_context(viewer, namespace, name)
+        live_url = "/live" + job_url(namespace, name)
+        return self.render("job.html", user=viewer.user.name, live_url=live_url,
+                           yaml_text=yaml.safe_dump(job, sort_keys=False), **context)
+
+    async def job_live(self, request: Request) -> Response:
+        viewer = await self._viewer_async(request)
+        namespace, name = request.path_params["namespace"], request.path_params["name"]
+
+        def fragment() -> str:
+            return self.templates.get_template("_job_live.html").render(
+                **self._job_context(viewer, namespace, name)[1])
+
+        return await self._stream(fragment)
+
+    def pod_page(self, request: Request) -> Response:
+        viewer = self.viewer(request)
+        namespace, name, pod_name = (request.path_params[key] for key in ("namespace", "name", "pod"))
+        self._require(self._ask(lambda: viewer.may_get_job(namespace, name)), f"get TFJob {namespace}/{name}")
+        pods = {pod["metadata"]["name"]: pod for pod in self.cache.job_pods(namespace, name)}
+        if pod_name not in pods:
+            raise PageError(404, f"TFJob {namespace}/{name} has no pod {pod_name} now.")
+        pod = pods[pod_name]
+        tf_config = None
+        if self._ask(lambda: viewer.may_get_pod(namespace, pod_name)):
+            # One GET, not the cache: the cache keeps no pod spec (TF_CONFIG grows with replicas squared).
+            try:
+                tf_config = tf_config_text(self.client.get(PODS, pod_name, namespace))
+            except ApiError as error:
+                tf_config = f"(the apiserver gave no pod: {error})"
+        previous = request.query_params.get("previous") == "1"
+        tail = _tail(request.query_params.get("tail"))
+        container = str(main_container_status(pod).get("name") or "tensorflow")
+        log_text, log_problem = "", ""
+        if not self._ask(lambda: viewer.may_read_log(namespace, pod_name)):
+            log_problem = f"You may not read the logs of pods in {namespace}."
+        else:
+            query = [("container", container), ("tailLines", str(tail))] + ([("previous", "true")] if previous else [])
+            try:
+                log_text = self.client.request_text(PODS.path(namespace, pod_name, "log"), query=query,
+                                                    timeout=LOG_TIMEOUT, max_retries=0)
+            except ApiError as error:
+                log_problem = f"The apiserver gave no log: {error}"
+        return self.render("pod.html", user=viewer.user.name, namespace=namespace, job=name,
+                           job_link=job_url(namespace, name), pod=pod_name, tf_config=tf_config, container=container,
+                           previous=previous, tail=tail, log_text=log_text, log_problem=log_problem)
+
+    # -- login -------------------------------------------------------------------------------------------------
+
+    def login_page(self, request: Request) -> Response:
+        return self.render("login.html")
+
+    async def login(self, request: Request) -> Response:
+        if not same_origin(request.headers.get("origin"), request.url.scheme, request.headers.get("host")):
+            raise PageError(403, "A login is taken only from this page's own form.")
+        body = await request.body()
+        if len(body) > MAX_LOGIN_BODY:
+            raise PageError(400, "That is not a token.")
+        token = (parse_qs(body.decode("utf-8", errors="replace")).get("token") or [""])[0].strip()
+        user = None
+        if token and " " not in token:
+            user = await anyio_run(lambda: self._ask(lambda: self.access.authenticate(token)))
+        if user is None:
+            return self.render("login.html", 401, message="The apiserver does not accept this token.")
+        response = RedirectResponse("/", status_code=303)
+        response.set_cookie(TOKEN_COOKIE, token, max_age=COOKIE_SECONDS, httponly=True, samesite="strict",
+                            secure=request.url.scheme == "https", path="/")
+        return response
+
+    def logout(self, request: Request) -> Response:
+        response = RedirectResponse("/login", status_code=303)
+        response.delete_cookie(TOKEN_COOKIE, path="/", httponly=True, samesite="strict")
+        return response
+
+    # -- plumbing ----------------------------------------------------------------------------------------------
+
+    async def _viewer_async(self, request: Request) -> Viewer:
+        result: Viewer = await anyio_run(lambda: self.viewer(request))
+        return result
+
+    async def _stream(self, fragment: Callable[[], str]) -> Response:
+        """A live stream of `fragment`, which raises PageError when the user may not see it: the first render
+        answers the request (a 403 or 404 as the page would), later ones end the stream."""
+        generation = self.cache.changes.generation
+        first = await anyio_run(fragment)
+
+        def later() -> str | None:
+            try:
+                return fragment()
+            except PageError:
+                return None
+
+        return StreamingResponse(live_updates(self.cache.changes, later, first, generation),
+                                 media_type="text/event-stream")
+
+    async def _denied(self, request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, PageError)
+        if exc.status == 401:
+            response = self.render("login.html", 401, message=exc.message)
+            response.headers["WWW-Authenticate"] = 'Bearer realm="tfop ui"'
+            if TOKEN_COOKIE in request.cookies:
+                response.delete_cookie(TOKEN_COOKIE, path="/", httponly=True, samesite="strict")
+            return response
+        titles = {400: "Bad Request", 403: "Forbidden", 404: "Not Found"}
+        return self.render("error.html", exc.status, status=exc.status, title=titles.get(exc.status, ""),
+                           message=exc.message)
+
+    async def _http_error(self, request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        return self.render("error.html", exc.status_code, status=exc.status_code, title="", message=exc.detail)
+
+
+async def anyio_run(call: Callable[[], Any]) -> Any:
+    """A blocking call (the apiserver's reviews) off the event loop."""
+    return await anyio.to_thread.run_sync(call)
+
+
+def _tail(text: str | None) -> int:
+    return min(int(text), MAX_TAIL) if text and text.isdigit() and int(text) > 0 else DEFAULT_TAIL

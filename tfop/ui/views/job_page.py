@@ -1,0 +1,147 @@
+"""One job's page: its conditions, a row per replica pod, and the events of the job and its pods in time order."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from tfop.api.constants import (
+    DEFAULT_CONTAINER_NAME,
+    LABEL_REPLICA_INDEX,
+    LABEL_REPLICA_TYPE,
+    REPLICA_TYPES,
+    TF_CONFIG_ENV,
+)
+from tfop.api.exit_codes import classify_termination
+from tfop.api.timestamps import parse_time
+from tfop.objects import Object
+from tfop.ui.views.clock_text import moment_text
+
+
+@dataclass(frozen=True)
+class ConditionRow:
+    condition_type: str
+    status: str
+    reason: str
+    message: str
+    last_transition: str
+
+
+@dataclass(frozen=True)
+class LastExit:
+    code: int
+    reason: str
+    exit_class: str  # Succeeded, Permanent (1-127) or Retryable (128-255, or OOMKilled)
+
+
+@dataclass(frozen=True)
+class ReplicaRow:
+    replica_type: str
+    index: str
+    pod: str
+    node: str
+    phase: str
+    restarts: int
+    last_exit: LastExit | None
+
+
+@dataclass(frozen=True)
+class EventRow:
+    time: str
+    event_type: str
+    reason: str
+    involved: str  # "TFJob/name" or "Pod/name"
+    message: str
+    count: int
+
+
+def condition_rows(job: Object) -> list[ConditionRow]:
+    return [ConditionRow(str(c.get("type", "")), str(c.get("status", "")), str(c.get("reason", "")),
+                         str(c.get("message", "")), str(c.get("lastTransitionTime", "")))
+            for c in (job.get("status") or {}).get("conditions") or [] if isinstance(c, dict)]
+
+
+def main_container_status(pod: Object) -> Object:
+    """The `tensorflow` container's status, else the first container's, else {}."""
+    statuses = [s for s in (pod.get("status") or {}).get("containerStatuses") or [] if isinstance(s, dict)]
+    return next((s for s in statuses if s.get("name") == DEFAULT_CONTAINER_NAME), statuses[0] if statuses else {})
+
+
+def last_exit(pod: Object) -> LastExit | None:
+    """How the main container last ended: its current termination, else the one before its restart in place."""
+    status = main_container_status(pod)
+    for state_key in ("state", "lastState"):
+        terminated = (status.get(state_key) or {}).get("terminated")
+        if isinstance(terminated, dict) and isinstance(terminated.get("exitCode"), int):
+            code, reason = int(terminated["exitCode"]), str(terminated.get("reason", ""))
+            return LastExit(code, reason, classify_termination(code, reason).value)
+    return None
+
+
+def _labels(pod: Object) -> dict[str, str]:
+    return (pod.get("metadata") or {}).get("labels") or {}
+
+
+def replica_order(pod: Object) -> tuple[int, str, int, str]:
+    """Chief, Master, Worker, PS, Evaluator, then others by name; by index within a type."""
+    labels = _labels(pod)
+    replica_type = labels.get(LABEL_REPLICA_TYPE, "").lower()
+    known = [name.lower() for name in REPLICA_TYPES]
+    index = labels.get(LABEL_REPLICA_INDEX, "")
+    return (known.index(replica_type) if replica_type in known else len(known), replica_type,
+            int(index) if index.isdigit() else -1, (pod.get("metadata") or {}).get("name", ""))
+
+
+def replica_rows(pods: Iterable[Object]) -> list[ReplicaRow]:
+    rows = []
+    for pod in sorted(pods, key=replica_order):
+        labels = _labels(pod)
+        restarts = sum(s.get("restartCount", 0) for s in (pod.get("status") or {}).get("containerStatuses") or []
+                       if isinstance(s, dict) and isinstance(s.get("restartCount"), int))
+        phase = str((pod.get("status") or {}).get("phase", ""))
+        if (pod.get("metadata") or {}).get("deletionTimestamp"):
+            phase = f"{phase} (terminating)" if phase else "Terminating"
+        rows.append(ReplicaRow(labels.get(LABEL_REPLICA_TYPE, ""), labels.get(LABEL_REPLICA_INDEX, ""),
+                               str((pod.get("metadata") or {}).get("name", "")),
+                               str((pod.get("spec") or {}).get("nodeName", "")), phase, restarts, last_exit(pod)))
+    return rows
+
+
+def event_time(event: Object) -> datetime | None:
+    """When the event last happened: lastTimestamp, the series' last, eventTime, or its creation."""
+    for value in (event.get("lastTimestamp"), (event.get("series") or {}).get("lastObservedTime"),
+                  event.get("eventTime"), event.get("firstTimestamp"),
+                  (event.get("metadata") or {}).get("creationTimestamp")):
+        moment = parse_time(value)
+        if moment is not None:
+            return moment
+    return None
+
+
+def event_rows(events: Iterable[Object]) -> list[EventRow]:
+    """Oldest first; events at the same second keep the order of their involved object and reason."""
+    dated = [(event_time(event), event) for event in events]
+    dated.sort(key=lambda pair: (pair[0] is not None, pair[0] or datetime.min))
+    rows = []
+    for moment, event in dated:
+        involved = event.get("involvedObject") or {}
+        count = event.get("count") or (event.get("series") or {}).get("count") or 1
+        rows.append(EventRow(moment_text(moment), str(event.get("type", "")), str(event.get("reason", "")),
+                             f"{involved.get('kind', '')}/{involved.get('name', '')}", str(event.get("message", "")),
+                             count if isinstance(count, int) else 1))
+    return rows
+
+
+def tf_config_text(pod: Object) -> str:
+    """The TF_CONFIG the pod's containers got (the main one's first), indented for reading; as it was when it is
+    not JSON; "" when there is none."""
+    containers = [c for c in (pod.get("spec") or {}).get("containers") or [] if isinstance(c, dict)]
+    containers.sort(key=lambda container: container.get("name") != DEFAULT_CONTAINER_NAME)
+    raw = next((str(env.get("value") or "") for container in containers for env in container.get("env") or []
+                if isinstance(env, dict) and env.get("name") == TF_CONFIG_ENV), "")
+    try:
+        return json.dumps(json.loads(raw), indent=2, sort_keys=True) if raw else ""
+    except ValueError:
+        return raw

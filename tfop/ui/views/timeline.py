@@ -1,0 +1,166 @@
+"""A job's timeline, laid out for SVG: a row per replica, each of its pods drawn from created (waiting) to
+running to ended, its restarts in place and its exits marked with their codes, and the job's conditions as
+vertical markers. Pure geometry: the template draws what this computes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from tfop.api.constants import LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
+from tfop.api.exit_codes import classify_termination
+from tfop.api.timestamps import parse_time
+from tfop.objects import Object
+from tfop.ui.views.job_page import main_container_status, replica_order
+
+LABEL_WIDTH = 140  # the replica names left of the plot
+PLOT_WIDTH = 760
+RIGHT_MARGIN = 80  # room for the last condition's label and an exit code at the end
+ROW_HEIGHT = 22
+BAR_HEIGHT = 12
+AXIS_HEIGHT = 34  # the time axis above the rows, and room for the condition labels
+TICK_STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400)
+MAX_TICKS = 8
+
+
+@dataclass(frozen=True)
+class Bar:
+    x: float
+    y: float
+    width: float
+    css_class: str  # waiting or running
+    title: str
+
+
+@dataclass(frozen=True)
+class Marker:
+    x: float
+    y: float
+    label: str
+    css_class: str  # exit-permanent, exit-retryable, exit-succeeded, condition
+    title: str
+
+
+@dataclass(frozen=True)
+class Tick:
+    x: float
+    label: str
+
+
+@dataclass(frozen=True)
+class Timeline:
+    width: int
+    height: int
+    rows: tuple[tuple[float, str], ...]  # (y of the row's text, the replica)
+    bars: tuple[Bar, ...]
+    markers: tuple[Marker, ...]
+    conditions: tuple[Marker, ...]
+    ticks: tuple[Tick, ...]
+
+
+@dataclass(frozen=True)
+class PodSpan:
+    """When one pod was created, began running and ended, and the exits the kubelet reported for it."""
+
+    replica: str
+    name: str
+    created: datetime
+    running: datetime | None
+    ended: datetime | None
+    exits: tuple[tuple[datetime, int, str], ...]  # (when, code, reason), oldest first
+
+
+def _terminated(state: object) -> dict[str, object] | None:
+    found = state.get("terminated") if isinstance(state, dict) else None
+    return found if isinstance(found, dict) else None
+
+
+def pod_span(pod: Object) -> PodSpan | None:
+    meta = pod.get("metadata") or {}
+    created = parse_time(meta.get("creationTimestamp"))
+    if created is None:
+        return None
+    labels = meta.get("labels") or {}
+    replica = f"{labels.get(LABEL_REPLICA_TYPE, '?')}-{labels.get(LABEL_REPLICA_INDEX, '?')}".lower()
+    status = main_container_status(pod)
+    starts, exits = [], []
+    ended = None
+    for key in ("lastState", "state"):  # the run before the restart in place, then the current one
+        state = status.get(key) or {}
+        running = state.get("running") if isinstance(state, dict) else None
+        if isinstance(running, dict):
+            starts.append(parse_time(running.get("startedAt")))
+        terminated = _terminated(state)
+        if terminated is not None:
+            starts.append(parse_time(terminated.get("startedAt")))
+            finished = parse_time(terminated.get("finishedAt"))
+            if finished is not None and isinstance(terminated.get("exitCode"), int):
+                exits.append((finished, int(str(terminated["exitCode"])), str(terminated.get("reason", ""))))
+            if key == "state":
+                ended = finished
+    known_starts = [start for start in starts if start is not None]
+    running_since = min(known_starts) if known_starts else parse_time((pod.get("status") or {}).get("startTime"))
+    if ended is None and meta.get("deletionTimestamp"):
+        ended = parse_time(meta.get("deletionTimestamp"))
+    return PodSpan(replica, str(meta.get("name", "")), created, running_since, ended,
+                   tuple(sorted(exits, key=lambda exit_: exit_[0])))
+
+
+def tick_step(seconds: float) -> int:
+    """The smallest step of TICK_STEPS that puts at most MAX_TICKS ticks on `seconds`."""
+    return next((step for step in TICK_STEPS if seconds / step <= MAX_TICKS), TICK_STEPS[-1])
+
+
+def layout(pods: Iterable[Object], conditions: Iterable[Object], now: datetime) -> Timeline:
+    ordered = sorted(pods, key=replica_order)
+    spans = [span for span in map(pod_span, ordered) if span is not None]
+    marks = [(moment, str(c.get("type", ""))) for c in conditions if isinstance(c, dict) and c.get("status") == "True"
+             for moment in [parse_time(c.get("lastTransitionTime"))] if moment is not None]
+    moments = [span.created for span in spans] + [moment for moment, _ in marks]
+    start = min(moments, default=now)
+    end = max([now, *moments])
+    # Seconds precision: an instant job would have no width.
+    end = max(end, start + timedelta(seconds=10))
+    scale = PLOT_WIDTH / (end - start).total_seconds()
+
+    def x_of(moment: datetime) -> float:
+        return round(LABEL_WIDTH + (moment - start).total_seconds() * scale, 1)
+
+    replicas = list(dict.fromkeys(span.replica for span in spans))
+    row_y = {replica: AXIS_HEIGHT + index * ROW_HEIGHT for index, replica in enumerate(replicas)}
+    bars: list[Bar] = []
+    markers: list[Marker] = []
+    for span in spans:
+        y = row_y[span.replica] + (ROW_HEIGHT - BAR_HEIGHT) / 2
+        finish = span.ended or now
+        waited_until = span.running or finish
+        if waited_until > span.created:
+            bars.append(Bar(x_of(span.created), y, round(x_of(waited_until) - x_of(span.created), 1), "waiting",
+                            f"{span.name} waiting from {span.created:%H:%M:%S}"))
+        if span.running is not None and finish >= span.running:
+            bars.append(Bar(x_of(span.running), y, max(1.0, round(x_of(finish) - x_of(span.running), 1)), "running",
+                            f"{span.name} running from {span.running:%H:%M:%S}"))
+        for moment, code, reason in span.exits:
+            exit_class = classify_termination(code, reason).value.lower()
+            markers.append(Marker(x_of(moment), y, str(code), f"exit-{exit_class}",
+                                  f"{span.name} exited {code}{' ' + reason if reason else ''} at {moment:%H:%M:%S}"))
+    height = AXIS_HEIGHT + max(1, len(replicas)) * ROW_HEIGHT
+    condition_markers = tuple(Marker(x_of(moment), AXIS_HEIGHT - 4, name, "condition",
+                                     f"{name} at {moment:%H:%M:%S}") for moment, name in marks)
+    step = tick_step((end - start).total_seconds())
+    first = start.timestamp() // step * step + step
+    tick_moments = [datetime.fromtimestamp(t, start.tzinfo) for t in _range(first, end.timestamp(), step)]
+    ticks = tuple(Tick(x_of(moment), f"{moment:%H:%M:%S}") for moment in tick_moments)
+    return Timeline(LABEL_WIDTH + PLOT_WIDTH + RIGHT_MARGIN, height,
+                    tuple((row_y[replica] + ROW_HEIGHT / 2 + 4, replica) for replica in replicas),
+                    tuple(bars), tuple(markers), condition_markers, ticks)
+
+
+def _range(first: float, last: float, step: int) -> list[float]:
+    values = []
+    value = first
+    while value <= last:
+        values.append(value)
+        value += step
+    return values
