@@ -134,3 +134,12 @@ and records Events.
 {{- end -}}
 {{- $config | toYaml -}}
 {{- end -}}
+
+{{/* The operator's image, by digest when one is set (the released manifests pin it), else by tag. */}}
+{{- define "tfop.image" -}}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+{{- end -}}
