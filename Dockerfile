@@ -13,9 +13,10 @@ WORKDIR /src
 COPY pyproject.toml setup.cfg README.md constraints.txt ./
 COPY tfop ./tfop
 # A regular (not editable) install, byte-compiled by pip: the final image carries the venv alone, and its
-# read-only root filesystem needs no .pyc written at run time. constraints.txt pins every dependency to what the
+# read-only root filesystem needs no .pyc written at run time. With the ui extra, so the one image also runs
+# `tfop ui` (deploy/components/ui, the chart's ui.enabled). constraints.txt pins every dependency to what the
 # tests ran with (`make constraints` refreshes it).
-RUN /opt/tfop/bin/pip install -c constraints.txt .
+RUN /opt/tfop/bin/pip install -c constraints.txt '.[ui]'
 
 FROM ${PYTHON_IMAGE}
 COPY --from=build /opt/tfop /opt/tfop

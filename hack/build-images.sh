@@ -7,8 +7,8 @@
 # ready for `ctr -n k8s.io images import --base-name <image-ref> <tar>`. Images (all by default):
 #   tensorflow  Debian minbase + python3, a virtualenv with the locked tensorflow-cpu and tf-keras, examples/train_*.py
 #               in /opt/train
-#   tfop        Debian minbase + python3, a virtualenv with tfop (from this checkout) and its locked dependencies;
-#               runs `tfop run` as 65532, like the Dockerfile
+#   tfop        Debian minbase + python3, a virtualenv with tfop[ui] (from this checkout) and its locked
+#               dependencies; runs `tfop run` as 65532, like the Dockerfile, and `tfop ui` where a pod asks for it
 #   pause       the pod sandbox: hack/images/pause, a static Go program that reaps children and exits on SIGTERM
 #
 # Usage: hack/build-images.sh [tensorflow|tfop|pause ...]   build what is missing, print the refs and archives
@@ -207,6 +207,14 @@ build_tensorflow() {
     --config.env TF_CPP_MIN_LOG_LEVEL=1 --config.workingdir /opt/train --config.cmd python
 }
 
+# What the tfop image's build runs to prove `tfop ui` can start: the page's modules (starlette, jinja2, anyio and
+# uvicorn with them) import, and its templates and assets are in the installed package.
+UI_IMAGE_CHECK='import tfop.ui.server
+from jinja2 import Environment, FileSystemLoader
+from tfop.ui.app import HERE
+Environment(loader=FileSystemLoader(HERE / "templates")).get_template("base.html")
+assert (HERE / "static" / "ui.css").is_file(), "the page assets are missing"'
+
 build_tfop() {
   local ref="$1" out="$2" root src="${WORK}/tfop-in/src"
   download_wheels "${HACK_DIR}/images/tfop/requirements.txt"
@@ -220,7 +228,9 @@ build_tfop() {
   cp "${HACK_DIR}"/images/tfop/*requirements.txt "${WORK}/tfop-in/"
   # The wheel is built in a throwaway venv with the locked setuptools and wheel, and pip's build isolation off
   # (isolation would fetch unpinned build tools); the image's venv gets the wheel and its locked dependencies, and
-  # loses the pip and setuptools that venv put there, since nothing installs at run time.
+  # loses the pip and setuptools that venv put there, since nothing installs at run time. The lock holds the ui
+  # extra's packages too (hack/lock-images.sh), so the same image serves the page; the last check imports it with
+  # its server and loads its shipped templates and assets, as `tfop ui --help` alone would not (it imports lazily).
   debian_root "${root}" python3,python3-venv \
     --customize-hook="mkdir -p \"\$1/tmp/in\" && cp -a '${WORK}/tfop-in/.' \"\$1/tmp/in/\"" \
     --customize-hook="mkdir -p \"\$1/tmp/in/wheels\" && { cp -al '${WHEEL_DIR}/.' \"\$1/tmp/in/wheels/\" 2>/dev/null || cp -a '${WHEEL_DIR}/.' \"\$1/tmp/in/wheels/\"; }" \
@@ -232,6 +242,8 @@ build_tfop() {
     --customize-hook='chroot "$1" sh -c "/opt/tfop/bin/pip install --quiet --disable-pip-version-check --no-index --no-deps /tmp/in/dist/tfop-*.whl"' \
     --customize-hook='chroot "$1" /opt/tfop/bin/pip uninstall --quiet --yes setuptools pip' \
     --customize-hook='chroot "$1" /opt/tfop/bin/tfop --help >/dev/null' \
+    --customize-hook='chroot "$1" /opt/tfop/bin/tfop ui --help >/dev/null' \
+    --customize-hook="chroot \"\$1\" env PYTHONDONTWRITEBYTECODE=1 /opt/tfop/bin/python -c '${UI_IMAGE_CHECK}'" \
     --customize-hook='rm -rf "$1/tmp/in" "$1/tmp/build"'
   # A numeric user, so that a pod's runAsNonRoot can be verified; 65532 is the usual "nonroot".
   finish_image "${ref}" "${out}" \

@@ -4,7 +4,8 @@
 # pip refuses a file that differs from the one locked:
 #   hack/images/tensorflow/requirements.txt   from hack/images/tensorflow/requirements.in (TENSORFLOW_VERSION),
 #                                             then hack/images/tensorflow/requirements-no-deps.in, unresolved
-#   hack/images/tfop/requirements.txt         from setup.cfg's install_requires
+#   hack/images/tfop/requirements.txt         from setup.cfg's install_requires and its ui extra (the image runs
+#                                             `tfop ui` as well as `tfop run`)
 #   hack/images/tfop/build-requirements.txt   from hack/images/tfop/build-requirements.in
 # Resolved with Debian's python3, the interpreter the images run, so markers and wheels match the image.
 # Run it (`make image-locks`) after changing setup.cfg's dependencies or TENSORFLOW_VERSION, and commit the result.
@@ -95,6 +96,6 @@ PY
 
 compile "${IMAGES}/tensorflow/requirements.txt" hack/images/tensorflow/requirements.in
 append_no_deps "${IMAGES}/tensorflow/requirements.txt" "${IMAGES}/tensorflow/requirements-no-deps.in"
-compile "${IMAGES}/tfop/requirements.txt" setup.cfg
+compile "${IMAGES}/tfop/requirements.txt" setup.cfg --extra ui
 compile "${IMAGES}/tfop/build-requirements.txt" hack/images/tfop/build-requirements.in
 log "done; commit the changed hack/images/*/*requirements.txt"

@@ -62,6 +62,8 @@ def test_constraints_pin_every_dependency_within_its_range() -> None:
             name, _, version = line.partition("==")
             assert version, f"constraints.txt: {line!r} is not name==version"
             pins[canonicalize_name(name)] = version
+    for name in extra_requires("ui"):
+        assert name in pins, f"constraints.txt does not pin {name} (the ui extra): run make constraints"
     for name, requirement in install_requires().items():
         assert name in pins, f"constraints.txt does not pin {name}: run make constraints"
         assert requirement.specifier.contains(pins[name]), f"{name}=={pins[name]} is outside {requirement}"
@@ -69,7 +71,8 @@ def test_constraints_pin_every_dependency_within_its_range() -> None:
 
 def test_the_image_installs_with_the_constraints() -> None:
     dockerfile = (REPO / "Dockerfile").read_text()
-    assert "pip install -c constraints.txt ." in dockerfile and "constraints.txt" in dockerfile.split("COPY")[1]
+    # With the ui extra: the Deployments of deploy/components/ui and the chart's ui.yaml run this image's `tfop ui`.
+    assert "pip install -c constraints.txt '.[ui]'" in dockerfile and "constraints.txt" in dockerfile.split("COPY")[1]
     assert "!constraints.txt" in (REPO / ".dockerignore").read_text().splitlines()
 
 
