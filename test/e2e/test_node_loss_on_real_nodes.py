@@ -77,6 +77,8 @@ def tfjob(name: str, replicas: dict[str, tuple[int, dict[str, Any]]], **annotati
     }
 
 
+IMPORT_DEADLINE = 900  # seconds for a replica to import TensorFlow on a loaded 2-core machine
+
 def ps_job(name: str) -> dict[str, Any]:
     """ParameterServerStrategy for 40 steps of a second: the chief and the PS on real-0, both workers on real-1.
     The coordinator exits retryably when a task is out of reach (on a loaded machine a DNS lookup can fail for
@@ -108,6 +110,10 @@ def logged(cluster: LocalCluster, namespace: str, job: str, task: str, pattern: 
 
 def wait_until_training(cluster: LocalCluster, namespace: str, job: str, task: str, step: int) -> None:
     try:
+        # Its first line comes once TensorFlow is imported: at the start of a `make test`, ten processes importing it
+        # at once beside the other lanes' new clusters took 335 s; the training then gets its own deadline.
+        wait_for(lambda: logged(cluster, namespace, job, task, "tfop-example: task="), IMPORT_DEADLINE,
+                 f"{task} to import TensorFlow and start", interval=KUBECTL_INTERVAL)
         wait_for(lambda: logged(cluster, namespace, job, task, f"step {step} loss"), 300,
                  f"{task} to reach step {step}", interval=KUBECTL_INTERVAL)
     except AssertionError as timed_out:
