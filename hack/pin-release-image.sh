@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Pins tfop's image by digest where it is released: the kustomize base (deploy/kustomization.yaml) and the Helm
-# chart's default values (deploy/helm/tfop/values.yaml). A tag can be moved to other content; a digest names one
-# image, so an install runs exactly the image that was built and tested.
+# Pins tfop's image by digest where it is released: the kustomize base (deploy/kustomization.yaml), its ui
+# component, and the Helm chart's default values (deploy/helm/tfop/values.yaml). A tag can be moved to other
+# content; a digest names one image, so an install runs exactly the image that was built and tested.
 #
 # Usage: hack/pin-release-image.sh                   build tfop's image from this checkout (hack/build-images.sh
 #                                                    tfop, as root) and pin the digest of its manifest
@@ -17,6 +17,7 @@ LOG_NAME=pin-release-image
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 REPO="$(cd "${HACK_DIR}/.." && pwd)"
 KUSTOMIZATION="${REPO}/deploy/kustomization.yaml"
+UI_COMPONENT="${REPO}/deploy/components/ui/kustomization.yaml"
 VALUES="${REPO}/deploy/helm/tfop/values.yaml"
 
 digest="${1:-}"
@@ -27,8 +28,10 @@ if [[ -z "${digest}" ]]; then
 fi
 [[ "${digest}" =~ ^sha256:[0-9a-f]{64}$ ]] || die "'${digest}' is not an image digest (sha256: and 64 hex digits)"
 
-grep -qE '^  digest: sha256:[0-9a-f]{64}$' "${KUSTOMIZATION}" || die "${KUSTOMIZATION} has no digest line to replace"
+for file in "${KUSTOMIZATION}" "${UI_COMPONENT}"; do
+  grep -qE '^  digest: sha256:[0-9a-f]{64}$' "${file}" || die "${file} has no digest line to replace"
+done
 grep -qE '^  digest: "?sha256:[0-9a-f]{64}"?$' "${VALUES}" || die "${VALUES} has no image.digest line to replace"
-sed -i -E "s|^  digest: sha256:[0-9a-f]{64}$|  digest: ${digest}|" "${KUSTOMIZATION}"
+sed -i -E "s|^  digest: sha256:[0-9a-f]{64}$|  digest: ${digest}|" "${KUSTOMIZATION}" "${UI_COMPONENT}"
 sed -i -E "s|^  digest: \"?sha256:[0-9a-f]{64}\"?$|  digest: \"${digest}\"|" "${VALUES}"
-log "pinned ${digest} in deploy/kustomization.yaml and deploy/helm/tfop/values.yaml"
+log "pinned ${digest} in deploy/kustomization.yaml, deploy/components/ui and deploy/helm/tfop/values.yaml"

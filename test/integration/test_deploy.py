@@ -514,6 +514,8 @@ def test_chart_follows_the_package_version_and_both_pin_one_image_digest() -> No
     [image] = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())["images"]
     values = yaml.safe_load((CHART / "values.yaml").read_text())["image"]
     assert image == {"name": "tfop", "digest": values["digest"]}
+    [ui_image] = yaml.safe_load((DEPLOY / "components" / "ui" / "kustomization.yaml").read_text())["images"]
+    assert ui_image == image
     assert re.fullmatch(r"sha256:[0-9a-f]{64}", values["digest"]), values["digest"]
 
 
@@ -547,7 +549,8 @@ def test_every_image_the_released_manifests_run_is_by_digest(cluster: LocalClust
         "helm": helm_template(helm, "tfop", SYSTEM_NAMESPACE),
         "helm with everything on": helm_template(
             helm, "tfop", SYSTEM_NAMESPACE, *MONITORING_APIS, *NETWORK_POLICY, "--set", "webhook.enabled=true",
-            "--set", "metrics.certManager.enabled=true", "--set", "gangScheduler=volcano", "--set", "cloud=azure"),
+            "--set", "metrics.certManager.enabled=true", "--set", "gangScheduler=volcano", "--set", "cloud=azure",
+            "--set", "ui.enabled=true"),
     }
     for name, rendered in renderings.items():
         images = pod_images(documents(rendered))
