@@ -45,6 +45,14 @@ class ReviewError(Exception):
     """The apiserver could not be asked, or refused to answer; nothing is known about the caller."""
 
 
+def ask(client: KubeClient, path: str, body: dict[str, Any]) -> Any:
+    """POST a review (TokenReview or SubjectAccessReview) with a short timeout and one retry: the caller waits."""
+    try:
+        return client.request("POST", path, body=body, timeout=REVIEW_TIMEOUT, max_retries=REVIEW_RETRIES)
+    except ApiError as error:
+        raise ReviewError(f"{body['kind']}: {error}") from None
+
+
 def bearer_token(authorization: str | None) -> str | None:
     """The token of an `Authorization: Bearer <token>` header (the scheme in any case), or None."""
     scheme, _, token = (authorization or "").strip().partition(" ")
@@ -101,16 +109,10 @@ class AccessReviewer:
         cached = self._verdicts.get(key)
         if cached is not None:
             return cached
-        user, reason = reviewed_user(self._ask(TOKEN_REVIEWS, token_review(token)))
+        user, reason = reviewed_user(ask(self._client, TOKEN_REVIEWS, token_review(token)))
         if user is None:
             verdict = Verdict(Outcome.UNAUTHENTICATED, reason=reason)
         else:
-            verdict = access_verdict(user, self._ask(SUBJECT_ACCESS_REVIEWS, access_review(user, verb, path)))
+            verdict = access_verdict(user, ask(self._client, SUBJECT_ACCESS_REVIEWS, access_review(user, verb, path)))
         self._verdicts.put(key, verdict)
         return verdict
-
-    def _ask(self, path: str, body: dict[str, Any]) -> Any:
-        try:
-            return self._client.request("POST", path, body=body, timeout=REVIEW_TIMEOUT, max_retries=REVIEW_RETRIES)
-        except ApiError as error:
-            raise ReviewError(f"{body['kind']}: {error}") from None

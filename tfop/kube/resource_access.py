@@ -15,17 +15,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from tfop.kube.access_review import (
-    REVIEW_RETRIES,
-    REVIEW_TIMEOUT,
     SUBJECT_ACCESS_REVIEWS,
     TOKEN_REVIEWS,
-    ReviewError,
+    ask,
     reviewed_user,
     token_review,
 )
 from tfop.kube.client import KubeClient
 from tfop.kube.clock import SYSTEM_CLOCK, Clock
-from tfop.kube.errors import ApiError
 from tfop.kube.expiring_cache import ExpiringCache
 
 
@@ -90,7 +87,7 @@ class ResourceAccess:
         known = self._users.get(key)
         if known is not None:
             return known
-        user, _ = reviewed_user(self._ask(TOKEN_REVIEWS, token_review(token)))
+        user, _ = reviewed_user(ask(self._client, TOKEN_REVIEWS, token_review(token)))
         found = User.from_review(user) if user is not None else None
         if found is not None:  # an unknown token is asked about again: it may be new, not yet seen
             self._users.put(key, found)
@@ -100,12 +97,6 @@ class ResourceAccess:
         cached = self._verdicts.get((user, attributes))
         if cached is not None:
             return cached
-        verdict = allowed_by(self._ask(SUBJECT_ACCESS_REVIEWS, resource_access_review(user, attributes)))
+        verdict = allowed_by(ask(self._client, SUBJECT_ACCESS_REVIEWS, resource_access_review(user, attributes)))
         self._verdicts.put((user, attributes), verdict)
         return verdict
-
-    def _ask(self, path: str, body: dict[str, Any]) -> Any:
-        try:
-            return self._client.request("POST", path, body=body, timeout=REVIEW_TIMEOUT, max_retries=REVIEW_RETRIES)
-        except ApiError as error:
-            raise ReviewError(f"{body['kind']}: {error}") from None
