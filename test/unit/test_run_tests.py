@@ -19,13 +19,13 @@ REPO = Path(__file__).resolve().parents[2]
 def test_a_lane_started_with_sigint_ignored_still_stops_on_sigint(tmp_path: Path) -> None:
     (tmp_path / "test_waits.py").write_text(textwrap.dedent("""
         import os
-        import time
+        import signal
 
         def test_waits_for_ever():
             with open("lane.pid", "w") as pid:
                 pid.write(str(os.getpid()))
             print("waiting", flush=True)
-            time.sleep(600)
+            signal.pause()  # until a signal: the runner's SIGINT, or the test's SIGKILL if that never comes
         """))
     runner = textwrap.dedent(f"""
         import sys
