@@ -120,6 +120,8 @@ def elastic_job(raw: Object, config: ControllerConfig, pods: Iterable[Object]) -
     """The job as an ElasticJob if it is one that may run: it has an elasticPolicy and Workers, is neither finished
     nor suspended, and no other controller (Kueue, managedBy) decides when it runs; not only while `Running`, which
     is False while any pod is Pending, as an extra worker that finds no node is. `pods`: its pods."""
+    if not (raw.get("spec") or {}).get("elasticPolicy"):
+        return None  # most jobs: not parsed at all, every look reads every job the operator runs
     model = parse_job(raw, config)
     if not isinstance(model, TFJobModel) or model.spec.elastic_policy is None:
         return None
