@@ -23,7 +23,7 @@ from localcluster.node_layout import NODE_LABEL
 from localcluster.operator_config import write as write_operator_config
 from support.node_loss import tf_pod
 from support.operator_process import OperatorProcess
-from support.real_node_jobs import apply, get, job_pods, on_real_node, shell_container, story
+from support.real_node_jobs import apply, get, job_pods, on_real_node, pods_now, shell_container, story
 from support.waiting import KUBECTL_INTERVAL, wait_for
 from tfop.controller.capacity.model import pod_request, quantities
 
@@ -41,6 +41,17 @@ def operator(real_node: LocalCluster, tfjob_crd: Path, namespace: str, tmp_path:
                               "--config", str(config)).start()
     yield process
     process.kill()
+
+
+def settled(cluster: LocalCluster) -> bool:
+    """No pod on a real node is being deleted and no namespace is: what an earlier test left is gone, so the room
+    measured now is the room the test has throughout."""
+    pods = json.loads(cluster.kubectl("get", "pods", "-A", "-o", "json").stdout)["items"]
+    namespaces = json.loads(cluster.kubectl("get", "namespaces", "-o", "json").stdout)["items"]
+    real = {node["metadata"]["name"] for node in json.loads(
+        cluster.kubectl("get", "nodes", "-l", f"{NODE_LABEL}=true", "-o", "json").stdout)["items"]}
+    return (not any(pod["metadata"].get("deletionTimestamp") and pod["spec"].get("nodeName") in real for pod in pods)
+            and not any(ns.get("status", {}).get("phase") == "Terminating" for ns in namespaces))
 
 
 def cpu_left(cluster: LocalCluster) -> Fraction:
@@ -77,6 +88,8 @@ def running(cluster: LocalCluster, namespace: str, job: str, replica_type: str =
 def test_an_elastic_ps_job_fills_two_nodes_shrinks_for_a_job_that_does_not_fit_and_grows_back(
         real_node: LocalCluster, operator: OperatorProcess, namespace: str, busybox: str) -> None:
     cluster = real_node
+    wait_for(lambda: settled(cluster), message="the pods and namespaces of earlier tests to be gone",
+             interval=KUBECTL_INTERVAL)
     # Two workers and the chief and PS (50m each) on one node, with a margin: a third worker does not fit.
     worker_millis = int((cpu_left(cluster) * 1000 - 200) // 2)
     assert worker_millis >= 300, f"the real nodes have too little CPU left: {cpu_left(cluster)}"
@@ -93,12 +106,18 @@ def test_an_elastic_ps_job_fills_two_nodes_shrinks_for_a_job_that_does_not_fit_a
     def mark(what: str) -> None:
         timeline.append(f"| {time.time() - start:4.0f} s | {what} |")
 
+    def explain() -> str:
+        """The timeline so far, the pods and the scaler's last words: why a wait did not end."""
+        said = [line for line in operator.log_path.read_text(errors="replace").splitlines() if "capacity" in line]
+        return f"timeline: {' '.join(timeline)}; {pods_now(cluster, namespace)}; scaler: {' | '.join(said[-4:])}"
+
     apply(cluster, namespace, a)
     mark(f"A created: 1 worker of {worker_millis}m CPU (min 1, max 4)")
-    wait_for(lambda: workers(cluster, namespace, "a") == 4, message="A to grow to 4 workers", interval=KUBECTL_INTERVAL)
+    wait_for(lambda: workers(cluster, namespace, "a") == 4, message="A to grow to 4 workers",
+             interval=KUBECTL_INTERVAL, explain=explain)
     mark("A grown to 4 workers")
     grown = wait_for(lambda: (r := running(cluster, namespace, "a")) and len(r) == 4 and r,
-                     message="A's 4 workers running", interval=KUBECTL_INTERVAL)
+                     message="A's 4 workers running", interval=KUBECTL_INTERVAL, explain=explain)
     mark(f"A's 4 workers running, on {sorted({p['spec']['nodeName'] for p in grown.values()})}")
     assert len({pod["spec"]["nodeName"] for pod in grown.values()}) == 2, "A's 4 workers need both nodes"
     kept = {kind: running(cluster, namespace, "a", kind)["0"]["metadata"]["uid"] for kind in ("chief", "ps")}
@@ -109,20 +128,21 @@ def test_an_elastic_ps_job_fills_two_nodes_shrinks_for_a_job_that_does_not_fit_a
         "runPolicy": {"cleanPodPolicy": "None"},
         "tfReplicaSpecs": {"Worker": {"replicas": 2, "restartPolicy": "Never", "template": {"spec": sleeper}}}}})
     mark(f"B created: 2 workers of {worker_millis}m CPU, no room")
-    wait_for(lambda: workers(cluster, namespace, "a") == 2, message="A to shrink to 2 for B", interval=KUBECTL_INTERVAL)
+    wait_for(lambda: workers(cluster, namespace, "a") == 2, message="A to shrink to 2 for B",
+             interval=KUBECTL_INTERVAL, explain=explain)
     mark("A shrunk to 2 workers")
     wait_for(lambda: len(running(cluster, namespace, "b")) == 2, message="B's workers running",
-             interval=KUBECTL_INTERVAL)
+             interval=KUBECTL_INTERVAL, explain=explain)
     mark("B running")
     wait_for(lambda: any(c["type"] == "Succeeded" and c["status"] == "True"
                          for c in get(cluster, namespace, "tfjob", "b").get("status", {}).get("conditions", [])),
-             message="B to succeed", interval=KUBECTL_INTERVAL)
+             message="B to succeed", interval=KUBECTL_INTERVAL, explain=explain)
     mark("B succeeded")
     wait_for(lambda: workers(cluster, namespace, "a") == 4, message="A to grow back to 4 workers",
-             interval=KUBECTL_INTERVAL)
+             interval=KUBECTL_INTERVAL, explain=explain)
     mark("A grown back to 4 workers")
     wait_for(lambda: len(running(cluster, namespace, "a")) == 4, message="A's 4 workers running again",
-             interval=KUBECTL_INTERVAL)
+             interval=KUBECTL_INTERVAL, explain=explain)
     mark("A's 4 workers running again")
     print("\n" + "\n".join(timeline))
 

@@ -75,3 +75,33 @@ def dns_denials(cluster: LocalCluster, namespace: str, lines: int = 40) -> str:
     found = [line for line in log.read_text(errors="replace").splitlines() if f".{namespace}." in line] \
         if log.exists() else []
     return "\n".join(found[-lines:]) or "(none)"
+
+
+def pods_now(cluster: LocalCluster, namespace: str) -> str:
+    """One line of what the namespace's pods are doing, for a failed wait's message, which CI shows little more of
+    than its first line: each pod's phase and node, whether it is being deleted, why the scheduler found no node
+    for it, and why a container waits or ended; then any real node that is not Ready or is tainted."""
+    pods = json.loads(cluster.kubectl("get", "pods", "-n", namespace, "-o", "json", check=False).stdout
+                      or '{"items": []}')["items"]
+    seen = []
+    for pod in sorted(pods, key=lambda pod: pod["metadata"]["name"]):
+        status = pod.get("status", {})
+        facts = [status.get("phase", "?"), pod["spec"].get("nodeName") or "unbound"]
+        if pod["metadata"].get("deletionTimestamp"):
+            facts.append("deleting")
+        facts += [f"unscheduled: {condition.get('message', condition.get('reason', ''))}"
+                  for condition in status.get("conditions", [])
+                  if condition["type"] == "PodScheduled" and condition["status"] == "False"]
+        facts += [f"{state} {detail.get('reason', '')} {detail.get('exitCode', '')}".strip()
+                  for container in status.get("containerStatuses", [])
+                  for state, detail in container.get("state", {}).items() if state != "running"]
+        seen.append(f"{pod['metadata']['name']} {', '.join(facts)}")
+    nodes = json.loads(cluster.kubectl("get", "nodes", "-l", f"{NODE_LABEL}=true", "-o", "json",
+                                       check=False).stdout or '{"items": []}')["items"]
+    for node in nodes:
+        ready = next((c["status"] for c in node.get("status", {}).get("conditions", []) if c["type"] == "Ready"), "?")
+        taints = [t["key"] for t in node["spec"].get("taints", []) if t["key"] != NODE_LABEL]
+        if ready != "True" or taints or node["spec"].get("unschedulable"):
+            seen.append(f"node {node['metadata']['name']} Ready={ready} taints={taints} "
+                        f"cordoned={bool(node['spec'].get('unschedulable'))}")
+    return "pods: " + "; ".join(seen)

@@ -31,14 +31,16 @@ KUBECTL_INTERVAL = 1.0
 
 
 def wait_for(check: Check[T], timeout: float = DEADLINE, message: str = "condition",
-             interval: float = DEFAULT_INTERVAL) -> T:
+             interval: float = DEFAULT_INTERVAL, explain: Callable[[], str] | None = None) -> T:
     """Poll `check` every `interval` seconds until it returns something truthy, and return that; fail with
-    `message` and the last value seen after `timeout` seconds."""
+    `message` and the last value seen after `timeout` seconds, then what `explain` says of the state then: a
+    check that answers False says nothing of why, and CI shows little more than the failure's first line."""
     deadline = time.monotonic() + timeout
     value = check()
     while not value:
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {message}; last value: {value!r}")
+            why = f"; {explain()}" if explain is not None else ""
+            raise AssertionError(f"timed out after {timeout}s waiting for {message}; last value: {value!r}{why}")
         time.sleep(interval)
         value = check()
     return value
