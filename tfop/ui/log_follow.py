@@ -78,7 +78,8 @@ async def follow_log(open_lines: Callable[[], Iterator[bytes]], close: Callable[
     stop = threading.Event()
 
     def wake() -> None:
-        loop.call_soon_threadsafe(ready.set)
+        with contextlib.suppress(RuntimeError):  # the loop is closed: no one follows any more
+            loop.call_soon_threadsafe(ready.set)
 
     reader = threading.Thread(target=_read, args=(lines, buffered, stop, wake), name="tfop-ui-log", daemon=True)
     reader.start()
