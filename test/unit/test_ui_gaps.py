@@ -14,7 +14,7 @@ from markupsafe import Markup
 
 from tfop.kube.errors import NotFound
 from tfop.ui import log_follow
-from tfop.ui.log_follow import follow_log
+from tfop.ui.log_follow import Lines, follow_log
 from tfop.ui.row_cache import RowCache
 from tfop.ui.views.happenings import Happening, happenings
 from tfop.ui.views.job_list import JobRow, queue_state
@@ -161,7 +161,7 @@ def test_a_row_is_rendered_once_per_resource_version_and_its_age_moves() -> None
     assert len(cache) == 0
 
 
-class Lines(Iterator[bytes]):
+class LogOf(Iterator[bytes]):
     """A log stream: gives its lines, then waits until closed when `follow`."""
 
     def __init__(self, lines: list[bytes], follow: bool) -> None:
@@ -180,11 +180,10 @@ class Lines(Iterator[bytes]):
         self.closed.set()
 
 
-def collect(lines: Lines, allowed: list[bool], until: int) -> list[str]:
+def collect(lines: LogOf, allowed: list[bool], until: int) -> list[str]:
     async def run() -> list[str]:
         got = []
-        stream = follow_log(lambda: lines, lambda opened: lines.close(), lambda: allowed.pop(0) if allowed else True,
-                            recheck_seconds=0.05)
+        stream = follow_log(lambda: lines, lambda: allowed.pop(0) if allowed else True, recheck_seconds=0.05)
         async for message in stream:
             got.append(message)
             if len(got) >= until:
@@ -195,7 +194,7 @@ def collect(lines: Lines, allowed: list[bool], until: int) -> list[str]:
 
 
 def test_a_followed_log_is_sent_as_lines_then_its_end() -> None:
-    lines = Lines([b"step 1", b"<script>x</script>", b"\xff bad byte"], follow=False)
+    lines = LogOf([b"step 1", b"<script>x</script>", b"\xff bad byte"], follow=False)
     assert collect(lines, [], until=10) == [
         "event: started\ndata: \n\n",
         "event: lines\ndata: step 1\ndata: <script>x</script>\ndata: \ufffd bad byte\n\n",
@@ -205,7 +204,7 @@ def test_a_followed_log_is_sent_as_lines_then_its_end() -> None:
 
 
 def test_a_followed_log_ends_when_access_is_revoked_and_closes_the_stream() -> None:
-    lines = Lines([b"one"], follow=True)
+    lines = LogOf([b"one"], follow=True)
     got = collect(lines, [False], until=10)
     assert got[0] == "event: started\ndata: \n\n"
     assert got[-1] == "event: denied\ndata: \n\n"
@@ -214,24 +213,24 @@ def test_a_followed_log_ends_when_access_is_revoked_and_closes_the_stream() -> N
 
 
 def test_a_client_that_goes_closes_the_stream() -> None:
-    lines = Lines([b"one"], follow=True)
+    lines = LogOf([b"one"], follow=True)
     collect(lines, [], until=1)
     assert lines.closed.is_set()
 
 
 def test_a_log_the_apiserver_refuses_ends_with_why() -> None:
-    def refuse() -> Iterator[bytes]:
+    def refuse() -> Lines:
         raise NotFound(404, "NotFound", 'pods "p" not found')
 
     async def run() -> list[str]:
-        return [message async for message in follow_log(refuse, lambda opened: None, lambda: True)]
+        return [message async for message in follow_log(refuse, lambda: True)]
     assert asyncio.run(run()) == ['event: end\ndata: The apiserver gave no log: 404 NotFound: pods "p" not found\n\n']
 
 
 def test_a_slow_reader_bounds_the_buffer(monkeypatch: pytest.MonkeyPatch) -> None:
     """The reader thread waits for room rather than holding the whole log."""
     monkeypatch.setattr(log_follow, "BUFFER_LINES", 3)
-    lines = Lines([str(i).encode() for i in range(50)], follow=False)
+    lines = LogOf([str(i).encode() for i in range(50)], follow=False)
     sent = "".join(collect(lines, [], until=100))
     assert [line for line in sent.splitlines() if line.startswith("data: ") and line != "data: "] == [
         f"data: {i}" for i in range(50)]

@@ -48,10 +48,10 @@ class LineStream(Iterator[bytes]):
         try:
             while True:
                 end = self._buffer.find(b"\n")
-                if end < 0 and self._max_line is not None and len(self._buffer) >= self._max_line:
-                    end = self._max_line
-                    line = bytes(self._buffer[:end])
-                    del self._buffer[:end]
+                if self._max_line is not None and (end > self._max_line or (
+                        end < 0 and len(self._buffer) >= self._max_line)):
+                    line = bytes(self._buffer[:self._max_line])
+                    del self._buffer[:self._max_line]
                     return line
                 if end >= 0:
                     line = bytes(self._buffer[:end])

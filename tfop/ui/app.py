@@ -270,7 +270,7 @@ class UiApp:
         path = PODS.path(namespace, pod_name, "log")
         return StreamingResponse(
             follow_log(lambda: self.client.stream_lines(path, query=query, timeout=FOLLOW_TIMEOUT, max_line=MAX_LINE),
-                       lambda lines: lines.close(), allowed),  # type: ignore[attr-defined]
+                       allowed),
             media_type="text/event-stream")
 
     # -- login -------------------------------------------------------------------------------------------------

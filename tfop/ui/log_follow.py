@@ -17,6 +17,7 @@ import queue
 import threading
 import time
 from collections.abc import AsyncGenerator, Callable, Iterator
+from typing import Protocol
 
 import anyio.to_thread
 import structlog
@@ -33,6 +34,16 @@ PUT_WAIT = 0.5  # how often a reader waiting for room looks whether it should st
 
 
 _END = object()
+
+
+class Lines(Protocol):
+    """A stream of a log's lines (kube/streams.py's LineStream) that another thread may close."""
+
+    def __iter__(self) -> Iterator[bytes]: ...
+
+    def __next__(self) -> bytes: ...
+
+    def close(self) -> None: ...
 
 
 def _read(lines: Iterator[bytes], into: queue.Queue[object], stop: threading.Event,
@@ -61,12 +72,11 @@ def _read(lines: Iterator[bytes], into: queue.Queue[object], stop: threading.Eve
     wake()
 
 
-async def follow_log(open_lines: Callable[[], Iterator[bytes]], close: Callable[[Iterator[bytes]], None],
-                     still_allowed: Callable[[], bool],
+async def follow_log(open_lines: Callable[[], Lines], still_allowed: Callable[[], bool],
                      recheck_seconds: float = RECHECK_SECONDS) -> AsyncGenerator[str, None]:
     """The events of one followed log. `open_lines` opens the apiserver's stream (it may raise ApiError, told as
-    an `end` with the reason), `close` closes it from another thread, `still_allowed` asks again whether the user
-    may read it; both run on worker threads."""
+    an `end` with the reason), `still_allowed` asks again whether the user may read it; both run on worker
+    threads."""
     try:
         lines = await anyio.to_thread.run_sync(open_lines)
     except ApiError as error:
@@ -116,4 +126,4 @@ async def follow_log(open_lines: Callable[[], Iterator[bytes]], close: Callable[
                     return
     finally:
         stop.set()
-        close(lines)
+        lines.close()
