@@ -75,9 +75,10 @@ def main() -> None:
     listed, replicas, recorded = jobs(2000), pods(500), events(1000)
     job = {"metadata": {"namespace": "a", "name": "big"}, "status": {"conditions": CONDITIONS}}
 
+    macros: Any = templates.get_template("_job_row.html").module
+
     def render_row(row: JobRow) -> tuple[Markup, Markup]:
-        module: Any = templates.get_template("_job_row.html").module
-        return Markup(module.head(row)), Markup(module.tail(row))
+        return Markup(macros.head(row)), Markup(macros.tail(row))
 
     def job_list(cache: RowCache) -> str:
         rows = select_rows([cache.row(job, NOW) for job in listed], lambda rendered: rendered.row)

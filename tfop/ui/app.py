@@ -72,6 +72,7 @@ class UiApp:
         self.now = now
         self.templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True)
         self.templates.globals["job_url"] = job_url
+        self._row_macros: Any = self.templates.get_template("_job_row.html").module
         self.rows = RowCache(self._render_row)
         cache.jobs.add_event_handler(on_delete=self.rows.forget)
 
@@ -136,8 +137,7 @@ class UiApp:
         return select_rows(rows, lambda rendered: rendered.row, state=state)
 
     def _render_row(self, row: JobRow) -> tuple[Markup, Markup]:
-        module = self.templates.get_template("_job_row.html").module
-        return Markup(module.head(row)), Markup(module.tail(row))  # type: ignore[attr-defined]
+        return Markup(self._row_macros.head(row)), Markup(self._row_macros.tail(row))
 
     def jobs_page(self, request: Request) -> Response:
         viewer = self.viewer(request)
