@@ -81,7 +81,8 @@ def main() -> None:
         return Markup(macros.head(row)), Markup(macros.tail(row))
 
     def job_list(cache: RowCache) -> str:
-        rows = select_rows([cache.row(job, NOW) for job in listed], lambda rendered: rendered.row)
+        rows = [rendered.html(NOW) for rendered in
+                select_rows([cache.row(job, NOW) for job in listed], lambda rendered: rendered.row)]
         return templates.get_template("_job_table.html").render(rows=rows, namespace="", state="")
 
     measure("the list of 2,000 jobs, every row rendered", lambda: job_list(RowCache(render_row)))

@@ -144,8 +144,9 @@ def test_a_row_is_rendered_once_per_resource_version_and_its_age_moves() -> None
     cache = RowCache(render)
     first = {"metadata": {"namespace": "a", "name": "j", "resourceVersion": "7",
                           "creationTimestamp": "2026-03-01T11:55:00Z"}, "status": {}}
-    assert cache.row(first, NOW).row.age == "5m"
-    assert cache.row(first, datetime(2026, 3, 1, 12, 1, 3, tzinfo=UTC)).row.age == "6m3s"
+    assert cache.row(first, NOW).html(NOW) == "<j><td>5m</td></j>"
+    later = datetime(2026, 3, 1, 12, 1, 3, tzinfo=UTC)
+    assert cache.row(first, later).html(later) == "<j><td>6m3s</td></j>"
     assert rendered == ["j@New"]
     changed = {**first, "metadata": {**first["metadata"], "resourceVersion": "8"},
                "status": {"conditions": [{"type": "Running", "status": "True"}]}}

@@ -33,7 +33,7 @@ from tfop.objects import Object
 from tfop.ui.cache import UiCache
 from tfop.ui.live import live_updates
 from tfop.ui.log_follow import MAX_LINE, follow_log
-from tfop.ui.row_cache import RenderedRow, RowCache
+from tfop.ui.row_cache import RowCache
 from tfop.ui.security import COOKIE_SECONDS, SecurityHeaders, same_origin
 from tfop.ui.viewer import TOKEN_COOKIE, Viewer, request_token
 from tfop.ui.views.happenings import happenings
@@ -130,11 +130,11 @@ class UiApp:
         return {"rows": self._rows(seen, namespace, state), "namespace": namespace,
                 "state": state, "namespaces": sorted({job["metadata"]["namespace"] for job in seen})}
 
-    def _rows(self, jobs: list[Object], namespace: str, state: str) -> list[RenderedRow]:
+    def _rows(self, jobs: list[Object], namespace: str, state: str) -> list[Markup]:
         """The rows of the jobs that pass the filters ("" passes all), by namespace and then name."""
         now = self.now()
         rows = [self.rows.row(job, now) for job in jobs if not namespace or job["metadata"]["namespace"] == namespace]
-        return select_rows(rows, lambda rendered: rendered.row, state=state)
+        return [rendered.html(now) for rendered in select_rows(rows, lambda rendered: rendered.row, state=state)]
 
     def _render_row(self, row: JobRow) -> tuple[Markup, Markup]:
         return Markup(self._row_macros.head(row)), Markup(self._row_macros.tail(row))

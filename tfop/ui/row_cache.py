@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from tfop.api.timestamps import parse_time
 from tfop.objects import Object
@@ -23,14 +23,14 @@ from tfop.ui.views.job_list import JobRow, job_row
 
 @dataclass(frozen=True)
 class RenderedRow:
-    row: JobRow  # its age as when it was rendered: `at` gives it now
+    row: JobRow  # its age is as when it was rendered: `html` writes the age at the moment asked
     created: datetime | None
     head: Markup  # the cells before the age
     tail: Markup  # the cells after it
 
-    def at(self, now: datetime) -> RenderedRow:
-        return replace(self, row=replace(self.row, age=age_text((now - self.created).total_seconds())
-                                         if self.created else ""))
+    def html(self, now: datetime) -> Markup:
+        age = age_text((now - self.created).total_seconds()) if self.created else ""
+        return Markup(f"{self.head}<td>{escape(age)}</td>{self.tail}")
 
 
 RenderRow = Callable[[JobRow], tuple[Markup, Markup]]
@@ -52,7 +52,7 @@ class RowCache:
         with self._lock:
             cached = self._rows.get(key)
         if cached is not None and version and cached[0] == version:
-            return cached[1].at(now)
+            return cached[1]
         row = job_row(job, now)
         head, tail = self._render(row)
         rendered = RenderedRow(row, parse_time(meta.get("creationTimestamp")), head, tail)
