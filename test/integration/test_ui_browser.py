@@ -43,6 +43,18 @@ def event_messages(driver: WebDriver) -> list[str]:
         return []
 
 
+def job_links(driver: WebDriver) -> tuple[list[tuple[str | None, str | None]], list[str]] | None:
+    """The links the job's page names: (href, rel) of each one shown as a link, and the text of each shown as text;
+    None when a live update replaced them while they were read (they are inside the part it replaces)."""
+    try:
+        links = [(a.get_attribute("href"), a.get_attribute("rel"))
+                 for a in driver.find_elements(By.CSS_SELECTOR, "#job-links a")]
+        texts = [span.text for span in driver.find_elements(By.CSS_SELECTOR, "#job-links .not-a-link")]
+    except StaleElementReferenceException:
+        return None
+    return links, texts
+
+
 def clicked(driver: WebDriver, css: str) -> bool:
     try:
         driver.find_element(By.CSS_SELECTOR, css).click()
@@ -91,10 +103,8 @@ def test_a_browser_follows_a_job_live_and_shows_markup_as_text(cluster: LocalClu
             driver.execute_script("window.tfopMarker = 'not reloaded'")
             # The links the job names: the https one a link that gives the opened page no handle on this one, the
             # javascript: one only text.
-            links = driver.find_elements(By.CSS_SELECTOR, "#job-links a")
-            assert [(a.get_attribute("href"), a.get_attribute("rel")) for a in links] == [
-                ("https://tb.example/#run=browsed", "noopener noreferrer")]
-            assert text_of(driver, "#job-links .not-a-link") == "javascript:window.pwned = 2"
+            assert wait_for(lambda: job_links(driver), message="the job's links, read whole") == (
+                [("https://tb.example/#run=browsed", "noopener noreferrer")], ["javascript:window.pwned = 2"])
 
             pods = pods_by_name(kube_client, namespace, "browsed")
             worker = {pod["metadata"]["labels"]["training.kubeflow.org/replica-index"]: name
