@@ -31,9 +31,9 @@ from tfop.controller.plan.children.desired import desired_pod
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.job.model import TFJobModel
 from tfop.controller.plan.job.parse import parse_job
-from tfop.kube.client import WatchStream
 from tfop.kube.errors import Conflict, TransportError
 from tfop.kube.resource import EVENTS, PODS
+from tfop.kube.streams import WatchStream
 
 SERVER_PROCESSES = ("kube-apiserver", "etcd")
 

@@ -1,7 +1,8 @@
 """`tfop ui` against the real apiserver, as its own ServiceAccount with the shipped ClusterRole: two users, each
 allowed to read TFJobs in one namespace, see on the page what kubectl would show them and nothing else (the job
 list filtered, 403 for the other namespace's job and its pod's log), a request without a token the apiserver
-accepts gets 401, and every answer carries the Content-Security-Policy."""
+accepts gets 401, and every answer carries the Content-Security-Policy; and what a job and its events say (its
+queue, links and happenings) shows on its page."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from support.tfjobs import TFJOBS, replica, tfjob
 from support.ui import UiServer, can_i, reader_token, ui_identity
 from support.waiting import wait_for
 from tfop.kube.client import KubeClient
+from tfop.kube.resource import EVENTS
 from tfop.ui.security import CONTENT_SECURITY_POLICY
 
 
@@ -103,5 +105,59 @@ def test_a_user_sees_on_the_page_what_kubectl_shows_them(cluster: LocalCluster, 
                     headers = error.headers
                 assert headers["Content-Security-Policy"] == CONTENT_SECURITY_POLICY
                 assert headers["X-Content-Type-Options"] == "nosniff"
+        finally:
+            ui.stop()
+
+
+def test_the_page_tells_a_jobs_queue_links_and_happenings(cluster: LocalCluster, tfjob_crd: Path,
+                                                          kube_client: KubeClient, namespace: str,
+                                                          other_namespace: str, tmp_path: Path) -> None:
+    """What the job and its events say, as the apiserver stores them (no operator runs here, so the test writes
+    the status and the events the operator would): the Kueue queue and the PodGroup phase in the list, the links
+    its annotations name (a javascript: one as text), and a node loss and a resize listed under its timeline.
+    A followed log of a pod in a namespace the user may not read is 403, as its tail is."""
+    body = tfjob("queued", {"suspend": True}, Worker=replica(2))
+    body["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "team-a"}
+    body["metadata"]["annotations"] = {"tfop.kubeflow.org/link-tensorboard": "https://tb.example/#run=queued",
+                                       "tfop.kubeflow.org/link-grafana": "javascript:alert(1)"}
+    job = kube_client.create(TFJOBS, body, namespace)
+    kube_client.patch_status(TFJOBS, "queued", {"status": {
+        "podGroupPhase": "Pending",
+        "lastResize": {"from": 4, "to": 2, "cause": "User", "strategy": "Restart", "time": "2026-03-01T03:30:00Z",
+                       "message": "queued: Worker 4 -> 2, asked by a User"}}}, namespace)
+    lost = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "queued-node-lost", "namespace": namespace},
+            "involvedObject": {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": "queued",
+                               "namespace": namespace, "uid": job["metadata"]["uid"]},
+            "type": "Warning", "reason": "NodeLost", "source": {"component": "tfop"},
+            "message": "queued: Worker 1's node n1 is unreachable; replacing it without waiting for its kubelet.",
+            "firstTimestamp": "2026-03-01T03:12:00Z", "lastTimestamp": "2026-03-01T03:12:00Z", "count": 1}
+    kube_client.create(EVENTS, lost, namespace)
+    kube_client.create(TFJOBS, tfjob("hidden", Worker=replica()), other_namespace)
+    token = reader_token(cluster, namespace, "alice")
+
+    with ui_identity(cluster, namespace, tmp_path) as kubeconfig:
+        ui = UiServer(kubeconfig).start()
+        try:
+            wait_for(lambda: (ui.cache.job(namespace, "queued") or {}).get("status", {}).get("podGroupPhase")
+                     and ui.cache.events_of(namespace, "TFJob", "queued"), message="the ui's cache to hold the job")
+            status, page = ui.get("/", token=token)
+            assert status == 200, page
+            queue_cells = re.findall(r'<td class="queue">([^<]*)</td>', page)
+            assert queue_cells == ["waiting for admission to queue team-a; PodGroup Pending"]
+
+            status, page = ui.get(f"/namespaces/{namespace}/tfjobs/queued", token=token)
+            assert status == 200, page
+            assert ('<a href="https://tb.example/#run=queued" rel="noopener noreferrer" target="_blank">'
+                    in page)
+            assert '<span class="not-a-link">javascript:alert(1)</span>' in page
+            assert 'href="javascript' not in page
+            happened = re.findall(r'<tr class="happening ([a-z-]+)"><td>([^<]*)</td><td>([^<]*)</td>', page)
+            assert happened == [("node-loss", "2026-03-01T03:12:00Z", "node lost"),
+                                ("resize", "2026-03-01T03:30:00Z", "resized")]
+
+            refused = ui.get(f"/live/namespaces/{other_namespace}/tfjobs/hidden/pods/hidden-worker-0/log",
+                             token=token)[0]
+            assert refused == 403
+            assert ui.get(f"/live/namespaces/{namespace}/tfjobs/queued/pods/nothing/log", token=token)[0] == 404
         finally:
             ui.stop()

@@ -1,7 +1,7 @@
 """The page in a real browser (Debian's headless Chromium, driven by Selenium): a user logs in with a token, sees
 their job in the list, opens it, and watches it change without a reload while kwok's pods restart and end (the
-operator running it); a message with markup in it is shown as text; a replica's page shows its TF_CONFIG.
-Screenshots are kept in the test's tmp_path."""
+operator running it); a message with markup in it is shown as text, and so is a link a job names that is not
+http(s); a replica's page shows its TF_CONFIG. Screenshots are kept in the test's tmp_path."""
 
 from __future__ import annotations
 
@@ -43,6 +43,18 @@ def event_messages(driver: WebDriver) -> list[str]:
         return []
 
 
+def job_links(driver: WebDriver) -> tuple[list[tuple[str | None, str | None]], list[str]] | None:
+    """The links the job's page names: (href, rel) of each one shown as a link, and the text of each shown as text;
+    None when a live update replaced them while they were read (they are inside the part it replaces)."""
+    try:
+        links = [(a.get_attribute("href"), a.get_attribute("rel"))
+                 for a in driver.find_elements(By.CSS_SELECTOR, "#job-links a")]
+        texts = [span.text for span in driver.find_elements(By.CSS_SELECTOR, "#job-links .not-a-link")]
+    except StaleElementReferenceException:
+        return None
+    return links, texts
+
+
 def clicked(driver: WebDriver, css: str) -> bool:
     try:
         driver.find_element(By.CSS_SELECTOR, css).click()
@@ -67,7 +79,10 @@ def test_a_browser_follows_a_job_live_and_shows_markup_as_text(cluster: LocalClu
                                                               kube_client: KubeClient, namespace: str,
                                                               operator: OperatorProcess, tmp_path: Path) -> None:
     token = reader_token(cluster, namespace, "alice")
-    job = kube_client.create(TFJOBS, tfjob("browsed", Worker=replica(2, restart_policy="OnFailure")), namespace)
+    body = tfjob("browsed", Worker=replica(2, restart_policy="OnFailure"))
+    body["metadata"]["annotations"] = {"tfop.kubeflow.org/link-tensorboard": "https://tb.example/#run=browsed",
+                                       "tfop.kubeflow.org/link-grafana": "javascript:window.pwned = 2"}
+    job = kube_client.create(TFJOBS, body, namespace)
     kube_client.create(EVENTS, markup_event(job, namespace), namespace)
     with ui_identity(cluster, namespace, tmp_path) as kubeconfig:
         ui = UiServer(kubeconfig).start()
@@ -86,6 +101,10 @@ def test_a_browser_follows_a_job_live_and_shows_markup_as_text(cluster: LocalClu
             wait_for(lambda: clicked(driver, f"{row} a"), message="a click on the job's link")
             wait_for(lambda: text_of(driver, "#job-state") == "Running", message="the job page, Running")
             driver.execute_script("window.tfopMarker = 'not reloaded'")
+            # The links the job names: the https one a link that gives the opened page no handle on this one, the
+            # javascript: one only text.
+            assert wait_for(lambda: job_links(driver), message="the job's links, read whole") == (
+                [("https://tb.example/#run=browsed", "noopener noreferrer")], ["javascript:window.pwned = 2"])
 
             pods = pods_by_name(kube_client, namespace, "browsed")
             worker = {pod["metadata"]["labels"]["training.kubeflow.org/replica-index"]: name

@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 
+from tfop.ui.views.happenings import Happening
 from tfop.ui.views.timeline import (
     AXIS_HEIGHT,
+    HAPPENING_HEIGHT,
     LABEL_WIDTH,
     PLOT_WIDTH,
     ROW_HEIGHT,
@@ -80,3 +82,17 @@ def test_a_job_without_pods_has_an_empty_row_and_ten_seconds_at_least() -> None:
 ])
 def test_ticks_are_at_most_eight(seconds: float, step: int) -> None:
     assert tick_step(seconds) == step
+
+
+def test_happenings_are_markers_below_the_rows_with_their_reason() -> None:
+    pods = [pod("j-worker-0", "worker", "0", 0, state={"running": {"startedAt": at(10)}})]
+    told = [Happening(datetime(2026, 3, 1, 12, 0, 50, tzinfo=UTC), "node-loss", "node lost", "n1 is unreachable"),
+            Happening(datetime(2026, 3, 1, 12, 1, 0, tzinfo=UTC), "resize", "resized", "Worker 4 -> 2")]
+    timeline = layout(pods, [], NOW, told)
+    rows_bottom = AXIS_HEIGHT + ROW_HEIGHT
+    assert timeline.happenings == (
+        Marker(520.0, rows_bottom + 12, "node lost", "node-loss", "node lost at 12:00:50: n1 is unreachable"),
+        Marker(596.0, rows_bottom + 12, "resized", "resize", "resized at 12:01:00: Worker 4 -> 2"),
+    )
+    assert timeline.height == rows_bottom + HAPPENING_HEIGHT
+    assert layout(pods, [], NOW).height == rows_bottom

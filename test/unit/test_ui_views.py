@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tfop.ui.views.clock_text import age_text
-from tfop.ui.views.job_list import JobRow, ReplicaCounts, job_row, job_rows
+from tfop.ui.views.job_list import JobRow, ReplicaCounts, job_row, select_rows
 from tfop.ui.views.job_page import EventRow, LastExit, ReplicaRow, event_rows, last_exit, replica_rows, tf_config_text
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
@@ -68,10 +68,15 @@ def test_job_rows(obj: dict[str, Any], expected: JobRow) -> None:
 def test_the_list_filters_by_namespace_and_state_and_sorts_by_namespace_then_name() -> None:
     jobs = [job("b", "x", [("Running", "True", "")]), job("a", "y", [("Failed", "True", "")]),
             job("a", "x", [("Running", "True", "")]), job("c", "z")]
-    assert [(r.namespace, r.name) for r in job_rows(jobs, NOW)] == [("a", "x"), ("a", "y"), ("b", "x"), ("c", "z")]
-    assert [(r.namespace, r.name) for r in job_rows(jobs, NOW, namespace="a")] == [("a", "x"), ("a", "y")]
-    assert [(r.namespace, r.name) for r in job_rows(jobs, NOW, state="Running")] == [("a", "x"), ("b", "x")]
-    assert [(r.namespace, r.name) for r in job_rows(jobs, NOW, namespace="b", state="Failed")] == []
+    rows = [job_row(obj, NOW) for obj in jobs]
+
+    def same(row: JobRow) -> JobRow:
+        return row
+
+    assert [(r.namespace, r.name) for r in select_rows(rows, same)] == [("a", "x"), ("a", "y"), ("b", "x"), ("c", "z")]
+    assert [(r.namespace, r.name) for r in select_rows(rows, same, namespace="a")] == [("a", "x"), ("a", "y")]
+    assert [(r.namespace, r.name) for r in select_rows(rows, same, state="Running")] == [("a", "x"), ("b", "x")]
+    assert [(r.namespace, r.name) for r in select_rows(rows, same, namespace="b", state="Failed")] == []
 
 
 @pytest.mark.parametrize(("state", "last_state", "expected"), [

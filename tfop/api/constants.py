@@ -99,6 +99,10 @@ ANNOTATION_TF_CLUSTER: Final = "tfop.kubeflow.org/tf-cluster"
 # "Worker 4 -> 2: ns/b's pods waited 30 s for cpu". The resize to that count is then told as caused by Capacity.
 ANNOTATION_RESIZE_REASON: Final = "tfop.kubeflow.org/resize-reason"
 
+# On a TFJob, for people: `tfop.kubeflow.org/link-<name>: <URL>` names a page about the job (its TensorBoard, a
+# Grafana dashboard) that `tfop ui` shows as a link (docs/tfjob/ui.md); tfop itself reads nothing from it.
+ANNOTATION_LINK_PREFIX: Final = "tfop.kubeflow.org/link-"
+
 RESTART_POLICY_ALWAYS: Final = "Always"
 RESTART_POLICY_ON_FAILURE: Final = "OnFailure"
 RESTART_POLICY_NEVER: Final = "Never"
@@ -151,6 +155,13 @@ REASON_SUSPENDED: Final = "TFJobSuspended"
 REASON_RESUMED: Final = "TFJobResumed"
 REASON_TTL_EXPIRED: Final = "TTLExpired"
 REASON_TEMPLATE_RESTART_POLICY: Final = "SetPodTemplateRestartPolicy"  # the Kubeflow training operator's reason
+
+# A Warning: the job's gang cannot be placed; also the mark in its Running condition's message while so.
+REASON_GANG_UNSCHEDULABLE: Final = "GangUnschedulable"
+
+# Fields of the job's status that tfop adds to the Kubeflow API's, for kubectl and the page (docs/tfjob/reference.md).
+STATUS_POD_GROUP_PHASE: Final = "podGroupPhase"  # the phase of the job's PodGroup, for kubectl get -o wide
+STATUS_LAST_RESIZE: Final = "lastResize"  # the latest resize, as its Resized event told it
 
 EVENT_NORMAL: Final = "Normal"
 EVENT_WARNING: Final = "Warning"

@@ -8,12 +8,10 @@ pydantic, and merely importing them costs more memory than the operator's caches
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import json
 import os
 import random
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -33,6 +31,7 @@ from tfop.kube.errors import (
 )
 from tfop.kube.metrics import KubeMetrics
 from tfop.kube.resource import Resource
+from tfop.kube.streams import LineStream, WatchStream
 from tfop.kube.throttle import RequestThrottle, RetryPolicy, parse_retry_after
 
 Objects = list[dict[str, Any]]
@@ -130,6 +129,13 @@ class KubeClient:
         """A GET whose answer is text, not JSON (a pod's log); undecodable bytes are replaced."""
         response = self._send("GET", path, query, None, "application/json", timeout, max_retries, stream=False)
         return bytes(response.data or b"").decode("utf-8", errors="replace")
+
+    def stream_lines(self, path: str, *, query: Sequence[tuple[str, str]] = (), timeout: tuple[float, float],
+                     max_line: int) -> LineStream:
+        """A GET whose answer goes on as long as the server sends (a followed log), read line by line; one
+        attempt, no retries: the caller decides whether to open it again."""
+        return LineStream(self._send("GET", path, query, None, "application/json", timeout, 0, stream=True),
+                          max_line)
 
     def _send(self, method: str, path: str, query: Sequence[tuple[str, str]], body: Any, content_type: str,
               timeout: tuple[float, float] | None, max_retries: int | None, *,
@@ -295,82 +301,6 @@ class KubeClient:
         response = self._send("GET", resource.path(namespace), query, None, "application/json",
                               (self.timeout[0], timeout_seconds + WATCH_READ_GRACE), 0, stream=True)
         return WatchStream(response)
-
-
-class WatchStream(Iterator[dict[str, Any]]):
-    """The events of one open watch, parsed line by line as they arrive.
-
-    `close()` may be called from any thread: it shuts the socket down so a reader blocked in another thread
-    wakes at once and the iteration ends.
-    """
-
-    def __init__(self, response: urllib3.BaseHTTPResponse) -> None:
-        self._response = response
-        self._chunks = response.stream(64 * 1024)
-        self._buffer = bytearray()
-        self._lock = threading.Lock()
-        self._closed = False
-        self._reading = False
-
-    def __iter__(self) -> WatchStream:
-        return self
-
-    def __enter__(self) -> WatchStream:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __next__(self) -> dict[str, Any]:
-        with self._lock:
-            if self._closed:
-                raise StopIteration
-            self._reading = True
-        finished = False
-        try:
-            while True:
-                end = self._buffer.find(b"\n")
-                if end >= 0:
-                    line = bytes(self._buffer[:end])
-                    del self._buffer[:end + 1]
-                    if line.strip():
-                        event: dict[str, Any] = json.loads(line)
-                        return event
-                    continue
-                try:
-                    chunk = next(self._chunks, None)
-                except (urllib3.exceptions.HTTPError, OSError) as exc:
-                    finished = True
-                    if self._closed:
-                        raise StopIteration from None
-                    raise TransportError(f"watch stream broken: {exc}") from exc
-                if chunk is None:
-                    finished = True
-                    if self._buffer.strip():  # a last event without its newline
-                        event = json.loads(bytes(self._buffer))
-                        self._buffer.clear()
-                        return event
-                    raise StopIteration
-                self._buffer += chunk
-        finally:
-            with self._lock:
-                self._reading = False
-                closed = self._closed
-                self._closed = closed or finished
-            if closed or finished:
-                self._response.close()
-
-    def close(self) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            reading = self._reading
-        if reading:
-            with contextlib.suppress(ValueError, RuntimeError, OSError):
-                self._response.shutdown()  # the reader wakes, sees _closed and closes the response
-        else:
-            self._response.close()
 
 
 def _selector_query(label_selector: str | None, field_selector: str | None) -> list[tuple[str, str]]:

@@ -15,10 +15,11 @@ from typing import Any
 
 import structlog
 
-from tfop.kube.client import KubeClient, WatchStream
+from tfop.kube.client import KubeClient
 from tfop.kube.errors import Gone, error_from_watch_status
 from tfop.kube.resource import Resource
 from tfop.kube.store import Change, IndexFunc, Store, object_key
+from tfop.kube.streams import WatchStream
 from tfop.kube.throttle import ExponentialBackoff
 from tfop.objects import Object
 

@@ -14,6 +14,7 @@ import anyio.to_thread
 import structlog
 import yaml
 from jinja2 import Environment, FileSystemLoader
+from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -31,15 +32,21 @@ from tfop.kube.resource_access import ResourceAccess
 from tfop.objects import Object
 from tfop.ui.cache import UiCache
 from tfop.ui.live import live_updates
+from tfop.ui.log_follow import MAX_LINE, follow_log
+from tfop.ui.row_cache import RowCache
 from tfop.ui.security import COOKIE_SECONDS, SecurityHeaders, same_origin
 from tfop.ui.viewer import TOKEN_COOKIE, Viewer, request_token
-from tfop.ui.views.job_list import STATES, job_rows, job_state
+from tfop.ui.views.happenings import happenings
+from tfop.ui.views.job_list import STATES, JobRow, job_state, select_rows
 from tfop.ui.views.job_page import condition_rows, event_rows, main_container_status, replica_rows, tf_config_text
+from tfop.ui.views.links import job_links
 from tfop.ui.views.timeline import layout
 
 log = structlog.get_logger("tfop.ui")
 HERE = Path(__file__).parent
 LOG_TIMEOUT = (3.0, 10.0)
+# A followed log may be quiet for long; a connection silent longer than this is taken for dead (the page says so).
+FOLLOW_TIMEOUT = (3.0, 600.0)
 DEFAULT_TAIL = 500
 MAX_TAIL = 5000
 MAX_LOGIN_BODY = 16384
@@ -65,6 +72,9 @@ class UiApp:
         self.now = now
         self.templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True)
         self.templates.globals["job_url"] = job_url
+        self._row_macros: Any = self.templates.get_template("_job_row.html").module
+        self.rows = RowCache(self._render_row)
+        cache.jobs.add_event_handler(on_delete=self.rows.forget)
 
     def starlette(self) -> Starlette:
         routes = [
@@ -73,6 +83,7 @@ class UiApp:
             Route("/namespaces/{namespace}/tfjobs/{name}", self.job_page),
             Route("/live/namespaces/{namespace}/tfjobs/{name}", self.job_live),
             Route("/namespaces/{namespace}/tfjobs/{name}/pods/{pod}", self.pod_page),
+            Route("/live/namespaces/{namespace}/tfjobs/{name}/pods/{pod}/log", self.log_live),
             Route("/login", self.login_page, methods=["GET"]),
             Route("/login", self.login, methods=["POST"]),
             Route("/logout", self.logout, methods=["POST"]),
@@ -116,8 +127,17 @@ class UiApp:
             self._require(self._ask(lambda: viewer.may("list", "tfjobs", namespace, group="kubeflow.org")),
                           f"list TFJobs in namespace {namespace}")
         seen = [job for job in jobs if visible is None or job["metadata"]["namespace"] in visible]
-        return {"rows": job_rows(seen, self.now(), namespace=namespace, state=state), "namespace": namespace,
+        return {"rows": self._rows(seen, namespace, state), "namespace": namespace,
                 "state": state, "namespaces": sorted({job["metadata"]["namespace"] for job in seen})}
+
+    def _rows(self, jobs: list[Object], namespace: str, state: str) -> list[Markup]:
+        """The rows of the jobs that pass the filters ("" passes all), by namespace and then name."""
+        now = self.now()
+        rows = [self.rows.row(job, now) for job in jobs if not namespace or job["metadata"]["namespace"] == namespace]
+        return [rendered.html(now) for rendered in select_rows(rows, lambda rendered: rendered.row, state=state)]
+
+    def _render_row(self, row: JobRow) -> tuple[Markup, Markup]:
+        return Markup(self._row_macros.head(row)), Markup(self._row_macros.tail(row))
 
     def jobs_page(self, request: Request) -> Response:
         viewer = self.viewer(request)
@@ -143,19 +163,25 @@ class UiApp:
             raise PageError(404, f"There is no TFJob {namespace}/{name}.")
         conditions = (job.get("status") or {}).get("conditions") or []
         context: dict[str, Any] = {"namespace": namespace, "name": name, "conditions": condition_rows(job),
-                                   "state": job_state(job)[0],
-                                   "replicas": None, "timeline": None, "events": None,
+                                   "state": job_state(job)[0], "links": job_links(job),
+                                   "replicas": None, "timeline": None, "events": None, "happenings": None,
                                    "pod_url": lambda pod: f"{job_url(namespace, name)}/pods/{quote(pod, safe='')}"}
         pods: list[Object] = []
+        job_events: list[Object] = []
+        may_list_events = self._ask(lambda: viewer.may_list_events(namespace))
+        if may_list_events:
+            job_events = self.cache.events_of(namespace, KIND, name)
         if self._ask(lambda: viewer.may_list_pods(namespace)):
             pods = self.cache.job_pods(namespace, name)
             current = {pod["metadata"].get("uid") for pod in pods}
             earlier = [pod for pod in self.cache.earlier_pods(namespace, name)
                        if pod["metadata"].get("uid") not in current]
             context["replicas"] = replica_rows(pods)
-            context["timeline"] = layout([*earlier, *pods], conditions, self.now())
-        if self._ask(lambda: viewer.may_list_events(namespace)):
-            events = self.cache.events_of(namespace, KIND, name)
+            # Without the right to list events, what the pods and the status say is still told.
+            context["happenings"] = happenings([*earlier, *pods], job_events, job)
+            context["timeline"] = layout([*earlier, *pods], conditions, self.now(), context["happenings"])
+        if may_list_events:
+            events = list(job_events)
             for pod in pods:
                 events += self.cache.events_of(namespace, "Pod", pod["metadata"]["name"])
             context["events"] = event_rows(events)
@@ -195,11 +221,16 @@ class UiApp:
             except ApiError as error:
                 tf_config = f"(the apiserver gave no pod: {error})"
         previous = request.query_params.get("previous") == "1"
+        follow = request.query_params.get("follow") == "1" and not previous
         tail = _tail(request.query_params.get("tail"))
         container = str(main_container_status(pod).get("name") or "tensorflow")
         log_text, log_problem = "", ""
+        follow_url = ""
         if not self._ask(lambda: viewer.may_read_log(namespace, pod_name)):
             log_problem = f"You may not read the logs of pods in {namespace}."
+        elif follow:
+            follow_url = (f"/live{job_url(namespace, name)}/pods/{quote(pod_name, safe='')}/log?"
+                          + urlencode({"tail": tail}))
         else:
             query = [("container", container), ("tailLines", str(tail))] + ([("previous", "true")] if previous else [])
             try:
@@ -209,7 +240,38 @@ class UiApp:
                 log_problem = f"The apiserver gave no log: {error}"
         return self.render("pod.html", user=viewer.user.name, namespace=namespace, job=name,
                            job_link=job_url(namespace, name), pod=pod_name, tf_config=tf_config, container=container,
-                           previous=previous, tail=tail, log_text=log_text, log_problem=log_problem)
+                           previous=previous, tail=tail, log_text=log_text, log_problem=log_problem,
+                           follow_url=follow_url)
+
+    async def log_live(self, request: Request) -> Response:
+        """A replica's log followed as it grows (log_follow.py), from the last `tail` lines on."""
+        viewer = await self._viewer_async(request)
+        namespace, name, pod_name = (request.path_params[key] for key in ("namespace", "name", "pod"))
+
+        def allowed() -> bool:
+            try:
+                return bool(viewer.may_get_job(namespace, name) and viewer.may_read_log(namespace, pod_name))
+            except ReviewError:
+                return False
+
+        def pod_of_job() -> Object:
+            self._require(self._ask(lambda: viewer.may_get_job(namespace, name)), f"get TFJob {namespace}/{name}")
+            self._require(self._ask(lambda: viewer.may_read_log(namespace, pod_name)),
+                          f"read the logs of pods in {namespace}")
+            pods = {pod["metadata"]["name"]: pod for pod in self.cache.job_pods(namespace, name)}
+            if pod_name not in pods:
+                raise PageError(404, f"TFJob {namespace}/{name} has no pod {pod_name} now.")
+            return pods[pod_name]
+
+        pod = await anyio_run(pod_of_job)
+        container = str(main_container_status(pod).get("name") or "tensorflow")
+        query = [("container", container), ("follow", "true"),
+                 ("tailLines", str(_tail(request.query_params.get("tail"))))]
+        path = PODS.path(namespace, pod_name, "log")
+        return StreamingResponse(
+            follow_log(lambda: self.client.stream_lines(path, query=query, timeout=FOLLOW_TIMEOUT, max_line=MAX_LINE),
+                       allowed),
+            media_type="text/event-stream")
 
     # -- login -------------------------------------------------------------------------------------------------
 

@@ -47,8 +47,10 @@ def slim_pod(pod: Object) -> Object:
     """A pod as the tables and the timeline show it: identity, node and status."""
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
+    # The deletion's grace tells when it was asked for (the timeline's restarts together: views/happenings.py).
     kept_meta = {key: meta[key] for key in ("name", "namespace", "uid", "labels", "creationTimestamp",
-                                            "deletionTimestamp", "resourceVersion") if key in meta}
+                                            "deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion")
+                 if key in meta}
     return {"metadata": kept_meta, "spec": {"nodeName": spec.get("nodeName", "")}, "status": pod.get("status") or {}}
 
 

@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TypeVar
 
-from tfop.api.constants import REPLICA_TYPES
+from tfop.api.constants import (
+    CONDITION_RUNNING,
+    REASON_GANG_UNSCHEDULABLE,
+    REPLICA_TYPES,
+    STATE_FAILED,
+    STATE_SUCCEEDED,
+    STATUS_POD_GROUP_PHASE,
+)
+from tfop.api.kueue import queue_name
 from tfop.api.timestamps import parse_time
 from tfop.objects import Object
 from tfop.ui.views.clock_text import age_text
 
 # A job's state is its last condition that is True; a job without one yet is New.
 STATE_NEW = "New"
+RowT = TypeVar("RowT")
 STATES = (STATE_NEW, "Created", "Running", "Restarting", "Suspended", "Succeeded", "Failed")
 
 
@@ -34,6 +44,7 @@ class JobRow:
     replicas: tuple[ReplicaCounts, ...]
     restarts: int
     message: str  # the message of the condition that gives the state
+    queue: str = ""  # its Kueue queue and PodGroup, as queue_state says
 
 
 def _true_conditions(job: Object) -> list[Object]:
@@ -61,6 +72,26 @@ def replica_counts(job: Object) -> tuple[ReplicaCounts, ...]:
                  for name in known if isinstance(statuses.get(name), dict))
 
 
+def queue_state(job: Object, state: str) -> str:
+    """Where the job stands with Kueue and its gang, from what the job already says: a job that names a Kueue
+    queue waits for admission while it is suspended (Kueue suspends it until then, and again when it evicts it);
+    the PodGroup's phase is the one tfop copies into status.podGroupPhase, and the gang that cannot be placed is
+    marked in the Running condition's message. "" for a job with neither."""
+    parts = []
+    queue = queue_name(job)
+    if queue is not None and state not in (STATE_SUCCEEDED, STATE_FAILED):
+        suspended = ((job.get("spec") or {}).get("runPolicy") or {}).get("suspend") is True
+        parts.append(f"{'waiting for admission to' if suspended else 'admitted to'} queue {queue}")
+    status = job.get("status") or {}
+    phase = status.get(STATUS_POD_GROUP_PHASE)
+    if isinstance(phase, str) and phase:
+        running = next((c for c in status.get("conditions") or []
+                        if isinstance(c, dict) and c.get("type") == CONDITION_RUNNING), {})
+        unplaceable = f"[{REASON_GANG_UNSCHEDULABLE}]" in str(running.get("message", ""))
+        parts.append(f"PodGroup {phase}{' (cannot be placed)' if unplaceable else ''}")
+    return "; ".join(parts)
+
+
 def job_row(job: Object, now: datetime) -> JobRow:
     meta = job.get("metadata") or {}
     created = parse_time(meta.get("creationTimestamp"))
@@ -68,11 +99,12 @@ def job_row(job: Object, now: datetime) -> JobRow:
     counts = replica_counts(job)
     return JobRow(str(meta.get("namespace", "")), str(meta.get("name", "")), state,
                   age_text((now - created).total_seconds()) if created else "", counts,
-                  sum(count.restarts for count in counts), message)
+                  sum(count.restarts for count in counts), message, queue_state(job, state))
 
 
-def job_rows(jobs: Iterable[Object], now: datetime, *, namespace: str = "", state: str = "") -> list[JobRow]:
-    """The rows of the jobs that pass the filters ("" passes all), by namespace and then name."""
-    rows = [job_row(job, now) for job in jobs
-            if not namespace or (job.get("metadata") or {}).get("namespace") == namespace]
-    return sorted((row for row in rows if not state or row.state == state), key=lambda row: (row.namespace, row.name))
+def select_rows(rows: Iterable[RowT], row_of: Callable[[RowT], JobRow], *, namespace: str = "",
+                state: str = "") -> list[RowT]:
+    """The rows that pass the filters ("" passes all), by namespace and then name."""
+    kept = [item for item in rows if (not namespace or row_of(item).namespace == namespace)
+            and (not state or row_of(item).state == state)]
+    return sorted(kept, key=lambda item: (row_of(item).namespace, row_of(item).name))

@@ -1,6 +1,7 @@
 """A job's timeline, laid out for SVG: a row per replica, each of its pods drawn from created (waiting) to
-running to ended, its restarts in place and its exits marked with their codes, and the job's conditions as
-vertical markers. Pure geometry: the template draws what this computes."""
+running to ended, its restarts in place and its exits marked with their codes, and the job's conditions and
+its happenings (node-loss replacements, restarts together, resizes: happenings.py) as vertical markers.
+Pure geometry: the template draws what this computes."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from tfop.api.constants import LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
 from tfop.api.exit_codes import classify_termination
 from tfop.api.timestamps import parse_time
 from tfop.objects import Object
+from tfop.ui.views.happenings import Happening
 from tfop.ui.views.job_page import main_container_status, replica_order
 
 LABEL_WIDTH = 140  # the replica names left of the plot
@@ -20,6 +22,7 @@ RIGHT_MARGIN = 80  # room for the last condition's label and an exit code at the
 ROW_HEIGHT = 22
 BAR_HEIGHT = 12
 AXIS_HEIGHT = 34  # the time axis above the rows, and room for the condition labels
+HAPPENING_HEIGHT = 18  # the band below the rows that labels the happenings
 TICK_STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400)
 MAX_TICKS = 8
 
@@ -38,7 +41,7 @@ class Marker:
     x: float
     y: float
     label: str
-    css_class: str  # exit-permanent, exit-retryable, exit-succeeded, condition
+    css_class: str  # exit-permanent, exit-retryable, exit-succeeded, condition, or a happening's kind
     title: str
 
 
@@ -57,6 +60,7 @@ class Timeline:
     markers: tuple[Marker, ...]
     conditions: tuple[Marker, ...]
     ticks: tuple[Tick, ...]
+    happenings: tuple[Marker, ...] = ()  # drawn below the rows, their label there
 
 
 @dataclass(frozen=True)
@@ -112,12 +116,14 @@ def tick_step(seconds: float) -> int:
     return next((step for step in TICK_STEPS if seconds / step <= MAX_TICKS), TICK_STEPS[-1])
 
 
-def layout(pods: Iterable[Object], conditions: Iterable[Object], now: datetime) -> Timeline:
+def layout(pods: Iterable[Object], conditions: Iterable[Object], now: datetime,
+           happenings: Iterable[Happening] = ()) -> Timeline:
     ordered = sorted(pods, key=replica_order)
     spans = [span for span in map(pod_span, ordered) if span is not None]
     marks = [(moment, str(c.get("type", ""))) for c in conditions if isinstance(c, dict) and c.get("status") == "True"
              for moment in [parse_time(c.get("lastTransitionTime"))] if moment is not None]
-    moments = [span.created for span in spans] + [moment for moment, _ in marks]
+    told = list(happenings)
+    moments = [span.created for span in spans] + [moment for moment, _ in marks] + [h.moment for h in told]
     start = min(moments, default=now)
     end = max([now, *moments])
     # Seconds precision: an instant job would have no width.
@@ -145,7 +151,10 @@ def layout(pods: Iterable[Object], conditions: Iterable[Object], now: datetime) 
             exit_class = classify_termination(code, reason).value.lower()
             markers.append(Marker(x_of(moment), y, str(code), f"exit-{exit_class}",
                                   f"{span.name} exited {code}{' ' + reason if reason else ''} at {moment:%H:%M:%S}"))
-    height = AXIS_HEIGHT + max(1, len(replicas)) * ROW_HEIGHT
+    rows_bottom = AXIS_HEIGHT + max(1, len(replicas)) * ROW_HEIGHT
+    happening_markers = tuple(Marker(x_of(h.moment), rows_bottom + 12, h.label, h.kind,
+                                     f"{h.label} at {h.moment:%H:%M:%S}: {h.reason}") for h in told)
+    height = rows_bottom + (HAPPENING_HEIGHT if told else 0)
     condition_markers = tuple(Marker(x_of(moment), AXIS_HEIGHT - 4, name, "condition",
                                      f"{name} at {moment:%H:%M:%S}") for moment, name in marks)
     step = tick_step((end - start).total_seconds())
@@ -154,7 +163,7 @@ def layout(pods: Iterable[Object], conditions: Iterable[Object], now: datetime) 
     ticks = tuple(Tick(x_of(moment), f"{moment:%H:%M:%S}") for moment in tick_moments)
     return Timeline(LABEL_WIDTH + PLOT_WIDTH + RIGHT_MARGIN, height,
                     tuple((row_y[replica] + ROW_HEIGHT / 2 + 4, replica) for replica in replicas),
-                    tuple(bars), tuple(markers), condition_markers, ticks)
+                    tuple(bars), tuple(markers), condition_markers, ticks, happening_markers)
 
 
 def _range(first: float, last: float, step: int) -> list[float]:

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from tfop.api.constants import CONDITION_RUNNING, EVENT_WARNING
+from tfop.api.constants import CONDITION_RUNNING, EVENT_WARNING, STATUS_POD_GROUP_PHASE
 from tfop.api.fields import mapping_at, text
 from tfop.controller.plan.children.pod_group import (
     GangScheduler,
@@ -23,7 +23,7 @@ from tfop.controller.plan.status import is_terminating
 from tfop.controller.plan.types import POD_GROUP, ChildPatch, Creation, PlanContext
 from tfop.objects import Object
 
-POD_GROUP_PHASE = "podGroupPhase"  # in the job's status, for kubectl get -o wide
+POD_GROUP_PHASE = STATUS_POD_GROUP_PHASE
 
 
 @dataclass(frozen=True)

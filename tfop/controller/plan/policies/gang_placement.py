@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from tfop.api.constants import REASON_GANG_UNSCHEDULABLE
 from tfop.api.fields import items, mapping, mapping_at, text
 from tfop.api.timestamps import parse_time
 from tfop.controller.plan.children.pod_group import GANG_SCHEDULER_PLUGINS, GANG_VOLCANO, GangScheduler
@@ -30,7 +31,7 @@ from tfop.controller.plan.policies.troubles import UNSCHEDULABLE, Trouble, descr
 from tfop.controller.plan.status import is_terminating
 from tfop.objects import Object
 
-GANG_UNSCHEDULABLE = "GangUnschedulable"  # the Warning event's reason, and its mark in the Running message
+GANG_UNSCHEDULABLE = REASON_GANG_UNSCHEDULABLE  # the Warning event's reason, and its mark in the Running message
 GANG_PLACEMENT_GRACE = 30.0  # seconds all minMember pods exist before their Unschedulable counts against the gang
 
 # What each phase means, by scheduler: the words follow the phase in the Running condition's message.

@@ -33,6 +33,7 @@ from tfop.api.constants import (
     REASON_RESIZED_BELOW_MIN_AVAILABLE,
     REASON_RESIZING,
     REPLICA_WORKER,
+    STATUS_LAST_RESIZE,
 )
 from tfop.api.fields import integer, mapping_at, text
 from tfop.api.timestamps import format_time
@@ -44,7 +45,7 @@ from tfop.controller.plan.types import AUTOSCALER, PlanContext
 from tfop.objects import Object
 
 WORKER_REPLICAS = "workerReplicas"  # in the job's status: the Worker count the pods are made for
-LAST_RESIZE = "lastResize"  # in the job's status: the latest resize, as its event told it
+LAST_RESIZE = STATUS_LAST_RESIZE
 
 
 class ResizeCause(enum.Enum):
