@@ -113,6 +113,30 @@ def budget_line(wall: float, lanes: float) -> str:
             f"budget on 2 cores: warm {minutes(WARM_BUDGET)}, cold {minutes(COLD_BUDGET)}: {verdict} ====")
 
 
+@dataclass(frozen=True)
+class CpuTimes:
+    """The machine's CPU time since boot, from /proc/stat's first line, in core-seconds."""
+    busy: float
+    total: float
+
+    @staticmethod
+    def now(stat: Path = Path("/proc/stat")) -> CpuTimes:
+        # user nice system idle iowait irq softirq steal (guest time is already inside user and nice)
+        ticks = [int(field) for field in stat.read_text().splitlines()[0].split()[1:9]]
+        per_second = os.sysconf("SC_CLK_TCK")
+        idle = ticks[3] + ticks[4]
+        return CpuTimes((sum(ticks) - idle) / per_second, sum(ticks) / per_second)
+
+
+def cpu_line(before: CpuTimes, after: CpuTimes, cores: int) -> str:
+    """How busy the machine was while the lanes ran: at full use the suite's work is CPU-bound, and only doing less
+    of it, never more parallelism, shortens the run. Anything else running on the machine counts too."""
+    busy, total = after.busy - before.busy, after.total - before.total
+    share = busy / total if total else 0.0
+    return (f"==== CPU while the lanes ran: {busy:.0f} core-seconds busy of {total:.0f} ({share:.0%}); on {cores} "
+            f"cores that work alone takes at least {minutes(busy / cores)} ====")
+
+
 def run_lanes(lanes: tuple[Lane, ...]) -> int:
     # The Makefile passes when make started (epoch seconds); run by hand, the run starts here.
     started = float(os.environ.get("TFOP_MAKE_STARTED") or time.time())
@@ -131,6 +155,7 @@ def run_lanes(lanes: tuple[Lane, ...]) -> int:
     # never turns it into KeyboardInterrupt, so the lanes would run on and keep their clusters.
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
+    cpu_before = CpuTimes.now()
     for lane in lanes:
         lane.start()
     readers = [threading.Thread(target=lane.stream, args=(lock,), daemon=True) for lane in lanes]
@@ -143,6 +168,7 @@ def run_lanes(lanes: tuple[Lane, ...]) -> int:
         print(f"==== {lane.name}: exit {lane.returncode} after {lane.ended - lane.started:.0f} s ====")
         print("\n".join(lane.summary()))
     print(budget_line(max(time.time() - started, time.monotonic() - began), time.monotonic() - began))
+    print(cpu_line(cpu_before, CpuTimes.now(), os.cpu_count() or 1))
     return next((lane.returncode for lane in lanes if lane.returncode), 0)
 
 

@@ -79,7 +79,7 @@ def test_the_kustomize_base_runs_the_operator_in_cluster_and_it_runs_a_job_to_su
 
     apply(cluster, namespace, tfjob("in-cluster", {"Chief": {"restartPolicy": "ExitCode", "spec": {
         "containers": [shell_container(busybox, "echo trained; exit 0")]}}}))
-    job = wait_for_condition(cluster, namespace, "in-cluster", {"Failed", "Succeeded"}, timeout=120)
+    job = wait_for_condition(cluster, namespace, "in-cluster", {"Failed", "Succeeded"})
     assert "Succeeded" in {c["type"] for c in job["status"]["conditions"] if c["status"] == "True"}, job["status"]
     [pod] = job_pods(cluster, namespace, "in-cluster")
     assert cluster.kubectl("logs", "-n", namespace, pod["metadata"]["name"]).stdout.strip() == "trained"

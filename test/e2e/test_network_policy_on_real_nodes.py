@@ -18,7 +18,7 @@ from localcluster.addons.firewall_state import firewall_chains, firewall_ipsets
 from localcluster.addons.network_policy import NetworkPolicyEnforcer
 from support.operator_process import OperatorProcess
 from support.real_node_jobs import apply, job_pods, shell_container, tfjob
-from support.waiting import KUBECTL_INTERVAL, wait_for
+from support.waiting import DEADLINE, KUBECTL_INTERVAL, wait_for
 
 PORT = 2222
 FIREWALLED = "real-0"  # the node whose pods the firewall guards
@@ -49,7 +49,7 @@ def running_pods(cluster: LocalCluster, namespace: str, job: str, count: int) ->
         pods = [p for p in job_pods(cluster, namespace, job)
                 if p["status"].get("phase") == "Running" and p["status"].get("podIP")]
         return pods if len(pods) == count else None
-    return wait_for(ready, timeout=90, message=f"{count} running pods of {job} with addresses",
+    return wait_for(ready, timeout=DEADLINE, message=f"{count} running pods of {job} with addresses",
                     interval=KUBECTL_INTERVAL)
 
 
@@ -109,7 +109,7 @@ def test_a_pod_of_another_job_is_refused_by_an_isolated_job_whose_own_pods_still
     def finished_probe() -> str | None:
         pods = [p for p in job_pods(real_node, namespace, "other") if p["status"].get("phase") == "Succeeded"]
         return logs(real_node, namespace, pods[0]["metadata"]["name"]) if pods else None
-    other = wait_for(finished_probe, timeout=90, message="the other job's probes", interval=KUBECTL_INTERVAL)
+    other = wait_for(finished_probe, timeout=DEADLINE, message="the other job's probes", interval=KUBECTL_INTERVAL)
 
     def chief_probe_after_cover() -> str | None:
         for line in logs(real_node, namespace, isolated["chief"]["metadata"]["name"]).splitlines():
@@ -119,7 +119,7 @@ def test_a_pod_of_another_job_is_refused_by_an_isolated_job_whose_own_pods_still
             if match and int(match.group(1)) >= covered_at and "bad address" not in match.group(2):
                 return match.group(2)
         return None
-    own = wait_for(chief_probe_after_cover, timeout=90, message="the isolated chief's probe under the firewall",
+    own = wait_for(chief_probe_after_cover, timeout=DEADLINE, message="the isolated chief's probe under the firewall",
                    interval=KUBECTL_INTERVAL)
 
     attempts = [line for line in other.splitlines() if line.startswith(f"other job on {OTHER} -> ")]

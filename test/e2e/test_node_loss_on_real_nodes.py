@@ -37,7 +37,7 @@ from support.node_loss import (
 )
 from support.operator_process import OperatorProcess
 from support.real_node_jobs import apply, get, job_pods, story, wait_for_condition
-from support.waiting import KUBECTL_INTERVAL, wait_for
+from support.waiting import DEADLINE, KUBECTL_INTERVAL, wait_for
 from tfop.kube.client import KubeClient
 
 LOST = "real-1"  # the node each test fails; real-0 stays up
@@ -55,7 +55,7 @@ def bring_back(cluster: LocalCluster) -> None:
         taints = {t["key"] for t in node["spec"].get("taints", [])}
         return (cluster.admin.node_ready_text(LOST) == "Ready"
                 and not taints & {"node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready"})
-    wait_for(healthy, 120, f"{LOST} to be Ready again, without the unreachable and not-ready taints",
+    wait_for(healthy, DEADLINE, f"{LOST} to be Ready again, without the unreachable and not-ready taints",
              interval=KUBECTL_INTERVAL)
 
 
@@ -362,7 +362,7 @@ def heal_and_check_nothing_interferes(cluster: LocalCluster, namespace: str, job
     before = {t: p["metadata"]["uid"] for t, p in pods_by_task(cluster, namespace, job).items()}
     assert any(_running_in(cluster, LOST, uid) for uid in lost.values()), "the cut-off process did not live on"
     cluster.node_start(LOST)
-    wait_for(lambda: not any(_running_in(cluster, LOST, uid) for uid in lost.values()), 120,
+    wait_for(lambda: not any(_running_in(cluster, LOST, uid) for uid in lost.values()), DEADLINE,
              "the healed node to kill the old attempt's containers", interval=KUBECTL_INTERVAL)
     assert {t: p["metadata"]["uid"] for t, p in pods_by_task(cluster, namespace, job).items()} == before
 

@@ -14,7 +14,7 @@ from localcluster import LocalCluster
 from localcluster.host import bridge_mac
 from support.operator_process import OperatorProcess
 from support.real_node_jobs import apply, get, job_pods, shell_container, tfjob, wait_for_condition
-from support.waiting import KUBECTL_INTERVAL, wait_for
+from support.waiting import DEADLINE, KUBECTL_INTERVAL, wait_for
 
 
 def marker_volume(tmp_path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -49,7 +49,7 @@ def running_pod(cluster: LocalCluster, namespace: str, job: str, log_line: str) 
                                                           check=False).stdout:
             return pods[0]
         return None
-    return wait_for(ready, timeout=60, message=f"a running pod of {job} that logged {log_line!r}",
+    return wait_for(ready, timeout=DEADLINE, message=f"a running pod of {job} that logged {log_line!r}",
                     interval=KUBECTL_INTERVAL)
 
 
@@ -110,7 +110,7 @@ def test_an_oom_killed_replica_exits_137_is_recreated_and_the_job_then_succeeds(
                 return True
         return "Succeeded" in {c["type"] for c in get(real_node, namespace, "tfjob", "oom")
                                .get("status", {}).get("conditions", []) if c["status"] == "True"}
-    wait_for(oom_killed, timeout=60, message="the first pod to be OOM-killed (or the job to succeed)",
+    wait_for(oom_killed, timeout=DEADLINE, message="the first pod to be OOM-killed (or the job to succeed)",
              interval=KUBECTL_INTERVAL)
     job = wait_for_condition(real_node, namespace, "oom", {"Failed", "Succeeded"})
     assert {c["type"] for c in job["status"]["conditions"] if c["status"] == "True"} >= {"Succeeded"}, job["status"]

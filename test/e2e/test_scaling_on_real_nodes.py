@@ -28,7 +28,7 @@ from localcluster import LocalCluster
 from support.node_loss import LogLine, condition_at, started_at, tf_pod, timestamp
 from support.operator_process import OperatorProcess
 from support.real_node_jobs import apply, get, job_pods, story, wait_for_condition
-from support.waiting import KUBECTL_INTERVAL, wait_for
+from support.waiting import DEADLINE, KUBECTL_INTERVAL, wait_for
 from tfop.kube.client import KubeClient
 
 JOB_NAME_LABEL = "training.kubeflow.org/job-name"
@@ -298,7 +298,7 @@ def test_async_ps_scaled_2_to_4_to_1_in_place_keeps_the_chief_and_ps_training(
                           for uid in added.values())
             view = chief_view(logs.of(chief))
             return view if stepped and view and view[1].get(2) and view[1].get(3) else None
-        seen = wait_for(counts_new_workers, 120, "workers 2 and 3 to step twice, counted by the chief on the PS",
+        seen = wait_for(counts_new_workers, DEADLINE, "workers 2 and 3 to step twice, counted by the chief on the PS",
                         interval=KUBECTL_INTERVAL)
         before_down = uids(pods_by_task(cluster, namespace, job))
         # Still mid-training: the scale-down must find workers at work (else raise STEPS).

@@ -59,7 +59,7 @@ def active_at(alert: dict[str, Any]) -> float:
 def run_pod(client: KubeClient, namespace: str, job: str) -> str:
     """The name of the job's one pod once kwok runs it."""
     running = wait_for(lambda: [name for name, pod in pods_by_name(client, namespace, job).items()
-                                if pod.get("status", {}).get("phase") == "Running"], 60, f"{job}'s pod running")
+                                if pod.get("status", {}).get("phase") == "Running"], DEADLINE, f"{job}'s pod running")
     return str(running[0])
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from support.tfjobs import TFJOBS, condition, job_status, replica, tfjob
-from support.waiting import wait_for
+from support.waiting import DEADLINE, wait_for
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import ApiError, NotFound
 from tfop.kube.resource import Resource
@@ -35,7 +35,7 @@ def test_the_hpa_follows_the_elastic_policy_and_reads_the_scale(backend: str, ku
     job = tfjob("auto", Worker=replica(2), PS=replica())
     job["spec"]["elasticPolicy"] = {"minReplicas": 1, "maxReplicas": 3, "metrics": [CPU]}
     uid = kube_client.create(TFJOBS, job, namespace)["metadata"]["uid"]
-    made = wait_for(lambda: hpa(kube_client, namespace, "auto"), 60, "the job's HPA")
+    made = wait_for(lambda: hpa(kube_client, namespace, "auto"), DEADLINE, "the job's HPA")
     [owner] = made["metadata"]["ownerReferences"]
     assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == ("TFJob", "auto", uid, True)
     assert (made["spec"]["scaleTargetRef"], made["spec"]["minReplicas"], made["spec"]["maxReplicas"],
@@ -43,7 +43,7 @@ def test_the_hpa_follows_the_elastic_policy_and_reads_the_scale(backend: str, ku
                                          [CPU])
 
     # tfop writes the selector; the scale subresource reports it with the active workers.
-    wait_for(lambda: condition(kube_client, namespace, "auto", "Running"), 90, "auto Running")
+    wait_for(lambda: condition(kube_client, namespace, "auto", "Running"), DEADLINE, "auto Running")
     rid = job_status(kube_client, namespace, "auto")["runtimeId"]
     selector = ("training.kubeflow.org/job-name=auto,training.kubeflow.org/replica-type=worker,"
                 f"training.kubeflow.org/runtime-id={rid}")
@@ -69,8 +69,8 @@ def test_the_hpa_follows_the_elastic_policy_and_reads_the_scale(backend: str, ku
                       (hpa(kube_client, namespace, "auto") or {}).get("spec", {}).get("maxReplicas")) == (2, 5),
              30, "the HPA patched to the new bounds")
     elastic(kube_client, namespace, "auto", {"minReplicas": 2, "maxReplicas": 5, "metrics": None})
-    wait_for(lambda: hpa(kube_client, namespace, "auto") is None, 30, "the HPA deleted with the metrics")
+    wait_for(lambda: hpa(kube_client, namespace, "auto") is None, DEADLINE, "the HPA deleted with the metrics")
     elastic(kube_client, namespace, "auto", {"minReplicas": 2, "maxReplicas": 5, "metrics": [CPU]})
-    wait_for(lambda: hpa(kube_client, namespace, "auto"), 30, "the HPA made again")
+    wait_for(lambda: hpa(kube_client, namespace, "auto"), DEADLINE, "the HPA made again")
     kube_client.patch(TFJOBS, "auto", {"spec": {"runPolicy": {"suspend": True}}}, namespace)
-    wait_for(lambda: hpa(kube_client, namespace, "auto") is None, 30, "the HPA deleted while suspended")
+    wait_for(lambda: hpa(kube_client, namespace, "auto") is None, DEADLINE, "the HPA deleted while suspended")

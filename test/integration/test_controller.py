@@ -143,7 +143,7 @@ def test_killed_mid_creation_the_operator_resumes_without_duplicates(
     # Service each, leave some 40 s after the first pods for the kill, however slow the machine is to see them.
     slow = OperatorProcess(cluster.kubeconfig, log, "--namespace", namespace, "--qps", "2", "--burst", "1").start()
     create_job(kube_client, namespace, "big", Worker=replica(50))
-    wait_for(lambda: len(pods_by_name(kube_client, namespace, "big")) >= 4, 120, "the first pods")
+    wait_for(lambda: len(pods_by_name(kube_client, namespace, "big")) >= 4, DEADLINE, "the first pods")
     slow.kill()
     created_before = len(pods_by_name(kube_client, namespace, "big"))
     assert created_before < 50, "the operator finished before it was killed; slow it down further"

@@ -102,7 +102,7 @@ def test_with_scheduler_plugins_one_job_runs_whole_then_the_other(
                 return job
         return None
 
-    wait_for(lambda: whole() is not None, 120, "one job to run whole")
+    wait_for(lambda: whole() is not None, DEADLINE, "one job to run whole")
     first = whole()
     assert first is not None
     second = "job-b" if first == "job-a" else "job-a"
@@ -123,7 +123,7 @@ def test_with_scheduler_plugins_one_job_runs_whole_then_the_other(
     wait_for(lambda: (condition(kube_client, namespace, first, "Succeeded") or {}).get("status") == "True", DEADLINE,
              f"{first} to succeed")
     wait_for(lambda: _gone(kube_client, PLUGIN_GROUPS, first, namespace), DEADLINE, f"{first}'s PodGroup to be deleted")
-    wait_for(lambda: running(pods_of(kube_client, namespace, second)) == 6, 120, f"{second} to run whole")
+    wait_for(lambda: running(pods_of(kube_client, namespace, second)) == 6, DEADLINE, f"{second} to run whole")
     print(f"after {first} finished: {second} runs {running(pods_of(kube_client, namespace, second))} of 6")
 
 
@@ -135,7 +135,7 @@ def test_min_available_lets_a_job_start_with_that_many(
         "runPolicy": {"schedulingPolicy": {"minAvailable": 4, "scheduleTimeoutSeconds": 30}},
         "enableDynamicWorker": True, "tfReplicaSpecs": {"Worker": gpu_replica(gang_node, 6, gpus=2)}}}
     kube_client.create(TFJOBS, job, namespace)
-    wait_for(lambda: running(pods_of(kube_client, namespace, "elastic")) == 4, 120, "4 of 6 workers to run")
+    wait_for(lambda: running(pods_of(kube_client, namespace, "elastic")) == 4, DEADLINE, "4 of 6 workers to run")
     group = kube_client.get(PLUGIN_GROUPS, "elastic", namespace)
     assert group["spec"] == {"minMember": 4, "minResources": {GPU: "8"}, "scheduleTimeoutSeconds": 30}
     consistently(lambda: running(pods_of(kube_client, namespace, "elastic")) == 4, 3,
@@ -153,7 +153,7 @@ def test_suspend_deletes_the_pod_group_and_resume_makes_it_again(
         "runPolicy": {"schedulingPolicy": {"queue": "team-a"}},
         "tfReplicaSpecs": {"Worker": gpu_replica(gang_node, 2)}}}
     kube_client.create(TFJOBS, job, namespace)
-    wait_for(lambda: running(pods_of(kube_client, namespace, "pausable")) == 2, 120, "both workers to run")
+    wait_for(lambda: running(pods_of(kube_client, namespace, "pausable")) == 2, DEADLINE, "both workers to run")
     for pod in pods_of(kube_client, namespace, "pausable"):
         assert pod["metadata"]["ownerReferences"][0]["kind"] == ("Job" if backend == "jobs" else "TFJob")
         assert pod["spec"]["schedulerName"] == "scheduler-plugins-scheduler"
@@ -174,7 +174,7 @@ def test_suspend_deletes_the_pod_group_and_resume_makes_it_again(
     group = kube_client.get(PLUGIN_GROUPS, "pausable", namespace)
     assert group["metadata"]["uid"] != first_uid
     assert kube_client.get(TFJOBS, "pausable", namespace)["spec"]["runPolicy"]["schedulingPolicy"]["queue"] == "team-b"
-    wait_for(lambda: running(pods_of(kube_client, namespace, "pausable")) == 2, 120, "both workers to run again")
+    wait_for(lambda: running(pods_of(kube_client, namespace, "pausable")) == 2, DEADLINE, "both workers to run again")
 
 
 def gang_events(client: KubeClient, namespace: str, job: str) -> list[dict[str, Any]]:

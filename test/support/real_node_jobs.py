@@ -8,6 +8,7 @@ from typing import Any
 
 from localcluster import LocalCluster
 from localcluster.node_layout import NODE_LABEL
+from support.waiting import DEADLINE
 
 
 def on_real_node(spec: dict[str, Any]) -> dict[str, Any]:
@@ -41,7 +42,7 @@ def get(cluster: LocalCluster, namespace: str, kind: str, name: str) -> dict[str
 
 
 def wait_for_condition(cluster: LocalCluster, namespace: str, name: str, wanted: set[str],
-                       timeout: float = 120.0) -> dict[str, Any]:
+                       timeout: float = DEADLINE) -> dict[str, Any]:
     """Waits until one of the `wanted` condition types is True on the TFJob; returns the job."""
     deadline = time.monotonic() + timeout
     job: dict[str, Any] = {}

@@ -60,3 +60,22 @@ def test_a_lane_started_with_sigint_ignored_still_stops_on_sigint(tmp_path: Path
     assert "KeyboardInterrupt" in text, text
     assert "==== only: exit 2" in text, text
     assert process.returncode == 2
+
+
+def test_the_machines_cpu_time_is_read_from_proc_stat_in_core_seconds(tmp_path: Path) -> None:
+    import run_tests
+
+    ticks = os.sysconf("SC_CLK_TCK")
+    stat = tmp_path / "stat"
+    # user nice system idle iowait irq softirq steal guest guest_nice, in ticks
+    stat.write_text(f"cpu  {3 * ticks} {ticks} {2 * ticks} {10 * ticks} {4 * ticks} 0 0 0 {ticks} 0\n"
+                    "cpu0 1 2 3 4 5 6 7 8 9 10\n")
+    assert run_tests.CpuTimes.now(stat) == run_tests.CpuTimes(busy=6.0, total=20.0)
+
+
+def test_the_cpu_line_says_how_busy_the_lanes_kept_the_machine() -> None:
+    import run_tests
+
+    line = run_tests.cpu_line(run_tests.CpuTimes(100.0, 1000.0), run_tests.CpuTimes(1540.0, 2600.0), 2)
+    assert line == ("==== CPU while the lanes ran: 1440 core-seconds busy of 1600 (90%); on 2 cores that work alone "
+                    "takes at least 12m00s ====")
