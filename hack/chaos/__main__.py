@@ -32,7 +32,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cluster.up()
         cluster.kubectl("apply", "-f", str(CRD))
-        cluster.kubectl("wait", "--for=condition=Established", "crd/tfjobs.kubeflow.org", "--timeout=120s")
+        # A CRD just created has no conditions yet, which `kubectl wait` takes for an error: ask until Established.
+        deadline = time.monotonic() + 180
+        while cluster.kubectl("wait", "--for=condition=Established", "crd/tfjobs.kubeflow.org", "--timeout=60s",
+                              check=time.monotonic() > deadline).returncode:
+            time.sleep(0.5)
         namespace = f"chaos-{args.seed}"
         cluster.kubectl("create", "namespace", namespace)
         while cluster.kubectl("get", "serviceaccount", "default", "-n", namespace, check=False).returncode:

@@ -9,6 +9,7 @@ import threading
 from typing import Any
 
 from chaos.observer import TFJOBS, Observer
+from chaos.real_jobs import real_job
 from chaos.retrying import retrying
 from chaos.workload import END_BACKOFF, END_PERMANENT, END_SUCCESS, JobPlan, new_job
 from fake_kubelet import exit_pod, restart_in_place
@@ -21,12 +22,13 @@ END_STEPS = {END_SUCCESS: 0, END_PERMANENT: 1, END_BACKOFF: 137}
 
 class Driver:
     def __init__(self, client: KubeClient, observer: Observer, namespace: str, rng: random.Random,
-                 running_jobs: int) -> None:
+                 running_jobs: int, real_jobs: int = 0) -> None:
         self.client = client
         self.observer = observer
         self.namespace = namespace
         self.rng = rng
         self.running_jobs = running_jobs
+        self.real_jobs = real_jobs  # real TensorFlow jobs kept running beside the kwok ones
         self.plans: dict[str, JobPlan] = {}
         self.reaped: set[str] = set()
         self.lock = threading.Lock()  # the round's threads pick targets from the plans at once
@@ -49,7 +51,7 @@ class Driver:
             names = {view.name for view in self.observer.views() if view.running and not view.terminal}
             candidates = [plan for name, plan in sorted(self.plans.items())
                           if name in names and name not in self.claimed and not plan.ending and not plan.deleted
-                          and wanted(plan)]
+                          and not plan.real and wanted(plan)]
             if not candidates:
                 return None
             plan = self.rng.choice(candidates)
@@ -77,9 +79,16 @@ class Driver:
     def top_up(self, at_least: int = 0) -> list[str]:
         """Create jobs until `running_jobs` are neither ending nor deleted, and at least `at_least`."""
         made: list[str] = []
-        while (sum(not p.ending and not p.deleted for p in self.plans.values()) < self.running_jobs
-               or len(made) < at_least):
-            plan = new_job(self.rng, len(self.plans))
+        _, ends = self.observer.snapshot()
+        while True:
+            kwok = sum(not p.ending and not p.deleted and not p.real for p in self.plans.values())
+            real = sum(p.real and p.name not in ends for p in self.plans.values())
+            if real < self.real_jobs:
+                plan = real_job(self.rng, len(self.plans))
+            elif kwok < self.running_jobs or len(made) < at_least:
+                plan = new_job(self.rng, len(self.plans))
+            else:
+                return made
             self.plans[plan.name] = plan
 
             body = plan.body(self.namespace)
@@ -92,7 +101,6 @@ class Driver:
 
             plan.uid = retrying(create)["metadata"]["uid"]
             made.append(plan.name)
-        return made
 
     def end(self, plan: JobPlan) -> bool:
         """Take the step that ends the job (its plan says which), if that replica's pod runs."""

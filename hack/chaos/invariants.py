@@ -49,11 +49,12 @@ def outcomes(plans: Iterable[JobPlan], ends: Mapping[str, JobEnd]) -> list[str]:
 
 def restart_counts(plans: Iterable[JobPlan], ends: Mapping[str, JobEnd]) -> list[str]:
     """Each ended job's status counts exactly the restarts its faults caused, per replica type (a resize counts
-    none). Jobs failed by backoffLimit 0 are left out: the restart that failed them is theirs to count or not."""
+    none). Jobs failed by backoffLimit 0 are left out: the restart that failed them is theirs to count or not; so
+    are real TensorFlow jobs, whose restarts depend on when a node was lost."""
     found = []
     for plan in plans:
         end = ends.get(plan.name)
-        if end is None or plan.expected == DELETED or plan.end == "backoff":
+        if end is None or plan.expected == DELETED or plan.end == "backoff" or plan.real:
             continue
         for kind in sorted(set(plan.replicas) | set(end.restarts) | set(plan.restarts)):
             want, got = plan.restarts.get(kind, 0), end.restarts.get(kind, 0)

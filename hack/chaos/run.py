@@ -23,6 +23,10 @@ from tfop.kube.client import KubeClient
 from tfop.kube.resource import PODS, SERVICES
 
 END_SHARE = 0.3  # the chance each further running job is ended in a round
+REAL_JOBS = 2  # real TensorFlow jobs kept running with real nodes
+# How long the real TensorFlow jobs may take to end once the faults stop: a few minutes of training on 2 cores, a
+# restart or two from checkpoints, and a lost node's 50 s grace.
+REAL_JOB_BOUND = 1200.0
 
 
 def log(message: str) -> None:
@@ -55,7 +59,8 @@ class ChaosRun:
         self.client = KubeClient.from_kubeconfig(str(cluster.kubeconfig))
         self.observer = Observer(self.client, namespace)
         # One generator for every choice made at run time (targets, job shapes), seeded apart from the schedule's.
-        self.driver = Driver(self.client, self.observer, namespace, random.Random(seed * 7919 + 1), running_jobs)
+        self.driver = Driver(self.client, self.observer, namespace, random.Random(seed * 7919 + 1), running_jobs,
+                             REAL_JOBS if real_nodes else 0)
         self.operators = OperatorPair(cluster.kubeconfig, namespace, log_dir)
         self.report = Report(seed, duration, real_nodes=len(cluster.node_names) if real_nodes else 0)
         self.began = 0.0
@@ -72,11 +77,12 @@ class ChaosRun:
         """What keeps the run from having converged; a job the harness created that the observer has not seen
         yet counts too, so an observer behind the apiserver (re-listing after a restart) never passes for one in
         step."""
-        views = self.observer.views()
+        real = {name for name, plan in self.driver.plans.items() if plan.real}  # they end when they are trained
+        views = [view for view in self.observer.views() if view.name not in real]
         seen = {view.name for view in views}
         unseen = [f"{name}: not seen yet" for name, plan in sorted(self.driver.plans.items())
-                  if name not in seen and not plan.ending and not plan.deleted]
-        return unseen + invariants.unsettled(views, self.ending())
+                  if name not in seen and name not in real and not plan.ending and not plan.deleted]
+        return unseen + invariants.unsettled(views, self.ending() - real)
 
     def run(self) -> Report:
         self.began = time.monotonic()
@@ -142,7 +148,7 @@ class ChaosRun:
     def finish(self) -> None:
         """End every job, let every end be seen, delete them all, and judge."""
         driver = self.driver
-        driver.running_jobs = 0
+        driver.running_jobs = driver.real_jobs = 0
 
         def all_ended() -> list[str]:
             driver.claimed.clear()
@@ -150,7 +156,13 @@ class ChaosRun:
             return self.unsettled() + sorted(self.ending())
 
         took, problems = wait_until(all_ended, invariants.CONVERGENCE_BOUND)
-        log(f"every job ended after {took:.1f} s" if took is not None else f"jobs left running: {problems[:5]}")
+        log(f"every kwok job ended after {took:.1f} s" if took is not None else f"jobs left running: {problems[:5]}")
+        _, ends = self.observer.snapshot()
+        training = {name for name, plan in driver.plans.items() if plan.real and name not in ends}
+        took, problems = wait_until(lambda: sorted(training - set(self.observer.snapshot()[1])), REAL_JOB_BOUND)
+        if training:
+            log(f"the real TensorFlow jobs ended after {took:.0f} s" if took is not None
+                else f"real TensorFlow jobs still training: {problems}")
         driver.reap()
         jobs_left = wait_until(lambda: [j["metadata"]["name"] for j in self.observer.jobs.store.list()],
                                invariants.CONVERGENCE_BOUND)[1]

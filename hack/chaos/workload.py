@@ -36,6 +36,13 @@ class JobPlan:
     uid: str = ""
     ending: bool = False  # the step that ends it (or a permanent fault) was taken
     deleted: bool = False
+    manifest: dict[str, Any] | None = None  # a real TensorFlow job's whole TFJob (hack/chaos/real_jobs.py)
+
+    @property
+    def real(self) -> bool:
+        """A job of real TensorFlow on the real nodes: it ends by itself, and the faults aimed at kwok jobs leave it
+        alone."""
+        return self.manifest is not None
 
     @property
     def deciding_type(self) -> str:
@@ -45,12 +52,14 @@ class JobPlan:
         """The tasks a retryable fault may hit: every one but the deciding replica 0, whose exit ends the job
         (ending it with an in-place restart count would hide the restarts it had), and none under Never, which
         restarts nothing, nor in a job that fails at its first restart."""
-        if self.restart_policy == "Never" or self.end == END_BACKOFF:
+        if self.restart_policy == "Never" or self.end == END_BACKOFF or self.real:
             return []
         return [(kind, index) for kind, count in sorted(self.replicas.items()) for index in range(count)
                 if (kind, index) != (self.deciding_type, 0)]
 
     def body(self, namespace: str) -> dict[str, Any]:
+        if self.manifest is not None:
+            return {**self.manifest, "metadata": {**self.manifest["metadata"], "namespace": namespace}}
         container = {"name": "tensorflow", "image": "tensorflow/tensorflow:2.21.0"}
         specs = {kind: {"replicas": count, "restartPolicy": self.restart_policy,
                         "template": {"spec": {"containers": [container]}}}
