@@ -32,6 +32,7 @@ class Report:
     verdicts: list[Verdict] = field(default_factory=list)
     rss: dict[str, list[tuple[float, int]]] = field(default_factory=dict)
     jobs: dict[str, int] = field(default_factory=dict)  # expected outcome -> count
+    operator_exits: list[tuple[str, int]] = field(default_factory=list)  # replicas that exited by themselves
 
     @property
     def held(self) -> bool:
@@ -58,6 +59,7 @@ class Report:
             "seed": self.seed, "duration_s": self.duration, "elapsed_s": round(self.elapsed), "held": self.held,
             "real_nodes": self.real_nodes, "fault_counts": self.counts(), "recovery_s": self.recovery(),
             "convergence_bound_s": CONVERGENCE_BOUND, "jobs": self.jobs, "rss": self.rss_summary(),
+            "operator_exits": [{"process": label, "code": code} for label, code in self.operator_exits],
             "invariants": [{"name": v.name, "held": v.held, "violations": list(v.violations)}
                            for v in self.verdicts],
             "timeline": [asdict(fault) for fault in self.faults],
@@ -75,7 +77,9 @@ class Report:
         recovery = self.recovery()
         lines += [f"| {kind} | {count} | {recovery.get(kind, {}).get('median', '-')} | "
                   f"{recovery.get(kind, {}).get('max', '-')} |" for kind, count in self.counts().items()]
-        lines += ["", "| operator process | lived (s) | RSS start (MiB) | RSS end (MiB) |", "| --- | --- | --- | --- |"]
+        exits = ", ".join(f"{label} ({code})" for label, code in self.operator_exits) or "none"
+        lines += ["", f"Operator replicas that exited by themselves (exit code), each started again: {exits}.",
+                  "", "| operator process | lived (s) | RSS start (MiB) | RSS end (MiB) |", "| --- | --- | --- | --- |"]
         lines += [f"| {p} | {s['lived_s']} | {s['start_mib']} | {s['end_mib']} |"
                   for p, s in self.rss_summary().items()]
         lines += ["", "| round | at (s) | fault | healed (s) | converged after (s) | detail |",

@@ -186,6 +186,7 @@ class ChaosRun:
                 (f"round {f.round} {f.kind}", f.recovered) for f in self.report.faults))),
         ]
         self.report.rss = self.operators.rss
+        self.report.operator_exits = list(self.operators.exits)
 
     def children(self) -> list[tuple[str, str, str]]:
         """Every pod and service of a TFJob left in the namespace: (kind, name, its TFJob's uid)."""
