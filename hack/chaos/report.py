@@ -18,7 +18,7 @@ class FaultRecord:
     kind: str
     started: float  # seconds since the run started
     healed: float
-    detail: str  # what was hit; "skipped: ..." when nothing fitted
+    detail: str  # what was hit; "skipped: ..." when nothing fitted, "error: ..." when making or healing it failed
     recovered: float | None = None  # seconds from the round's healing to convergence; None: not within the bound
 
 
@@ -33,6 +33,7 @@ class Report:
     rss: dict[str, list[tuple[float, int]]] = field(default_factory=dict)
     jobs: dict[str, int] = field(default_factory=dict)  # expected outcome -> count
     operator_exits: list[tuple[str, int]] = field(default_factory=list)  # replicas that exited by themselves
+    deletions_finished: list[str] = field(default_factory=list)  # pods whose deletion the harness ended for kwok
 
     @property
     def held(self) -> bool:
@@ -60,6 +61,7 @@ class Report:
             "real_nodes": self.real_nodes, "fault_counts": self.counts(), "recovery_s": self.recovery(),
             "convergence_bound_s": CONVERGENCE_BOUND, "jobs": self.jobs, "rss": self.rss_summary(),
             "operator_exits": [{"process": label, "code": code} for label, code in self.operator_exits],
+            "deletions_finished_for_kwok": self.deletions_finished,
             "invariants": [{"name": v.name, "held": v.held, "violations": list(v.violations)}
                            for v in self.verdicts],
             "timeline": [asdict(fault) for fault in self.faults],
@@ -78,7 +80,9 @@ class Report:
         lines += [f"| {kind} | {count} | {recovery.get(kind, {}).get('median', '-')} | "
                   f"{recovery.get(kind, {}).get('max', '-')} |" for kind, count in self.counts().items()]
         exits = ", ".join(f"{label} ({code})" for label, code in self.operator_exits) or "none"
+        finished = ", ".join(self.deletions_finished) or "none"
         lines += ["", f"Operator replicas that exited by themselves (exit code), each started again: {exits}.",
+                  "", f"Pods stuck Terminating whose deletion the harness finished, as a kubelet would: {finished}.",
                   "", "| operator process | lived (s) | RSS start (MiB) | RSS end (MiB) |", "| --- | --- | --- | --- |"]
         lines += [f"| {p} | {s['lived_s']} | {s['start_mib']} | {s['end_mib']} |"
                   for p, s in self.rss_summary().items()]

@@ -4,6 +4,7 @@ after each round, then every job ended and the invariants judged."""
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
 import time
@@ -14,12 +15,14 @@ from pathlib import Path
 from chaos import invariants, schedule
 from chaos.driver import Driver
 from chaos.faults import INJECTORS, Target
-from chaos.observations import controller_uid
+from chaos.observations import controller_uid, epoch
 from chaos.observer import Observer
 from chaos.operators import OperatorPair
 from chaos.report import FaultRecord, Report
+from fake_kubelet import finish_deletion
 from localcluster import LocalCluster
 from tfop.kube.client import KubeClient
+from tfop.kube.errors import ApiError
 from tfop.kube.resource import PODS, SERVICES
 
 END_SHARE = 0.3  # the chance each further running job is ended in a round
@@ -27,6 +30,10 @@ REAL_JOBS = 2  # real TensorFlow jobs kept running with real nodes
 # How long the real TensorFlow jobs may take to end once the faults stop: a few minutes of training on 2 cores, a
 # restart or two from checkpoints, and a lost node's 50 s grace.
 REAL_JOB_BOUND = 1200.0
+# kwok ends a deleted pod only while its grace period is above 0; a pod whose grace the apiserver had set to 0 when
+# kwok's delete failed (the apiserver was down) stays Terminating for ever, where a kubelet would finish it. The
+# harness plays that kubelet for pods past their deletion time by this long.
+KUBELET_LATE = 30.0
 
 
 def log(message: str) -> None:
@@ -73,6 +80,20 @@ class ChaosRun:
         return {name for name, plan in self.driver.plans.items() if plan.ending and not plan.deleted
                 and name not in ends}
 
+    def finish_deletions_kwok_missed(self) -> None:
+        now = time.time()
+        for pod in self.observer.pods.store.list():
+            meta = pod["metadata"]
+            if meta.get("deletionTimestamp") and now - epoch(meta["deletionTimestamp"]) > KUBELET_LATE:
+                with contextlib.suppress(ApiError):  # gone, or the apiserver is down: the next look retries
+                    finish_deletion(self.client, self.namespace, meta["name"], meta["uid"])
+                    self.report.deletions_finished.append(meta["name"])
+
+    def converging(self) -> list[str]:
+        """unsettled(), after playing the kubelet's part kwok missed."""
+        self.finish_deletions_kwok_missed()
+        return self.unsettled()
+
     def unsettled(self) -> list[str]:
         """What keeps the run from having converged; a job the harness created that the observer has not seen
         yet counts too, so an observer behind the apiserver (re-listing after a restart) never passes for one in
@@ -90,7 +111,7 @@ class ChaosRun:
         self.operators.start()
         try:
             self.driver.top_up()
-            took, problems = wait_until(self.unsettled, invariants.CONVERGENCE_BOUND)
+            took, problems = wait_until(self.converging, invariants.CONVERGENCE_BOUND)
             log(f"{len(self.driver.plans)} jobs running after {self.since()} s" if took is not None
                 else f"the first jobs did not all run: {problems[:5]}")
             for each in schedule.rounds(self.seed, self.kinds, overlap_probability=self.overlap_probability):
@@ -117,7 +138,8 @@ class ChaosRun:
             try:
                 detail = INJECTORS[fault.kind](Target(self.cluster, self.operators, self.driver), fault)
             except Exception as error:  # noqa: BLE001 - a fault that could not be made is reported, not fatal
-                detail = f"skipped: {type(error).__name__}: {error}"
+                # Made, but its healing went wrong (a restarted apiserver slow to be ready, say): the first line.
+                detail = f"error: {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
             records.append(FaultRecord(each.index, fault.kind, started, self.since(),
                                        detail or "skipped: nothing fitted"))
 
@@ -135,7 +157,7 @@ class ChaosRun:
         # faults acted, not only that nothing was left to do.
         healed = time.monotonic()
         self.driver.top_up(at_least=1)
-        took, problems = wait_until(self.unsettled, invariants.CONVERGENCE_BOUND, healed)
+        took, problems = wait_until(self.converging, invariants.CONVERGENCE_BOUND, healed)
         for record in records:
             record.recovered = None if took is None else round(took, 1)
             log(f"round {each.index} at {record.started:.0f} s: {record.kind}: {record.detail}")
@@ -153,7 +175,7 @@ class ChaosRun:
         def all_ended() -> list[str]:
             driver.claimed.clear()
             driver.end_some(1.0)
-            return self.unsettled() + sorted(self.ending())
+            return self.converging() + sorted(self.ending())
 
         took, problems = wait_until(all_ended, invariants.CONVERGENCE_BOUND)
         log(f"every kwok job ended after {took:.1f} s" if took is not None else f"jobs left running: {problems[:5]}")
@@ -167,7 +189,7 @@ class ChaosRun:
         jobs_left = wait_until(lambda: [j["metadata"]["name"] for j in self.observer.jobs.store.list()],
                                invariants.CONVERGENCE_BOUND)[1]
         children = self.children()
-        orphans_left = wait_until(lambda: invariants.orphans(self.children(), set()), invariants.CONVERGENCE_BOUND)[1]
+        orphans_left = wait_until(self.orphans_now, invariants.CONVERGENCE_BOUND)[1]
         log(f"{len(children)} children when the last job was deleted; {len(orphans_left)} left after the wait")
         lives, ends = self.observer.snapshot()
         plans = list(driver.plans.values())
@@ -187,6 +209,11 @@ class ChaosRun:
         ]
         self.report.rss = self.operators.rss
         self.report.operator_exits = list(self.operators.exits)
+
+    def orphans_now(self) -> list[str]:
+        """Every child left once every job is deleted (a pod being deleted too: its deletion finished for kwok)."""
+        self.finish_deletions_kwok_missed()
+        return invariants.orphans(self.children(), set())
 
     def children(self) -> list[tuple[str, str, str]]:
         """Every pod and service of a TFJob left in the namespace: (kind, name, its TFJob's uid)."""
