@@ -231,3 +231,18 @@ BENCH_FAIRNESS_ARGS ?=
 
 bench-fairness: venv controlplane $(VENV)/.bench-installed ## 100 small jobs' start latency alone and beside one job of 2,000 replicas (issue 25's fairness)
 	PYTHONPATH=hack $(PY) -m bench.fairness $(BENCH_FAIRNESS_ARGS)
+
+# --- the chaos soak (docs/operating/chaos.md) ----------------------------------------------------------------------
+# A seeded schedule of faults, alone and overlapping, against a cluster of its own with two tfop replicas under
+# leader election and a mix of kwok jobs; the invariants judged at the end; the report in chaos-results/.
+# make chaos SEED=7 DURATION=3600 CHAOS_REAL_NODES=2 adds real nodes (root; their binaries and the TensorFlow image are
+# built first), their faults (stopped, partitioned, CoreDNS restarted) and two real TensorFlow jobs at a time.
+SEED ?= 1
+DURATION ?= 600
+CHAOS_JOBS ?= 40
+CHAOS_REAL_NODES ?= 0
+.PHONY: chaos
+
+chaos: venv controlplane $(if $(filter 0,$(CHAOS_REAL_NODES)),,node images) ## the chaos soak: SEED, DURATION (seconds, 600), CHAOS_JOBS (40 kwok jobs running), CHAOS_REAL_NODES (0); report in chaos-results/
+	PYTHONPATH=hack:test $(PY) -m chaos --seed $(SEED) --duration $(DURATION) --jobs $(CHAOS_JOBS) \
+		--real-nodes $(CHAOS_REAL_NODES)

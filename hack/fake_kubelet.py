@@ -32,3 +32,9 @@ def restart_in_place(client: KubeClient, namespace: str, name: str, exit_code: i
               "restartCount": restart_count, "lastState": last["state"],
               "state": {"running": {"startedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}}}
     client.patch_status(PODS, name, {"status": {"phase": "Running", "containerStatuses": [status]}}, namespace)
+
+
+def finish_deletion(client: KubeClient, namespace: str, name: str, uid: str) -> None:
+    """The kubelet's last word on a deleted pod once its containers stopped: the delete with grace 0 that removes
+    it (only the pod with `uid`, never one made since under its name)."""
+    client.delete(PODS, name, namespace, uid=uid, grace_period_seconds=0)

@@ -71,10 +71,11 @@ class Lane:
 
 
 # The integration modules that mostly wait, about half of the integration suite's time: the co-scheduler's and
-# Kueue's controllers, Prometheus' scrapes and rule evaluation, a token re-read once a minute, a 2,000-replica job.
+# Kueue's controllers, Prometheus' scrapes and rule evaluation, a token re-read once a minute, a 2,000-replica job,
+# the chaos soak's short form (leader takeovers waiting out the Lease, apiserver restarts).
 WAITING_MODULES = tuple(f"test/integration/{name}.py" for name in (
     "test_gang", "test_big_job", "test_alerts_fire", "test_metrics_scraped", "test_credentials", "test_multikueue",
-    "test_kueue", "test_kueue_without_tfjob"))
+    "test_kueue", "test_kueue_without_tfjob", "test_chaos"))
 
 # The e2e modules that mostly wait (node loss: the node lifecycle controller's 50 s grace, several times over; the
 # evaluator's final evaluation) run first, beside the busy integration lanes; the modules whose TensorFlow computes

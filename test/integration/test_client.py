@@ -3,16 +3,14 @@ status subresource, retries of requests that never left, and the request metrics
 
 from __future__ import annotations
 
-import base64
-import json
 import socket
 import time
-import urllib.request
 from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
 
+from localcluster.etcd_compaction import compact_etcd
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import AlreadyExists, Conflict, Gone, Invalid, NotFound, TransportError
 from tfop.kube.metrics import KubeMetrics
@@ -22,20 +20,6 @@ from tfop.kube.resource import CONFIGMAPS, EVENTS, PODS
 def configmap(name: str, labels: dict[str, str] | None = None, **data: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": labels or {}},
             "data": data}
-
-
-def compact_etcd(etcd_url: str) -> None:
-    """Compact etcd at its current revision through its JSON gateway: every older resourceVersion is gone.
-
-    """
-    def post(path: str, body: dict[str, Any]) -> dict[str, Any]:
-        request = urllib.request.Request(etcd_url + path, data=json.dumps(body).encode(), method="POST")
-        with urllib.request.urlopen(request, timeout=10) as response:
-            result: dict[str, Any] = json.loads(response.read())
-            return result
-
-    revision = int(post("/v3/kv/range", {"key": base64.b64encode(b"foo").decode()})["header"]["revision"])
-    post("/v3/kv/compaction", {"revision": revision, "physical": True})
 
 
 def counted_client(cluster: Any, **options: Any) -> tuple[KubeClient, CollectorRegistry]:
