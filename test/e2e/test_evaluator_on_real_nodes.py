@@ -4,7 +4,8 @@ worker train with MultiWorkerMirroredStrategy and save checkpoints in the shared
 chief's last, spends some seconds on a final evaluation. The chief succeeds while the evaluator is still at it.
 With the grace, tfop keeps the evaluator until it has printed its final line and ended by itself, says so in the
 status, and only then succeeds the job and cleans up (cleanPodPolicy All). With a grace of 0 (the behaviour of
-the Kubeflow training operator, its issue 1658), the same evaluator is deleted in the middle of that evaluation.
+the Kubeflow training operator, its issue 1658), the same evaluator, beside a chief alone, is deleted in the middle
+of that evaluation.
 The logs are read from the nodes' disks, so the deleted pods' lines are there too, with the runtime's times."""
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from localcluster import LocalCluster
-from support.node_loss import STEP, LogLine, container_logs, tf_pod, timestamp
+from support.node_loss import STEP, LogLine, Stages, container_logs, tf_pod, timestamp
 from support.operator_process import OperatorProcess
 from support.real_node_jobs import apply, get, job_pods
+from support.waiting import KUBECTL_INTERVAL, wait_for
 from tfop.kube.client import KubeClient
 from tfop.kube.resource import PODS
 
@@ -29,15 +31,17 @@ STEPS = 20
 # deletion can end it.
 FINAL_EVAL_SECONDS = 45
 WAIT_GRACE = 600
+IMPORT_DEADLINE = 900  # seconds for the replicas to import TensorFlow on a loaded 2-core machine
 ENDLESS = 3600
 FINAL = f"final evaluation at step {STEPS}: loss "
 STARTED = f"final evaluation of step {STEPS} started"
 
 
-def evaluated_job(cluster: LocalCluster, namespace: str, name: str, grace: int,
-                  final_eval_seconds: int) -> dict[str, Any]:
-    """A chief and a worker training STEPS steps of a second, a checkpoint every 5 steps and at the last in the
-    shared directory, and an evaluator watching it; everything deleted when the job finishes."""
+def evaluated_job(cluster: LocalCluster, namespace: str, name: str, grace: int, final_eval_seconds: int,
+                  training: tuple[str, ...] = ("Chief", "Worker")) -> dict[str, Any]:
+    """The `training` replicas (a chief and a worker) training STEPS steps of a second, a checkpoint every 5 steps
+    and at the last in the shared directory, and an evaluator watching it; everything deleted when the job
+    finishes."""
     checkpoints = cluster.shared_dir / f"{namespace}-{name}"
     checkpoints.mkdir()
     env = {"STEPS": str(STEPS), "STEP_SECONDS": "1", "SAVE_EVERY": "5", "CHECKPOINT_DIR": f"/shared/{checkpoints.name}",
@@ -48,7 +52,7 @@ def evaluated_job(cluster: LocalCluster, namespace: str, name: str, grace: int,
         "spec": {"runPolicy": {"backoffLimit": 0, "cleanPodPolicy": "All"},
                  "tfReplicaSpecs": {kind: {"replicas": 1, "restartPolicy": "Never", "template": {
                      "spec": tf_pod("train_mwms.py", env, shared=cluster.shared_dir)}}
-                     for kind in ("Chief", "Worker", "Evaluator")}},
+                     for kind in (*training, "Evaluator")}},
     }
 
 
@@ -69,11 +73,22 @@ def watch(cluster: LocalCluster, namespace: str, names: list[str], timeout: floa
     """Polls the jobs side by side (a job without a grace is done first) until each is Succeeded and its evaluator's
     pod deleted."""
     seen = {name: Watched() for name in names}
+    stages, marked = Stages("evaluator"), set()
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for name, watched in seen.items():
             if not done(watched):
                 look(cluster, namespace, name, watched)
+            for stage, now in (("a replica imported TensorFlow", any(
+                                   line.text.startswith("tfop-example: ") for lines in watched.logs.values()
+                                   for line in lines)),
+                               ("first step", any(STEP.match(line.text) for lines in watched.logs.values()
+                                                  for line in lines)),
+                               ("seen waiting for its evaluator", watched.waiting is not None),
+                               ("Succeeded, its evaluator deleted", done(watched))):
+                if now and (name, stage) not in marked:
+                    marked.add((name, stage))
+                    stages.mark(f"{name}: {stage}")
         if all(done(watched) for watched in seen.values()):
             return seen
         time.sleep(1.0)  # each look runs kubectl (about 45 ms of CPU) for two jobs
@@ -156,8 +171,15 @@ def test_the_evaluator_finishes_its_final_evaluation_before_the_job_is_cleaned_u
     ends = ContainerEnds(cluster, namespace)
     try:
         apply(cluster, namespace, evaluated_job(cluster, namespace, "evaluated", WAIT_GRACE, FINAL_EVAL_SECONDS))
-        apply(cluster, namespace, evaluated_job(cluster, namespace, "cut-short", 0, ENDLESS))
-        jobs = watch(cluster, namespace, ["evaluated", "cut-short"])
+        # The contrast starts once the first job trains: its TensorFlow imports then take the cores the first job's
+        # paced steps and final evaluation leave idle, rather than half of those its own imports need. A chief
+        # and the evaluator are all it needs (a worker would change nothing of what it shows).
+        wait_for(lambda: any(STEP.match(line.text) for lines in container_logs(cluster, namespace, "evaluated").values()
+                             for line in lines), IMPORT_DEADLINE, "the evaluated job's first step",
+                 interval=KUBECTL_INTERVAL)
+        apply(cluster, namespace, evaluated_job(cluster, namespace, "cut-short", 0, ENDLESS, training=("Chief",)))
+        # The contrast's imports are in this deadline too (under a full `make test` one took 400 s).
+        jobs = watch(cluster, namespace, ["evaluated", "cut-short"], timeout=IMPORT_DEADLINE + 300)
     finally:
         ends.close()
     waited, cut = jobs["evaluated"], jobs["cut-short"]
@@ -196,7 +218,8 @@ def test_the_evaluator_finishes_its_final_evaluation_before_the_job_is_cleaned_u
     assert succeeded["status"] == "True" and succeeded["reason"] == "TFJobSucceeded", succeeded
     assert timestamp(succeeded["lastTransitionTime"]) >= int(final[0].at)
 
-    # The contrast: with no grace, the same evaluator is deleted as the training ends, its final line never written.
+    # The contrast: with no grace, the same evaluator (beside a chief alone) is deleted as the training ends, its
+    # final line never written.
     look(cluster, namespace, "cut-short", cut)
     cut_logs = cut.logs
     # On a loaded machine the evaluator may be deleted before it wrote its first line, leaving no log at all:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -56,6 +57,17 @@ def timestamp(text: str) -> float:
     whole, _, fraction = text.rstrip("Z").partition(".")
     seconds = datetime.strptime(whole, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC).timestamp()
     return seconds + (float(f"0.{fraction}") if fraction else 0.0)
+
+
+class Stages:
+    """Prints how far into a scenario each of its stages came (pod start, TensorFlow's import, a step, a failure
+    seen), so a run's output shows where its wall time went. Printed, never asserted."""
+
+    def __init__(self, scenario: str) -> None:
+        self.scenario, self.began = scenario, time.monotonic()
+
+    def mark(self, stage: str) -> None:
+        print(f"\n[{self.scenario} +{time.monotonic() - self.began:.0f} s] {stage}", flush=True)
 
 
 @dataclass(frozen=True)
