@@ -231,3 +231,14 @@ BENCH_FAIRNESS_ARGS ?=
 
 bench-fairness: venv controlplane $(VENV)/.bench-installed ## 100 small jobs' start latency alone and beside one job of 2,000 replicas (issue 25's fairness)
 	PYTHONPATH=hack $(PY) -m bench.fairness $(BENCH_FAIRNESS_ARGS)
+
+# The node-loss scenario's scale (make bench-nodeloss NODES=100 JOBS=200 RACK=5 for a quick one) and extra arguments,
+# e.g. BENCH_NODELOSS_ARGS="--grace 60 --no-go"
+NODES ?= 1000
+JOBS ?= 2000
+RACK ?= 50
+BENCH_NODELOSS_ARGS ?=
+.PHONY: bench-nodeloss
+
+bench-nodeloss: venv controlplane ## NODES kwok nodes, JOBS running TFJobs, RACK nodes lost at once: tfop's replacements beside the Go operator's
+	PYTHONPATH=hack $(PY) -m bench.nodeloss --nodes $(NODES) --jobs $(JOBS) --rack $(RACK) $(BENCH_NODELOSS_ARGS)
