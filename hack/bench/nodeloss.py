@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -109,7 +110,7 @@ class NodeLossRun:
             operator.start()
             began = time.monotonic()
             create_jobs(admin, namespace, args.jobs, args.grace)
-            wait(lambda: replicas.running() >= pods, 300 + 0.2 * pods, f"{pods} running pods", every=2.0)
+            wait(lambda: replicas.running() >= pods, args.ready_timeout, f"{pods} running pods", every=2.0)
             result["all_running_s"] = round(time.monotonic() - began, 1)
             time.sleep(args.settle)  # the operator's last status writes go out before the loss is measured
             log(f"{name}: {pods} replicas running; losing {len(lost)} nodes")
@@ -167,6 +168,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--grace", type=int, default=30, help="each job's node-loss grace, seconds")
     parser.add_argument("--timeout", type=float, default=120.0,
                         help="how long past the grace to wait for tfop's replacements, seconds")
+    parser.add_argument("--ready-timeout", type=float, default=3600.0,
+                        help="seconds to wait for every replica to run before the loss")
     parser.add_argument("--settle", type=float, default=10.0, help="seconds between all running and the loss")
     parser.add_argument("--no-go", action="store_true", help="tfop only, not the Go training operator")
     parser.add_argument("--go-window", action=argparse.BooleanOptionalAction, default=True,
@@ -182,6 +185,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    # A background job ignores SIGINT: SIGTERM ends the bench through its clean-up (the cluster, the operator).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     logs.configure("console", "warning")
     results = (args.results / f"nodeloss-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
     (results / "logs").mkdir(parents=True, exist_ok=True)
