@@ -141,6 +141,9 @@ class NodeLossRun:
                 result["within_target"] = False
             if replicas.replaced_at:
                 result["first_replaced_s"] = round(min(replicas.replaced_at.values()) - since.timestamp(), 1)
+            if replicas.created_at:  # the operator's part of the replacement: its new pods exist
+                result["first_created_s"] = round(min(replicas.created_at.values()) - since.timestamp(), 1)
+                result["last_created_s"] = round(max(replicas.created_at.values()) - since.timestamp(), 1)
             same, others = replicas.unchanged_elsewhere()
             result.update({"replicas_elsewhere": others, "unchanged_elsewhere": same,
                            "touched_elsewhere": sorted(replicas.touched)[:20]})
@@ -241,7 +244,8 @@ def run_line(run: dict[str, Any]) -> str:
     return (f"{run['operator']:<5} {run['nodes']} nodes, {run['jobs']} jobs, {run['rack']} lost: "
             f"{run['replaced']}/{run['replicas_on_lost_nodes']} replaced, all in "
             f"{run.get('all_replaced_s', '-')} s (grace {run['grace_s']} s + {TARGET_MARGIN_S:.0f}: "
-            f"{'met' if run['within_target'] else 'missed'}); elsewhere {run['unchanged_elsewhere']}/"
+            f"{'met' if run['within_target'] else 'missed'}; new pods created from {run.get('first_created_s', '-')} "
+            f"to {run.get('last_created_s', '-')} s); elsewhere {run['unchanged_elsewhere']}/"
             f"{run['replicas_elsewhere']} unchanged; CPU {run['cpu_s']} s, peak RSS {run['peak_rss_mb']} MB "
             f"over {run['window_s']} s; {run['requests']} requests ({run.get('requests_per_replaced', '-')} per "
             f"replaced replica): {run['requests_by_kind']}")

@@ -40,6 +40,7 @@ class ReplicaWatch:
         self._baseline: dict[str, PodSeen] = {}  # the pods when the rack was lost
         self._lost: set[str] = set()  # the names of the replicas on the lost nodes
         self._lost_nodes: frozenset[str] = frozenset()
+        self.created_at: dict[str, float] = {}  # name -> time.time() its replacement was first seen
         self.replaced_at: dict[str, float] = {}  # name -> time.time() its replacement was first seen running
         self.touched: set[str] = set()  # names of replicas elsewhere that were deleted or changed uid
         self._stream: WatchStream | None = None
@@ -136,9 +137,10 @@ class ReplicaWatch:
                 return
             before = self._baseline.get(name)
             if name in self._lost:
-                if (before is not None and seen.uid != before.uid and seen.running and not seen.deleting
-                        and seen.node not in self._lost_nodes):
-                    self.replaced_at.setdefault(name, now)
+                if before is not None and seen.uid != before.uid:
+                    self.created_at.setdefault(name, now)  # by the operator: the rest is the scheduler's and kwok's
+                    if seen.running and not seen.deleting and seen.node not in self._lost_nodes:
+                        self.replaced_at.setdefault(name, now)
             elif before is not None and (seen.uid != before.uid or seen.deleting):
                 self.touched.add(name)
 
