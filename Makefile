@@ -246,3 +246,14 @@ CHAOS_REAL_NODES ?= 0
 chaos: venv controlplane $(if $(filter 0,$(CHAOS_REAL_NODES)),,node images) ## the chaos soak: SEED, DURATION (seconds, 600), CHAOS_JOBS (40 kwok jobs running), CHAOS_REAL_NODES (0); report in chaos-results/
 	PYTHONPATH=hack:test $(PY) -m chaos --seed $(SEED) --duration $(DURATION) --jobs $(CHAOS_JOBS) \
 		--real-nodes $(CHAOS_REAL_NODES)
+
+# The node-loss scenario's scale (make bench-nodeloss NODES=100 JOBS=200 RACK=5 for a quick one) and extra arguments,
+# e.g. BENCH_NODELOSS_ARGS="--grace 60 --no-go"
+NODES ?= 1000
+JOBS ?= 2000
+RACK ?= 50
+BENCH_NODELOSS_ARGS ?=
+.PHONY: bench-nodeloss
+
+bench-nodeloss: venv controlplane ## NODES kwok nodes, JOBS running TFJobs, RACK nodes lost at once: tfop's replacements beside the Go operator's
+	PYTHONPATH=hack $(PY) -m bench.nodeloss --nodes $(NODES) --jobs $(JOBS) --rack $(RACK) $(BENCH_NODELOSS_ARGS)

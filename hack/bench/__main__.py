@@ -24,7 +24,6 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 import traceback
@@ -36,13 +35,13 @@ from typing import Any
 
 from bench.chart import timelines
 from bench.cluster import BenchCluster, copy_logs
+from bench.operators import build_go_operator
 from bench.pinning import Pinning
 from bench.report import noise, summarize, table, targets
-from bench.runs import CONTENDERS, HACK_DIR, REPO_DIR, Contender, Runner
+from bench.runs import CONTENDERS, REPO_DIR, Contender, Runner
 from tfop import logs
 
 OUR_CRD = REPO_DIR / "crd" / "kubeflow.org_tfjobs.yaml"
-GO_CRD = Path("manifests/base/crds/kubeflow.org_tfjobs.yaml")
 # The large pass defaults to what the targets need (tfop against the limit and go-tuned at N=500, its RSS with 500
 # jobs' children cached, finished jobs for the idle measurement, the Jobs backend's cost at scale), so that
 # `make bench` stays near 30 minutes on
@@ -53,19 +52,6 @@ BIG_CONTENDERS = "limit,tfop,tfop-jobs,go-tuned"
 
 def log(message: str) -> None:
     print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-def build_go_operator() -> tuple[Path, Path] | str:
-    """(binary, its TFJob CRD in the module cache), or why it cannot be had."""
-    script = HACK_DIR / "build-training-operator.sh"
-    built = subprocess.run(["bash", str(script)], stdout=subprocess.PIPE, text=True, check=False)
-    if built.returncode != 0:
-        return f"hack/build-training-operator.sh failed with exit {built.returncode} (its output is above)"
-    module = subprocess.run(["bash", str(script), "--module-dir"], stdout=subprocess.PIPE, text=True, check=False)
-    crd = Path(module.stdout.strip()) / GO_CRD
-    if module.returncode != 0 or not crd.is_file():
-        return f"the training operator's CRD was not found in the Go module cache ({crd})"
-    return Path(built.stdout.strip().splitlines()[-1]) / "training-operator.v1", crd
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

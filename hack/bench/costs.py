@@ -7,11 +7,17 @@ Each kind is sent `--requests` times, 16 at a time (as the creator pool does), a
 used meanwhile (user + system, from /proc) is divided by the count. Pods are bound to a node no kubelet serves, so
 neither the scheduler nor kwok adds to them; the watchers are plain watches of the namespace's pods, as an
 operator's informer opens one.
+
+With `--crd` given more than once, each CRD is installed in turn on the same cluster and measured, `--rounds`
+times alternating, and the medians are printed side by side with their ratio to the first CRD's: two CRDs
+compared in one run, on a machine whose load drifts between runs. `--kinds` measures only some kinds (e.g.
+`status` for a CRD's cost per status write).
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -22,7 +28,6 @@ from typing import Any
 
 from bench.cluster import BenchCluster
 from bench.operators import process_cpu_seconds
-from bench.pinning import processes_named
 from bench.runs import REPO_DIR
 from bench.workload import CLIENT_CONCURRENCY, tfjob
 from tfop.api.defaults import apply_defaults
@@ -36,49 +41,76 @@ from tfop.kube.resource import EVENTS, PODS
 from tfop.kube.streams import WatchStream
 
 SERVER_PROCESSES = ("kube-apiserver", "etcd")
+KINDS = ("get", "status", "event", "pod")  # --kinds: what run() measures
+# Observed once per node the apiserver's CRD rule validator visits (a node with x-kubernetes-validations rules, or on
+# the way to one), whether or not that part of the object changed: a count the machine's load does not blur.
+CEL_EVALUATIONS = "apiserver_cel_evaluation_duration_seconds"
 
 
-def server_cpu_seconds() -> float:
+def server_cpu_seconds(cluster: BenchCluster) -> float:
+    """CPU of this cluster's apiserver and etcd only: other clusters on the machine (a test suite's) come and go,
+    and counting them by name made a measurement of their CPU too (and a negative one when one exited)."""
     total = 0.0
-    for pid in processes_named(SERVER_PROCESSES):
-        with suppress(OSError):  # gone meanwhile
-            total += process_cpu_seconds(pid)
+    for name in SERVER_PROCESSES:
+        pid = cluster.local.pid(name)
+        if pid is not None:
+            with suppress(OSError):  # gone meanwhile
+                total += process_cpu_seconds(pid)
     return total
 
 
 class Costs:
-    def __init__(self, cluster: BenchCluster, requests: int) -> None:
+    def __init__(self, cluster: BenchCluster, requests: int, suffix: str = "") -> None:
         self.cluster = cluster
         self.admin = cluster.admin()
         self.requests = requests
+        self.suffix = suffix  # namespaces are new on every pass over the CRDs
+        self.figures: dict[str, float] = {}  # kind -> ms of apiserver+etcd CPU per request
+        self.conflicts = 0  # status updates refused for a stale resourceVersion, each sent again
+        self._lock = threading.Lock()
 
     def quiet(self, below: float = 0.15, longest: float = 20.0) -> float:
         """Wait until the apiserver and etcd spend under `below` of a core a second (what the last kind set off is
         over); returns that rate."""
         deadline = time.monotonic() + longest
         while True:
-            before = server_cpu_seconds()
+            before = server_cpu_seconds(self.cluster)
             time.sleep(1.0)
-            rate = server_cpu_seconds() - before
+            rate = server_cpu_seconds(self.cluster) - before
             if rate < below or time.monotonic() > deadline:
                 return rate
 
+    def cel_evaluations(self) -> float:
+        """How many times the apiserver has validated a node's CRD rules so far."""
+        return sum(float(line.rsplit(" ", 1)[1]) for line in self.admin.request_text("/metrics").splitlines()
+                   if line.startswith(f"{CEL_EVALUATIONS}_count"))
+
     def measure(self, name: str, send: Callable[[int], None]) -> None:
         idle = self.quiet()
-        before, began = server_cpu_seconds(), time.monotonic()
+        cel_before, conflicts_before = self.cel_evaluations(), self.conflicts
+        before, began = server_cpu_seconds(self.cluster), time.monotonic()
         with ThreadPoolExecutor(CLIENT_CONCURRENCY) as pool:
             list(pool.map(send, range(self.requests)))
         elapsed = time.monotonic() - began
         time.sleep(0.5)  # what the writes set off (the watch fan-out) is counted too
-        used = server_cpu_seconds() - before
+        used = server_cpu_seconds(self.cluster) - before
+        # Per write: a conflict's retry is one more validated update of the same request.
+        writes = self.requests + self.conflicts - conflicts_before
+        cel_count = self.cel_evaluations() - cel_before
+        self.figures[name] = 1000 * used / self.requests
+        self.figures[f"{name}: rule validator's visits per write"] = cel_count / writes
+        # The histogram's sum is wall time, nested nodes counted in their parents too, and on a loaded machine
+        # mostly waiting for a CPU: only the count is printed.
         print(f"{name:<44} {self.requests:>6} in {elapsed:5.2f} s  {1000 * used / self.requests:5.2f} ms of "
-              f"apiserver+etcd CPU each (before: {idle:.2f} of a core)", flush=True)
+              f"apiserver+etcd CPU each (before: {idle:.2f} of a core); the CRD rule validator visited "
+              f"{cel_count / writes:.1f} nodes per write ({writes} writes)", flush=True)
 
     def namespace(self, name: str) -> str:
+        name += self.suffix
         self.cluster.create_namespace(name)
         return name
 
-    def run(self) -> None:
+    def run(self, kinds: tuple[str, ...] = KINDS) -> dict[str, float]:
         namespace = self.namespace("costs")
         jobs = [self.admin.create(TFJOBS, tfjob(f"job-{index}"), namespace) for index in range(CLIENT_CONCURRENCY)]
         job = apply_defaults(jobs[0])
@@ -98,6 +130,8 @@ class Costs:
                     self.admin.replace(TFJOBS, name, current, namespace, subresource="status")
                     return
                 except Conflict:
+                    with self._lock:
+                        self.conflicts += 1
                     continue
 
         def create_event(index: int) -> None:
@@ -109,13 +143,17 @@ class Costs:
                 "source": {"component": "tfop"}, "count": 1,
                 "firstTimestamp": "2026-11-25T00:00:00Z", "lastTimestamp": "2026-11-25T00:00:00Z"}, namespace)
 
-        self.measure("get a TFJob", get_job)
-        self.measure("TFJob status: get and update", update_status)
-        self.measure("create an event", create_event)
-        for watchers in (0, 1, 3):
+        if "get" in kinds:
+            self.measure("get a TFJob", get_job)
+        if "status" in kinds:
+            self.measure("TFJob status: get and update", update_status)
+        if "event" in kinds:
+            self.measure("create an event", create_event)
+        for watchers in (0, 1, 3) if "pod" in kinds else ():
             pods_namespace = self.namespace(f"costs-pods-{watchers}")
             with self.watching(pods_namespace, watchers):
                 self.measure(f"create a pod, {watchers} more watchers of pods", self.pod_creator(job, pods_namespace))
+        return self.figures
 
     def pod_creator(self, job: dict[str, Any], namespace: str) -> Callable[[int], None]:
         model = parse_job(job, ControllerConfig())
@@ -155,22 +193,48 @@ class Costs:
                 thread.join(timeout=5)
 
 
+def compare(crds: list[Path], figures: dict[Path, list[dict[str, float]]]) -> None:
+    """The median of each kind per CRD, and its ratio to the first CRD's."""
+    print("\nmedians per request: ms of apiserver+etcd CPU, or nodes whose rules ran (ratio to the first CRD)")
+    first = crds[0]
+    for kind in figures[first][0]:
+        base = statistics.median(run[kind] for run in figures[first])
+        cells = []
+        for crd in crds:
+            median = statistics.median(run[kind] for run in figures[crd])
+            cells.append(f"{crd}: {median:.2f}" + (f" ({median / base:.2f}x)" if base else ""))
+        print(f"{kind:<44} " + "; ".join(cells), flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench.costs", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=400, help="requests of each kind")
-    parser.add_argument("--crd", type=Path, default=REPO_DIR / "crd" / "kubeflow.org_tfjobs.yaml",
-                        help="the TFJob CRD to install (e.g. the Go operator's, to compare status writes)")
+    parser.add_argument("--crd", type=Path, action="append",
+                        help="a TFJob CRD to install (default ours; again for another, e.g. the Go operator's, "
+                             "measured in turn on the same cluster)")
+    parser.add_argument("--rounds", type=int, default=1, help="passes over the CRDs, alternating")
+    parser.add_argument("--kinds", default=",".join(KINDS), help=f"what to measure, of {','.join(KINDS)}")
     parser.add_argument("--state-dir", type=Path, default=REPO_DIR / ".local" / "bench-costs-cluster")
     args = parser.parse_args(argv)
+    crds: list[Path] = args.crd or [REPO_DIR / "crd" / "kubeflow.org_tfjobs.yaml"]
+    kinds = tuple(kind for kind in args.kinds.split(",") if kind)
+    if unknown := set(kinds) - set(KINDS):
+        parser.error(f"unknown kinds {sorted(unknown)}: of {','.join(KINDS)}")
+    figures: dict[Path, list[dict[str, float]]] = {crd: [] for crd in crds}
     cluster = BenchCluster(args.state_dir)
     cluster.up()
     try:
-        cluster.install_crd(args.crd)
-        print(f"CRD: {args.crd}")
-        Costs(cluster, args.requests).run()
+        for round_index in range(args.rounds):
+            for crd_index, crd in enumerate(crds):
+                cluster.install_crd(crd)
+                print(f"CRD: {crd} (round {round_index + 1})")
+                costs = Costs(cluster, args.requests, suffix=f"-{round_index}-{crd_index}")
+                figures[crd].append(costs.run(kinds))
     finally:
         cluster.destroy()
+    if len(crds) > 1 or args.rounds > 1:
+        compare(crds, figures)
     return 0
 
 

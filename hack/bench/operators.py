@@ -21,6 +21,7 @@ from tfop.kube.client import KubeClient
 from tfop.kube.errors import AlreadyExists, NotFound
 from tfop.kube.resource import NAMESPACES, Resource
 
+GO_CRD = Path("manifests/base/crds/kubeflow.org_tfjobs.yaml")  # in the Go operator's module
 SECRETS = Resource("", "v1", "secrets", "Secret")
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -215,3 +216,16 @@ def _workers_started(log: str) -> bool:
     last_start = log.rfind("starting manager")
     return any("Starting workers" in line and "tfjob-controller" in line
                for line in log[max(0, last_start):].splitlines())
+
+
+def build_go_operator() -> tuple[Path, Path] | str:
+    """(binary, its TFJob CRD in the module cache), or why it cannot be had."""
+    script = Path(__file__).resolve().parent.parent / "build-training-operator.sh"
+    built = subprocess.run(["bash", str(script)], stdout=subprocess.PIPE, text=True, check=False)
+    if built.returncode != 0:
+        return f"hack/build-training-operator.sh failed with exit {built.returncode} (its output is above)"
+    module = subprocess.run(["bash", str(script), "--module-dir"], stdout=subprocess.PIPE, text=True, check=False)
+    crd = Path(module.stdout.strip()) / GO_CRD
+    if module.returncode != 0 or not crd.is_file():
+        return f"the training operator's CRD was not found in the Go module cache ({crd})"
+    return Path(built.stdout.strip().splitlines()[-1]) / "training-operator.v1", crd

@@ -1,0 +1,150 @@
+"""Every pod of the bench's namespace as a watch shows it, for `bench.nodeloss`: which pods run where, and after a
+rack is lost, which replicas were replaced (the same name, a new uid, running on a node that was not lost) and
+whether any other replica was touched (deleted, marked for deletion, or under a new uid)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import Any
+
+from tfop.kube.client import KubeClient, WatchStream
+from tfop.kube.errors import Gone, TransportError
+from tfop.kube.resource import PODS
+
+
+@dataclass(frozen=True)
+class PodSeen:
+    uid: str
+    node: str
+    running: bool
+    deleting: bool
+
+
+def _seen(pod: dict[str, Any]) -> PodSeen:
+    return PodSeen(pod["metadata"]["uid"], (pod.get("spec") or {}).get("nodeName") or "",
+                   (pod.get("status") or {}).get("phase") == "Running",
+                   bool(pod["metadata"].get("deletionTimestamp")))
+
+
+class ReplicaWatch:
+    """The namespace's pods by name, kept current by a watch on a thread of its own."""
+
+    def __init__(self, client: KubeClient, namespace: str) -> None:
+        self.client = client
+        self.namespace = namespace
+        self._lock = threading.Lock()
+        self.pods: dict[str, PodSeen] = {}
+        self._baseline: dict[str, PodSeen] = {}  # the pods when the rack was lost
+        self._lost: set[str] = set()  # the names of the replicas on the lost nodes
+        self._lost_nodes: frozenset[str] = frozenset()
+        self.created_at: dict[str, float] = {}  # name -> time.time() its replacement was first seen
+        self.replaced_at: dict[str, float] = {}  # name -> time.time() its replacement was first seen running
+        self.touched: set[str] = set()  # names of replicas elsewhere that were deleted or changed uid
+        self._stream: WatchStream | None = None
+        self._stop = threading.Event()
+        items, self._version = client.list(PODS, namespace)
+        for pod in items:
+            self.pods[pod["metadata"]["name"]] = _seen(pod)
+        self._thread = threading.Thread(target=self._run, name="replica-watch", daemon=True)
+        self._thread.start()
+
+    def running(self) -> int:
+        with self._lock:
+            return sum(pod.running and not pod.deleting for pod in self.pods.values())
+
+    def lose(self, nodes: frozenset[str]) -> dict[str, PodSeen]:
+        """From now on, count replacements of the replicas on `nodes`; returns them as they are now."""
+        with self._lock:
+            self._lost_nodes = nodes
+            self._baseline = dict(self.pods)
+            self._lost = {name for name, pod in self.pods.items() if pod.node in nodes}
+            return {name: self.pods[name] for name in self._lost}
+
+    def replaced(self) -> int:
+        with self._lock:
+            return len(self.replaced_at)
+
+    def unchanged_elsewhere(self) -> tuple[int, int]:
+        """(replicas off the lost nodes now as they were at the loss, how many there were)."""
+        with self._lock:
+            others = {name: pod for name, pod in self._baseline.items() if name not in self._lost}
+            same = sum(name in self.pods and self.pods[name].uid == pod.uid and not self.pods[name].deleting
+                       for name, pod in others.items())
+            return same, len(others)
+
+    def close(self) -> None:
+        self._stop.set()
+        with self._lock:
+            stream = self._stream
+        if stream is not None:
+            stream.close()
+        self._thread.join(timeout=10)
+
+    # --- the watch ------------------------------------------------------------------------------------------
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                stream = self.client.watch(PODS, self.namespace, resource_version=self._version, timeout_seconds=300)
+            except TransportError:
+                time.sleep(0.5)
+                continue
+            with self._lock:
+                self._stream = stream
+            with suppress(TransportError):
+                for event in stream:
+                    self._handle(event)
+            if self._gone:
+                self._relist()
+
+    _gone = False
+
+    def _relist(self) -> None:
+        """The watch fell too far behind (410 Gone): list again; what changed meanwhile is found as changes."""
+        self._gone = False
+        with suppress(Gone, TransportError):
+            items, self._version = self.client.list(PODS, self.namespace)
+            names = {pod["metadata"]["name"] for pod in items}
+            for pod in items:
+                self._apply("MODIFIED", pod)
+            with self._lock:
+                for name in set(self.pods) - names:
+                    self._forget(name)
+
+    def _handle(self, event: dict[str, Any]) -> None:
+        kind, pod = event.get("type"), event.get("object") or {}
+        if kind == "ERROR":
+            self._gone = pod.get("code") == 410
+            return
+        version = (pod.get("metadata") or {}).get("resourceVersion")
+        if version:
+            self._version = version
+        if kind in ("ADDED", "MODIFIED", "DELETED"):
+            self._apply(str(kind), pod)
+
+    def _apply(self, kind: str, pod: dict[str, Any]) -> None:
+        name, now = pod["metadata"]["name"], time.time()
+        with self._lock:
+            if kind == "DELETED":
+                if name in self.pods and self.pods[name].uid == pod["metadata"]["uid"]:
+                    self._forget(name)
+                return
+            seen = _seen(pod)
+            self.pods[name] = seen
+            if not self._baseline:
+                return
+            before = self._baseline.get(name)
+            if name in self._lost:
+                if before is not None and seen.uid != before.uid:
+                    self.created_at.setdefault(name, now)  # by the operator: the rest is the scheduler's and kwok's
+                    if seen.running and not seen.deleting and seen.node not in self._lost_nodes:
+                        self.replaced_at.setdefault(name, now)
+            elif before is not None and (seen.uid != before.uid or seen.deleting):
+                self.touched.add(name)
+
+    def _forget(self, name: str) -> None:
+        del self.pods[name]
+        if self._baseline and name in self._baseline and name not in self._lost:
+            self.touched.add(name)
