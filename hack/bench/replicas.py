@@ -10,9 +10,10 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
-from tfop.kube.client import KubeClient, WatchStream
+from tfop.kube.client import KubeClient
 from tfop.kube.errors import Gone, TransportError
 from tfop.kube.resource import PODS
+from tfop.kube.streams import WatchStream
 
 
 @dataclass(frozen=True)
