@@ -108,20 +108,21 @@ def spec_edit(target: Target, fault: schedule.Fault) -> str | None:
     return f"{plan.name} Worker {before} -> {after}"
 
 
-def node_stop(target: Target, fault: schedule.Fault) -> str:
+def _node_down(target: Target, fault: schedule.Fault, take_down: Callable[[str], None], how: str) -> str:
+    """A real node taken down (`take_down(name)`) for the fault's hold, then started again."""
     name = target.driver.rng.choice(target.cluster.node_names)
-    target.cluster.node_stop(name)
+    take_down(name)
     time.sleep(fault.hold)
     target.cluster.node_start(name)
-    return f"{name} off for {fault.hold:.1f} s"
+    return f"{name} {how} for {fault.hold:.1f} s"
+
+
+def node_stop(target: Target, fault: schedule.Fault) -> str:
+    return _node_down(target, fault, target.cluster.node_stop, "off")
 
 
 def node_partition(target: Target, fault: schedule.Fault) -> str:
-    name = target.driver.rng.choice(target.cluster.node_names)
-    target.cluster.node_partition(name)
-    time.sleep(fault.hold)
-    target.cluster.node_start(name)
-    return f"{name} cut off for {fault.hold:.1f} s"
+    return _node_down(target, fault, target.cluster.node_partition, "cut off")
 
 
 def coredns_restart(target: Target, fault: schedule.Fault) -> str:
