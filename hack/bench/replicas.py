@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import threading
 import time
-from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
 from tfop.kube.client import KubeClient
-from tfop.kube.errors import Gone, TransportError
+from tfop.kube.informer import Informer
 from tfop.kube.resource import PODS
-from tfop.kube.streams import WatchStream
+from tfop.objects import Object
+
+SYNC_SECONDS = 300.0  # the first list of ~14,000 pods on a loaded machine
 
 
 @dataclass(frozen=True)
@@ -30,8 +31,17 @@ def _seen(pod: dict[str, Any]) -> PodSeen:
                    bool(pod["metadata"].get("deletionTimestamp")))
 
 
+def _slim(pod: Object) -> Object:
+    """What the watch keeps of a pod: its store holds one per replica, ~14,000 at the default scale."""
+    metadata = pod["metadata"]
+    return {"metadata": {key: metadata[key] for key in ("name", "namespace", "uid", "resourceVersion",
+                                                        "deletionTimestamp") if key in metadata},
+            "spec": {"nodeName": (pod.get("spec") or {}).get("nodeName")},
+            "status": {"phase": (pod.get("status") or {}).get("phase")}}
+
+
 class ReplicaWatch:
-    """The namespace's pods by name, kept current by a watch on a thread of its own."""
+    """The namespace's pods by name, kept current by an informer (its thread calls `_apply` in event order)."""
 
     def __init__(self, client: KubeClient, namespace: str) -> None:
         self.client = client
@@ -44,13 +54,14 @@ class ReplicaWatch:
         self.created_at: dict[str, float] = {}  # name -> time.time() its replacement was first seen
         self.replaced_at: dict[str, float] = {}  # name -> time.time() its replacement was first seen running
         self.touched: set[str] = set()  # names of replicas elsewhere that were deleted or changed uid
-        self._stream: WatchStream | None = None
-        self._stop = threading.Event()
-        items, self._version = client.list(PODS, namespace)
-        for pod in items:
-            self.pods[pod["metadata"]["name"]] = _seen(pod)
-        self._thread = threading.Thread(target=self._run, name="replica-watch", daemon=True)
-        self._thread.start()
+        self._informer = Informer(client, PODS, namespace=namespace, transform=_slim)
+        self._informer.add_event_handler(on_add=lambda pod: self._apply("ADDED", pod),
+                                         on_update=lambda _old, pod: self._apply("MODIFIED", pod),
+                                         on_delete=lambda pod, _stale: self._apply("DELETED", pod))
+        self._informer.start()
+        if not self._informer.wait_for_sync(SYNC_SECONDS):
+            self._informer.stop()
+            raise RuntimeError(f"the pods of {namespace} were not listed in {SYNC_SECONDS:.0f} s")
 
     def running(self) -> int:
         with self._lock:
@@ -77,53 +88,7 @@ class ReplicaWatch:
             return same, len(others)
 
     def close(self) -> None:
-        self._stop.set()
-        with self._lock:
-            stream = self._stream
-        if stream is not None:
-            stream.close()
-        self._thread.join(timeout=10)
-
-    # --- the watch ------------------------------------------------------------------------------------------
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                stream = self.client.watch(PODS, self.namespace, resource_version=self._version, timeout_seconds=300)
-            except TransportError:
-                time.sleep(0.5)
-                continue
-            with self._lock:
-                self._stream = stream
-            with suppress(TransportError):
-                for event in stream:
-                    self._handle(event)
-            if self._gone:
-                self._relist()
-
-    _gone = False
-
-    def _relist(self) -> None:
-        """The watch fell too far behind (410 Gone): list again; what changed meanwhile is found as changes."""
-        self._gone = False
-        with suppress(Gone, TransportError):
-            items, self._version = self.client.list(PODS, self.namespace)
-            names = {pod["metadata"]["name"] for pod in items}
-            for pod in items:
-                self._apply("MODIFIED", pod)
-            with self._lock:
-                for name in set(self.pods) - names:
-                    self._forget(name)
-
-    def _handle(self, event: dict[str, Any]) -> None:
-        kind, pod = event.get("type"), event.get("object") or {}
-        if kind == "ERROR":
-            self._gone = pod.get("code") == 410
-            return
-        version = (pod.get("metadata") or {}).get("resourceVersion")
-        if version:
-            self._version = version
-        if kind in ("ADDED", "MODIFIED", "DELETED"):
-            self._apply(str(kind), pod)
+        self._informer.stop()
 
     def _apply(self, kind: str, pod: dict[str, Any]) -> None:
         name, now = pod["metadata"]["name"], time.time()
