@@ -82,8 +82,11 @@ run: venv ## run the operator against $KUBECONFIG (asks before installing the CR
 # once (hack/run_tests.py), which must not each build them.
 # When make started (read as the Makefile is), so that run_tests.py's budget line counts the builds before the lanes.
 MAKE_STARTED := $(shell date +%s)
-test: venv controlplane node helm prometheus coscheduler kube-router training-operator kueue metrics-server browser test-artifacts ## run every test: unit, integration and e2e against a real local control plane (e2e beside the rest; PYTEST_ARGS: one pytest with them)
+test: venv controlplane node helm prometheus coscheduler kube-router training-operator kueue metrics-server browser test-artifacts ## the gate (CI's; 12 min warm): unit, integration and e2e against a real local control plane, all but the `long` scenarios (PYTEST_ARGS: one pytest with them)
 	TFOP_MAKE_STARTED=$(MAKE_STARTED) $(PY) hack/run_tests.py $(PYTEST_ARGS)
+
+test-all: venv controlplane node helm prometheus coscheduler kube-router training-operator kueue metrics-server browser test-artifacts ## every test: make test's and the `long` scenarios (test/support/tiers.py: node loss, scaling on real nodes, ...); about 45 min
+	TFOP_MAKE_STARTED=$(MAKE_STARTED) $(PY) hack/run_tests.py --all
 
 test-artifacts: ## build or reuse what the tests run in (the node images, the TensorFlow and Kubeflow SDK virtualenvs), quietly
 	@bash hack/build-images.sh >/dev/null

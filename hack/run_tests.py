@@ -1,4 +1,7 @@
-"""`make test`: the suite as three pytest processes at once, each with its own local cluster.
+"""`make test` and `make test-all`: the suite as three pytest processes at once, each with its own local cluster.
+
+`make test` is the gate (CI runs it; 12 minutes warm on 2 cores): every test but those test/support/tiers.py
+marks `long`, scenarios that cost minutes each. `make test-all` (`run_tests.py --all`) runs those too.
 
 Much of the suite's time is waiting, not computing: the e2e tests wait for TensorFlow to train on the real nodes
 and for the node lifecycle controller to mark a node lost; the integration tests wait for the apiserver, kwok, the
@@ -9,7 +12,7 @@ the integration modules that mostly wait run in a third lane: with two lanes the
 Each lane's lines stream as they come, prefixed with its name; at the end each lane's summary (its failures and
 its last line) is printed again unprefixed, with its exit code and time, then the whole run's wall time against the
 budget (docs/development/index.md#time-budget), and the exit status is the first failing lane's. With arguments
-(`make test PYTEST_ARGS="-k crd"`) one plain pytest runs them, as before.
+(`make test PYTEST_ARGS="-k crd"`) one plain pytest runs them, both tiers.
 """
 
 from __future__ import annotations
@@ -89,28 +92,37 @@ def e2e_modules() -> list[str]:
     return [*E2E_WAITING_FIRST, *(module for module in rest if module not in E2E_WAITING_FIRST)]
 
 
-# --durations: each lane names its slowest tests, where the suite's wall time goes. The e2e lane is the longest,
-# and its TensorFlow jobs compute where the others mostly wait: the integration lanes run niced, so they take the
-# cores e2e leaves idle rather than half of those it needs.
-LANES = (
-    Lane("e2e", ["-m", "e2e", "--durations=10", *e2e_modules()]),
-    Lane("unit+integration", ["-m", "unit or integration", "--durations=10", "test/unit", "test/integration",
-                              *(f"--ignore={module}" for module in WAITING_MODULES)], nice=10),
-    Lane("integration-waits", ["-m", "integration", "--durations=10", *WAITING_MODULES], nice=10),
-)
+def tier_lanes(everything: bool) -> tuple[Lane, ...]:
+    """The three lanes, of the gate (`long` tests deselected) or of everything.
+
+    --durations: each lane names its slowest tests, where the suite's wall time goes. The e2e lane is the longest,
+    and its TensorFlow jobs compute where the others mostly wait: the integration lanes run niced, so they take the
+    cores e2e leaves idle rather than half of those it needs."""
+    tier = "" if everything else " and not long"
+    return (
+        Lane("e2e", ["-m", f"e2e{tier}", "--durations=10", *e2e_modules()]),
+        Lane("unit+integration", ["-m", f"(unit or integration){tier}", "--durations=10", "test/unit",
+                                  "test/integration", *(f"--ignore={module}" for module in WAITING_MODULES)],
+             nice=10),
+        Lane("integration-waits", ["-m", f"integration{tier}", "--durations=10", *WAITING_MODULES], nice=10),
+    )
 
 
 def minutes(seconds: float) -> str:
     return f"{int(seconds) // 60}m{int(seconds) % 60:02d}s"
 
 
-def budget_line(wall: float, lanes: float) -> str:
+def budget_line(wall: float, in_lanes: float, everything: bool = False) -> str:
     """The run's wall time (from make's start, builds included) against the budget, so a reader sees at once
-    whether it fits."""
+    whether it fits. The budget is the gate's: `make test-all` has none, and says how it compares."""
+    spent = f"{minutes(wall)} wall ({minutes(wall - in_lanes)} building, {minutes(in_lanes)} the lanes)"
+    if everything:
+        return (f"==== make test-all: {spent}; no budget (make test's, the gate's: warm {minutes(WARM_BUDGET)}, "
+                f"cold {minutes(COLD_BUDGET)}) ====")
     verdict = ("within the warm budget" if wall <= WARM_BUDGET else
                "OVER the warm budget; within the cold one only if this run built things" if wall <= COLD_BUDGET else
                "OVER even the cold budget")
-    return (f"==== make test: {minutes(wall)} wall ({minutes(wall - lanes)} building, {minutes(lanes)} the lanes); "
+    return (f"==== make test: {spent}; "
             f"budget on 2 cores: warm {minutes(WARM_BUDGET)}, cold {minutes(COLD_BUDGET)}: {verdict} ====")
 
 
@@ -138,7 +150,7 @@ def cpu_line(before: CpuTimes, after: CpuTimes, cores: int) -> str:
             f"cores that work alone takes at least {minutes(busy / cores)} ====")
 
 
-def run_lanes(lanes: tuple[Lane, ...]) -> int:
+def run_lanes(lanes: tuple[Lane, ...], everything: bool = False) -> int:
     # The Makefile passes when make started (epoch seconds); run by hand, the run starts here.
     started = float(os.environ.get("TFOP_MAKE_STARTED") or time.time())
     began = time.monotonic()
@@ -168,15 +180,17 @@ def run_lanes(lanes: tuple[Lane, ...]) -> int:
     for lane in lanes:
         print(f"==== {lane.name}: exit {lane.returncode} after {lane.ended - lane.started:.0f} s ====")
         print("\n".join(lane.summary()))
-    print(budget_line(max(time.time() - started, time.monotonic() - began), time.monotonic() - began))
+    print(budget_line(max(time.time() - started, time.monotonic() - began), time.monotonic() - began, everything))
     print(cpu_line(cpu_before, CpuTimes.now(), os.cpu_count() or 1))
     return next((lane.returncode for lane in lanes if lane.returncode), 0)
 
 
 def main(argv: list[str]) -> int:
+    if argv == ["--all"]:
+        return run_lanes(tier_lanes(everything=True), everything=True)
     if argv:
         return subprocess.call([sys.executable, "-m", "pytest", *argv], cwd=REPO)
-    return run_lanes(LANES)
+    return run_lanes(tier_lanes(everything=False))
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from localcluster import LocalCluster
 from support.crds import crd_established, replace_crd
 from support.heartbeat import Heartbeat
 from support.operator_process import OperatorProcess
+from support.tiers import is_long
 from support.time_limit import TimeLimitPlugin
 from support.waiting import wait_for
 from tfop.kube.client import KubeClient
@@ -35,7 +36,8 @@ _versions: list[str] = []
 
 @pytest.hookimpl(tryfirst=True)  # before pytest's own -m deselection looks at the markers
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark every test with its suite, taken from its directory, so no module can forget its marker."""
+    """Mark every test with its suite, taken from its directory, so no module can forget its marker; and `long`
+    the tests support/tiers.py leaves to `make test-all`."""
     tests = REPO / "test"
     for item in items:
         suite = item.path.relative_to(tests).parts[0] if item.path.is_relative_to(tests) else ""
@@ -43,6 +45,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             raise pytest.UsageError(f"{item.nodeid}: tests live in test/{{{','.join(SUITES)}}}/, "
                                     "whose directory gives their marker")
         item.add_marker(suite)
+        if is_long(f"test/{item.path.relative_to(tests).as_posix()}::{item.nodeid.partition('::')[2]}"):
+            item.add_marker("long")
 
 
 @pytest.fixture(scope="session")

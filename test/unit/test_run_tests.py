@@ -79,3 +79,14 @@ def test_the_cpu_line_says_how_busy_the_lanes_kept_the_machine() -> None:
     line = run_tests.cpu_line(run_tests.CpuTimes(100.0, 1000.0), run_tests.CpuTimes(1540.0, 2600.0), 2)
     assert line == ("==== CPU while the lanes ran: 1440 core-seconds busy of 1600 (90%); on 2 cores that work alone "
                     "takes at least 12m00s ====")
+
+
+def test_the_budget_line_judges_the_gate_and_only_reports_test_all() -> None:
+    import run_tests
+
+    assert run_tests.budget_line(700.0, 690.0) == (
+        "==== make test: 11m40s wall (0m10s building, 11m30s the lanes); budget on 2 cores: warm 12m00s, cold "
+        "45m00s: within the warm budget ====")
+    assert run_tests.budget_line(2700.0, 2690.0, everything=True) == (
+        "==== make test-all: 45m00s wall (0m10s building, 44m50s the lanes); no budget (make test's, the gate's: "
+        "warm 12m00s, cold 45m00s) ====")

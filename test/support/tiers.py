@@ -1,0 +1,45 @@
+"""The tests `make test` leaves to `make test-all`, each with what it costs and why it is not on every change.
+
+`make test` is the gate every change passes (CI runs it): at most 12 minutes warm on 2 cores
+(docs/development/index.md#time-budget). The suite is CPU-bound there, so the budget is met by doing less work,
+not by more parallelism: the scenarios below each cost minutes of the machine (real TensorFlow training for
+minutes, the node lifecycle controller's grace several times over, thousands of replicas), and what they prove is
+also covered, in the gate, by a cheaper test of the same code on kwok nodes (named in the reason). `make test-all`
+runs them too, before a release and for a change to the code they name.
+
+Keys are pytest node ids or their prefixes: a module's path takes all its tests.
+"""
+
+from __future__ import annotations
+
+LONG: dict[str, str] = {
+    "test/e2e/test_node_loss_on_real_nodes.py":
+        "about 25 min: nodes powered off and cut off under real TensorFlow, each waiting out the node lifecycle "
+        "grace; the gate's test/integration/test_node_loss.py drives the same policy on kwok nodes",
+    "test/e2e/test_scaling_on_real_nodes.py":
+        "about 8 min of TensorFlow resized while it trains; the gate's test/integration/test_resize.py and "
+        "test_gang_resize.py resize on kwok nodes",
+    "test/e2e/test_evaluator_on_real_nodes.py":
+        "about 4 min: the evaluator's final evaluation in TensorFlow; the gate's test/integration/test_evaluator.py "
+        "covers the grace",
+    "test/e2e/test_capacity_on_real_nodes.py":
+        "about 3 min of an elastic TensorFlow job shrinking and growing back; the gate's "
+        "test/integration/test_capacity.py does the same on kwok nodes",
+    "test/e2e/test_resource_metrics_on_real_nodes.py":
+        "about 2 min of busy pods read by metrics-server; the gate's test/integration/test_autoscaler.py drives "
+        "the HPA through the scale subresource",
+    "test/e2e/test_examples_on_real_node.py::test_example_trains_to_succeeded_with_every_replica_in_one_cluster":
+        "about 5 min: the MWMS, ParameterServerStrategy and Keras examples trained to the end; the gate keeps one "
+        "real TensorFlow job on the real nodes (the PS example with tfop's default PS server)",
+    "test/e2e/test_real_node.py::test_a_second_cluster_runs_its_own_node_beside_and_leaves_nothing_behind":
+        "a second cluster with its own node, a developer tool's promise rather than the operator's",
+    "test/integration/test_big_job.py":
+        "about 9 min: a 2,000-replica job under the Deployment's memory limit",
+    "test/integration/test_multikueue.py":
+        "about 4 min: a second cluster with Kueue as MultiKueue's worker; the gate's test_kueue.py admits jobs",
+}
+
+
+def is_long(nodeid: str) -> bool:
+    """Whether a test (by its pytest node id) is one `make test` leaves to `make test-all`."""
+    return any(nodeid == key or nodeid.startswith((f"{key}::", f"{key}[")) for key in LONG)
