@@ -21,11 +21,13 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
+from xml.etree import ElementTree
 
 REPO = Path(__file__).resolve().parents[1]
 SUMMARY_START = "short test summary info"
@@ -42,13 +44,19 @@ class Lane:
     nice: int = 0  # added to the lane's niceness, and so to its cluster's processes
     lines: list[str] = field(default_factory=list)
     process: subprocess.Popen[str] | None = None
+    report: Path | None = None  # pytest's JUnit XML: each test's seconds, for the modules' times at the end
     started: float = 0.0
     ended: float = 0.0
 
-    def start(self) -> None:
+    def start(self, reports: Path | None = None) -> None:
         self.started = time.monotonic()
         niced = ["nice", "-n", str(self.nice)] if self.nice else []
-        self.process = subprocess.Popen([*niced, sys.executable, "-m", "pytest", *self.args], cwd=REPO, text=True,
+        junit: list[str] = []
+        if reports is not None:
+            self.report = reports / f"{self.name}.xml"
+            junit = [f"--junitxml={self.report}"]
+        self.process = subprocess.Popen([*niced, sys.executable, "-m", "pytest", *self.args, *junit], cwd=REPO,
+                                        text=True,
                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=1,
                                         start_new_session=True)  # a Ctrl-C reaches it once, from forward()
 
@@ -71,6 +79,24 @@ class Lane:
         nothing failed."""
         start = next((i for i, line in enumerate(self.lines) if SUMMARY_START in line), None)
         return self.lines[start:] if start is not None else self.lines[-1:]
+
+
+def module_times(report: Path) -> list[tuple[str, float]]:
+    """Seconds per test module from a lane's JUnit XML, longest first. A test's time holds its setup and teardown,
+    so a module's first test carries the session's cluster start-up: the lane's cost as it was paid."""
+    totals: dict[str, float] = {}
+    for case in ElementTree.parse(report).iter("testcase"):
+        parts = case.get("classname", "").split(".")
+        module = "/".join(part for part in parts if not part.startswith("Test")) + ".py"
+        totals[module] = totals.get(module, 0.0) + float(case.get("time", "0"))
+    return sorted(totals.items(), key=lambda item: (-item[1], item[0]))
+
+
+def modules_line(lane: str, times: list[tuple[str, float]], shown: int = 6) -> str:
+    """A lane's costliest modules, so that moving one between lanes, or into the long tier, is decided on figures."""
+    named = ", ".join(f"{Path(module).stem} {seconds:.0f}" for module, seconds in times[:shown])
+    rest = sum(seconds for _, seconds in times[shown:])
+    return f"==== {lane}'s modules, seconds: {named}; {len(times[shown:])} others {rest:.0f} ===="
 
 
 # The integration modules that mostly wait, about half of the integration suite's time: the co-scheduler's and
@@ -169,8 +195,9 @@ def run_lanes(lanes: tuple[Lane, ...], everything: bool = False) -> int:
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
     cpu_before = CpuTimes.now()
+    reports = Path(tempfile.mkdtemp(prefix="tfop-lanes-"))
     for lane in lanes:
-        lane.start()
+        lane.start(reports)
     readers = [threading.Thread(target=lane.stream, args=(lock,), daemon=True) for lane in lanes]
     for reader in readers:
         reader.start()
@@ -180,6 +207,15 @@ def run_lanes(lanes: tuple[Lane, ...], everything: bool = False) -> int:
     for lane in lanes:
         print(f"==== {lane.name}: exit {lane.returncode} after {lane.ended - lane.started:.0f} s ====")
         print("\n".join(lane.summary()))
+    for lane in lanes:
+        if lane.report and lane.report.is_file():
+            try:
+                print(modules_line(lane.name, module_times(lane.report)))
+            except ElementTree.ParseError as error:  # a lane killed while pytest wrote it
+                print(f"==== {lane.name}'s modules: its report is unreadable ({error}) ====")
+        if lane.report:
+            lane.report.unlink(missing_ok=True)
+    reports.rmdir()
     print(budget_line(max(time.time() - started, time.monotonic() - began), time.monotonic() - began, everything))
     print(cpu_line(cpu_before, CpuTimes.now(), os.cpu_count() or 1))
     return next((lane.returncode for lane in lanes if lane.returncode), 0)

@@ -90,3 +90,22 @@ def test_the_budget_line_judges_the_gate_and_only_reports_test_all() -> None:
     assert run_tests.budget_line(2700.0, 2690.0, everything=True) == (
         "==== make test-all: 45m00s wall (0m10s building, 44m50s the lanes); no budget (make test's, the gate's: "
         "warm 12m00s, cold 45m00s) ====")
+
+
+def test_each_lane_ends_with_its_costliest_modules_from_the_junit_report(tmp_path: Path) -> None:
+    import run_tests
+
+    report = tmp_path / "lane.xml"
+    report.write_text(
+        '<testsuites><testsuite name="pytest">'
+        '<testcase classname="test.e2e.test_examples_on_real_node" name="test_a" time="370.5" />'
+        '<testcase classname="test.e2e.test_examples_on_real_node" name="test_b" time="279.25" />'
+        '<testcase classname="test.unit.test_x.TestGroup" name="test_c" time="0.5" />'
+        '<testcase classname="test.unit.test_y" name="test_d" time="0.25" />'
+        '<testcase classname="test.e2e.test_python_sdk" name="test_e" time="231" />'
+        '</testsuite></testsuites>')
+    times = run_tests.module_times(report)
+    assert times == [("test/e2e/test_examples_on_real_node.py", 649.75), ("test/e2e/test_python_sdk.py", 231.0),
+                     ("test/unit/test_x.py", 0.5), ("test/unit/test_y.py", 0.25)]
+    assert run_tests.modules_line("e2e", times, shown=2) == (
+        "==== e2e's modules, seconds: test_examples_on_real_node 650, test_python_sdk 231; 2 others 1 ====")
