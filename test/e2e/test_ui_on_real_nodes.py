@@ -108,9 +108,13 @@ def test_a_browser_shows_a_real_job_its_retryable_exit_and_its_log_as_it_grows(
 
             # The worker's log: its tail, and the container before the restart.
             pod_url = f"{ui.url}/namespaces/{namespace}/tfjobs/{JOB}/pods/{worker}"
-            driver.get(pod_url)
-            assert counted(wait_for(lambda: text_of(driver, "#log, #log-problem"), message="the log part")), \
-                f"the log shows no counted line: {text_of(driver, '#log, #log-problem')!r}"
+
+            def tail() -> list[int]:
+                driver.get(pod_url)  # a tail is read once per view: look again until the counter wrote a line
+                return counted(text_of(driver, "#log"))
+
+            wait_for(tail, DEADLINE, "the worker's counted lines in its log", interval=KUBECTL_INTERVAL,
+                     explain=lambda: f"the log part: {text_of(driver, '#log, #log-problem')!r}")
             driver.get(pod_url + "?previous=1")
             assert text_of(driver, "#log").strip() == "first run", text_of(driver, "#log, #log-problem")
 
