@@ -1,7 +1,7 @@
 """The page in a real browser (Debian's headless Chromium, driven by Selenium) against a real job on the real nodes,
 run by the operator: a busybox worker that exits 137 once and then counts a line a second. A user who may read the
 namespace sees the job Running in the list; on its page the replica table shows the exit 137 as retryable and the
-timeline marks it; the worker's log is there (and its previous container's), and followed it grows without a
+timeline marks it; the worker's log is there, and followed it grows without a
 reload. Screenshots are kept in the test's tmp_path.
 
 The worker restarts in place (restartPolicy OnFailure: kubelet runs the container again in the same pod), so its
@@ -106,7 +106,8 @@ def test_a_browser_shows_a_real_job_its_retryable_exit_and_its_log_as_it_grows(
             assert driver.execute_script("return window.tfopMarker") == "not reloaded"
             screenshot(driver, "job-page.png")
 
-            # The worker's log: its tail, and the container before the restart.
+            # The worker's log. (Not the container before the restart: kubelet may remove that dead container at
+            # any time, and the apiserver then answers "unable to retrieve container logs", seen in 1 run of 4.)
             pod_url = f"{ui.url}/namespaces/{namespace}/tfjobs/{JOB}/pods/{worker}"
 
             def tail() -> list[int]:
@@ -115,8 +116,6 @@ def test_a_browser_shows_a_real_job_its_retryable_exit_and_its_log_as_it_grows(
 
             wait_for(tail, DEADLINE, "the worker's counted lines in its log", interval=KUBECTL_INTERVAL,
                      explain=lambda: f"the log part: {text_of(driver, '#log, #log-problem')!r}")
-            driver.get(pod_url + "?previous=1")
-            assert text_of(driver, "#log").strip() == "first run", text_of(driver, "#log, #log-problem")
 
             # Followed: lines arrive without a reload, in order, none twice.
             driver.get(pod_url + "?follow=1")
