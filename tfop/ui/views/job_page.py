@@ -99,7 +99,7 @@ def last_exit(pod: Object) -> LastExit | None:
 def recreated_exits(job: Object | None) -> dict[tuple[str, str], RecreatedExit]:
     """By (replica type, index), as the pods' labels name them; entries not as tfop writes them are left out."""
     found = {}
-    statuses = (job or {}).get("status", {}).get("replicaStatuses") or {}
+    statuses = ((job or {}).get("status") or {}).get("replicaStatuses") or {}
     for replica_type, entry in statuses.items() if isinstance(statuses, dict) else ():
         exits = entry.get("recreatedExits") if isinstance(entry, dict) else None
         for kept in exits if isinstance(exits, list) else ():
