@@ -101,7 +101,7 @@ unit: venv ## run the unit tests only (-m unit; no cluster)
 integration: venv controlplane helm prometheus coscheduler training-operator kueue browser ## run the integration tests only (-m integration)
 	$(PY) -m pytest -m integration test/integration $(PYTEST_ARGS)
 
-e2e: venv controlplane node kube-router training-operator metrics-server ## run the end-to-end tests only (-m e2e)
+e2e: venv controlplane node kube-router training-operator metrics-server browser ## run the end-to-end tests only (-m e2e)
 	$(PY) -m pytest -m e2e test/e2e $(PYTEST_ARGS)
 
 lint: venv ## ruff (rules in ruff.toml) over tfop, test and hack, then mypy --strict over the same; both run, either fails it

@@ -1,6 +1,7 @@
 """How long the page takes to render its two heaviest views from cached objects: the list of 2,000 jobs (every
 row rendered, as on the first view; and with each row kept from an earlier render, as once the rows are cached
-per resourceVersion, tfop/ui/row_cache.py), and a job of 500 replicas with 1,000 events (issue 35's figures).
+per resourceVersion, tfop/ui/row_cache.py), and a job of 500 replicas with 1,000 events (issue 35's figures), also
+with every replica's pod recreated once (its exit read from the job's status, on the table and the timeline).
 The apiserver's reviews are left out: they are cached per user for 5 s.
 Run: PYTHONPATH=hack:. python -m bench.ui_render"""
 
@@ -18,7 +19,7 @@ from markupsafe import Markup
 from tfop.ui.app import HERE, job_url
 from tfop.ui.row_cache import RowCache
 from tfop.ui.views.job_list import JobRow, select_rows
-from tfop.ui.views.job_page import condition_rows, event_rows, replica_rows
+from tfop.ui.views.job_page import condition_rows, event_rows, recreated_exits, replica_rows
 from tfop.ui.views.timeline import layout
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
@@ -89,9 +90,19 @@ def main() -> None:
     warm = RowCache(render_row)
     job_list(warm)
     measure("the list of 2,000 jobs, rows cached", lambda: job_list(warm))
-    measure("a job of 500 replicas and 1,000 events", lambda: templates.get_template("_job_live.html").render(
-        namespace="a", name="big", state="Running", conditions=condition_rows(job), replicas=replica_rows(replicas),
-        timeline=layout(replicas, CONDITIONS, NOW), events=event_rows(recorded), pod_url=lambda pod: f"/p/{pod}"))
+    def job_page(job: dict[str, Any], replicas: list[dict[str, Any]]) -> str:
+        recreated = recreated_exits(job)
+        return templates.get_template("_job_live.html").render(
+            namespace="a", name="big", state="Running", conditions=condition_rows(job),
+            replicas=replica_rows(replicas, recreated), timeline=layout(replicas, CONDITIONS, NOW, (), recreated),
+            events=event_rows(recorded), pod_url=lambda pod: f"/p/{pod}")
+
+    measure("a job of 500 replicas and 1,000 events", lambda: job_page(job, replicas))
+    recreated_job = {**job, "status": {"conditions": CONDITIONS, "replicaStatuses": {"Worker": {"recreatedExits": [
+        {"index": i, "exitCode": 137, "reason": "Error", "finishedAt": ago(450)} for i in range(500)]}}}}
+    new_pods = [{**pod, "status": {"phase": "Running", "containerStatuses": [{
+        "name": "tensorflow", "restartCount": 0, "state": {"running": {"startedAt": ago(400)}}}]}} for pod in replicas]
+    measure("the same job, every replica's pod recreated once", lambda: job_page(recreated_job, new_pods))
 
 
 if __name__ == "__main__":

@@ -103,10 +103,14 @@ class RealNode:
             return [str(b["containerd"]), "--config", str(layout.root / "containerd" / "config.toml"),
                     "--log-level", "warn"]
         if component == "kubelet":
+            # The container GC keeps one dead container per container, but counts a new one made and not yet
+            # started as dead too: a GC pass in that moment can remove the container before a restart in place, and
+            # its log (`logs --previous`). A minute's age before any is collected closes that window.
             return [str(b["kubelet"]), f"--config={layout.root / 'kubelet-config.yaml'}",
                     f"--kubeconfig={layout.root / 'kubelet.kubeconfig'}", f"--hostname-override={self.name}",
                     f"--node-ip={layout.network.ip}", f"--node-labels={NODE_LABEL}=true",
-                    f"--root-dir={layout.kubelet_root}", f"--cert-dir={layout.kubelet_root / 'pki'}", "--v=1"]
+                    f"--root-dir={layout.kubelet_root}", f"--cert-dir={layout.kubelet_root / 'pki'}",
+                    "--minimum-container-ttl-duration=1m", "--v=1"]
         raise ValueError(component)
 
     def probe(self, component: str) -> bool:

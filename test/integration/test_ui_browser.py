@@ -1,7 +1,8 @@
 """The page in a real browser (Debian's headless Chromium, driven by Selenium): a user logs in with a token, sees
 their job in the list, opens it, and watches it change without a reload while kwok's pods restart and end (the
 operator running it); a message with markup in it is shown as text, and so is a link a job names that is not
-http(s); a replica's page shows its TF_CONFIG. Screenshots are kept in the test's tmp_path."""
+http(s); a replica's page shows its TF_CONFIG; a worker that exits 137 under restartPolicy ExitCode, its pod
+recreated, still shows that exit in the table and on the timeline. Screenshots are kept in the test's tmp_path."""
 
 from __future__ import annotations
 
@@ -55,6 +56,14 @@ def job_links(driver: WebDriver) -> tuple[list[tuple[str | None, str | None]], l
     return links, texts
 
 
+def texts_of(driver: WebDriver, css: str) -> list[str]:
+    """The text of every element `css` selects, [] when a live update replaced one while they were read."""
+    try:
+        return [element.text for element in driver.find_elements(By.CSS_SELECTOR, css)]
+    except StaleElementReferenceException:
+        return []
+
+
 def clicked(driver: WebDriver, css: str) -> bool:
     try:
         driver.find_element(By.CSS_SELECTOR, css).click()
@@ -83,6 +92,7 @@ def test_a_browser_follows_a_job_live_and_shows_markup_as_text(cluster: LocalClu
     body["metadata"]["annotations"] = {"tfop.kubeflow.org/link-tensorboard": "https://tb.example/#run=browsed",
                                        "tfop.kubeflow.org/link-grafana": "javascript:window.pwned = 2"}
     job = kube_client.create(TFJOBS, body, namespace)
+    kube_client.create(TFJOBS, tfjob("recreated", Worker=replica(1, restart_policy="ExitCode")), namespace)
     kube_client.create(EVENTS, markup_event(job, namespace), namespace)
     with ui_identity(cluster, namespace, tmp_path) as kubeconfig:
         ui = UiServer(kubeconfig).start()
@@ -136,7 +146,26 @@ def test_a_browser_follows_a_job_live_and_shows_markup_as_text(cluster: LocalClu
             assert log_part, "the pod page shows neither a log nor why there is none"
             print(f"the log part of {worker['0']}'s page: {log_part[0].text[:200]!r}")
             driver.save_screenshot(str(tmp_path / "pod-page.png"))
-            print(f"screenshots: {tmp_path / 'job-list.png'} {tmp_path / 'job-page.png'} {tmp_path / 'pod-page.png'}")
+
+            # restartPolicy ExitCode: the operator deletes the pod that exited 137 and makes it again under its name;
+            # the new pod has no exit of its own, and the replica still shows the 137, from the job's status.
+            driver.get(f"{ui.url}/namespaces/{namespace}/tfjobs/recreated")
+            [(name, first)] = wait_for(lambda: [(name, pod) for name, pod in pods_by_name(
+                kube_client, namespace, "recreated").items() if pod["status"].get("phase") == "Running"],
+                message="the ExitCode worker running")
+            exit_pod(kube_client, namespace, name, 137)
+            cell = f'tr.replica[data-pod="{name}"] td.exit'
+            wait_for(lambda: text_of(driver, cell) == "137 Error (retryable), pod recreated",
+                     message="the table to show the recreated pod's exit 137")
+            recreated = pods_by_name(kube_client, namespace, "recreated")[name]
+            assert recreated["metadata"]["uid"] != first["metadata"]["uid"]
+            # One mark: the old pod's own (the page saw it), not a second one from the status.
+            marks = wait_for(lambda: texts_of(driver, "#timeline g.exit-retryable text"),
+                             message="the timeline's exit marks, read whole")
+            assert marks == ["137"], marks
+            driver.save_screenshot(str(tmp_path / "job-page-recreated.png"))
+            print(f"screenshots: {tmp_path / 'job-list.png'} {tmp_path / 'job-page.png'} {tmp_path / 'pod-page.png'} "
+                  f"{tmp_path / 'job-page-recreated.png'}")
         except BaseException:
             (tmp_path / "failed.html").write_text(driver.page_source)
             driver.save_screenshot(str(tmp_path / "failed.png"))

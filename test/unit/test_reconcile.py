@@ -172,7 +172,19 @@ EXIT_CODES = {
         conditions={"Restarting": ("True", "TFJobRestarting"), "Failed": None},
         counters=JobCounters(restarted=1, restarts_by_exit_class=(("permanent", 1),)),
         status={"replicaStatuses": {"Worker": {"active": 0, "succeeded": 0, "failed": 0, "restarts": 3,
-                                               "retiredRestarts": 3, "retiredPodUIDs": [f"pod-{W0}"]}}}),
+                                               "retiredRestarts": 3, "retiredPodUIDs": [f"pod-{W0}"],
+                                               "recreatedExits": [{"index": 0, "exitCode": 1, "reason": ""}]}}}),
+    "ExitCode 137: the recreated replica's exit is kept in the status, the new pod having none": Case(
+        running(make_job({"Worker": 2})),
+        [make_pod("Worker", 0), ended(make_pod("Worker", 1, "Failed", exit_code=137, reason="Error"),
+                                      "2026-11-21T09:59:58Z")],
+        delete_pods=[W1], conditions={"Restarting": ("True", "TFJobRestarting")},
+        counters=JobCounters(restarted=1, restarts_by_exit_class=(("retryable", 1),)),
+        status={"replicaStatuses": {"Worker": {
+            "active": 1, "succeeded": 0, "failed": 0, "restarts": 1, "retiredRestarts": 1,
+            "retiredPodUIDs": [f"pod-{W1}"],
+            "recreatedExits": [{"index": 1, "exitCode": 137, "reason": "Error", "finishedAt": "2026-11-21T09:59:58Z"}],
+        }}}),
     "Always: a Failed pod is recreated": Case(
         running(make_job({"Worker": 1}, policy="Always")), [make_pod("Worker", 0, "Failed", exit_code=2)],
         delete_pods=[W0], conditions={"Failed": None}),

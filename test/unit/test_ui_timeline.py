@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from tfop.ui.views.happenings import Happening
+from tfop.ui.views.job_page import RecreatedExit
 from tfop.ui.views.timeline import (
     AXIS_HEIGHT,
     HAPPENING_HEIGHT,
@@ -69,6 +70,28 @@ def test_the_layout_of_a_restart_in_place_a_replacement_and_the_conditions() -> 
                                    Marker(216.0, 30, "Running", "condition", "Running at 12:00:10"))
     assert timeline.ticks == tuple(Tick(140.0 + 15 * 7.6 * n, f"12:{15 * n // 60:02d}:{15 * n % 60:02d}")
                                    for n in range(1, 7))
+
+
+def moment(seconds: int) -> datetime:
+    return datetime(2026, 3, 1, 12, seconds // 60, seconds % 60, tzinfo=UTC)
+
+
+def test_the_exit_of_a_recreated_pod_this_process_did_not_see_is_marked_from_the_status() -> None:
+    # Worker 0's pod that exited 137 at 20 s is gone: its replacement, made at 30 s, runs since 35 s. Worker 1's
+    # first pod is still remembered (it shows its exit 143 itself); the status's entry for worker 2 has no pod.
+    pods = [pod("j-worker-0", "Worker", "0", 30, state={"running": {"startedAt": at(35)}}),
+            pod("j-worker-1", "Worker", "1", 25, state={"terminated": {"exitCode": 143, "reason": "Error",
+                                                                       "startedAt": at(26), "finishedAt": at(40)}}),
+            pod("j-worker-1", "Worker", "1", 50, state={"running": {"startedAt": at(55)}})]
+    recreated = {("worker", "0"): RecreatedExit("worker", "0", 137, "Error", moment(20)),
+                 ("worker", "1"): RecreatedExit("worker", "1", 143, "Error", moment(40)),
+                 ("worker", "2"): RecreatedExit("worker", "2", 1, "Error", moment(45)),
+                 ("worker", "3"): RecreatedExit("worker", "3", 1, "Error", None)}
+    # From the exit at 20 s, the earliest moment known, to now: 80 s on 760 px, 9.5 px a second.
+    assert layout(pods, [], NOW, (), recreated).markers == (
+        Marker(330.0, 61.0, "143", "exit-retryable", "j-worker-1 exited 143 Error at 12:00:40"),
+        Marker(140.0, 39.0, "137", "exit-retryable", "worker-0 exited 137 Error at 12:00:20; tfop recreated its pod"),
+    )
 
 
 def test_a_job_without_pods_has_an_empty_row_and_ten_seconds_at_least() -> None:

@@ -11,7 +11,17 @@ import pytest
 
 from tfop.ui.views.clock_text import age_text
 from tfop.ui.views.job_list import JobRow, ReplicaCounts, job_row, select_rows
-from tfop.ui.views.job_page import EventRow, LastExit, ReplicaRow, event_rows, last_exit, replica_rows, tf_config_text
+from tfop.ui.views.job_page import (
+    EventRow,
+    LastExit,
+    RecreatedExit,
+    ReplicaRow,
+    event_rows,
+    last_exit,
+    recreated_exits,
+    replica_rows,
+    tf_config_text,
+)
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -108,6 +118,43 @@ def test_replica_rows_go_by_type_then_index() -> None:
         ReplicaRow("worker", "2", "j-worker-2", "node-1", "Running", 3, LastExit(137, "Error", "Retryable")),
         ReplicaRow("worker", "10", "j-worker-10", "node-1", "Running", 0, None),
         ReplicaRow("ps", "0", "j-ps-0", "", "Running (terminating)", 0, None),
+    ]
+
+
+RECREATED = job("ns", "j", replica_statuses={
+    "Worker": {"active": 2, "recreatedExits": [
+        {"index": 1, "exitCode": 137, "reason": "Error", "finishedAt": "2026-03-01T11:58:00Z"},
+        {"index": 2, "exitCode": 1, "reason": "Error"},
+        {"index": 3, "exitCode": "137"},  # not as tfop writes it
+    ]},
+    "PS": {"active": 1, "recreatedExits": [{"index": 0, "exitCode": 0, "reason": "OOMKilled"}]},
+    "Chief": {"active": 1},
+})
+
+
+def test_the_exits_of_recreated_pods_are_read_from_the_jobs_status() -> None:
+    assert recreated_exits(RECREATED) == {
+        ("worker", "1"): RecreatedExit("worker", "1", 137, "Error", datetime(2026, 3, 1, 11, 58, tzinfo=UTC)),
+        ("worker", "2"): RecreatedExit("worker", "2", 1, "Error", None),
+        ("ps", "0"): RecreatedExit("ps", "0", 0, "OOMKilled", None),
+    }
+    assert recreated_exits(job("ns", "j")) == {}
+    assert recreated_exits({"metadata": {"name": "j"}}) == {}
+    assert recreated_exits({"status": {"replicaStatuses": {"Worker": {"recreatedExits": {"1": 137}}}}}) == {}
+
+
+def test_a_recreated_replica_shows_the_exit_of_its_pod_before_until_its_new_pod_has_one() -> None:
+    pods = [pod("j-worker-0", "worker", "0"),
+            pod("j-worker-1", "worker", "1", phase="Pending"),  # recreated after its exit 137
+            pod("j-worker-2", "worker", "2", restarts=1, last_state=terminated(143)),  # its own exit is newer
+            pod("j-ps-0", "ps", "0")]
+    assert replica_rows(pods, recreated_exits(RECREATED)) == [
+        ReplicaRow("worker", "0", "j-worker-0", "node-1", "Running", 0, None),
+        ReplicaRow("worker", "1", "j-worker-1", "node-1", "Pending", 0,
+                   LastExit(137, "Error", "Retryable", of_recreated_pod=True)),
+        ReplicaRow("worker", "2", "j-worker-2", "node-1", "Running", 1, LastExit(143, "Error", "Retryable")),
+        ReplicaRow("ps", "0", "j-ps-0", "node-1", "Running", 0,
+                   LastExit(0, "OOMKilled", "Retryable", of_recreated_pod=True)),
     ]
 
 

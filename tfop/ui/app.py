@@ -38,7 +38,14 @@ from tfop.ui.security import COOKIE_SECONDS, SecurityHeaders, same_origin
 from tfop.ui.viewer import TOKEN_COOKIE, Viewer, request_token
 from tfop.ui.views.happenings import happenings
 from tfop.ui.views.job_list import STATES, JobRow, job_state, select_rows
-from tfop.ui.views.job_page import condition_rows, event_rows, main_container_status, replica_rows, tf_config_text
+from tfop.ui.views.job_page import (
+    condition_rows,
+    event_rows,
+    main_container_status,
+    recreated_exits,
+    replica_rows,
+    tf_config_text,
+)
 from tfop.ui.views.links import job_links
 from tfop.ui.views.timeline import layout
 
@@ -176,10 +183,11 @@ class UiApp:
             current = {pod["metadata"].get("uid") for pod in pods}
             earlier = [pod for pod in self.cache.earlier_pods(namespace, name)
                        if pod["metadata"].get("uid") not in current]
-            context["replicas"] = replica_rows(pods)
+            recreated = recreated_exits(job)  # the exits of pods tfop recreated, which may be gone
+            context["replicas"] = replica_rows(pods, recreated)
             # Without the right to list events, what the pods and the status say is still told.
             context["happenings"] = happenings([*earlier, *pods], job_events, job)
-            context["timeline"] = layout([*earlier, *pods], conditions, self.now(), context["happenings"])
+            context["timeline"] = layout([*earlier, *pods], conditions, self.now(), context["happenings"], recreated)
         if may_list_events:
             events = list(job_events)
             for pod in pods:

@@ -1,9 +1,13 @@
-"""One job's page: its conditions, a row per replica pod, and the events of the job and its pods in time order."""
+"""One job's page: its conditions, a row per replica pod, and the events of the job and its pods in time order.
+
+A replica whose pod tfop recreated for a retryable exit (restartPolicy ExitCode) has a new pod with no exit of its
+own; its last exit is then the one the job's status keeps (`replicaStatuses[type].recreatedExits`, written by the
+operator's plan/replicas/recreated_exits.py), which a reader of the job may read whenever this page ran."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -34,6 +38,18 @@ class LastExit:
     code: int
     reason: str
     exit_class: str  # Succeeded, Permanent (1-127) or Retryable (128-255, or OOMKilled)
+    of_recreated_pod: bool = False  # the exit of the replica's pod before tfop recreated it
+
+
+@dataclass(frozen=True)
+class RecreatedExit:
+    """The exit that made tfop recreate a replica's pod, as the job's status keeps it."""
+
+    replica_type: str  # lowercase, as the pods' replica-type label
+    index: str
+    code: int
+    reason: str
+    finished: datetime | None
 
 
 @dataclass(frozen=True)
@@ -80,6 +96,22 @@ def last_exit(pod: Object) -> LastExit | None:
     return None
 
 
+def recreated_exits(job: Object | None) -> dict[tuple[str, str], RecreatedExit]:
+    """By (replica type, index), as the pods' labels name them; entries not as tfop writes them are left out."""
+    found = {}
+    statuses = ((job or {}).get("status") or {}).get("replicaStatuses") or {}
+    for replica_type, entry in statuses.items() if isinstance(statuses, dict) else ():
+        exits = entry.get("recreatedExits") if isinstance(entry, dict) else None
+        for kept in exits if isinstance(exits, list) else ():
+            if not isinstance(kept, dict) or not isinstance(kept.get("index"), int) \
+                    or not isinstance(kept.get("exitCode"), int):
+                continue
+            recreated = RecreatedExit(str(replica_type).lower(), str(kept["index"]), kept["exitCode"],
+                                      str(kept.get("reason") or ""), parse_time(kept.get("finishedAt")))
+            found[(recreated.replica_type, recreated.index)] = recreated
+    return found
+
+
 def _labels(pod: Object) -> dict[str, str]:
     return (pod.get("metadata") or {}).get("labels") or {}
 
@@ -94,7 +126,9 @@ def replica_order(pod: Object) -> tuple[int, str, int, str]:
             int(index) if index.isdigit() else -1, (pod.get("metadata") or {}).get("name", ""))
 
 
-def replica_rows(pods: Iterable[Object]) -> list[ReplicaRow]:
+def replica_rows(pods: Iterable[Object],
+                 recreated: Mapping[tuple[str, str], RecreatedExit] | None = None) -> list[ReplicaRow]:
+    """A row per pod; `recreated` (recreated_exits) gives the last exit of a replica whose new pod has none."""
     rows = []
     for pod in sorted(pods, key=replica_order):
         labels = _labels(pod)
@@ -103,9 +137,14 @@ def replica_rows(pods: Iterable[Object]) -> list[ReplicaRow]:
         phase = str((pod.get("status") or {}).get("phase", ""))
         if (pod.get("metadata") or {}).get("deletionTimestamp"):
             phase = f"{phase} (terminating)" if phase else "Terminating"
-        rows.append(ReplicaRow(labels.get(LABEL_REPLICA_TYPE, ""), labels.get(LABEL_REPLICA_INDEX, ""),
-                               str((pod.get("metadata") or {}).get("name", "")),
-                               str((pod.get("spec") or {}).get("nodeName", "")), phase, restarts, last_exit(pod)))
+        replica_type, index = labels.get(LABEL_REPLICA_TYPE, ""), labels.get(LABEL_REPLICA_INDEX, "")
+        exit_ = last_exit(pod)
+        before = (recreated or {}).get((replica_type.lower(), index))
+        if exit_ is None and before is not None:
+            exit_ = LastExit(before.code, before.reason, classify_termination(before.code, before.reason).value,
+                             of_recreated_pod=True)
+        rows.append(ReplicaRow(replica_type, index, str((pod.get("metadata") or {}).get("name", "")),
+                               str((pod.get("spec") or {}).get("nodeName", "")), phase, restarts, exit_))
     return rows
 
 

@@ -1,11 +1,12 @@
 """A job's timeline, laid out for SVG: a row per replica, each of its pods drawn from created (waiting) to
-running to ended, its restarts in place and its exits marked with their codes, and the job's conditions and
-its happenings (node-loss replacements, restarts together, resizes: happenings.py) as vertical markers.
+running to ended, its restarts in place and its exits marked with their codes (also the exit that made tfop recreate
+a replica's pod, from the job's status, when this process did not see that pod), and the job's conditions and its
+happenings (node-loss replacements, restarts together, resizes: happenings.py) as vertical markers.
 Pure geometry: the template draws what this computes."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -14,7 +15,7 @@ from tfop.api.exit_codes import classify_termination
 from tfop.api.timestamps import parse_time
 from tfop.objects import Object
 from tfop.ui.views.happenings import Happening
-from tfop.ui.views.job_page import main_container_status, replica_order
+from tfop.ui.views.job_page import RecreatedExit, main_container_status, replica_order
 
 LABEL_WIDTH = 140  # the replica names left of the plot
 PLOT_WIDTH = 760
@@ -117,13 +118,22 @@ def tick_step(seconds: float) -> int:
 
 
 def layout(pods: Iterable[Object], conditions: Iterable[Object], now: datetime,
-           happenings: Iterable[Happening] = ()) -> Timeline:
+           happenings: Iterable[Happening] = (),
+           recreated: Mapping[tuple[str, str], RecreatedExit] | None = None) -> Timeline:
+    """`recreated` (job_page.recreated_exits): exits marked on their replica's row unless a pod drawn there shows
+    the same exit; a replica with no pod drawn has no row for them."""
     ordered = sorted(pods, key=replica_order)
     spans = [span for span in map(pod_span, ordered) if span is not None]
+    shown = {(span.replica, moment, code) for span in spans for moment, code, _ in span.exits}
+    drawn = {span.replica for span in spans}
+    unseen = [(replica, kept.finished, kept) for kept in (recreated or {}).values()
+              for replica in [f"{kept.replica_type}-{kept.index}"]
+              if kept.finished is not None and replica in drawn and (replica, kept.finished, kept.code) not in shown]
     marks = [(moment, str(c.get("type", ""))) for c in conditions if isinstance(c, dict) and c.get("status") == "True"
              for moment in [parse_time(c.get("lastTransitionTime"))] if moment is not None]
     told = list(happenings)
-    moments = [span.created for span in spans] + [moment for moment, _ in marks] + [h.moment for h in told]
+    moments = ([span.created for span in spans] + [moment for moment, _ in marks] + [h.moment for h in told]
+               + [moment for _, moment, _ in unseen])
     start = min(moments, default=now)
     end = max([now, *moments])
     # Seconds precision: an instant job would have no width.
@@ -151,6 +161,12 @@ def layout(pods: Iterable[Object], conditions: Iterable[Object], now: datetime,
             exit_class = classify_termination(code, reason).value.lower()
             markers.append(Marker(x_of(moment), y, str(code), f"exit-{exit_class}",
                                   f"{span.name} exited {code}{' ' + reason if reason else ''} at {moment:%H:%M:%S}"))
+    for replica, moment, kept in unseen:
+        exit_class = classify_termination(kept.code, kept.reason).value.lower()
+        reason = f" {kept.reason}" if kept.reason else ""
+        markers.append(Marker(x_of(moment), row_y[replica] + (ROW_HEIGHT - BAR_HEIGHT) / 2, str(kept.code),
+                              f"exit-{exit_class}",
+                              f"{replica} exited {kept.code}{reason} at {moment:%H:%M:%S}; tfop recreated its pod"))
     rows_bottom = AXIS_HEIGHT + max(1, len(replicas)) * ROW_HEIGHT
     happening_markers = tuple(Marker(x_of(h.moment), rows_bottom + 12, h.label, h.kind,
                                      f"{h.label} at {h.moment:%H:%M:%S}: {h.reason}") for h in told)

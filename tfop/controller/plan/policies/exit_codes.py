@@ -45,6 +45,17 @@ def container_termination(pod: object, container_name: str = DEFAULT_CONTAINER_N
     return None
 
 
+def finished_at(pod: object, container_name: str = DEFAULT_CONTAINER_NAME) -> str:
+    """When the termination `container_termination` reads ended, as the kubelet wrote it; "" if it does not say."""
+    for status in items(mapping_at(pod, "status").get("containerStatuses")):
+        if mapping(status).get("name") == container_name:
+            for state_key in ("state", "lastState"):
+                finished = text(mapping_at(status, state_key, "terminated").get("finishedAt"))
+                if finished:
+                    return finished
+    return ""
+
+
 def ended_at(pod: object, container_name: str = DEFAULT_CONTAINER_NAME) -> datetime | None:
     """When the container's current run ended (its kubelet's clock, to the second), or None if it has not."""
     for status in items(mapping_at(pod, "status").get("containerStatuses")):

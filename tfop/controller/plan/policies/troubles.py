@@ -18,11 +18,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from tfop.api.constants import CONDITION_RUNNING, DEFAULT_CONTAINER_NAME, EVENT_NORMAL, EVENT_WARNING, POD_FAILED
+from tfop.api.constants import CONDITION_RUNNING, EVENT_NORMAL, EVENT_WARNING, POD_FAILED
 from tfop.api.fields import items, mapping, mapping_at, text
 from tfop.controller.plan.children.desired import ReplicaSlot, replica_slot_of
 from tfop.controller.plan.draft import PlanDraft
-from tfop.controller.plan.policies.exit_codes import container_termination
+from tfop.controller.plan.policies.exit_codes import container_termination, finished_at
 
 EXITED_WITH_CODE = "ExitedWithCode"  # the Kubeflow training operator's event reason, which its users know
 
@@ -128,7 +128,7 @@ def latest_exits(pods: Iterable[dict[str, Any]], count: int) -> list[dict[str, A
     if count <= 0:
         return []
     ended = [pod for pod in pods if container_termination(pod) is not None]
-    return sorted(ended, key=_finished_at)[-count:]
+    return sorted(ended, key=finished_at)[-count:]
 
 
 def announce_exits(draft: PlanDraft, pods: Iterable[dict[str, Any]], *, succeeding: bool = False) -> None:
@@ -144,16 +144,6 @@ def announce_exits(draft: PlanDraft, pods: Iterable[dict[str, Any]], *, succeedi
     for code in sorted(by_code):
         draft.event(EVENT_NORMAL, EXITED_WITH_CODE,
                     f"{draft.job_ref}: {replica_ranges(by_code[code])} exited with code {code}.")
-
-
-def _finished_at(pod: dict[str, Any]) -> str:
-    for status in items(mapping_at(pod, "status").get("containerStatuses")):
-        if mapping(status).get("name") == DEFAULT_CONTAINER_NAME:
-            for state in ("state", "lastState"):
-                finished = text(mapping_at(status, state, "terminated").get("finishedAt"))
-                if finished:
-                    return finished
-    return ""
 
 
 def _clip(message: str) -> str:

@@ -27,6 +27,7 @@ from tfop.controller.plan.job.model import TFJobSpec
 from tfop.controller.plan.policies.exit_codes import container_termination, exit_class_name, latest_restarted
 from tfop.controller.plan.policies.troubles import announce_exits, latest_exits
 from tfop.controller.plan.replicas.pod_slots import SlotState, SortedChildren, replica_types
+from tfop.controller.plan.replicas.recreated_exits import recreated_exits_fields
 from tfop.controller.plan.replicas.restart_ledger import RestartCount, RestartLedger, count_restarts
 from tfop.controller.plan.status import is_terminating, pod_phase, replica_status
 from tfop.controller.plan.types import JOB, POD, ReplicaRestart
@@ -92,6 +93,8 @@ def record_replicas(draft: PlanDraft, spec: TFJobSpec, children: SortedChildren,
         pods = [pod for pod in children.pods_by_type.get(replica_type, []) if counted(pod)]
         statuses[replica_type] = {**replica_status(pods, counts[replica_type].total),
                                   **counts[replica_type].ledger.status_fields(),
+                                  **recreated_exits_fields(previous.get(replica_type), counts[replica_type].recreated,
+                                                           spec.replicas(replica_type)),
                                   "selector": naming.type_selector(replica_type)}
         # Pods that ended since the last plan grow the tally; the recreated ones were announced as they went.
         ended += latest_exits([pod for pod in pods if pod_phase(pod) in (POD_SUCCEEDED, POD_FAILED)],
