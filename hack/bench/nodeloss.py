@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -141,9 +142,11 @@ class NodeLossRun:
                 result["within_target"] = False
             if replicas.replaced_at:
                 result["first_replaced_s"] = round(min(replicas.replaced_at.values()) - since.timestamp(), 1)
+                result.update(quantiles("replaced", replicas.replaced_at.values(), since.timestamp()))
             if replicas.created_at:  # the operator's part of the replacement: its new pods exist
                 result["first_created_s"] = round(min(replicas.created_at.values()) - since.timestamp(), 1)
                 result["last_created_s"] = round(max(replicas.created_at.values()) - since.timestamp(), 1)
+                result.update(quantiles("created", replicas.created_at.values(), since.timestamp()))
             same, others = replicas.unchanged_elsewhere()
             result.update({"replicas_elsewhere": others, "unchanged_elsewhere": same,
                            "touched_elsewhere": sorted(replicas.touched)[:20]})
@@ -160,6 +163,16 @@ class NodeLossRun:
             result["load_after"] = os.getloadavg()
         log(f"{name}: {json.dumps({k: v for k, v in result.items() if k != 'requests_by_kind'})}")
         return result
+
+
+def quantiles(what: str, moments: Iterable[float], since: float) -> dict[str, float]:
+    """The median and 99th percentile, per replica, of the seconds from the loss to `moments` (nearest rank)."""
+    seconds = sorted(moment - since for moment in moments)
+
+    def rank(q: float) -> float:
+        return seconds[min(len(seconds) - 1, max(0, math.ceil(q * len(seconds)) - 1))]
+
+    return {f"{what}_p50_s": round(rank(0.5), 1), f"{what}_p99_s": round(rank(0.99), 1)}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -244,9 +257,11 @@ def run_line(run: dict[str, Any]) -> str:
     return (f"{run['operator']:<5} {run['nodes']} nodes, {run['jobs']} jobs, {run['rack']} lost: "
             f"{run['replaced']}/{run['replicas_on_lost_nodes']} replaced, all in "
             f"{run.get('all_replaced_s', '-')} s (grace {run['grace_s']} s + {TARGET_MARGIN_S:.0f}: "
-            f"{'met' if run['within_target'] else 'missed'}; new pods created from {run.get('first_created_s', '-')} "
-            f"to {run.get('last_created_s', '-')} s); elsewhere {run['unchanged_elsewhere']}/"
-            f"{run['replicas_elsewhere']} unchanged; CPU {run['cpu_s']} s, peak RSS {run['peak_rss_mb']} MB "
+            f"{'met' if run['within_target'] else 'missed'}; per replica p50 {run.get('replaced_p50_s', '-')} s, p99 "
+            f"{run.get('replaced_p99_s', '-')} s; new pods created from {run.get('first_created_s', '-')} "
+            f"to {run.get('last_created_s', '-')} s, p50 {run.get('created_p50_s', '-')} s); elsewhere "
+            f"{run['unchanged_elsewhere']}/{run['replicas_elsewhere']} unchanged; CPU {run['cpu_s']} s, peak RSS "
+            f"{run['peak_rss_mb']} MB "
             f"over {run['window_s']} s; {run['requests']} requests ({run.get('requests_per_replaced', '-')} per "
             f"replaced replica): {run['requests_by_kind']}")
 

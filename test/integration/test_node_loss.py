@@ -17,9 +17,10 @@ from support.operator_process import OperatorProcess
 from support.tfjobs import IMAGE, TFJOBS, events_about, job_status, pods_by_name, tfjob
 from support.waiting import DEADLINE, consistently, wait_for
 from tfop.kube.client import KubeClient
-from tfop.kube.resource import NODES
+from tfop.kube.resource import NODES, PODS
 
 OWN_TAINT = "tfop.test/node-loss"
+HOLD = "tfop.test/hold"  # a finalizer no controller removes: the test does
 
 
 def stamp(moment: datetime) -> str:
@@ -101,6 +102,25 @@ def test_a_replica_on_an_unreachable_node_is_replaced_after_the_grace(
                     f"{stamp(went_silent)[11:19]}; replacing it without waiting for its kubelet.")
     # The replacement is not a restart: nothing counts against backoffLimit.
     assert job_status(kube_client, namespace, "lost")["replicaStatuses"]["Worker"].get("restarts", 0) == 0
+
+
+def test_a_lost_replica_whose_pod_a_finalizer_holds_is_replaced_once_the_pod_is_gone(
+        kube_client: KubeClient, namespace: str, operator: OperatorProcess, lone_node: str) -> None:
+    """The forced delete leaves the pod in place while a finalizer holds it: its replacement, planned with the
+    delete, is not sent (the name is taken), and it is made once the finalizer goes, not after expectations expire."""
+    kube_client.create(TFJOBS, job_on("held", lone_node, namespace), namespace)
+    pod = bound_pod(kube_client, namespace, "held", lone_node)
+    old, name = pod["metadata"]["uid"], pod["metadata"]["name"]
+    kube_client.patch(PODS, name, {"metadata": {"finalizers": [HOLD]}}, namespace)
+    set_ready(kube_client, lone_node, "Unknown", datetime.now(UTC) - timedelta(seconds=2))
+    taint(kube_client, lone_node, namespace, "node.kubernetes.io/unreachable")
+
+    wait_for(lambda: kube_client.get(PODS, name, namespace)["metadata"].get("deletionTimestamp"), DEADLINE,
+             "the pod on the lost node deleted (held by its finalizer)")
+    consistently(lambda: kube_client.get(PODS, name, namespace)["metadata"]["uid"] == old, 5,
+                 "the held pod alone under its name")
+    kube_client.patch(PODS, name, {"metadata": {"finalizers": None}}, namespace)
+    wait_for(lambda: pod_uid(kube_client, namespace, "held") not in (None, old), DEADLINE, "the replacement pod")
 
 
 def test_wait_for_proof_keeps_the_replica_until_the_node_is_out_of_service(

@@ -48,8 +48,11 @@ class RecordingClient:
         return body
 
     def delete(self, resource: Resource, name: str, namespace: str | None = None, *, uid: str | None = None,
-               propagation_policy: str | None = None, grace_period_seconds: int | None = None) -> None:
+               propagation_policy: str | None = None, grace_period_seconds: int | None = None) -> dict[str, Any]:
         self.writes.append(("delete", resource.plural, name))
+        # As the apiserver answers: the object, marked with the grace period it waits out (0: removed at once).
+        grace = 30 if grace_period_seconds is None else grace_period_seconds
+        return {"metadata": {"name": name, "uid": uid, "deletionGracePeriodSeconds": grace}}
 
     def patch(self, resource: Resource, name: str, patch: Any, namespace: str | None = None, *,
               patch_type: str = "merge") -> dict[str, Any]:

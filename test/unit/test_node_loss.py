@@ -10,12 +10,13 @@ from typing import Any
 import pytest
 
 from support.plan_builders import NOW, make_job, make_pod, message, running, services_for
+from tfop.controller.plan.children.desired import ReplicaSlot
 from tfop.controller.plan.controller_config import ControllerConfig, NodeLossSettings
 from tfop.controller.plan.job.annotations import node_policy
 from tfop.controller.plan.job.model import JobNodePolicy
 from tfop.controller.plan.planner import plan
 from tfop.controller.plan.policies.node_loss import Verdict, replicas_on_bad_nodes
-from tfop.controller.plan.types import POD, SERVICE, ChildRef, PlanContext
+from tfop.controller.plan.types import POD, SERVICE, ChildRef, Creation, PlanContext
 
 GPU = NodeLossSettings(unhealthy_conditions=("GPUUnhealthy",), unhealthy_taints=("example.com/gpu-unhealthy",))
 REPLACE_30 = JobNodePolicy("Replace", timedelta(seconds=30))
@@ -149,7 +150,41 @@ def test_a_replica_on_a_lost_node_is_force_deleted_told_and_not_counted_as_a_res
         ("NodeLost", ("TFJob ns/mnist: Worker 1's node real-1 is unreachable since 09:59:00; replacing it without "
                       "waiting for its kubelet."))]
     assert result.restarts == ()
-    assert result.create == []  # made once the old pod is gone: its name is taken until then
+
+
+LOST_NODE = node(ready="Unknown", since="09:59:00", taints=(UNREACHABLE,))
+WORKER_1 = "mnist-worker-jje2-1"
+# (the node Worker 1 is on, the job's annotations) -> (the plan's deletes, its pod creates). A forced delete's
+# replacement rides in the same plan, to be sent only if the apiserver answers that the old pod is removed.
+REPLACEMENTS: dict[str, tuple[dict[str, Any], dict[str, str], list[ChildRef], list[Creation]]] = {
+    "lost: force-deleted, its replacement planned with it": (
+        LOST_NODE, {}, [ChildRef(POD, WORKER_1, f"pod-{WORKER_1}", 0)],
+        [Creation(POD, ReplicaSlot("Worker", 1), WORKER_1, replaces=f"pod-{WORKER_1}")]),
+    "out of service under WaitForProof: the same, at once": (
+        node(ready="Unknown", since="09:59:58", taints=(OUT_OF_SERVICE,)),
+        {"tfop.kubeflow.org/node-loss-policy": "WaitForProof"}, [ChildRef(POD, WORKER_1, f"pod-{WORKER_1}", 0)],
+        [Creation(POD, ReplicaSlot("Worker", 1), WORKER_1, replaces=f"pod-{WORKER_1}")]),
+    "an unhealthy node: deleted gracefully, replaced once its kubelet confirms": (
+        node(conditions=(("GPUUnhealthy", "09:59:00"),)), {}, [ChildRef(POD, WORKER_1, f"pod-{WORKER_1}", None)],
+        []),
+    "suspect: nothing yet": (node(ready="Unknown", since="09:59:50"), {}, [], []),
+    "restart scope Job: every replica deleted, none made until all are gone": (
+        LOST_NODE, {"tfop.kubeflow.org/restart-scope": "Job"},
+        [ChildRef(POD, "mnist-worker-jje2-0", "pod-mnist-worker-jje2-0", None),
+         ChildRef(POD, "mnist-ps-jje2-0", "pod-mnist-ps-jje2-0", None),
+         ChildRef(POD, WORKER_1, f"pod-{WORKER_1}", 0)], []),
+}
+
+
+@pytest.mark.parametrize("row", list(REPLACEMENTS.values()), ids=list(REPLACEMENTS))
+def test_what_a_plan_deletes_and_creates_for_a_replica_on_a_bad_node(row: tuple[Any, ...]) -> None:
+    bad_node, annotations, deletes, creates = row
+    job, pods = job_with_worker_1_on("real-1")
+    job["metadata"]["annotations"] = annotations
+    settings = ControllerConfig(node_loss=GPU)
+    result = plan(PlanContext(job, {POD: pods, SERVICE: services_for()}, NOW, settings,
+                              nodes={"real-0": node("real-0"), "real-1": bad_node}))
+    assert (result.delete, result.creates(POD)) == (deletes, creates)
 
 
 def test_a_suspect_replica_is_told_in_the_running_message_and_looked_at_when_its_grace_ends() -> None:

@@ -19,7 +19,7 @@ from tfop.kube.clock import FakeClock
 from tfop.kube.errors import Invalid
 from tfop.kube.events import EventRecorder
 from tfop.kube.lanes import Lane
-from tfop.kube.resource import PODS, SERVICES, Resource
+from tfop.kube.resource import NODES, PODS, SERVICES, Resource
 from tfop.kube.runtime import Result
 from tfop.metrics import OperatorMetrics
 
@@ -28,10 +28,12 @@ REPLICAS = {"Worker": 2, "PS": 1}
 
 
 class Apiserver:
-    """Answers writes as the apiserver would, or refuses every create with `refuse`; keeps what was created."""
+    """Answers writes as the apiserver would, or refuses every create with `refuse`; keeps what was created. With
+    `finalizer`, what is deleted stays, marked, as a finalizer would keep it."""
 
     def __init__(self) -> None:
         self.refuse: Exception | None = None
+        self.finalizer: str | None = None
         self.created: list[tuple[str, dict[str, Any]]] = []
 
     def create(self, resource: Resource, body: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
@@ -45,8 +47,12 @@ class Apiserver:
         version = int(body["metadata"]["resourceVersion"]) + 1
         return {**body, "metadata": {**body["metadata"], "resourceVersion": str(version)}}
 
-    def delete(self, resource: Resource, name: str, namespace: str | None = None, **options: Any) -> None:
-        return None
+    def delete(self, resource: Resource, name: str, namespace: str | None = None, *,
+               grace_period_seconds: int | None = None, **options: Any) -> dict[str, Any]:
+        """The object as it was removed (a grace period of 0, no finalizer), or as it stays, marked."""
+        grace = 30 if grace_period_seconds is None else grace_period_seconds
+        return {"metadata": {"name": name, "deletionGracePeriodSeconds": grace,
+                             "finalizers": [self.finalizer] if self.finalizer else None}}
 
 
 def controller() -> tuple[TFJobController, Apiserver]:
@@ -105,6 +111,25 @@ def its_delete_not_seen(tfjobs: TFJobController, server: Apiserver) -> None:
     tfjobs.reconcile(KEY)
 
 
+def a_workers_node_out_of_service(tfjobs: TFJobController, server: Apiserver) -> None:
+    """Worker 1's node is declared down: its pod is force-deleted, and replaced in the same pass if removed."""
+    objects = running_job()
+    for pod in objects[1:4]:
+        pod["spec"] = {"nodeName": "rack-1" if pod["metadata"]["name"].endswith("worker-jje2-1") else "rack-0"}
+    cache(tfjobs, *objects)
+    nodes = tfjobs.runtime.store(NODES, "")
+    nodes.upsert({"metadata": {"name": "rack-0", "resourceVersion": "1"},
+                  "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+    nodes.upsert({"metadata": {"name": "rack-1", "resourceVersion": "1"},
+                  "spec": {"taints": [{"key": "node.kubernetes.io/out-of-service", "effect": "NoExecute"}]},
+                  "status": {"conditions": [{"type": "Ready", "status": "Unknown"}]}})
+
+
+def its_pod_held_by_a_finalizer(tfjobs: TFJobController, server: Apiserver) -> None:
+    server.finalizer = "example.com/hold"
+    a_workers_node_out_of_service(tfjobs, server)
+
+
 def creates_refused(tfjobs: TFJobController, server: Apiserver) -> None:
     server.refuse = Invalid(422, "Invalid", "Pod is invalid: spec.containers[0].env[0].name")
     a_new_job(tfjobs, server)
@@ -123,6 +148,8 @@ ROWS: list[tuple[str, Callable[[TFJobController, Apiserver], None], Result]] = [
     ("every replica running: nothing to create", all_running, Result(None, PRIORITY)),
     ("a failed worker deleted: the next pass creates its replacement", a_worker_failed, Result(None, NORMAL)),
     ("that delete not seen yet: still the normal lane", its_delete_not_seen, Result(None, NORMAL)),
+    ("a worker's node lost: its pod removed and replaced in one pass, that delete yet to be seen",
+     a_workers_node_out_of_service, Result(None, NORMAL)),
     ("the apiserver refused a create: plan again at once", creates_refused, Result(0.0, NORMAL)),
     ("the job is gone: nothing to remember", the_job_is_gone, Result(None, NORMAL)),
 ]
@@ -133,3 +160,15 @@ def test_the_lane_of_the_next_pass(given: Callable[[TFJobController, Apiserver],
     tfjobs, server = controller()
     given(tfjobs, server)
     assert tfjobs.reconcile(KEY) == expected
+
+
+@pytest.mark.parametrize(("given", "expected"), [
+    (a_workers_node_out_of_service, [("Pod", "mnist-worker-jje2-1")]),
+    (its_pod_held_by_a_finalizer, []),  # its name is still taken, and its process not proven gone
+], ids=["removed by its forced delete: replaced in the same pass", "held by a finalizer: not yet"])
+def test_a_lost_replica_is_replaced_in_the_pass_that_removed_its_pod(
+        given: Callable[[TFJobController, Apiserver], None], expected: list[tuple[str, str]]) -> None:
+    tfjobs, server = controller()
+    given(tfjobs, server)
+    tfjobs.reconcile(KEY)
+    assert [(kind, body["metadata"]["name"]) for kind, body in server.created if kind != "Event"] == expected

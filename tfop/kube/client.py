@@ -252,7 +252,8 @@ class KubeClient:
                grace_period_seconds: int | None = None) -> dict[str, Any]:
         """Delete, only if the object still has `uid` / `resource_version` (Conflict otherwise).
 
-        Returns the server's answer: the object (when finalizers or graceful deletion keep it around) or a Status.
+        Returns the server's answer: the object (when finalizers or graceful deletion keep it around, also as it
+        was removed) or a Status; `removed_by_delete` tells which.
         """
         options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
         preconditions = {k: v for k, v in (("uid", uid), ("resourceVersion", resource_version)) if v}
@@ -310,3 +311,14 @@ def _selector_query(label_selector: str | None, field_selector: str | None) -> l
     if field_selector:
         query.append(("fieldSelector", field_selector))
     return query
+
+
+def removed_by_delete(answer: dict[str, Any]) -> bool:
+    """Whether a DELETE's answer says the object is gone from the apiserver, its name free, rather than marked for
+    deletion: a finalizer left, or a grace period to wait out (a pod deleted gracefully, whose kubelet confirms),
+    keeps it. A pod deleted with a grace period of 0 and no finalizer is removed at once and answered as it was."""
+    if answer.get("kind") == "Status":  # the answer of kinds that do not return the object
+        return answer.get("status") == "Success"
+    metadata = answer.get("metadata")
+    return isinstance(metadata, dict) and not metadata.get("finalizers") and not metadata.get(
+        "deletionGracePeriodSeconds")

@@ -23,7 +23,7 @@ from tfop.controller.plan.types import (
     Plan,
 )
 from tfop.controller.ps_server_configmap import ServerScriptKeeper
-from tfop.kube.client import KubeClient
+from tfop.kube.client import KubeClient, removed_by_delete
 from tfop.kube.errors import ApiError, BadRequest, Invalid, NotFound, TooLarge
 from tfop.kube.events import NORMAL, WARNING, EventRecorder
 from tfop.kube.expectations import Expectations
@@ -47,6 +47,7 @@ class ChildChanges:
 
     refusals: list[CreateRefusal] = field(default_factory=list)
     errors: list[ApiError] = field(default_factory=list)  # worth retrying: failed deletes, transient refusals
+    removed: set[str] = field(default_factory=set)  # uids of the children the apiserver says are gone
 
 
 def is_permanent_refusal(error: ApiError) -> bool:
@@ -99,7 +100,10 @@ class ChildWriter:
 
 
     def _create_children(self, key: str, job: Object, plan: Plan, changes: ChildChanges) -> None:
-        creations, desired = plan.create, plan.desired
+        # A replacement is sent only if its pod's forced delete removed it; if not, a later pass sees the pod go.
+        creations = [creation for creation in plan.create
+                     if creation.replaces is None or creation.replaces in changes.removed]
+        desired = plan.desired
         if not creations or desired is None:
             return
         namespace = job["metadata"]["namespace"]
@@ -139,9 +143,10 @@ class ChildWriter:
         for creation in creations:
             creation_id = child_id(creation.kind, creation.name)
             # Seen already (its watch event may have come before we expected it), failed, or never tried: in
-            # each case no watch event is still owed for it.
-            if (creation_id not in created_ids
-                    or self._cache_of(creation.kind, namespace).get_by_name(namespace, creation.name) is not None):
+            # each case no watch event is still owed for it. The pod a replacement replaces is not it.
+            cached = self._cache_of(creation.kind, namespace).get_by_name(namespace, creation.name)
+            seen = cached is not None and cached["metadata"].get("uid") != creation.replaces
+            if creation_id not in created_ids or seen:
                 self.expectations.created(key, creation_id)
         self._announce_created(key, job, created)
 
@@ -209,12 +214,15 @@ class ChildWriter:
         for ref in refs:
             kind = self.kinds[ref.kind]
             try:
-                self.client.delete(kind.resource, ref.name, namespace, uid=ref.uid,
-                                   propagation_policy=kind.propagation_policy,
-                                   grace_period_seconds=ref.grace_period_seconds)
+                answer = self.client.delete(kind.resource, ref.name, namespace, uid=ref.uid,
+                                            propagation_policy=kind.propagation_policy,
+                                            grace_period_seconds=ref.grace_period_seconds)
                 deleted.setdefault(ref.kind, []).append(ref.name)
+                if removed_by_delete(answer):
+                    changes.removed.add(ref.uid)
             except NotFound:
                 self.expectations.deleted(key, ref.uid)  # gone already: no event will come
+                changes.removed.add(ref.uid)
             except ApiError as error:
                 self.expectations.deleted(key, ref.uid)
                 changes.errors.append(error)

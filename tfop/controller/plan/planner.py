@@ -45,7 +45,12 @@ from tfop.controller.plan.policies.evaluator import (
 )
 from tfop.controller.plan.policies.gang import plan_pod_group
 from tfop.controller.plan.policies.network_isolation import plan_network_policy
-from tfop.controller.plan.policies.node_loss import Verdict, move_off_bad_nodes, replicas_on_bad_nodes
+from tfop.controller.plan.policies.node_loss import (
+    Verdict,
+    force_deleted_pods,
+    move_off_bad_nodes,
+    replicas_on_bad_nodes,
+)
 from tfop.controller.plan.policies.resize import Resize, plan_resize
 from tfop.controller.plan.policies.restart_scope import restarted_with
 from tfop.controller.plan.policies.running import update_running
@@ -235,14 +240,24 @@ def _restart_together_pending(p: _Planning, resize: Resize) -> bool:
 
 
 def _create_missing(p: _Planning, *, hold_pods: bool) -> None:
-    """Every slot's missing pod (only if the gang scheduler lets them exist yet), then every missing service: the
-    job runs once its pods do, so they reach the scheduler first. The applier builds the bodies as it sends them."""
+    """Every slot's missing pod, and the replacement of each pod force-deleted for its node, sent only if that
+    delete removed it (policies/node_loss.py), both only if the gang scheduler lets them exist yet; then every
+    missing service: the job runs once its pods do, so they reach the scheduler first. The applier builds the
+    bodies as it sends them."""
+    forced = force_deleted_pods(p.draft) if p.backend.kind == POD else set()
     for kind in (p.backend.kind, SERVICE):
         for slot in p.children.slots:
             replica = slot.slot
-            if (replica not in p.children.services if kind == SERVICE
-                    else slot.state is SlotState.ABSENT and not hold_pods):
-                p.draft.create.append(Creation(kind, replica, p.naming.name(replica.replica_type, replica.index)))
+            name = p.naming.name(replica.replica_type, replica.index)
+            if kind == SERVICE:
+                if replica not in p.children.services:
+                    p.draft.create.append(Creation(kind, replica, name))
+            elif hold_pods:
+                continue
+            elif slot.state is SlotState.ABSENT:
+                p.draft.create.append(Creation(kind, replica, name))
+            elif slot.pod is not None and (replaced := uid_of(slot.pod)) in forced:
+                p.draft.create.append(Creation(kind, replica, name, replaces=replaced))
     if p.draft.create or p.draft.patch:
         config = p.draft.config
         p.draft.desired = DesiredChildren(p.model, config.service_domain, config.accelerators, config.gang, p.naming)

@@ -72,6 +72,9 @@ class Creation:
     kind: str
     slot: ReplicaSlot | None
     name: str
+    # The uid of the pod this one replaces, force-deleted by the same plan: sent only if the apiserver answered
+    # that delete by removing the pod (no finalizer holds it), else left to a later plan, which sees it gone.
+    replaces: str | None = None
 
 
 @dataclass(frozen=True)

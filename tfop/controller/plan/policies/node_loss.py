@@ -24,7 +24,9 @@ The hard rule is never two live processes claiming one TensorFlow task. The sign
 - a pod still terminating past its deletion deadline plus a margin, on a node that is not Ready: its kubelet is
   not there to finish the delete; treated as on a lost node.
 
-A replacement for a lost node is not a restart of the replica: it does not count against backoffLimit.
+A replacement for a lost node is not a restart of the replica: it does not count against backoffLimit. It is
+planned beside the forced delete (`force_deleted_pods`), and sent only once the apiserver's answer to that delete
+says the pod is removed: the proof a later plan would wait for in the cache, had one pass sooner.
 """
 
 from __future__ import annotations
@@ -193,3 +195,11 @@ def move_off_bad_nodes(draft: PlanDraft, found: list[ReplicaOnNode], *, already_
         how = " without waiting for its kubelet." if forced else "."
         draft.event(EVENT_WARNING, REASON_NODE_LOST, f"{draft.job_ref}: {where}; replacing it{how}")
     return "; ".join(notes)
+
+
+def force_deleted_pods(draft: PlanDraft) -> set[str]:
+    """The uids of the pods this plan removes without their kubelet. Each one's replacement is planned with its
+    delete, for the applier to send once the apiserver answers that the pod is removed (a finalizer may keep it):
+    waiting for a later pass to see it gone from the cache put a rack's replacements behind every other job's
+    delete pass in the queue, some 20 s past the grace at 300 jobs."""
+    return {ref.uid for ref in draft.delete if ref.kind == POD and ref.grace_period_seconds == 0 and ref.uid}
