@@ -34,7 +34,7 @@ class Driver:
         self.plans: dict[str, JobPlan] = {}
         self.reaped: set[str] = set()
         self.lock = threading.Lock()  # the round's threads pick targets from the plans at once
-        self.claimed: set[str] = set()  # jobs a fault or an end step of this round has taken
+        self.claimed: set[str] = set()  # jobs (and real nodes) a fault or an end step of this round has taken
 
     # --- what the faults pick from -----------------------------------------------------------------------------
     def running_pod(self, plan: JobPlan, kind: str, index: int) -> dict[str, Any] | None:
@@ -59,6 +59,17 @@ class Driver:
             plan = self.rng.choice(candidates)
             self.claimed.add(plan.name)
             return plan
+
+    def claim_node(self, names: list[str]) -> str | None:
+        """A real node no other fault of this round has taken: a node stopped and partitioned at once would be
+        healed by whichever fault ended first (and the other would start it again)."""
+        with self.lock:
+            free = [name for name in names if name not in self.claimed]
+            if not free:
+                return None
+            name = self.rng.choice(free)
+            self.claimed.add(name)
+            return name
 
     def kill_retryably(self, plan: JobPlan) -> str | None:
         """SIGKILL one of the job's restartable replicas: recreated (ExitCode) or restarted in place (OnFailure)."""
