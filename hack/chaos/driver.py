@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import random
 import threading
+from pathlib import Path
 from typing import Any
 
 from chaos.observer import TFJOBS, Observer
@@ -22,17 +23,18 @@ END_STEPS = {END_SUCCESS: 0, END_PERMANENT: 1, END_BACKOFF: 137}
 
 class Driver:
     def __init__(self, client: KubeClient, observer: Observer, namespace: str, rng: random.Random,
-                 running_jobs: int, real_jobs: int = 0) -> None:
+                 running_jobs: int, real_jobs: int = 0, shared_dir: Path | None = None) -> None:
         self.client = client
         self.observer = observer
         self.namespace = namespace
         self.rng = rng
         self.running_jobs = running_jobs
         self.real_jobs = real_jobs  # real TensorFlow jobs kept running beside the kwok ones
+        self.shared_dir = shared_dir  # the real nodes' shared directory, where those jobs checkpoint
         self.plans: dict[str, JobPlan] = {}
         self.reaped: set[str] = set()
         self.lock = threading.Lock()  # the round's threads pick targets from the plans at once
-        self.claimed: set[str] = set()  # jobs a fault or an end step of this round has taken
+        self.claimed: set[str] = set()  # jobs (and real nodes) a fault or an end step of this round has taken
 
     # --- what the faults pick from -----------------------------------------------------------------------------
     def running_pod(self, plan: JobPlan, kind: str, index: int) -> dict[str, Any] | None:
@@ -57,6 +59,17 @@ class Driver:
             plan = self.rng.choice(candidates)
             self.claimed.add(plan.name)
             return plan
+
+    def claim_node(self, names: list[str]) -> str | None:
+        """A real node no other fault of this round has taken: a node stopped and partitioned at once would be
+        healed by whichever fault ended first (and the other would start it again)."""
+        with self.lock:
+            free = [name for name in names if name not in self.claimed]
+            if not free:
+                return None
+            name = self.rng.choice(free)
+            self.claimed.add(name)
+            return name
 
     def kill_retryably(self, plan: JobPlan) -> str | None:
         """SIGKILL one of the job's restartable replicas: recreated (ExitCode) or restarted in place (OnFailure)."""
@@ -83,8 +96,8 @@ class Driver:
         while True:
             kwok = sum(not p.ending and not p.deleted and not p.real for p in self.plans.values())
             real = sum(p.real and p.name not in ends for p in self.plans.values())
-            if real < self.real_jobs:
-                plan = real_job(self.rng, len(self.plans))
+            if real < self.real_jobs and self.shared_dir is not None:
+                plan = real_job(self.rng, len(self.plans), self.shared_dir)
             elif kwok < self.running_jobs or len(made) < at_least:
                 plan = new_job(self.rng, len(self.plans))
             else:

@@ -108,20 +108,22 @@ def spec_edit(target: Target, fault: schedule.Fault) -> str | None:
     return f"{plan.name} Worker {before} -> {after}"
 
 
-def _node_down(target: Target, fault: schedule.Fault, take_down: Callable[[str], None], how: str) -> str:
+def _node_down(target: Target, fault: schedule.Fault, take_down: Callable[[str], None], how: str) -> str | None:
     """A real node taken down (`take_down(name)`) for the fault's hold, then started again."""
-    name = target.driver.rng.choice(target.cluster.node_names)
+    name = target.driver.claim_node(target.cluster.node_names)
+    if name is None:
+        return None
     take_down(name)
     time.sleep(fault.hold)
     target.cluster.node_start(name)
     return f"{name} {how} for {fault.hold:.1f} s"
 
 
-def node_stop(target: Target, fault: schedule.Fault) -> str:
+def node_stop(target: Target, fault: schedule.Fault) -> str | None:
     return _node_down(target, fault, target.cluster.node_stop, "off")
 
 
-def node_partition(target: Target, fault: schedule.Fault) -> str:
+def node_partition(target: Target, fault: schedule.Fault) -> str | None:
     return _node_down(target, fault, target.cluster.node_partition, "cut off")
 
 

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from chaos.observations import JobEnd, JobView, PodLife
+from chaos.observations import JobEnd, JobView, PodLife, ProcessClaim
 from chaos.workload import DELETED, JobPlan
 
 # How long the cluster may take to converge after a fault is healed: a standby's takeover waits out the Lease (15 s)
@@ -93,6 +93,26 @@ def one_live_pod_per_task(pods: Sequence[PodLife]) -> list[str]:
             if before.live_to is None or (after.live_from or 0.0) < before.live_to:
                 found.append(f"{kind} {index}: {after.name} ({after.uid[:8]}) live while {before.name} "
                              f"({before.uid[:8]}) still was")
+    return found
+
+
+def one_process_per_task(claims: Iterable[ProcessClaim]) -> list[str]:
+    """Never two live processes claiming one TensorFlow task: within one run of a job, no process says it is a task
+    (its log's `task=` line) before another that said so did its last work as it (docs/tfjob/node-loss.md)."""
+    by_task: dict[tuple[str, str], list[ProcessClaim]] = defaultdict(list)
+    for claim in claims:
+        if claim.task is not None and claim.held_from is not None:
+            by_task[(claim.job, claim.task)].append(claim)
+    found = []
+    for (job, task), held in sorted(by_task.items()):
+        held.sort(key=lambda claim: claim.held_from or 0.0)
+        latest = held[0]  # of those before, the one that held the task the longest
+        for claim in held[1:]:
+            if (claim.held_from or 0.0) <= (latest.held_to or 0.0):
+                found.append(f"{job} {task}: {claim.pod} ({claim.uid[:8]}, {claim.attempt}) claimed it while "
+                             f"{latest.pod} ({latest.uid[:8]}, {latest.attempt}) still worked as it")
+            if (claim.held_to or 0.0) > (latest.held_to or 0.0):
+                latest = claim
     return found
 
 

@@ -3,6 +3,7 @@ one moment. Built from raw objects by the functions here, so the invariants' tes
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -10,6 +11,10 @@ from typing import Any
 TERMINAL_CONDITIONS = ("Succeeded", "Failed")
 REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
 REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
+# What examples/train_*.py print: which task a process is, once TensorFlow read its TF_CONFIG; then the lines of its
+# work as that task (a training step or epoch, a checkpoint evaluated, a server up).
+CLAIM = re.compile(r"^tfop-example: task=(\w+:\d+) ")
+WORK = re.compile(r"^(step \d+ loss|epoch \d+ loss|evaluated checkpoint|final evaluation|serving \w+:\d+ at)")
 
 
 def epoch(timestamp: str) -> float:
@@ -92,3 +97,34 @@ def job_view(job: dict[str, Any], pods: list[dict[str, Any]]) -> JobView:
     return JobView(job["metadata"]["name"], {kind: int(spec.get("replicas", 1)) for kind, spec in specs.items()},
                    conditions.get("Running", False), any(conditions.get(c) for c in TERMINAL_CONDITIONS),
                    bool(job["metadata"].get("deletionTimestamp")), running)
+
+
+@dataclass(frozen=True)
+class ProcessClaim:
+    """One real TensorFlow process (a container attempt of a pod) and the task it said it was, from its log file:
+    it held the task from the line that says so to its last line of work (the same moment if it did none)."""
+
+    pod: str
+    uid: str
+    attempt: str  # the log file, one per container attempt
+    job: str  # the TFJob's name and RuntimeId, from the pod's name: one run of one job
+    task: str | None  # e.g. "worker:0"; None while (or if) it never said
+    held_from: float | None = None
+    held_to: float | None = None
+
+
+def process_claim(pod_dir: str, attempt: str, lines: list[str]) -> ProcessClaim:
+    """The claim in one attempt's log lines (`<time> <stream> <tag> <text>`) of the pod directory
+    `<namespace>_<pod>_<uid>`; pods are named `<job>-<replica>-<runtime id>-<index>`."""
+    _, pod, uid = pod_dir.split("_")
+    job, _, runtime_id, _ = pod.rsplit("-", 3)
+    task, held_from, held_to = None, None, None
+    for raw in lines:
+        when, _, rest = raw.partition(" ")
+        text = rest.split(" ", 2)[-1]
+        if task is None and (claim := CLAIM.match(text)):
+            task, held_from = claim.group(1), epoch(when)
+            held_to = held_from
+        elif task is not None and WORK.match(text):
+            held_to = epoch(when)
+    return ProcessClaim(pod, uid, attempt, f"{job} ({runtime_id})", task, held_from, held_to)

@@ -34,6 +34,7 @@ class Report:
     jobs: dict[str, int] = field(default_factory=dict)  # expected outcome -> count
     operator_exits: list[tuple[str, int]] = field(default_factory=list)  # replicas that exited by themselves
     deletions_finished: list[str] = field(default_factory=list)  # pods whose deletion the harness ended for kwok
+    tensorflow_processes: int = 0  # real TensorFlow processes that said their task in their log on a node's disk
 
     @property
     def held(self) -> bool:
@@ -62,6 +63,7 @@ class Report:
             "convergence_bound_s": CONVERGENCE_BOUND, "jobs": self.jobs, "rss": self.rss_summary(),
             "operator_exits": [{"process": label, "code": code} for label, code in self.operator_exits],
             "deletions_finished_for_kwok": self.deletions_finished,
+            "tensorflow_processes": self.tensorflow_processes,
             "invariants": [{"name": v.name, "held": v.held, "violations": list(v.violations)}
                            for v in self.verdicts],
             "timeline": [asdict(fault) for fault in self.faults],
@@ -74,6 +76,9 @@ class Report:
                  "| invariant | held | violations |", "| --- | --- | --- |"]
         lines += [f"| {v.name} | {'yes' if v.held else 'NO'} | {'; '.join(v.violations[:5]) or '-'} |"
                   for v in self.verdicts]
+        if self.real_nodes:
+            processes = self.tensorflow_processes
+            lines += ["", f"Real TensorFlow processes read from their log files on the nodes' disks: {processes}."]
         lines += ["", f"Jobs by expected outcome: {', '.join(f'{k} {n}' for k, n in sorted(self.jobs.items()))}.",
                   "", "| fault kind | injected | recovery median (s) | max (s) |", "| --- | --- | --- | --- |"]
         recovery = self.recovery()

@@ -15,6 +15,7 @@ from pathlib import Path
 from chaos import invariants, schedule
 from chaos.driver import Driver
 from chaos.faults import INJECTORS, Target
+from chaos.node_logs import NodeLogs
 from chaos.observations import controller_uid, epoch
 from chaos.observer import Observer
 from chaos.operators import OperatorPair
@@ -67,8 +68,10 @@ class ChaosRun:
         self.observer = Observer(self.client, namespace)
         # One generator for every choice made at run time (targets, job shapes), seeded apart from the schedule's.
         self.driver = Driver(self.client, self.observer, namespace, random.Random(seed * 7919 + 1), running_jobs,
-                             REAL_JOBS if real_nodes else 0)
+                             REAL_JOBS if real_nodes else 0, cluster.shared_dir)
         self.operators = OperatorPair(cluster.kubeconfig, namespace, log_dir)
+        self.node_logs = NodeLogs([node.layout.root / "pod-logs" for node in cluster.nodes], namespace) \
+            if real_nodes else None
         self.report = Report(seed, duration, real_nodes=len(cluster.node_names) if real_nodes else 0)
         self.began = 0.0
 
@@ -109,6 +112,8 @@ class ChaosRun:
         self.began = time.monotonic()
         self.observer.start()
         self.operators.start()
+        if self.node_logs:
+            self.node_logs.start()
         try:
             self.driver.top_up()
             took, problems = wait_until(self.converging, invariants.CONVERGENCE_BOUND)
@@ -123,6 +128,9 @@ class ChaosRun:
             self.operators.sample()
             self.operators.stop()
             self.observer.stop()
+            if self.node_logs:
+                self.node_logs.stop()
+                self.judge_tensorflow_processes(self.node_logs)
         self.report.elapsed = time.monotonic() - self.began
         return self.report
 
@@ -209,6 +217,13 @@ class ChaosRun:
         ]
         self.report.rss = self.operators.rss
         self.report.operator_exits = list(self.operators.exits)
+
+    def judge_tensorflow_processes(self, node_logs: NodeLogs) -> None:
+        """The real nodes' invariant, from every container log line read on their disks through the run."""
+        claims = [claim for claim in node_logs.claims() if claim.task is not None]
+        self.report.tensorflow_processes = len(claims)
+        self.report.verdicts.append(invariants.Verdict("never two live processes claiming one TensorFlow task",
+                                                       tuple(invariants.one_process_per_task(claims))))
 
     def orphans_now(self) -> list[str]:
         """Every child left once every job is deleted (a pod being deleted too: its deletion finished for kwok)."""

@@ -29,6 +29,14 @@ KWOK_KINDS = (OPERATOR_KILL, APISERVER_RESTART, ETCD_COMPACT, JOB_DELETE_MID_RES
 REAL_NODE_KINDS = (NODE_STOP, NODE_PARTITION, COREDNS_RESTART)
 # Faults that take a component down: at most one of each kind per round (two apiserver restarts cannot overlap).
 EXCLUSIVE_KINDS = frozenset({OPERATOR_KILL, APISERVER_RESTART, NODE_STOP, NODE_PARTITION, COREDNS_RESTART})
+# A node down for a moment comes back before anything notices; one down long enough is lost: the node lifecycle
+# controller marks it after its grace (--node-monitor-grace-period, 50 s on the local cluster), tfop replaces its
+# replicas once its own grace has passed (nodeLoss.graceSeconds, 30 s by default), and a partitioned node's
+# processes live on beside their replacements until it is healed. Half the node faults are held that long.
+NODE_LOSS_KINDS = frozenset({NODE_STOP, NODE_PARTITION})
+BLIP_HOLD = (1.0, 8.0)
+LOSS_HOLD = (95.0, 125.0)
+LOSS_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -63,6 +71,14 @@ def rounds(seed: int, kinds: Sequence[str] = KWOK_KINDS, *, max_faults: int = 3,
             if kind in EXCLUSIVE_KINDS and kind in chosen:
                 continue
             chosen.append(kind)
-        yield Round(index, tuple(Fault(kind, round(rng.uniform(0.0, 3.0), 2), round(rng.uniform(1.0, 8.0), 2))
-                                 for kind in chosen))
+        yield Round(index, tuple(Fault(kind, round(rng.uniform(0.0, 3.0), 2), hold(rng, kind)) for kind in chosen))
         index += 1
+
+
+def hold(rng: random.Random, kind: str) -> float:
+    """How long a fault lasts. Only a node fault draws whether it is lost, so kwok-only schedules (the short form's
+    seeds) stay as they were."""
+    blip = round(rng.uniform(*BLIP_HOLD), 2)
+    if kind in NODE_LOSS_KINDS and rng.random() < LOSS_SHARE:
+        return round(rng.uniform(*LOSS_HOLD), 2)
+    return blip

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
@@ -32,9 +33,9 @@ def test_each_shape_is_a_valid_tfjob_with_its_backoff_limit(replicas: dict[str, 
     assert {spec["restartPolicy"] for spec in body["spec"]["tfReplicaSpecs"].values()} == {policy}
 
 
-def test_real_jobs_are_the_examples_renamed_never_hit_by_kwok_faults() -> None:
+def test_real_jobs_are_the_examples_renamed_never_hit_by_kwok_faults(tmp_path: Path) -> None:
     rng = random.Random(1)
-    plans = [real_job(rng, serial) for serial in range(12)]
+    plans = [real_job(rng, serial, tmp_path) for serial in range(12)]
     assert {plan.name for plan in plans} == {f"chaos-tf-{serial:04d}" for serial in range(12)}
     for plan in plans:
         body = plan.body("ns")
@@ -43,3 +44,24 @@ def test_real_jobs_are_the_examples_renamed_never_hit_by_kwok_faults() -> None:
         assert body["metadata"]["annotations"]["tfop.kubeflow.org/restart-scope"] in REAL_EXAMPLES.values()
         assert all(spec["template"]["spec"]["containers"][0]["image"].startswith("localhost/tfop/tensorflow:")
                    for spec in body["spec"]["tfReplicaSpecs"].values())
+
+
+def test_the_mwms_job_checkpoints_in_the_shared_directory_and_has_an_evaluator(tmp_path: Path) -> None:
+    rng = random.Random(1)
+    plans = [real_job(rng, serial, tmp_path) for serial in range(12)]
+    mwms = [plan for plan in plans if "Evaluator" in plan.replicas]
+    ps = [plan for plan in plans if "PS" in plan.replicas]
+    assert mwms and ps and len(mwms) + len(ps) == len(plans)
+    for plan in mwms:
+        body = plan.body("ns")
+        assert plan.replicas == {"Chief": 1, "Worker": 2, "Evaluator": 1}
+        assert body["metadata"]["annotations"]["tfop.kubeflow.org/restart-scope"] == "Job"
+        assert (tmp_path / plan.name).is_dir()
+        for spec in body["spec"]["tfReplicaSpecs"].values():
+            pod = spec["template"]["spec"]
+            [container] = pod["containers"]
+            assert pod["volumes"] == [{"name": "shared", "hostPath": {"path": str(tmp_path), "type": "Directory"}}]
+            assert container["volumeMounts"] == [{"name": "shared", "mountPath": "/shared"}]
+            assert {"name": "CHECKPOINT_DIR", "value": f"/shared/{plan.name}"} in container["env"]
+    for plan in ps:
+        assert plan.body("ns")["metadata"]["annotations"]["tfop.kubeflow.org/restart-scope"] == "Replica"
