@@ -20,12 +20,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from localcluster import LocalCluster
-from support.browser import headless_chromium
+from support.browser import clicked, headless_chromium, text_of, texts_of
 from support.operator_process import OperatorProcess
 from support.real_node_jobs import apply, get, job_pods, pods_now, shell_container, story, tfjob
 from support.ui import UiServer, reader_token, ui_identity
@@ -38,32 +37,6 @@ SCRIPT = ("if [ ! -e /scratch/ran ]; then touch /scratch/ran; echo first run; ex
           "i=0; while [ $i -lt 900 ]; do i=$((i + 1)); echo \"line $i\"; sleep 1; done")
 RECREATED_JOB = "recreated"
 LINE = re.compile(r"^line (\d+)$")
-
-
-def text_of(driver: WebDriver, css: str) -> str:
-    """The text of the first element `css` selects, "" when there is none or a live update replaced it while it
-    was read (then it is read again at the next poll)."""
-    try:
-        found = driver.find_elements(By.CSS_SELECTOR, css)
-        return found[0].text if found else ""
-    except StaleElementReferenceException:
-        return ""
-
-
-def texts_of(driver: WebDriver, css: str) -> list[str]:
-    """The text of every element `css` selects, [] when a live update replaced one while they were read."""
-    try:
-        return [element.text for element in driver.find_elements(By.CSS_SELECTOR, css)]
-    except StaleElementReferenceException:
-        return []
-
-
-def clicked(driver: WebDriver, css: str) -> bool:
-    try:
-        driver.find_element(By.CSS_SELECTOR, css).click()
-    except (StaleElementReferenceException, WebDriverException):
-        return False
-    return True
 
 
 def counted(text: str) -> list[int]:

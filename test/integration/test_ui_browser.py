@@ -16,7 +16,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 
 from fake_kubelet import exit_pod, restart_in_place
 from localcluster import LocalCluster
-from support.browser import headless_chromium
+from support.browser import clicked, headless_chromium, text_of, texts_of
 from support.operator_process import OperatorProcess
 from support.tfjobs import TFJOBS, pods_by_name, replica, tfjob
 from support.ui import UiServer, reader_token, ui_identity
@@ -25,16 +25,6 @@ from tfop.kube.client import KubeClient
 from tfop.kube.resource import EVENTS
 
 MARKUP = '<script>window.pwned = 1</script><b id="injected">bold</b>'
-
-
-def text_of(driver: WebDriver, css: str) -> str:
-    """The text of the first element `css` selects, "" when there is none: a live update may replace the element
-    between finding and reading it (then it is read again at the next poll)."""
-    try:
-        found = driver.find_elements(By.CSS_SELECTOR, css)
-        return found[0].text if found else ""
-    except StaleElementReferenceException:
-        return ""
 
 
 def event_messages(driver: WebDriver) -> list[str]:
@@ -54,22 +44,6 @@ def job_links(driver: WebDriver) -> tuple[list[tuple[str | None, str | None]], l
     except StaleElementReferenceException:
         return None
     return links, texts
-
-
-def texts_of(driver: WebDriver, css: str) -> list[str]:
-    """The text of every element `css` selects, [] when a live update replaced one while they were read."""
-    try:
-        return [element.text for element in driver.find_elements(By.CSS_SELECTOR, css)]
-    except StaleElementReferenceException:
-        return []
-
-
-def clicked(driver: WebDriver, css: str) -> bool:
-    try:
-        driver.find_element(By.CSS_SELECTOR, css).click()
-    except StaleElementReferenceException:
-        return False
-    return True
 
 
 def markup_event(job: dict[str, object], namespace: str) -> dict[str, object]:

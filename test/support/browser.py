@@ -8,7 +8,10 @@ import subprocess
 from pathlib import Path
 
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -32,3 +35,33 @@ def headless_chromium(download_dir: Path) -> webdriver.Chrome:
     options.add_experimental_option("prefs", {"download.default_directory": str(download_dir)})
     assert shutil.which(driver), driver
     return webdriver.Chrome(options=options, service=Service(executable_path=driver))
+
+
+# The page updates itself live, so an element found may be replaced before it is read: these read it as absent
+# then, and the caller's wait_for reads again at its next poll.
+
+
+def text_of(driver: WebDriver, css: str) -> str:
+    """The text of the first element `css` selects, "" when there is none or it was replaced while read."""
+    try:
+        found = driver.find_elements(By.CSS_SELECTOR, css)
+        return found[0].text if found else ""
+    except StaleElementReferenceException:
+        return ""
+
+
+def texts_of(driver: WebDriver, css: str) -> list[str]:
+    """The text of every element `css` selects, [] when one was replaced while they were read."""
+    try:
+        return [element.text for element in driver.find_elements(By.CSS_SELECTOR, css)]
+    except StaleElementReferenceException:
+        return []
+
+
+def clicked(driver: WebDriver, css: str) -> bool:
+    """Whether the element `css` selects took the click (False when it was replaced or not clickable yet)."""
+    try:
+        driver.find_element(By.CSS_SELECTOR, css).click()
+    except (StaleElementReferenceException, WebDriverException):
+        return False
+    return True
