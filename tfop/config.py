@@ -41,6 +41,7 @@ from typing import Any
 
 import yaml
 
+from tfop import yamlio
 from tfop.api.constants import NAMING_RUNTIME_ID, NAMINGS, NODE_LOSS_POLICIES, REPLICA_BACKEND_PODS, REPLICA_BACKENDS
 from tfop.controller.plan.children.accelerators import Accelerator, HostVolume
 from tfop.controller.plan.children.pod_group import GANG_NONE, GANG_SCHEDULER_NAMES
@@ -70,7 +71,7 @@ def load_config(path: str | Path | None, warnings: list[str] | None = None) -> C
     if path is None:
         return ControllerConfig()
     try:
-        data: Any = yaml.safe_load(Path(path).read_text()) or {}
+        data: Any = yamlio.load(Path(path).read_text()) or {}
     except (OSError, yaml.YAMLError) as error:
         raise ConfigError(f"cannot read config file {path}: {error}") from error
     try:

@@ -13,6 +13,7 @@ from typing import Any, TextIO
 
 import yaml
 
+from tfop import yamlio
 from tfop.api.constants import API_VERSION, KIND
 from tfop.api.conversion import TF_GROUP_KIND, TF_GROUP_V1ALPHA1, V1ALPHA1, V1BETA1, ConversionError, to_v1
 from tfop.controller.plan.job.legacy_gpu import DEFAULT_GPU_RESOURCE, rewrite_legacy_gpu
@@ -62,7 +63,7 @@ def convert_files(paths: list[str], stdout: TextIO = sys.stdout, stderr: TextIO 
     for path in paths or ["-"]:
         try:
             text = sys.stdin.read() if path == "-" else open(path).read()  # noqa: SIM115 - read at once
-            documents = [d for d in yaml.safe_load_all(text) if d is not None]
+            documents = [d for d in yamlio.load_all(text) if d is not None]
         except (OSError, yaml.YAMLError) as error:
             print(f"{path}: {error}", file=stderr)
             return 2

@@ -30,6 +30,7 @@ import yaml
 from bench.workload import tfjob
 from localcluster import LocalCluster
 from localcluster.pki import openssl
+from tfop import yamlio
 from tfop.controller.children import TFJOBS
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import AlreadyExists, NotFound
@@ -145,7 +146,7 @@ class BenchCluster:
                 "-subj", f"/O=system:masters/CN={OPERATOR_USER}", cwd=pki)
         openssl("x509", "-req", "-in", "operator.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
                 "-out", "operator.crt", "-days", "30", "-extfile", "client.ext", cwd=pki)
-        config: dict[str, Any] = yaml.safe_load(self.kubeconfig.read_text())
+        config: dict[str, Any] = yamlio.load(self.kubeconfig.read_text())
         for user in config["users"]:
             user["user"] = {"client-certificate": str(pki / "operator.crt"),
                             "client-key": str(pki / "operator.key")}
@@ -154,7 +155,7 @@ class BenchCluster:
     # --- the TFJob CRD: ours or the Go operator's, one at a time under the same name ---------------------------
     def install_crd(self, path: Path, timeout: float = 120.0) -> None:
         """Replace whatever TFJob CRD is installed by the one in `path` and wait until it serves."""
-        crd = next(doc for doc in yaml.safe_load_all(path.read_text())
+        crd = next(doc for doc in yamlio.load_all(path.read_text())
                    if doc and doc.get("kind") == "CustomResourceDefinition")
         client = self.admin()
         deadline = time.monotonic() + timeout

@@ -12,9 +12,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from chaos.workload import END_SUCCESS, RESTART_LIMIT, SUCCEEDED, JobPlan
+from tfop import yamlio
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 PS, MWMS = "ps-strategy.yaml", "mwms.yaml"
@@ -29,7 +28,7 @@ MWMS_ENV = {"STEPS": "30", "STEP_SECONDS": "1", "SAVE_EVERY": "5"}
 
 @cache
 def example(name: str) -> dict[str, Any]:
-    loaded: dict[str, Any] = yaml.safe_load((EXAMPLES / name).read_text())
+    loaded: dict[str, Any] = yamlio.load((EXAMPLES / name).read_text())
     return loaded
 
 

@@ -10,19 +10,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from localcluster import LocalCluster
 from localcluster.operator_config import tensorflow_image
 from support.operator_process import OperatorProcess
 from support.real_node_jobs import apply, dns_denials, job_pods, story, wait_for_condition
+from tfop import yamlio
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 JOINED = re.compile(r"tfop-example: task=(\w+):(\d+) workers=(\d+) chief=(\d+) ps=(\d+)")
 
 
 def example(name: str) -> dict[str, Any]:
-    manifest: dict[str, Any] = yaml.safe_load((EXAMPLES / name).read_text())
+    manifest: dict[str, Any] = yamlio.load((EXAMPLES / name).read_text())
     # Keep every pod once the job is done, so the servers' logs (PS, workers) can be read afterwards; the example
     # itself cleans them up (cleanPodPolicy Running).
     manifest["spec"].setdefault("runPolicy", {})["cleanPodPolicy"] = "None"

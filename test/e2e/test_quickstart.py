@@ -10,19 +10,18 @@ import subprocess
 import sys
 from pathlib import Path
 
-import yaml
-
 from fake_kubelet import exit_pod
 from localcluster import LocalCluster
 from ports import free_port
 from support.waiting import KUBECTL_INTERVAL, wait_for
+from tfop import yamlio
 from tfop.kube.client import KubeClient
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOYMENT = REPO / "deploy" / "manifests" / "deployment.yaml"
 # The time the kustomize base's pod has to stop after SIGTERM before the kubelet kills it.
 STOP_GRACE = next(document["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
-                  for document in yaml.safe_load_all(DEPLOYMENT.read_text())
+                  for document in yamlio.load_all(DEPLOYMENT.read_text())
                   if document and document.get("kind") == "Deployment")
 
 

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from support.builds import built
+from tfop import yamlio
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "deploy" / "helm" / "tfop"
@@ -46,7 +47,7 @@ def rules(helm: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
                              "metrics.prometheusRule.enabled=true"], capture_output=True, text=True, check=False,
                             timeout=120)
     assert result.returncode == 0, f"helm template failed:\n{result.stderr}"
-    [rule] = [doc for doc in yaml.safe_load_all(result.stdout) if doc and doc["kind"] == "PrometheusRule"]
+    [rule] = [doc for doc in yamlio.load_all(result.stdout) if doc and doc["kind"] == "PrometheusRule"]
     directory = tmp_path_factory.mktemp("alerts")
     path = directory / RULES_FILE
     path.write_text(yaml.dump({"groups": rule["spec"]["groups"]}, Dumper=BlockStrings, sort_keys=False, width=120))
@@ -80,7 +81,7 @@ def test_alerts_pass_their_unit_tests(promtool: Path, rules: Path) -> None:
 
 
 def alerts(rules: Path) -> set[str]:
-    groups = yaml.safe_load(rules.read_text())["groups"]
+    groups = yamlio.load(rules.read_text())["groups"]
     return {rule["alert"] for group in groups for rule in group["rules"] if "alert" in rule}
 
 
@@ -95,7 +96,7 @@ def test_every_alert_has_a_test_that_fires_it_and_one_that_must_not(rules: Path)
     """For every alert: a group that fires it also checks it one evaluation earlier, so a `for:` or a range that
     is off by some minutes fails; and a group of series that must not fire it (the healthy one, or another)
     checks it quiet throughout."""
-    spec = yaml.safe_load(RULE_TESTS.read_text())
+    spec = yamlio.load(RULE_TESTS.read_text())
     assert spec["evaluation_interval"] == f"{EVALUATION_INTERVAL // 60}m"
     wanted = alerts(rules)
     fired, fired_on_time, never_fired = set(), set(), set()

@@ -20,13 +20,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
 from fake_kubelet import exit_pod
 from localcluster import LocalCluster
 from support.operator_process import OperatorProcess
 from support.tfjobs import TFJOBS, condition, create_job, pods_by_name, replica
 from support.waiting import DEADLINE, wait_for
+from tfop import yamlio
 from tfop.kube.client import KubeClient
 from tfop.kube.resource import NAMESPACES
 
@@ -38,7 +38,7 @@ UNITS = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
 
 def deployment_memory_limit() -> int:
     """The memory limit the Helm chart gives the operator (test_deploy checks the kustomize base says the same)."""
-    values = yaml.safe_load((REPO / "deploy" / "helm" / "tfop" / "values.yaml").read_text())
+    values = yamlio.load((REPO / "deploy" / "helm" / "tfop" / "values.yaml").read_text())
     quantity = str(values["resources"]["limits"]["memory"])
     match = re.fullmatch(r"(\d+)(Ki|Mi|Gi)", quantity)
     assert match, f"cannot read the memory limit {quantity!r}"

@@ -15,6 +15,7 @@ import yaml
 from localcluster import LocalCluster
 from support import tfjobs
 from support.tfjobs import pod_template
+from tfop import yamlio
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
@@ -226,7 +227,7 @@ def test_kubectl_get_prints_the_printer_columns(cluster: LocalCluster, tfjob_crd
 
 def test_kubectl_explain_describes_every_status_field_and_the_template(cluster: LocalCluster,
                                                                        tfjob_crd: Path) -> None:
-    crd = yaml.safe_load(tfjob_crd.read_text())
+    crd = yamlio.load(tfjob_crd.read_text())
     status = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
 
     def undescribed(schema: dict[str, Any], path: str) -> list[str]:
@@ -248,7 +249,7 @@ def test_kubectl_explain_describes_every_status_field_and_the_template(cluster: 
 
 
 def test_columns_say_what_state_a_job_is_in(cluster: LocalCluster, tfjob_crd: Path) -> None:
-    columns = {c["name"]: c for c in yaml.safe_load(tfjob_crd.read_text())["spec"]["versions"][0][
+    columns = {c["name"]: c for c in yamlio.load(tfjob_crd.read_text())["spec"]["versions"][0][
         "additionalPrinterColumns"]}
     assert list(columns)[:5] == ["State", "Replicas", "Workers", "Active-Workers", "Age"]
     assert all(c.get("description") for name, c in columns.items() if name != "Age")

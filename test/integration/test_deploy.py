@@ -23,7 +23,7 @@ from support.metrics_readers import may_get_metrics, scraper_tokens
 from support.operator_process import OperatorProcess
 from support.tfjobs import TFJOBS, events_about, replica, tfjob
 from support.waiting import DEADLINE, wait_for, wait_for_count
-from tfop import __version__
+from tfop import __version__, yamlio
 from tfop.cli import build_parser
 from tfop.config import load_config, parse_config
 from tfop.kube.client import KubeClient
@@ -63,7 +63,7 @@ def helm_template(helm: Path, release: str, namespace: str, *args: str) -> str:
 
 
 def documents(text: str) -> list[Object]:
-    return [doc for doc in yaml.safe_load_all(text) if doc]
+    return [doc for doc in yamlio.load_all(text) if doc]
 
 
 def by_kind_and_name(objects: list[Object]) -> dict[tuple[str, str], Object]:
@@ -398,7 +398,7 @@ def service_account_kubeconfig(cluster: LocalCluster, kustomize_base: list[Objec
 
     (Not an `as:` impersonation entry: the Python kubernetes client ignores it and would stay admin.)"""
     token = cluster.kubectl("create", "token", "tfop", "-n", SYSTEM_NAMESPACE, "--duration=1h").stdout.strip()
-    config = yaml.safe_load(cluster.kubeconfig.read_text())
+    config = yamlio.load(cluster.kubeconfig.read_text())
     for entry in config["users"]:
         entry["user"] = {"token": token}
     path = tmp_path / "tfop-sa.kubeconfig"
@@ -470,8 +470,8 @@ def test_helm_chart_with_default_values_renders_the_kustomize_base(cluster: Loca
     for key, ours in base.items():
         expected, theirs = ours, comparable(rendered[key])
         if key == ("ConfigMap", "tf-job-operator-config"):  # the same settings; the base's file has comments
-            expected = {**ours, "data": {CONFIG_KEY: yaml.safe_load(ours["data"][CONFIG_KEY])}}
-            theirs = {**theirs, "data": {CONFIG_KEY: yaml.safe_load(theirs["data"][CONFIG_KEY])}}
+            expected = {**ours, "data": {CONFIG_KEY: yamlio.load(ours["data"][CONFIG_KEY])}}
+            theirs = {**theirs, "data": {CONFIG_KEY: yamlio.load(theirs["data"][CONFIG_KEY])}}
         assert theirs == expected, f"{key} differs between the Helm chart and the kustomize base"
 
 
@@ -504,17 +504,17 @@ def test_helm_chart_refuses_values_that_cannot_work(helm: Path, values: list[str
                                                       (["--set", "gpuResource=amd.com/gpu"], "amd.com/gpu")])
 def test_helm_gpu_resource_reaches_the_controller_config(helm: Path, values: list[str], gpu_resource: str) -> None:
     rendered = by_kind_and_name(documents(helm_template(helm, "tfop", SYSTEM_NAMESPACE, *values)))
-    config = parse_config(yaml.safe_load(rendered[("ConfigMap", "tf-job-operator-config")]["data"][CONFIG_KEY]))
+    config = parse_config(yamlio.load(rendered[("ConfigMap", "tf-job-operator-config")]["data"][CONFIG_KEY]))
     assert config.gpu_resource == gpu_resource
 
 
 def test_chart_follows_the_package_version_and_both_pin_one_image_digest() -> None:
-    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    chart = yamlio.load((CHART / "Chart.yaml").read_text())
     assert chart["version"] == chart["appVersion"] == __version__
-    [image] = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())["images"]
-    values = yaml.safe_load((CHART / "values.yaml").read_text())["image"]
+    [image] = yamlio.load((DEPLOY / "kustomization.yaml").read_text())["images"]
+    values = yamlio.load((CHART / "values.yaml").read_text())["image"]
     assert image == {"name": "tfop", "digest": values["digest"]}
-    [ui_image] = yaml.safe_load((DEPLOY / "components" / "ui" / "kustomization.yaml").read_text())["images"]
+    [ui_image] = yamlio.load((DEPLOY / "components" / "ui" / "kustomization.yaml").read_text())["images"]
     assert ui_image == image
     assert re.fullmatch(r"sha256:[0-9a-f]{64}", values["digest"]), values["digest"]
 
@@ -602,7 +602,7 @@ def test_helm_chart_for_a_namespace_list_on_azure_applies_with_roles_in_those_na
     assert [a for a in container["args"] if a.startswith("--namespace")] == [
         f"--namespace={name}" for name in watched_namespaces]
 
-    config = yaml.safe_load(objects[("ConfigMap", "tf-job-operator-config")]["data"][CONFIG_KEY])
+    config = yamlio.load(objects[("ConfigMap", "tf-job-operator-config")]["data"][CONFIG_KEY])
     gpu = config["accelerators"]["nvidia.com/gpu"]  # the seeds' Azure preset
     assert gpu["envVars"] == [{"name": "LD_LIBRARY_PATH", "value": "/usr/lib/nvidia:/usr/lib/x86_64-linux-gnu"}]
     assert {v["hostPath"]: v["mountPath"] for v in gpu["volumes"]} == {
@@ -630,7 +630,7 @@ def test_shipped_controller_config_loads_in_the_operator(cluster: LocalCluster, 
 
 def promql_expressions() -> dict[str, str]:
     """Every PromQL expression shipped, by where it is: the alerts' and the dashboard's."""
-    rule = yaml.safe_load((CHART / "files" / "prometheusrule.yaml").read_text())
+    rule = yamlio.load((CHART / "files" / "prometheusrule.yaml").read_text())
     expressions = {f"alert {r['alert']}": r["expr"] for group in rule["spec"]["groups"] for r in group["rules"]}
     dashboard = json.loads((CHART / "files" / "grafana-dashboard.json").read_text())
     for panel in dashboard["panels"]:
@@ -695,7 +695,7 @@ def test_dockerfile_runs_tfop_as_the_user_the_deployment_expects() -> None:
     assert re.search(r'^ENTRYPOINT \["tfop", "run"\]$', dockerfile, re.MULTILINE)
     assert "tfop = tfop.cli:main" in (REPO / "setup.cfg").read_text()
     [user] = re.findall(r"^USER (\d+):(\d+)$", dockerfile, re.MULTILINE)
-    pod = yaml.safe_load((DEPLOY / "manifests" / "deployment.yaml").read_text().split("\n---\n")[0])
+    pod = yamlio.load((DEPLOY / "manifests" / "deployment.yaml").read_text().split("\n---\n")[0])
     context = pod["spec"]["template"]["spec"]["securityContext"]
     assert (str(context["runAsUser"]), str(context["runAsGroup"])) == user and context["runAsNonRoot"]
     # .dockerignore lets in only what it names; every COPY from the context must be among it.
@@ -715,7 +715,7 @@ def test_a_gang_scheduler_adds_exactly_its_pod_group_rule_in_helm_and_the_kustom
                                                         f"gangScheduler={gang}")))
     helm_rules = rendered[("ClusterRole", "tfop")]["rules"]
     assert helm_rules[-1] == rule
-    config = parse_config(yaml.safe_load(rendered[("ConfigMap", "tf-job-operator-config")]["data"][CONFIG_KEY]))
+    config = parse_config(yamlio.load(rendered[("ConfigMap", "tf-job-operator-config")]["data"][CONFIG_KEY]))
     assert config.gang_scheduler == gang
     overlay = tmp_path / "overlay"
     overlay.mkdir()
@@ -741,7 +741,7 @@ def test_capacity_scaling_adds_its_config_and_exactly_its_rules_in_helm_and_the_
     helm_rules = cluster_wide[("ClusterRole", "tfop")]["rules"]
     assert helm_rules[1] == patch
     assert cluster_wide[("ClusterRole", "tfop-capacity")]["rules"] == pods
-    config = parse_config(yaml.safe_load(cluster_wide[("ConfigMap", "tf-job-operator-config")]["data"][CONFIG_KEY]))
+    config = parse_config(yamlio.load(cluster_wide[("ConfigMap", "tf-job-operator-config")]["data"][CONFIG_KEY]))
     assert config.capacity_scaling.enabled and config.capacity_scaling.grow_after == 90
     scoped = by_kind_and_name(documents(helm_template(helm, "tfop", SYSTEM_NAMESPACE, *enabled,
                                                       "--set", "watchNamespaces={team-a}")))

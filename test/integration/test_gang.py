@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from fake_kubelet import exit_pod
 from localcluster import LocalCluster
@@ -21,6 +20,7 @@ from support.gang import GPU, PLUGIN_GROUPS, TAINT, VOLCANO_GROUPS, bound, gpu_r
 from support.operator_process import OperatorProcess
 from support.tfjobs import TFJOBS, condition, events_about, job_status, pods_by_name
 from support.waiting import DEADLINE, consistently, wait_for
+from tfop import yamlio
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import Invalid, NotFound
 from tfop.kube.resource import PODS, Resource
@@ -290,7 +290,7 @@ def test_volcano_crd_has_every_json_field_of_the_go_types() -> None:
     assert listing.returncode == 0, f"downloading volcano.sh/apis v1.12.1 failed: {listing.stderr}"
     source = (Path(re.search(r'"Dir": "([^"]+)"', listing.stdout).group(1))  # type: ignore[union-attr]
               / "pkg" / "apis" / "scheduling" / "v1beta1" / "types.go").read_text()
-    schema = yaml.safe_load(VOLCANO_CRD.read_text())["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    schema = yamlio.load(VOLCANO_CRD.read_text())["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
     spec, status = schema["properties"]["spec"], schema["properties"]["status"]
     expected = {"PodGroupSpec": spec, "PodGroupStatus": status, "NetworkTopologySpec": spec["properties"][
         "networkTopology"], "PodGroupCondition": status["properties"]["conditions"]["items"]}

@@ -11,12 +11,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
 from localcluster import LocalCluster
 from localcluster.addons.webhook import CRD_NAME, install_crd
 from support.operator_process import OperatorProcess
 from support.webhook import apply_until_converted
+from tfop import yamlio
 
 SEEDS = Path(__file__).resolve().parents[1] / "data" / "seeds"
 V1_TYPES = {"MASTER": "Master", "WORKER": "Worker", "PS": "PS"}
@@ -45,7 +45,7 @@ def run_operator(cluster: LocalCluster, run_crd: tuple[str, Path], namespace: st
 @pytest.mark.parametrize("manifest", ["002-example-job.yaml", "001-example-tfjob.yaml"])
 def test_a_seed_applies_as_written_and_reads_back_as_v1(cluster: LocalCluster, namespace: str,
                                                         run_operator: OperatorProcess, manifest: str) -> None:
-    written = yaml.safe_load((SEEDS / manifest).read_text())
+    written = yamlio.load((SEEDS / manifest).read_text())
     name = written["metadata"]["name"]
     output = apply_until_converted(cluster, namespace, (SEEDS / manifest).read_text())
     print(f"$ kubectl apply -f {manifest}   # {written['apiVersion']}\n{output}")

@@ -12,12 +12,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
 from localcluster import LocalCluster
 from support.http import http_get
 from support.metrics_readers import READER_ROLE, may_get_metrics, scraper_tokens
 from support.operator_process import OperatorProcess
+from tfop import yamlio
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -28,7 +28,7 @@ def metrics_reader(cluster: LocalCluster, namespace: str) -> Iterator[dict[str, 
     tfop-metrics-reader, and "stranger", bound to nothing. The role is made under a name of this test's own, so
     that the cluster-wide name stays free for test_deploy's installs (Helm refuses to adopt an object it did not
     make)."""
-    rendered = yaml.safe_load_all(cluster.kubectl("kustomize", str(REPO / "deploy")).stdout)
+    rendered = yamlio.load_all(cluster.kubectl("kustomize", str(REPO / "deploy")).stdout)
     shipped = next(doc for doc in rendered if doc and doc["kind"] == "ClusterRole"
                    and doc["metadata"]["name"] == READER_ROLE)
     role = {**shipped, "metadata": {"name": f"{namespace}-{READER_ROLE}"}}

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from fake_kubelet import exit_pod
 from localcluster import LocalCluster
@@ -29,6 +28,7 @@ from support.crds import crd_established
 from support.operator_process import OperatorProcess
 from support.tfjobs import TFJOBS, children, events_about, job_status, pods_by_name
 from support.waiting import DEADLINE, wait_for
+from tfop import yamlio
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import NotFound
 from tfop.kube.resource import PODS, SERVICES, Resource
@@ -117,7 +117,7 @@ def test_a_job_sent_to_the_manager_runs_on_the_worker_only(pair: tuple[Side, Sid
     def note(what: str) -> None:
         timeline.append(f"{time.monotonic() - started:6.2f}s {what}")
 
-    created = manager.client.create(TFJOBS, yaml.safe_load((EXAMPLES / "tfjob.yaml").read_text()), namespace)
+    created = manager.client.create(TFJOBS, yamlio.load((EXAMPLES / "tfjob.yaml").read_text()), namespace)
     note("created on the manager")
     assert created["spec"]["runPolicy"]["managedBy"] == MULTIKUEUE, "Kueue's webhook hands the job to MultiKueue"
 

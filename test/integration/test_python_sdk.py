@@ -22,6 +22,7 @@ from support.python_sdk import SdkError, TrainingClient, schema_gap, sdk_python
 from support.tfjobs import IMAGE, pods_by_name, replica, tfjob
 from support.waiting import wait_for
 from support.webhook import WebhookProcess, apply_until_converted
+from tfop import yamlio
 from tfop.kube.client import KubeClient
 
 SEEDS = Path(__file__).resolve().parents[1] / "data" / "seeds"
@@ -50,7 +51,7 @@ def converting(cluster: LocalCluster, tfjob_crd: Path, tmp_path: Path) -> Iterat
 
 
 def versions(crd_file: Path) -> dict[str, dict[str, Any]]:
-    crd = yaml.safe_load(crd_file.read_text())
+    crd = yamlio.load(crd_file.read_text())
     return {v["name"]: v["schema"]["openAPIV3Schema"] for v in crd["spec"]["versions"]}
 
 
@@ -137,7 +138,7 @@ def test_jobs_made_by_the_sdk_and_by_kubectl_read_back_wait_fail_and_go(
 
 def test_a_seed_manifest_applied_in_v1alpha1_reads_back_through_the_sdk(
         cluster: LocalCluster, namespace: str, sdk: TrainingClient, converting: WebhookProcess) -> None:
-    manifest = yaml.safe_load((SEEDS / "002-tf-smoke-gpu.yaml").read_text())
+    manifest = yamlio.load((SEEDS / "002-tf-smoke-gpu.yaml").read_text())
     # workloadRef is a pod field of the SDK's kubernetes client (1.35) that this apiserver's v1 schema lacks:
     # v1alpha1 keeps it as given, and the conversion's result is pruned to v1's schema before it is stored.
     manifest["spec"]["replicaSpecs"][0]["template"]["spec"]["workloadRef"] = {}
@@ -152,7 +153,7 @@ def test_a_seed_manifest_applied_in_v1alpha1_reads_back_through_the_sdk(
 
 def test_an_older_version_refuses_a_template_v1_clients_could_not_read(cluster: LocalCluster, namespace: str,
                                                                        tfjob_crd: Path) -> None:
-    manifest = yaml.safe_load((SEEDS / "002-tf-smoke-gpu.yaml").read_text())
+    manifest = yamlio.load((SEEDS / "002-tf-smoke-gpu.yaml").read_text())
     del manifest["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]["name"]
     manifest["spec"]["replicaSpecs"][0]["template"]["spec"]["volumes"] = [{"name": "data", "nfs": {"path": "/x"}}]
     result = cluster.kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(manifest), check=False)

@@ -23,6 +23,7 @@ from support.operator_process import OperatorProcess
 from support.tfjobs import TFJOBS, children, condition, events_about, job_status
 from support.waiting import DEADLINE, wait_for, wait_for_count
 from support.webhook import WebhookProcess, apply_until_converted
+from tfop import yamlio
 from tfop.api.conversion import to_v1
 from tfop.controller.plan.job.legacy_gpu import rewrite_legacy_gpu
 from tfop.controller.ps_server_configmap import server_script
@@ -56,7 +57,7 @@ def converting(cluster: LocalCluster, webhook: WebhookProcess) -> WebhookProcess
 def operator(cluster: LocalCluster, tfjob_crd: Path, namespace: str, tmp_path: Path) -> Iterator[OperatorProcess]:
     """The operator with seed 003's controller config, copied out of its ConfigMap as written."""
     config = tmp_path / "controller_config_file.yaml"
-    config.write_text(yaml.safe_load(SEED_CONFIG.read_text())["data"]["controller_config_file.yaml"])
+    config.write_text(yamlio.load(SEED_CONFIG.read_text())["data"]["controller_config_file.yaml"])
     process = OperatorProcess(cluster.kubeconfig, tmp_path / "operator.log", "--namespace", namespace,
                               "--config", str(config)).start()
     yield process
@@ -65,7 +66,7 @@ def operator(cluster: LocalCluster, tfjob_crd: Path, namespace: str, tmp_path: P
 
 
 def seed(name: str) -> dict[str, Any]:
-    return dict(yaml.safe_load((SEEDS / name).read_text()))
+    return dict(yamlio.load((SEEDS / name).read_text()))
 
 
 def expected_children(job: dict[str, Any], rid: str) -> list[str]:
@@ -245,7 +246,7 @@ def test_the_webhook_component_serves_conversion_from_every_replica(cluster: Loc
         "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
         "resources": [os.path.relpath(deploy, tmp_path)],
         "components": [os.path.relpath(deploy / "webhook", tmp_path)]}))
-    rendered = {(o["kind"], o["metadata"]["name"]): o for o in yaml.safe_load_all(
+    rendered = {(o["kind"], o["metadata"]["name"]): o for o in yamlio.load_all(
         cluster.kubectl("kustomize", "--load-restrictor=LoadRestrictionsNone", str(tmp_path)).stdout)}
     crd = rendered[("CustomResourceDefinition", "tfjobs.kubeflow.org")]
     assert crd["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == "tfop-system/tfop-webhook"

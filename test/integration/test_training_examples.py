@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
-import yaml
 
 from ports import free_port
 from support.plan_builders import parsed
+from tfop import yamlio
 from tfop.api.defaults import apply_defaults
 from tfop.controller.plan.children.desired import DesiredChildren
 
@@ -63,7 +63,7 @@ class Replica:
 
 def replicas_of(manifest: Path, log_dir: Path) -> list[Replica]:
     """One Replica per pod tfop would create for the manifest's TFJob, with that pod's command and TF_CONFIG."""
-    job = yaml.safe_load(manifest.read_text())
+    job = yamlio.load(manifest.read_text())
     job["metadata"].update(namespace="default", uid=f"uid-of-{manifest.stem}")
     job = apply_defaults(job)
     children = DesiredChildren(parsed(job))

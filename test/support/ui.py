@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from support.waiting import wait_for
+from tfop import yamlio
 from tfop.kube.client import KubeClient
 from tfop.kube.resource_access import ResourceAccess
 from tfop.ui.app import UiApp
@@ -37,13 +38,13 @@ READER_RULES = [
 
 
 def shipped_ui_role() -> dict[str, Any]:
-    return next(doc for doc in yaml.safe_load_all(UI_MANIFESTS.read_text())
+    return next(doc for doc in yamlio.load_all(UI_MANIFESTS.read_text())
                 if doc["kind"] == "ClusterRole")
 
 
 def token_kubeconfig(cluster: LocalCluster, token: str, path: Path) -> Path:
     """The cluster's kubeconfig with a bearer token instead of the admin's certificate."""
-    config = yaml.safe_load(cluster.kubeconfig.read_text())
+    config = yamlio.load(cluster.kubeconfig.read_text())
     config["users"] = [{"name": "token", "user": {"token": token}}]
     config["contexts"][0]["context"]["user"] = "token"
     path.write_text(yaml.safe_dump(config))

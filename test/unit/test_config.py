@@ -4,8 +4,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
+from tfop import yamlio
 from tfop.config import ConfigError, load_config, parse_config
 from tfop.controller.plan.children.accelerators import Accelerator, HostVolume
 from tfop.controller.plan.controller_config import CapacityScalingSettings
@@ -165,7 +165,7 @@ def test_unknown_keys_are_warnings_naming_them() -> None:
 def test_seed_003_configmap_loads_as_written(tmp_path: Path, gpu_resource: str | None) -> None:
     """The controller config of seed 003's `kubectl describe configmaps tf-job-operator-config`, copied as is: its
     entry for the legacy GPU name serves the pods that ask for the current one (gpuResource) instead."""
-    configmap = yaml.safe_load((SEEDS / "003-tf-job-operator-config.yaml").read_text())
+    configmap = yamlio.load((SEEDS / "003-tf-job-operator-config.yaml").read_text())
     path = tmp_path / "controller_config_file.yaml"
     text = configmap["data"]["controller_config_file.yaml"]
     path.write_text(text if gpu_resource is None else f"gpuResource: {gpu_resource}\n{text}")

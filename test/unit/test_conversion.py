@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
+from tfop import yamlio
 from tfop.api.conversion import (
     FIELDS_ANNOTATION,
     TF_IMAGE_ANNOTATION,
@@ -28,7 +28,7 @@ UID = "e11f9577-b5e5-11e7-8522-42010a8e01a4"
 
 
 def seed(name: str) -> dict[str, Any]:
-    return dict(yaml.safe_load((SEEDS / name).read_text()))
+    return dict(yamlio.load((SEEDS / name).read_text()))
 
 
 def container(name: str = "tensorflow", **fields: Any) -> dict[str, Any]:

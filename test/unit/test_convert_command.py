@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tfop import yamlio
 from tfop.api.conversion import V1ALPHA1
 from tfop.convert import convert_files
 from tfop.webhook import review_response
@@ -21,7 +22,7 @@ SEEDS = Path(__file__).resolve().parents[1] / "data" / "seeds"
 def run(*paths: Path, gpu_resource: str = "nvidia.com/gpu") -> tuple[int, list[Any], str]:
     out, err = io.StringIO(), io.StringIO()
     code = convert_files([str(path) for path in paths], out, err, gpu_resource)
-    return code, list(yaml.safe_load_all(out.getvalue())), err.getvalue()
+    return code, list(yamlio.load_all(out.getvalue())), err.getvalue()
 
 
 def tensorflow_limits(document: dict[str, Any]) -> dict[str, Any]:
@@ -47,7 +48,7 @@ def test_the_legacy_gpu_resource_becomes_the_current_one(manifest: str, gpu_reso
 
 
 def test_both_gpu_names_with_different_amounts_keep_the_current_and_warn(tmp_path: Path) -> None:
-    manifest = yaml.safe_load((SEEDS / "002-tf-smoke-gpu.yaml").read_text())
+    manifest = yamlio.load((SEEDS / "002-tf-smoke-gpu.yaml").read_text())
     manifest["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]["resources"]["limits"][
         "nvidia.com/gpu"] = 2
     path = tmp_path / "both.yaml"
@@ -96,7 +97,7 @@ def review(desired: str, *objects: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_the_webhook_converts_every_object_of_a_review() -> None:
-    seed = yaml.safe_load((SEEDS / "002-example-job.yaml").read_text())
+    seed = yamlio.load((SEEDS / "002-example-job.yaml").read_text())
     answer = review_response(review("kubeflow.org/v1", seed, seed))["response"]
     assert answer["uid"] == "r-1" and answer["result"] == {"status": "Success"}
     assert [o["apiVersion"] for o in answer["convertedObjects"]] == ["kubeflow.org/v1"] * 2
@@ -107,7 +108,7 @@ def test_the_webhook_converts_every_object_of_a_review() -> None:
 
 @pytest.mark.parametrize("gpu_resource", ["nvidia.com/gpu", "amd.com/gpu"])
 def test_the_webhook_stores_the_current_gpu_resource_and_shows_v1_as_it_is(gpu_resource: str) -> None:
-    seed = yaml.safe_load((SEEDS / "002-tf-smoke-gpu.yaml").read_text())
+    seed = yamlio.load((SEEDS / "002-tf-smoke-gpu.yaml").read_text())
     answer = review_response(review("kubeflow.org/v1", seed), gpu_resource)["response"]
     assert tensorflow_limits(answer["convertedObjects"][0]) == {gpu_resource: 1}
     # A v1 job written with the legacy name is shown in an older version as it is (the operator renames in its pods).
@@ -120,7 +121,7 @@ def test_the_webhook_stores_the_current_gpu_resource_and_shows_v1_as_it_is(gpu_r
 
 
 def test_the_webhook_refuses_naming_the_field() -> None:
-    seed = yaml.safe_load((SEEDS / "002-example-job.yaml").read_text())
+    seed = yamlio.load((SEEDS / "002-example-job.yaml").read_text())
     seed["spec"]["RuntimeId"] = "76no"
     answer = review_response(review("kubeflow.org/v1", seed))["response"]
     assert answer["result"]["status"] == "Failure" and answer["convertedObjects"] == []

@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
 from prometheus_client import CollectorRegistry
 
+from tfop import yamlio
 from tfop.metrics import OperatorMetrics
 
 REPO = Path(__file__).resolve().parents[2]
@@ -46,7 +46,7 @@ def test_a_broken_link_fails_the_build(tmp_path: Path) -> None:
 
 
 def test_every_alert_links_to_its_runbook_section() -> None:
-    rule = yaml.safe_load((REPO / "deploy" / "helm" / "tfop" / "files" / "prometheusrule.yaml").read_text())
+    rule = yamlio.load((REPO / "deploy" / "helm" / "tfop" / "files" / "prometheusrule.yaml").read_text())
     runbook = (REPO / RUNBOOK).read_text()
     # MkDocs' anchors: the heading lowercased, punctuation dropped, spaces as hyphens.
     anchors = {re.sub(r"[^a-z0-9 -]", "", heading.lower()).replace(" ", "-")
@@ -79,7 +79,7 @@ def crd_field_paths(node: dict[str, Any], path: str) -> list[str]:
 
 
 def test_the_reference_lists_every_field_of_the_crd() -> None:
-    crd = yaml.safe_load((REPO / "crd" / "kubeflow.org_tfjobs.yaml").read_text())
+    crd = yamlio.load((REPO / "crd" / "kubeflow.org_tfjobs.yaml").read_text())
     [v1] = [version for version in crd["spec"]["versions"] if version["name"] == "v1"]
     schema = v1["schema"]["openAPIV3Schema"]["properties"]
     fields = crd_field_paths(schema["spec"], "spec") + crd_field_paths(schema["status"], "status")
@@ -89,7 +89,7 @@ def test_the_reference_lists_every_field_of_the_crd() -> None:
 
 
 def test_the_alerts_page_lists_every_alert() -> None:
-    rule = yaml.safe_load((REPO / "deploy" / "helm" / "tfop" / "files" / "prometheusrule.yaml").read_text())
+    rule = yamlio.load((REPO / "deploy" / "helm" / "tfop" / "files" / "prometheusrule.yaml").read_text())
     page = (REPO / "docs" / "operating" / "alerts.md").read_text()
     missing = [alert["alert"] for group in rule["spec"]["groups"] for alert in group["rules"]
                if f"| `{alert['alert']}` |" not in page]

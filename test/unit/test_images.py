@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+
+from tfop import yamlio
 
 REPO = Path(__file__).resolve().parents[2]
 REAL_NODE_LABEL = "tfop.local/real-node"
@@ -32,7 +33,7 @@ def real_node_examples() -> list[Path]:
 
 
 def pod_specs(manifest: Path) -> list[dict[str, Any]]:
-    job = yaml.safe_load(manifest.read_text())
+    job = yamlio.load(manifest.read_text())
     return [replica["template"]["spec"] for replica in job["spec"]["tfReplicaSpecs"].values()]
 
 

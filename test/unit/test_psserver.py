@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from support.plan_builders import parsed
+from tfop import yamlio
 from tfop.api.conversion import TF_IMAGE_ANNOTATION, to_v1
 from tfop.api.defaults import apply_defaults
 from tfop.api.validation import validate
@@ -73,7 +73,7 @@ def test_the_jobs_tf_image_wins_over_the_config() -> None:
 
 def test_seed_002_example_job_plans_a_default_server_for_each_ps() -> None:
     """Seed 002's example-job, converted from v1alpha1: MASTER, WORKER and two PS without a template."""
-    converted = to_v1(yaml.safe_load((SEEDS / "002-example-job.yaml").read_text())).obj
+    converted = to_v1(yamlio.load((SEEDS / "002-example-job.yaml").read_text())).obj
     converted["metadata"].update(namespace="default", uid="uid-1")
     config = ControllerConfig(grpc_server_file_path=SEED_PATH)
     result = plan(PlanContext(converted, {POD: [], SERVICE: []}, datetime(2026, 1, 1, tzinfo=UTC), config))

@@ -43,6 +43,7 @@ from typing import Any
 import yaml
 
 from ports import free_port
+from tfop import yamlio
 
 from ..cluster import DEFAULT_DIR, LocalCluster
 from ..pki import PKIError, openssl
@@ -84,13 +85,13 @@ def integration_resource(name: str) -> tuple[str, str]:
 
 
 def _documents(path: Path) -> list[dict[str, Any]]:
-    return [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
+    return [doc for doc in yamlio.load_all(path.read_text()) if doc]
 
 
 def render_crds(module: Path, url: str, ca_bundle: str) -> list[dict[str, Any]]:
     """Kueue's CRDs as its kustomization lists them, with the conversion webhooks it enables pointed at `url`."""
     crd_dir = module / "config" / "components" / "crd"
-    kustomization = yaml.safe_load((crd_dir / "kustomization.yaml").read_text())
+    kustomization = yamlio.load((crd_dir / "kustomization.yaml").read_text())
     crds = {doc["metadata"]["name"]: doc for resource in kustomization["resources"]
             for doc in _documents(crd_dir / resource)}
     for patch in kustomization.get("patches") or []:

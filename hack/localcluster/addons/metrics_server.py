@@ -39,6 +39,8 @@ from typing import Any
 
 import yaml
 
+from tfop import yamlio
+
 from ..api_objects import get_text
 from ..cluster import DEFAULT_DIR, LocalCluster
 from ..node_layout import NODE_LABEL
@@ -74,7 +76,7 @@ def release_manifests(module: Path, port: int, ca_bundle: str) -> list[dict[str,
     the module's docstring)."""
     base = module / "manifests" / "base"
     documents = [doc for name in ("rbac.yaml", "service.yaml", "apiservice.yaml")
-                 for doc in yaml.safe_load_all((base / name).read_text()) if doc]
+                 for doc in yamlio.load_all((base / name).read_text()) if doc]
     for doc in documents:
         if doc["kind"] == "Service":
             doc["spec"] = {"type": "ExternalName", "externalName": "127.0.0.1",

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
+from tfop import yamlio
 
 from ..supervisor import ClusterError
 from .process import HACK_DIR, run_build_script
@@ -49,7 +49,7 @@ def render_chart(*values: str) -> list[dict[str, Any]]:
     result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=120)
     if result.returncode != 0:
         raise ClusterError(f"helm template {CHART} failed:\n{result.stderr}")
-    return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+    return [doc for doc in yamlio.load_all(result.stdout) if doc]
 
 
 def _one(documents: list[dict[str, Any]], kind: str) -> dict[str, Any]:

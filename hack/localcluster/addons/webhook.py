@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
+from tfop import yamlio
 
 from ..cluster import DEFAULT_DIR, LocalCluster
 from ..pki import DAYS, PKIError, openssl
@@ -80,7 +80,7 @@ def install_crd(cluster: LocalCluster, crd_file: Path = CRD_FILE, timeout: float
     directory = webhook_dir(cluster)
     ca = certificates(directory)
     addr = address(directory)
-    crd = pointed_crd(yaml.safe_load(crd_file.read_text()), f"https://{addr}/convert", ca.read_bytes())
+    crd = pointed_crd(yamlio.load(crd_file.read_text()), f"https://{addr}/convert", ca.read_bytes())
     # A CRD already there may name the Service: that goes first (a clientConfig holds a url or a service, never
     # both), by a patch, since an apply only removes what its own last-applied annotation had.
     if cluster.kubectl("get", "crd", CRD_NAME, "-o", "name", check=False).returncode == 0:
