@@ -31,6 +31,10 @@ LONG: dict[str, str] = {
     "test/e2e/test_examples_on_real_node.py::test_example_trains_to_succeeded_with_every_replica_in_one_cluster":
         "about 5 min: the MWMS, ParameterServerStrategy and Keras examples trained to the end; the gate keeps one "
         "real TensorFlow job on the real nodes (the PS example with tfop's default PS server)",
+    "test/e2e/test_python_sdk.py":
+        "about 2 min: the SDK's train_func trained by TensorFlow on the real nodes; the gate's "
+        "test/integration/test_python_sdk.py creates, waits for, fails and deletes jobs through the same SDK, and "
+        "the gate's PS example trains real TensorFlow with the TF_CONFIG tfop writes",
     "test/e2e/test_real_node.py::test_a_second_cluster_runs_its_own_node_beside_and_leaves_nothing_behind":
         "a second cluster with its own node, a developer tool's promise rather than the operator's",
     "test/integration/test_big_job.py":
