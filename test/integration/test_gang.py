@@ -270,7 +270,8 @@ def test_without_the_pod_group_crd_the_operator_says_so_once_and_jobs_wait(
     wait_for(lambda: process.get("/readyz")[0] == 500
              and "podgroups.scheduling.volcano.sh" in process.get("/readyz")[1],
              message="/readyz to name the missing CRD")
-    assert process.get("/healthz")[0] == 200  # alive: a restart would not install the CRD
+    alive = process.get("/healthz")
+    assert alive[0] == 200, alive  # alive: a restart would not install the CRD
     kube_client.create(TFJOBS, six_gpu_job("waiting", "nowhere"), namespace)
     wait_for(lambda: "podgroups.scheduling.volcano.sh is not installed" in
              running_message(kube_client, namespace, "waiting"), DEADLINE,

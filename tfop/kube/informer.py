@@ -101,8 +101,11 @@ class Informer:
     def start(self) -> None:
         if self._thread is not None:
             raise RuntimeError("informer already started")
-        self._thread = threading.Thread(target=self._run, name=f"informer-{self.resource.plural}", daemon=True)
-        self._thread.start()
+        thread = threading.Thread(target=self._run, name=f"informer-{self.resource.plural}", daemon=True)
+        thread.start()
+        # Published once running: /healthz (another thread) reads a started informer that is not alive as dead,
+        # and under load thread.start() takes long enough for a probe to land in between.
+        self._thread = thread
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop the thread, closing the open watch so it does not linger until the server times it out."""
