@@ -21,13 +21,14 @@ import pytest
 from localcluster import LocalCluster
 from support.crds import crd_established, replace_crd
 from support.heartbeat import Heartbeat
+from support.namespaces import make_namespace
 from support.operator_process import OperatorProcess
 from support.tiers import is_long
 from support.time_limit import TimeLimitPlugin
-from support.waiting import DEADLINE, wait_for
+from support.waiting import wait_for
 from tfop.kube.client import KubeClient
-from tfop.kube.errors import ApiError, NotFound
-from tfop.kube.resource import NAMESPACES, SERVICE_ACCOUNTS, Resource
+from tfop.kube.errors import ApiError
+from tfop.kube.resource import NAMESPACES
 
 REPO = Path(__file__).resolve().parent.parent
 CRD_FILE = REPO / "crd" / "kubeflow.org_tfjobs.yaml"
@@ -119,24 +120,13 @@ def namespace(cluster: LocalCluster, request: pytest.FixtureRequest) -> Iterator
     # of CPU (its discovery cache read each time) on a suite that is CPU-bound.
     client = KubeClient.from_kubeconfig(str(cluster.kubeconfig))
     try:
-        client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-        # The ServiceAccount admission plugin rejects pods until the controller-manager made the default account.
-        wait_for(lambda: _exists(client, SERVICE_ACCOUNTS, "default", name), DEADLINE,
-                 f"the default ServiceAccount in namespace {name}")
+        make_namespace(client, name)
         yield name
         # It goes in the background, as `kubectl delete --wait=false`; a test may have left the apiserver down.
         with contextlib.suppress(ApiError):
             client.delete(NAMESPACES, name)
     finally:
         client.close()
-
-
-def _exists(client: KubeClient, resource: Resource, name: str, namespace: str) -> bool:
-    try:
-        client.get(resource, name, namespace)
-    except NotFound:
-        return False
-    return True
 
 
 _heartbeat = Heartbeat()

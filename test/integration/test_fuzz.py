@@ -26,12 +26,13 @@ import pytest
 
 from fake_kubelet import exit_pod
 from localcluster import LocalCluster
+from support.namespaces import make_namespace
 from support.operator_process import OperatorProcess
 from support.tfjobs import JOB_NAME_LABEL, TFJOBS, condition, events_about, pod_template
 from support.waiting import DEADLINE, wait_for
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import AlreadyExists, ApiError, Invalid
-from tfop.kube.resource import NAMESPACES, PODS, SERVICE_ACCOUNTS, SERVICES
+from tfop.kube.resource import PODS, SERVICES
 
 GATEWAY_TIMEOUT = 504
 SEED = int(os.environ.get("TFOP_FUZZ_SEED") or random.SystemRandom().randrange(1, 2**31))
@@ -296,19 +297,6 @@ class Canary:
                 time.sleep(0.2)
             self.steps.append(time.monotonic() - began)
             self.stop.wait(2)
-
-
-def make_namespace(client: KubeClient, name: str) -> None:
-    client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    wait_for(lambda: _exists(client, name), DEADLINE, f"the default ServiceAccount in {name}")
-
-
-def _exists(client: KubeClient, namespace: str) -> bool:
-    try:
-        client.get(SERVICE_ACCOUNTS, "default", namespace)
-        return True
-    except ApiError:
-        return False
 
 
 @pytest.fixture

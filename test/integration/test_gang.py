@@ -16,14 +16,25 @@ import pytest
 from fake_kubelet import exit_pod
 from localcluster import LocalCluster
 from localcluster.addons.coscheduler import VOLCANO_CRD, CoScheduler, install_volcano_crd
-from support.gang import GPU, PLUGIN_GROUPS, TAINT, VOLCANO_GROUPS, bound, gpu_replica, pods_of, running
+from support.gang import (
+    GPU,
+    PLUGIN_GROUPS,
+    TAINT,
+    VOLCANO_GROUPS,
+    bound,
+    gpu_replica,
+    make_priority_classes,
+    pods_of,
+    running,
+)
+from support.namespaces import exists
 from support.operator_process import OperatorProcess
 from support.tfjobs import TFJOBS, condition, events_about, job_status, pods_by_name
 from support.waiting import DEADLINE, consistently, wait_for
 from tfop import yamlio
 from tfop.kube.client import KubeClient
-from tfop.kube.errors import Invalid, NotFound
-from tfop.kube.resource import PODS, Resource
+from tfop.kube.errors import Invalid
+from tfop.kube.resource import PODS
 
 # ---------------------------------------------------------------- helpers (gang_node, coscheduler, operators: conftest)
 
@@ -122,7 +133,8 @@ def test_with_scheduler_plugins_one_job_runs_whole_then_the_other(
     exit_pod(kube_client, namespace, worker_0, 0)
     wait_for(lambda: (condition(kube_client, namespace, first, "Succeeded") or {}).get("status") == "True", DEADLINE,
              f"{first} to succeed")
-    wait_for(lambda: _gone(kube_client, PLUGIN_GROUPS, first, namespace), DEADLINE, f"{first}'s PodGroup to be deleted")
+    wait_for(lambda: not exists(kube_client, PLUGIN_GROUPS, first, namespace), DEADLINE,
+             f"{first}'s PodGroup to be deleted")
     wait_for(lambda: running(pods_of(kube_client, namespace, second)) == 6, DEADLINE, f"{second} to run whole")
     print(f"after {first} finished: {second} runs {running(pods_of(kube_client, namespace, second))} of 6")
 
@@ -165,12 +177,13 @@ def test_suspend_deletes_the_pod_group_and_resume_makes_it_again(
         kube_client.patch(TFJOBS, "pausable", {"spec": {"runPolicy": {"schedulingPolicy": {"queue": "team-b"}}}},
                           namespace)
     kube_client.patch(TFJOBS, "pausable", {"spec": {"runPolicy": {"suspend": True}}}, namespace)
-    wait_for(lambda: _gone(kube_client, PLUGIN_GROUPS, "pausable", namespace), DEADLINE, "the PodGroup to be deleted")
+    wait_for(lambda: not exists(kube_client, PLUGIN_GROUPS, "pausable", namespace), DEADLINE,
+             "the PodGroup to be deleted")
     wait_for(lambda: not pods_of(kube_client, namespace, "pausable"), DEADLINE, "the pods to be deleted")
     kube_client.patch(TFJOBS, "pausable", {"spec": {"runPolicy": {"schedulingPolicy": {"queue": "team-b"}}}},
                       namespace)
     kube_client.patch(TFJOBS, "pausable", {"spec": {"runPolicy": {"suspend": False}}}, namespace)
-    wait_for(lambda: not _gone(kube_client, PLUGIN_GROUPS, "pausable", namespace), DEADLINE, "a new PodGroup")
+    wait_for(lambda: exists(kube_client, PLUGIN_GROUPS, "pausable", namespace), DEADLINE, "a new PodGroup")
     group = kube_client.get(PLUGIN_GROUPS, "pausable", namespace)
     assert group["metadata"]["uid"] != first_uid
     assert kube_client.get(TFJOBS, "pausable", namespace)["spec"]["runPolicy"]["schedulingPolicy"]["queue"] == "team-b"
@@ -231,10 +244,11 @@ def test_volcano_pods_wait_while_the_pod_group_is_pending_and_appear_once_it_is_
         cluster: LocalCluster, tfjob_crd: Path, kube_client: KubeClient, namespace: str,
         operators: Callable[..., OperatorProcess]) -> None:
     install_volcano_crd(cluster)
+    make_priority_classes(kube_client)  # its pods name them; alone, no earlier test has made them
     operators("--gang-scheduler-name", "volcano").start()
     job = six_gpu_job("volcanic", "nowhere", run_policy={"schedulingPolicy": {"queue": "research"}})
     kube_client.create(TFJOBS, job, namespace)
-    wait_for(lambda: not _gone(kube_client, VOLCANO_GROUPS, "volcanic", namespace), DEADLINE, "the PodGroup")
+    wait_for(lambda: exists(kube_client, VOLCANO_GROUPS, "volcanic", namespace), DEADLINE, "the PodGroup")
     group = kube_client.get(VOLCANO_GROUPS, "volcanic", namespace)
     assert group["spec"] == {"minMember": 6, "minResources": {GPU: "6"}, "queue": "research",
                              "priorityClassName": "tfop-gang-high"}
@@ -308,11 +322,3 @@ def running_message(client: KubeClient, namespace: str, name: str) -> str:
         if entry["type"] == "Running":
             return str(entry.get("message", ""))
     return ""
-
-
-def _gone(client: KubeClient, resource: Resource, name: str, namespace: str) -> bool:
-    try:
-        client.get(resource, name, namespace)
-    except NotFound:
-        return True
-    return False

@@ -33,11 +33,17 @@ def make_gang_node(client: KubeClient) -> str:
     wait_for(lambda: any(c["type"] == "Ready" and c["status"] == "True"
                          for c in client.get(NODES, name).get("status", {}).get("conditions", [])),
              60, f"kwok to make node {name} Ready")
+    make_priority_classes(client)
+    return name
+
+
+def make_priority_classes(client: KubeClient) -> None:
+    """The gang tests' priority classes (idempotent): a pod naming one that does not exist is refused, so a test
+    whose jobs name them makes them, whichever tests ran before it."""
     for priority_class, value in (("tfop-gang-high", 1000), ("tfop-gang-low", 100), ("tfop-gang-blocker", 10000)):
         with contextlib.suppress(AlreadyExists):
             client.create(PRIORITY_CLASSES, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
                                              "metadata": {"name": priority_class}, "value": value})
-    return name
 
 
 def gpu_replica(node: str, replicas: int, gpus: int = 1, priority_class: str | None = None) -> dict[str, Any]:
