@@ -63,7 +63,7 @@ def convert_files(paths: list[str], stdout: TextIO = sys.stdout, stderr: TextIO 
     for path in paths or ["-"]:
         try:
             text = sys.stdin.read() if path == "-" else open(path).read()  # noqa: SIM115 - read at once
-            documents = [d for d in yamlio.load_all(text) if d is not None]
+            documents = yamlio.load_all(text)
         except (OSError, yaml.YAMLError) as error:
             print(f"{path}: {error}", file=stderr)
             return 2
