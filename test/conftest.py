@@ -112,21 +112,17 @@ def go_crd(cluster: LocalCluster, tfjob_crd: Path, training_operator: tuple[Path
 
 
 @pytest.fixture
-def namespace(cluster: LocalCluster, request: pytest.FixtureRequest) -> Iterator[str]:
+def namespace(kube_client: KubeClient, request: pytest.FixtureRequest) -> Iterator[str]:
     """A fresh namespace per test, deleted afterwards (without waiting for it to go)."""
     base = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower()).strip("-")[:40].strip("-")
     name = f"{base}-{uuid.uuid4().hex[:6]}"
     # Through the API rather than kubectl: most tests take this fixture, and a kubectl process costs about 0.13 s
     # of CPU (its discovery cache read each time) on a suite that is CPU-bound.
-    client = KubeClient.from_kubeconfig(str(cluster.kubeconfig))
-    try:
-        make_namespace(client, name)
-        yield name
-        # It goes in the background, as `kubectl delete --wait=false`; a test may have left the apiserver down.
-        with contextlib.suppress(ApiError):
-            client.delete(NAMESPACES, name)
-    finally:
-        client.close()
+    make_namespace(kube_client, name)
+    yield name
+    # It goes in the background, as `kubectl delete --wait=false`; a test may have left the apiserver down.
+    with contextlib.suppress(ApiError):
+        kube_client.delete(NAMESPACES, name)
 
 
 _heartbeat = Heartbeat()
