@@ -34,7 +34,7 @@ from support.waiting import DEADLINE, consistently, wait_for
 from tfop import yamlio
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import Invalid
-from tfop.kube.resource import PODS
+from tfop.kube.resource import EVENTS, PODS
 
 # ---------------------------------------------------------------- helpers (gang_node, coscheduler, operators: conftest)
 
@@ -75,12 +75,22 @@ def test_without_gang_scheduling_two_six_gpu_jobs_both_start_partially_and_neith
     wait_for(lambda: all(len(pods_of(kube_client, namespace, job)) == 6 for job in ("job-a", "job-b")), DEADLINE,
              "both jobs' 6 pods to exist (Pending: the blocker holds every GPU)")
     kube_client.delete(PODS, "blocker", namespace)
-    wait_for(lambda: sum(running(pods_of(kube_client, namespace, job)) for job in ("job-a", "job-b")) == 8, DEADLINE,
-             "the default scheduler to fill the node's 8 GPUs")
-    consistently(lambda: sum(running(pods_of(kube_client, namespace, job)) for job in ("job-a", "job-b")) == 8, 5,
-                 "8 running pods (nothing more can be placed: every GPU is taken)")
+
+    def running_pods() -> list[str]:
+        return [pod["metadata"]["name"] for job in ("job-a", "job-b") for pod in pods_of(kube_client, namespace, job)
+                if pod.get("status", {}).get("phase") == "Running"]
+
+    # The node can be full before it settles: PS pods placed before some workers are preempted by them (workers
+    # have the higher priority), so one running pod goes and another comes. Settled is every worker running and
+    # the two GPUs left to PS: from there no pending pod (a PS) outranks a running one, so nothing moves.
+    wait_for(lambda: len(running_pods()) == 8 and sum("-worker-" in name for name in running_pods()) == 6,
+             DEADLINE, "the default scheduler to fill the node's 8 GPUs, all 6 workers first")
+    consistently(lambda: len(running_pods()) == 8, 5, "8 running pods (nothing more can be placed: every GPU is taken)")
     counts = {job: running(pods_of(kube_client, namespace, job)) for job in ("job-a", "job-b")}
-    print(f"without gang scheduling: running pods per job {counts} (each needs 6)")
+    preempted = [event["involvedObject"]["name"] for event in kube_client.list(EVENTS, namespace)[0]
+                 if event.get("reason") == "Preempted"]
+    print(f"without gang scheduling: running pods per job {counts} (each needs 6); PS preempted by workers: "
+          f"{preempted}")
     assert sum(counts.values()) == 8
     assert all(0 < count < 6 for count in counts.values()), f"both jobs hold GPUs, neither runs whole: {counts}"
     for job in ("job-a", "job-b"):
