@@ -11,12 +11,8 @@
 
 Workers loop on `item, shutdown = queue.get()` and always call `queue.done(item)` (typically in `finally`).
 
-Metrics use the `workqueue_*` names dashboards know. They are plain numbers updated under the queue's own lock
-and turned into samples only when Prometheus scrapes (a custom collector), because prometheus_client's own
-metric objects take a lock per update and would cost more than the queue operation itself. Computing the
-in-flight gauges (unfinished work, longest running processor) at scrape time also makes them exact without a
-ticking thread. Queues with the same name share one series, summed. A queue given no collector keeps its
-numbers unexposed.
+Its numbers (`QueueStats`) are exposed by tfop/kube/workqueue_metrics.py; a queue given no collector keeps them
+unexposed.
 """
 
 from __future__ import annotations
@@ -24,24 +20,15 @@ from __future__ import annotations
 import heapq
 import itertools
 import threading
-import weakref
-from bisect import bisect_left
-from collections.abc import Hashable, Iterable
-from typing import Any, Generic, TypeVar
-
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
-from prometheus_client.metrics_core import Metric
-from prometheus_client.registry import Collector
+from collections.abc import Hashable
+from typing import Generic, TypeVar
 
 from tfop.kube.clock import SYSTEM_CLOCK, Clock
 from tfop.kube.lanes import DEFAULT_MAX_STREAK, Lane, Lanes
 from tfop.kube.ratelimit import RateLimiter, default_controller_rate_limiter
+from tfop.kube.workqueue_metrics import QueueStats, WorkqueueCollector
 
 T = TypeVar("T", bound=Hashable)
-
-# client-go's workqueue buckets: 10 ns to 10 s, by factors of ten.
-DURATION_BUCKETS = (1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0)
-_BUCKET_LABELS = [repr(bound) for bound in DURATION_BUCKETS] + ["+Inf"]  # as prometheus_client writes `le`
 
 
 class RateLimitingQueue(Generic[T]):
@@ -69,7 +56,7 @@ class RateLimitingQueue(Generic[T]):
         self._deadlines: dict[T, float] = {}  # the deadline that counts for each parked item
         self._sequence = itertools.count()
         self._delay_thread: threading.Thread | None = None
-        self._stats = _QueueStats()
+        self._stats = QueueStats()
         if metrics is not None:
             metrics.track(self)
 
@@ -236,137 +223,8 @@ class RateLimitingQueue(Generic[T]):
         self._ready.notify_all()
         self._delay_changed.notify_all()
 
-    def _metrics_snapshot(self) -> tuple[int, list[float], _QueueStats]:
+    def _metrics_snapshot(self) -> tuple[int, list[float], QueueStats]:
         """(depth, seconds each in-flight item has been processed, a copy of the counters) for a scrape."""
         with self._lock:
             now = self._now()
             return len(self._dirty), [now - started for started in self._processing.values()], self._stats.copy()
-
-
-class _Histogram:
-    """Counts per DURATION_BUCKETS bucket (the last one is +Inf) and the sum; cumulated only on scrape."""
-
-    __slots__ = ("counts", "total")
-
-    def __init__(self) -> None:
-        self.counts = [0] * (len(DURATION_BUCKETS) + 1)
-        self.total = 0.0
-
-    def observe(self, seconds: float) -> None:
-        self.counts[bisect_left(DURATION_BUCKETS, seconds)] += 1
-        self.total += seconds
-
-    def merge(self, other: _Histogram) -> None:
-        self.counts = [a + b for a, b in zip(self.counts, other.counts, strict=True)]
-        self.total += other.total
-
-    def cumulative_buckets(self) -> list[tuple[str, float]]:
-        return list(zip(_BUCKET_LABELS, itertools.accumulate(self.counts), strict=True))
-
-
-class _QueueStats:
-    """The counters of one queue. Holds no reference to the queue, so it can outlive it (see the collector)."""
-
-    __slots__ = ("adds", "queue_latency", "retries", "work_duration")
-
-    def __init__(self) -> None:
-        self.adds = 0
-        self.retries = 0
-        self.queue_latency = _Histogram()
-        self.work_duration = _Histogram()
-
-    def merge(self, other: _QueueStats) -> None:
-        self.adds += other.adds
-        self.retries += other.retries
-        self.queue_latency.merge(other.queue_latency)
-        self.work_duration.merge(other.work_duration)
-
-    def copy(self) -> _QueueStats:
-        clone = _QueueStats()
-        clone.merge(self)
-        return clone
-
-
-class WorkqueueCollector(Collector):
-    """Exposes every queue's numbers per queue name on scrape.
-
-    Counters must never go down, so when a queue is garbage-collected its counters are folded into per-name
-    totals (a finalizer appends them to a list, which needs no lock and so cannot deadlock with a scrape).
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._live: weakref.WeakSet[RateLimitingQueue[Any]] = weakref.WeakSet()
-        self._retired: list[tuple[str, _QueueStats]] = []
-        self._totals: dict[str, _QueueStats] = {}
-
-    def track(self, queue: RateLimitingQueue[Any]) -> None:
-        with self._lock:
-            self._live.add(queue)
-            self._totals.setdefault(queue.name, _QueueStats())
-        weakref.finalize(queue, self._retired.append, (queue.name, queue._stats))
-
-    def describe(self) -> Iterable[Metric]:
-        return _empty_families()
-
-    def collect(self) -> Iterable[Metric]:
-        with self._lock:
-            # Take the live queues before folding retired ones: a queue alive in this list cannot retire during
-            # the scrape, and one gone from it has already queued its counters for folding.
-            live = list(self._live)
-            while self._retired:
-                name, stats = self._retired.pop()
-                self._totals[name].merge(stats)
-            per_name = {name: stats.copy() for name, stats in self._totals.items()}
-        depth = dict.fromkeys(per_name, 0)
-        unfinished = dict.fromkeys(per_name, 0.0)
-        longest = dict.fromkeys(per_name, 0.0)
-        for queue in live:
-            queue_depth, in_flight, stats = queue._metrics_snapshot()
-            per_name[queue.name].merge(stats)
-            depth[queue.name] += queue_depth
-            unfinished[queue.name] += sum(in_flight)
-            longest[queue.name] = max([longest[queue.name], *in_flight])
-        families = _empty_families()
-        depth_f, adds_f, queue_f, work_f, unfinished_f, longest_f, retries_f = families
-        for name, stats in sorted(per_name.items()):
-            depth_f.add_metric([name], depth[name])
-            adds_f.add_metric([name], stats.adds)
-            queue_f.add_metric([name], stats.queue_latency.cumulative_buckets(), stats.queue_latency.total)
-            work_f.add_metric([name], stats.work_duration.cumulative_buckets(), stats.work_duration.total)
-            unfinished_f.add_metric([name], unfinished[name])
-            longest_f.add_metric([name], longest[name])
-            retries_f.add_metric([name], stats.retries)
-        return families
-
-
-_Families = tuple[
-    GaugeMetricFamily, CounterMetricFamily, HistogramMetricFamily, HistogramMetricFamily,
-    GaugeMetricFamily, GaugeMetricFamily, CounterMetricFamily,
-]
-
-
-def _empty_families() -> _Families:
-    labels = ["name"]
-    return (
-        GaugeMetricFamily("workqueue_depth", "Items waiting in the work queue.", labels=labels),
-        CounterMetricFamily("workqueue_adds_total", "Items added to the work queue.", labels=labels),
-        HistogramMetricFamily(
-            "workqueue_queue_duration_seconds", "Seconds an item waited in the queue before a worker took it.",
-            labels=labels,
-        ),
-        HistogramMetricFamily(
-            "workqueue_work_duration_seconds", "Seconds a worker spent on an item, from get to done.", labels=labels
-        ),
-        GaugeMetricFamily(
-            "workqueue_unfinished_work_seconds",
-            "Seconds spent so far on items still being processed; steady growth means stuck workers.",
-            labels=labels,
-        ),
-        GaugeMetricFamily(
-            "workqueue_longest_running_processor_seconds",
-            "Seconds the longest-running item in processing has been held by its worker.",
-            labels=labels,
-        ),
-        CounterMetricFamily("workqueue_retries_total", "Rate-limited re-adds of items.", labels=labels),
-    )
