@@ -135,6 +135,25 @@ def test_replace_reports_adds_updates_and_deletes_with_last_known_state() -> Non
     assert_indexes_match_contents(store, INDEXERS)
 
 
+def test_replace_reports_a_name_made_again_as_the_old_ones_delete_then_the_new_ones_add() -> None:
+    """Deleted and created again under the same name while the watch was down: the relist finds the key held by
+    another uid. A handler following uids must learn that the old one is gone, not see it turn into the new."""
+    store = Store(INDEXERS)
+    old = pod("worker-0", rv="3", owner="job-uid")
+    old["metadata"]["uid"] = "uid-1"
+    store.upsert(old)
+    again = pod("worker-0", rv="8", owner="job-uid")
+    again["metadata"]["uid"] = "uid-2"
+
+    changes = store.replace([again])
+
+    assert [(c.type, c.obj["metadata"]["uid"], c.old) for c in changes] == [("delete", "uid-1", None),
+                                                                          ("add", "uid-2", None)]
+    assert store.get("ns/worker-0") is again
+    assert names(store.by_index("owner", "job-uid")) == {"worker-0"}
+    assert_indexes_match_contents(store, INDEXERS)
+
+
 def test_replace_with_nothing_empties_the_store_and_indexes() -> None:
     store = Store(INDEXERS)
     for i in range(5):

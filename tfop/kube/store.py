@@ -147,7 +147,10 @@ class Store:
         """Make the store hold exactly `objects`; return what changed, as adds, updates and deletes.
 
         An object counts as updated when its resourceVersion differs from the cached one. Deletes come last and
-        carry the last known state: they are how a handler learns of deletions it missed while disconnected.
+        carry the last known state: they are how a handler learns of deletions it missed while disconnected. A
+        key now held by another object (a new uid: deleted and made again under the same name while disconnected)
+        is the old one's delete and the new one's add, in that order, not an update: a handler that follows
+        objects by uid (expectations of deletes) learns that the old one is gone.
         """
         changes: builtins.list[Change] = []
         with self._lock:
@@ -156,7 +159,9 @@ class Store:
                 key = object_key(obj)
                 seen.add(key)
                 old = self._items.get(key)
-                if old is None:
+                if old is not None and _uid(old) != _uid(obj):
+                    changes.extend((Change("delete", old), Change("add", obj)))
+                elif old is None:
                     changes.append(Change("add", obj))
                 elif _resource_version(old) != _resource_version(obj):
                     changes.append(Change("update", obj, old))
@@ -185,6 +190,11 @@ class Store:
                         del index[value]  # no empty sets left behind by churn
             for value in new_values - old_values:
                 index.setdefault(value, {})[key] = None
+
+
+def _uid(obj: Object) -> str | None:
+    uid = obj["metadata"].get("uid")
+    return None if uid is None else str(uid)
 
 
 def _resource_version(obj: Object) -> str | None:
