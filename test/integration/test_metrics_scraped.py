@@ -64,7 +64,12 @@ class Workload:
     def run(self, client: KubeClient, job: str, exit_code: int, outcome: str, **specs: Any) -> None:
         created = create_job(client, self.namespace, job, **specs)
         self.identities |= {job, created["metadata"]["uid"]}
-        exit_pod(client, self.namespace, self.running_pod(client, job), exit_code)
+        pod = self.running_pod(client, job)
+        # Its start latency is observed when tfop sees every replica run (the Running condition); an exit before
+        # that ends a job tfop never saw running, and the start latency panel would have nothing to show.
+        wait_for(lambda: (condition(client, self.namespace, job, "Running") or {}).get("status") == "True",
+                 DEADLINE, f"{job} Running")
+        exit_pod(client, self.namespace, pod, exit_code)
         if outcome == "Deleted":  # after its TTL, which may pass before a look sees it Succeeded
             wait_for(lambda: not [item for item in client.list(TFJOBS, self.namespace)[0]
                                   if item["metadata"]["name"] == job], DEADLINE, f"{job} deleted")
