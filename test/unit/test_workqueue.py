@@ -224,6 +224,80 @@ def test_reparking_an_item_many_times_keeps_the_heap_small(clock: FakeClock) -> 
     queue.shutdown()
 
 
+def test_a_batched_add_to_an_idle_item_queues_it_at_once(clock: FakeClock) -> None:
+    queue = make_queue(clock)
+    queue.add_batched("a", 0.5)
+    assert queue.get(timeout=0) == ("a", False)
+    queue.shutdown()
+
+
+def test_batched_adds_after_a_run_wait_for_the_period_from_its_end(clock: FakeClock) -> None:
+    queue = make_queue(clock)
+    queue.add_batched("a", 0.5)
+    assert queue.get(timeout=0) == ("a", False)
+    clock.step(0.25)  # the run takes 0.25 s
+    queue.done("a")
+    clock.step(0.125)  # (steps a float adds up exactly)
+    for _ in range(4):  # a burst of changes
+        queue.add_batched("a", 0.5)
+        clock.step(0.0625)
+    assert clock.wait_for_waiters(1)
+    assert len(queue) == 0
+    clock.step(0.0625)  # 0.4375 s after the run ended
+    assert len(queue) == 0
+    clock.step(0.0625)
+    assert queue.get(timeout=0) == ("a", False)  # one run for the whole burst
+    queue.done("a")
+    assert len(queue) == 0
+    queue.shutdown()
+
+
+def test_a_batched_add_during_a_run_parks_the_item_when_the_run_ends(clock: FakeClock) -> None:
+    queue = make_queue(clock)
+    queue.add("a")
+    assert queue.get(timeout=0) == ("a", False)
+    queue.add_batched("a", 0.5)
+    queue.add_batched("a", 0.5)
+    clock.step(2.0)  # however long the run takes, the next one starts 0.5 s after its end
+    queue.done("a")
+    assert len(queue) == 0
+    assert clock.wait_for_waiters(1)
+    clock.step(0.5)
+    assert queue.get(timeout=0) == ("a", False)
+    queue.shutdown()
+
+
+def test_a_plain_add_is_not_held_back_by_a_batch(clock: FakeClock) -> None:
+    queue = make_queue(clock)
+    queue.add("a")
+    assert queue.get(timeout=0) == ("a", False)
+    queue.add_batched("a", 0.5)
+    queue.add("a")  # e.g. the job itself changed: its next run starts when this one ends
+    queue.done("a")
+    assert queue.get(timeout=0) == ("a", False)
+    queue.done("a")
+    queue.add("a")
+    assert queue.get(timeout=0) == ("a", False)  # right after a run, a plain add waits for nothing
+    queue.shutdown()
+
+
+def test_items_idle_longer_than_the_period_are_forgotten(clock: FakeClock) -> None:
+    queue = make_queue(clock)
+    for item in ("a", "b", "c"):
+        queue.add_batched(item, 0.5)
+        assert queue.get(timeout=0) == (item, False)
+        queue.done(item)
+        clock.step(0.3)
+    # a's run ended 0.9 s ago and b's 0.6 s ago: both past the period, so the next end lets them go.
+    queue.add("d")
+    assert queue.get(timeout=0) == ("d", False)
+    queue.done("d")
+    assert list(queue._ended) == ["c", "d"]
+    queue.add_batched("a", 0.5)
+    assert queue.get(timeout=0) == ("a", False)
+    queue.shutdown()
+
+
 def test_rate_limited_retries_back_off_until_forgotten(clock: FakeClock) -> None:
     queue: RateLimitingQueue[str] = RateLimitingQueue(unique_name(), PerItemExponentialBackoff(1.0, 8.0), clock=clock)
     waits = []

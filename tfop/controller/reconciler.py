@@ -35,6 +35,10 @@ from tfop.objects import Object
 log = structlog.get_logger("tfop.controller")
 
 CONTROLLER_NAME = "tfjob"
+# A job's children change in bursts (its 14 pods and services created, then scheduled, then started): their
+# changes reach a job's pass at most once per this many seconds, so a burst makes one or two passes, not one
+# per change; a lone change (an exit, a lost pod) is passed on at once. Short beside the lag a user sees.
+CHILD_EVENTS_BATCH = 0.5
 
 
 class TFJobController:
@@ -68,7 +72,7 @@ class TFJobController:
     def _child_watch(self, kind: ChildKind) -> Watch:
         indexers = {kind.owner_index: by_controller_uid, **({BY_NODE: pod_node} if kind.kind == POD else {})}
         return Watch(kind.resource, owner_key, label_selector=kind.label_selector, indexers=indexers,
-                     transform=kind.transform,
+                     transform=kind.transform, batch=CHILD_EVENTS_BATCH,
                      observe=lambda change, key, child: self._child_changed(kind.kind, change, key, child))
 
     def _jobs_on_node(self, node: Object) -> set[str]:

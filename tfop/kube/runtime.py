@@ -85,6 +85,9 @@ class Watch:
     indexers: Mapping[str, IndexFunc] = field(default_factory=dict)
     transform: Transform | None = strip_managed_fields
     observe: Observer | None = None
+    # Seconds: a key's passes for this watch's changes come at most once per `batch` (the queue's `add_batched`),
+    # so an object's burst of changes (its children created, scheduled, started) makes one pass, not one each.
+    batch: float = 0.0
 
 
 class ControllerRuntime:
@@ -207,7 +210,10 @@ class ControllerRuntime:
                 return
             if watch.observe is not None:
                 watch.observe(change, key, obj)
-            self.queue.add(key)
+            if watch.batch > 0:
+                self.queue.add_batched(key, watch.batch)
+            else:
+                self.queue.add(key)
 
         def updated(old: Object, new: Object) -> None:
             # The same resourceVersion is the same object (a re-list): nothing new to reconcile.

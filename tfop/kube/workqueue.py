@@ -5,6 +5,11 @@
   `done(item)`, so the second run sees everything that happened during the first.
 - `add_after` parks items in a heap watched by one thread; an earlier deadline for a parked item wins, a later
   one does not postpone it. `add_rate_limited` asks the rate limiter for the delay.
+- `add_batched(item, period)` gives an item at most one run per `period` for such adds: one added within
+  `period` of its last run's end (or during a run) waits until `period` after that end, so a burst of changes
+  makes one run, not one each; an item idle longer than that is queued at once, so a lone change waits for
+  nothing. (The Job controller batches its pods' events the same way, from the first event rather than from the
+  last sync.)
 - Waiting items are handed out from two FIFO lanes (tfop/kube/lanes.py): an item the caller said is short
   (`set_lane(item, Lane.PRIORITY)`) goes ahead of the others, without ever stopping them; with `normal_slots`,
   no more normal items than that are out at once, so the others' workers stay free for short items.
@@ -54,6 +59,11 @@ class RateLimitingQueue(Generic[T]):
         self._draining = False
         self._delays: list[tuple[float, int, T]] = []  # heap of (deadline, tie-breaker, item), may hold stale entries
         self._deadlines: dict[T, float] = {}  # the deadline that counts for each parked item
+        # Items whose run ended within the longest batch period yet asked for, oldest first -> when it ended; and
+        # items batch-added while running -> their period (parked at done()).
+        self._ended: dict[T, float] = {}
+        self._longest_period = 0.0
+        self._batched_while_running: dict[T, float] = {}
         self._sequence = itertools.count()
         self._delay_thread: threading.Thread | None = None
         self._stats = QueueStats()
@@ -75,6 +85,20 @@ class RateLimitingQueue(Generic[T]):
         self._queue.append(item)
         if self._idle_getters:
             self._ready.notify()
+
+    def add_batched(self, item: T, period: float) -> None:
+        """Queue `item` no sooner than `period` seconds after its last run ended (at once if that is past); an item
+        already waiting, or parked for sooner, is left as it is."""
+        with self._lock:
+            if self._shutting_down or item in self._dirty:
+                return
+            self._longest_period = max(self._longest_period, period)
+            if item in self._processing:
+                # Parked when the run ends: queued now, done() would start the next run at once.
+                self._batched_while_running[item] = min(period, self._batched_while_running.get(item, period))
+                return
+            ended = self._ended.get(item)
+            self._add_after_locked(item, 0.0 if ended is None else ended + period - self._now())
 
     def set_lane(self, item: T, lane: Lane) -> None:
         """The lane `item` waits in from its next enqueue; a worker calls it before `done(item)` to place the item's
@@ -117,7 +141,12 @@ class RateLimitingQueue(Generic[T]):
             started = self._processing.pop(item, None)
             if started is None:
                 return
-            self._stats.work_duration.observe(self._now() - started)
+            now = self._now()
+            self._stats.work_duration.observe(now - started)
+            self._remember_end(item, now)
+            period = self._batched_while_running.pop(item, None)
+            if period is not None and item not in self._dirty:
+                self._add_after_locked(item, period)
             freed = self._queue.release(item)
             if item in self._dirty:
                 self._queue.append(item)
@@ -125,6 +154,20 @@ class RateLimitingQueue(Generic[T]):
                 self._ready.notify()
             if self._draining and not self._processing:
                 self._ready.notify_all()
+
+    def _remember_end(self, item: T, now: float) -> None:
+        """Note when `item`'s run ended, for `add_batched`; ends older than any batch period are let go (the dict
+        is in order of end, so they are at its front)."""
+        if self._longest_period <= 0:
+            return
+        self._ended.pop(item, None)
+        self._ended[item] = now
+        horizon = now - self._longest_period
+        while self._ended:
+            oldest, when = next(iter(self._ended.items()))
+            if when > horizon:
+                break
+            del self._ended[oldest]
 
     def add_after(self, item: T, delay: float) -> None:
         """Add `item` once `delay` seconds have passed (at once if delay <= 0)."""
