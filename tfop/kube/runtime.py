@@ -196,6 +196,13 @@ class ControllerRuntime:
         return f"caches not synced: {', '.join(pending)}" if pending else None
 
     # --- events to keys --------------------------------------------------------------------------------------
+    def enqueue(self, watch: Watch, key: str) -> None:
+        """Queue `key` for a change of one of `watch`'s objects: at once, or batched as the watch says."""
+        if watch.batch > 0:
+            self.queue.add_batched(key, watch.batch)
+        else:
+            self.queue.add(key)
+
     def _handlers(self, watch: Watch) -> tuple[Callable[[Object], None], Callable[[Object, Object], None],
                                                 Callable[[Object, bool], None]]:
         keys_of = watch.keys_of
@@ -210,10 +217,7 @@ class ControllerRuntime:
                 return
             if watch.observe is not None:
                 watch.observe(change, key, obj)
-            if watch.batch > 0:
-                self.queue.add_batched(key, watch.batch)
-            else:
-                self.queue.add(key)
+            self.enqueue(watch, key)
 
         def updated(old: Object, new: Object) -> None:
             # The same resourceVersion is the same object (a re-list): nothing new to reconcile.
