@@ -252,12 +252,17 @@ def test_batched_adds_after_a_run_wait_for_the_period_from_its_end(clock: FakeCl
     queue.shutdown()
 
 
+def start_run(queue: RateLimitingQueue[str], item: str) -> None:
+    """`item` queued and taken by a worker: its run has begun."""
+    queue.add(item)
+    assert queue.get(timeout=0) == (item, False)
+
+
 def test_a_batched_add_during_a_run_parks_the_item_when_the_run_ends(clock: FakeClock) -> None:
     queue = make_queue(clock)
-    queue.add("a")
-    assert queue.get(timeout=0) == ("a", False)
-    queue.add_batched("a", 0.5)
-    queue.add_batched("a", 0.5)
+    start_run(queue, "a")
+    for _ in range(2):
+        queue.add_batched("a", 0.5)
     clock.step(2.0)  # however long the run takes, the next one starts 0.5 s after its end
     queue.done("a")
     assert len(queue) == 0
@@ -269,15 +274,13 @@ def test_a_batched_add_during_a_run_parks_the_item_when_the_run_ends(clock: Fake
 
 def test_a_plain_add_is_not_held_back_by_a_batch(clock: FakeClock) -> None:
     queue = make_queue(clock)
-    queue.add("a")
-    assert queue.get(timeout=0) == ("a", False)
+    start_run(queue, "a")
     queue.add_batched("a", 0.5)
     queue.add("a")  # e.g. the job itself changed: its next run starts when this one ends
     queue.done("a")
     assert queue.get(timeout=0) == ("a", False)
     queue.done("a")
-    queue.add("a")
-    assert queue.get(timeout=0) == ("a", False)  # right after a run, a plain add waits for nothing
+    start_run(queue, "a")  # right after a run, a plain add waits for nothing
     queue.shutdown()
 
 
