@@ -93,8 +93,11 @@ def test_without_gang_scheduling_two_six_gpu_jobs_both_start_partially_and_neith
           f"{preempted}")
     assert sum(counts.values()) == 8
     assert all(0 < count < 6 for count in counts.values()), f"both jobs hold GPUs, neither runs whole: {counts}"
+    # A job's first status, while it waits, is held up to 5 s (applier.STATUS_HOLD_SECONDS) in case it runs at
+    # once: the message is waited for, not read once.
     for job in ("job-a", "job-b"):
-        assert "is waiting for" in running_message(kube_client, namespace, job)
+        wait_for(lambda job=job: "is waiting for" in running_message(kube_client, namespace, job), DEADLINE,
+                 f"{job}'s Running condition to say it is waiting")
 
 
 def test_with_scheduler_plugins_one_job_runs_whole_then_the_other(
@@ -134,8 +137,8 @@ def test_with_scheduler_plugins_one_job_runs_whole_then_the_other(
               second: running(pods_of(kube_client, namespace, second))}
     print(f"with scheduler-plugins: running pods per job {counts}; bound pods of {second}: 0")
     assert counts == {first: 6, second: 0}
-    message = running_message(kube_client, namespace, second)
-    assert f"PodGroup {namespace}/{second}" in message, message
+    wait_for(lambda: f"PodGroup {namespace}/{second}" in running_message(kube_client, namespace, second), DEADLINE,
+             f"{second}'s Running condition to name its PodGroup")
 
     # The first finishes (worker 0 exits 0); its running pods and its PodGroup go, and the second runs whole.
     worker_0 = next(name for name, pod in pods_by_name(kube_client, namespace, first).items()
