@@ -83,8 +83,11 @@ def test_without_gang_scheduling_two_six_gpu_jobs_both_start_partially_and_neith
     # The node can be full before it settles: PS pods placed before some workers are preempted by them (workers
     # have the higher priority), so one running pod goes and another comes. Settled is every worker running and
     # the two GPUs left to PS: from there no pending pod (a PS) outranks a running one, so nothing moves.
-    wait_for(lambda: len(running_pods()) == 8 and sum("-worker-" in name for name in running_pods()) == 6,
-             DEADLINE, "the default scheduler to fill the node's 8 GPUs, all 6 workers first")
+    def settled() -> bool:
+        names = running_pods()
+        return len(names) == 8 and sum("-worker-" in name for name in names) == 6
+
+    wait_for(settled, DEADLINE, "the default scheduler to fill the node's 8 GPUs, all 6 workers first")
     consistently(lambda: len(running_pods()) == 8, 5, "8 running pods (nothing more can be placed: every GPU is taken)")
     counts = {job: running(pods_of(kube_client, namespace, job)) for job in ("job-a", "job-b")}
     preempted = [event["involvedObject"]["name"] for event in kube_client.list(EVENTS, namespace)[0]
