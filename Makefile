@@ -251,7 +251,8 @@ chaos: venv controlplane $(if $(filter 0,$(CHAOS_REAL_NODES)),,node images) ## t
 		--real-nodes $(CHAOS_REAL_NODES)
 
 # The node-loss scenario's scale (make bench-nodeloss NODES=100 JOBS=200 RACK=5 for a quick one) and extra arguments,
-# e.g. BENCH_NODELOSS_ARGS="--grace 60 --no-go"
+# e.g. BENCH_NODELOSS_ARGS="--grace 60 --no-go", or tfops side by side:
+# BENCH_NODELOSS_ARGS="--rounds 3 --contender 't8=--threads 8' --contender 't32=--threads 32' --no-go"
 NODES ?= 1000
 JOBS ?= 2000
 RACK ?= 50

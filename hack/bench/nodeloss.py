@@ -10,30 +10,39 @@ taints at once (bench/rack.py says how). Measured for each operator, from that i
 - the operator's CPU seconds and peak RSS over the loss, and the apiserver requests it made (the audit log),
   per replaced replica.
 
-tfop runs first, then (unless `--no-go`) the Kubeflow training operator on a rack of other nodes, its own CRD
-installed: it replaces none, so its window ends at the grace plus 30 s. `--cache-nodes` also measures what tfop's
-node cache holds for that many nodes (bench/node_cache.py).
+- the CPU seconds each of the cluster's processes and the whole machine spent over the window: where the time of
+  a slow replacement goes.
+
+tfop runs first: the jobs are made with the first `--contender` running, then each round starts one contender
+afresh (each its own flags, or with `@DIR` another checkout's code), waits until it has looked at every job, and
+loses the next rack, the contenders alternating round by round (`--rounds`): side by side on one cluster, without
+building 14,000 pods again for each. Then (unless `--no-go`) the Kubeflow training operator, on a rack of other
+nodes, its own CRD installed: it replaces none, so its window ends at the grace plus 30 s. `--cache-nodes` also
+measures what tfop's node cache holds for that many nodes (bench/node_cache.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
+import shlex
 import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bench import rack
 from bench.audit import AuditLog, by_kind
 from bench.cluster import BenchCluster, copy_logs
+from bench.cpu_window import CpuWindow
 from bench.node_cache import node_cache_bytes
+from bench.nodeloss_report import TARGET_MARGIN_S, quantiles, summary
 from bench.operators import GoOperatorProcess, OperatorProcess, TfopProcess, build_go_operator
 from bench.replicas import ReplicaWatch
 from bench.runs import REPO_DIR, TUNED_GO
@@ -45,7 +54,8 @@ from tfop.kube.resource import NODES
 
 OUR_CRD = REPO_DIR / "crd" / "kubeflow.org_tfjobs.yaml"
 GRACE_ANNOTATION = "tfop.kubeflow.org/node-loss-grace-seconds"
-TARGET_MARGIN_S = 30.0  # every replica replaced within the grace plus this
+TFOP_NAMESPACE = "nodeloss-tfop"
+GO_NAMESPACE = "nodeloss-go"
 
 
 def log(message: str) -> None:
@@ -91,6 +101,34 @@ class PeakMemory:
         return max(self.peak, self.operator.memory().get("VmRSS", 0))
 
 
+@dataclass(frozen=True)
+class Contender:
+    """A tfop to measure: its name in the report, its flags, and the checkout it runs from (None: this one)."""
+
+    name: str
+    args: tuple[str, ...] = ()
+    code: Path | None = None
+
+
+def contender(text: str) -> Contender:
+    """`NAME[@DIR][=FLAGS]`, e.g. `t32=--threads 32`, or `base@../main` for another checkout's tfop."""
+    head, _, flags = text.partition("=")
+    name, _, code = head.partition("@")
+    if not name.replace("-", "").isalnum():
+        raise argparse.ArgumentTypeError(f"a contender's name is letters, digits and dashes: {name!r}")
+    return Contender(name, tuple(shlex.split(flags)), Path(code).resolve() if code else None)
+
+
+def rounds_order(contenders: list[Contender], rounds: int) -> list[Contender]:
+    """Every contender once a round, the order turned each round: none always goes first, on the freshest
+    cluster, or always after the same one."""
+    order: list[Contender] = []
+    for index in range(rounds):
+        turn = index % len(contenders)
+        order.extend(contenders[turn:] + contenders[:turn])
+    return order
+
+
 class NodeLossRun:
     def __init__(self, cluster: BenchCluster, args: argparse.Namespace, results: Path) -> None:
         self.cluster = cluster
@@ -99,80 +137,132 @@ class NodeLossRun:
         self.admin = cluster.admin()
         self.audit = AuditLog(cluster.audit_log)
 
-    def run(self, name: str, operator: OperatorProcess, lost: list[str]) -> dict[str, Any]:
-        args, admin = self.args, self.admin
-        namespace = f"nodeloss-{name}"
+    def populate(self, namespace: str, operator: OperatorProcess) -> tuple[ReplicaWatch, float]:
+        """The jobs made and every replica running, `operator` started (and left running) to make their pods;
+        returns the namespace's pods, watched, and the seconds it took."""
+        args = self.args
         self.cluster.create_namespace(namespace)
-        replicas = ReplicaWatch(admin, namespace)
+        replicas = ReplicaWatch(self.admin, namespace)
         pods = args.jobs * PODS_PER_JOB
+        operator.start()
+        began = time.monotonic()
+        create_jobs(self.admin, namespace, args.jobs, args.grace)
+        wait(lambda: replicas.running() >= pods, args.ready_timeout, f"{pods} running pods", every=2.0)
+        return replicas, round(time.monotonic() - began, 1)
+
+    def settle(self, operator: OperatorProcess, replicas: ReplicaWatch) -> None:
+        """Every replica running and the operator idle: a fresh one has looked at every job (its first list
+        queues them all), its queue is empty and nothing is being reconciled; then `--settle` seconds, for a status
+        write held back, before the loss is measured."""
+        pods = self.args.jobs * PODS_PER_JOB
+
+        def idle() -> bool:
+            return (replicas.running() >= pods
+                    and operator.metric_sum("controller_runtime_reconcile_total") >= self.args.jobs
+                    and operator.metric_sum("workqueue_depth") == 0
+                    and operator.metric_sum("controller_runtime_active_workers") == 0)
+
+        wait(idle, self.args.ready_timeout, "the operator idle with every replica running", every=2.0)
+        time.sleep(self.args.settle)
+
+    def lose(self, name: str, operator: OperatorProcess, replicas: ReplicaWatch, lost: list[str]) -> dict[str, Any]:
+        """The rack lost under the running `operator`, measured until every replica on it runs elsewhere or the
+        window ends."""
+        args, admin = self.args, self.admin
         result: dict[str, Any] = {"operator": name, "nodes": args.nodes, "jobs": args.jobs, "rack": len(lost),
                                   "grace_s": args.grace, "load_before": os.getloadavg()}
-        try:
-            operator.start()
-            began = time.monotonic()
-            create_jobs(admin, namespace, args.jobs, args.grace)
-            wait(lambda: replicas.running() >= pods, args.ready_timeout, f"{pods} running pods", every=2.0)
-            result["all_running_s"] = round(time.monotonic() - began, 1)
-            time.sleep(args.settle)  # the operator's last status writes go out before the loss is measured
-            log(f"{name}: {pods} replicas running; losing {len(lost)} nodes")
+        log(f"{name}: {args.jobs * PODS_PER_JOB} replicas running; losing {len(lost)} nodes")
+        rack.release_from_kwok(admin, lost)
+        time.sleep(2.0)  # kwok has let go of them before they are marked, or its heartbeat would undo it
+        since = rack.now_to_the_second()
+        on_lost = replicas.lose(frozenset(lost))
+        cpu_before, audit_start = operator.cpu_seconds(), self.audit.offset()
+        memory = PeakMemory(operator)
+        cpu = CpuWindow(self.cluster)
+        rack.mark_unreachable(admin, lost, since)
+        result["replicas_on_lost_nodes"] = len(on_lost)
 
-            rack.release_from_kwok(admin, lost)
-            time.sleep(2.0)  # kwok has let go of them before they are marked, or its heartbeat would undo it
-            since = rack.now_to_the_second()
-            on_lost = replicas.lose(frozenset(lost))
-            cpu_before, audit_start = operator.cpu_seconds(), self.audit.offset()
-            memory = PeakMemory(operator)
-            rack.mark_unreachable(admin, lost, since)
-            result["replicas_on_lost_nodes"] = len(on_lost)
-
-            target = args.grace + TARGET_MARGIN_S
-            window = target if args.go_window and name == "go" else args.grace + args.timeout
-            deadline = since.timestamp() + window
-            while replicas.replaced() < len(on_lost) and time.time() < deadline:
-                time.sleep(0.5)
-            ended = time.time()
-            result["peak_rss_mb"] = round(memory.stop() / 2**20, 1)
-            result["cpu_s"] = round(operator.cpu_seconds() - cpu_before, 2)
-            result["window_s"] = round(ended - since.timestamp(), 1)
-            result["replaced"] = replicas.replaced()
-            if replicas.replaced_at and replicas.replaced() == len(on_lost):
-                result["all_replaced_s"] = round(max(replicas.replaced_at.values()) - since.timestamp(), 1)
-                result["within_target"] = result["all_replaced_s"] <= target
-            else:
-                result["within_target"] = False
-            if replicas.replaced_at:
-                result["first_replaced_s"] = round(min(replicas.replaced_at.values()) - since.timestamp(), 1)
-                result.update(quantiles("replaced", replicas.replaced_at.values(), since.timestamp()))
-            if replicas.created_at:  # the operator's part of the replacement: its new pods exist
-                result["first_created_s"] = round(min(replicas.created_at.values()) - since.timestamp(), 1)
-                result["last_created_s"] = round(max(replicas.created_at.values()) - since.timestamp(), 1)
-                result.update(quantiles("created", replicas.created_at.values(), since.timestamp()))
-            same, others = replicas.unchanged_elsewhere()
-            result.update({"replicas_elsewhere": others, "unchanged_elsewhere": same,
-                           "touched_elsewhere": sorted(replicas.touched)[:20]})
-            result["nodes_still_lost"] = rack.still_lost(admin, lost)
-            time.sleep(0.5)  # the last requests' audit lines
-            audited = [r for r in self.audit.requests(audit_start) if r.received <= ended]
-            result["requests"] = len(audited)
-            result["requests_by_kind"] = by_kind(audited)
-            if result["replaced"]:
-                result["requests_per_replaced"] = round(len(audited) / result["replaced"], 2)
-        finally:
-            operator.stop()
-            replicas.close()
-            result["load_after"] = os.getloadavg()
+        target = args.grace + TARGET_MARGIN_S
+        window = target if args.go_window and name == "go" else args.grace + args.timeout
+        deadline = since.timestamp() + window
+        while replicas.replaced() < len(on_lost) and time.time() < deadline:
+            time.sleep(0.5)
+        ended = time.time()
+        result["peak_rss_mb"] = round(memory.stop() / 2**20, 1)
+        result["cpu_s"] = round(operator.cpu_seconds() - cpu_before, 2)
+        result.update(cpu.close())
+        result["window_s"] = round(ended - since.timestamp(), 1)
+        result["replaced"] = replicas.replaced()
+        if replicas.replaced_at and replicas.replaced() == len(on_lost):
+            result["all_replaced_s"] = round(max(replicas.replaced_at.values()) - since.timestamp(), 1)
+            result["within_target"] = result["all_replaced_s"] <= target
+        else:
+            result["within_target"] = False
+        if replicas.replaced_at:
+            result["first_replaced_s"] = round(min(replicas.replaced_at.values()) - since.timestamp(), 1)
+            result.update(quantiles("replaced", replicas.replaced_at.values(), since.timestamp()))
+        if replicas.created_at:  # the operator's part of the replacement: its new pods exist
+            result["first_created_s"] = round(min(replicas.created_at.values()) - since.timestamp(), 1)
+            result["last_created_s"] = round(max(replicas.created_at.values()) - since.timestamp(), 1)
+            result.update(quantiles("created", replicas.created_at.values(), since.timestamp()))
+        same, others = replicas.unchanged_elsewhere()
+        result.update({"replicas_elsewhere": others, "unchanged_elsewhere": same,
+                       "touched_elsewhere": sorted(replicas.touched)[:20]})
+        result["nodes_still_lost"] = rack.still_lost(admin, lost)
+        time.sleep(0.5)  # the last requests' audit lines
+        audited = [r for r in self.audit.requests(audit_start) if r.received <= ended]
+        result["requests"] = len(audited)
+        result["requests_by_kind"] = by_kind(audited)
+        if result["replaced"]:
+            result["requests_per_replaced"] = round(len(audited) / result["replaced"], 2)
+        result["load_after"] = os.getloadavg()
         log(f"{name}: {json.dumps({k: v for k, v in result.items() if k != 'requests_by_kind'})}")
         return result
 
+    def tfop_rounds(self, contenders: list[Contender], racks: list[list[str]]) -> list[dict[str, Any]]:
+        """The jobs made under the first contender; then, round after round, a fresh operator of each contender,
+        each losing the next of `racks` (one per contender and round)."""
+        order = rounds_order(contenders, len(racks) // len(contenders))
+        logs_dir = self.results / "logs"
 
-def quantiles(what: str, moments: Iterable[float], since: float) -> dict[str, float]:
-    """The median and 99th percentile, per replica, of the seconds from the loss to `moments` (nearest rank)."""
-    seconds = sorted(moment - since for moment in moments)
+        def process(entry: Contender, log_name: str) -> TfopProcess:
+            return TfopProcess(self.cluster.operator_kubeconfig, logs_dir / f"{log_name}.log",
+                               ["--namespace", TFOP_NAMESPACE, *entry.args], code=entry.code)
 
-    def rank(q: float) -> float:
-        return seconds[min(len(seconds) - 1, max(0, math.ceil(q * len(seconds)) - 1))]
+        maker = process(order[0], "tfop-populate")
+        try:
+            replicas, all_running_s = self.populate(TFOP_NAMESPACE, maker)
+        finally:
+            maker.stop()
+        runs = []
+        try:
+            for index, (entry, lost) in enumerate(zip(order, racks, strict=True)):
+                operator = process(entry, f"tfop-{index + 1}-{entry.name}")
+                try:
+                    operator.start()
+                    self.settle(operator, replicas)
+                    result = self.lose(entry.name, operator, replicas, lost)
+                finally:
+                    operator.stop()
+                result.update({"round": index // len(contenders) + 1, "all_running_s": all_running_s,
+                               "flags": " ".join(entry.args), "code": str(entry.code or "")})
+                runs.append(result)
+        finally:
+            replicas.close()
+        return runs
 
-    return {f"{what}_p50_s": round(rank(0.5), 1), f"{what}_p99_s": round(rank(0.99), 1)}
+    def go_run(self, operator: OperatorProcess, lost: list[str]) -> dict[str, Any]:
+        """The Go operator makes its own jobs' pods, then loses its rack."""
+        try:
+            replicas, all_running_s = self.populate(GO_NAMESPACE, operator)
+            try:
+                time.sleep(self.args.settle)  # its last status writes go out before the loss is measured
+                result = self.lose("go", operator, replicas, lost)
+            finally:
+                replicas.close()
+        finally:
+            operator.stop()
+        return {**result, "all_running_s": all_running_s}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -182,21 +272,36 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--jobs", type=int, default=2000, help="running TFJobs of 7 replicas each")
     parser.add_argument("--rack", type=int, default=50, help="nodes lost at once")
     parser.add_argument("--grace", type=int, default=30, help="each job's node-loss grace, seconds")
+    parser.add_argument("--contender", dest="contenders", type=contender, action="append", default=[],
+                        metavar="NAME[@DIR][=FLAGS]",
+                        help="a tfop to measure, repeated for several: its flags to `tfop run` and, with @DIR, "
+                             "another checkout's code (default: tfop, this checkout's, its default flags)")
+    parser.add_argument("--rounds", type=int, default=1, help="racks lost by each contender, in alternation")
     parser.add_argument("--timeout", type=float, default=120.0,
-                        help="how long past the grace to wait for tfop's replacements, seconds")
+                        help="seconds after the grace before a tfop round gives up on the replacements")
     parser.add_argument("--ready-timeout", type=float, default=3600.0,
-                        help="seconds to wait for every replica to run before the loss")
+                        help="seconds for every replica to run before the loss")
     parser.add_argument("--settle", type=float, default=10.0, help="seconds between all running and the loss")
     parser.add_argument("--no-go", action="store_true", help="tfop only, not the Go training operator")
     parser.add_argument("--go-window", action=argparse.BooleanOptionalAction, default=True,
-                        help="end the Go operator's window at the grace plus 30 s (it replaces none)")
+                        help="end the Go operator's window at the grace plus 30 s (it replaces nothing)")
     parser.add_argument("--cache-nodes", type=int, default=5000, help="nodes for the node cache's size (0: none)")
     parser.add_argument("--state-dir", type=Path, default=REPO_DIR / ".local" / "bench-nodeloss-cluster")
     parser.add_argument("--results", type=Path, default=REPO_DIR / "bench-results")
     args = parser.parse_args(argv)
-    if args.rack * (1 if args.no_go else 2) > args.nodes:
-        parser.error("--rack too large: tfop's rack and the Go operator's are different nodes")
+    args.contenders = args.contenders or [Contender("tfop")]
+    if len({entry.name for entry in args.contenders}) < len(args.contenders):
+        parser.error("two contenders share a name")
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    if args.rack * racks_needed(args) > args.nodes:
+        parser.error(f"--rack too large: {racks_needed(args)} racks of {args.rack} nodes are lost, each other nodes")
     return args
+
+
+def racks_needed(args: argparse.Namespace) -> int:
+    """One per contender and round, and the Go operator's."""
+    return int(len(args.contenders) * args.rounds + (0 if args.no_go else 1))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -221,20 +326,20 @@ def main(argv: list[str] | None = None) -> int:
         if args.cache_nodes:
             report["node_cache"] = node_cache_bytes(admin.get(NODES, names[0]), args.cache_nodes)
             log(f"node cache: {report['node_cache']}")
+        racks = [names[index * args.rack:(index + 1) * args.rack] for index in range(racks_needed(args))]
         runner = NodeLossRun(cluster, args, results)
         cluster.install_crd(OUR_CRD)
-        tfop = TfopProcess(cluster.operator_kubeconfig, results / "logs" / "tfop.log",
-                           ["--namespace", "nodeloss-tfop"])
-        report["runs"].append(runner.run("tfop", tfop, names[:args.rack]))
+        tfop_racks = racks[:len(args.contenders) * args.rounds]
+        report["runs"].extend(runner.tfop_rounds(args.contenders, tfop_racks))
         if isinstance(go_built, str):
             report["go_note"] = f"Go operator left out: {go_built}"
         elif go_built is not None:
-            cluster.delete_namespaces(["nodeloss-tfop"])
+            cluster.delete_namespaces([TFOP_NAMESPACE])
             go_binary, go_crd = go_built
             cluster.install_crd(go_crd)
             go = GoOperatorProcess(go_binary, admin, cluster.operator_kubeconfig, results / "logs" / "go.log",
-                                   [*TUNED_GO, "--namespace", "nodeloss-go"])
-            report["runs"].append(runner.run("go", go, names[args.rack:2 * args.rack]))
+                                   [*TUNED_GO, "--namespace", GO_NAMESPACE])
+            report["runs"].append(runner.go_run(go, racks[-1]))
     finally:
         copy_logs(cluster, results / "logs" / "cluster")
         cluster.destroy()
@@ -242,28 +347,6 @@ def main(argv: list[str] | None = None) -> int:
     print(summary(report))
     print(f"\nresults: {results}/nodeloss.json")
     return 0
-
-
-def summary(report: dict[str, Any]) -> str:
-    lines = [run_line(run) for run in report["runs"]]
-    if "node_cache" in report:
-        lines.append(f"node cache: {report['node_cache']}")
-    if "go_note" in report:
-        lines.append(report["go_note"])
-    return "\n".join(lines)
-
-
-def run_line(run: dict[str, Any]) -> str:
-    return (f"{run['operator']:<5} {run['nodes']} nodes, {run['jobs']} jobs, {run['rack']} lost: "
-            f"{run['replaced']}/{run['replicas_on_lost_nodes']} replaced, all in "
-            f"{run.get('all_replaced_s', '-')} s (grace {run['grace_s']} s + {TARGET_MARGIN_S:.0f}: "
-            f"{'met' if run['within_target'] else 'missed'}; per replica p50 {run.get('replaced_p50_s', '-')} s, p99 "
-            f"{run.get('replaced_p99_s', '-')} s; new pods created from {run.get('first_created_s', '-')} "
-            f"to {run.get('last_created_s', '-')} s, p50 {run.get('created_p50_s', '-')} s); elsewhere "
-            f"{run['unchanged_elsewhere']}/{run['replicas_elsewhere']} unchanged; CPU {run['cpu_s']} s, peak RSS "
-            f"{run['peak_rss_mb']} MB "
-            f"over {run['window_s']} s; {run['requests']} requests ({run.get('requests_per_replaced', '-')} per "
-            f"replaced replica): {run['requests_by_kind']}")
 
 
 if __name__ == "__main__":

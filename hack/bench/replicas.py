@@ -68,8 +68,12 @@ class ReplicaWatch:
             return sum(pod.running and not pod.deleting for pod in self.pods.values())
 
     def lose(self, nodes: frozenset[str]) -> dict[str, PodSeen]:
-        """From now on, count replacements of the replicas on `nodes`; returns them as they are now."""
+        """From now on, count replacements of the replicas on `nodes`, and forget an earlier rack's; returns them
+        as they are now."""
         with self._lock:
+            self.created_at.clear()
+            self.replaced_at.clear()
+            self.touched.clear()
             self._lost_nodes = nodes
             self._baseline = dict(self.pods)
             self._lost = {name for name, pod in self.pods.items() if pod.node in nodes}
