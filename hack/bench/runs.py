@@ -16,6 +16,7 @@ from typing import Any
 
 from bench.audit import AuditLog, by_kind, failed
 from bench.cluster import BenchCluster
+from bench.cpu_window import CpuWindow
 from bench.operators import GoOperatorProcess, OperatorProcess, TfopProcess
 from bench.pinning import Pinning
 from bench.timeline import Timeline
@@ -128,6 +129,7 @@ class Runner:
                 if limit.stdout.readline().strip() != "ready":
                     raise RuntimeError("the limit client did not start")
             feed = _Feed(limit)
+            servers = CpuWindow(self.cluster)
             began, began_epoch = time.monotonic(), time.time()
             created = create_jobs(admin, namespace, jobs, feed.send if limit is not None else None)
             if limit is not None:
@@ -152,8 +154,10 @@ class Runner:
 
             if operator is None:  # no Running condition: a job starts when all its pods run
                 result.update(pods_latency)
+                result.update(_server_cpu(servers))
             else:
                 timeline.wait(lambda: len(timeline.jobs_running) >= jobs, timeout, f"{jobs} Running jobs")
+                result.update(_server_cpu(servers))
                 result["jobs_running_s"] = max(timeline.jobs_running.values()) - began
                 result["jobs_running_at"] = sorted(round(at - began, 3) for at in timeline.jobs_running.values())
                 # Passes until every job runs: what the operator spends its CPU on besides requests.
@@ -241,6 +245,14 @@ class _Feed:
         if self.process.returncode != 0:
             raise RuntimeError(f"the limit client failed: {summary}")
         return summary
+
+
+def _server_cpu(window: CpuWindow) -> dict[str, float]:
+    """What the apiserver and etcd spent from the first create until every job ran (the limit: every pod), and
+    how busy the machine was: the cost of a contender's requests, not only their count."""
+    spent = window.close()
+    return {"apiserver_cpu_s": spent.get("kube-apiserver_cpu_s", 0.0), "etcd_cpu_s": spent.get("etcd_cpu_s", 0.0),
+            "machine_busy": spent["machine_busy"]}
 
 
 def _latencies(values: list[float]) -> dict[str, float]:
