@@ -183,7 +183,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="then scale every job back to --workers, a second step")
     parser.add_argument("--modes", default=",".join(MODES),
                         help="the rounds, comma-separated: restart (the default resize), inplace (enableDynamicWorker)")
-    parser.add_argument("--timeout", type=float, default=600.0, help="seconds a step waits for every job")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds a step waits for every job")
     parser.add_argument("--ready-timeout", type=float, default=3600.0,
                         help="seconds to wait for every job to run before the first step")
     parser.add_argument("--settle", type=float, default=10.0, help="seconds before each step")
