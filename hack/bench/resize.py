@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import signal
 import sys
 import time
@@ -87,7 +88,7 @@ class ResizeRound:
         self.audit = AuditLog(cluster.audit_log)
         self.namespace = f"resize-{mode}"
         self.operator = TfopProcess(cluster.operator_kubeconfig, results / "logs" / f"tfop-{mode}.log",
-                                    ["--namespace", self.namespace])
+                                    ["--namespace", self.namespace, *shlex.split(args.tfop_args)])
 
     def run(self) -> dict[str, Any]:
         args = self.args
@@ -147,8 +148,8 @@ class ResizeRound:
         step["window_s"] = round(ended - since, 1)
         times = watch.times
         step["done"] = len(times.done)
-        for what, moments in (("done", times.done), ("recorded", times.recorded), ("pods", times.pods),
-                              ("status", times.status)):
+        for what, moments in (("done", times.done), ("recorded", times.recorded),
+                              ("old_pods_gone", times.old_pods_gone), ("pods", times.pods), ("status", times.status)):
             if moments:
                 step[f"{what}_first_s"] = round(min(moments.values()) - since, 1)
                 step[f"{what}_last_s"] = round(max(moments.values()) - since, 1)
@@ -187,6 +188,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--ready-timeout", type=float, default=3600.0,
                         help="seconds to wait for every job to run before the first step")
     parser.add_argument("--settle", type=float, default=10.0, help="seconds before each step")
+    parser.add_argument("--tfop-args", default="",
+                        help='more flags for tfop run, e.g. --tfop-args="--threads 16" (its defaults otherwise)')
     parser.add_argument("--state-dir", type=Path, default=REPO_DIR / ".local" / "bench-resize-cluster")
     parser.add_argument("--results", type=Path, default=REPO_DIR / "bench-results")
     args = parser.parse_args(argv)

@@ -77,6 +77,11 @@ def pods_done(pods: Iterable[Mapping[str, Any]], target: Target) -> bool:
     return None not in slots and sorted(slot for slot in slots if slot is not None) == target.slots()
 
 
+def old_pods_gone(pods: Iterable[Mapping[str, Any]], target: Target) -> bool:
+    """By restart, the stopping half is over: no pod from before the scale is left, not even terminating."""
+    return target.by_restart and not any((pod.get("metadata") or {}).get("uid") in target.before for pod in pods)
+
+
 def recorded(job: Mapping[str, Any], workers: int) -> bool:
     """The status records the new count: written by the first pass after the scale, or, when that pass creates
     pods (a status planned before its creates is dropped as stale), by the next one."""

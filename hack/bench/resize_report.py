@@ -13,9 +13,10 @@ def step_line(step: dict[str, Any]) -> str:
     def seconds(what: str) -> str:
         return "/".join(str(step.get(f"{what}_{part}_s", "-")) for part in ("first", "p50", "p99", "last"))
 
+    old_pods = f" old pods gone {seconds('old_pods_gone')}," if "old_pods_gone_last_s" in step else ""
     return (f"{step['mode']:<7} {step['jobs']} jobs, Worker {step['from']} -> {step['to']}: {step['done']}/"
             f"{step['jobs']} done within {step['window_s']} s; done first/p50/p99/last {seconds('done')} s "
-            f"(count recorded {seconds('recorded')}, pods {seconds('pods')}, status {seconds('status')}); "
+            f"(count recorded {seconds('recorded')},{old_pods} pods {seconds('pods')}, status {seconds('status')}); "
             f"scales sent in {step['sent_s']} s; lastResize told {step['last_resize_told']}; "
             f"pods kept {step['pods_kept']}, seen terminating {step['pods_seen_terminating']}; "
             f"CPU {step['cpu_s']} s, peak RSS {step['peak_rss_mb']} MB; "

@@ -1,6 +1,6 @@
 """The TFJobs of `bench.resize`'s namespace and their pods as two watches show them, and, once a resize step
-begins, when each job was first seen with the new count recorded in its status, with its pods done, with its status
-done, and done (both: bench/resize_done.py)."""
+begins, when each job was first seen with the new count recorded in its status, (by restart) with its old pods gone,
+with its pods done, with its status done, and done (both: bench/resize_done.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.resize_done import Target, pods_done, recorded, status_done
+from bench.resize_done import Target, old_pods_gone, pods_done, recorded, status_done
 from tfop.api.constants import ANNOTATION_TF_CLUSTER, LABEL_JOB_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
 from tfop.controller.children import TFJOBS
 from tfop.kube.client import KubeClient
@@ -22,7 +22,7 @@ SYNC_SECONDS = 300.0
 POD_LABELS = (LABEL_JOB_NAME, LABEL_REPLICA_TYPE, LABEL_REPLICA_INDEX)
 
 
-def _slim_pod(pod: Object) -> Object:
+def slim_pod(pod: Object) -> Object:
     """What the predicate reads; TF_CONFIG in the spec is left out (it grows with the replicas squared)."""
     metadata = pod["metadata"]
     kept = {key: metadata[key] for key in ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp")
@@ -34,7 +34,7 @@ def _slim_pod(pod: Object) -> Object:
     return {"metadata": kept, "status": {"phase": (pod.get("status") or {}).get("phase")}}
 
 
-def _slim_job(job: Object) -> Object:
+def slim_job(job: Object) -> Object:
     metadata = job["metadata"]
     return {"metadata": {key: metadata[key] for key in ("name", "namespace", "uid", "resourceVersion")},
             "status": job.get("status") or {}}
@@ -45,6 +45,7 @@ class StepTimes:
     """time.time() of the first moment each was seen, by job name."""
 
     recorded: dict[str, float] = field(default_factory=dict)
+    old_pods_gone: dict[str, float] = field(default_factory=dict)  # by restart only
     pods: dict[str, float] = field(default_factory=dict)
     status: dict[str, float] = field(default_factory=dict)
     done: dict[str, float] = field(default_factory=dict)
@@ -60,11 +61,11 @@ class ResizeWatch:
         self.pods: dict[str, dict[str, Object]] = {}  # job name -> pod name -> pod
         self._targets: dict[str, Target] = {}
         self.times = StepTimes()
-        pods = Informer(client, PODS, namespace=namespace, transform=_slim_pod)
+        pods = Informer(client, PODS, namespace=namespace, transform=slim_pod)
         pods.add_event_handler(on_add=lambda pod: self._pod_changed(pod, gone=False),
                                on_update=lambda _old, pod: self._pod_changed(pod, gone=False),
                                on_delete=lambda pod, _stale: self._pod_changed(pod, gone=True))
-        jobs = Informer(client, TFJOBS, namespace=namespace, transform=_slim_job)
+        jobs = Informer(client, TFJOBS, namespace=namespace, transform=slim_job)
         jobs.add_event_handler(on_add=lambda job: self._job_changed(job, gone=False),
                                on_update=lambda _old, job: self._job_changed(job, gone=False),
                                on_delete=lambda job, _stale: self._job_changed(job, gone=True))
@@ -140,6 +141,8 @@ class ResizeWatch:
         if recorded(job, target.workers):
             times.recorded.setdefault(name, now)
         pods = self.pods.get(name, {}).values()
+        if old_pods_gone(pods, target):
+            times.old_pods_gone.setdefault(name, now)
         are_done, says_done = pods_done(pods, target), status_done(job, target.workers)
         if are_done:
             times.pods.setdefault(name, now)

@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from bench.resize import elastic_job, parse_args, replicas_of
-from bench.resize_done import Target, cluster_counts, pods_done, resize_done, status_done
+from bench.resize_done import Target, cluster_counts, old_pods_gone, pods_done, resize_done, status_done
 from bench.resize_report import step_line
+from bench.resize_watch import slim_job, slim_pod
 
 WIDE = {"Chief": 1, "PS": 2, "Worker": 3}
 NARROW = {"Chief": 1, "PS": 2, "Worker": 2}
@@ -70,6 +71,31 @@ def test_by_restart_every_pod_is_a_new_one_made_for_the_new_size() -> None:
     assert pods_done(kept_chief, IN_PLACE)  # in place the chief runs on
 
 
+def test_by_restart_the_old_pods_are_gone_once_none_is_left_even_terminating() -> None:
+    assert old_pods_gone(pods_of(NARROW), BY_RESTART)  # the new pods need not run yet
+    assert not old_pods_gone([*pods_of(NARROW), pod("Chief", 0, uid="old-Chief-0", deleting=True)], BY_RESTART)
+    assert not old_pods_gone(pods_of(WIDE), IN_PLACE)  # in place no pod has to go
+
+
+def test_the_watch_keeps_of_a_pod_and_a_job_what_done_reads() -> None:
+    full_pod = pod("Worker", 2, deleting=True)
+    full_pod["metadata"].update(namespace="resize-restart", resourceVersion="7", ownerReferences=[{"uid": "j"}])
+    full_pod["metadata"]["annotations"]["other"] = "x"
+    full_pod["spec"] = {"nodeName": "n", "containers": [{"env": [{"name": "TF_CONFIG", "value": "{}"}]}]}
+    full_pod["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    assert slim_pod(full_pod) == {
+        "metadata": {"name": "job-0000-worker-ab12-2", "namespace": "resize-restart", "uid": "new-Worker-2",
+                     "resourceVersion": "7", "deletionTimestamp": "2026-11-28T02:00:00Z",
+                     "labels": full_pod["metadata"]["labels"],
+                     "annotations": {"tfop.kubeflow.org/tf-cluster": "Chief=1,PS=2,Worker=3"}},
+        "status": {"phase": "Running"}}
+    full_job = {**job(), "spec": {"tfReplicaSpecs": {}}}
+    full_job["metadata"].update(namespace="resize-restart", uid="j", resourceVersion="8", labels={"a": "b"})
+    assert slim_job(full_job) == {"metadata": {"name": "job-0000", "namespace": "resize-restart", "uid": "j",
+                                               "resourceVersion": "8"}, "status": job()["status"]}
+    assert resize_done(slim_job(full_job), [slim_pod(p) for p in pods_of(WIDE)], BY_RESTART)
+
+
 def test_the_status_says_done_once_it_records_the_new_count_running_with_as_many_active_workers() -> None:
     assert status_done(job(), 3)
     assert not status_done(job(workers=2, active=2), 3)  # Running, but of the size before tfop saw the scale
@@ -114,6 +140,10 @@ def test_a_step_is_one_line() -> None:
             "recorded_p99_s": 2.0, "recorded_last_s": 2.0, "sent_s": 0.4, "last_resize_told": 20, "pods_kept": 140,
             "pods_seen_terminating": 0, "cpu_s": 2.5, "peak_rss_mb": 44.0, "passes_per_job": 3.5,
             "requests_per_job": 12.0, "requests_by_kind": {"create pods": 80}}
+    assert step_line({**step, "mode": "restart", "old_pods_gone_first_s": 0.8, "old_pods_gone_p50_s": 1.2,
+                      "old_pods_gone_p99_s": 2.0, "old_pods_gone_last_s": 2.0}).startswith(
+        "restart 20 jobs, Worker 4 -> 8: 19/20 done within 600.0 s; done first/p50/p99/last 1.5/3.0/9.0/9.0 s "
+        "(count recorded 0.5/1.0/2.0/2.0, old pods gone 0.8/1.2/2.0/2.0, pods -/-/-/-, status -/-/-/-); ")
     assert step_line(step) == (
         "inplace 20 jobs, Worker 4 -> 8: 19/20 done within 600.0 s; done first/p50/p99/last 1.5/3.0/9.0/9.0 s "
         "(count recorded 0.5/1.0/2.0/2.0, pods -/-/-/-, status -/-/-/-); scales sent in 0.4 s; lastResize told 20; "
