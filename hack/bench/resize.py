@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import rack
-from bench.audit import AuditLog, by_kind
+from bench.audit import AuditLog, by_kind, failed
 from bench.cluster import BenchCluster, copy_logs
 from bench.nodeloss import OUR_CRD, PeakMemory, quantiles, wait
 from bench.operators import TfopProcess
@@ -47,6 +47,7 @@ from tfop.kube.client import KubeClient
 
 MODES = ("restart", "inplace")
 PODS_PER_NODE = int(rack.CAPACITY["pods"])
+PASSES = "controller_runtime_reconcile_total"
 STRATEGIES = {"restart": "Restart", "inplace": "InPlace"}  # status.lastResize.strategy
 
 
@@ -130,7 +131,8 @@ class ResizeRound:
         uids_before = watch.uids()
         watch.begin(replicas_of(after), by_restart=self.mode == "restart")
         cpu_before, audit_start = operator.cpu_seconds(), self.audit.offset()
-        passes_before = operator.metric_sum("controller_runtime_reconcile_total")
+        passes_before = operator.metric_sum(PASSES)
+        failed_before = operator.metric_sum(PASSES, result="error")  # a conflict is retried with backoff
         memory = PeakMemory(operator)
         since = time.time()
         in_pool(args.jobs, lambda index: self.admin.patch(
@@ -143,8 +145,8 @@ class ResizeRound:
         ended = time.time()
         step["peak_rss_mb"] = round(memory.stop() / 2**20, 1)
         step["cpu_s"] = round(operator.cpu_seconds() - cpu_before, 2)
-        step["passes_per_job"] = round(
-            (operator.metric_sum("controller_runtime_reconcile_total") - passes_before) / args.jobs, 2)
+        step["passes_per_job"] = round((operator.metric_sum(PASSES) - passes_before) / args.jobs, 2)
+        step["passes_failed"] = int(operator.metric_sum(PASSES, result="error") - failed_before)
         step["window_s"] = round(ended - since, 1)
         times = watch.times
         step["done"] = len(times.done)
@@ -168,8 +170,9 @@ class ResizeRound:
         step["requests"] = len(audited)
         step["requests_per_job"] = round(len(audited) / args.jobs, 2)
         step["requests_by_kind"] = by_kind(audited)
+        step["requests_failed"] = failed(audited)
         log(f"{self.mode} {before}->{after}: "
-            f"{json.dumps({k: v for k, v in step.items() if k != 'requests_by_kind'})}")
+            f"{json.dumps({k: v for k, v in step.items() if k not in ('requests_by_kind', 'requests_failed')})}")
         return step
 
 

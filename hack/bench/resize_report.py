@@ -20,5 +20,6 @@ def step_line(step: dict[str, Any]) -> str:
             f"scales sent in {step['sent_s']} s; lastResize told {step['last_resize_told']}; "
             f"pods kept {step['pods_kept']}, seen terminating {step['pods_seen_terminating']}; "
             f"CPU {step['cpu_s']} s, peak RSS {step['peak_rss_mb']} MB; "
-            f"{step['passes_per_job']} passes and {step['requests_per_job']} requests per job: "
-            f"{step['requests_by_kind']}")
+            f"{step['passes_per_job']} passes ({step.get('passes_failed', '-')} failed) and "
+            f"{step['requests_per_job']} requests per job: {step['requests_by_kind']}, "
+            f"failed {step.get('requests_failed', {})}")

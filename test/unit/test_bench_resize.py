@@ -139,7 +139,8 @@ def test_a_step_is_one_line() -> None:
             "done_p50_s": 3.0, "done_p99_s": 9.0, "done_last_s": 9.0, "recorded_first_s": 0.5, "recorded_p50_s": 1.0,
             "recorded_p99_s": 2.0, "recorded_last_s": 2.0, "sent_s": 0.4, "last_resize_told": 20, "pods_kept": 140,
             "pods_seen_terminating": 0, "cpu_s": 2.5, "peak_rss_mb": 44.0, "passes_per_job": 3.5,
-            "requests_per_job": 12.0, "requests_by_kind": {"create pods": 80}}
+            "requests_per_job": 12.0, "requests_by_kind": {"create pods": 80}, "passes_failed": 1,
+            "requests_failed": {"update tfjobs/status 409": 1}}
     assert step_line({**step, "mode": "restart", "old_pods_gone_first_s": 0.8, "old_pods_gone_p50_s": 1.2,
                       "old_pods_gone_p99_s": 2.0, "old_pods_gone_last_s": 2.0}).startswith(
         "restart 20 jobs, Worker 4 -> 8: 19/20 done within 600.0 s; done first/p50/p99/last 1.5/3.0/9.0/9.0 s "
@@ -147,5 +148,5 @@ def test_a_step_is_one_line() -> None:
     assert step_line(step) == (
         "inplace 20 jobs, Worker 4 -> 8: 19/20 done within 600.0 s; done first/p50/p99/last 1.5/3.0/9.0/9.0 s "
         "(count recorded 0.5/1.0/2.0/2.0, pods -/-/-/-, status -/-/-/-); scales sent in 0.4 s; lastResize told 20; "
-        "pods kept 140, seen terminating 0; CPU 2.5 s, peak RSS 44.0 MB; 3.5 passes and 12.0 requests per job: "
-        "{'create pods': 80}")
+        "pods kept 140, seen terminating 0; CPU 2.5 s, peak RSS 44.0 MB; 3.5 passes (1 failed) and 12.0 requests per "
+        "job: {'create pods': 80}, failed {'update tfjobs/status 409': 1}")
