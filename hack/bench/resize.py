@@ -165,6 +165,9 @@ class ResizeRound:
                                        and entry.get("strategy") == strategy for entry in watch.last_resizes())
         uids_after = watch.uids()
         step["pods_kept"] = sum(uids_after.get(name) == uid for name, uid in uids_before.items())
+        # In place the chief, the PS and the workers of both sizes run on; by restart every pod is replaced.
+        kept_per_job = 0 if self.mode == "restart" else sum(replicas_of(min(before, after)).values())
+        step["pods_to_keep"] = args.jobs * kept_per_job
         time.sleep(0.5)  # the last requests' audit lines
         audited = [r for r in self.audit.requests(audit_start) if r.received <= ended]
         step["requests"] = len(audited)

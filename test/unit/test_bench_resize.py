@@ -138,6 +138,7 @@ def test_a_step_is_one_line() -> None:
     step = {"mode": "inplace", "jobs": 20, "from": 4, "to": 8, "done": 19, "window_s": 600.0, "done_first_s": 1.5,
             "done_p50_s": 3.0, "done_p99_s": 9.0, "done_last_s": 9.0, "recorded_first_s": 0.5, "recorded_p50_s": 1.0,
             "recorded_p99_s": 2.0, "recorded_last_s": 2.0, "sent_s": 0.4, "last_resize_told": 20, "pods_kept": 140,
+            "pods_to_keep": 140,
             "pods_seen_terminating": 0, "cpu_s": 2.5, "peak_rss_mb": 44.0, "passes_per_job": 3.5,
             "requests_per_job": 12.0, "requests_by_kind": {"create pods": 80}, "passes_failed": 1,
             "requests_failed": {"update tfjobs/status 409": 1}}
@@ -147,6 +148,6 @@ def test_a_step_is_one_line() -> None:
         "(count recorded 0.5/1.0/2.0/2.0, old pods gone 0.8/1.2/2.0/2.0, pods -/-/-/-, status -/-/-/-); ")
     assert step_line(step) == (
         "inplace 20 jobs, Worker 4 -> 8: 19/20 done within 600.0 s; done first/p50/p99/last 1.5/3.0/9.0/9.0 s "
-        "(count recorded 0.5/1.0/2.0/2.0, pods -/-/-/-, status -/-/-/-); scales sent in 0.4 s; lastResize told 20; "
-        "pods kept 140, seen terminating 0; CPU 2.5 s, peak RSS 44.0 MB; 3.5 passes (1 failed) and 12.0 requests per "
-        "job: {'create pods': 80}, failed {'update tfjobs/status 409': 1}")
+        "(count recorded 0.5/1.0/2.0/2.0, pods -/-/-/-, status -/-/-/-); scales sent in 0.4 s; "
+        "lastResize told 20/20; pods kept 140/140, seen terminating 0; CPU 2.5 s, peak RSS 44.0 MB; "
+        "3.5 passes (1 failed) and 12.0 requests per job: {'create pods': 80}, failed {'update tfjobs/status 409': 1}")
