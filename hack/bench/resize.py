@@ -142,13 +142,12 @@ class ResizeRound:
                                 "sent_s": round(time.time() - since, 1)}
         while watch.done() < args.jobs and time.time() < since + args.timeout:
             time.sleep(0.5)
-        ended = time.time()
+        ended, times = time.time(), watch.finish()
         step["peak_rss_mb"] = round(memory.stop() / 2**20, 1)
         step["cpu_s"] = round(operator.cpu_seconds() - cpu_before, 2)
         step["passes_per_job"] = round((operator.metric_sum(PASSES) - passes_before) / args.jobs, 2)
         step["passes_failed"] = int(operator.metric_sum(PASSES, result="error") - failed_before)
         step["window_s"] = round(ended - since, 1)
-        times = watch.times
         step["done"] = len(times.done)
         for what, moments in (("done", times.done), ("recorded", times.recorded),
                               ("old_pods_gone", times.old_pods_gone), ("pods", times.pods), ("status", times.status)):
@@ -159,7 +158,7 @@ class ResizeRound:
         # Pods seen terminating before they went: kwok's pod-delete stage ends a pod deleted with a grace period,
         # as a kubelet does once its container exits on SIGTERM; one deleted at once is never seen terminating.
         step["pods_seen_terminating"] = len(times.terminating)
-        step["not_done"] = sorted(set(watch.jobs) - set(times.done))[:20]
+        step["not_done"] = sorted(watch.job_names() - set(times.done))[:20]
         strategy = STRATEGIES[self.mode]
         step["last_resize_told"] = sum(entry.get("to") == after and entry.get("from") == before
                                        and entry.get("strategy") == strategy for entry in watch.last_resizes())

@@ -93,9 +93,19 @@ class ResizeWatch:
                                           frozenset(pod["metadata"]["uid"] for pod in self.pods.get(name, {}).values()))
                              for name in self.jobs}
 
+    def finish(self) -> StepTimes:
+        """Stop timing; the step's times, which no informer thread writes from now on."""
+        with self._lock:
+            self._targets = {}
+            return self.times
+
     def done(self) -> int:
         with self._lock:
             return len(self.times.done)
+
+    def job_names(self) -> set[str]:
+        with self._lock:
+            return set(self.jobs)
 
     def last_resizes(self) -> list[dict[str, Any]]:
         with self._lock:
