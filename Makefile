@@ -261,3 +261,13 @@ BENCH_NODELOSS_ARGS ?=
 
 bench-nodeloss: venv controlplane ## NODES kwok nodes, JOBS running TFJobs, RACK nodes lost at once: tfop's replacements beside the Go operator's
 	PYTHONPATH=hack $(PY) -m bench.nodeloss --nodes $(NODES) --jobs $(JOBS) --rack $(RACK) $(BENCH_NODELOSS_ARGS)
+
+# The resize scenario's scale (make bench-resize RESIZE_JOBS=20 RESIZE_NODES=20 for a quick one) and extra arguments,
+# e.g. BENCH_RESIZE_ARGS="--modes inplace --no-down"; its own variables, as JOBS and NODES default to node loss's.
+RESIZE_JOBS ?= 500
+RESIZE_NODES ?= 100
+BENCH_RESIZE_ARGS ?=
+.PHONY: bench-resize
+
+bench-resize: venv controlplane ## RESIZE_JOBS elastic TFJobs (500) scaled at once, 4 -> 8 -> 4 workers, by restart and in place: time to every resize done
+	PYTHONPATH=hack $(PY) -m bench.resize --jobs $(RESIZE_JOBS) --nodes $(RESIZE_NODES) $(BENCH_RESIZE_ARGS)
