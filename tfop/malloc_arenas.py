@@ -1,7 +1,7 @@
 """How many heaps the C allocator keeps, set before the operator starts its threads.
 
 glibc gives a thread that allocates while another holds the main heap a heap (arena) of its own, up to eight per
-core, and memory freed in an arena stays with it. The operator's threads (workers, informers, the creator pool,
+core, and memory freed in an arena stays with it. The operator's threads (workers, informers, the request pool,
 the endpoints) all decode API answers, whose bodies and large dicts come from malloc rather than Python's own small
 object allocator, so each arena ends up holding its share of freed pages. Two arenas keep the lock contention
 low for a process whose threads mostly wait on the network, and return that memory (docs/benchmarks/index.md,

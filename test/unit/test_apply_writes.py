@@ -5,6 +5,7 @@ sender thread: it writes on flush) for the events."""
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -19,6 +20,7 @@ from tfop.controller.plan.children.pod_group import gang_scheduler
 from tfop.controller.plan.types import ChildPatch, ChildRef, Creation, JobEvent, Plan, StatusWait
 from tfop.kube.client import KubeClient
 from tfop.kube.clock import FakeClock
+from tfop.kube.errors import NotFound
 from tfop.kube.events import EventRecorder
 from tfop.kube.expectations import Expectations
 from tfop.kube.resource import Resource
@@ -170,8 +172,9 @@ def test_a_plans_patches_go_before_its_deletes_and_creates() -> None:
     shrink = Plan(patch=[ChildPatch("PodGroup", "mnist", {"spec": {"minMember": 2}})],
                   delete=[ChildRef("Pod", "mnist-worker-x-1", "p1"), ChildRef("Service", "mnist-worker-x-1", "s1")])
     apply.change_children(KEY, job, shrink)
-    assert [(verb, what) for verb, what, _ in writes_after(recorder, client) if what != "events"] == [
-        ("patch", "podgroups"), ("delete", "pods"), ("delete", "services")]
+    shrunk = [(verb, what) for verb, what, _ in writes_after(recorder, client) if what != "events"]
+    # the deletes go together, in no order between them
+    assert shrunk[0] == ("patch", "podgroups") and sorted(shrunk[1:]) == [("delete", "pods"), ("delete", "services")]
     grow = plan_of(job, [], [])
     grow.patch.append(ChildPatch("PodGroup", "mnist", {"spec": {"minMember": 3}}))
     apply.change_children(KEY, job, grow)
@@ -206,3 +209,36 @@ def test_a_status_write_waits_for_the_cache_to_see_its_new_version() -> None:
     assert writes_after(recorder, client) == [("replace", "tfjobs/status", {"state": "Running"})]
     assert not expectations.satisfied(KEY, "7")
     assert expectations.satisfied(KEY, "8")
+
+
+class WaitingDeletes(RecordingClient):
+    """An apiserver that answers no delete until `together` of them are in flight, and one delete NotFound."""
+
+    def __init__(self, together: int) -> None:
+        super().__init__()
+        self.in_flight = threading.Barrier(together, timeout=60.0)  # broken, never hanging, if sent one by one
+
+    def delete(self, resource: Resource, name: str, namespace: str | None = None, *, uid: str | None = None,
+               propagation_policy: str | None = None, grace_period_seconds: int | None = None) -> dict[str, Any]:
+        self.in_flight.wait()
+        if name == "mnist-worker-x-2":
+            raise NotFound(404, "NotFound", f'pods "{name}" not found')
+        return super().delete(resource, name, namespace, uid=uid, propagation_policy=propagation_policy,
+                              grace_period_seconds=grace_period_seconds)
+
+
+def test_a_plans_deletes_are_sent_together_and_each_answer_counts() -> None:
+    """A resize by restart deletes every pod of a job: one round trip for all, not one each."""
+    client, clock, expectations = WaitingDeletes(together=3), FakeClock(), Expectations()
+    apply, recorder = applier(client, clock, expectations)
+    refs = [ChildRef("Pod", "mnist-worker-x-0", "p0", grace_period_seconds=0),
+            ChildRef("Pod", "mnist-worker-x-1", "p1"), ChildRef("Pod", "mnist-worker-x-2", "p2")]
+    changes = apply.change_children(KEY, JOB, Plan(delete=refs))
+    # p0 forced (removed at once), p1 waits out its grace period, p2 was gone already
+    assert changes.errors == [] and changes.removed == {"p0", "p2"}
+    assert writes_after(recorder, client)[-1] == (
+        "create", "events", ("SuccessfulDelete", "Deleted 2 pods: mnist-worker-x-0, mnist-worker-x-1"))
+    assert not expectations.satisfied(KEY, "7")  # p0 and p1 are owed their watch events; p2's is not
+    expectations.deleted(KEY, "p0")
+    expectations.deleted(KEY, "p1")
+    assert expectations.satisfied(KEY, "7")

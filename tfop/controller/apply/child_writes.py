@@ -1,6 +1,6 @@
-"""Writing a plan's children: merge patches, deletes with uid preconditions, and creates in slow-start batches
-with their bodies built as they are sent; expectations keep the next pass from planning on a cache that has not
-seen these writes. One event per plan for what it created, one for what it deleted."""
+"""Writing a plan's children: merge patches, deletes with uid preconditions sent together, and creates in
+slow-start batches with their bodies built as they are sent; expectations keep the next pass from planning on a
+cache that has not seen these writes. One event per plan for what it created, one for what it deleted."""
 
 from __future__ import annotations
 
@@ -61,12 +61,12 @@ def is_permanent_refusal(error: ApiError) -> bool:
 # Every pod of a job lists every replica in its TF_CONFIG (some 65 bytes each): a pod of a 2,000-replica job is
 # about 130 KB against a few for a small job's, and costs the apiserver, etcd and every watcher as much more. A
 # job's creates weigh one more for each this many replicas: beside other jobs, a job of 2,000 holds one of the
-# creator pool's threads instead of half of them (tfop/kube/fair_pool.py).
+# request pool's threads instead of half of them (tfop/kube/fair_pool.py).
 REPLICAS_PER_CREATE_WEIGHT = 250
 
 
 def create_weight(job: Object) -> int:
-    """How many small jobs' creates one create of this job's children costs, for the creator pool's shares."""
+    """How many small jobs' creates one create of this job's children costs, for the request pool's shares."""
     return 1 + total_replicas(job) // REPLICAS_PER_CREATE_WEIGHT
 
 
@@ -80,12 +80,13 @@ class ChildWriter:
         self.expectations = expectations
         self.metrics = metrics
         self._cache_of = cache_of
-        # Shared by every worker, each job's creates a flow of their own served in turn: a job of thousands of
-        # replicas sending its slow-start batch of 2,048 does not hold up a small job's 7 (tfop/kube/fair_pool.py).
-        self._creators: FairPool[str] = FairPool(create_concurrency, name="create")
+        # Shared by every worker, each job's creates and deletes a flow of their own served in turn: a job of
+        # thousands of replicas sending its slow-start batch of 2,048 does not hold up a small job's 7
+        # (tfop/kube/fair_pool.py).
+        self._requests: FairPool[str] = FairPool(create_concurrency, name="write")
 
     def shutdown(self, *, wait: bool) -> None:
-        self._creators.shutdown(wait=wait, cancel_futures=not wait)
+        self._requests.shutdown(wait=wait, cancel_futures=not wait)
 
     def write(self, key: str, job: Object, plan: Plan) -> ChildChanges:
         """Patches, deletes and creates what the plan says. Patches first: a PodGroup resized with its job must
@@ -132,7 +133,7 @@ class ChildWriter:
                 break
         # Then one slow-start sequence, in which a replica type whose template is refused, or whose quota is spent,
         # stops alone: the other types neither wait for it nor lose their place in the growing batches.
-        result = create_in_batches(create, replica_creations, self._creators.flow(key, create_weight(job)),
+        result = create_in_batches(create, replica_creations, self._requests.flow(key, create_weight(job)),
                                    name_of=lambda c: child_id(c.kind, c.name), group_of=_replica_type)
         done = set(result.created)
         created.extend(creation for creation in replica_creations if child_id(creation.kind, creation.name) in done)
@@ -210,24 +211,33 @@ class ChildWriter:
             return
         namespace = job["metadata"]["namespace"]
         self.expectations.expect_deletes(key, [ref.uid for ref in refs])
-        deleted: dict[str, list[str]] = {}
-        for ref in refs:
+
+        def delete(ref: ChildRef) -> Object | ApiError:
             kind = self.kinds[ref.kind]
             try:
-                answer = self.client.delete(kind.resource, ref.name, namespace, uid=ref.uid,
-                                            propagation_policy=kind.propagation_policy,
-                                            grace_period_seconds=ref.grace_period_seconds)
+                return self.client.delete(kind.resource, ref.name, namespace, uid=ref.uid,
+                                          propagation_policy=kind.propagation_policy,
+                                          grace_period_seconds=ref.grace_period_seconds)
+            except ApiError as error:
+                return error
+
+        # Sent together, as the job's flow in the request pool: a resize by restart deletes every pod of the job,
+        # and one after another they took the worker seven round trips, while other jobs waited for a worker.
+        answers = list(self._requests.flow(key).map(delete, refs)) if len(refs) > 1 else [delete(refs[0])]
+        deleted: dict[str, list[str]] = {}
+        for ref, answer in zip(refs, answers, strict=True):
+            if isinstance(answer, NotFound):
+                self.expectations.deleted(key, ref.uid)  # gone already: no event will come
+                changes.removed.add(ref.uid)
+            elif isinstance(answer, ApiError):
+                self.expectations.deleted(key, ref.uid)
+                changes.errors.append(answer)
+                self.recorder.record(job, WARNING, f"FailedDelete{ref.kind}",
+                                     f"Error deleting {ref.kind.lower()} {ref.name}: {answer.message}")
+            else:
                 deleted.setdefault(ref.kind, []).append(ref.name)
                 if removed_by_delete(answer):
                     changes.removed.add(ref.uid)
-            except NotFound:
-                self.expectations.deleted(key, ref.uid)  # gone already: no event will come
-                changes.removed.add(ref.uid)
-            except ApiError as error:
-                self.expectations.deleted(key, ref.uid)
-                changes.errors.append(error)
-                self.recorder.record(job, WARNING, f"FailedDelete{ref.kind}",
-                                     f"Error deleting {ref.kind.lower()} {ref.name}: {error.message}")
         for kind_name, names in deleted.items():
             counter = self.metrics.children_deleted.get(kind_name)
             if counter is not None:
