@@ -84,17 +84,19 @@ def in_pool(count: int, action: Callable[[int], object], prefix: str) -> None:
 class ResizeRound:
     """One mode: its namespace, its tfop, its jobs; then a step up and perhaps one down."""
 
-    def __init__(self, cluster: BenchCluster, args: argparse.Namespace, results: Path, mode: str) -> None:
+    def __init__(self, cluster: BenchCluster, args: argparse.Namespace, results: Path, mode: str,
+                 code: Path | None = None) -> None:
         self.cluster, self.args, self.mode = cluster, args, mode
         self.admin: KubeClient = cluster.admin()
         self.audit = AuditLog(cluster.audit_log)
-        self.namespace = f"resize-{mode}"
-        self.operator = TfopProcess(cluster.operator_kubeconfig, results / "logs" / f"tfop-{mode}.log",
-                                    ["--namespace", self.namespace, *shlex.split(args.tfop_args)])
+        self.label = f"{mode}-base" if code else mode  # the round's name in the report, its namespace's too
+        self.namespace = f"resize-{self.label}"
+        self.operator = TfopProcess(cluster.operator_kubeconfig, results / "logs" / f"tfop-{self.label}.log",
+                                    ["--namespace", self.namespace, *shlex.split(args.tfop_args)], code=code)
 
     def run(self) -> dict[str, Any]:
         args = self.args
-        result: dict[str, Any] = {"mode": self.mode, "jobs": args.jobs, "nodes": args.nodes, "steps": [],
+        result: dict[str, Any] = {"mode": self.label, "jobs": args.jobs, "nodes": args.nodes, "steps": [],
                                   "load_before": os.getloadavg()}
         self.cluster.create_namespace(self.namespace)
         watch = ResizeWatch(self.admin, self.namespace)
@@ -113,7 +115,7 @@ class ResizeRound:
                 step = self._step(watch, before, after)
                 result["steps"].append(step)
                 if step["done"] < args.jobs:
-                    log(f"{self.mode}: {args.jobs - step['done']} jobs not done: no further step")
+                    log(f"{self.label}: {args.jobs - step['done']} jobs not done: no further step")
                     break
         finally:
             self.operator.stop()
@@ -125,7 +127,7 @@ class ResizeRound:
         jobs, replicas = self.args.jobs, replicas_of(workers)
         wait(lambda: watch.steady(replicas) >= jobs, self.args.ready_timeout,
              f"{jobs} jobs running with {workers} workers", every=2.0)
-        log(f"{self.mode}: {jobs} jobs running with {workers} workers")
+        log(f"{self.label}: {jobs} jobs running with {workers} workers")
 
     def _step(self, watch: ResizeWatch, before: int, after: int) -> dict[str, Any]:
         args, operator = self.args, self.operator
@@ -139,7 +141,7 @@ class ResizeRound:
         in_pool(args.jobs, lambda index: self.admin.patch(
             TFJOBS, job_name(index), {"spec": {"replicas": after}}, self.namespace, subresource="scale"),
             "scale-job")
-        step: dict[str, Any] = {"mode": self.mode, "from": before, "to": after, "jobs": args.jobs,
+        step: dict[str, Any] = {"mode": self.label, "from": before, "to": after, "jobs": args.jobs,
                                 "sent_s": round(time.time() - since, 1)}
         while watch.done() < args.jobs and time.time() < since + args.timeout:
             time.sleep(0.5)
@@ -174,7 +176,7 @@ class ResizeRound:
         step["requests_per_job"] = round(len(audited) / args.jobs, 2)
         step["requests_by_kind"] = by_kind(audited)
         step["requests_failed"] = failed(audited)
-        log(f"{self.mode} {before}->{after}: "
+        log(f"{self.label} {before}->{after}: "
             f"{json.dumps({k: v for k, v in step.items() if k not in ('requests_by_kind', 'requests_failed')})}")
         return step
 
@@ -196,9 +198,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--settle", type=float, default=10.0, help="seconds before each step")
     parser.add_argument("--tfop-args", default="",
                         help='more flags for tfop run, e.g. --tfop-args="--threads 16" (its defaults otherwise)')
+    parser.add_argument("--baseline", type=Path,
+                        help="another checkout (e.g. `git worktree add DIR main`): each mode's round again, after "
+                             "this one's, with tfop from there (the report's MODE-base)")
     parser.add_argument("--state-dir", type=Path, default=REPO_DIR / ".local" / "bench-resize-cluster")
     parser.add_argument("--results", type=Path, default=REPO_DIR / "bench-results")
     args = parser.parse_args(argv)
+    if args.baseline is not None and not (args.baseline / "tfop" / "__main__.py").is_file():
+        parser.error(f"--baseline {args.baseline}: no tfop package there")
     args.modes = [mode.strip() for mode in args.modes.split(",") if mode.strip()]
     if not args.modes or set(args.modes) - set(MODES):
         parser.error(f"--modes takes {' and '.join(MODES)}, comma-separated")
@@ -227,10 +234,15 @@ def main(argv: list[str] | None = None) -> int:
         rack.cordon_others(admin)
         wait(lambda: rack.ready_count(admin) >= args.nodes, 120 + args.nodes / 10, f"{args.nodes} Ready nodes")
         cluster.install_crd(OUR_CRD)
-        for number, mode in enumerate(args.modes):
-            if number:  # the last round's pods would weigh on this one's
-                cluster.delete_namespaces([f"resize-{args.modes[number - 1]}"])
-            report["rounds"].append(ResizeRound(cluster, args, results, mode).run())
+        codes = [None] if args.baseline is None else [None, args.baseline.resolve()]
+        previous: str | None = None
+        for mode in args.modes:
+            for code in codes:
+                if previous:  # the last round's pods would weigh on this one's
+                    cluster.delete_namespaces([previous])
+                round_ = ResizeRound(cluster, args, results, mode, code)
+                report["rounds"].append(round_.run())
+                previous = round_.namespace
     finally:
         copy_logs(cluster, results / "logs" / "cluster")
         cluster.destroy()
