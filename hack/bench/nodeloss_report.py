@@ -54,7 +54,8 @@ def run_line(run: dict[str, Any]) -> str:
             f"{'met' if run['within_target'] else 'missed'}; per replica p50 {run.get('replaced_p50_s', '-')} s, p99 "
             f"{run.get('replaced_p99_s', '-')} s; new pods created from {run.get('first_created_s', '-')} "
             f"to {run.get('last_created_s', '-')} s, p50 {run.get('created_p50_s', '-')} s); elsewhere "
-            f"{run['unchanged_elsewhere']}/{run['replicas_elsewhere']} unchanged; CPU {run['cpu_s']} s, peak RSS "
-            f"{run['peak_rss_mb']} MB over {run['window_s']} s; machine busy {run.get('machine_busy', '-')}, "
+            f"{run['unchanged_elsewhere']}/{run['replicas_elsewhere']} unchanged "
+            f"({run.get('evicted_elsewhere', '-')} deleted by the taint eviction controller); CPU {run['cpu_s']} s, "
+            f"peak RSS {run['peak_rss_mb']} MB over {run['window_s']} s; machine busy {run.get('machine_busy', '-')}, "
             f"apiserver CPU {run.get('kube-apiserver_cpu_s', '-')} s; {run['requests']} requests "
             f"({run.get('requests_per_replaced', '-')} per replaced replica): {run['requests_by_kind']}")

@@ -17,27 +17,36 @@ from tfop.objects import Object
 SYNC_SECONDS = 300.0  # the first list of ~14,000 pods on a loaded machine
 
 
+# The condition the controller-manager's taint eviction controller writes on a pod before it deletes it.
+TAINT_EVICTION = ("DisruptionTarget", "DeletionByTaintManager")
+
+
 @dataclass(frozen=True)
 class PodSeen:
     uid: str
     node: str
     running: bool
     deleting: bool
+    evicted: bool = False  # marked by the taint eviction controller: deleted by Kubernetes, not by the operator
 
 
 def _seen(pod: dict[str, Any]) -> PodSeen:
+    status = pod.get("status") or {}
     return PodSeen(pod["metadata"]["uid"], (pod.get("spec") or {}).get("nodeName") or "",
-                   (pod.get("status") or {}).get("phase") == "Running",
-                   bool(pod["metadata"].get("deletionTimestamp")))
+                   status.get("phase") == "Running", bool(pod["metadata"].get("deletionTimestamp")),
+                   any((entry.get("type"), entry.get("reason")) == TAINT_EVICTION
+                       for entry in status.get("conditions") or []))
 
 
 def _slim(pod: Object) -> Object:
     """What the watch keeps of a pod: its store holds one per replica, ~14,000 at the default scale."""
-    metadata = pod["metadata"]
+    metadata, status = pod["metadata"], pod.get("status") or {}
     return {"metadata": {key: metadata[key] for key in ("name", "namespace", "uid", "resourceVersion",
                                                         "deletionTimestamp") if key in metadata},
             "spec": {"nodeName": (pod.get("spec") or {}).get("nodeName")},
-            "status": {"phase": (pod.get("status") or {}).get("phase")}}
+            "status": {"phase": status.get("phase"),
+                       "conditions": [entry for entry in status.get("conditions") or []
+                                      if entry.get("type") == TAINT_EVICTION[0]]}}
 
 
 class ReplicaWatch:
@@ -54,6 +63,9 @@ class ReplicaWatch:
         self.created_at: dict[str, float] = {}  # name -> time.time() its replacement was first seen
         self.replaced_at: dict[str, float] = {}  # name -> time.time() its replacement was first seen running
         self.touched: set[str] = set()  # names of replicas elsewhere that were deleted or changed uid
+        # Of those, the ones Kubernetes' taint eviction controller deleted: a timer it set for an earlier rack's
+        # pod fires on the replacement of the same name (kube-controller-manager v1.36, tainteviction).
+        self.evicted: set[str] = set()
         self._informer = Informer(client, PODS, namespace=namespace, transform=_slim)
         self._informer.add_event_handler(on_add=lambda pod: self._apply("ADDED", pod),
                                          on_update=lambda _old, pod: self._apply("MODIFIED", pod),
@@ -74,6 +86,7 @@ class ReplicaWatch:
             self.created_at.clear()
             self.replaced_at.clear()
             self.touched.clear()
+            self.evicted.clear()
             self._lost_nodes = nodes
             self._baseline = dict(self.pods)
             self._lost = {name for name, pod in self.pods.items() if pod.node in nodes}
@@ -112,9 +125,14 @@ class ReplicaWatch:
                     if seen.running and not seen.deleting and seen.node not in self._lost_nodes:
                         self.replaced_at.setdefault(name, now)
             elif before is not None and (seen.uid != before.uid or seen.deleting):
-                self.touched.add(name)
+                self._touch(name, seen)
 
     def _forget(self, name: str) -> None:
-        del self.pods[name]
+        last = self.pods.pop(name)
         if self._baseline and name in self._baseline and name not in self._lost:
-            self.touched.add(name)
+            self._touch(name, last)
+
+    def _touch(self, name: str, seen: PodSeen) -> None:
+        self.touched.add(name)
+        if seen.evicted:
+            self.evicted.add(name)

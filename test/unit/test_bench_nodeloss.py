@@ -9,6 +9,7 @@ import pytest
 
 from bench.nodeloss import Contender, contender, parse_args, rounds_order
 from bench.nodeloss_report import medians
+from bench.replicas import PodSeen, _seen, _slim
 
 T8 = Contender("t8", ("--threads", "8"))
 T32 = Contender("t32", ("--threads", "32"))
@@ -65,3 +66,29 @@ def test_medians_are_per_contender_of_several_rounds() -> None:
         ("t32: medians of 2 rounds: all_replaced_s 65.2 (of 2: [70.1, 60.3]); last_created_s 49.1 "
         "(of 2: [50.2, 48.0]); cpu_s 20.5 (of 2: [21.0, 20.0]); machine_busy 0.98 (of 2: [0.99, 0.97])"),
     ]
+
+
+def pod(conditions: list[dict[str, str]], deleting: bool = False) -> dict[str, object]:
+    metadata = {"name": "job-0367-ps-4ykx-1", "namespace": "nodeloss-tfop", "uid": "u2", "resourceVersion": "9"}
+    if deleting:
+        metadata["deletionTimestamp"] = "2026-11-28T02:44:10Z"
+    return {"metadata": metadata, "spec": {"nodeName": "nodeloss-00412", "containers": []},
+            "status": {"phase": "Running", "conditions": conditions}}
+
+
+EVICTING = {"type": "DisruptionTarget", "status": "True", "reason": "DeletionByTaintManager",
+            "message": "Taint manager: deleting due to NoExecute taint"}
+READY = {"type": "Ready", "status": "True"}
+
+
+def test_a_pod_the_taint_eviction_controller_deletes_is_told_apart() -> None:
+    assert _seen(_slim(pod([READY, EVICTING], deleting=True))) == PodSeen(
+        "u2", "nodeloss-00412", running=True, deleting=True, evicted=True)
+    assert _seen(_slim(pod([READY], deleting=True))) == PodSeen(
+        "u2", "nodeloss-00412", running=True, deleting=True, evicted=False)
+    preempted = {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}
+    assert _seen(_slim(pod([preempted]))).evicted is False
+
+
+def test_the_watch_keeps_only_the_disruption_condition() -> None:
+    assert _slim(pod([READY, EVICTING]))["status"] == {"phase": "Running", "conditions": [EVICTING]}
