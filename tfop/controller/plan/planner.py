@@ -14,6 +14,7 @@ from tfop.api.constants import (
     CONDITION_FAILED,
     CONDITION_SUCCEEDED,
     EVENT_WARNING,
+    NODE_LOSS_REPLACE,
     REASON_CREATED,
     REASON_INVALID_SPEC,
     REASON_SPEC_CORRECTED,
@@ -260,7 +261,9 @@ def _create_missing(p: _Planning, *, hold_pods: bool) -> None:
                 p.draft.create.append(Creation(kind, replica, name, replaces=replaced))
     if p.draft.create or p.draft.patch:
         config = p.draft.config
-        p.draft.desired = DesiredChildren(p.model, config.service_domain, config.accelerators, config.gang, p.naming)
+        replaces_lost_pods = config.node_loss.watch_nodes and p.model.options.node_policy.policy == NODE_LOSS_REPLACE
+        p.draft.desired = DesiredChildren(p.model, config.service_domain, config.accelerators, config.gang, p.naming,
+                                          replaces_lost_pods=replaces_lost_pods)
         _announce_gpu_renames(p)
 
 

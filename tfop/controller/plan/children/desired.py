@@ -39,6 +39,7 @@ from tfop.controller.plan.children.autoscaler import autoscaler
 from tfop.controller.plan.children.batch_job import replica_job
 from tfop.controller.plan.children.naming import ChildNaming, labelled_slot
 from tfop.controller.plan.children.network_policy import network_policy
+from tfop.controller.plan.children.node_loss_tolerations import tolerate_node_loss
 from tfop.controller.plan.children.pod_group import GangScheduler, join_gang, pod_group
 from tfop.controller.plan.children.tf_config import (
     cluster_key,
@@ -115,8 +116,10 @@ class DesiredChildren:
 
     def __init__(self, job: TFJobModel, service_domain: str = DEFAULT_SERVICE_DOMAIN,
                  accelerators: Accelerators = MappingProxyType({}), gang: GangScheduler | None = None,
-                 naming: ChildNaming | None = None) -> None:
+                 naming: ChildNaming | None = None, *, replaces_lost_pods: bool = False) -> None:
         self._job = job
+        # tfop replaces the job's pods on lost nodes itself (children/node_loss_tolerations.py)
+        self._replaces_lost_pods = replaces_lost_pods
         self._spec = job.spec
         self._gang = gang
         self._accelerators = accelerators
@@ -135,6 +138,14 @@ class DesiredChildren:
                                        for replica in job.spec.replica_specs.values())
 
     def pod(self, replica_type: str, index: int) -> Object:
+        pod = self._replica_pod(replica_type, index)
+        if self._replaces_lost_pods:
+            tolerate_node_loss(pod["spec"])
+        return pod
+
+    def _replica_pod(self, replica_type: str, index: int) -> Object:
+        """The pod of one replica, as the Pods backend creates it and as the Jobs backend's template; tfop's
+        node-loss tolerations only for the former, whose pods it replaces under the same name."""
         replica = self._spec.replica_specs[replica_type]
         template = copy.deepcopy(replica.template)
         template_metadata = mapping(template.get("metadata"))
@@ -161,8 +172,8 @@ class DesiredChildren:
 
     def batch_job(self, replica_type: str, index: int) -> Object:
         """The Job backend's Job of one replica: its pod as the template (controller/plan/children/batch_job.py)."""
-        return replica_job(self.pod(replica_type, index), self._spec.replica_specs[replica_type].restart_policy,
-                           self._spec.run_policy.backoff_limit)
+        return replica_job(self._replica_pod(replica_type, index),
+                           self._spec.replica_specs[replica_type].restart_policy, self._spec.run_policy.backoff_limit)
 
     def pod_group(self) -> Object:
         if self._gang is None:
