@@ -228,6 +228,12 @@ class BenchCluster:
         return time.monotonic() - started
 
 
+def destroy_keeping_logs(cluster: BenchCluster, results: Path) -> None:
+    """A bench's end, cut short or not: the components' logs kept under `results`, then the cluster gone."""
+    copy_logs(cluster, results / "logs" / "cluster")
+    cluster.destroy()
+
+
 def copy_logs(cluster: BenchCluster, destination: Path) -> None:
     """Keep the components' logs next to the results: the cluster directory is destroyed at the end."""
     source = cluster.directory / "logs"

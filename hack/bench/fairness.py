@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.cluster import BenchCluster, copy_logs
+from bench.cluster import BenchCluster, destroy_keeping_logs
 from bench.operators import TfopProcess
 from bench.runs import REPO_DIR
 from bench.timeline import Timeline
@@ -196,8 +196,7 @@ def main(argv: list[str] | None = None) -> int:
                     (results / "fairness.json").write_text(json.dumps({"runs": runs, "failures": failures},
                                                                       indent=1))
     finally:
-        copy_logs(cluster, results / "logs" / "cluster")
-        cluster.destroy()
+        destroy_keeping_logs(cluster, results)
     text, rows = table(runs, contenders) if runs else ("no run finished", [])
     (results / "fairness.json").write_text(json.dumps({"runs": runs, "rows": rows, "failures": failures}, indent=1))
     (results / "fairness.txt").write_text(text + "\n")

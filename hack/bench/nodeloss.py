@@ -41,7 +41,7 @@ from typing import Any
 
 from bench import rack
 from bench.audit import AuditLog, by_kind
-from bench.cluster import BenchCluster, copy_logs
+from bench.cluster import BenchCluster, destroy_keeping_logs
 from bench.cpu_window import CpuWindow
 from bench.node_cache import node_cache_bytes
 from bench.nodeloss_report import TARGET_MARGIN_S, quantiles, summary
@@ -344,8 +344,7 @@ def main(argv: list[str] | None = None) -> int:
                                    [*TUNED_GO, "--namespace", GO_NAMESPACE])
             report["runs"].append(runner.go_run(go, racks[-1]))
     finally:
-        copy_logs(cluster, results / "logs" / "cluster")
-        cluster.destroy()
+        destroy_keeping_logs(cluster, results)
         (results / "nodeloss.json").write_text(json.dumps(report, indent=2))
     print(summary(report))
     print(f"\nresults: {results}/nodeloss.json")

@@ -33,7 +33,7 @@ from typing import Any
 
 from bench import rack
 from bench.audit import AuditLog, by_kind, failed
-from bench.cluster import BenchCluster, copy_logs
+from bench.cluster import BenchCluster, destroy_keeping_logs
 from bench.nodeloss import OUR_CRD, PeakMemory, wait
 from bench.nodeloss_report import quantiles
 from bench.operators import TfopProcess
@@ -244,8 +244,7 @@ def main(argv: list[str] | None = None) -> int:
                 report["rounds"].append(round_.run())
                 previous = round_.namespace
     finally:
-        copy_logs(cluster, results / "logs" / "cluster")
-        cluster.destroy()
+        destroy_keeping_logs(cluster, results)
         (results / "resize.json").write_text(json.dumps(report, indent=2))
     print(summary(report))
     print(f"\nresults: {results}/resize.json")
