@@ -43,11 +43,13 @@ class CpuWindow:
         return seconds
 
     def close(self) -> dict[str, float]:
-        """CPU seconds per cluster process over the window, and `machine_busy`: the share of all CPUs' time busy."""
+        """CPU seconds per cluster process over the window, `machine_cpu_s`: every process's on the machine, and
+        `machine_busy`: the share of all CPUs' time busy."""
         now = self._component_seconds()
         spent = {f"{name}_cpu_s": round(now[name] - before, 1)
                  for name, before in self._components.items() if name in now}
         busy, total = machine_seconds()
         busy_before, total_before = self._machine
+        spent["machine_cpu_s"] = round(busy - busy_before, 1)
         spent["machine_busy"] = round((busy - busy_before) / max(total - total_before, 1e-9), 2)
         return spent

@@ -11,6 +11,7 @@ FIGURES = ("children_s", "pods_created_s", "pods_scheduled_s", "pods_running_s",
            "exit_patches_s", "succeeded_s", "cpu_s", "peak_rss_mb", "requests_own", "requests_audit",
            "requests_job_controller", "start_p50_s", "start_p99_s", "pods_start_p50_s", "pods_start_p99_s",
            "lag_p50_s", "lag_p99_s", "startup_s", "reconciles_to_running", "apiserver_cpu_s", "etcd_cpu_s",
+           "controller_manager_cpu_s", "scheduler_cpu_s", "kwok_cpu_s", "contender_cpu_window_s", "machine_cpu_s",
            "machine_busy")
 REFERENCES = ("limit", "go", "go-tuned")
 GO_GROUP = ("go", "go-tuned")  # measured beside limit-go, the limit run in their group (bench.runs.CONTENDERS)
@@ -49,7 +50,7 @@ def summarize(runs: Sequence[Run], order: Sequence[str]) -> list[dict[str, Any]]
                 continue
             for figure, against in (("children_s", "children_s"), ("pods_running_s", "pods_running_s"),
                                     ("requests_per_job", "requests_per_job"), ("start_p99_s", "start_p99_s"),
-                                    ("apiserver_cpu_s", "apiserver_cpu_s"),
+                                    ("apiserver_cpu_s", "apiserver_cpu_s"), ("machine_cpu_s", "machine_cpu_s"),
                                     # a job runs when its pods do: against the limit's pods, else like for like
                                     ("jobs_running_s", "pods_running_s" if reference == "limit" else
                                      "jobs_running_s")):
@@ -128,8 +129,14 @@ COSTS = (
     ("CPU s", 6, "cpu_s", 1), ("peak RSS MB", 11, "peak_rss_mb", 0), ("req own", 7, "requests_own", 0),
     ("req apisv", 9, "requests_audit", 0), ("per job", 7, "requests_per_job", 1),
     ("/limit", 6, "requests_per_job_vs_limit", 2), ("job ctl req", 11, "requests_job_controller", 0),
-    ("passes to Running", 17, "reconciles_to_running", 0), ("apisv CPU s", 11, "apiserver_cpu_s", 1),
-    ("/limit", 6, "apiserver_cpu_s_vs_limit", 2), ("busy", 4, "machine_busy", 2))
+    ("passes to Running", 17, "reconciles_to_running", 0))
+PROCESSES = ("apiserver_cpu_s", "etcd_cpu_s", "controller_manager_cpu_s", "scheduler_cpu_s", "kwok_cpu_s",
+             "contender_cpu_window_s")
+WINDOW_CPU = (  # core-seconds from the first create until every job Running (the limit: every pod running)
+    ("apiserver", 9, "apiserver_cpu_s", 1), ("/limit", 6, "apiserver_cpu_s_vs_limit", 2), ("etcd", 5, "etcd_cpu_s", 1),
+    ("ctl-mgr", 7, "controller_manager_cpu_s", 1), ("sched", 5, "scheduler_cpu_s", 1), ("kwok", 5, "kwok_cpu_s", 1),
+    ("contender", 9, "contender_cpu_window_s", 1), ("rest", 5, "rest_cpu_s", 1), ("machine", 7, "machine_cpu_s", 1),
+    ("/limit", 6, "machine_cpu_s_vs_limit", 2), ("busy", 4, "machine_busy", 2))
 
 
 def table(rows: Sequence[dict[str, Any]], idle: Sequence[dict[str, Any]], checks: Sequence[dict[str, Any]],
@@ -143,6 +150,9 @@ def table(rows: Sequence[dict[str, Any]], idle: Sequence[dict[str, Any]], checks
         lines += ["", (f"N = {jobs}: costs (CPU and RSS of the operator process; requests as the apiserver's "
                        "audit log counts them)")]
         lines += _columns(mine, COSTS, lambda row: "  load " + "/".join(f"{v:.1f}" for v in row["load_1m"]))
+        lines += ["", (f"N = {jobs}: CPU seconds from the first create until every job Running (the limit: every pod), "
+                       "per process; rest: the bench's own clients and anything else on the machine")]
+        lines += _columns([{**row, "rest_cpu_s": rest_cpu(row)} for row in mine], WINDOW_CPU)
         lines += ["", (f"N = {jobs}: requests by verb and resource (audit log, median of the runs; <name>:jc is the "
                        "Job controller's for that contender)")]
         lines += _by_kind(mine)
@@ -163,6 +173,14 @@ def table(rows: Sequence[dict[str, Any]], idle: Sequence[dict[str, Any]], checks
             value = "not measured" if entry["value"] is None else f"{entry['value']:.2f}{entry['unit']}"
             lines.append(f"  [{mark}] {entry['goal']}: {value} (threshold {entry['threshold']}{entry['unit']})")
     return "\n".join(lines)
+
+
+def rest_cpu(row: dict[str, Any]) -> float | None:
+    """The machine's CPU in the window that no cluster process nor the contender spent: the bench's watchers and
+    creates (the same for every contender), and whatever else ran."""
+    if row.get("machine_cpu_s") is None:
+        return None
+    return float(row["machine_cpu_s"]) - sum(row.get(key) or 0.0 for key in PROCESSES)
 
 
 def noise(rows: Sequence[dict[str, Any]]) -> str:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from bench.report import noise, summarize, targets
+from bench.report import noise, rest_cpu, summarize, targets
 
 ORDER = ["limit", "limit-go", "tfop", "go-tuned"]
 
@@ -81,3 +81,18 @@ def test_noise() -> None:
     assert noise(summarize(RUNS, ORDER)) == (
         "the limit's pods-running time varied by 18% of its median over 3 runs at N=100; "
         "1-minute load average at the start of a run 2.0 to 4.0 (median 2.0)")
+
+
+def test_window_cpu_rows_and_the_rest() -> None:
+    """The machine's CPU over the window: its ratio to the limit's, and what no cluster process nor the contender
+    spent (the bench's own clients)."""
+    figures = {"apiserver_cpu_s": 10.0, "etcd_cpu_s": 2.0, "controller_manager_cpu_s": 3.0, "scheduler_cpu_s": 1.0,
+               "kwok_cpu_s": 0.5}
+    rows = by_name(summarize([
+        run("limit", 0, pods_running_s=10.0, machine_cpu_s=20.0, contender_cpu_window_s=0.5, **figures),
+        run("tfop", 0, jobs_running_s=11.0, machine_cpu_s=23.0, contender_cpu_window_s=3.0, **figures),
+    ], ORDER))
+    assert rows["tfop"]["machine_cpu_s_vs_limit"] == pytest.approx(1.15)
+    assert rest_cpu(rows["limit"]) == pytest.approx(3.0)  # 20 - (10 + 2 + 3 + 1 + 0.5 + 0.5)
+    assert rest_cpu(rows["tfop"]) == pytest.approx(3.5)   # 23 - (10 + 2 + 3 + 1 + 0.5 + 3)
+    assert rest_cpu({"contender": "limit"}) is None
