@@ -138,6 +138,7 @@ class NodeLossRun:
         self.results = results
         self.admin = cluster.admin()
         self.audit = AuditLog(cluster.audit_log)
+        self.lingered: dict[str, Any] | None = None  # what `--linger` saw after the last round
 
     def populate(self, namespace: str, operator: OperatorProcess) -> tuple[ReplicaWatch, float]:
         """The jobs made and every replica running, `operator` started (and left running) to make their pods;
@@ -183,6 +184,7 @@ class NodeLossRun:
         cpu = CpuWindow(self.cluster)
         rack.mark_unreachable(admin, lost, since)
         result["replicas_on_lost_nodes"] = len(on_lost)
+        result["lost_at"] = since.timestamp()
 
         target = args.grace + TARGET_MARGIN_S
         window = target if args.go_window and name == "go" else args.grace + args.timeout
@@ -250,9 +252,25 @@ class NodeLossRun:
                 result.update({"round": index // len(contenders) + 1, "all_running_s": all_running_s,
                                "flags": " ".join(entry.args), "code": str(entry.code or "")})
                 runs.append(result)
+            if self.args.linger and runs:
+                self.lingered = self.linger(replicas, runs[-1]["lost_at"])
         finally:
             replicas.close()
         return runs
+
+    def linger(self, replicas: ReplicaWatch, lost_at: float) -> dict[str, Any]:
+        """Every replica, the last rack's replacements too, watched until `--linger` seconds after that loss with
+        no operator running: the taint eviction controller's timers (300 s by default) fire inside it, and any
+        replica deleted or marked for deletion is counted."""
+        replicas.lose(frozenset())  # a new baseline: every replica is one "elsewhere"
+        until = lost_at + self.args.linger
+        log(f"watching every replica until {self.args.linger:.0f} s after the last loss "
+            f"({max(0.0, until - time.time()):.0f} s from now)")
+        while time.time() < until:
+            time.sleep(1.0)
+        same, others = replicas.unchanged_elsewhere()
+        return {"seconds_after_loss": self.args.linger, "replicas": others, "unchanged": same,
+                "touched": sorted(replicas.touched)[:20], "evicted": len(replicas.evicted)}
 
     def go_run(self, operator: OperatorProcess, lost: list[str]) -> dict[str, Any]:
         """The Go operator makes its own jobs' pods, then loses its rack."""
@@ -285,6 +303,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--ready-timeout", type=float, default=3600.0,
                         help="seconds for every replica to run before the loss")
     parser.add_argument("--settle", type=float, default=10.0, help="seconds between all running and the loss")
+    parser.add_argument("--linger", type=float, default=0.0,
+                        help="after the last round, watch every replica until this many seconds after its loss "
+                             "(330: past the taint eviction controller's 300 s) and count any deleted")
     parser.add_argument("--no-go", action="store_true", help="tfop only, not the Go training operator")
     parser.add_argument("--go-window", action=argparse.BooleanOptionalAction, default=True,
                         help="end the Go operator's window at the grace plus 30 s (it replaces nothing)")
@@ -334,6 +355,8 @@ def main(argv: list[str] | None = None) -> int:
         cluster.install_crd(OUR_CRD)
         tfop_racks = racks[:len(args.contenders) * args.rounds]
         report["runs"].extend(runner.tfop_rounds(args.contenders, tfop_racks))
+        if runner.lingered is not None:
+            report["linger"] = runner.lingered
         if isinstance(go_built, str):
             report["go_note"] = f"Go operator left out: {go_built}"
         elif go_built is not None:

@@ -24,6 +24,11 @@ def quantiles(what: str, moments: Iterable[float], since: float) -> dict[str, fl
 def summary(report: dict[str, Any]) -> str:
     lines = [run_line(run) for run in report["runs"]]
     lines.extend(medians(report["runs"]))
+    if "linger" in report:
+        linger = report["linger"]
+        lines.append(f"{linger['seconds_after_loss']:.0f} s after the last loss: {linger['unchanged']}/"
+                     f"{linger['replicas']} replicas unchanged since the window's end, {linger['evicted']} deleted by "
+                     f"the taint eviction controller; touched: {linger['touched']}")
     if "node_cache" in report:
         lines.append(f"node cache: {report['node_cache']}")
     if "go_note" in report:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bench.nodeloss import Contender, contender, parse_args, rounds_order
-from bench.nodeloss_report import medians
+from bench.nodeloss_report import medians, summary
 from bench.replicas import PodSeen, _seen, _slim
 
 T8 = Contender("t8", ("--threads", "8"))
@@ -66,6 +66,15 @@ def test_medians_are_per_contender_of_several_rounds() -> None:
         ("t32: medians of 2 rounds: all_replaced_s 65.2 (of 2: [70.1, 60.3]); last_created_s 49.1 "
         "(of 2: [50.2, 48.0]); cpu_s 20.5 (of 2: [21.0, 20.0]); machine_busy 0.98 (of 2: [0.99, 0.97])"),
     ]
+
+
+def test_the_linger_after_the_last_round_is_told() -> None:
+    assert parse_args(["--no-go"]).linger == 0.0  # off unless asked: it adds minutes
+    report = {"runs": [], "linger": {"seconds_after_loss": 330.0, "replicas": 14000, "unchanged": 13998,
+                                     "touched": ["job-0007-worker-x-1", "job-0912-ps-y-0"], "evicted": 2}}
+    assert summary(report) == (
+        "330 s after the last loss: 13998/14000 replicas unchanged since the window's end, 2 deleted by the taint "
+        "eviction controller; touched: ['job-0007-worker-x-1', 'job-0912-ps-y-0']")
 
 
 def pod(conditions: list[dict[str, str]], deleting: bool = False) -> dict[str, object]:
