@@ -2,6 +2,7 @@
 # The browser the ui's browser test drives: Debian's chromium and its chromedriver, apt-installed when missing
 # (never a browser build downloaded by a test tool). Prints the two paths; fails loudly when it cannot install them.
 set -euo pipefail
+LOG_NAME=browser
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 ensure_debian_packages chromium chromium-driver

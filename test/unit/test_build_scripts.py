@@ -36,3 +36,17 @@ def test_a_build_prints_a_line_at_a_steady_pace() -> None:
     lines = [line for line in result.stderr.splitlines() if "still building" in line]
     assert len(lines) >= 2, result.stderr
     assert lines[0].startswith("[build-test] still building (0m0")
+
+
+def test_every_script_names_its_lines_before_it_sources_lib() -> None:
+    """lib.sh's log and die print ${LOG_NAME} under `set -u`: a script that does not set it fails on its first
+    line of output (hack/browser.sh did, on a machine without chromium, stopping a cold `make test`)."""
+    unnamed = []
+    for script in sorted(LIB.parent.glob("*.sh")):
+        lines = script.read_text().splitlines()
+        if not lines or not lines[0].startswith("#!"):
+            continue  # sourced by others after they set it (wheels.sh)
+        sourcing = next((n for n, line in enumerate(lines) if line.startswith("source") and "lib.sh" in line), None)
+        if sourcing is not None and not any(line.startswith("LOG_NAME=") for line in lines[:sourcing]):
+            unnamed.append(script.name)
+    assert unnamed == []
