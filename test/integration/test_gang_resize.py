@@ -138,15 +138,23 @@ def test_pods_parked_for_too_high_a_min_available_are_placed_once_it_is_lowered(
 def test_a_gang_that_does_not_fit_runs_once_scaled_down_to_what_fits(
         cluster: LocalCluster, tfjob_crd: Path, kube_client: KubeClient, namespace: str, gang_node: str,
         coscheduler: CoScheduler, operators: Callable[..., OperatorProcess]) -> None:
-    """4 workers of 3 GPUs (12) on a node of 8 are parked whole (PreFilter: minResources); `kubectl scale` to 2
-    (6 GPUs) lowers the group's minMember and minResources, and the 2 are placed."""
+    """4 workers of 3 GPUs (12) on the one node of 8 they tolerate are parked whole: each round of the co-scheduler,
+    the pod that no longer fits fails the node filters and its plugin rejects the gang's waiting pods. `kubectl
+    scale` to 2 (6 GPUs) lowers the group's minMember and minResources, and the 2 are placed: made again, since
+    the scheduler tries a parked pod again on the group's update only if the co-scheduler's plugin refused it
+    last, and one the node filters refused last would wait for an unrelated event or the 5-minute flush."""
     client = kube_client
     operators("--gang-scheduler-name", "scheduler-plugins").start()
     client.create(TFJOBS, gang_job("big", gang_node, 4, gpus=3, dynamic=True), namespace)
     wait_for(lambda: job_status(client, namespace, "big").get("workerReplicas") == 4,
              message="the status to record 4 workers")
+    parked_uids = {pod["metadata"]["uid"] for pod in pods_of(client, namespace, "big")}
     patched, placed = wait_parked_then_time_placement(
         client, namespace, "big", 4, lambda: scale(cluster, namespace, "big", 2), 2)
     print(f"kubectl scale 4 -> 2: group patched after {patched:.2f} s, 2 pods bound after {placed:.2f} s")
     assert group_spec(client, namespace, "big") == {"minMember": 2, "minResources": {GPU: "6"}}
-    wait_for(lambda: all_running(client, namespace, "big", 2), message="the 2 workers to run")
+    pods = wait_for(lambda: all_running(client, namespace, "big", 2), message="the 2 workers to run")
+    assert sorted(pod["metadata"]["name"].rsplit("-", 1)[1] for pod in pods) == ["0", "1"]
+    assert not parked_uids & {pod["metadata"]["uid"] for pod in pods}, "workers 0 and 1 were not made again"
+    statuses = job_status(client, namespace, "big")["replicaStatuses"]
+    assert statuses["Worker"].get("restarts", 0) == 0  # made again for the resize: no restart

@@ -280,9 +280,11 @@ def group(phase: str | None = None, *, spec: dict[str, Any] | None = None, termi
 
 
 def sized_pod(replica_type: str, index: int, size: str) -> dict[str, Any]:
-    """A running pod whose TF_CONFIG was built for the replica counts `size` (what a resize compares)."""
+    """A running pod (placed on a node) whose TF_CONFIG was built for the replica counts `size` (what a resize
+    compares)."""
     made = make_pod(replica_type, index)
     made["metadata"]["annotations"] = {"tfop.kubeflow.org/tf-cluster": size}
+    made["spec"] = {"nodeName": "node-a"}
     return made
 
 

@@ -13,18 +13,27 @@ from support.plan_builders import NOW, make_job, make_pod, plan_of, running, ser
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.planner import plan
 from tfop.controller.plan.policies.resize import ResizeCause, ResizeStrategy
-from tfop.controller.plan.types import AUTOSCALER, POD, SERVICE, PlanContext
+from tfop.controller.plan.types import AUTOSCALER, POD, POD_GROUP, SERVICE, PlanContext
 from tfop.metrics import RESIZES
 
 KEY = "tfop.kubeflow.org/tf-cluster"
 
 
-def pod(replica_type: str, index: int, key: str | None, **state: Any) -> dict[str, Any]:
-    """A pod whose TF_CONFIG was built for the replica counts `key` (None: made by a tfop before the key)."""
+def pod(replica_type: str, index: int, key: str | None, *, node: str | None = None, **state: Any) -> dict[str, Any]:
+    """A pod whose TF_CONFIG was built for the replica counts `key` (None: made by a tfop before the key), bound to
+    `node` if given."""
     made = make_pod(replica_type, index, **state)
     if key is not None:
         made["metadata"]["annotations"] = {KEY: key}
+    if node is not None:
+        made["spec"] = {"nodeName": node}
     return made
+
+
+def pod_group(min_member: int) -> dict[str, Any]:
+    """The job's PodGroup of scheduler-plugins as the cache shows it."""
+    return {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": "mnist", "namespace": "ns", "uid": "pg-1"}, "spec": {"minMember": min_member}}
 
 
 def job(replicas: dict[str, int], *, planned: int | None, dynamic: bool = False,
@@ -51,6 +60,7 @@ class Row:
     event: str | None  # the Resized event's message, if one is told
     restarting: str | None = None  # the Restarting condition's reason, when it is True
     children: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    gang: str = "none"  # the gang scheduler the operator runs with
 
 
 OLD = "Worker=2,PS=1"
@@ -108,6 +118,32 @@ ROWS = {
         deleted=["mnist-worker-jje2-1", "mnist-worker-jje2-2", "mnist-worker-jje2-3"], created=[],
         event=("TFJob ns/mnist: Worker 4 -> 1, asked by a user (the scale subresource or an edit of the spec); "
                "workers 1-3 stop gracefully; the other replicas run on.")),
+    "in place, a gang 4 -> 2 before any pod of it was placed: workers 2-3 go, the others are made again": Row(
+        job({"Worker": 2}, planned=4, dynamic=True),
+        [pod("Worker", i, "", phase="Pending") for i in range(4)],
+        deleted=["mnist-worker-jje2-2", "mnist-worker-jje2-3", "mnist-worker-jje2-0", "mnist-worker-jje2-1"],
+        created=[],
+        event=("TFJob ns/mnist: Worker 4 -> 2, asked by a user (the scale subresource or an edit of the spec); "
+               "workers 2-3 go; no pod of the gang was placed yet, so the others are made again, for the "
+               "scheduler to try the smaller gang at once."),
+        children={POD_GROUP: [pod_group(4)]}, gang="scheduler-plugins"),
+    "in place, the unplaced gang's pods gone: made again at the new size": Row(
+        job({"Worker": 2}, planned=2, dynamic=True), [],
+        deleted=[], created=["mnist-worker-jje2-0", "mnist-worker-jje2-1"], event=None,
+        children={POD_GROUP: [pod_group(2)]}, gang="scheduler-plugins"),
+    "in place, a gang 4 -> 2 once placed: workers 2-3 stop gracefully; the others run on": Row(
+        job({"Worker": 2}, planned=4, dynamic=True),
+        [pod("Worker", i, "", node="node-a") for i in range(4)],
+        deleted=["mnist-worker-jje2-2", "mnist-worker-jje2-3"], created=[],
+        event=("TFJob ns/mnist: Worker 4 -> 2, asked by a user (the scale subresource or an edit of the spec); "
+               "workers 2-3 stop gracefully; the other replicas run on."),
+        children={POD_GROUP: [pod_group(4)]}, gang="scheduler-plugins"),
+    "in place, 4 -> 2 of unplaced pods without a gang: only workers 2-3 go": Row(
+        job({"Worker": 2}, planned=4, dynamic=True),
+        [pod("Worker", i, "", phase="Pending") for i in range(4)],
+        deleted=["mnist-worker-jje2-2", "mnist-worker-jje2-3"], created=[],
+        event=("TFJob ns/mnist: Worker 4 -> 2, asked by a user (the scale subresource or an edit of the spec); "
+               "workers 2-3 stop gracefully; the other replicas run on.")),
     "in place, the PS count changed: every replica restarts together": Row(
         job({"Worker": 2, "PS": 2}, planned=2, dynamic=True),
         [pod("Worker", 0, "PS=1"), pod("Worker", 1, "PS=1"), pod("PS", 0, "PS=1")],
@@ -150,7 +186,7 @@ ROWS = {
 def test_a_resize(row: Row) -> None:
     replicas = {name: spec["replicas"] for name, spec in row.job["spec"]["tfReplicaSpecs"].items()}
     children = {POD: row.pods, SERVICE: services_for(replicas), **row.children}
-    result = plan(PlanContext(row.job, children, NOW, ControllerConfig()))
+    result = plan(PlanContext(row.job, children, NOW, ControllerConfig(gang_scheduler=row.gang)))
     assert [ref.name for ref in result.delete if ref.kind == POD] == row.deleted
     assert all(ref.grace_period_seconds is None for ref in result.delete)  # gracefully: SIGTERM, then the grace
     assert [creation.name for creation in result.creates(POD)] == row.created

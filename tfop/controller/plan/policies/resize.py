@@ -8,6 +8,10 @@ it the one way its strategy allows (docs/tfjob/scaling.md).
   nothing of it counts against backoffLimit.
 - In place (enableDynamicWorker): workers and PS know only the PS and themselves (children/tf_config.py), so a new
   worker is just created and a removed one (the highest indices) stopped gracefully; the chief and the PS run on.
+  But a gang shrunk before any of its pods was placed has the others made again: the co-scheduler tries a pod it
+  parked again on its PodGroup's update only if its plugin was the last to refuse it, and a pod last refused by
+  the node filters (too few GPUs for the whole gang) would sit until some unrelated pod or node changes, or until
+  the scheduler's 5-minute flush. New pods are tried at once, and none of these ever ran.
 
 A pod's TF_CONFIG is out of date when the replica counts it was built from (its ANNOTATION_TF_CLUSTER) are not the
 job's now. A pod without the annotation was made by an earlier tfop and is left alone. status.workerReplicas
@@ -81,8 +85,11 @@ def plan_resize(draft: PlanDraft, job: TFJobModel, context: PlanContext, pods: I
     """Tells a new Worker count once and finds the live pods a resize by restart must stop. `pods`: the job's
     replica pods (pods backend: with batch Jobs, the Job controller would replace a stopped pod by itself)."""
     resize = Resize(cluster_key(job.spec))
-    _announce(draft, job, context)
     live = [pod for pod in pods if not is_terminating(pod) and pod_phase(pod) not in (POD_SUCCEEDED, POD_FAILED)]
+    unplaced_gang = (strategy_of(job) is ResizeStrategy.IN_PLACE and context.config.gang is not None and bool(live)
+                     and not any(mapping_at(pod, "spec").get("nodeName") for pod in live))
+    if _announce(draft, job, context, unplaced_gang=unplaced_gang) and unplaced_gang:
+        return Resize(resize.key, tuple(live))  # the surplus among them is deleted as such, the rest made again
     if not any(resize.out_of_date(pod) for pod in live):
         return resize
     # Any live replica out of date restarts every live one: they form one cluster, and a process started alone
@@ -94,24 +101,26 @@ def plan_resize(draft: PlanDraft, job: TFJobModel, context: PlanContext, pods: I
     return Resize(resize.key, restart)
 
 
-def _announce(draft: PlanDraft, job: TFJobModel, context: PlanContext) -> None:
+def _announce(draft: PlanDraft, job: TFJobModel, context: PlanContext, *, unplaced_gang: bool) -> bool:
     """The Resized event and status.lastResize, when the Worker count differs from the one last planned for (the
-    first plan only records it). Once per resize: the next plan finds the count recorded."""
+    first plan only records it). Once per resize: the next plan finds the count recorded. Whether it told of a
+    shrink; `unplaced_gang`: an in-place job's gang none of whose pods is placed."""
     if REPLICA_WORKER not in job.spec.replica_specs:
-        return
+        return False
     wanted = job.spec.replicas(REPLICA_WORKER)
     before = integer(draft.status.get(WORKER_REPLICAS))
     draft.status[WORKER_REPLICAS] = wanted
     if before is None or before == wanted:
-        return
+        return False
     cause, strategy = _cause(job, context, wanted), strategy_of(job)
     message = (f"{draft.job_ref}: Worker {before} -> {wanted}, asked by {_asked_by(job, cause)}; "
-               f"{_how(strategy, before, wanted)}.")
+               f"{_how(strategy, before, wanted, unplaced_gang)}.")
     draft.event(EVENT_NORMAL, REASON_RESIZED, message)
     draft.status[LAST_RESIZE] = {"from": before, "to": wanted, "cause": cause.value, "strategy": strategy.value,
                                  "time": format_time(draft.now), "message": message}
     draft.resizes[(cause.value, strategy.value)] += 1
     _warn_below_min_available(draft, job, context, wanted)
+    return wanted < before
 
 
 def _warn_below_min_available(draft: PlanDraft, job: TFJobModel, context: PlanContext, workers: int) -> None:
@@ -155,11 +164,14 @@ def _asked_by(job: TFJobModel, cause: ResizeCause) -> str:
             ResizeCause.CAPACITY: "the capacity auto-scaler"}[cause]
 
 
-def _how(strategy: ResizeStrategy, before: int, wanted: int) -> str:
+def _how(strategy: ResizeStrategy, before: int, wanted: int, unplaced_gang: bool) -> str:
     if strategy is ResizeStrategy.RESTART:
         return "every replica stops gracefully and starts again together with the new TF_CONFIG"
     if wanted > before:
         return f"{_workers(before, wanted, 'joins', 'join')} in place; the other replicas run on"
+    if unplaced_gang:
+        return (f"{_workers(wanted, before, 'goes', 'go')}; no pod of the gang was placed yet, so the others are "
+                f"made again, for the scheduler to try the smaller gang at once")
     return f"{_workers(wanted, before, 'stops', 'stop')} gracefully; the other replicas run on"
 
 
