@@ -212,9 +212,14 @@ ensure_debian_packages() {
   [[ "$(id -u)" -eq 0 ]] || die "Debian packages ${missing[*]} are missing and installing them needs root"
   command -v apt-get >/dev/null || die "Debian packages ${missing[*]} are missing and there is no apt-get here"
   log "installing Debian packages: ${missing[*]}"
-  apt-get update -qq >&2 || die "apt-get update failed"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2 \
-    || die "apt-get install ${missing[*]} failed"
+  # make test runs several scripts at once, and a second apt-get fails at once on dpkg's lock: one at a time.
+  mkdir -p "${CACHE_ROOT}"
+  (
+    flock 9
+    apt-get update -qq >&2 || die "apt-get update failed"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2 \
+      || die "apt-get install ${missing[*]} failed"
+  ) 9>"${CACHE_ROOT}/.apt.lock" || exit 1
 }
 
 # kubernetes_ldflags VERSION: the version stamps Kubernetes' own build sets, so `--version` and /version say VERSION.
