@@ -1,5 +1,6 @@
 """hack/lib.sh, which every build script sources: the Go version is checked with a message saying what to do,
-and a long build prints a line at a steady pace so it never looks hung."""
+a long build prints a line at a steady pace so it never looks hung, and scripts run side by side take turns
+with apt-get."""
 
 from __future__ import annotations
 
@@ -50,3 +51,26 @@ def test_every_script_names_its_lines_before_it_sources_lib() -> None:
         if sourcing is not None and not any(line.startswith("LOG_NAME=") for line in lines[:sourcing]):
             unnamed.append(script.name)
     assert unnamed == []
+
+
+def test_debian_packages_are_installed_by_one_script_at_a_time(tmp_path: Path) -> None:
+    """make test runs build scripts side by side, and a second apt-get fails at once on dpkg's lock: two scripts
+    missing packages at once take turns, each one's update and install together (a fake apt-get logs them)."""
+    fakes, log = tmp_path / "bin", tmp_path / "apt.log"
+    fakes.mkdir()
+    for name, body in (("apt-get", f'echo "start $PPID" >>{log}; sleep 0.3; echo "end $PPID" >>{log}'),
+                       ("dpkg-query", "exit 1"), ("id", "echo 0")):
+        (fakes / name).write_text(f"#!/bin/bash\n{body}\n")
+        (fakes / name).chmod(0o755)
+    script = f"PATH={fakes}:$PATH TFOP_CACHE_DIR={tmp_path}/cache; source {LIB}; ensure_debian_packages pkg-$1"
+    scripts = [subprocess.Popen(["bash", "-c", f"LOG_NAME=build-{n}; {script}", "-", str(n)],
+                                stderr=subprocess.PIPE, text=True) for n in (1, 2)]
+    for process in scripts:
+        _, stderr = process.communicate(timeout=60)
+        assert process.returncode == 0, stderr
+    entries = [line.split() for line in log.read_text().splitlines()]
+    assert len(entries) == 8  # an update and an install each, each logging its start and end
+    owners = [pid for _, pid in entries]
+    # One script's four lines, then the other's: no apt-get of one ran while the other's did.
+    assert owners[:4] == [owners[0]] * 4 and owners[4:] == [owners[4]] * 4 and owners[0] != owners[4], entries
+    assert [what for what, _ in entries] == ["start", "end"] * 4
