@@ -25,7 +25,8 @@ help: ## list the targets and the variables they take
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
 	@echo "Variables: ARGS (make run: flags for tfop run), PYTEST_ARGS (test, unit, integration, e2e), HELM_ARGS"
 	@echo "  (deploy-render), BENCH_ARGS (bench), CLUSTER_DIR (.local/cluster), TFOP_CACHE_DIR (~/.cache/tfop),"
-	@echo "  GANG (cluster-up: scheduler-plugins or volcano), PROMETHEUS_ARGS (prometheus-up), DIGEST (release-image)."
+	@echo "  GANG (cluster-up: scheduler-plugins or volcano), PROMETHEUS_ARGS (prometheus-up), DIGEST (release-image),"
+	@echo "  BUILD_JOBS (test, test-all, test-builds: builds at once, 3)."
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -192,7 +193,7 @@ helm: ## build (first time: a few minutes) or reuse the pinned helm; prints its 
 	@bash hack/build-helm.sh
 
 # promtool checks and unit-tests the alerts in the tests; the server is for tests that scrape tfop.
-prometheus: ## build (first time: ~10 min on 2 cores) or reuse promtool and the Prometheus server; prints their directory
+prometheus: ## build (first time: ~5 min on 2 cores) or reuse promtool and the Prometheus server; prints their directory
 	@bash hack/build-prometheus.sh
 
 # Extra arguments for `hack/local_cluster.py prometheus up`, e.g. make prometheus-up PROMETHEUS_ARGS="--interval 5s";
