@@ -90,7 +90,7 @@ BUILD_JOBS ?= 3
 TEST_BUILDS := controlplane test-artifacts prometheus kueue coscheduler metrics-server kube-router training-operator \
 	helm node browser venv
 
-test-builds: ## build (first time: 30-40 min on 2 cores) or reuse everything the tests run on, BUILD_JOBS (3) at once
+test-builds: ## build (first time: 45-55 min on 2 cores) or reuse everything the tests run on, BUILD_JOBS (3) at once
 	@$(MAKE) --no-print-directory -j$(BUILD_JOBS) $(TEST_BUILDS)
 
 test: test-builds ## the gate (CI's; 12 min warm): unit, integration and e2e against a real local control plane, all but the `long` scenarios (PYTEST_ARGS: one pytest with them)
