@@ -13,7 +13,8 @@ changes that keep the figures about the operators rather than about the cluster 
   minutes on this machine). Spreading pods over four fake nodes tells nothing about an operator;
 - kwok starts pods with 16 workers instead of 4: at N=2,000 its 4 fell thousands of pods behind the scheduler,
   and a node's kubelet starts its pods independently of the other nodes';
-- the apiserver deletes collections with 16 workers instead of 1, which only the bench's cleanup uses.
+- the apiserver deletes collections with 16 workers instead of 1, which only the bench's cleanup uses;
+- the apiserver and the controller-manager serve their CPU profiles (`--profile`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ OPERATOR_USER = "bench-operator"
 ADMIN_USER = "tfop-admin"  # hack/localcluster/pki.py's admin certificate: the controller-manager, scheduler and kwok
 TFJOB_CRD_NAME = "tfjobs.kubeflow.org"
 COMPONENT_QPS = ["--kube-api-qps=1000", "--kube-api-burst=2000"]
+# /debug/pprof on the secure port, for `--profile` (bench/profiles.py): off in the local cluster, where only what
+# a cluster needs is served; here only the admin's certificate can read it.
+PROFILING = ["--profiling=true"]
 ENDPOINT_SLICES = Resource("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice")
 AUDIT_POLICY = f"""apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -95,8 +99,8 @@ class BenchCluster:
             "kube-apiserver": [f"--audit-policy-file={self.directory / 'audit-policy.yaml'}",
                                f"--audit-log-path={self.audit_log}", "--audit-log-maxsize=4000",
                                # Only DELETE of a whole collection uses these: the bench's cleanup between runs.
-                               "--delete-collection-workers=16"],
-            "kube-controller-manager": COMPONENT_QPS,
+                               "--delete-collection-workers=16", *PROFILING],
+            "kube-controller-manager": [*COMPONENT_QPS, *PROFILING],
             "kube-scheduler": [f"--config={self.directory / 'scheduler.yaml'}"],  # QPS set there
             "kwok": [f"--config={self.directory / 'kwok.yaml'}"],  # beside hack/localcluster/kwok-stages.yaml
         })

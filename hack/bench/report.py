@@ -14,6 +14,8 @@ FIGURES = ("children_s", "pods_created_s", "pods_scheduled_s", "pods_running_s",
            "controller_manager_cpu_s", "scheduler_cpu_s", "kwok_cpu_s", "contender_cpu_window_s", "machine_cpu_s",
            "machine_busy")
 REFERENCES = ("limit", "go", "go-tuned")
+# The servers `--profile` profiles, with the window CPU figure their profile's shares divide.
+PROFILED = {"kube-apiserver": "apiserver_cpu_s", "kube-controller-manager": "controller_manager_cpu_s"}
 GO_GROUP = ("go", "go-tuned")  # measured beside limit-go, the limit run in their group (bench.runs.CONTENDERS)
 
 
@@ -33,6 +35,10 @@ def summarize(runs: Sequence[Run], order: Sequence[str]) -> list[dict[str, Any]]
         if row.get("requests_job_controller"):
             row["job_controller_by_kind"] = _median_counts(mine, "requests_job_controller_by_kind")
         row["load_1m"] = [run["load_before"][0] for run in mine if run.get("load_before")]
+        for component, figure in PROFILED.items():
+            spent = _profile_seconds(mine, component, figure)
+            if spent:
+                row[f"{figure}_by_category"] = spent
         if "requests_audit" in row:
             row["requests_per_job"] = row["requests_audit"] / jobs
         spread = [run["pods_running_s"] for run in mine if run.get("pods_running_s") is not None]
@@ -57,6 +63,16 @@ def summarize(runs: Sequence[Run], order: Sequence[str]) -> list[dict[str, Any]]
                 if other.get(against) and row.get(figure) is not None:
                     row[f"{figure}_vs_{reference}"] = row[figure] / other[against]
     return rows
+
+
+def _profile_seconds(runs: Sequence[Run], component: str, figure: str) -> dict[str, float]:
+    """A server's window CPU (`figure`) spread over its profile's categories by their shares, median of the runs
+    that were profiled (`--profile`)."""
+    spent = [{name: share * run[figure] for name, share in run["profiles"][component]["shares"].items()}
+             for run in runs if component in (run.get("profiles") or {}) and run.get(figure) is not None]
+    order = dict.fromkeys(name for each in spent for name in each)  # the categories' order, not a set's
+    medians = _median_counts([{"spent": each} for each in spent], "spent")
+    return {name: medians[name] for name in order}
 
 
 def _median_counts(runs: Sequence[Run], field: str) -> dict[str, float]:
@@ -153,6 +169,11 @@ def table(rows: Sequence[dict[str, Any]], idle: Sequence[dict[str, Any]], checks
         lines += ["", (f"N = {jobs}: CPU seconds from the first create until every job Running (the limit: every pod), "
                        "per process; rest: the bench's own clients and anything else on the machine")]
         lines += _columns([{**row, "rest_cpu_s": rest_cpu(row)} for row in mine], WINDOW_CPU)
+        for component, figure in PROFILED.items():
+            if any(f"{figure}_by_category" in row for row in mine):
+                lines += ["", (f"N = {jobs}: where {component}'s CPU seconds in that window went: its CPU profile's "
+                               "share of each kind of work, times the seconds (median of the runs; bench/profiles.py)")]
+                lines += _spread(mine, f"{figure}_by_category")
         lines += ["", (f"N = {jobs}: requests by verb and resource (audit log, median of the runs; <name>:jc is the "
                        "Job controller's for that contender)")]
         lines += _by_kind(mine)
@@ -214,6 +235,15 @@ def _by_kind(rows: Sequence[dict[str, Any]]) -> list[str]:
     header = f"{'verb resource':<38} " + " ".join(f"{name:>12}" for name, _ in columns)
     return [header, "-" * len(header)] + [
         f"{kind:<38} " + " ".join(_f(counts.get(kind), 12, 0) for _, counts in columns) for kind in kinds]
+
+
+def _spread(rows: Sequence[dict[str, Any]], field: str) -> list[str]:
+    """A column per profiled contender, rows in the profile categories' order."""
+    columns = [(row["contender"], row[field]) for row in rows if field in row]
+    kinds = list(dict.fromkeys(kind for _, spent in columns for kind in spent))
+    header = f"{'work':<38} " + " ".join(f"{name:>12}" for name, _ in columns)
+    return [header, "-" * len(header)] + [
+        f"{kind:<38} " + " ".join(_f(spent.get(kind), 12) for _, spent in columns) for kind in kinds]
 
 
 def _f(value: float | None, width: int, digits: int = 1) -> str:

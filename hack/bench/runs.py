@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import statistics
@@ -19,6 +20,7 @@ from bench.cluster import BenchCluster
 from bench.cpu_window import CpuWindow
 from bench.operators import GoOperatorProcess, OperatorProcess, TfopProcess
 from bench.pinning import Pinning
+from bench.profiles import ServerProfiles
 from bench.timeline import Timeline
 from bench.workload import CHILDREN_PER_JOB, CLIENT_CONCURRENCY, PODS_PER_JOB, create_jobs, exit_all
 from tfop.controller.children import TFJOBS
@@ -74,8 +76,9 @@ CONTENDERS = (
 
 class Runner:
     def __init__(self, cluster: BenchCluster, go_binary: Path | None, results: Path, exits: bool = True,
-                 pinning: Pinning | None = None) -> None:
+                 pinning: Pinning | None = None, profile: bool = False) -> None:
         self.exits = exits  # end the pods and wait for the jobs to succeed
+        self.profile = profile  # the apiserver's and controller-manager's CPU profiles over each run's window
         # Each contender's command, pinned to a CPU of its own with --pin-operator.
         self._wrap: Callable[[list[str]], list[str]] = pinning.operator_command if pinning is not None else list
         self.cluster = cluster
@@ -114,6 +117,7 @@ class Runner:
         result: dict[str, Any] = {"contender": contender.name, "jobs": jobs, "run": index, "namespace": namespace,
                                   "load_before": os.getloadavg()}
         finished = False
+        profiles: ServerProfiles | None = None
         try:
             if operator is not None:
                 started = time.monotonic()
@@ -130,6 +134,8 @@ class Runner:
                     raise RuntimeError("the limit client did not start")
             feed = _Feed(limit)
             servers = CpuWindow(self.cluster)
+            if self.profile:
+                profiles = ServerProfiles(self.cluster, self.results / "profiles", namespace)
             began, began_epoch = time.monotonic(), time.time()
             created = create_jobs(admin, namespace, jobs, feed.send if limit is not None else None)
             if limit is not None:
@@ -155,10 +161,12 @@ class Runner:
             if operator is None:  # no Running condition: a job starts when all its pods run
                 result.update(pods_latency)
                 result.update(_window_cpu(servers))
+                result["profiles"] = profiles.close() if profiles is not None else {}
                 result["contender_cpu_window_s"] = result["cpu_s"]  # its creates were done before its pods ran
             else:
                 timeline.wait(lambda: len(timeline.jobs_running) >= jobs, timeout, f"{jobs} Running jobs")
                 result.update(_window_cpu(servers))
+                result["profiles"] = profiles.close() if profiles is not None else {}
                 result["contender_cpu_window_s"] = round(operator.cpu_seconds() - cpu_before, 1)
                 result["jobs_running_s"] = max(timeline.jobs_running.values()) - began
                 result["jobs_running_at"] = sorted(round(at - began, 3) for at in timeline.jobs_running.values())
@@ -183,6 +191,9 @@ class Runner:
                 result["requests_own"] = int(operator.metric_sum("rest_client_requests_total"))
             finished = True
         finally:
+            if profiles is not None and not finished:
+                with contextlib.suppress(Exception):  # the run's own failure is the one to report
+                    profiles.close()
             if operator is not None:
                 operator.stop()
             if limit is not None and limit.poll() is None:
