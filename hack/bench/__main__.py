@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.chart import timelines
-from bench.cluster import BenchCluster, copy_logs
+from bench.cluster import BenchCluster, copy_logs, end_on_sigterm
 from bench.operators import build_go_operator
 from bench.pinning import Pinning
 from bench.report import noise, summarize, table, targets
@@ -218,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.report:
         return report_again(args.report)
+    end_on_sigterm()
     logs.configure("console", "warning")  # the bench watches through tfop's informers, which log with structlog
     results = (args.results / time.strftime("%Y%m%d-%H%M%S")).resolve()
     results.mkdir(parents=True, exist_ok=True)

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import signal
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -86,6 +88,13 @@ options:
   enableContentionProfiling: false
   enableProfilingHandler: true
 """
+
+
+def end_on_sigterm() -> None:
+    """A bench run in the background ignores SIGINT; make SIGTERM end it through its clean-up (the `finally`
+    blocks that stop the operator and destroy the cluster), which the default action would skip, leaving both
+    running."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
 
 class BenchCluster:

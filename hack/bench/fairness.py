@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.cluster import BenchCluster, destroy_keeping_logs
+from bench.cluster import BenchCluster, destroy_keeping_logs, end_on_sigterm
 from bench.operators import TfopProcess
 from bench.runs import REPO_DIR
 from bench.timeline import Timeline
@@ -170,6 +170,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    end_on_sigterm()
     logs.configure("console", "warning")
     results = (args.results / time.strftime("fairness-%Y%m%d-%H%M%S")).resolve()
     (results / "logs").mkdir(parents=True, exist_ok=True)

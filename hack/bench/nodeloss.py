@@ -29,7 +29,6 @@ import argparse
 import json
 import os
 import shlex
-import signal
 import sys
 import threading
 import time
@@ -41,7 +40,7 @@ from typing import Any
 
 from bench import rack
 from bench.audit import AuditLog, by_kind
-from bench.cluster import BenchCluster, destroy_keeping_logs
+from bench.cluster import BenchCluster, destroy_keeping_logs, end_on_sigterm
 from bench.cpu_window import CpuWindow
 from bench.node_cache import node_cache_bytes
 from bench.nodeloss_report import TARGET_MARGIN_S, quantiles, summary
@@ -330,8 +329,7 @@ def racks_needed(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    # A background job ignores SIGINT: SIGTERM ends the bench through its clean-up (the cluster, the operator).
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    end_on_sigterm()
     logs.configure("console", "warning")
     results = (args.results / f"nodeloss-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
     (results / "logs").mkdir(parents=True, exist_ok=True)

@@ -23,7 +23,6 @@ import argparse
 import json
 import os
 import shlex
-import signal
 import sys
 import time
 from collections.abc import Callable
@@ -33,7 +32,7 @@ from typing import Any
 
 from bench import rack
 from bench.audit import AuditLog, by_kind, failed
-from bench.cluster import BenchCluster, destroy_keeping_logs
+from bench.cluster import BenchCluster, destroy_keeping_logs, end_on_sigterm
 from bench.nodeloss import OUR_CRD, PeakMemory, wait
 from bench.nodeloss_report import quantiles
 from bench.operators import TfopProcess
@@ -219,8 +218,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    # A background job ignores SIGINT: SIGTERM ends the bench through its clean-up (the cluster, the operator).
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    end_on_sigterm()
     logs.configure("console", "warning")
     results = (args.results / f"resize-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
     (results / "logs").mkdir(parents=True, exist_ok=True)
