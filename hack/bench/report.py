@@ -70,9 +70,8 @@ def _profile_seconds(runs: Sequence[Run], component: str, figure: str) -> dict[s
     that were profiled (`--profile`)."""
     spent = [{name: share * run[figure] for name, share in run["profiles"][component]["shares"].items()}
              for run in runs if component in (run.get("profiles") or {}) and run.get(figure) is not None]
-    order = dict.fromkeys(name for each in spent for name in each)  # the categories' order, not a set's
-    medians = _median_counts([{"spent": each} for each in spent], "spent")
-    return {name: medians[name] for name in order}
+    names = dict.fromkeys(name for each in spent for name in each)  # in the categories' order
+    return {name: statistics.median(each.get(name, 0.0) for each in spent) for name in names}
 
 
 def _median_counts(runs: Sequence[Run], field: str) -> dict[str, float]:

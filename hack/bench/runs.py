@@ -160,13 +160,11 @@ class Runner:
 
             if operator is None:  # no Running condition: a job starts when all its pods run
                 result.update(pods_latency)
-                result.update(_window_cpu(servers))
-                result["profiles"] = profiles.close() if profiles is not None else {}
+                result.update(_close_window(servers, profiles))
                 result["contender_cpu_window_s"] = result["cpu_s"]  # its creates were done before its pods ran
             else:
                 timeline.wait(lambda: len(timeline.jobs_running) >= jobs, timeout, f"{jobs} Running jobs")
-                result.update(_window_cpu(servers))
-                result["profiles"] = profiles.close() if profiles is not None else {}
+                result.update(_close_window(servers, profiles))
                 result["contender_cpu_window_s"] = round(operator.cpu_seconds() - cpu_before, 1)
                 result["jobs_running_s"] = max(timeline.jobs_running.values()) - began
                 result["jobs_running_at"] = sorted(round(at - began, 3) for at in timeline.jobs_running.values())
@@ -264,6 +262,11 @@ class _Feed:
 WINDOW_COMPONENTS = {"kube-apiserver": "apiserver_cpu_s", "etcd": "etcd_cpu_s",
                      "kube-controller-manager": "controller_manager_cpu_s", "kube-scheduler": "scheduler_cpu_s",
                      "kwok": "kwok_cpu_s"}
+
+
+def _close_window(window: CpuWindow, profiles: ServerProfiles | None) -> dict[str, Any]:
+    """The window's CPU per process and, with `--profile`, the servers' profiles over it."""
+    return {**_window_cpu(window), "profiles": profiles.close() if profiles is not None else {}}
 
 
 def _window_cpu(window: CpuWindow) -> dict[str, float]:
