@@ -81,6 +81,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--delete-each-run", action="store_true",
                         help="delete every run's namespace once it is measured (make bench-large: 2,000 finished "
                              "jobs' 28,000 children left behind would weigh on the next contender)")
+    parser.add_argument("--fresh-cluster", action="store_true",
+                        help="a new cluster for every run, so that no run inherits what the one before left in "
+                             "etcd, the controllers' caches or kwok's queue: independent samples")
     parser.add_argument("--profile", action="store_true",
                         help="CPU profiles of the apiserver and the controller-manager over each run's window, "
                              "merged per run into <results>/profiles (bench/profiles.py)")
@@ -97,6 +100,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         if with_go and "limit" in chosen:
             chosen.append("limit-go")  # the Go operator's runs alternate with a limit of their own
         setattr(args, option, [c for c in CONTENDERS if c.name in chosen])
+    if args.fresh_cluster and args.idle_jobs:
+        parser.error("--fresh-cluster keeps no finished jobs for the idle measurement: add --idle-jobs 0")
     based = [c for c in args.contenders + args.big_contenders if c.name == "tfop-base"]
     if based and args.baseline is None:
         parser.error("contender tfop-base runs tfop from --baseline DIR, which is missing")
@@ -119,6 +124,7 @@ class Bench:
         self.idle: list[dict[str, Any]] = []
         self.failures: list[str] = []
         self.began = time.monotonic()
+        self.clusters = 1  # started so far; the first by main()
 
     def save(self, charts: bool = False) -> str:
         """bench.json and bench.txt (and the charts) from the runs so far: a bench cut short keeps what it
@@ -168,9 +174,13 @@ class Bench:
         left: list[str] = []
 
         def run(contender: Contender, jobs: int, index: int, count: int) -> None:
+            if self.args.fresh_cluster and (self.runs or self.failures):
+                self.fresh_cluster(crd)
             if self.attempt(f"{contender.name}: {jobs} jobs, run {index + 1}/{count}",
                             partial(self.runner.run, contender, jobs, index), self.runs):
                 left.append(self.runs[-1]["namespace"])
+                if self.args.fresh_cluster:
+                    return  # the next run's cluster is a new one: nothing to wait for
                 # The idle measurement is over finished jobs of the default (Pods) backend only.
                 if contender.kind == "limit" or contender.batch_jobs or self.args.delete_each_run:
                     self.runs[-1]["cleanup_s"] = cluster.delete_namespaces([left.pop()])
@@ -191,6 +201,17 @@ class Bench:
             self.attempt(f"{default.name}: idle over {finished} finished jobs for {self.args.idle_seconds:.0f}s",
                          partial(self.runner.idle, default, finished, self.args.idle_seconds), self.idle)
         return left
+
+    def fresh_cluster(self, crd: Path) -> None:
+        """The last run's cluster destroyed (its logs kept) and a new one up, with the CRD installed."""
+        cluster = self.runner.cluster
+        copy_logs(cluster, self.runner.results / "logs" / f"cluster-{self.clusters}")
+        self.clusters += 1
+        log(f"starting cluster {self.clusters} in {cluster.directory}")
+        cluster.up()
+        if self.runner.pinning is not None:
+            self.runner.pinning.pin_cluster()
+        cluster.install_crd(crd)
 
     def fill(self, contender: Contender, missing: int, names: list[str]) -> int:
         """More finished jobs for the idle measurement, from runs that are not reported; returns how many."""
@@ -264,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
         if ours_main + ours_big:
             bench.group(OUR_CRD, ours_main, ours_big, idle=True)
     finally:
-        copy_logs(cluster, results / "logs" / "cluster")
+        copy_logs(cluster, results / "logs" / ("cluster" if bench.clusters == 1 else f"cluster-{bench.clusters}"))
         if not args.keep_cluster:
             cluster.destroy()
 

@@ -134,7 +134,7 @@ class BenchCluster:
 
     def up(self) -> None:
         """A fresh cluster: whatever an earlier bench left in the directory is destroyed first."""
-        self.local.destroy()
+        self.destroy()
         self.local = self._local_cluster()  # forget the old directory's ports
         self.directory.mkdir(parents=True, exist_ok=True)
         (self.directory / "audit-policy.yaml").write_text(AUDIT_POLICY)
@@ -146,6 +146,7 @@ class BenchCluster:
     def destroy(self) -> None:
         if self._admin is not None:
             self._admin.close()
+            self._admin = None  # its address and credentials die with the cluster
         self.local.destroy()
 
     def admin(self) -> KubeClient:

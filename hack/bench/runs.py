@@ -77,6 +77,7 @@ CONTENDERS = (
 class Runner:
     def __init__(self, cluster: BenchCluster, go_binary: Path | None, results: Path, exits: bool = True,
                  pinning: Pinning | None = None, profile: bool = False) -> None:
+        self.pinning = pinning
         self.exits = exits  # end the pods and wait for the jobs to succeed
         self.profile = profile  # the apiserver's and controller-manager's CPU profiles over each run's window
         # Each contender's command, pinned to a CPU of its own with --pin-operator.
