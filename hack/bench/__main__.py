@@ -205,13 +205,19 @@ class Bench:
     def fresh_cluster(self, crd: Path) -> None:
         """The last run's cluster destroyed (its logs kept) and a new one up, with the CRD installed."""
         cluster = self.runner.cluster
-        copy_logs(cluster, self.runner.results / "logs" / f"cluster-{self.clusters}")
+        self.keep_cluster_logs()
         self.clusters += 1
         log(f"starting cluster {self.clusters} in {cluster.directory}")
         cluster.up()
         if self.runner.pinning is not None:
             self.runner.pinning.pin_cluster()
         cluster.install_crd(crd)
+
+    def keep_cluster_logs(self) -> None:
+        """The current cluster's component logs into the results: `logs/cluster`, or with --fresh-cluster
+        `logs/cluster-<n>` for the n-th cluster."""
+        name = f"cluster-{self.clusters}" if self.args.fresh_cluster else "cluster"
+        copy_logs(self.runner.cluster, self.runner.results / "logs" / name)
 
     def fill(self, contender: Contender, missing: int, names: list[str]) -> int:
         """More finished jobs for the idle measurement, from runs that are not reported; returns how many."""
@@ -285,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
         if ours_main + ours_big:
             bench.group(OUR_CRD, ours_main, ours_big, idle=True)
     finally:
-        copy_logs(cluster, results / "logs" / ("cluster" if bench.clusters == 1 else f"cluster-{bench.clusters}"))
+        bench.keep_cluster_logs()
         if not args.keep_cluster:
             cluster.destroy()
 
