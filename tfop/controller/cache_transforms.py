@@ -152,6 +152,29 @@ def slim_pod_group(pod_group: Object) -> Object:
     return slim
 
 
+def slim_workload(workload: Object) -> Object:
+    """A Kueue Workload without its pod templates (the planner compares only the pod sets' names and counts), with
+    its active flag and status (conditions, admission, admission checks)."""
+    slim = slim_metadata(workload)
+    spec = workload.get("spec")
+    if isinstance(spec, dict):
+        slim["spec"] = {"queueName": spec.get("queueName"), "active": spec.get("active"),
+                        "podSets": [{"name": pod_set.get("name"), "count": pod_set.get("count")}
+                                    for pod_set in spec.get("podSets") or () if isinstance(pod_set, dict)]}
+    if isinstance(workload.get("status"), dict):
+        slim["status"] = workload["status"]
+    return slim
+
+
+def slim_flavor(flavor: Object) -> Object:
+    """A ResourceFlavor: what its pods get (node labels, tolerations) is all tfop reads."""
+    slim = slim_metadata(flavor)
+    spec = flavor.get("spec")
+    if isinstance(spec, dict):
+        slim["spec"] = {key: spec[key] for key in ("nodeLabels", "tolerations") if key in spec}
+    return slim
+
+
 def slim_network_policy(policy: Object) -> Object:
     """A job's NetworkPolicy is small, and the planner compares its spec with the one the job asks for."""
     slim = slim_metadata(policy)

@@ -24,6 +24,7 @@ from tfop.api.constants import (
     PLURAL,
     VERSION,
 )
+from tfop.api.kueue import KUEUE_GROUP, KUEUE_VERSION
 from tfop.controller.cache_transforms import (
     slim_autoscaler,
     slim_batch_job,
@@ -31,15 +32,20 @@ from tfop.controller.cache_transforms import (
     slim_network_policy,
     slim_pod,
     slim_pod_group,
+    slim_workload,
 )
 from tfop.controller.plan.children.desired import DesiredChildren, ReplicaSlot
 from tfop.controller.plan.children.pod_group import GangScheduler
-from tfop.controller.plan.types import AUTOSCALER, JOB, NETWORK_POLICY, POD, POD_GROUP, SERVICE
+from tfop.controller.plan.types import AUTOSCALER, JOB, NETWORK_POLICY, POD, POD_GROUP, SERVICE, WORKLOAD
 from tfop.kube.informer import Transform
 from tfop.kube.resource import HORIZONTAL_POD_AUTOSCALERS, JOBS, NETWORK_POLICIES, PODS, SERVICES, Resource
 from tfop.objects import Object
 
 TFJOBS = Resource(GROUP, VERSION, PLURAL, KIND)  # the owner of every child below
+WORKLOADS = Resource(KUEUE_GROUP, KUEUE_VERSION, "workloads", "Workload")
+# Watched, not owned, with tfop's own Kueue integration: an admission names flavors, whose node labels and
+# tolerations its pods get.
+RESOURCE_FLAVORS = Resource(KUEUE_GROUP, KUEUE_VERSION, "resourceflavors", "ResourceFlavor", namespaced=False)
 BY_OWNER = "controller-uid"  # the cache index a job's children are looked up by: its uid
 # The children the Kubeflow training operator's TFJob controller made, tfop's own (which carry the same value), and
 # those of tfop versions that wrote `tfop`: all are adopted by their controller ownerReference (the owner index).
@@ -102,6 +108,12 @@ AUTOSCALER_KIND = ChildKind(AUTOSCALER, HORIZONTAL_POD_AUTOSCALERS, lambda desir
                             slim_autoscaler, scope=Scope.JOB)
 
 
+# A queued job's Kueue Workload, with tfop's own Kueue integration (plan/policies/kueue_admission.py); in the table
+# only then, since the operator may lack the RBAC for Workloads (and Kueue may not be installed) otherwise.
+WORKLOAD_KIND = ChildKind(WORKLOAD, WORKLOADS, lambda desired, slot: desired.workload(), slim_workload,
+                          scope=Scope.JOB)
+
+
 @dataclass(frozen=True)
 class ChildKinds:
     """The table for one controller config."""
@@ -119,14 +131,17 @@ class ChildKinds:
         return self.by_name[name]
 
 
-def child_kinds(gang: GangScheduler | None) -> ChildKinds:
+def child_kinds(gang: GangScheduler | None, *, own_kueue: bool = False) -> ChildKinds:
     """Pods, Services and Jobs (any job may choose the Job backend), NetworkPolicies and HPAs (any job may ask for
-    one), and the gang scheduler's PodGroup when one is configured (and its CRD is installed)."""
-    if gang is None:
-        return ChildKinds((NETWORK_POLICY_KIND, AUTOSCALER_KIND, *REPLICA_KINDS))
-    pod_groups = ChildKind(POD_GROUP, pod_group_resource(gang), lambda desired, slot: desired.pod_group(),
-                           slim_pod_group, scope=Scope.JOB)
-    return ChildKinds((NETWORK_POLICY_KIND, AUTOSCALER_KIND, pod_groups, *REPLICA_KINDS))
+    one), the gang scheduler's PodGroup when one is configured (and its CRD is installed), and Kueue Workloads with
+    tfop's own Kueue integration."""
+    job_kinds: list[ChildKind] = [NETWORK_POLICY_KIND, AUTOSCALER_KIND]
+    if gang is not None:
+        job_kinds.append(ChildKind(POD_GROUP, pod_group_resource(gang), lambda desired, slot: desired.pod_group(),
+                                   slim_pod_group, scope=Scope.JOB))
+    if own_kueue:
+        job_kinds.append(WORKLOAD_KIND)
+    return ChildKinds((*job_kinds, *REPLICA_KINDS))
 
 
 def pod_group_resource(gang: GangScheduler) -> Resource:

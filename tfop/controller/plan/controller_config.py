@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from tfop.api.constants import NAMING_RUNTIME_ID, NODE_LOSS_REPLACE, REPLICA_BACKEND_PODS
+from tfop.api.kueue import INTEGRATION_ADAPTER
 from tfop.controller.plan.children.accelerators import Accelerators
 from tfop.controller.plan.children.pod_group import GANG_NONE, GangScheduler, gang_scheduler
 from tfop.controller.plan.job.legacy_gpu import DEFAULT_GPU_RESOURCE
@@ -76,6 +77,9 @@ class ControllerConfig:
     unknown_scheduling_grace_seconds: float = DEFAULT_UNKNOWN_SCHEDULING_GRACE_SECONDS
     # Elastic jobs resized to the cluster's free capacity (tfop/controller/capacity); not read by the planner.
     capacity_scaling: CapacityScalingSettings = field(default_factory=CapacityScalingSettings)
+    # Who queues a job that names a Kueue queue: Kueue's TFJob adapter (kueue), or tfop with a Workload of its own
+    # (own: plan/policies/kueue_admission.py).
+    kueue_integration: str = INTEGRATION_ADAPTER
 
     @property
     def gang(self) -> GangScheduler | None:

@@ -7,7 +7,9 @@ nothing. The wiring passes only children whose controller ownerReference is this
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from tfop.api.constants import (
     CONDITION_CREATED,
@@ -31,6 +33,7 @@ from tfop.controller.plan.children.desired import (
     pod_restart_policy,
 )
 from tfop.controller.plan.children.naming import CHILD_NAMING, ChildNaming, naming_of
+from tfop.controller.plan.children.workload import PodSetPlacement
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.legacy_gpu import REASON_GPU_RESOURCE_RENAMED, renamed_message
 from tfop.controller.plan.job.model import RunPolicy, TFJobModel
@@ -45,6 +48,7 @@ from tfop.controller.plan.policies.evaluator import (
     waiting_for_evaluators,
 )
 from tfop.controller.plan.policies.gang import plan_pod_group
+from tfop.controller.plan.policies.kueue_admission import plan_admission, remove_workloads
 from tfop.controller.plan.policies.network_isolation import plan_network_policy
 from tfop.controller.plan.policies.node_loss import (
     Verdict,
@@ -168,7 +172,19 @@ def _run(p: _Planning) -> None:
         finish_training(draft, p.model, p.context, children, counts)
         return
     if p.model.spec.run_policy.suspend:
+        remove_workloads(draft, p.context)
         suspend(draft, p.model.spec, p.context, children, p.backend)
+        return
+    admission = None
+    if (queue := p.model.options.own_queue) is not None:
+        admission = plan_admission(draft, p.model, queue, p.context)
+    else:
+        remove_workloads(draft, p.context)  # its queue label was removed
+    if admission is not None and admission.held:
+        if draft.create:  # the Workload
+            draft.desired = _desired(p, MappingProxyType({}))
+        suspend(draft, p.model.spec, p.context, children, p.backend, reason=admission.reason,
+                message=admission.message)
         return
     resume_if_suspended(draft)
     if parse_time(draft.status.get(START_TIME)) is None:
@@ -221,7 +237,8 @@ def _run(p: _Planning) -> None:
                           pods=[(slot.slot, slot.pod) for slot in children.slots if slot.pod is not None])
     plan_network_policy(draft, p.model, p.context)
     plan_autoscaler(draft, p.model, p.context)
-    _create_missing(p, hold_pods=gang.hold_pods is not None or _restart_together_pending(p, resize))
+    _create_missing(p, hold_pods=gang.hold_pods is not None or _restart_together_pending(p, resize),
+                    placements=admission.placements if admission is not None else MappingProxyType({}))
     update_running(draft, children, p.context.refusals, p.backend.replaced(retryable, counts), gang=gang,
                    node_note=node_note, with_all=bool(together),
                    give_up_note=give_up_note(missing, p.model.options.unknown_scheduling_grace))
@@ -240,7 +257,7 @@ def _restart_together_pending(p: _Planning, resize: Resize) -> bool:
     return p.backend.kind == POD and any(resize.out_of_date(pod) for pod in going)
 
 
-def _create_missing(p: _Planning, *, hold_pods: bool) -> None:
+def _create_missing(p: _Planning, *, hold_pods: bool, placements: Mapping[str, PodSetPlacement]) -> None:
     """Every slot's missing pod, and the replacement of each pod force-deleted for its node, sent only if that
     delete removed it (policies/node_loss.py), both only if the gang scheduler lets them exist yet; then every
     missing service: the job runs once its pods do, so they reach the scheduler first. The applier builds the
@@ -260,11 +277,15 @@ def _create_missing(p: _Planning, *, hold_pods: bool) -> None:
             elif slot.pod is not None and (replaced := uid_of(slot.pod)) in forced:
                 p.draft.create.append(Creation(kind, replica, name, replaces=replaced))
     if p.draft.create or p.draft.patch:
-        config = p.draft.config
-        replaces_lost_pods = config.node_loss.watch_nodes and p.model.options.node_policy.policy == NODE_LOSS_REPLACE
-        p.draft.desired = DesiredChildren(p.model, config.service_domain, config.accelerators, config.gang, p.naming,
-                                          replaces_lost_pods=replaces_lost_pods)
+        p.draft.desired = _desired(p, placements)
         _announce_gpu_renames(p)
+
+
+def _desired(p: _Planning, placements: Mapping[str, PodSetPlacement]) -> DesiredChildren:
+    config = p.draft.config
+    replaces_lost_pods = config.node_loss.watch_nodes and p.model.options.node_policy.policy == NODE_LOSS_REPLACE
+    return DesiredChildren(p.model, config.service_domain, config.accelerators, config.gang, p.naming,
+                           replaces_lost_pods=replaces_lost_pods, placements=placements)
 
 
 def _announce_gpu_renames(p: _Planning) -> None:

@@ -6,6 +6,7 @@ through.
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -49,6 +50,7 @@ from tfop.controller.plan.children.tf_config import (
     tf_config,
     tf_port,
 )
+from tfop.controller.plan.children.workload import PodSetPlacement, place_pod, pod_set_template, workload
 from tfop.controller.plan.controller_config import DEFAULT_SERVICE_DOMAIN
 from tfop.controller.plan.job.default_ps_server import uses_script
 from tfop.controller.plan.job.model import JobMeta, TFJobModel
@@ -116,8 +118,11 @@ class DesiredChildren:
 
     def __init__(self, job: TFJobModel, service_domain: str = DEFAULT_SERVICE_DOMAIN,
                  accelerators: Accelerators = MappingProxyType({}), gang: GangScheduler | None = None,
-                 naming: ChildNaming | None = None, *, replaces_lost_pods: bool = False) -> None:
+                 naming: ChildNaming | None = None, *, replaces_lost_pods: bool = False,
+                 placements: Mapping[str, PodSetPlacement] = MappingProxyType({})) -> None:
+        """`placements`: by replica type, what the Kueue admission of the job's own Workload put on its pods."""
         self._job = job
+        self._placements = placements
         # tfop replaces the job's pods on lost nodes itself (children/node_loss_tolerations.py)
         self._replaces_lost_pods = replaces_lost_pods
         self._spec = job.spec
@@ -166,6 +171,9 @@ class DesiredChildren:
                 set_env(container, TF_CONFIG_ENV, tf_config(self._cluster, replica_type, index,
                                                             sparse=self._spec.enable_dynamic_worker))
         pod = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+        placement = self._placements.get(replica_type)
+        if placement is not None:
+            place_pod(pod, placement)
         if self._gang is not None:
             join_gang(pod, self._name, replica_type, self._gang)
         return pod
@@ -187,6 +195,16 @@ class DesiredChildren:
     def autoscaler(self) -> Object:
         """The job's HorizontalPodAutoscaler, when its elastic policy has metrics (plan/children/autoscaler.py)."""
         return autoscaler(self._job, self._owner)
+
+    def workload(self) -> Object:
+        """The job's Kueue Workload, with tfop's own Kueue integration (controller/plan/children/workload.py)."""
+        queue = self._job.options.own_queue
+        if queue is None:
+            raise ValueError("a Workload needs a job queued by tfop's own Kueue integration")
+        templates = {replica_type: pod_set_template(self._job, replica_type, self._accelerators,
+                                                    pod_restart_policy(replica.restart_policy))
+                     for replica_type, replica in self._spec.replica_specs.items()}
+        return workload(self._job, queue, self._owner, templates)
 
     def service(self, replica_type: str, index: int) -> dict[str, Any]:
         return {

@@ -27,6 +27,7 @@ from tfop.controller.plan.children.batch_job import controller_uid, is_suspended
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import RunPolicy
 from tfop.controller.plan.policies.autoscaling import remove_autoscaler
+from tfop.controller.plan.policies.kueue_admission import remove_workloads
 from tfop.controller.plan.status import is_terminating, pod_phase
 from tfop.controller.plan.types import JOB, POD, POD_GROUP, SERVICE, ChildPatch, PlanContext
 from tfop.objects import Object
@@ -51,6 +52,7 @@ def keep_finished(draft: PlanDraft, run_policy: RunPolicy, context: PlanContext,
     policy = CLEAN_POD_POLICY_ALL if failed.get("reason") == REASON_DEADLINE_EXCEEDED else run_policy.clean_pod_policy
     clean_up(draft, context, policy)
     remove_autoscaler(draft, context)  # nothing is left to scale, whatever the pod policy keeps
+    remove_workloads(draft, context)  # nor anything to hold quota for
     completion = parse_time(draft.status.get(COMPLETION_TIME))
     if completion is None:  # a status written by someone else; finishing now is the best we know
         draft.set_time(COMPLETION_TIME)

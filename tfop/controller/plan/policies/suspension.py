@@ -22,15 +22,16 @@ from tfop.controller.plan.types import PlanContext
 
 
 def suspend(draft: PlanDraft, spec: TFJobSpec, context: PlanContext, children: SortedChildren,
-            backend: ReplicaBackend) -> None:
+            backend: ReplicaBackend, *, reason: str = REASON_SUSPENDED, message: str | None = None) -> None:
+    """`reason`, `message`: why, when it is not the user's runPolicy.suspend (Kueue holds the job)."""
     counts = backend.count_restarts(draft, spec, context, children, deleting=backend.retired_on_suspend(context),
                                     recreating=set())
     backend.suspend(draft, context)
     remove_autoscaler(draft, context)  # it would scale a job that keeps no pods
-    message = f"{draft.job_ref} is suspended."
-    draft.set_condition(CONDITION_SUSPENDED, true=True, reason=REASON_SUSPENDED, message=message)
-    draft.set_condition(CONDITION_RUNNING, true=False, reason=REASON_SUSPENDED, message=message)
-    draft.clear_condition(CONDITION_RESTARTING, reason=REASON_SUSPENDED, message=message)
+    message = message or f"{draft.job_ref} is suspended."
+    draft.set_condition(CONDITION_SUSPENDED, true=True, reason=reason, message=message)
+    draft.set_condition(CONDITION_RUNNING, true=False, reason=reason, message=message)
+    draft.clear_condition(CONDITION_RESTARTING, reason=reason, message=message)
     draft.status.pop(START_TIME, None)
     record_replicas(draft, spec, children, counts, finishing=False)
 
