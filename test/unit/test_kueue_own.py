@@ -157,6 +157,14 @@ HELD: dict[str, tuple[dict[str, Any], list[dict[str, Any]], list[Creation], list
         queued_job(), [workload(WAITING, active=False)], [], [],
         ("True", "QueuedByKueue",
          f"TFJob ns/mnist waits: its Kueue Workload {WL} is deactivated (spec.active is false).")),
+    "evicted by deactivation, the quota handed back: says it is deactivated": (
+        queued_job(), [workload(kueue_condition("QuotaReserved", "False", "Pending"), DEACTIVATED, active=False)],
+        [], [], ("True", "QueuedByKueue",
+                 f"TFJob ns/mnist waits: its Kueue Workload {WL} is deactivated (spec.active is false).")),
+    "preempted, the quota handed back: queued again": (
+        queued_job(), [workload(kueue_condition("QuotaReserved", "False", "Pending"), PREEMPTED)], [], [],
+        ("True", "QueuedByKueue",
+         "TFJob ns/mnist is queued again in Kueue LocalQueue team after an eviction (Preempted).")),
     "admitted, its flavor not cached yet: held": (
         queued_job(), [workload(RESERVED, ADMITTED, admission={**ADMISSION, "podSetAssignments": [
             {"name": "ps", "flavors": {"cpu": "gpu-b"}}, {"name": "worker", "flavors": {"cpu": "gpu-b"}}]})],

@@ -79,15 +79,18 @@ def plan_admission(draft: PlanDraft, job: TFJobModel, queue: str, context: PlanC
         return _held(REASON_QUEUED, f"{draft.job_ref} waits for its Kueue Workload {name} in LocalQueue {queue}.")
     if current.admitted:
         return _admitted(draft, job, current, context)
-    if current.eviction is not None:
-        if current.quota_reserved and not context.of_kind(POD):
+    eviction = current.eviction
+    if eviction is not None and current.quota_reserved:  # being stopped; the quota is handed back once it is
+        if not context.of_kind(POD):
             draft.patch.append(ChildPatch(WORKLOAD, current.name, _requeue(current, draft), subresource="status"))
-        return _held(REASON_EVICTED, f"{draft.job_ref} was evicted by Kueue ({current.eviction.reason}: "
-                                     f"{current.eviction.message.rstrip('.')}) and is queued again in LocalQueue "
-                                     f"{queue}.")
+        return _held(REASON_EVICTED, f"{draft.job_ref} was evicted by Kueue ({eviction.reason}: "
+                                     f"{eviction.message.rstrip('.')}) and is queued again in LocalQueue {queue}.")
     if not current.active:
         return _held(REASON_QUEUED, f"{draft.job_ref} waits: its Kueue Workload {name} is deactivated "
                                     f"(spec.active is false).")
+    if eviction is not None:  # Kueue clears it when it admits the Workload again
+        return _held(REASON_QUEUED, f"{draft.job_ref} is queued again in Kueue LocalQueue {queue} after an "
+                                    f"eviction ({eviction.reason}).")
     waiting = f": {current.waiting.rstrip('.')}" if current.waiting else ""
     return _held(REASON_QUEUED, f"{draft.job_ref} is queued in Kueue LocalQueue {queue}{waiting}.")
 
