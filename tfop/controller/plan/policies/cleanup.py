@@ -7,7 +7,7 @@ These work on the raw child lists; an invalid job finishes this way too, with th
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal
 
 from tfop.api.constants import (
     CLEAN_POD_POLICY_ALL,
@@ -34,7 +34,7 @@ from tfop.objects import Object
 COMPLETION_TIME = "completionTime"
 
 
-def finish(draft: PlanDraft, condition_type: str, reason: str, message: str) -> None:
+def finish(draft: PlanDraft, condition_type: Literal["Succeeded", "Failed"], reason: str, message: str) -> None:
     """Marks the job Succeeded or Failed now; its children are cleaned up by `keep_finished` in the same plan."""
     draft.set_condition(condition_type, true=True, reason=reason, message=message)
     draft.set_condition(CONDITION_RUNNING, true=False, reason=reason, message=message)
