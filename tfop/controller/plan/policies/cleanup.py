@@ -6,6 +6,8 @@ An invalid job finishes this way too, with the run policy read leniently (plan/j
 
 from __future__ import annotations
 
+from typing import Literal
+
 from tfop.api.constants import (
     CLEAN_POD_POLICY_ALL,
     CONDITION_FAILED,
@@ -25,7 +27,7 @@ from tfop.controller.plan.types import PlanContext
 COMPLETION_TIME = "completionTime"
 
 
-def finish(draft: PlanDraft, condition_type: str, reason: str, message: str) -> None:
+def finish(draft: PlanDraft, condition_type: Literal["Succeeded", "Failed"], reason: str, message: str) -> None:
     """Marks the job Succeeded or Failed now; its children are cleaned up by `keep_finished` in the same plan."""
     draft.set_condition(condition_type, true=True, reason=reason, message=message)
     draft.set_condition(CONDITION_RUNNING, true=False, reason=reason, message=message)
