@@ -16,6 +16,7 @@ from tfop.controller.plan.children.desired import DesiredChildren
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.observed.workload import Eviction, observe_workload
 from tfop.controller.plan.planner import plan
+from tfop.controller.plan.slots import ReplicaSlot
 from tfop.controller.plan.types import POD, SERVICE, WORKLOAD, ChildPatch, ChildRef, Creation, Plan, PlanContext
 
 OWN = ControllerConfig(kueue_integration="own")
@@ -104,7 +105,7 @@ def test_the_workload_is_written_out() -> None:
                                         "training.kubeflow.org/replica-type": "ps"}},
                 "spec": {"containers": [container], "restartPolicy": "Never"}}}]}}
     kinds = child_kinds(None, own_kueue=True)
-    assert kinds[WORKLOAD].scope is Scope.JOB and kinds[WORKLOAD].build(DesiredChildren(parsed(job, OWN)), None) == body
+    assert kinds[WORKLOAD].scope is Scope.JOB and DesiredChildren(parsed(job, OWN)).body(WORKLOAD, None) == body
     assert WORKLOAD not in child_kinds(None).by_name
 
 
@@ -204,7 +205,7 @@ def test_admitted_the_pods_get_the_flavor() -> None:
     assert [(c.kind, c.slot.replica_type if c.slot else None) for c in result.creates(POD)] == [
         (POD, "Worker"), (POD, "Worker"), (POD, "PS")]
     assert result.desired is not None
-    pod = result.desired.pod("Worker", 1)
+    pod = result.desired.body(POD, ReplicaSlot("Worker", 1))
     # The flavor's toleration, then tfop's own for node loss (it replaces lost pods itself).
     assert (pod["spec"]["nodeSelector"], pod["spec"]["tolerations"]) == (
         {"cloud/gpu": "a100"}, [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"},
@@ -222,10 +223,10 @@ def test_an_admission_check_adds_to_the_pods_without_overriding_the_template() -
          "nodeSelector": {"zone": "b", "pool": "p1"}}]}]
     result = plan_with(job, [admitted])
     assert result.desired is not None
-    pod = result.desired.pod("Worker", 0)
+    pod = result.desired.body(POD, ReplicaSlot("Worker", 0))
     assert pod["spec"]["nodeSelector"] == {"cloud/gpu": "a100", "zone": "a", "pool": "p1"}
     assert (pod["metadata"]["labels"]["prov"], pod["metadata"]["annotations"]["prov/ok"]) == ("req-1", "1")
-    assert "prov" not in result.desired.pod("PS", 0)["metadata"]["labels"]
+    assert "prov" not in result.desired.body(POD, ReplicaSlot("PS", 0))["metadata"]["labels"]
 
 
 def test_evicted_the_running_job_is_stopped_without_a_restart_counted() -> None:

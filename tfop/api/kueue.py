@@ -18,14 +18,13 @@ suspended.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, Literal
 
 from tfop.api.constants import REPLICA_TYPES
 from tfop.api.errors import FieldError
 from tfop.api.fields import mapping_at, text
 
 MANAGED_BY_OPERATOR: Final = "kubeflow.org/training-operator"
-MANAGED_BY_MULTIKUEUE: Final = "kueue.x-k8s.io/multikueue"
 # Kueue reads the queue from this label (and, deprecated, from an annotation of the same name).
 QUEUE_NAME: Final = "kueue.x-k8s.io/queue-name"
 # A WorkloadPriorityClass, by name, as Kueue reads it from a job's label.
@@ -36,9 +35,10 @@ REASON_NOT_QUEUED: Final = "NotQueuedByKueue"  # a Warning event's reason
 # Who queues a job that names a Kueue queue (the operator config's `kueue.integration`): tfop itself, creating and
 # following the job's Workload (Kueue's "external framework" pattern, for Kueue releases without the TFJob
 # adapter), or Kueue's TFJob adapter, which suspends and resumes the job through spec.runPolicy.suspend.
+KueueIntegration = Literal["own", "kueue"]
 INTEGRATION_OWN: Final = "own"
 INTEGRATION_ADAPTER: Final = "kueue"
-INTEGRATIONS: Final = (INTEGRATION_OWN, INTEGRATION_ADAPTER)
+INTEGRATIONS: Final[tuple[KueueIntegration, ...]] = (INTEGRATION_OWN, INTEGRATION_ADAPTER)
 # The Workload API tfop writes with its own integration (Kueue v0.15 and later serve it).
 KUEUE_GROUP: Final = "kueue.x-k8s.io"
 KUEUE_VERSION: Final = "v1beta2"

@@ -23,8 +23,8 @@ from tfop.controller.children import (
     pod_group_resource,
 )
 from tfop.controller.plan.children.batch_job import made_by_job
-from tfop.controller.plan.children.pod_group import GangScheduler
 from tfop.controller.plan.controller_config import ControllerConfig
+from tfop.controller.plan.gang_schedulers import GangScheduler
 from tfop.controller.plan.observed.workload import observe_workload
 from tfop.controller.plan.planner import plan as plan_job
 from tfop.controller.plan.types import POD, WORKLOAD, CreateRefusal, PlanContext

@@ -32,7 +32,8 @@ from tfop.api.constants import (
 from tfop.api.fields import items, mapping
 from tfop.api.kueue import KUEUE_GROUP, KUEUE_VERSION
 from tfop.api.runtime_id import runtime_id
-from tfop.controller.plan.children.accelerators import Accelerators, apply_accelerators
+from tfop.controller.plan.children.accelerators import apply_accelerators
+from tfop.controller.plan.controller_config import Accelerators
 from tfop.controller.plan.job.model import JobMeta, TFJobModel
 from tfop.objects import Object
 
