@@ -302,3 +302,18 @@ def test_the_config_chooses_the_integration(document: dict[str, Any], integratio
 def test_an_unknown_integration_is_refused() -> None:
     with pytest.raises(ConfigError, match=r"kueue\.integration 'mine' is not one of own, kueue"):
         parse_config({"kueue": {"integration": "mine"}})
+
+
+def test_a_running_job_tells_kueue_its_pods_are_ready() -> None:
+    job = queued_job()
+    job["status"] = {"conditions": [{"type": "Running", "status": "True", "reason": "TFJobRunning",
+                                     "message": "TFJob ns/mnist is running.", "lastTransitionTime": T1}]}
+    result = plan_with(job, [workload(RESERVED, ADMITTED, admission=ADMISSION)], pods=running_pods())
+    assert result.patch == [ChildPatch(WORKLOAD, WL, {
+        "metadata": {"resourceVersion": "7"},
+        "status": {"conditions": [RESERVED, ADMITTED, {
+            "type": "PodsReady", "status": "True", "reason": "Started",
+            "message": "All pods reached readiness and the workload is running",
+            "lastTransitionTime": "2026-11-21T10:00:00Z"}]}}, subresource="status")]
+    told = workload(RESERVED, ADMITTED, kueue_condition("PodsReady", "True", "Started"), admission=ADMISSION)
+    assert plan_with(job, [told], pods=running_pods()).patch == []

@@ -22,6 +22,7 @@ QUOTA_RESERVED = "QuotaReserved"
 EVICTED = "Evicted"
 REQUEUED = "Requeued"
 FINISHED = "Finished"
+PODS_READY = "PodsReady"
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +71,7 @@ class ObservedWorkload:
     quota_reserved: bool
     eviction: Eviction | None  # Evicted is True
     waiting: str | None  # why it has no quota yet: QuotaReserved False's message, as Kueue says it
+    pods_ready: bool  # PodsReady is True (written by the job's integration: tfop's)
     assignments: Mapping[str, PodSetAdmission]
     conditions: tuple[Object, ...]
 
@@ -106,6 +108,7 @@ def observe_workload(workload: Object) -> ObservedWorkload:
         eviction=eviction,
         waiting=(text(reserved.get("message")) if reserved is not None and reserved.get("status") != "True"
                  else None),
+        pods_ready=_is_true(conditions, PODS_READY),
         assignments=MappingProxyType(assignments), conditions=conditions)
 
 

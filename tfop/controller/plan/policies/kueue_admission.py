@@ -13,6 +13,8 @@ What callers may rely on:
 - Evicted, once none of the job's pods is left, the quota is handed back as Kueue's own job integrations do:
   admission cleared, QuotaReserved and Admitted False, Requeued set (True after a preemption or node failure,
   False otherwise, which Kueue turns True when the job may queue again, e.g. on reactivation).
+- Admitted, once the job is Running (every replica's pod runs), the Workload's PodsReady condition says so, which
+  is what Kueue's `waitForPodsReady` waits for before it admits the next job.
 - A job that is suspended by its user, finished or rejected keeps no Workload (`remove_workloads`).
 """
 
@@ -22,12 +24,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from tfop.api.constants import CONDITION_RUNNING
 from tfop.api.timestamps import format_time
 from tfop.controller.plan.children.workload import PodSetPlacement, pod_set_counts, pod_set_name, workload_name
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import TFJobModel
 from tfop.controller.plan.observed.workload import (
     ADMITTED,
+    PODS_READY,
     QUOTA_RESERVED,
     REQUEUED,
     ObservedWorkload,
@@ -78,6 +82,8 @@ def plan_admission(draft: PlanDraft, job: TFJobModel, queue: str, context: PlanC
             draft.create.append(Creation(WORKLOAD, None, name))
         return _held(REASON_QUEUED, f"{draft.job_ref} waits for its Kueue Workload {name} in LocalQueue {queue}.")
     if current.admitted:
+        if draft.is_true(CONDITION_RUNNING) and not current.pods_ready:  # as of the previous pass's status
+            draft.patch.append(ChildPatch(WORKLOAD, current.name, _pods_ready(current, draft), subresource="status"))
         return _admitted(draft, job, current, context)
     eviction = current.eviction
     if eviction is not None and current.quota_reserved:  # being stopped; the quota is handed back once it is
@@ -157,6 +163,12 @@ def _requeue(workload: ObservedWorkload, draft: PlanDraft) -> Object:
         conditions = _set_condition(conditions, condition_type, status, reason, message, draft)
     return {"metadata": {"resourceVersion": workload.resource_version},
             "status": {"admission": None, "conditions": conditions}}
+
+
+def _pods_ready(workload: ObservedWorkload, draft: PlanDraft) -> Object:
+    conditions = _set_condition(list(workload.conditions), PODS_READY, "True", "Started",
+                                "All pods reached readiness and the workload is running", draft)
+    return {"metadata": {"resourceVersion": workload.resource_version}, "status": {"conditions": conditions}}
 
 
 def _set_condition(conditions: list[Object], condition_type: str, status: str, reason: str, message: str,
