@@ -311,7 +311,7 @@ OPERATOR_RULES = {(resource, "", verb) for resource, verbs in [
     ("networkpolicies.networking.k8s.io", "list watch create patch delete"),
     ("horizontalpodautoscalers.autoscaling", "list watch create patch delete"),
     ("workloads.kueue.x-k8s.io", "list watch create delete"), ("workloads.kueue.x-k8s.io/status", "patch"),
-    ("resourceflavors.kueue.x-k8s.io", "list watch"),
+    ("resourceflavors.kueue.x-k8s.io", "list watch"), ("workloadpriorityclasses.kueue.x-k8s.io", "list watch"),
     ("events", "create patch"), ("configmaps", "create")]
     for verb in verbs.split()} | {("configmaps", "tfop-grpc-server", verb) for verb in ("get", "update")}
 

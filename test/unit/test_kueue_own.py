@@ -116,8 +116,8 @@ def test_the_cache_keeps_counts_and_status_not_templates() -> None:
     assert slim_workload(stored) == {
         "apiVersion": None, "kind": None, "metadata": {"name": WL, "namespace": "ns", "uid": "wl-1",
                                                        "resourceVersion": "7"},
-        "spec": {"queueName": "team", "active": None, "podSets": [{"name": "worker", "count": 2},
-                                                                  {"name": "ps", "count": 1}]},
+        "spec": {"queueName": "team", "active": None, "priorityClassRef": None,
+                 "podSets": [{"name": "worker", "count": 2}, {"name": "ps", "count": 1}]},
         "status": {"conditions": [RESERVED], "admission": ADMISSION}}
 
 
@@ -317,3 +317,24 @@ def test_a_running_job_tells_kueue_its_pods_are_ready() -> None:
             "lastTransitionTime": "2026-11-21T10:00:00Z"}]}}, subresource="status")]
     told = workload(RESERVED, ADMITTED, kueue_condition("PodsReady", "True", "Started"), admission=ADMISSION)
     assert plan_with(job, [told], pods=running_pods()).patch == []
+
+
+def test_the_workload_carries_the_priority_class_the_job_names() -> None:
+    job = queued_job()
+    job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "high"
+    children: dict[str, list[dict[str, Any]]] = {POD: [], SERVICE: [], WORKLOAD: []}
+    result = plan(PlanContext(job, children, NOW, OWN, priority_classes={"high": 1000}))
+    assert result.creates(WORKLOAD) == [Creation(WORKLOAD, None, WL)] and result.desired is not None
+    spec = result.desired.body(WORKLOAD, None)["spec"]
+    assert (spec["priorityClassRef"], spec["priority"]) == (
+        {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"}, 1000)
+    # Not cached (not applied yet, or a typo): no Workload yet, and the job says why it waits.
+    result = plan(PlanContext(job, children, NOW, OWN))
+    assert (result.create, result.requeue_after) == ([], 5.0)
+    assert suspended_as(result) == ("True", "QueuedByKueue", "TFJob ns/mnist waits for the Kueue "
+                                    "WorkloadPriorityClass high it names (kueue.x-k8s.io/priority-class) to exist.")
+    # A Workload of another class (the label edited) is replaced.
+    other = workload(WAITING)
+    other["spec"]["priorityClassRef"] = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "low"}
+    result = plan(PlanContext(job, {**children, WORKLOAD: [other]}, NOW, OWN, priority_classes={"high": 1000}))
+    assert result.deletes(WORKLOAD) == [ChildRef(WORKLOAD, WL, "wl-1")]

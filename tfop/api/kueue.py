@@ -56,6 +56,11 @@ def queue_name(job: object) -> str | None:
         mapping_at(metadata, "annotations").get(QUEUE_NAME)) or None
 
 
+def priority_class(job: object) -> str | None:
+    """The WorkloadPriorityClass the job names (label kueue.x-k8s.io/priority-class), if any."""
+    return text(mapping_at(job, "metadata", "labels").get(PRIORITY_CLASS)) or None
+
+
 def kueue_key_problems(job: object) -> list[FieldError]:
     """Replica keys Kueue would not count, for a job in a Kueue queue (run before defaulting renames keys)."""
     queue = queue_name(job)

@@ -159,10 +159,18 @@ def slim_workload(workload: Object) -> Object:
     spec = workload.get("spec")
     if isinstance(spec, dict):
         slim["spec"] = {"queueName": spec.get("queueName"), "active": spec.get("active"),
+                        "priorityClassRef": spec.get("priorityClassRef"),
                         "podSets": [{"name": pod_set.get("name"), "count": pod_set.get("count")}
                                     for pod_set in spec.get("podSets") or () if isinstance(pod_set, dict)]}
     if isinstance(workload.get("status"), dict):
         slim["status"] = workload["status"]
+    return slim
+
+
+def slim_priority_class(priority_class: Object) -> Object:
+    """A WorkloadPriorityClass: its value is all tfop reads."""
+    slim = slim_metadata(priority_class)
+    slim["value"] = priority_class.get("value")
     return slim
 
 

@@ -45,6 +45,9 @@ WORKLOADS = Resource(KUEUE_GROUP, KUEUE_VERSION, "workloads", "Workload")
 # Watched, not owned, with tfop's own Kueue integration: an admission names flavors, whose node labels and
 # tolerations its pods get.
 RESOURCE_FLAVORS = Resource(KUEUE_GROUP, KUEUE_VERSION, "resourceflavors", "ResourceFlavor", namespaced=False)
+# Watched too: the value of the one a job names goes into its Workload (Kueue keeps it in line afterwards).
+WORKLOAD_PRIORITY_CLASSES = Resource(KUEUE_GROUP, KUEUE_VERSION, "workloadpriorityclasses", "WorkloadPriorityClass",
+                                     namespaced=False)
 BY_OWNER = "controller-uid"  # the cache index a job's children are looked up by: its uid
 # The children the Kubeflow training operator's TFJob controller made, tfop's own (which carry the same value), and
 # those of tfop versions that wrote `tfop`: all are adopted by their controller ownerReference (the owner index).

@@ -11,12 +11,20 @@ from datetime import UTC, datetime
 import structlog
 
 from tfop.api.constants import GROUP, KIND, LABEL_JOB_NAME
-from tfop.api.kueue import INTEGRATION_OWN, managed_elsewhere
+from tfop.api.kueue import INTEGRATION_OWN, managed_elsewhere, priority_class
 from tfop.controller.apply.applier import PlanApplier
-from tfop.controller.cache_transforms import BY_NODE, node_health_transform, pod_node, slim_flavor, slim_job
+from tfop.controller.cache_transforms import (
+    BY_NODE,
+    node_health_transform,
+    pod_node,
+    slim_flavor,
+    slim_job,
+    slim_priority_class,
+)
 from tfop.controller.children import (
     RESOURCE_FLAVORS,
     TFJOBS,
+    WORKLOAD_PRIORITY_CLASSES,
     ChildKind,
     child_id,
     child_kinds,
@@ -75,6 +83,8 @@ class TFJobController:
         if self.own_kueue:
             # Read when an admission names them; a job whose flavor is not cached yet looks again shortly.
             watches.append(Watch(RESOURCE_FLAVORS, lambda flavor: None, transform=slim_flavor))
+            watches.append(Watch(WORKLOAD_PRIORITY_CLASSES, lambda priority_class: None,
+                                 transform=slim_priority_class))
         self.runtime = ControllerRuntime(client, CONTROLLER_NAME, self.reconcile, watches, namespaces=namespaces,
                                          threads=threads, stall_after=stall_after, metrics=self.metrics.kube,
                                          key_name="job")
@@ -100,6 +110,15 @@ class TFJobController:
         names = {flavor for workload in workloads
                  for assignment in observe_workload(workload).assignments.values() for flavor in assignment.flavors}
         return {name: flavor for name in names if (flavor := store.get(name)) is not None}
+
+    def _priority_classes_of(self, job: Object) -> dict[str, int]:
+        """The value of the cached WorkloadPriorityClass the job names, by name."""
+        name = priority_class(job)
+        if not self.own_kueue or name is None:
+            return {}
+        found = self.runtime.store(WORKLOAD_PRIORITY_CLASSES, "").get(name)
+        value = None if found is None else found.get("value")
+        return {name: value} if isinstance(value, int) and not isinstance(value, bool) else {}
 
     def _nodes_of(self, pods: list[Object]) -> dict[str, Object] | None:
         """The cached nodes the pods are on, by name (a node not in the cache is left out: deleted)."""
@@ -186,7 +205,8 @@ class TFJobController:
         # What the apiserver refused of the previous pass's plan is observed state, like what the cache holds.
         context = PlanContext(job, children, now, self.config, refusals=self.refusals.pop(key, ()),
                               gang_problem=self.gang_problem, nodes=self._nodes_of(children.get(POD, [])),
-                              flavors=self._flavors_of(children.get(WORKLOAD, [])))
+                              flavors=self._flavors_of(children.get(WORKLOAD, [])),
+                              priority_classes=self._priority_classes_of(job))
         plan = plan_job(context)
         changes = self.applier.change_children(key, job, plan)
         held = self.applier.record(key, job, plan, now)

@@ -179,7 +179,7 @@ def _run(p: _Planning) -> None:
         remove_workloads(draft, p.context)  # its queue label was removed
     if admission is not None and admission.held:
         if draft.create:  # the Workload
-            draft.desired = _desired(p, MappingProxyType({}))
+            draft.desired = _desired(p, MappingProxyType({}), admission.priority)
         suspend(draft, p.model.spec, p.context, children, p.backend, reason=admission.reason,
                 message=admission.message)
         return
@@ -278,11 +278,13 @@ def _create_missing(p: _Planning, *, hold_pods: bool, placements: Mapping[str, P
         _announce_gpu_renames(p)
 
 
-def _desired(p: _Planning, placements: Mapping[str, PodSetPlacement]) -> DesiredChildren:
+def _desired(p: _Planning, placements: Mapping[str, PodSetPlacement],
+             workload_priority: int | None = None) -> DesiredChildren:
     config = p.draft.config
     replaces_lost_pods = config.node_loss.watch_nodes and p.model.options.node_policy.policy == NODE_LOSS_REPLACE
     return DesiredChildren(p.model, config.service_domain, config.accelerators, config.gang, p.naming,
-                           replaces_lost_pods=replaces_lost_pods, placements=placements)
+                           replaces_lost_pods=replaces_lost_pods, placements=placements,
+                           workload_priority=workload_priority)
 
 
 def _announce_gpu_renames(p: _Planning) -> None:

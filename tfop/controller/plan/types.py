@@ -75,6 +75,8 @@ class PlanContext:
     nodes: Mapping[str, Object] | None = None
     # The cached Kueue ResourceFlavors the job's admitted Workload names, by name (tfop's own Kueue integration).
     flavors: Mapping[str, Object] = field(default_factory=lambda: MappingProxyType({}))
+    # The cached value of the Kueue WorkloadPriorityClass the job names, by name (tfop's own Kueue integration).
+    priority_classes: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
 
     def of_kind(self, kind: str) -> list[Object]:
         return self.children.get(kind, [])

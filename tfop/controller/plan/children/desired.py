@@ -113,10 +113,13 @@ class DesiredChildren:
     def __init__(self, job: TFJobModel, service_domain: str = DEFAULT_SERVICE_DOMAIN,
                  accelerators: Accelerators = MappingProxyType({}), gang: GangScheduler | None = None,
                  naming: ChildNaming | None = None, *, replaces_lost_pods: bool = False,
-                 placements: Mapping[str, PodSetPlacement] = MappingProxyType({})) -> None:
-        """`placements`: by replica type, what the Kueue admission of the job's own Workload put on its pods."""
+                 placements: Mapping[str, PodSetPlacement] = MappingProxyType({}),
+                 workload_priority: int | None = None) -> None:
+        """`placements`: by replica type, what the Kueue admission of the job's own Workload put on its pods;
+        `workload_priority`: the value of the WorkloadPriorityClass the job names, for its Workload."""
         self._job = job
         self._placements = placements
+        self._workload_priority = workload_priority
         # tfop replaces the job's pods on lost nodes itself (children/node_loss_tolerations.py)
         self._replaces_lost_pods = replaces_lost_pods
         self._spec = job.spec
@@ -207,7 +210,7 @@ class DesiredChildren:
         templates = {replica_type: pod_set_template(self._job, replica_type, self._accelerators,
                                                     pod_restart_policy(replica.restart_policy))
                      for replica_type, replica in self._spec.replica_specs.items()}
-        return workload(self._job, queue, self._owner, templates)
+        return workload(self._job, queue, self._owner, templates, self._workload_priority)
 
     def service(self, replica_type: str, index: int) -> dict[str, Any]:
         return {

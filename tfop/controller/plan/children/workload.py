@@ -72,8 +72,15 @@ def pod_set_template(job: TFJobModel, replica_type: str, accelerators: Accelerat
     return {"metadata": metadata, "spec": spec}
 
 
-def workload(job: TFJobModel, queue: str, owner: Object, templates: Mapping[str, Object]) -> Object:
-    """The body of the job's Workload; `templates`: each replica type's pod template (pod_set_template)."""
+def workload(job: TFJobModel, queue: str, owner: Object, templates: Mapping[str, Object],
+             priority: int | None = None) -> Object:
+    """The body of the job's Workload; `templates`: each replica type's pod template (pod_set_template);
+    `priority`: the value of the WorkloadPriorityClass the job names (which Kueue keeps in line afterwards)."""
+    spec: Object = {"queueName": queue, "podSets": []}
+    if job.options.own_priority_class is not None and priority is not None:
+        spec["priorityClassRef"] = {"group": KUEUE_GROUP, "kind": "WorkloadPriorityClass",
+                                    "name": job.options.own_priority_class}
+        spec["priority"] = priority
     metadata = job.metadata
     pod_sets = [{"name": name, "count": count, "template": templates[replica_type]}
                 for (name, count), replica_type in zip(pod_set_counts(job), _types_with_pods(job), strict=True)]
@@ -82,7 +89,7 @@ def workload(job: TFJobModel, queue: str, owner: Object, templates: Mapping[str,
                          "labels": {LABEL_JOB_NAME: metadata.name, LABEL_RUNTIME_ID: runtime_id(metadata.uid),
                                     LABEL_OPERATOR_NAME: OPERATOR_NAME, LABEL_MANAGED_BY: MANAGED_BY},
                          "ownerReferences": [dict(owner)]},
-            "spec": {"queueName": queue, "podSets": pod_sets}}
+            "spec": {**spec, "podSets": pod_sets}}
 
 
 def _types_with_pods(job: TFJobModel) -> list[str]:

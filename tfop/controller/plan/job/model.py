@@ -126,6 +126,7 @@ class JobOptions:
     # The Kueue LocalQueue tfop's own integration queues the job in (plan/policies/kueue_admission.py); None: the
     # job names none, or Kueue's adapter queues it.
     own_queue: str | None = None
+    own_priority_class: str | None = None  # the WorkloadPriorityClass it names, with the own integration
     capacity_resize: CapacityResize | None = None  # plan/policies/resize.py
 
 

@@ -22,7 +22,7 @@ from tfop.api.constants import (
 from tfop.api.defaults import apply_defaults
 from tfop.api.errors import FieldError
 from tfop.api.fields import integer, items, mapping, mapping_at, one_of, text
-from tfop.api.kueue import INTEGRATION_OWN, kueue_key_problems, not_queued_by_kueue, queue_name
+from tfop.api.kueue import INTEGRATION_OWN, kueue_key_problems, not_queued_by_kueue, priority_class, queue_name
 from tfop.api.validation import validate
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.job import annotations as parse_annotation
@@ -79,7 +79,8 @@ def parse_job(raw: Object, config: ControllerConfig, *,
     options = JobOptions(backend, scope, node_policy, grace, unknown_grace, isolation, rewrite.renamed,
                          unqueued=None if own else not_queued_by_kueue(raw),
                          capacity_resize=parse_annotation.capacity_resize(annotations),
-                         own_queue=queue_name(raw) if own else None)
+                         own_queue=queue_name(raw) if own else None,
+                         own_priority_class=priority_class(raw) if own else None)
     return TFJobModel(_metadata(job), _spec(job), options)
 
 

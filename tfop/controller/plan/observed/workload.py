@@ -65,6 +65,7 @@ class ObservedWorkload:
     terminating: bool
     active: bool
     queue_name: str | None
+    priority_class: str | None  # the WorkloadPriorityClass its priorityClassRef names
     pod_sets: tuple[tuple[str, int], ...]  # (name, count) as stored, in order
     cluster_queue: str | None  # the admission's, while there is one
     admitted: bool
@@ -100,6 +101,7 @@ def observe_workload(workload: Object) -> ObservedWorkload:
         resource_version=text(metadata.get("resourceVersion")) or "",
         terminating=metadata.get("deletionTimestamp") is not None, active=active,
         queue_name=text(spec.get("queueName")),
+        priority_class=_workload_priority_class(mapping(spec.get("priorityClassRef"))),
         pod_sets=tuple((text(pod_set.get("name")) or "", integer(pod_set.get("count")) or 0)
                        for pod_set in map(mapping, items(spec.get("podSets")))),
         cluster_queue=text(admission.get("clusterQueue")),
@@ -110,6 +112,12 @@ def observe_workload(workload: Object) -> ObservedWorkload:
                  else None),
         pods_ready=_is_true(conditions, PODS_READY),
         assignments=MappingProxyType(assignments), conditions=conditions)
+
+
+def _workload_priority_class(ref: Object) -> str | None:
+    if ref.get("kind") == "WorkloadPriorityClass":
+        return text(ref.get("name"))
+    return None
 
 
 def _pod_set_updates(status: Object) -> dict[str, tuple[PodSetUpdate, ...]]:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from tfop.api.constants import CONDITION_RUNNING
+from tfop.api.kueue import PRIORITY_CLASS
 from tfop.api.timestamps import format_time
 from tfop.controller.plan.children.workload import PodSetPlacement, pod_set_counts, pod_set_name, workload_name
 from tfop.controller.plan.draft import PlanDraft
@@ -49,6 +50,8 @@ REASON_EVICTED = "EvictedByKueue"  # ... once Kueue evicted it (its own reason i
 REQUEUED_AT_ONCE = ("Preempted", "NodeFailures")
 # A flavor not in the cache yet (created just before the admission): looked for again this soon.
 FLAVOR_RETRY_SECONDS = 1.0
+# A WorkloadPriorityClass the job names and the cache lacks: most likely a typo or one not applied yet.
+PRIORITY_CLASS_RETRY_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -60,12 +63,14 @@ class Admission:
     held: bool = False
     reason: str = ""
     message: str = ""
+    priority: int | None = None  # of the Workload it creates: the value of the WorkloadPriorityClass it names
 
 
 def plan_admission(draft: PlanDraft, job: TFJobModel, queue: str, context: PlanContext) -> Admission:
     """The job's Workload made, kept or replaced, and whether it may run now."""
     name = workload_name(job.metadata)
-    shape = (queue, pod_set_counts(job))
+    priority_class = job.options.own_priority_class
+    shape = (queue, priority_class, pod_set_counts(job))
     current: ObservedWorkload | None = None
     name_taken = False
     for raw in context.of_kind(WORKLOAD):
@@ -73,14 +78,20 @@ def plan_admission(draft: PlanDraft, job: TFJobModel, queue: str, context: PlanC
         name_taken = name_taken or observed.name == name
         if observed.terminating:
             continue
-        if observed.name == name and (observed.queue_name, observed.pod_sets) == shape:
+        if observed.name == name and (observed.queue_name, observed.priority_class, observed.pod_sets) == shape:
             current = observed
         else:
             draft.delete_child(WORKLOAD, raw)
     if current is None:
+        priority = None if priority_class is None else context.priority_classes.get(priority_class)
+        if priority_class is not None and priority is None:
+            draft.requeue(PRIORITY_CLASS_RETRY_SECONDS)
+            return _held(REASON_QUEUED, f"{draft.job_ref} waits for the Kueue WorkloadPriorityClass "
+                                        f"{priority_class} it names ({PRIORITY_CLASS}) to exist.")
         if not name_taken:
             draft.create.append(Creation(WORKLOAD, None, name))
-        return _held(REASON_QUEUED, f"{draft.job_ref} waits for its Kueue Workload {name} in LocalQueue {queue}.")
+        return Admission(held=True, reason=REASON_QUEUED, priority=priority,
+                         message=f"{draft.job_ref} waits for its Kueue Workload {name} in LocalQueue {queue}.")
     if current.admitted:
         if draft.is_true(CONDITION_RUNNING) and not current.pods_ready:  # as of the previous pass's status
             draft.patch.append(ChildPatch(WORKLOAD, current.name, _pods_ready(current, draft), subresource="status"))
