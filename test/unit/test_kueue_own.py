@@ -331,8 +331,9 @@ def test_the_workload_carries_the_priority_class_the_job_names() -> None:
     # Not cached (not applied yet, or a typo): no Workload yet, and the job says why it waits.
     result = plan(PlanContext(job, children, NOW, OWN))
     assert (result.create, result.requeue_after) == ([], 5.0)
-    assert suspended_as(result) == ("True", "QueuedByKueue", "TFJob ns/mnist waits for the Kueue "
-                                    "WorkloadPriorityClass high it names (kueue.x-k8s.io/priority-class) to exist.")
+    assert suspended_as(result) == ("True", "QueuedByKueue", (
+        "TFJob ns/mnist waits for the Kueue WorkloadPriorityClass high it names (kueue.x-k8s.io/priority-class) "
+        "to exist."))
     # A Workload of another class (the label edited) is replaced.
     other = workload(WAITING)
     other["spec"]["priorityClassRef"] = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "low"}
