@@ -5,7 +5,8 @@ kind named in integrations.externalFrameworks, so Kueue's pod webhook leaves tfo
 tfop makes each queued job's Workload, holds the job (Suspended, reason QueuedByKueue, with Kueue's message)
 until Kueue admits it, puts the admitted flavor's node labels and toleration on the pods, and stops a job whose
 Workload is evicted (here by deactivating it), handing the quota back so the next job is admitted, without a
-restart counted. No spec is edited: Kueue never writes the TFJob.
+restart counted. A job preempted by a higher WorkloadPriorityClass is requeued and runs again. No spec is edited:
+Kueue never writes the TFJob.
 
 A cluster of its own (kwok nodes only), as the session's Kueue (v0.15, with its adapter) serves the shared one.
 """
@@ -29,6 +30,7 @@ from support.kueue import (
     GPU,
     LOCAL_QUEUES,
     NODES,
+    PRIORITY_CLASSES,
     RESOURCE_FLAVORS,
     WORKLOADS,
     cluster_queue,
@@ -201,3 +203,38 @@ def test_a_deactivated_job_stops_gracefully_and_its_quota_goes_to_the_next(own_i
     wait_for(lambda: condition(client, ns, "evicted", "Running"), DEADLINE, "the reactivated job to run again")
     running_pods(client, ns, "evicted", 2)
     assert restarts(client, ns, "evicted") == {"Chief": 0, "Worker": 0}
+    client.delete(TFJOBS, "evicted", ns)
+
+
+def test_a_preempted_job_is_requeued_and_runs_again_without_a_restart_counted(own_integration: Setup) -> None:
+    client, ns, pool = own_integration.client, own_integration.namespace, own_integration.pool
+    wait_for(lambda: not client.list(WORKLOADS, ns)[0], DEADLINE, "no Workload left from another test")
+    client.create(CLUSTER_QUEUES, cluster_queue("urgent", pool, 4, ns, preemption=True))
+    client.create(LOCAL_QUEUES, local_queue("urgent", "urgent"), ns)
+    for level, value in (("low", 10), ("high", 1000)):
+        client.create(PRIORITY_CLASSES, {"apiVersion": PRIORITY_CLASSES.api_version, "kind": "WorkloadPriorityClass",
+                                         "metadata": {"name": f"{ns}-{level}"}, "value": value})
+    wait_for(lambda: is_true(client.get(CLUSTER_QUEUES, "urgent"), "Active"), message="the ClusterQueue to be Active")
+
+    low = client.create(TFJOBS, queued_tfjob("low", "urgent", 2, priority_class=f"{ns}-low"), ns)
+    wait_for(lambda: condition(client, ns, "low", "Running"), DEADLINE, "the low-priority job to be Running")
+    running_pods(client, ns, "low", 2)
+    assert (workload_of(client, ns, low) or {})["spec"]["priority"] == 10
+    client.create(TFJOBS, queued_tfjob("high", "urgent", 2, priority_class=f"{ns}-high"), ns)
+    stopped = wait_for(lambda: (c := suspended(client, ns, "low")) and c.get("reason") == "EvictedByKueue" and c,
+                       DEADLINE, "the low-priority job to say Kueue evicted it")
+    print(f"preempted: {stopped['message']}")
+    assert "Preempted" in stopped["message"]
+    wait_for(lambda: condition(client, ns, "high", "Running"), DEADLINE, "the high-priority job to run")
+    high_pods = running_pods(client, ns, "high", 2)
+    assert live_pods(client, ns, "low") == []
+    requeued = next(c for c in (workload_of(client, ns, low) or {})["status"]["conditions"] if c["type"] == "Requeued")
+    assert (requeued["status"], requeued["reason"]) == ("True", "Preempted")
+
+    chief = next(p for p in high_pods if p["metadata"]["labels"][REPLICA_TYPE_LABEL] == "chief")
+    exit_pod(client, ns, chief["metadata"]["name"], 0)
+    wait_for(lambda: condition(client, ns, "high", "Succeeded"), DEADLINE, "the high-priority job to succeed")
+    wait_for(lambda: condition(client, ns, "low", "Running"), DEADLINE, "the preempted job to be admitted again")
+    running_pods(client, ns, "low", 2)
+    assert restarts(client, ns, "low") == {"Chief": 0, "Worker": 0}
+    assert condition(client, ns, "low", "Failed") is None
