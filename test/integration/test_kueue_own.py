@@ -71,6 +71,13 @@ def own_integration(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]
         cluster.up()
         cluster.kubectl("apply", "-f", str(CRD_FILE))
         wait_for(lambda: crd_established(cluster, "tfjobs.kubeflow.org"), DEADLINE, "the TFJob CRD to be Established")
+        config = cluster.directory / "tfop-own-kueue.yaml"
+        config.write_text("kueue:\n  integration: own\n")
+        # Before Kueue is installed, tfop's own integration refuses to start, saying why.
+        early = OperatorProcess(cluster.kubeconfig, cluster.directory / "tfop-early.log", "--config", str(config))
+        process = early.start(wait_ready=False).process
+        assert process is not None and process.wait(DEADLINE) == 1
+        assert "kueue.integration is own, but the apiserver does not serve" in early.log_tail(20), early.log_tail(20)
         version = newest_version()
         integrations = release_integrations(module_dir(version))
         assert TFJOB_INTEGRATION not in integrations, integrations
@@ -96,8 +103,6 @@ def own_integration(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]
         client.create(CLUSTER_QUEUES, cluster_queue("team", pool, 4, namespace))
         client.create(LOCAL_QUEUES, local_queue("queue", "team"), namespace)
         wait_for(lambda: is_true(client.get(CLUSTER_QUEUES, "team"), "Active"), message="the ClusterQueue to be Active")
-        config = cluster.directory / "tfop-own-kueue.yaml"
-        config.write_text("kueue:\n  integration: own\n")
         operator = OperatorProcess(cluster.kubeconfig, cluster.directory / "tfop.log", "--namespace", namespace,
                                    "--config", str(config))
         operator.start()
