@@ -35,8 +35,9 @@ from tfop.api.constants import (
     STATE_SUCCEEDED,
     STATE_SUSPENDED,
 )
-from tfop.api.fields import integer, items, mapping, mapping_at, text
+from tfop.api.fields import items, mapping, mapping_at, text
 from tfop.api.timestamps import format_time
+from tfop.controller.plan.observed.pod import PodView
 
 TRUE = "True"
 FALSE = "False"
@@ -82,22 +83,10 @@ def is_terminating(obj: object) -> bool:
     return mapping_at(obj, "metadata").get("deletionTimestamp") is not None
 
 
-def pod_phase(pod: object) -> str:
-    return text(mapping_at(pod, "status").get("phase")) or POD_PENDING
-
-
-def pod_restart_count(pod: object) -> int:
-    """In-place restarts the kubelet made, over all the pod's containers."""
-    total = 0
-    for status in items(mapping_at(pod, "status").get("containerStatuses")):
-        total += max(integer(mapping(status).get("restartCount")) or 0, 0)
-    return total
-
-
-def replica_status(pods: Iterable[dict[str, Any]], restarts: int) -> dict[str, int]:
+def replica_status(pods: Iterable[PodView], restarts: int) -> dict[str, int]:
     """Counts of one replica type's pods by phase; `active` is pending or running. The caller chooses the pods
     (see replicas/replica_status.py: going pods stay active until they are gone)."""
-    phases = [pod_phase(pod) for pod in pods]
+    phases = [pod.phase for pod in pods]
     return {
         "active": sum(phase in (POD_PENDING, POD_RUNNING) for phase in phases),
         "succeeded": phases.count(POD_SUCCEEDED),

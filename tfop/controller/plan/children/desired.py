@@ -52,6 +52,7 @@ from tfop.controller.plan.children.tf_config import (
 from tfop.controller.plan.controller_config import DEFAULT_SERVICE_DOMAIN
 from tfop.controller.plan.job.default_ps_server import uses_script
 from tfop.controller.plan.job.model import JobMeta, TFJobModel
+from tfop.controller.plan.observed.child import Child
 from tfop.objects import Object
 
 __all__ = [
@@ -102,7 +103,7 @@ def owner_reference(job: JobMeta) -> Object:
     }
 
 
-def replica_slot_of(child: dict[str, Any]) -> ReplicaSlot | None:
+def replica_slot_of(child: Child) -> ReplicaSlot | None:
     """The slot a Pod or Service fills, read from its replica-type and replica-index labels whatever its name:
     the wiring passes only children this job controls, and those the Kubeflow training operator made fill their
     slots as tfop's own do."""

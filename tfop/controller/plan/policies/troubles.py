@@ -16,13 +16,11 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from tfop.api.constants import CONDITION_RUNNING, EVENT_NORMAL, EVENT_WARNING, POD_FAILED
-from tfop.api.fields import items, mapping, mapping_at, text
 from tfop.controller.plan.children.desired import ReplicaSlot, replica_slot_of
 from tfop.controller.plan.draft import PlanDraft
-from tfop.controller.plan.policies.exit_codes import container_termination, finished_at
+from tfop.controller.plan.observed.pod import PodView
 
 EXITED_WITH_CODE = "ExitedWithCode"  # the Kubeflow training operator's event reason, which its users know
 
@@ -46,28 +44,23 @@ class Trouble:
     slot: ReplicaSlot
 
 
-def pod_trouble(pod: object) -> tuple[str, str] | None:
+def pod_trouble(pod: PodView) -> tuple[str, str] | None:
     """(kind, message) of what keeps this pod from running, if it is one of the troubles above."""
-    status = mapping_at(pod, "status")
-    if text(status.get("phase")) == POD_FAILED and text(status.get("reason")) == EVICTED:
-        return EVICTED, text(status.get("message")) or ""
-    for entry in items(status.get("conditions")):
-        condition = mapping(entry)
-        if (condition.get("type") == "PodScheduled" and condition.get("status") == "False"
-                and condition.get("reason") == UNSCHEDULABLE):
-            return UNSCHEDULABLE, text(condition.get("message")) or ""
-    for container in items(status.get("containerStatuses")):
-        waiting = mapping_at(container, "state", "waiting")
-        reason = text(waiting.get("reason")) or ""
-        if reason in _WAITING:
-            words = text(waiting.get("message")) or ""
-            name = text(mapping(container).get("name")) or "?"
-            detail = f"container {name}: {reason}" + (f": {words}" if words else "")
-            return _WAITING[reason], detail
+    if pod.phase == POD_FAILED and pod.reason == EVICTED:
+        return EVICTED, pod.message
+    scheduled = pod.scheduled
+    if scheduled is not None and scheduled.status == "False" and scheduled.reason == UNSCHEDULABLE:
+        return UNSCHEDULABLE, scheduled.message
+    for container in pod.containers:
+        waiting = container.waiting
+        if waiting is not None and waiting.reason in _WAITING:
+            words = waiting.message
+            detail = f"container {container.name or '?'}: {waiting.reason}" + (f": {words}" if words else "")
+            return _WAITING[waiting.reason], detail
     return None
 
 
-def troubles_of(pods: Iterable[tuple[ReplicaSlot, dict[str, Any]]]) -> list[Trouble]:
+def troubles_of(pods: Iterable[tuple[ReplicaSlot, PodView]]) -> list[Trouble]:
     found = []
     for slot, pod in pods:
         trouble = pod_trouble(pod)
@@ -123,20 +116,20 @@ def announce_troubles(draft: PlanDraft, troubles: list[Trouble]) -> None:
                         f"{describe([trouble for trouble in troubles if trouble.kind == kind])}.")
 
 
-def latest_exits(pods: Iterable[dict[str, Any]], count: int) -> list[dict[str, Any]]:
+def latest_exits(pods: Iterable[PodView], count: int) -> list[PodView]:
     """The `count` pods whose tensorflow container ended last: the ones a grown succeeded+failed tally counts."""
     if count <= 0:
         return []
-    ended = [pod for pod in pods if container_termination(pod) is not None]
-    return sorted(ended, key=finished_at)[-count:]
+    ended = [pod for pod in pods if pod.termination is not None]
+    return sorted(ended, key=lambda pod: pod.finished_at)[-count:]
 
 
-def announce_exits(draft: PlanDraft, pods: Iterable[dict[str, Any]], *, succeeding: bool = False) -> None:
+def announce_exits(draft: PlanDraft, pods: Iterable[PodView], *, succeeding: bool = False) -> None:
     """e.g. `TFJob ns/mnist: Worker 0-3 exited with code 0.`, one event per exit code. `succeeding`: the plan
     makes the job Succeeded, whose event tells the exits with code 0 (one write instead of two)."""
     by_code: dict[int, list[ReplicaSlot]] = defaultdict(list)
     for pod in pods:
-        termination, slot = container_termination(pod), replica_slot_of(pod)
+        termination, slot = pod.termination, replica_slot_of(pod)
         if termination is not None and slot is not None:
             by_code[termination.exit_code].append(slot)
     if succeeding and 0 in by_code:
