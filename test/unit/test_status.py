@@ -11,13 +11,13 @@ import pytest
 from support.plan_builders import make_job, plan_of, running_pods
 from tfop.api.exit_codes import ExitClass, classify_exit_code
 from tfop.controller.plan.observed.pod import PodView, Termination
+from tfop.controller.plan.replicas.replica_status import replica_status
 from tfop.controller.plan.replicas.restart_ledger import RestartLedger, count_restarts
 from tfop.controller.plan.status import (
     condition_is_true,
     conditions_of,
     find_condition,
     is_terminating,
-    replica_status,
     set_condition,
     summary,
 )

@@ -25,7 +25,7 @@ from typing import Any
 
 from tfop.api.constants import REASON_GANG_UNSCHEDULABLE
 from tfop.api.fields import items, mapping, text
-from tfop.controller.plan.children.pod_group import GANG_SCHEDULER_PLUGINS, GANG_VOLCANO, GangScheduler
+from tfop.controller.plan.gang_schedulers import GANG_SCHEDULER_PLUGINS, GANG_VOLCANO, GangScheduler
 from tfop.controller.plan.observed.pod import PodView
 from tfop.controller.plan.policies.troubles import UNSCHEDULABLE, Trouble, describe, pod_trouble
 from tfop.objects import Object

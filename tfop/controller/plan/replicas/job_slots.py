@@ -22,7 +22,7 @@ from tfop.api.constants import (
 )
 from tfop.api.fields import integer, mapping
 from tfop.controller.plan.children.batch_job import FAILED_BY_BACKOFF_LIMIT, controller_uid, made_by_job
-from tfop.controller.plan.children.desired import ReplicaSlot, replica_slot_of
+from tfop.controller.plan.children.desired import replica_slot_of
 from tfop.controller.plan.children.naming import ChildNaming
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import TFJobSpec
@@ -38,6 +38,7 @@ from tfop.controller.plan.replicas.pod_slots import (
 )
 from tfop.controller.plan.replicas.replica_status import describe_failure
 from tfop.controller.plan.replicas.restart_ledger import RestartCount, RestartLedger, count_restarts
+from tfop.controller.plan.slots import ReplicaSlot
 from tfop.controller.plan.types import JOB, SERVICE, PlanContext, ReplicaRestart
 
 _NEVER = datetime.min.replace(tzinfo=UTC)  # a pod without a creationTimestamp sorts first

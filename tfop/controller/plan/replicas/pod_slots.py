@@ -22,12 +22,13 @@ from tfop.api.constants import (
     RESTART_POLICY_ON_FAILURE,
 )
 from tfop.api.exit_codes import ExitClass
-from tfop.controller.plan.children.desired import ReplicaSlot, replica_slot_of
+from tfop.controller.plan.children.desired import replica_slot_of
 from tfop.controller.plan.children.naming import ChildNaming
 from tfop.controller.plan.job.model import TFJobSpec
 from tfop.controller.plan.observed.batch_job import BatchJobView
 from tfop.controller.plan.observed.child import Child
 from tfop.controller.plan.observed.pod import PodView
+from tfop.controller.plan.slots import ReplicaSlot
 from tfop.controller.plan.types import POD, SERVICE, PlanContext
 
 _Filling = TypeVar("_Filling", bound=Child)

@@ -3,6 +3,7 @@ once, as the status first sees it), and replicaStatuses and replicaSummary as th
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from tfop.api.constants import (
@@ -25,11 +26,10 @@ from tfop.controller.plan.children.naming import CHILD_NAMING, ChildNaming
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import TFJobSpec
 from tfop.controller.plan.observed.pod import PodView
-from tfop.controller.plan.policies.troubles import announce_exits, latest_exits
+from tfop.controller.plan.replicas.exit_events import announce_exits, latest_exits
 from tfop.controller.plan.replicas.pod_slots import SlotState, SortedChildren, replica_types
 from tfop.controller.plan.replicas.recreated_exits import recreated_exits_fields
 from tfop.controller.plan.replicas.restart_ledger import RestartCount, RestartLedger, count_restarts
-from tfop.controller.plan.status import replica_status
 from tfop.controller.plan.types import JOB, POD, ReplicaRestart
 
 
@@ -111,6 +111,18 @@ def record_replicas(draft: PlanDraft, spec: TFJobSpec, children: SortedChildren,
         succeeded, failed = sum(entry["succeeded"] for entry in tally), sum(entry["failed"] for entry in tally)
         draft.status["replicaSummary"] = (f"{succeeded}/{len(children.slots)} succeeded"
                                           + (f", {failed} failed" if failed else ""))
+
+
+def replica_status(pods: Iterable[PodView], restarts: int) -> dict[str, int]:
+    """Counts of one replica type's pods by phase; `active` is pending or running. The caller chooses the pods
+    (record_replicas: going pods stay active until they are gone)."""
+    phases = [pod.phase for pod in pods]
+    return {
+        "active": sum(phase in (POD_PENDING, POD_RUNNING) for phase in phases),
+        "succeeded": phases.count(POD_SUCCEEDED),
+        "failed": phases.count(POD_FAILED),
+        "restarts": restarts,
+    }
 
 
 def _naming(draft: PlanDraft) -> ChildNaming:
