@@ -44,19 +44,21 @@ import yaml
 from tfop import yamlio
 from tfop.api.constants import NAMING_RUNTIME_ID, NAMINGS, NODE_LOSS_POLICIES, REPLICA_BACKEND_PODS, REPLICA_BACKENDS
 from tfop.api.fields import one_of
-from tfop.controller.plan.children.accelerators import Accelerator, HostVolume
-from tfop.controller.plan.children.pod_group import GANG_NONE, GANG_SCHEDULER_NAMES
 from tfop.controller.plan.controller_config import (
     DEFAULT_EVALUATOR_GRACE_SECONDS,
+    DEFAULT_GPU_RESOURCE,
     DEFAULT_GRPC_SERVER_FILE_PATH,
     DEFAULT_SERVICE_DOMAIN,
     DEFAULT_TF_IMAGE,
     DEFAULT_UNKNOWN_SCHEDULING_GRACE_SECONDS,
+    Accelerator,
     CapacityScalingSettings,
     ControllerConfig,
+    HostVolume,
     NodeLossSettings,
 )
-from tfop.controller.plan.job.legacy_gpu import DEFAULT_GPU_RESOURCE, LEGACY_GPU_RESOURCE, gpu_resource_problem
+from tfop.controller.plan.gang_schedulers import GANG_NONE, GANG_SCHEDULER_NAMES
+from tfop.controller.plan.job.legacy_gpu import LEGACY_GPU_RESOURCE, gpu_resource_problem
 
 _DNS_SUFFIX = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")

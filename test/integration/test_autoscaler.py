@@ -52,7 +52,7 @@ def test_the_hpa_follows_the_elastic_policy_and_reads_the_scale(backend: str, ku
     # The HPA controller resolved the TFJob's scale: it knows the current workers (no metrics server here, so
     # it cannot compute a new count, which is not what this proves).
     wait_for(lambda: (hpa(kube_client, namespace, "auto") or {}).get("status", {}).get("currentReplicas") == 2,
-             120, "the HPA controller reading the TFJob's scale")
+             DEADLINE, "the HPA controller reading the TFJob's scale")
     able = next(c for c in hpa(kube_client, namespace, "auto")["status"]["conditions"]  # type: ignore[index]
                 if c["type"] == "AbleToScale")
     assert able["status"] == "True", able
@@ -67,7 +67,7 @@ def test_the_hpa_follows_the_elastic_policy_and_reads_the_scale(backend: str, ku
     elastic(kube_client, namespace, "auto", {"minReplicas": 2, "maxReplicas": 5, "metrics": [CPU]})
     wait_for(lambda: ((hpa(kube_client, namespace, "auto") or {}).get("spec", {}).get("minReplicas"),
                       (hpa(kube_client, namespace, "auto") or {}).get("spec", {}).get("maxReplicas")) == (2, 5),
-             30, "the HPA patched to the new bounds")
+             DEADLINE, "the HPA patched to the new bounds")
     elastic(kube_client, namespace, "auto", {"minReplicas": 2, "maxReplicas": 5, "metrics": None})
     wait_for(lambda: hpa(kube_client, namespace, "auto") is None, DEADLINE, "the HPA deleted with the metrics")
     elastic(kube_client, namespace, "auto", {"minReplicas": 2, "maxReplicas": 5, "metrics": [CPU]})

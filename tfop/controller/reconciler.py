@@ -16,8 +16,8 @@ from tfop.controller.apply.applier import PlanApplier
 from tfop.controller.cache_transforms import BY_NODE, node_health_transform, pod_node, slim_job
 from tfop.controller.children import TFJOBS, ChildKind, child_id, child_kinds, pod_group_resource
 from tfop.controller.plan.children.batch_job import made_by_job
-from tfop.controller.plan.children.pod_group import GangScheduler
 from tfop.controller.plan.controller_config import ControllerConfig
+from tfop.controller.plan.gang_schedulers import GangScheduler
 from tfop.controller.plan.planner import plan as plan_job
 from tfop.controller.plan.types import POD, CreateRefusal, PlanContext
 from tfop.kube.client import KubeClient

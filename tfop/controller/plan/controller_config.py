@@ -3,6 +3,7 @@ one frozen value that the planner reads. Flags about how one process runs (threa
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -14,9 +15,7 @@ from tfop.api.constants import (
     NodeLossPolicy,
     ReplicaBackendName,
 )
-from tfop.controller.plan.children.accelerators import Accelerators
-from tfop.controller.plan.children.pod_group import GANG_NONE, GangScheduler, gang_scheduler
-from tfop.controller.plan.job.legacy_gpu import DEFAULT_GPU_RESOURCE
+from tfop.controller.plan.gang_schedulers import GANG_NONE, GangScheduler, gang_scheduler
 
 # "svc" resolves through every pod's DNS search path, whatever the cluster domain; "svc.cluster.local" names it.
 DEFAULT_SERVICE_DOMAIN = "svc"
@@ -32,6 +31,24 @@ DEFAULT_EVALUATOR_GRACE_SECONDS = 300.0
 # (plan/policies/unknown_scheduling.py): long enough to apply the missing object after the job, or for a scheduler
 # to start; short enough that a typo fails the job within minutes instead of never.
 DEFAULT_UNKNOWN_SCHEDULING_GRACE_SECONDS = 600.0
+# What pods ask for where a template asks for the legacy alpha.kubernetes.io/nvidia-gpu (plan/job/legacy_gpu.py).
+DEFAULT_GPU_RESOURCE = "nvidia.com/gpu"
+
+
+@dataclass(frozen=True)
+class HostVolume:
+    name: str
+    mount_path: str
+    host_path: str
+
+
+@dataclass(frozen=True)
+class Accelerator:
+    env: tuple[tuple[str, str], ...] = ()
+    volumes: tuple[HostVolume, ...] = ()
+
+
+Accelerators = Mapping[str, Accelerator]  # extended resource name (e.g. nvidia.com/gpu) -> what it needs
 
 
 @dataclass(frozen=True)

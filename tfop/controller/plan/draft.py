@@ -29,7 +29,6 @@ from tfop.api.constants import (
 )
 from tfop.api.fields import integer, mapping, text
 from tfop.api.timestamps import as_utc, format_time
-from tfop.controller.plan.children.desired import DesiredChildren
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.status import (
     FALSE,
@@ -42,6 +41,7 @@ from tfop.controller.plan.status import (
     summary,
 )
 from tfop.controller.plan.types import (
+    ChildBodies,
     ChildPatch,
     ChildRef,
     Creation,
@@ -71,7 +71,7 @@ class PlanDraft:
         self.create: list[Creation] = []
         self.delete: list[ChildRef] = []
         self.patch: list[ChildPatch] = []
-        self.desired: DesiredChildren | None = None
+        self.desired: ChildBodies | None = None
         self.events: list[JobEvent] = []
         self.requeue_after: float | None = None
         self.delete_job = False

@@ -26,10 +26,7 @@ from tfop.api.kueue import REASON_NOT_QUEUED, managed_elsewhere
 from tfop.api.runtime_id import runtime_id
 from tfop.api.timestamps import parse_time
 from tfop.controller.plan.children.batch_job import made_by_job
-from tfop.controller.plan.children.desired import (
-    DesiredChildren,
-    pod_restart_policy,
-)
+from tfop.controller.plan.children.desired import DesiredChildren, pod_restart_policy
 from tfop.controller.plan.children.naming import CHILD_NAMING, ChildNaming, naming_of
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.legacy_gpu import REASON_GPU_RESOURCE_RENAMED, renamed_message

@@ -32,8 +32,7 @@ JOB_KIND = "Job"
 MAX_BACKOFF_LIMIT = 2**31 - 1  # int32: "no limit", as a TFJob without backoffLimit has
 PERMANENT_EXIT_CODES = list(range(1, 128))
 DISRUPTION_TARGET = "DisruptionTarget"
-# The Job controller's reasons for a Failed Job that matter here.
-FAILED_BY_POLICY = "PodFailurePolicy"
+# The Job controller's reason for a Failed Job that matters here.
 FAILED_BY_BACKOFF_LIMIT = "BackoffLimitExceeded"
 
 

@@ -41,14 +41,14 @@ from tfop.api.constants import (
 )
 from tfop.api.fields import mapping_at, text
 from tfop.api.timestamps import format_time, parse_time
-from tfop.controller.plan.children.desired import ReplicaSlot
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import RunPolicy, TFJobModel
-from tfop.controller.plan.policies.cleanup import clean_up, finish, keep_finished
-from tfop.controller.plan.policies.troubles import replica_ranges
+from tfop.controller.plan.policies.cleanup import finish, keep_finished
 from tfop.controller.plan.replicas.pod_slots import Slot, SlotState, SortedChildren
+from tfop.controller.plan.replicas.removal import clean_up
 from tfop.controller.plan.replicas.replica_status import describe_failure, record_replicas
 from tfop.controller.plan.replicas.restart_ledger import RestartCount
+from tfop.controller.plan.slots import ReplicaSlot, replica_ranges
 from tfop.controller.plan.status import FALSE
 from tfop.controller.plan.types import PlanContext
 

@@ -25,9 +25,9 @@ from tfop.api.fields import mapping, one_of
 from tfop.controller.plan.children.naming import ChildNaming
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import TFJobSpec
-from tfop.controller.plan.policies.cleanup import clean_up, resume_jobs, suspend_replica_jobs
 from tfop.controller.plan.replicas.job_slots import count_job_restarts, sort_job_children
 from tfop.controller.plan.replicas.pod_slots import Slot, SortedChildren, sort_children
+from tfop.controller.plan.replicas.removal import clean_up, resume_jobs, suspend_replica_jobs
 from tfop.controller.plan.replicas.replica_status import count_replica_restarts, uid_of
 from tfop.controller.plan.replicas.restart_ledger import RestartCount
 from tfop.controller.plan.status import conditions_of, is_terminating

@@ -20,10 +20,11 @@ from tfop.api.constants import (
     RESTART_POLICY_ON_FAILURE,
 )
 from tfop.controller.plan.children.batch_job import is_disrupted
-from tfop.controller.plan.children.desired import ReplicaSlot, replica_slot_of
+from tfop.controller.plan.children.desired import replica_slot_of
 from tfop.controller.plan.children.naming import ChildNaming
 from tfop.controller.plan.job.model import TFJobSpec
-from tfop.controller.plan.policies.exit_codes import ExitClass, container_termination
+from tfop.controller.plan.replicas.exit_codes import ExitClass, container_termination
+from tfop.controller.plan.slots import ReplicaSlot
 from tfop.controller.plan.status import is_terminating, pod_phase
 from tfop.controller.plan.types import POD, SERVICE, PlanContext
 from tfop.objects import Object

@@ -25,8 +25,8 @@ from tfop.controller.plan.children.batch_job import disruption, is_disrupted
 from tfop.controller.plan.children.naming import CHILD_NAMING, ChildNaming
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import TFJobSpec
-from tfop.controller.plan.policies.exit_codes import container_termination, exit_class_name, latest_restarted
-from tfop.controller.plan.policies.troubles import announce_exits, latest_exits
+from tfop.controller.plan.replicas.exit_codes import container_termination, exit_class_name, latest_restarted
+from tfop.controller.plan.replicas.exit_events import announce_exits, latest_exits
 from tfop.controller.plan.replicas.pod_slots import SlotState, SortedChildren, replica_types
 from tfop.controller.plan.replicas.recreated_exits import recreated_exits_fields
 from tfop.controller.plan.replicas.restart_ledger import RestartCount, RestartLedger, count_restarts
