@@ -14,6 +14,7 @@ from tfop.controller.plan.observed.child import Child, Owner
 from tfop.controller.plan.observed.node import NodeCondition, NodeView, Taint
 from tfop.controller.plan.observed.pod import (
     ContainerRun,
+    Disruption,
     PodCondition,
     PodView,
     Terminated,
@@ -61,7 +62,7 @@ POD_ROWS: dict[str, tuple[dict[str, Any], PodView]] = {
         annotations={"tfop.kubeflow.org/tf-cluster": "PS=1,Worker=2"},
         controller=Owner("kubeflow.org/v1", "TFJob", "mnist", "j1"), created=T0, terminating=True,
         deletion_deadline=T1, node_name="n1", phase="Failed", reason="Evicted",
-        message="The node was low on memory.", scheduled=None, disruption="TerminationByKubelet",
+        message="The node was low on memory.", scheduled=None, disruption=Disruption("TerminationByKubelet"),
         containers=(ContainerRun("sidecar", 2, Terminated(1)),
                     ContainerRun("tensorflow", 1, Terminated(137, "OOMKilled", "", "2026-11-21T10:00:50Z"), None,
                                  Terminated(143, "Error", "", "2026-11-21T10:00:20Z"))))),

@@ -79,6 +79,15 @@ class ContainerRun:
 
 
 @dataclass(frozen=True, slots=True)
+class Disruption:
+    """The pod's DisruptionTarget condition (True): the cluster took it. The reason says who (PreemptionByScheduler,
+    EvictionByEvictionAPI, DeletionByTaintManager, TerminationByKubelet)."""
+
+    reason: str = ""
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class PodCondition:
     status: str
     reason: str = ""
@@ -93,8 +102,7 @@ class PodView(Child):
     message: str = ""
     # PodScheduled, which the cache keeps only while it is not True: why the pod is not scheduled.
     scheduled: PodCondition | None = None
-    # The reason of the DisruptionTarget condition (True): evicted, preempted, drained; None: not disrupted.
-    disruption: str | None = None
+    disruption: Disruption | None = None  # evicted, preempted, drained; None: not disrupted
     containers: tuple[ContainerRun, ...] = ()
 
     @classmethod
@@ -107,7 +115,8 @@ class PodView(Child):
         return cls(**child_fields(pod), node_name=text(mapping(pod.get("spec")).get("nodeName")) or None,
                    phase=text(status.get("phase")) or POD_PENDING, reason=text(status.get("reason")) or "",
                    message=text(status.get("message")) or "", scheduled=scheduled,
-                   disruption=None if disrupted is None else text(disrupted.get("reason")) or "",
+                   disruption=None if disrupted is None else Disruption(text(disrupted.get("reason")) or "",
+                                                                        text(disrupted.get("message")) or ""),
                    containers=tuple(_container(mapping(entry)) for entry in items(status.get("containerStatuses"))))
 
     @property

@@ -96,7 +96,7 @@ def job_slot_state(spec: TFJobSpec, slot: ReplicaSlot, batch_job: BatchJobView |
         return SlotState.PENDING  # the Job controller is about to make it
     if pod.terminating:
         return SlotState.TERMINATING
-    if pod.phase == POD_FAILED and pod.disrupted:
+    if pod.phase == POD_FAILED and pod.disrupted and policy != RESTART_POLICY_NEVER:
         return SlotState.RETRYABLE  # ignored by the Job's podFailurePolicy: replaced, not counted
     return slot_state(spec, slot, pod)
 

@@ -123,6 +123,8 @@ def slot_state(spec: TFJobSpec, slot: ReplicaSlot, pod: PodView | None) -> SlotS
                 POD_SUCCEEDED: SlotState.SUCCEEDED}.get(phase, SlotState.UNKNOWN)
     policy = spec.replica_specs[slot.replica_type].restart_policy
     if policy == RESTART_POLICY_EXIT_CODE:
+        if pod.disrupted:  # taken by the cluster, not failed: whatever the code, as the Job's podFailurePolicy
+            return SlotState.RETRYABLE
         termination = pod.termination
         # No exit code means the pod failed around the container (evicted, node lost): worth another try.
         exit_class = termination.exit_class if termination is not None else ExitClass.RETRYABLE

@@ -48,7 +48,9 @@ def count_replica_restarts(draft: PlanDraft, spec: TFJobSpec, pods_by_type: dict
         counts[replica_type] = count
         announce_exits(draft, count.recreated)
         for pod in count.recreated:
-            draft.event(EVENT_WARNING, REASON_RESTARTING, f"{draft.job_ref} is restarting {describe_failure(pod)}.")
+            if not pod.disrupted:  # a disruption is no failure: update_running tells it as ReplicaDisrupted
+                draft.event(EVENT_WARNING, REASON_RESTARTING,
+                            f"{draft.job_ref} is restarting {describe_failure(pod)}.")
             draft.restarts_by_exit_class[pod.exit_class_name] += 1
             draft.restarted.append(_restart_of(pod, replica_type, count.total, in_place=0))
         known = integer(before.get("restarts"))
@@ -138,14 +140,21 @@ def _ended(replica_status: object) -> int:
 
 
 def describe_failure(pod: PodView) -> str:
-    """e.g. `Worker 1, which exited with code 137 (OOMKilled)`."""
-    labels = pod.labels
-    who = (f"{canonical_replica_type(labels.get(LABEL_REPLICA_TYPE)) or 'replica'} "
-           f"{labels.get(LABEL_REPLICA_INDEX) or '?'}")
+    """e.g. `Worker 1, which exited with code 137 (OOMKilled)`, or `Worker 1, whose pod was disrupted
+    (PreemptionByScheduler)`: a disrupted pod's exit code is what the disruption did to it."""
+    who = replica_name(pod)
+    if pod.disruption is not None:
+        return f"{who}, whose pod was disrupted" + (f" ({pod.disruption.reason})" if pod.disruption.reason else "")
     termination = pod.termination
     if termination is not None:
         return f"{who}, which {termination.describe()}"
     return f"{who}, whose pod failed" + (f" ({pod.reason})" if pod.reason else "")
+
+
+def replica_name(pod: PodView) -> str:
+    """e.g. `Worker 1`, from the pod's labels."""
+    return (f"{canonical_replica_type(pod.labels.get(LABEL_REPLICA_TYPE)) or 'replica'} "
+            f"{pod.labels.get(LABEL_REPLICA_INDEX) or '?'}")
 
 
 def _restart_of(pod: PodView | None, replica_type: str, restarts: int, *, in_place: int) -> ReplicaRestart:
