@@ -867,6 +867,7 @@ def test_the_cache_keeps_the_pod_conditions_read_an_unscheduled_pod_and_a_disrup
 
 
 def test_the_job_cache_drops_only_managed_fields_and_kubectls_copy_of_the_manifest() -> None:
+    """Of managedFields only who wrote each replica count stays (test_replicas_writers); here nobody did."""
     job = running(make_job())
     served = copy.deepcopy(job)
     served["metadata"].update({"managedFields": [{"manager": "kubectl"}], "annotations": {

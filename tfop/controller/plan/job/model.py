@@ -87,6 +87,12 @@ class JobMeta:
     namespace: str
     uid: str
     generation: int | None = None
+    # Who last wrote each replica type's `replicas` (its field manager, from managedFields), by replica type: the
+    # cache keeps only that of managedFields (controller/cache_transforms.py), as metadata[REPLICAS_WRITERS].
+    replicas_writers: Mapping[str, str] = field(default_factory=dict)
+
+
+REPLICAS_WRITERS = "tfop.replicasWriters"  # not a Kubernetes field: the cache's own, never sent to the apiserver
 
 
 @dataclass(frozen=True, slots=True)
