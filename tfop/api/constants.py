@@ -148,6 +148,8 @@ REASON_RESIZING: Final = "Resizing"  # Restarting's reason while every replica r
 # A Warning: a gang-scheduled job resized below its schedulingPolicy.minAvailable, so its PodGroup waits.
 REASON_RESIZED_BELOW_MIN_AVAILABLE: Final = "ResizedBelowMinAvailable"
 REASON_NODE_LOST: Final = "NodeLost"  # a replica's node is lost or unhealthy: its pod is replaced
+# A replica's pod carries DisruptionTarget (preempted, evicted, drained, its node tainted): replaced, not counted.
+REASON_REPLICA_DISRUPTED: Final = "ReplicaDisrupted"
 REASON_SUCCEEDED: Final = "TFJobSucceeded"
 # The training succeeded and the job waits for its evaluators (Succeeded False, Running True); and the Warning
 # events that say an evaluator's final evaluation failed or was cut short by the grace (the job still succeeds).

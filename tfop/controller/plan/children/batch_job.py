@@ -118,5 +118,14 @@ def failed_pods(batch_job: object) -> int:
 
 def is_disrupted(pod: object) -> bool:
     """The pod carries DisruptionTarget=True: evicted, preempted, or its node drained."""
-    return any(mapping(entry).get("type") == DISRUPTION_TARGET and mapping(entry).get("status") == "True"
-               for entry in items(mapping_at(pod, "status").get("conditions")))
+    return disruption(pod) is not None
+
+
+def disruption(pod: object) -> tuple[str, str] | None:
+    """(reason, message) of the pod's DisruptionTarget=True condition: the reason says who took the pod
+    (PreemptionByScheduler, EvictionByEvictionAPI, DeletionByTaintManager, TerminationByKubelet)."""
+    for entry in items(mapping_at(pod, "status").get("conditions")):
+        condition = mapping(entry)
+        if condition.get("type") == DISRUPTION_TARGET and condition.get("status") == "True":
+            return text(condition.get("reason")) or "", text(condition.get("message")) or ""
+    return None

@@ -99,7 +99,7 @@ def job_slot_state(spec: TFJobSpec, slot: ReplicaSlot, batch_job: Object | None,
         return SlotState.PENDING  # the Job controller is about to make it
     if is_terminating(pod):
         return SlotState.TERMINATING
-    if pod_phase(pod) == POD_FAILED and is_disrupted(pod):
+    if pod_phase(pod) == POD_FAILED and is_disrupted(pod) and policy != RESTART_POLICY_NEVER:
         return SlotState.RETRYABLE  # ignored by the Job's podFailurePolicy: replaced, not counted
     return slot_state(spec, slot, pod)
 

@@ -19,6 +19,7 @@ from tfop.api.constants import (
     RESTART_POLICY_EXIT_CODE,
     RESTART_POLICY_ON_FAILURE,
 )
+from tfop.controller.plan.children.batch_job import is_disrupted
 from tfop.controller.plan.children.desired import replica_slot_of
 from tfop.controller.plan.children.naming import ChildNaming
 from tfop.controller.plan.job.model import TFJobSpec
@@ -118,6 +119,8 @@ def slot_state(spec: TFJobSpec, slot: ReplicaSlot, pod: Object | None) -> SlotSt
                 POD_SUCCEEDED: SlotState.SUCCEEDED}.get(phase, SlotState.UNKNOWN)
     policy = spec.replica_specs[slot.replica_type].restart_policy
     if policy == RESTART_POLICY_EXIT_CODE:
+        if is_disrupted(pod):  # taken by the cluster, not failed: whatever the code, as the Job's podFailurePolicy
+            return SlotState.RETRYABLE
         termination = container_termination(pod)
         # No exit code means the pod failed around the container (evicted, node lost): worth another try.
         exit_class = termination.exit_class if termination is not None else ExitClass.RETRYABLE
