@@ -82,6 +82,15 @@ def is_terminating(obj: object) -> bool:
     return mapping_at(obj, "metadata").get("deletionTimestamp") is not None
 
 
+def ended_before_deleted(pod: object) -> bool:
+    """Whether the pod ended (a final phase) before anyone deleted it, if anyone did. The apiserver deletes a pod
+    that has already ended without a grace period, while a running pod's delete waits out its grace period for
+    the kubelet to stop it, after which it may end with any exit code, 0 included, because it was stopped."""
+    if pod_phase(pod) not in (POD_SUCCEEDED, POD_FAILED):
+        return False
+    return not is_terminating(pod) or integer(mapping_at(pod, "metadata").get("deletionGracePeriodSeconds")) == 0
+
+
 def pod_phase(pod: object) -> str:
     return text(mapping_at(pod, "status").get("phase")) or POD_PENDING
 

@@ -15,6 +15,7 @@ from tfop.api.constants import (
     API_VERSION,
     CHIEF_REPLICA_TYPES,
     DEFAULT_PORT_NAME,
+    FINALIZER_REPLICA_TRACKING,
     JOB_ROLE_MASTER,
     KIND,
     LABEL_JOB_NAME,
@@ -139,6 +140,9 @@ class DesiredChildren:
 
     def pod(self, replica_type: str, index: int) -> Object:
         pod = self._replica_pod(replica_type, index)
+        # Held until the job's status records how the replica ended (replicas/finished.py); the Job backend's pods
+        # are the Job controller's, which has a finalizer of its own.
+        pod["metadata"]["finalizers"] = [FINALIZER_REPLICA_TRACKING]
         if self._replaces_lost_pods:
             tolerate_node_loss(pod["spec"])
         return pod

@@ -23,7 +23,7 @@ from tfop.controller.plan.children.desired import ReplicaSlot, replica_slot_of
 from tfop.controller.plan.children.naming import ChildNaming
 from tfop.controller.plan.job.model import TFJobSpec
 from tfop.controller.plan.policies.exit_codes import ExitClass, container_termination
-from tfop.controller.plan.status import is_terminating, pod_phase
+from tfop.controller.plan.status import ended_before_deleted, is_terminating, pod_phase
 from tfop.controller.plan.types import POD, SERVICE, PlanContext
 from tfop.objects import Object
 
@@ -109,8 +109,15 @@ def fill_slots(spec: TFJobSpec, children: list[Object],
 def slot_state(spec: TFJobSpec, slot: ReplicaSlot, pod: Object | None) -> SlotState:
     if pod is None:
         return SlotState.ABSENT
-    if is_terminating(pod):  # neither there nor failed: its index is recreated once it is gone
+    state = _state_of(spec, slot, pod)
+    # A pod deleted once it had ended for good keeps its end (replicas/finished.py); one stopped by its delete, or
+    # to be recreated anyway, is neither there nor failed: its index is made again once it is gone.
+    if is_terminating(pod) and (not ended_before_deleted(pod) or state is SlotState.RETRYABLE):
         return SlotState.TERMINATING
+    return state
+
+
+def _state_of(spec: TFJobSpec, slot: ReplicaSlot, pod: Object) -> SlotState:
     phase = pod_phase(pod)
     if phase != POD_FAILED:
         return {POD_PENDING: SlotState.PENDING, POD_RUNNING: SlotState.RUNNING,

@@ -26,10 +26,11 @@ from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import TFJobSpec
 from tfop.controller.plan.policies.exit_codes import container_termination, exit_class_name, latest_restarted
 from tfop.controller.plan.policies.troubles import announce_exits, latest_exits
-from tfop.controller.plan.replicas.pod_slots import SlotState, SortedChildren, replica_types
+from tfop.controller.plan.replicas.finished import FinishedReplicas, record_finished
+from tfop.controller.plan.replicas.pod_slots import Slot, SlotState, SortedChildren, replica_types
 from tfop.controller.plan.replicas.recreated_exits import recreated_exits_fields
 from tfop.controller.plan.replicas.restart_ledger import RestartCount, RestartLedger, count_restarts
-from tfop.controller.plan.status import is_terminating, pod_phase, replica_status
+from tfop.controller.plan.status import ended_before_deleted, is_terminating, pod_phase, replica_status
 from tfop.controller.plan.types import JOB, POD, ReplicaRestart
 from tfop.objects import Object
 
@@ -81,17 +82,20 @@ def record_replicas(draft: PlanDraft, spec: TFJobSpec, children: SortedChildren,
     def counted(pod: Object) -> bool:
         if not finishing and pod_phase(pod) in (POD_PENDING, POD_RUNNING):
             return True
-        if is_terminating(pod):
+        if is_terminating(pod) and not ended_before_deleted(pod):
             return False
         return uid_of(pod) not in deleted or (finishing and pod_phase(pod) in (POD_SUCCEEDED, POD_FAILED))
 
     previous = mapping(draft.status.get("replicaStatuses"))
+    finished = record_finished(FinishedReplicas.of_status(draft.status), spec, children.slots)
     statuses: dict[str, Any] = {}
     ended: list[dict[str, Any]] = []  # told in one event per exit code, whatever their replica types
     naming = _naming(draft)
     for replica_type in replica_types(spec):
         pods = [pod for pod in children.pods_by_type.get(replica_type, []) if counted(pod)]
-        statuses[replica_type] = {**replica_status(pods, counts[replica_type].total),
+        statuses[replica_type] = {**_with_recalled(replica_status(pods, counts[replica_type].total),
+                                                   children.slots, replica_type),
+                                  **finished.status_fields(replica_type),
                                   **counts[replica_type].ledger.status_fields(),
                                   **recreated_exits_fields(previous.get(replica_type), counts[replica_type].recreated,
                                                            spec.replicas(replica_type)),
@@ -111,6 +115,14 @@ def record_replicas(draft: PlanDraft, spec: TFJobSpec, children: SortedChildren,
         succeeded, failed = sum(entry["succeeded"] for entry in tally), sum(entry["failed"] for entry in tally)
         draft.status["replicaSummary"] = (f"{succeeded}/{len(children.slots)} succeeded"
                                           + (f", {failed} failed" if failed else ""))
+
+
+def _with_recalled(counts: dict[str, int], slots: list[Slot], replica_type: str) -> dict[str, int]:
+    """The counts by phase, with the replicas whose pods are gone but whose ends are recorded (finished.py)."""
+    recalled = [slot.state for slot in slots
+                if slot.slot.replica_type == replica_type and slot.pod is None and slot.state is not SlotState.ABSENT]
+    return {**counts, "succeeded": counts["succeeded"] + recalled.count(SlotState.SUCCEEDED),
+            "failed": counts["failed"] + recalled.count(SlotState.TOLERATED)}
 
 
 def _naming(draft: PlanDraft) -> ChildNaming:
