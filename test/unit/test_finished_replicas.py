@@ -10,8 +10,11 @@ from typing import Any
 import pytest
 
 from support.plan_builders import (
+    NOW,
     RID,
     T0,
+    batch_job,
+    job_pod,
     make_job,
     make_pod,
     name_of,
@@ -29,7 +32,9 @@ from tfop.controller.plan.replicas.finished import (
     record_finished,
 )
 from tfop.controller.plan.replicas.pod_slots import Slot, SlotState, slot_state
-from tfop.controller.plan.types import POD
+from tfop.controller.plan.controller_config import ControllerConfig
+from tfop.controller.plan.planner import plan
+from tfop.controller.plan.types import JOB, POD, SERVICE, PlanContext
 
 FINALIZER = "tfop.kubeflow.org/replica-tracking"  # spelled out: the tests state the API they expect
 
@@ -251,3 +256,15 @@ def test_a_job_being_deleted_releases_every_pod_and_does_nothing_else() -> None:
     result = plan_of(job, pods, services_for(CHIEF_AND_3))
     assert [ref.name for ref in result.release] == [name_of("Chief", 0), name_of("Worker", 0), name_of("Worker", 2)]
     assert (result.create, result.delete, result.status) == ([], [], None)
+
+
+def test_the_job_backend_keeps_the_record_too() -> None:
+    """A replica's Job that completed and was then deleted (by a user) is not made again."""
+    job = _with_recorded(running(make_job({"Worker": 3}, policy="ExitCode")), "Worker", "1", 1)
+    job["status"]["replicaBackend"] = "jobs"
+    jobs = [batch_job("Worker", 0), batch_job("Worker", 2)]
+    pods = [job_pod("Worker", 0, "a"), job_pod("Worker", 2, "a")]
+    result = plan(PlanContext(job, {JOB: jobs, POD: pods, SERVICE: services_for({"Worker": 3})}, NOW,
+                              ControllerConfig()))
+    assert result.create == [] and result.release == []
+    assert result.status is None or result.status["replicaStatuses"]["Worker"]["succeededIndexes"] == "1"

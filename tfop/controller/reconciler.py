@@ -10,16 +10,18 @@ from datetime import UTC, datetime
 
 import structlog
 
-from tfop.api.constants import GROUP, KIND, LABEL_JOB_NAME
+from tfop.api.constants import GROUP, KIND, LABEL_JOB_NAME, POD_SUCCEEDED
 from tfop.api.kueue import managed_elsewhere
 from tfop.controller.apply.applier import PlanApplier
 from tfop.controller.cache_transforms import BY_NODE, node_health_transform, pod_node, slim_job
 from tfop.controller.children import TFJOBS, ChildKind, child_id, child_kinds, pod_group_resource
 from tfop.controller.plan.children.batch_job import made_by_job
+from tfop.controller.plan.children.desired import replica_slot_of
 from tfop.controller.plan.children.pod_group import GangScheduler
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.planner import plan as plan_job
 from tfop.controller.plan.replicas.finished import holds_finalizer
+from tfop.controller.plan.status import pod_phase
 from tfop.controller.plan.types import POD, ChildRef, CreateRefusal, PlanContext
 from tfop.kube.client import KubeClient
 from tfop.kube.clock import SYSTEM_CLOCK, Clock
@@ -134,6 +136,12 @@ class TFJobController:
         elif change is Change.DELETED or child["metadata"].get("deletionTimestamp"):
             # A delete is observed once the object is terminating, or gone.
             self.expectations.deleted(key, child["metadata"]["uid"])
+        if change is Change.DELETED and kind == POD and pod_phase(child) == POD_SUCCEEDED:
+            slot = replica_slot_of(child)
+            if slot is not None and not made_by_job(child):
+                # Told, since the pod GC or a user removing a finished pod used to make its replica run again.
+                log.info("a finished replica's pod is gone; its end is kept in the status, it is not made again",
+                         job=key, replica=f"{slot.replica_type} {slot.index}", pod=child["metadata"]["name"])
 
     def _cache_of(self, kind: str, namespace: str) -> Store:
         return self.runtime.store(self.kinds[kind].resource, namespace)
