@@ -24,6 +24,8 @@ from support.plan_builders import (
     services_for,
 )
 from tfop.controller.plan.children.desired import ReplicaSlot
+from tfop.controller.plan.controller_config import ControllerConfig
+from tfop.controller.plan.planner import plan
 from tfop.controller.plan.replicas.finished import (
     FinishedReplicas,
     format_indexes,
@@ -32,8 +34,6 @@ from tfop.controller.plan.replicas.finished import (
     record_finished,
 )
 from tfop.controller.plan.replicas.pod_slots import Slot, SlotState, slot_state
-from tfop.controller.plan.controller_config import ControllerConfig
-from tfop.controller.plan.planner import plan
 from tfop.controller.plan.types import JOB, POD, SERVICE, PlanContext
 
 FINALIZER = "tfop.kubeflow.org/replica-tracking"  # spelled out: the tests state the API they expect
