@@ -18,6 +18,7 @@ if [[ -f "${STAMP}" ]]; then
   echo "${BIN_DIR}"
   exit 0
 fi
+building "Kubernetes ${KUBERNETES_VERSION}, etcd ${ETCD_VERSION} and kwok ${KWOK_VERSION} (${BIN_DIR})"
 
 go_build_env
 

@@ -19,6 +19,7 @@ if [[ -x "${BIN_DIR}/helm" ]]; then
   echo "${BIN_DIR}/helm"
   exit 0
 fi
+building "helm ${HELM_VERSION} (${BIN_DIR})"
 
 go_build_env
 

@@ -94,13 +94,13 @@ paths=()
 for component in "${wanted[@]}"; do
   case "${component}" in
     containerd)
-      [[ -f "${CONTAINERD_DIR}/.complete" ]] || { build_containerd; built+=" containerd"; }
+      [[ -f "${CONTAINERD_DIR}/.complete" ]] || { building "containerd ${CONTAINERD_VERSION} (${CONTAINERD_DIR})"; build_containerd; built+=" containerd"; }
       paths+=("${CONTAINERD_DIR}/containerd" "${CONTAINERD_DIR}/containerd-shim-runc-v2" "${CONTAINERD_DIR}/ctr") ;;
     coredns)
-      [[ -f "${COREDNS_DIR}/.complete" ]] || { build_coredns; built+=" coredns"; }
+      [[ -f "${COREDNS_DIR}/.complete" ]] || { building "coredns ${COREDNS_VERSION} (${COREDNS_DIR})"; build_coredns; built+=" coredns"; }
       paths+=("${COREDNS_DIR}/coredns") ;;
     kubelet)
-      [[ -f "${KUBELET_DIR}/.complete" ]] || { build_kubelet; built+=" kubelet"; }
+      [[ -f "${KUBELET_DIR}/.complete" ]] || { building "kubelet ${KUBERNETES_VERSION} (${KUBELET_DIR})"; build_kubelet; built+=" kubelet"; }
       paths+=("${KUBELET_DIR}/kubelet") ;;
     *) die "unknown component ${component} (known: containerd coredns kubelet)" ;;
   esac

@@ -9,6 +9,17 @@ CACHE_ROOT="${TFOP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tfop}"
 log() { printf '[%s] %s\n' "${LOG_NAME}" "$*" >&2; }
 die() { printf '[%s] ERROR: %s\n' "${LOG_NAME}" "$*" >&2; exit 1; }
 
+# `make builds-cached` runs every build script with TFOP_CHECK_CACHED=1 to learn, without building anything,
+# whether all of them are cached: a script then exits NOT_CACHED (3) at the point where it would start building, so
+# the answer comes from the same checks the builds make. building WHAT marks that point.
+NOT_CACHED=3
+building() {
+  if [[ "${TFOP_CHECK_CACHED:-}" == 1 ]]; then
+    log "not cached: $*"
+    exit "${NOT_CACHED}"
+  fi
+}
+
 # Static, reproducible binaries from the local toolchain only (no toolchain download: none is possible here).
 go_build_env() {
   command -v go >/dev/null \
@@ -149,6 +160,7 @@ cached_bin_dir_or_module_dir() {
     echo "${bin_dir}"
     exit 0
   fi
+  building "${module}@${version} (${bin_dir})"
 }
 
 # build_into_cache BIN_DIR BINARY WHAT NOTE CMD...: runs CMD, which writes BINARY into BIN_DIR.partial, then swaps
@@ -209,6 +221,7 @@ ensure_debian_packages() {
     dpkg-query -W -f='${Status}' "${pkg}" 2>/dev/null | grep -q 'install ok installed' || missing+=("${pkg}")
   done
   [[ ${#missing[@]} -eq 0 ]] && return 0
+  building "the Debian packages ${missing[*]}"
   [[ "$(id -u)" -eq 0 ]] || die "Debian packages ${missing[*]} are missing and installing them needs root"
   command -v apt-get >/dev/null || die "Debian packages ${missing[*]} are missing and there is no apt-get here"
   log "installing Debian packages: ${missing[*]}"

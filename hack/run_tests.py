@@ -1,7 +1,8 @@
 """`make test` and `make test-all`: the suite as four pytest processes at once, each with its own local cluster.
 
-`make test` is the gate (CI runs it; 12 minutes warm on 2 cores): every test but those test/support/tiers.py
-marks `long`, scenarios that cost minutes each. `make test-all` (`run_tests.py --all`) runs those too.
+`make test` is the gate (12 minutes warm on 2 cores): every test but those test/support/tiers.py marks `long`,
+scenarios that cost minutes each. `make test-all` (`run_tests.py --all`) runs those too; CI (.ci/run) runs it
+whenever every build is cached (`make builds-cached`), `make test` otherwise.
 
 Much of the suite's time is waiting, not computing: the e2e tests wait for TensorFlow to train on the real nodes
 and for the node lifecycle controller to mark a node lost; the integration tests wait for the apiserver, kwok, the

@@ -16,6 +16,7 @@ if [[ -f "${VENV}/.complete" ]]; then
   echo "${VENV}/bin/python"
   exit 0
 fi
+building "the Kubeflow SDK's virtualenv ${VENV}"
 
 start=${SECONDS}
 log "creating ${VENV} with $(${PYTHON} --version)"

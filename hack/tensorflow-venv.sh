@@ -20,6 +20,7 @@ if [[ -f "${VENV}/.complete" ]]; then
   echo "${VENV}/bin/python"
   exit 0
 fi
+building "the TensorFlow virtualenv ${VENV}"
 
 start=${SECONDS}
 download_wheels "${LOCK}"

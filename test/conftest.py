@@ -25,7 +25,7 @@ from support.namespaces import make_namespace, release_tracked_pods
 from support.operator_process import OperatorProcess
 from support.tiers import is_long
 from support.time_limit import TimeLimitPlugin
-from support.waiting import wait_for
+from support.waiting import DEADLINE, wait_for
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import ApiError
 from tfop.kube.resource import NAMESPACES
@@ -79,7 +79,7 @@ def cluster(cluster_dir: Callable[[str], Path]) -> Iterator[LocalCluster]:
 def tfjob_crd(cluster: LocalCluster) -> Path:
     """The checked-in CRD, installed the way the docs tell users to (plain client-side `kubectl apply`)."""
     cluster.kubectl("apply", "-f", str(CRD_FILE))
-    wait_for(lambda: crd_established(cluster, "tfjobs.kubeflow.org"), 60, "the TFJob CRD to be Established")
+    wait_for(lambda: crd_established(cluster, "tfjobs.kubeflow.org"), DEADLINE, "the TFJob CRD to be Established")
     return CRD_FILE
 
 

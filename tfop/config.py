@@ -43,19 +43,22 @@ import yaml
 
 from tfop import yamlio
 from tfop.api.constants import NAMING_RUNTIME_ID, NAMINGS, NODE_LOSS_POLICIES, REPLICA_BACKEND_PODS, REPLICA_BACKENDS
-from tfop.controller.plan.children.accelerators import Accelerator, HostVolume
-from tfop.controller.plan.children.pod_group import GANG_NONE, GANG_SCHEDULER_NAMES
+from tfop.api.fields import one_of
 from tfop.controller.plan.controller_config import (
     DEFAULT_EVALUATOR_GRACE_SECONDS,
+    DEFAULT_GPU_RESOURCE,
     DEFAULT_GRPC_SERVER_FILE_PATH,
     DEFAULT_SERVICE_DOMAIN,
     DEFAULT_TF_IMAGE,
     DEFAULT_UNKNOWN_SCHEDULING_GRACE_SECONDS,
+    Accelerator,
     CapacityScalingSettings,
     ControllerConfig,
+    HostVolume,
     NodeLossSettings,
 )
-from tfop.controller.plan.job.legacy_gpu import DEFAULT_GPU_RESOURCE, LEGACY_GPU_RESOURCE, gpu_resource_problem
+from tfop.controller.plan.gang_schedulers import GANG_NONE, GANG_SCHEDULER_NAMES
+from tfop.controller.plan.job.legacy_gpu import LEGACY_GPU_RESOURCE, gpu_resource_problem
 
 _DNS_SUFFIX = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -110,20 +113,22 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> ControllerConf
     gang = document.get("gangScheduler", GANG_NONE)
     if gang not in GANG_SCHEDULER_NAMES:
         raise ConfigError(f"gangScheduler {gang!r} is not one of {', '.join(GANG_SCHEDULER_NAMES)}")
-    naming = document.get("childNaming", NAMING_RUNTIME_ID)
-    if naming not in NAMINGS:
-        raise ConfigError(f"childNaming {naming!r} is not one of {', '.join(NAMINGS)}")
-    backend = document.get("replicaBackend", REPLICA_BACKEND_PODS)
-    if backend not in REPLICA_BACKENDS:
-        raise ConfigError(f"replicaBackend {backend!r} is not one of {', '.join(REPLICA_BACKENDS)}")
+    asked_naming = document.get("childNaming", NAMING_RUNTIME_ID)
+    naming = one_of(asked_naming, NAMINGS)
+    if naming is None:
+        raise ConfigError(f"childNaming {asked_naming!r} is not one of {', '.join(NAMINGS)}")
+    asked_backend = document.get("replicaBackend", REPLICA_BACKEND_PODS)
+    backend = one_of(asked_backend, REPLICA_BACKENDS)
+    if backend is None:
+        raise ConfigError(f"replicaBackend {asked_backend!r} is not one of {', '.join(REPLICA_BACKENDS)}")
     evaluator_grace = _seconds(document.get("evaluatorGraceSeconds", DEFAULT_EVALUATOR_GRACE_SECONDS),
                                "evaluatorGraceSeconds")
     unknown_scheduling_grace = _seconds(document.get("unknownSchedulingGraceSeconds",
                                                      DEFAULT_UNKNOWN_SCHEDULING_GRACE_SECONDS),
                                         "unknownSchedulingGraceSeconds")
     return ControllerConfig(service_domain=domain, accelerators=MappingProxyType(accelerators), gang_scheduler=gang,
-                            gpu_resource=str(gpu_resource), child_naming=str(naming), tf_image=image,
-                            grpc_server_file_path=posixpath.normpath(server_path), replica_backend=str(backend),
+                            gpu_resource=str(gpu_resource), child_naming=naming, tf_image=image,
+                            grpc_server_file_path=posixpath.normpath(server_path), replica_backend=backend,
                             node_loss=_node_loss(document.get("nodeLoss") or {}, notes),
                             evaluator_grace_seconds=evaluator_grace,
                             unknown_scheduling_grace_seconds=unknown_scheduling_grace,
@@ -157,9 +162,10 @@ def _node_loss(data: Any, notes: list[str]) -> NodeLossSettings:
     watch = spec.get("watchNodes", defaults.watch_nodes)
     if not isinstance(watch, bool):
         raise ConfigError(f"nodeLoss.watchNodes must be true or false, not {watch!r}")
-    policy = spec.get("policy", defaults.policy)
-    if policy not in NODE_LOSS_POLICIES:
-        raise ConfigError(f"nodeLoss.policy {policy!r} is not one of {', '.join(NODE_LOSS_POLICIES)}")
+    asked_policy = spec.get("policy", defaults.policy)
+    policy = one_of(asked_policy, NODE_LOSS_POLICIES)
+    if policy is None:
+        raise ConfigError(f"nodeLoss.policy {asked_policy!r} is not one of {', '.join(NODE_LOSS_POLICIES)}")
     seconds = {key: _seconds(spec.get(key, default), f"nodeLoss.{key}")
                for key, default in (("graceSeconds", defaults.grace_seconds),
                                     ("terminatingMarginSeconds", defaults.terminating_margin_seconds))}
@@ -169,7 +175,7 @@ def _node_loss(data: Any, notes: list[str]) -> NodeLossSettings:
         if not all(isinstance(entry, str) and entry for entry in entries):
             raise ConfigError(f"nodeLoss.{key} must list condition types or taint keys, not {entries!r}")
         names[key] = tuple(str(entry) for entry in entries)
-    return NodeLossSettings(watch_nodes=watch, policy=str(policy), grace_seconds=seconds["graceSeconds"],
+    return NodeLossSettings(watch_nodes=watch, policy=policy, grace_seconds=seconds["graceSeconds"],
                             terminating_margin_seconds=seconds["terminatingMarginSeconds"],
                             unhealthy_conditions=names["unhealthyConditions"],
                             unhealthy_taints=names["unhealthyTaints"])

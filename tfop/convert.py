@@ -16,7 +16,8 @@ import yaml
 from tfop import yamlio
 from tfop.api.constants import API_VERSION, KIND
 from tfop.api.conversion import TF_GROUP_KIND, TF_GROUP_V1ALPHA1, V1ALPHA1, V1BETA1, ConversionError, to_v1
-from tfop.controller.plan.job.legacy_gpu import DEFAULT_GPU_RESOURCE, rewrite_legacy_gpu
+from tfop.controller.plan.controller_config import DEFAULT_GPU_RESOURCE
+from tfop.controller.plan.job.legacy_gpu import rewrite_legacy_gpu
 
 LEGACY = {(V1ALPHA1, KIND), (V1BETA1, KIND), (TF_GROUP_V1ALPHA1, TF_GROUP_KIND), (TF_GROUP_V1ALPHA1, KIND)}
 # What only the apiserver writes: meaningless in a manifest to apply.

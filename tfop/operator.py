@@ -39,7 +39,6 @@ from tfop.webhook import ConversionWebhook
 log = structlog.get_logger("tfop")
 
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-SYNC_TIMEOUT = 300.0
 
 
 def run_operator(args: argparse.Namespace) -> int:

@@ -18,7 +18,8 @@ import structlog
 
 from tfop.api.constants import API_VERSION
 from tfop.api.conversion import ConversionError, convert
-from tfop.controller.plan.job.legacy_gpu import DEFAULT_GPU_RESOURCE, rewrite_legacy_gpu
+from tfop.controller.plan.controller_config import DEFAULT_GPU_RESOURCE
+from tfop.controller.plan.job.legacy_gpu import rewrite_legacy_gpu
 from tfop.tls import CertificateFiles, TLSServerMixin
 
 log = structlog.get_logger("tfop.webhook")

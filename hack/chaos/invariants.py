@@ -19,6 +19,9 @@ CONVERGENCE_BOUND = 180.0
 RSS_RATIO_BOUND = 1.5
 RSS_WARMUP = 30.0
 RSS_MIN_LIFE = 90.0  # a process that lived less says nothing about growth
+# How a fault's detail starts when it could not be made or healed, and when it had nothing to hit.
+ERRORED = "error:"
+SKIPPED = "skipped:"
 
 
 @dataclass(frozen=True)
@@ -119,16 +122,41 @@ def one_process_per_task(claims: Iterable[ProcessClaim]) -> list[str]:
 def memory_flat(samples: Mapping[str, Sequence[tuple[float, int]]], ratio: float = RSS_RATIO_BOUND,
                 warmup: float = RSS_WARMUP, min_life: float = RSS_MIN_LIFE) -> list[str]:
     """For each operator process (samples: seconds since it started, RSS bytes) that lived long enough, its last
-    RSS is at most `ratio` times its first once warm."""
+    RSS is at most `ratio` times its first once warm. A run in which no process lived that long has not shown
+    the memory flat: that is a violation too, not a pass."""
     found = []
-    for process, points in samples.items():
-        warm = [(at, rss) for at, rss in points if at >= warmup]
-        if not warm or warm[-1][0] < min_life:
-            continue
-        first, last = warm[0][1], warm[-1][1]
+    judged = judged_for_memory(samples, warmup, min_life)
+    if not judged:
+        found.append(f"judged nothing: none of {len(samples)} operator processes was sampled {min_life:.0f} s "
+                     f"after its start")
+    for process in judged:
+        warm = [rss for at, rss in samples[process] if at >= warmup]
+        first, last = warm[0], warm[-1]
         if last > ratio * first:
             found.append(f"{process}: RSS {first / 2**20:.0f} MiB -> {last / 2**20:.0f} MiB "
                          f"(x{last / first:.2f} > x{ratio})")
+    return found
+
+
+def judged_for_memory(samples: Mapping[str, Sequence[tuple[float, int]]], warmup: float = RSS_WARMUP,
+                      min_life: float = RSS_MIN_LIFE) -> list[str]:
+    """The processes that lived long enough for memory_flat to judge their growth: sampled warm, the last time at
+    least `min_life` after their start."""
+    return [process for process, points in samples.items()
+            if any(at >= warmup for at, _ in points) and points[-1][0] >= min_life]
+
+
+def as_asked(jobs_asked: int, jobs_created: int, faults: Iterable[tuple[str, str]]) -> list[str]:
+    """The run did what it was asked: it created at least the jobs it was to keep running, played at least one
+    fault, and none of its faults (label, detail) errored. A fault with nothing to hit (detail "skipped: ...") is
+    the job mix's doing, reported apart, not a failure of the run."""
+    found = []
+    if jobs_created < jobs_asked:
+        found.append(f"{jobs_created} jobs created, {jobs_asked} asked")
+    played = list(faults)
+    if not played:
+        found.append("no fault played")
+    found += [f"{label}: {detail}" for label, detail in played if detail.startswith(ERRORED)]
     return found
 
 

@@ -17,7 +17,7 @@ from localcluster import LocalCluster
 from support.crds import crd_established
 from support.operator_process import OperatorProcess
 from support.tfjobs import replica, tfjob
-from support.waiting import KUBECTL_INTERVAL, wait_for
+from support.waiting import DEADLINE, KUBECTL_INTERVAL, wait_for
 from tfop.kube.client import KubeClient
 
 REPO = Path(__file__).resolve().parents[2]
@@ -75,14 +75,14 @@ def test_states_and_lifecycle_logs_tell_the_truth(cluster: LocalCluster, tfjob_c
                  message="stuck: Pending 0/2", interval=KUBECTL_INTERVAL)
 
         apply(cluster, namespace, REPO / "examples" / "distributed.yaml")
-        wait_for(lambda: state_and_replicas(cluster, namespace, "dist-mnist") == ("Running", "4/4"), timeout=60,
+        wait_for(lambda: state_and_replicas(cluster, namespace, "dist-mnist") == ("Running", "4/4"), timeout=DEADLINE,
                  message="dist-mnist: Running 4/4", interval=KUBECTL_INTERVAL)
         worker = pod_of(cluster, namespace, "dist-mnist", "worker", 1)
         exit_pod(client, namespace, worker, 137, "OOMKilled")
         wait_for(lambda: any(line["event"].startswith("replica restarting")
                              for line in grep_recipe(log, namespace, "dist-mnist")), message="a restart line",
                  interval=KUBECTL_INTERVAL)
-        wait_for(lambda: state_and_replicas(cluster, namespace, "dist-mnist") == ("Running", "4/4"), timeout=60,
+        wait_for(lambda: state_and_replicas(cluster, namespace, "dist-mnist") == ("Running", "4/4"), timeout=DEADLINE,
                  message="dist-mnist: Running 4/4 again", interval=KUBECTL_INTERVAL)
 
         cluster.kubectl("patch", "tfjob", "stuck", "-n", namespace, "--type=merge",
@@ -92,7 +92,7 @@ def test_states_and_lifecycle_logs_tell_the_truth(cluster: LocalCluster, tfjob_c
 
         exit_pod(client, namespace, pod_of(cluster, namespace, "dist-mnist", "chief", 0), 0)
         wait_for(lambda: state_and_replicas(cluster, namespace, "dist-mnist") == ("Succeeded", "1/4 succeeded"),
-                 timeout=60, message="dist-mnist: Succeeded 1/4 succeeded", interval=KUBECTL_INTERVAL)
+                 timeout=DEADLINE, message="dist-mnist: Succeeded 1/4 succeeded", interval=KUBECTL_INTERVAL)
 
         short = tfjob("short", {"ttlSecondsAfterFinished": 0}, Worker=replica(1))
         apply(cluster, namespace, short)
@@ -137,9 +137,9 @@ def test_the_pvc_example_runs_with_the_local_pv(cluster: LocalCluster, tfjob_crd
         cluster.kubectl("apply", "-f", str(pv))
         apply(cluster, namespace, REPO / "examples" / "pvc.yaml")
         wait_for(lambda: cluster.kubectl("get", "pvc", "mnist-models", "-n", namespace, "-o",
-                                         "jsonpath={.status.phase}").stdout == "Bound", timeout=60,
+                                         "jsonpath={.status.phase}").stdout == "Bound", timeout=DEADLINE,
                  message="the example's claim to bind to the local PV", interval=KUBECTL_INTERVAL)
-        wait_for(lambda: state_and_replicas(cluster, namespace, "mnist-save") == ("Running", "1/1"), timeout=60,
+        wait_for(lambda: state_and_replicas(cluster, namespace, "mnist-save") == ("Running", "1/1"), timeout=DEADLINE,
                  message="mnist-save: Running 1/1", interval=KUBECTL_INTERVAL)
     finally:
         operator.terminate()
@@ -178,7 +178,7 @@ def test_a_cluster_without_the_crd_ends_tfop_with_exit_1_and_the_install_command
                                  "127.0.0.1:0"], capture_output=True, text=True, timeout=60, check=False)
     finally:
         cluster.kubectl("apply", "-f", str(tfjob_crd))
-        wait_for(lambda: crd_established(cluster, "tfjobs.kubeflow.org"), 60, "the TFJob CRD to be Established",
+        wait_for(lambda: crd_established(cluster, "tfjobs.kubeflow.org"), DEADLINE, "the TFJob CRD to be Established",
                  interval=KUBECTL_INTERVAL)
     print(result.stderr)
     assert result.returncode == 1

@@ -14,7 +14,7 @@ import pytest
 from localcluster import LocalCluster
 from localcluster.node import NODE_LABEL, node_images
 from support.real_node_jobs import apply, job_pods, shell_container, story, tfjob, wait_for_condition
-from support.waiting import KUBECTL_INTERVAL, wait_for
+from support.waiting import DEADLINE, KUBECTL_INTERVAL, wait_for
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 OPERATOR_NAMESPACE = "tfop-system"
@@ -98,7 +98,7 @@ def test_the_kustomize_base_runs_the_operator_in_cluster_and_it_runs_a_job_to_su
     # kubectl logs reads the operator's own lines: one replica leads, synced its caches through the relay, and
     # tells the job's story with job=namespace/name on every line.
     job_key = f'"job": "{namespace}/in-cluster"'
-    logs = wait_for(lambda: (text := operator_logs()) and '"job succeeded"' in text and text, timeout=30,
+    logs = wait_for(lambda: (text := operator_logs()) and '"job succeeded"' in text and text, timeout=DEADLINE,
                     message="an operator pod to log that the job succeeded", interval=KUBECTL_INTERVAL)
     assert '"became leader"' in logs and '"caches synced"' in logs
     lines = [line for line in logs.splitlines() if job_key in line]

@@ -96,7 +96,7 @@ def test_a_pod_of_another_job_is_refused_by_an_isolated_job_whose_own_pods_still
 
     # The firewall guards a pod once it has a chain for it (kube-router names the pod in the jump's comment).
     wait_for(lambda: all(f"POD name:{p['metadata']['name']} " in filter_table() for p in isolated.values()),
-             timeout=60, message="kube-router's chains for the isolated job's pods", interval=KUBECTL_INTERVAL)
+             timeout=DEADLINE, message="kube-router's chains for the isolated job's pods", interval=KUBECTL_INTERVAL)
     covered_at = int(time.time()) + 1
 
     isolated_ip, open_ip = isolated["worker"]["status"]["podIP"], open_worker["status"]["podIP"]

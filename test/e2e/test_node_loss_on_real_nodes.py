@@ -178,7 +178,7 @@ def namespace_for(cluster: LocalCluster, base: str) -> str:
     name = f"{base}-{uuid.uuid4().hex[:6]}"
     cluster.kubectl("create", "namespace", name)
     wait_for(lambda: cluster.kubectl("get", "serviceaccount", "default", "-n", name, check=False).returncode == 0,
-             30, f"the default ServiceAccount in namespace {name}", interval=KUBECTL_INTERVAL)
+             DEADLINE, f"the default ServiceAccount in namespace {name}", interval=KUBECTL_INTERVAL)
     return name
 
 

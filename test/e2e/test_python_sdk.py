@@ -18,7 +18,7 @@ from localcluster.operator_config import tensorflow_image
 from support.operator_process import OperatorProcess
 from support.python_sdk import TrainingClient, sdk_python
 from support.real_node_jobs import job_pods
-from support.waiting import KUBECTL_INTERVAL, wait_for
+from support.waiting import DEADLINE, KUBECTL_INTERVAL, wait_for
 
 
 @pytest.fixture
@@ -45,7 +45,7 @@ def on_real_node(real_node: LocalCluster, namespace: str) -> Iterator[str]:
                                    "jsonpath={.spec.nodeSelector}", check=False)
         return NODE_LABEL in result.stdout
 
-    wait_for(pinned, 30, "the admission policy to pin the namespace's pods", interval=0.5)
+    wait_for(pinned, DEADLINE, "the admission policy to pin the namespace's pods", interval=0.5)
     yield namespace
     for kind in ("mutatingadmissionpolicybinding", "mutatingadmissionpolicy"):
         real_node.kubectl("delete", kind, name, "--wait=false", check=False)
@@ -69,5 +69,5 @@ def test_a_train_func_runs_with_tensorflow_and_the_sdk_waits_reads_logs_and_dele
     assert report == {"task": ["chief", 0], "jobs": ["chief", "worker"], "chief": True, "greeting": "hello"}
 
     sdk.call("delete_job", name="sdk-train")
-    wait_for(lambda: sdk.call("list_jobs") == [] and not job_pods(real_node, namespace, "sdk-train"), timeout=60,
+    wait_for(lambda: sdk.call("list_jobs") == [] and not job_pods(real_node, namespace, "sdk-train"), timeout=DEADLINE,
              message="the job and its pods gone", interval=KUBECTL_INTERVAL)

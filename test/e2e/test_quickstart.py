@@ -13,7 +13,7 @@ from pathlib import Path
 from fake_kubelet import exit_pod
 from localcluster import LocalCluster
 from ports import free_port
-from support.waiting import KUBECTL_INTERVAL, wait_for
+from support.waiting import DEADLINE, KUBECTL_INTERVAL, wait_for
 from tfop import yamlio
 from tfop.kube.client import KubeClient
 
@@ -44,7 +44,7 @@ def test_distributed_example_runs_to_success_and_sigterm_stops_the_operator(
             stdout=out, stderr=subprocess.STDOUT)
     try:
         cluster.kubectl("apply", "-n", namespace, "-f", str(REPO / "examples" / "distributed.yaml"))
-        wait_for(lambda: tfjob_row(cluster, namespace)[1:3] == ["Running", "4/4"], timeout=60,
+        wait_for(lambda: tfjob_row(cluster, namespace)[1:3] == ["Running", "4/4"], timeout=DEADLINE,
                  message="kubectl get tfjobs to show Running 4/4", interval=KUBECTL_INTERVAL)
 
         client = KubeClient.from_kubeconfig(str(cluster.kubeconfig))
@@ -53,7 +53,7 @@ def test_distributed_example_runs_to_success_and_sigterm_stops_the_operator(
         # The chief decides the job; the pods still running are then cleaned up (cleanPodPolicy: Running).
         [chief] = [p for p in pods if p["metadata"]["labels"]["training.kubeflow.org/replica-type"] == "chief"]
         exit_pod(client, namespace, chief["metadata"]["name"], 0)
-        wait_for(lambda: tfjob_row(cluster, namespace)[1:2] == ["Succeeded"], timeout=60,
+        wait_for(lambda: tfjob_row(cluster, namespace)[1:2] == ["Succeeded"], timeout=DEADLINE,
                  message="kubectl get tfjobs to show Succeeded", interval=KUBECTL_INTERVAL)
         # The success tells the exit that decided it: `... successfully completed: Chief 0 exited with code 0.`
         reasons = ("SuccessfulCreate", "TFJobSucceeded", "Chief 0 exited with code 0")

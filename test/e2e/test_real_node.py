@@ -185,7 +185,7 @@ def test_a_second_cluster_runs_its_own_node_beside_and_leaves_nothing_behind(
         killed = other.pid("real-0-kubelet")
         assert killed is not None
         os.kill(killed, signal.SIGKILL)
-        wait_for(lambda: other.pid("real-0-kubelet") not in (None, killed), timeout=30,
+        wait_for(lambda: other.pid("real-0-kubelet") not in (None, killed), timeout=DEADLINE,
                  message="the watchdog to restart the killed kubelet", interval=KUBECTL_INTERVAL)
         node = other.node("real-0")
         other.down()  # a hang here fails the test by its time limit, naming it, with every thread's stack

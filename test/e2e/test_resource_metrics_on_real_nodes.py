@@ -21,7 +21,7 @@ from support.node_loss import timestamp
 from support.operator_process import OperatorProcess
 from support.real_node_jobs import apply, get, job_pods, on_real_node, shell_container, story, tfjob
 from support.resource_metrics import cpu_utilization_metric, hpa_cpu_utilization, pod_cpu_millicores, raw
-from support.waiting import KUBECTL_INTERVAL, wait_for
+from support.waiting import DEADLINE, KUBECTL_INTERVAL, wait_for
 from tfop.api.constants import LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
 
 # A shell spinning on a builtin; the trap lets it end at once when its pod is deleted (as PID 1 it would otherwise
@@ -63,7 +63,7 @@ def running_pods(cluster: LocalCluster, namespace: str, app: str) -> list[dict[s
 def test_a_busy_pod_shows_its_cpu_in_the_resource_metrics_api_and_kubectl_top(
         real_node: LocalCluster, metrics_server: MetricsServer, namespace: str, busybox: str) -> None:
     apply(real_node, namespace, busy_deployment("spin", busybox))
-    [pod] = wait_for(lambda: running_pods(real_node, namespace, "spin"), timeout=60,
+    [pod] = wait_for(lambda: running_pods(real_node, namespace, "spin"), timeout=DEADLINE,
                      message="the busy pod to run on a real node", interval=KUBECTL_INTERVAL)
     name = pod["metadata"]["name"]
 
@@ -206,7 +206,7 @@ def test_a_tfjobs_own_hpa_adds_busy_workers_in_place_and_removes_them_once_idle(
 
     # 1. tfop makes the HPA, owned by the job and aimed at its scale subresource.
     with explained(details):
-        autoscaler = wait_for(hpa, timeout=60, message="tfop to create the job's HPA", interval=KUBECTL_INTERVAL)
+        autoscaler = wait_for(hpa, timeout=DEADLINE, message="tfop to create the job's HPA", interval=KUBECTL_INTERVAL)
     assert [ref for ref in autoscaler["metadata"].get("ownerReferences", [])
             if ref["uid"] == job["metadata"]["uid"] and ref.get("controller")], autoscaler["metadata"]
     assert autoscaler["spec"]["scaleTargetRef"] == {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": name}
@@ -214,7 +214,7 @@ def test_a_tfjobs_own_hpa_adds_busy_workers_in_place_and_removes_them_once_idle(
 
     with explained(details):
         first = wait_for(lambda: (pod := worker_pods(real_node, namespace, name).get(0)) and running(pod) and pod,
-                         timeout=120, message="worker 0 to run on a real node", interval=KUBECTL_INTERVAL)
+                         timeout=DEADLINE, message="worker 0 to run on a real node", interval=KUBECTL_INTERVAL)
     uid = first["metadata"]["uid"]
 
     def at_size(size: int) -> dict[str, Any] | None:

@@ -210,7 +210,7 @@ def test_keras_mwms_scaled_2_to_3_restarts_together_and_resumes_from_its_backup(
                                                                    shared=cluster.shared_dir))}, dynamic=False))
     with JobLogs(cluster, namespace, job) as logs:
         table = Table(timestamp(get(cluster, namespace, "tfjob", job)["metadata"]["creationTimestamp"]))
-        before = wait_for(lambda: (p := pods_by_task(cluster, namespace, job)) and len(p) == 2 and p, 120,
+        before = wait_for(lambda: (p := pods_by_task(cluster, namespace, job)) and len(p) == 2 and p, DEADLINE,
                           "the job's 2 worker pods", interval=KUBECTL_INTERVAL)
         old = uids(before)
         # Two epochs backed up: the restart must resume past epoch 0 whatever it loses of the epoch in flight.
@@ -229,7 +229,7 @@ def test_keras_mwms_scaled_2_to_3_restarts_together_and_resumes_from_its_backup(
         done = wait_for_condition(cluster, namespace, job, {"Failed", "Succeeded"}, timeout=600)
         table.succeeded = condition_at(done, "Succeeded")
         # The new workers' logs to their end (worker 0's Succeeded may come before the others' last lines).
-        wait_for(lambda: all(first(logs.of(uid), re.compile(r"^done: ")) for uid in new.values()), 120,
+        wait_for(lambda: all(first(logs.of(uid), re.compile(r"^done: ")) for uid in new.values()), DEADLINE,
                  "every new worker's last line", interval=KUBECTL_INTERVAL)
     print(f"\n{table.rows('MWMS Keras fit, BackupAndRestore')}\nresumed: "
           f"{ {task: line.text for task, (line, _) in resumed.items()} }")
@@ -276,7 +276,7 @@ def test_async_ps_scaled_2_to_4_to_1_in_place_keeps_the_chief_and_ps_training(
     apply(cluster, namespace, tfjob(job, {"Chief": (1, spec), "PS": (1, spec), "Worker": (2, spec)}, dynamic=True))
     with JobLogs(cluster, namespace, job) as logs:
         table = Table(timestamp(get(cluster, namespace, "tfjob", job)["metadata"]["creationTimestamp"]))
-        start = wait_for(lambda: (p := pods_by_task(cluster, namespace, job)) and len(p) == 4 and p, 120,
+        start = wait_for(lambda: (p := pods_by_task(cluster, namespace, job)) and len(p) == 4 and p, DEADLINE,
                          "the job's 4 pods", interval=KUBECTL_INTERVAL)
         kept = {task: start[task]["metadata"]["uid"] for task in ("chief:0", "ps:0")}
         chief = kept["chief:0"]
@@ -286,7 +286,7 @@ def test_async_ps_scaled_2_to_4_to_1_in_place_keeps_the_chief_and_ps_training(
         up = Resize("2 -> 4 workers, in place", scale(cluster, namespace, job, 4))
         table.resizes.append(up)
         grown = wait_for(lambda: (p := pods_by_task(cluster, namespace, job)) and {"worker:2", "worker:3"} <= set(p)
-                         and p, 120, "worker pods 2 and 3", interval=KUBECTL_INTERVAL)
+                         and p, DEADLINE, "worker pods 2 and 3", interval=KUBECTL_INTERVAL)
         up.pods_changed = max(timestamp(grown[t]["metadata"]["creationTimestamp"]) for t in ("worker:2", "worker:3"))
         added = {task: grown[task]["metadata"]["uid"] for task in ("worker:2", "worker:3")}
         joined = {task: wait_for_line(logs, uid, WORKER_STEP, f"{task}'s first step") for task, uid in added.items()}
@@ -310,12 +310,12 @@ def test_async_ps_scaled_2_to_4_to_1_in_place_keeps_the_chief_and_ps_training(
         stopped = {task: wait_for_line(logs, uid, TOLD_TO_STOP, f"{task} to stop when scaled away", timeout=180)
                    for task, uid in removed.items()}
         down.pods_changed = max(line.at for line, _ in stopped.values())
-        wait_for(lambda: set(pods_by_task(cluster, namespace, job)) == {"chief:0", "ps:0", "worker:0"}, 120,
+        wait_for(lambda: set(pods_by_task(cluster, namespace, job)) == {"chief:0", "ps:0", "worker:0"}, DEADLINE,
                  "only chief:0, ps:0 and worker:0 left", interval=KUBECTL_INTERVAL)
         worker0 = before_down["worker:0"]
         down.resumed = wait_for(lambda: next((line.at for line in logs.of(worker0)
                                               if line.at > (down.pods_changed or 0) and WORKER_STEP.match(line.text)),
-                                             None), 120, "worker:0 to train on alone", interval=KUBECTL_INTERVAL)
+                                             None), DEADLINE, "worker:0 to train on alone", interval=KUBECTL_INTERVAL)
         done = wait_for_condition(cluster, namespace, job, {"Failed", "Succeeded"}, timeout=900)
         table.succeeded = condition_at(done, "Succeeded")
     print(f"\n{table.rows('async PS, enableDynamicWorker')}\nchief when workers 2 and 3 had stepped: global step "
@@ -370,7 +370,7 @@ def test_the_go_operator_gives_a_dynamic_ps_job_tf_configs_tensorflow_refuses_an
         spec = tf_pod("train_ps_dynamic.py", {"STEPS": "1000", "STEP_SECONDS": "1"}, spread=job, grace=5)
         apply(cluster, namespace, tfjob(job, {"Chief": (1, spec), "PS": (2, spec), "Worker": (2, spec)},
                                         dynamic=True))
-        pods = wait_for(lambda: (p := pods_by_task(cluster, namespace, job)) and len(p) == 5 and p, 120,
+        pods = wait_for(lambda: (p := pods_by_task(cluster, namespace, job)) and len(p) == 5 and p, DEADLINE,
                         "the Go operator's 5 pods", interval=KUBECTL_INTERVAL)
         configs = {task: json.loads(next(e["value"] for e in pod["spec"]["containers"][0]["env"]
                                          if e["name"] == "TF_CONFIG")) for task, pod in sorted(pods.items())}

@@ -142,7 +142,7 @@ def test_refused_creates_fire_reconcile_errors_and_resolve_once_reconciles_succe
             run_pod(kube_client, namespace, name)
         timeline.note("their pods created on the operator's next retries")
         touches = 0
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + DEADLINE
         while timeline.rule(alert)["state"] != "inactive":
             assert time.monotonic() < deadline, "\n".join(timeline.lines)
             for _ in range(20):

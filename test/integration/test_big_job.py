@@ -86,13 +86,13 @@ def test_big_job_under_the_deployments_memory_limit(
     kube_client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": big}})
     try:
         wait_for(lambda: cluster.kubectl("get", "serviceaccount", "default", "-n", big, check=False).returncode == 0,
-                 30, f"the default ServiceAccount in {big}")
+                 DEADLINE, f"the default ServiceAccount in {big}")
         operator = OperatorProcess(cluster.kubeconfig, tmp_path / "operator.log", "--namespace", big,
                                    "--namespace", namespace, cgroup=memory_cgroup).start()
         assert operator.process is not None
         create_job(kube_client, big, "big", Chief=replica(), Worker=replica(REPLICAS - 1))
         create_job(kube_client, namespace, "canary", Chief=replica(), Worker=replica())
-        wait_for(lambda: condition(kube_client, namespace, "canary", "Running"), 120,
+        wait_for(lambda: condition(kube_client, namespace, "canary", "Running"), DEADLINE,
                  "the canary to run while the big job's children are being created")
 
         process = operator.process

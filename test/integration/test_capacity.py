@@ -18,7 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from localcluster import LocalCluster
 from support.operator_process import OperatorProcess
 from support.tfjobs import TFJOBS, events_about, job_status, pods_by_name, tfjob
-from support.waiting import wait_for
+from support.waiting import DEADLINE, wait_for
 from tfop.kube.client import KubeClient
 from tfop.kube.resource import NODES
 
@@ -41,7 +41,7 @@ def pool(cluster: LocalCluster) -> Iterator[str]:
                        "capacity": {"cpu": "2", "memory": "8Gi", "pods": "110"}}})
         wait_for(lambda node=node: any(c["type"] == "Ready" and c["status"] == "True" for c in
                                        client.get(NODES, node).get("status", {}).get("conditions", [])),
-                 60, f"kwok to make node {node} Ready")
+                 DEADLINE, f"kwok to make node {node} Ready")
     yield name
     for node in nodes:
         client.delete(NODES, node)

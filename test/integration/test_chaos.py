@@ -19,8 +19,9 @@ SHORT_JOBS = 12
 @pytest.mark.parametrize("seed", SHORT_FORM_SEEDS + REGRESSION_SEEDS)
 def test_every_invariant_holds_through_overlapping_faults(cluster: LocalCluster, tfjob_crd: Path, namespace: str,
                                                          tmp_path: Path, seed: int) -> None:
+    # Memory growth is `make chaos`'s to judge: in 90 s of faults no replica need live the 90 s it takes.
     report = ChaosRun(cluster, namespace, seed, SHORT_DURATION, tmp_path, running_jobs=SHORT_JOBS,
-                      overlap_probability=0.8).run()
+                      overlap_probability=0.8, judge_memory=False).run()
     _, markdown_path = report.write(tmp_path)
     print(report.to_markdown())
     assert any(fault.kind for fault in report.faults), "no fault was injected"

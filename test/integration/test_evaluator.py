@@ -129,7 +129,7 @@ def test_a_failed_final_evaluation_is_a_warning_and_the_job_succeeds(
     wait_for(lambda: condition(kube_client, namespace, "evalfail", "Succeeded"), DEADLINE, "Succeeded")
     assert not condition(kube_client, namespace, "evalfail", "Failed")
     warning = wait_for(lambda: [e for e in events_about(kube_client, namespace, "evalfail")
-                                if e["reason"] == "EvaluatorFailed"], 30, "an EvaluatorFailed event")[0]
+                                if e["reason"] == "EvaluatorFailed"], DEADLINE, "an EvaluatorFailed event")[0]
     assert warning["type"] == "Warning"
     assert warning["message"] == (f"TFJob {namespace}/evalfail: the final evaluation failed: Evaluator 0, which "
                                   "exited with code 1 (Error). The job succeeded: its training did.")
@@ -173,7 +173,8 @@ def test_the_grace_running_out_succeeds_the_job_and_cleans_up_the_evaluator_with
     shown(cluster, namespace, "evalslow", lines)
     print("\n".join(lines))
     warning = wait_for(lambda: [e for e in events_about(kube_client, namespace, "evalslow")
-                                if e["reason"] == "EvaluatorGraceExpired"], 30, "an EvaluatorGraceExpired event")[0]
+                                if e["reason"] == "EvaluatorGraceExpired"], DEADLINE,
+                       "an EvaluatorGraceExpired event")[0]
     assert warning["type"] == "Warning"
     assert warning["message"] == (f"TFJob {namespace}/evalslow: Evaluator 0 was still evaluating when the wait for "
                                   "its final evaluation ended; it is cleaned up as cleanPodPolicy says.")

@@ -237,7 +237,7 @@ def test_the_controller_s_phases_show_and_an_unplaceable_gang_is_warned_once(
 
     kube_client.create(TFJOBS, {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "too-big"},
                                 "spec": {"tfReplicaSpecs": {"Worker": gpu_replica(gang_node, 3, gpus=3)}}}, namespace)
-    events = wait_for(lambda: gang_events(kube_client, namespace, "too-big"), 120,
+    events = wait_for(lambda: gang_events(kube_client, namespace, "too-big"), DEADLINE,
                       "a GangUnschedulable event about too-big")
     print(f"event: {events[0]['type']} {events[0]['reason']}: {events[0]['message']}")
     assert events[0]["type"] == "Warning"
@@ -282,7 +282,7 @@ def test_volcano_pods_wait_while_the_pod_group_is_pending_and_appear_once_it_is_
     kube_client.patch(VOLCANO_GROUPS, "volcanic", {"status": {"phase": "Inqueue"}}, namespace)
     wait_for(lambda: len(pods_of(kube_client, namespace, "volcanic")) == 6, DEADLINE, "the 6 pods once Inqueue")
     wait_for(lambda: "Inqueue" in cluster.kubectl("get", "tfjob", "volcanic", "-n", namespace, "-o", "wide").stdout,
-             30, "kubectl get tfjob -o wide to show the PodGroup's phase")
+             DEADLINE, "kubectl get tfjob -o wide to show the PodGroup's phase")
     for pod in pods_of(kube_client, namespace, "volcanic"):
         assert pod["spec"]["schedulerName"] == "volcano"
         annotations = pod["metadata"]["annotations"]
@@ -295,7 +295,7 @@ def test_without_the_pod_group_crd_the_operator_says_so_once_and_jobs_wait(
         operators: Callable[..., OperatorProcess]) -> None:
     cluster.kubectl("delete", "crd", "podgroups.scheduling.volcano.sh", "--ignore-not-found")
     wait_for(lambda: cluster.kubectl("get", "crd", "podgroups.scheduling.volcano.sh", check=False).returncode != 0,
-             60, "Volcano's PodGroup CRD to be gone")
+             DEADLINE, "Volcano's PodGroup CRD to be gone")
     process = operators("--gang-scheduler-name", "volcano").start(wait_ready=False)
     wait_for(lambda: process.get("/readyz")[0] == 500
              and "podgroups.scheduling.volcano.sh" in process.get("/readyz")[1],

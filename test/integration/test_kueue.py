@@ -117,7 +117,7 @@ def test_quota_admits_two_of_three_jobs_and_the_third_runs_when_one_succeeds(
         for name in ("job-a", "job-b", "job-c"):
             jobs[name] = submit(client, ns, timeline, queued_tfjob(name, "queue", gpus_per_replica=2))
             # Kueue queues by creation time at a second's resolution: a second apart, the order is certain.
-            wait_for(lambda: timeline.elapsed() >= 1.1 * len(jobs), 5, "a second to pass")
+            wait_for(lambda: timeline.elapsed() >= 1.1 * len(jobs), DEADLINE, "a second to pass")
 
         for name in ("job-a", "job-b"):
             wait_for(lambda n=name: condition(client, ns, n, "Running"), DEADLINE, f"{name} to be Running")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,17 @@ from support.waiting import DEADLINE, wait_for
 from tfop.kube.client import KubeClient
 
 INTERVAL = seconds(SCRAPE_INTERVAL)
+# Grafana's $__rate_interval is at least 4 scrape intervals: the scrapes a dashboard's rate() needs after a change.
+RATE_SCRAPES = 4
 ROLE_LABEL = "training.kubeflow.org/job-role"
+
+
+def scrapes_since(query: Callable[[str], list[dict[str, Any]]], since: float) -> int:
+    """How many times Prometheus has scraped tfop since `since` (Unix seconds, Prometheus' clock: the same
+    machine's)."""
+    window = max(time.time() - since, 0.001)
+    found = query(f'count_over_time(up{{job="tfop"}}[{window:.3f}s])')
+    return int(float(found[0]["value"][1])) if found else 0
 
 
 @dataclass
@@ -90,7 +100,7 @@ def workload(cluster: LocalCluster, tfjob_crd: Path, chart_monitoring: Monitorin
         load.run(client, "wl-fails", 1, "Failed", Worker=replica(1))
         load.run(client, "wl-restarts", 137, "", Worker=replica(1, restart_policy="ExitCode"))
         wait_for(lambda: job_status(client, namespace, "wl-restarts").get("replicaStatuses", {}).get("Worker", {})
-                 .get("restarts") == 1, 60, "wl-restarts restarted")
+                 .get("restarts") == 1, DEADLINE, "wl-restarts restarted")
         exit_pod(client, namespace, load.running_pod(client, "wl-restarts"), 0)
         load.run(client, "wl-ttl", 0, "Deleted", run_policy={"ttlSecondsAfterFinished": 1}, Worker=replica(1))
         query = monitored.prometheus.query
@@ -99,7 +109,11 @@ def workload(cluster: LocalCluster, tfjob_crd: Path, chart_monitoring: Monitorin
                      'sum(training_operator_jobs_deleted_total{job="tfop"}) == 1',
                      'sum(tf_operator_restarts_total{job="tfop",exit_class="retryable"}) == 1'):
             wait_for(lambda expr=expr: query(expr), DEADLINE, f"Prometheus to have scraped {expr}", interval=0.5)
-        time.sleep(4 * INTERVAL)  # a rate over $__rate_interval after the last change has its samples
+        # A rate over $__rate_interval (4 scrape intervals) after the last change has its samples once Prometheus
+        # holds 4 scrapes of tfop taken since the counters above were seen at their final values.
+        changed = time.time()
+        wait_for(lambda: scrapes_since(query, changed) >= RATE_SCRAPES, DEADLINE,
+                 f"{RATE_SCRAPES} scrapes of tfop after the last change", interval=0.5)
         yield load
 
 

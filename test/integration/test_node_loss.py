@@ -132,7 +132,7 @@ def test_wait_for_proof_keeps_the_replica_until_the_node_is_out_of_service(
     taint(kube_client, lone_node, namespace, "node.kubernetes.io/unreachable")
 
     wait_for(lambda: "waiting for proof its processes are gone" in running_message(kube_client, namespace, "proof"),
-             30, "the Running message to say tfop waits for proof")
+             DEADLINE, "the Running message to say tfop waits for proof")
     consistently(lambda: pod_uid(kube_client, namespace, "proof") == old, 8,
                  "the pod on the unreachable node kept (well past the 5 s grace)")
     assert node_lost_events(kube_client, namespace, "proof") == []

@@ -117,7 +117,7 @@ def test_healthz_fails_when_an_informer_dies_and_readyz_follows_the_caches(
         assert get("/healthz") == (200, "ok\n")  # starting, not dead: the endpoints answer before the informers run
         controller.start_informers()
         controller.start_workers()
-        assert controller.wait_for_sync(timeout=30)
+        assert controller.wait_for_sync(timeout=DEADLINE)
         assert get("/readyz") == (200, "ok\n") and get("/healthz") == (200, "ok\n")
 
         next(i for i in controller.runtime.informers if i.resource.plural == "services").stop()  # as if it died

@@ -18,7 +18,7 @@ import yaml
 from fake_kubelet import exit_pod
 from localcluster import LocalCluster
 from support.operator_process import OperatorProcess
-from support.python_sdk import SdkError, TrainingClient, schema_gap, sdk_python
+from support.python_sdk import SDK_WAIT, SdkError, TrainingClient, schema_gap, sdk_python
 from support.tfjobs import IMAGE, pods_by_name, replica, tfjob
 from support.waiting import wait_for
 from support.webhook import WebhookProcess, apply_until_converted
@@ -102,7 +102,7 @@ def test_jobs_made_by_the_sdk_and_by_kubectl_read_back_wait_fail_and_go(
     assert sorted(job["metadata"]["name"] for job in sdk.call("list_jobs")) == ["raw", "sdk-made"]
 
     made = sdk.call("wait_for_job_conditions", name="sdk-made", expected_conditions=["Running"],
-                    wait_timeout=90, polling_interval=1)
+                    wait_timeout=SDK_WAIT, polling_interval=1)
     assert made["spec"]["tfReplicaSpecs"].keys() == {"Chief", "Worker"}
     statuses = made["status"]["replicaStatuses"]
     selectors = {replica_type: entry.pop("selector") for replica_type, entry in statuses.items()}
@@ -118,16 +118,16 @@ def test_jobs_made_by_the_sdk_and_by_kubectl_read_back_wait_fail_and_go(
 
     exit_pod(kube_client, namespace, chief, 1)  # a permanent error: the job fails
     with pytest.raises(SdkError, match=re.escape(f"TFJob {namespace}/sdk-made is Failed")):
-        sdk.call("wait_for_job_conditions", name="sdk-made", wait_timeout=60, polling_interval=1)
+        sdk.call("wait_for_job_conditions", name="sdk-made", wait_timeout=SDK_WAIT, polling_interval=1)
     failed = [c for c in sdk.call("get_job_conditions", name="sdk-made") if c["type"] == "Failed"]
     assert failed[0]["status"] == "True" and "exited with code 1" in failed[0]["message"]
 
     wait_for(lambda: len(pods_by_name(kube_client, namespace, "raw")) == 2, message="raw's pods")
-    sdk.call("wait_for_job_conditions", name="raw", expected_conditions=["Running"], wait_timeout=60,
+    sdk.call("wait_for_job_conditions", name="raw", expected_conditions=["Running"], wait_timeout=SDK_WAIT,
              polling_interval=1)
     worker0 = next(name for name in pods_by_name(kube_client, namespace, "raw") if name.endswith("-0"))
     exit_pod(kube_client, namespace, worker0, 0)
-    sdk.call("wait_for_job_conditions", name="raw", wait_timeout=60, polling_interval=1)  # Succeeded
+    sdk.call("wait_for_job_conditions", name="raw", wait_timeout=SDK_WAIT, polling_interval=1)  # Succeeded
     assert sdk.call("is_job_succeeded", name="raw") is True
 
     sdk.call("delete_job", name="sdk-made")

@@ -84,7 +84,7 @@ def test_tfop_takes_over_the_go_operators_running_jobs(
             first_write[name] = time.monotonic() - started
         for name in JOBS:  # written, and settled: nothing more to do
             wait_for(lambda n=name: job_status(kube_client, namespace, n).get("replicaSummary")
-                     == f"{JOBS[n][1]}/{JOBS[n][1]}", 30, f"{name} to settle")
+                     == f"{JOBS[n][1]}/{JOBS[n][1]}", DEADLINE, f"{name} to settle")
         settled_uids = {name: uids(kube_client, namespace, name) for name in JOBS}
         # A late, wrong create or delete would show within this.
         consistently(lambda: {name: uids(kube_client, namespace, name) for name in JOBS} == settled_uids, 2,

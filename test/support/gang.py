@@ -8,7 +8,7 @@ import uuid
 from typing import Any
 
 from support.tfjobs import pods_by_name
-from support.waiting import wait_for
+from support.waiting import DEADLINE, wait_for
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import AlreadyExists
 from tfop.kube.resource import Resource
@@ -32,7 +32,7 @@ def make_gang_node(client: KubeClient) -> str:
                    "capacity": {"cpu": "64", "memory": "256Gi", "pods": "110", GPU: "8"}}})
     wait_for(lambda: any(c["type"] == "Ready" and c["status"] == "True"
                          for c in client.get(NODES, name).get("status", {}).get("conditions", [])),
-             60, f"kwok to make node {name} Ready")
+             DEADLINE, f"kwok to make node {name} Ready")
     make_priority_classes(client)
     return name
 

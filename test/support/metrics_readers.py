@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from support.waiting import wait_for
+from support.waiting import DEADLINE, wait_for
 
 if TYPE_CHECKING:
     from localcluster import LocalCluster
@@ -35,7 +35,7 @@ def scraper_tokens(cluster: LocalCluster, namespace: str, *, readers: Sequence[s
                             f"--serviceaccount={namespace}:{account}")
             # The authorizer sees a binding through its own cache; a 403 the operator cached meanwhile would last.
             wait_for(lambda account=account: may_get_metrics(cluster, f"system:serviceaccount:{namespace}:{account}"),
-                     30, f"the apiserver's authorizer to see {account}'s binding")
+                     DEADLINE, f"the apiserver's authorizer to see {account}'s binding")
         yield {account: cluster.kubectl("create", "token", account, "-n", namespace, "--duration=10m").stdout.strip()
                for account in (*readers, *others)}
     finally:

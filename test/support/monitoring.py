@@ -17,12 +17,12 @@ from localcluster.addons.prometheus import Prometheus
 from localcluster.addons.prometheus_chart import Monitoring, ScrapeJob
 from support.metrics_readers import scraper_tokens
 from support.operator_process import OperatorProcess
-from support.waiting import wait_for
+from support.waiting import DEADLINE, wait_for
 
 # The tests' scrape and evaluation interval, so they take seconds; the chart's ServiceMonitor ships 30s.
 SCRAPE_INTERVAL = "1s"
 POD = "tfop-0"  # the `pod` label of the one operator's series, as a Deployment's pod would have one
-DISCOVERY_TIMEOUT = 30  # Prometheus passes discovered targets on at most every 5 s, then scrapes
+DISCOVERY_TIMEOUT = DEADLINE  # Prometheus passes discovered targets on at most every 5 s, then scrapes
 # Scrapes of the operator that must be refused, by their `job` label: what the operator answers them.
 REFUSED = {"tfop-stranger": "403 Forbidden", "tfop-anonymous": "401 Unauthorized"}
 
@@ -33,7 +33,7 @@ def scratch_namespace(cluster: LocalCluster, base: str) -> Iterator[str]:
     name = f"{base}-{uuid.uuid4().hex[:6]}"
     cluster.kubectl("create", "namespace", name)
     wait_for(lambda: cluster.kubectl("get", "serviceaccount", "default", "-n", name, check=False).returncode == 0,
-             30, f"the default ServiceAccount in namespace {name}")
+             DEADLINE, f"the default ServiceAccount in namespace {name}")
     try:
         yield name
     finally:

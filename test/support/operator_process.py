@@ -12,6 +12,7 @@ from typing import ClassVar
 
 from ports import free_port
 from support.http import http_get
+from support.waiting import DEADLINE
 
 
 class OperatorProcess:
@@ -42,7 +43,7 @@ class OperatorProcess:
             self.wait_ready()
         return self
 
-    def wait_ready(self, timeout: float = 120.0) -> None:
+    def wait_ready(self, timeout: float = DEADLINE) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             assert self.process is not None and self.process.poll() is None, f"operator exited:\n{self.log_tail()}"
@@ -71,7 +72,7 @@ class OperatorProcess:
             self.process.kill()
             self.process.wait()
 
-    def terminate(self, timeout: float = 30.0) -> int:
+    def terminate(self, timeout: float = DEADLINE) -> int:
         assert self.process is not None
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)

@@ -10,9 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from support.builds import built
+from support.waiting import DEADLINE
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = Path(__file__).resolve().parent / "kubeflow_sdk"
+# What a wait_for_job_conditions is given: the suite's DEADLINE, in the SDK's whole seconds.
+SDK_WAIT = int(DEADLINE)
 
 
 class SdkError(Exception):
@@ -35,7 +38,9 @@ class TrainingClient:
     def __init__(self, python: Path, kubeconfig: Path, namespace: str) -> None:
         self.python, self.kubeconfig, self.namespace = python, kubeconfig, namespace
 
-    def call(self, method: str, process_timeout: float = 120.0, **kwargs: Any) -> Any:
+    def call(self, method: str, process_timeout: float = DEADLINE + 60, **kwargs: Any) -> Any:
+        """The SDK's `method` in a process of its own, given up after `process_timeout`: more than DEADLINE, so that
+        a wait_for_job_conditions given that much (SDK_WAIT) fails with the SDK's own message first."""
         request = {"kubeconfig": str(self.kubeconfig), "namespace": self.namespace, "method": method,
                    "kwargs": kwargs}
         result = subprocess.run([str(self.python), str(SCRIPTS / "call.py")], input=json.dumps(request),

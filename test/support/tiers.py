@@ -1,11 +1,14 @@
 """The tests `make test` leaves to `make test-all`, each with what it costs and why it is not on every change.
 
-`make test` is the gate every change passes (CI runs it): at most 12 minutes warm on 2 cores
+`make test` is the gate every change passes: at most 12 minutes warm on 2 cores
 (docs/development/index.md#time-budget). The suite is CPU-bound there, so the budget is met by doing less work,
 not by more parallelism: the scenarios below each cost minutes of the machine (real TensorFlow training for
 minutes, the node lifecycle controller's grace several times over, thousands of replicas), and what they prove is
 also covered, in the gate, by a cheaper test of the same code on kwok nodes (named in the reason). `make test-all`
-runs them too, before a release and for a change to the code they name.
+runs them too, before a release and for a change to the code they name, and CI (.ci/run) runs `make test-all` on
+every landing whose machine has every build cached (`make builds-cached`), as it has right after a session: 33
+minutes warm on 2 cores, within CI's 90. On a cold machine CI runs `make test` alone, as the builds (40-50 minutes)
+and the whole suite would not both fit.
 
 Keys are pytest node ids or their prefixes: a module's path takes all its tests.
 """

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from support.waiting import wait_for
+from support.waiting import DEADLINE, wait_for
 from tfop import yamlio
 from tfop.kube.client import KubeClient
 from tfop.kube.resource_access import ResourceAccess
@@ -67,7 +67,7 @@ def ui_identity(cluster: LocalCluster, namespace: str, tmp_path: Path) -> Iterat
                     f"--serviceaccount={namespace}:tfop-ui")
     try:
         user = f"system:serviceaccount:{namespace}:tfop-ui"
-        wait_for(lambda: can_i(cluster, user, "create", "subjectaccessreviews.authorization.k8s.io"), 30,
+        wait_for(lambda: can_i(cluster, user, "create", "subjectaccessreviews.authorization.k8s.io"), DEADLINE,
                  "the authorizer to see the ui's binding")
         token = cluster.kubectl("create", "token", "tfop-ui", "-n", namespace, "--duration=30m").stdout.strip()
         yield token_kubeconfig(cluster, token, tmp_path / "ui.kubeconfig")
@@ -85,7 +85,7 @@ def reader_token(cluster: LocalCluster, namespace: str, account: str) -> str:
     cluster.kubectl("create", "rolebinding", f"{account}-reads", "--role=tfjob-reader",
                     f"--serviceaccount={namespace}:{account}", "-n", namespace)
     user = f"system:serviceaccount:{namespace}:{account}"
-    wait_for(lambda: can_i(cluster, user, "list", "tfjobs.kubeflow.org", "-n", namespace), 30,
+    wait_for(lambda: can_i(cluster, user, "list", "tfjobs.kubeflow.org", "-n", namespace), DEADLINE,
              f"the authorizer to see {account}'s binding")
     return cluster.kubectl("create", "token", account, "-n", namespace, "--duration=30m").stdout.strip()
 
@@ -106,7 +106,7 @@ class UiServer:
         self.cache.start()
         assert self.cache.wait_for_sync(120), "the ui's caches did not sync"
         self._thread.start()
-        wait_for(lambda: self._server.started, 30, "uvicorn to start")
+        wait_for(lambda: self._server.started, DEADLINE, "uvicorn to start")
         return self
 
     def stop(self) -> None:

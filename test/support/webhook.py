@@ -15,7 +15,7 @@ from pathlib import Path
 
 from localcluster import LocalCluster
 from ports import free_port
-from support.waiting import wait_for
+from support.waiting import DEADLINE, wait_for
 
 CRD = "tfjobs.kubeflow.org"
 
@@ -74,7 +74,7 @@ class WebhookProcess:
             self.process.wait(10)
 
 
-def apply_until_converted(cluster: LocalCluster, namespace: str, manifest: str, timeout: float = 30.0) -> str:
+def apply_until_converted(cluster: LocalCluster, namespace: str, manifest: str, timeout: float = DEADLINE) -> str:
     """`kubectl apply` of an older-version manifest, retried while the apiserver has not yet picked up the CRD's
     new conversion config (it answers that it cannot reach the webhook)."""
     outcome: list[str] = []

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from tfop.controller.plan.children.accelerators import Accelerator, HostVolume, apply_accelerators
+from tfop.controller.plan.children.accelerators import apply_accelerators
+from tfop.controller.plan.controller_config import Accelerator, HostVolume
 
 GPU = {"nvidia.com/gpu": Accelerator(
     env=(("LD_LIBRARY_PATH", "/usr/local/nvidia/lib64"),),
@@ -54,7 +55,6 @@ def test_what_the_user_wrote_wins() -> None:
 def test_the_planner_config_reaches_the_desired_pods() -> None:
     from datetime import datetime
 
-    from tfop.controller.children import KINDS_BY_NAME
     from tfop.controller.plan.controller_config import ControllerConfig
     from tfop.controller.plan.planner import plan
     from tfop.controller.plan.types import POD, PlanContext
@@ -66,7 +66,7 @@ def test_the_planner_config_reaches_the_desired_pods() -> None:
     result = plan(PlanContext(job, {}, datetime(2026, 11, 21, tzinfo=UTC), ControllerConfig(accelerators=GPU)))
     assert len(result.creates(POD)) == 2 and result.desired is not None
     for creation in result.creates(POD):
-        pod = KINDS_BY_NAME[POD].build(result.desired, creation.slot)
+        pod = result.desired.body(POD, creation.slot)
         tensorflow = pod["spec"]["containers"][0]
         assert {"name": "LD_LIBRARY_PATH", "value": "/usr/local/nvidia/lib64"} in tensorflow["env"]
         assert pod["spec"]["volumes"] == [{"name": "nvidia", "hostPath": {"path": "/home/kubernetes/bin/nvidia"}}]

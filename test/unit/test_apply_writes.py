@@ -15,8 +15,8 @@ from structlog.testing import capture_logs
 from support.plan_builders import make_job, plan_of
 from tfop.controller.apply.applier import PlanApplier
 from tfop.controller.children import child_kinds
-from tfop.controller.plan.children.desired import ReplicaSlot
-from tfop.controller.plan.children.pod_group import gang_scheduler
+from tfop.controller.plan.gang_schedulers import gang_scheduler
+from tfop.controller.plan.slots import ReplicaSlot
 from tfop.controller.plan.types import ChildPatch, ChildRef, Creation, JobEvent, Plan, StatusWait
 from tfop.kube.client import KubeClient
 from tfop.kube.clock import FakeClock

@@ -60,7 +60,7 @@ def test_the_body_is_written_out() -> None:
                                           "uid": UID, "controller": True, "blockOwnerDeletion": True}]},
         "spec": {**WANTED, "behavior": {"scaleDown": {"stabilizationWindowSeconds": 600}}}}
     assert child_kinds(None)[AUTOSCALER].scope is Scope.JOB
-    assert child_kinds(None)[AUTOSCALER].build(DesiredChildren(parsed(raw)), None) == body
+    assert DesiredChildren(parsed(raw)).body(AUTOSCALER, None) == body
 
 
 ROWS: dict[str, tuple[dict[str, Any], list[dict[str, Any]], list[Creation], list[ChildPatch], list[ChildRef]]] = {
@@ -97,7 +97,7 @@ def test_the_hpa_follows_the_elastic_policy(raw: dict[str, Any], hpas: list[dict
     assert hpas == before
     assert (result.creates(AUTOSCALER), result.patch, result.deletes(AUTOSCALER)) == (creates, patches, deletes)
     if creates:
-        assert result.desired is not None and result.desired.autoscaler()["spec"] == WANTED
+        assert result.desired is not None and result.desired.body(AUTOSCALER, None)["spec"] == WANTED
 
 
 def test_a_finished_job_keeps_no_hpa_whatever_its_pod_policy() -> None:

@@ -4,6 +4,7 @@ with apt-get."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -74,3 +75,29 @@ def test_debian_packages_are_installed_by_one_script_at_a_time(tmp_path: Path) -
     # One script's four lines, then the other's: no apt-get of one ran while the other's did.
     assert owners[:4] == [owners[0]] * 4 and owners[4:] == [owners[4]] * 4 and owners[0] != owners[4], entries
     assert [what for what, _ in entries] == ["start", "end"] * 4
+
+
+def test_a_check_stops_where_the_build_would_start() -> None:
+    """With TFOP_CHECK_CACHED=1 `building` ends the script with NOT_CACHED (3) and names what is missing; without
+    it the script goes on to build."""
+    checking = bash("TFOP_CHECK_CACHED=1; building 'the thing'; echo built")
+    assert (checking.returncode, checking.stdout) == (3, "")
+    assert "[build-test] not cached: the thing" in checking.stderr
+    building = bash("building 'the thing'; echo built")
+    assert (building.returncode, building.stdout) == (0, "built\n")
+
+
+def test_builds_cached_on_an_empty_cache_names_every_build_and_builds_nothing(tmp_path: Path) -> None:
+    """`make builds-cached`, which .ci/run asks before choosing make test-all, answers no on an empty cache,
+    naming each build the tests need, and leaves the cache as it found it: nothing built, nothing downloaded."""
+    cache = tmp_path / "cache"
+    result = subprocess.run(["make", "--no-print-directory", "builds-cached"], cwd=LIB.parents[1],
+                            env={**os.environ, "TFOP_CACHE_DIR": str(cache)}, capture_output=True, text=True,
+                            timeout=120, check=False)
+    assert result.returncode != 0
+    named = {line.split("]")[0].lstrip("[") for line in result.stderr.splitlines() if "] not cached: " in line}
+    # browser and the node's Debian packages are the machine's, cached or not; these are all in the cache.
+    assert named >= {"build-controlplane", "build-images", "build-prometheus", "build-kueue", "build-coscheduler",
+                     "build-metrics-server", "build-kube-router", "build-training-operator", "build-helm",
+                     "build-node"}, result.stderr
+    assert not cache.exists()

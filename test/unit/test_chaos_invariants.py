@@ -80,14 +80,34 @@ def test_one_live_pod_per_task(lives: list[PodLife], violated: bool) -> None:
 MIB = 2**20
 
 
-@pytest.mark.parametrize(("points", "violated"), [
-    ([(10, 50 * MIB), (40, 100 * MIB), (200, 120 * MIB)], False),  # warm-up growth is not counted
-    ([(40, 100 * MIB), (200, 151 * MIB)], True),
-    ([(40, 100 * MIB), (60, 300 * MIB)], False),  # too short a life to judge
-    ([(10, 50 * MIB)], False),
+@pytest.mark.parametrize(("samples", "violations"), [
+    ({"tfop-0": [(10, 50 * MIB), (40, 100 * MIB), (200, 120 * MIB)]}, []),  # warm-up growth is not counted
+    ({"tfop-0": [(40, 100 * MIB), (200, 151 * MIB)]}, ["tfop-0: RSS 100 MiB -> 151 MiB (x1.51 > x1.5)"]),
+    # A process too short-lived to judge is left out, beside one that is judged ...
+    ({"tfop-0": [(40, 100 * MIB), (60, 300 * MIB)], "tfop-1": [(40, 100 * MIB), (90, 110 * MIB)]}, []),
+    # ... but a run where none lived long enough has judged nothing, and says so.
+    ({"tfop-0": [(40, 100 * MIB), (60, 300 * MIB)], "tfop-1": [(10, 50 * MIB)]},
+     ["judged nothing: none of 2 operator processes was sampled 90 s after its start"]),
+    ({"tfop-0": [(10, 50 * MIB), (95, 55 * MIB)]}, []),  # sampled warm at 95 s: judged
+    ({"tfop-0": [(10, 50 * MIB), (20, 55 * MIB)], "tfop-1": []},
+     ["judged nothing: none of 2 operator processes was sampled 90 s after its start"]),
+    ({}, ["judged nothing: none of 0 operator processes was sampled 90 s after its start"]),
 ])
-def test_memory_flat(points: list[tuple[float, int]], violated: bool) -> None:
-    assert bool(invariants.memory_flat({"tfop-0": points})) == violated
+def test_memory_flat(samples: dict[str, list[tuple[float, int]]], violations: list[str]) -> None:
+    assert invariants.memory_flat(samples) == violations
+
+
+@pytest.mark.parametrize(("asked", "created", "faults", "violations"), [
+    (40, 84, [("round 0 etcd-compact", "compacted at revision 9")], []),
+    (40, 40, [("round 0 spec-edit", "skipped: nothing fitted")], []),  # nothing to hit: the mix's doing
+    (40, 0, [], ["0 jobs created, 40 asked", "no fault played"]),  # an empty run does not pass
+    (12, 11, [("round 0 operator-kill", "killed tfop-0, started tfop-2")], ["11 jobs created, 12 asked"]),
+    (12, 12, [("round 0 operator-kill", "killed tfop-0, started tfop-2"),
+              ("round 1 apiserver-restart", "error: TimeoutError: not ready within 60 s")],
+     ["round 1 apiserver-restart: error: TimeoutError: not ready within 60 s"]),
+])
+def test_as_asked(asked: int, created: int, faults: list[tuple[str, str]], violations: list[str]) -> None:
+    assert invariants.as_asked(asked, created, faults) == violations
 
 
 @pytest.mark.parametrize(("took", "violated"), [(3.0, False), (180.0, False), (181.0, True), (None, True)])

@@ -139,6 +139,17 @@ def test_exponential_backoff_resets_after_success() -> None:
     assert backoff.next() == 0.8
 
 
+def test_exponential_backoff_starts_over_once_no_delay_was_asked_for_a_while() -> None:
+    clock = FakeClock(start=0.0)
+    backoff = ExponentialBackoff(0.8, 30.0, rng=lambda: 0.0, reset_after=120.0, clock=clock)
+    delays = []
+    for seconds_since_previous in (0.0, 1.0, 60.0, 120.0, 120.5, 5.0):
+        clock.step(seconds_since_previous)
+        delays.append(backoff.next())
+    # 120 s exactly is not past the window; 120.5 s is.
+    assert delays == pytest.approx([0.8, 1.6, 3.2, 6.4, 0.8, 1.6])
+
+
 # -- Retry-After -------------------------------------------------------------------------------------------------
 
 NOW = 1_700_000_000.0

@@ -7,8 +7,7 @@ import pytest
 
 from tfop import yamlio
 from tfop.config import ConfigError, load_config, parse_config
-from tfop.controller.plan.children.accelerators import Accelerator, HostVolume
-from tfop.controller.plan.controller_config import CapacityScalingSettings
+from tfop.controller.plan.controller_config import Accelerator, CapacityScalingSettings, HostVolume
 
 SEEDS = Path(__file__).resolve().parents[1] / "data" / "seeds"
 

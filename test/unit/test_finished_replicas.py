@@ -23,7 +23,6 @@ from support.plan_builders import (
     running,
     services_for,
 )
-from tfop.controller.plan.children.desired import ReplicaSlot
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.planner import plan
 from tfop.controller.plan.replicas.finished import (
@@ -34,6 +33,7 @@ from tfop.controller.plan.replicas.finished import (
     record_finished,
 )
 from tfop.controller.plan.replicas.pod_slots import Slot, SlotState, slot_state
+from tfop.controller.plan.slots import ReplicaSlot
 from tfop.controller.plan.types import JOB, POD, SERVICE, PlanContext
 
 FINALIZER = "tfop.kubeflow.org/replica-tracking"  # spelled out: the tests state the API they expect

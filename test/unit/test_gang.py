@@ -25,15 +25,9 @@ from support.plan_builders import (
 from tfop.api.defaults import apply_defaults
 from tfop.cli import build_parser
 from tfop.config import ConfigError, parse_config
-from tfop.controller.children import child_kinds
-from tfop.controller.plan.children.pod_group import (
-    GANG_SCHEDULERS,
-    admission_wait,
-    pod_group_spec,
-    pod_requests,
-    spec_drift,
-)
+from tfop.controller.plan.children.pod_group import admission_wait, pod_group_spec, pod_requests, spec_drift
 from tfop.controller.plan.controller_config import ControllerConfig
+from tfop.controller.plan.gang_schedulers import GANG_SCHEDULERS
 from tfop.controller.plan.planner import plan
 from tfop.controller.plan.quantity import format_quantity, parse_quantity
 from tfop.controller.plan.types import POD, POD_GROUP, SERVICE, Plan, PlanContext
@@ -220,9 +214,8 @@ def build_pod(gang_name: str, **template_spec: Any) -> dict[str, Any]:
     job = make_job({"Worker": 2})
     job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"].update(template_spec)
     result = plan(PlanContext(job, {}, NOW, ControllerConfig(gang_scheduler=gang_name)))
-    kinds = child_kinds(ControllerConfig(gang_scheduler=gang_name).gang)
     assert result.desired is not None
-    return kinds[POD].build(result.desired, result.creates(POD)[0].slot)
+    return result.desired.body(POD, result.creates(POD)[0].slot)
 
 
 def test_scheduler_plugins_pods_carry_the_group_label_and_scheduler_name() -> None:
@@ -239,7 +232,7 @@ def test_volcano_pods_carry_the_group_and_task_annotations() -> None:
     config = ControllerConfig(gang_scheduler="volcano")
     result = plan(PlanContext(job, {POD_GROUP: [inqueue]}, NOW, config))
     assert result.desired is not None
-    pod = child_kinds(config.gang)[POD].build(result.desired, result.creates(POD)[0].slot)
+    pod = result.desired.body(POD, result.creates(POD)[0].slot)
     assert pod["spec"]["schedulerName"] == "volcano"
     assert pod["metadata"]["annotations"] == {"scheduling.k8s.io/group-name": "mnist", "volcano.sh/task-spec": "worker",
                                               "tfop.kubeflow.org/tf-cluster": "Worker=2"}
@@ -253,7 +246,7 @@ def test_the_pod_group_body() -> None:
     config = ControllerConfig(gang_scheduler="scheduler-plugins")
     result = plan(PlanContext(make_job({"Worker": 2}), {}, NOW, config))
     assert result.desired is not None
-    body = child_kinds(config.gang)[POD_GROUP].build(result.desired, None)
+    body = result.desired.body(POD_GROUP, None)
     assert body == {
         "apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
         "metadata": {"name": "mnist", "namespace": "ns",

@@ -11,11 +11,12 @@ import pytest
 
 from support.plan_builders import NOW, make_job, make_pod, running, running_pods, services_for
 from tfop.api.timestamps import format_time
-from tfop.controller.plan.children.desired import ReplicaSlot, replica_slot_of
-from tfop.controller.plan.children.pod_group import GANG_SCHEDULERS
+from tfop.controller.plan.children.desired import replica_slot_of
 from tfop.controller.plan.controller_config import ControllerConfig
+from tfop.controller.plan.gang_schedulers import GANG_SCHEDULERS
 from tfop.controller.plan.planner import plan
 from tfop.controller.plan.policies.gang_placement import GANG_PLACEMENT_GRACE, gang_phase
+from tfop.controller.plan.slots import ReplicaSlot
 from tfop.controller.plan.types import POD, POD_GROUP, SERVICE, Plan, PlanContext
 
 NO_ROOM = "0/5 nodes are available: 1 Insufficient nvidia.com/gpu, 4 node(s) didn't match Pod's node affinity."

@@ -11,9 +11,7 @@ import pytest
 
 from support.plan_builders import NOW, container, make_job, make_pod, make_service, name_of, plan_of
 from tfop.api.errors import FieldError
-from tfop.controller.children import KINDS_BY_NAME
-from tfop.controller.plan.children.accelerators import Accelerator, HostVolume
-from tfop.controller.plan.controller_config import ControllerConfig
+from tfop.controller.plan.controller_config import Accelerator, ControllerConfig, HostVolume
 from tfop.controller.plan.job.legacy_gpu import GpuRename, gpu_resource_problem, rewrite_legacy_gpu
 from tfop.controller.plan.planner import plan
 from tfop.controller.plan.types import JOB, POD, POD_GROUP, SERVICE, PlanContext, StatusWait
@@ -124,7 +122,7 @@ def test_pods_ask_for_the_current_resource_with_the_accelerators_of_seed_003_and
     result = plan_of(job, [], [], config=config)
     assert [(c.kind, c.name) for c in result.create] == [(POD, name_of("Worker", 0)), (SERVICE, name_of("Worker", 0))]
     assert result.desired is not None
-    pod = KINDS_BY_NAME[POD].build(result.desired, result.create[0].slot)
+    pod = result.desired.body(POD, result.create[0].slot)
     [tensorflow] = pod["spec"]["containers"]
     assert tensorflow["resources"] == {"limits": {gpu: 1}}
     assert {"name": "LD_LIBRARY_PATH", "value": "/usr/lib/nvidia:/usr/lib/x86_64-linux-gnu"} in tensorflow["env"]
@@ -160,10 +158,10 @@ def test_the_jobs_backend_and_the_pod_group_ask_for_the_current_resource() -> No
     result = plan(PlanContext(job, {}, NOW, config))
     creations = {c.kind: c for c in result.create}
     assert result.desired is not None and set(creations) >= {JOB, POD_GROUP}
-    batch_job = KINDS_BY_NAME[JOB].build(result.desired, creations[JOB].slot)
+    batch_job = result.desired.body(JOB, creations[JOB].slot)
     [tensorflow] = batch_job["spec"]["template"]["spec"]["containers"]
     assert tensorflow["resources"] == {"limits": {"nvidia.com/gpu": 2}}
-    pod_group = result.desired.pod_group()
+    pod_group = result.desired.body(POD_GROUP, None)
     assert pod_group["spec"]["minResources"] == {"nvidia.com/gpu": "2"}
     assert "GPUResourceRenamed" in [e.reason for e in result.events]
 

@@ -150,7 +150,7 @@ ROWS = {
         [job_pod("Worker", 0, "a", "Failed", disrupted=True, pod_reason="Evicted")],
         status={"replicaStatuses": {"Worker": {"active": 0, "succeeded": 0, "failed": 1, "restarts": 0}}},
         conditions={"Failed": None, "Restarting": ("True", "TFJobRestarting", (
-            "TFJob ns/mnist is restarting Worker 0, whose pod failed (Evicted)."))}),
+            "TFJob ns/mnist is restarting Worker 0, whose pod was disrupted (TerminationByKubelet)."))}),
     "Never: the Job's one failure is final, not a restart": Row(
         on_jobs(make_job({"Worker": 1}, policy="Never")),
         [batch_job("Worker", 0, failed=1, outcome=("Failed", "BackoffLimitExceeded"))],

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from support.plan_builders import NOW, make_job, make_pod, message, running, services_for
-from tfop.controller.plan.children.desired import ReplicaSlot
 from tfop.controller.plan.controller_config import ControllerConfig, NodeLossSettings
 from tfop.controller.plan.job.annotations import node_policy
 from tfop.controller.plan.job.model import JobNodePolicy
 from tfop.controller.plan.planner import plan
 from tfop.controller.plan.policies.node_loss import Verdict, replicas_on_bad_nodes
+from tfop.controller.plan.slots import ReplicaSlot
 from tfop.controller.plan.types import POD, SERVICE, ChildRef, Creation, PlanContext
 
 GPU = NodeLossSettings(unhealthy_conditions=("GPUUnhealthy",), unhealthy_taints=("example.com/gpu-unhealthy",))

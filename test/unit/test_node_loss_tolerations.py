@@ -12,6 +12,8 @@ import pytest
 from support.plan_builders import make_job, plan_of
 from tfop.controller.plan.children.node_loss_tolerations import tolerate_node_loss
 from tfop.controller.plan.controller_config import ControllerConfig, NodeLossSettings
+from tfop.controller.plan.slots import ReplicaSlot
+from tfop.controller.plan.types import JOB, POD
 
 NOT_READY = {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"}
 UNREACHABLE = {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"}
@@ -44,7 +46,7 @@ def test_the_node_loss_taints_are_tolerated_without_a_limit(template: dict[str, 
 def created_pod_tolerations(job: dict[str, Any], config: ControllerConfig) -> list[Any]:
     plan = plan_of(job, [], [], config=config)
     assert plan.desired is not None
-    return list(plan.desired.pod("Worker", 0)["spec"].get("tolerations") or [])
+    return list(plan.desired.body(POD, ReplicaSlot("Worker", 0))["spec"].get("tolerations") or [])
 
 
 @pytest.mark.parametrize(("annotations", "settings", "expected"), [
@@ -66,4 +68,4 @@ def test_the_jobs_backend_keeps_kubernetes_eviction() -> None:
     job["metadata"]["annotations"] = {"tfop.kubeflow.org/replica-backend": "jobs"}
     plan = plan_of(job, [], [], config=ControllerConfig())
     assert plan.desired is not None
-    assert "tolerations" not in plan.desired.batch_job("Worker", 0)["spec"]["template"]["spec"]
+    assert "tolerations" not in plan.desired.body(JOB, ReplicaSlot("Worker", 0))["spec"]["template"]["spec"]

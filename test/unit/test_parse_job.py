@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tfop.api.constants import ReplicaBackendName
 from tfop.api.errors import FieldError
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.job.legacy_gpu import GpuRename
@@ -72,7 +73,7 @@ class Row:
     job: dict[str, Any]
     expected: Parsed | list[FieldError]
     config: ControllerConfig = field(default_factory=ControllerConfig)
-    settled_backend: str | None = None
+    settled_backend: ReplicaBackendName | None = None
 
 
 def annotation(name: str) -> str:

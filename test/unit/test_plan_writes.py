@@ -22,7 +22,7 @@ from support.plan_builders import (
     services_for,
     waiting_for_one_pending_worker,
 )
-from tfop.controller.plan.children.desired import ReplicaSlot
+from tfop.controller.plan.slots import ReplicaSlot
 from tfop.controller.plan.types import CreateRefusal, StatusWait
 
 CHIEF_JOB = {"Chief": 1, "Worker": 2}

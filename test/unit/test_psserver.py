@@ -18,6 +18,7 @@ from tfop.controller.plan.children.desired import DesiredChildren
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.job.default_ps_server import SCRIPT_CONFIGMAP, needs_default_server, with_default_ps_server
 from tfop.controller.plan.planner import plan
+from tfop.controller.plan.slots import ReplicaSlot
 from tfop.controller.plan.types import POD, SERVICE, PlanContext
 from tfop.controller.ps_server_configmap import server_script
 from tfop.psserver.grpc_tensorflow_server import server_definition
@@ -82,14 +83,14 @@ def test_seed_002_example_job_plans_a_default_server_for_each_ps() -> None:
     rid = result.status["runtimeId"] if result.status else ""
     assert names == sorted(f"example-job-{t}-{rid}-{i}" for t, i in [("master", 0), ("worker", 0), ("ps", 0),
                                                                      ("ps", 1)])
-    pod = result.desired.pod("PS", 1)
+    pod = result.desired.body(POD, ReplicaSlot("PS", 1))
     tensorflow = pod["spec"]["containers"][0]
     assert tensorflow["command"] == ["python", SEED_PATH]
     assert tensorflow["volumeMounts"][0]["mountPath"] == "/opt/mlkube/grpc_tensorflow_server"
     tf_config = json.loads(next(e["value"] for e in tensorflow["env"] if e["name"] == "TF_CONFIG"))
     assert tf_config["task"] == {"type": "ps", "index": 1}
     assert sorted(tf_config["cluster"]) == ["chief", "ps", "worker"]
-    assert [p["port"] for p in result.desired.service("PS", 1)["spec"]["ports"]] == [2222]
+    assert [p["port"] for p in result.desired.body(SERVICE, ReplicaSlot("PS", 1))["spec"]["ports"]] == [2222]
 
 
 def test_a_job_without_a_default_server_needs_no_script() -> None:

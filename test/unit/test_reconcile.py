@@ -36,9 +36,8 @@ from support.plan_builders import (
 )
 from tfop.controller.apply.child_writes import is_permanent_refusal
 from tfop.controller.cache_transforms import slim_job, slim_metadata, slim_pod
-from tfop.controller.children import KINDS_BY_NAME
-from tfop.controller.plan.children.desired import ReplicaSlot
 from tfop.controller.plan.controller_config import ControllerConfig
+from tfop.controller.plan.slots import ReplicaSlot
 from tfop.controller.plan.types import POD, SERVICE, CreateRefusal, JobCounters, Plan, ReplicaRestart
 from tfop.kube.errors import ApiError, error_from_status
 
@@ -869,6 +868,7 @@ def test_the_cache_keeps_the_pod_conditions_read_an_unscheduled_pod_and_a_disrup
 
 
 def test_the_job_cache_drops_only_managed_fields_and_kubectls_copy_of_the_manifest() -> None:
+    """Of managedFields only who wrote each replica count stays (test_replicas_writers); here nobody did."""
     job = running(make_job())
     served = copy.deepcopy(job)
     served["metadata"].update({"managedFields": [{"manager": "kubectl"}], "annotations": {
@@ -941,7 +941,7 @@ def test_a_new_generation_is_recorded_on_the_conditions_a_plan_sets() -> None:
 def test_tf_config_addresses_use_the_configured_domain() -> None:
     result = plan_of(make_job({"Worker": 2}), [], [], NOW, ControllerConfig(service_domain="svc.cluster.local"))
     assert result.desired is not None
-    pod = KINDS_BY_NAME[POD].build(result.desired, result.creates(POD)[0].slot)
+    pod = result.desired.body(POD, result.creates(POD)[0].slot)
     env = pod["spec"]["containers"][0]["env"]
     assert f"{W0}.ns.svc.cluster.local:2222" in env[0]["value"]
 

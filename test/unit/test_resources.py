@@ -14,7 +14,6 @@ from tfop.api.defaults import apply_defaults
 from tfop.api.runtime_id import RUNTIME_ID_LENGTH, runtime_id
 from tfop.controller.plan.children.desired import (
     DesiredChildren,
-    ReplicaSlot,
     child_name,
     desired_pod,
     desired_service,
@@ -23,6 +22,7 @@ from tfop.controller.plan.children.desired import (
 )
 from tfop.controller.plan.children.naming import ChildNaming, naming_of
 from tfop.controller.plan.children.tf_config import tf_task_type
+from tfop.controller.plan.slots import ReplicaSlot
 
 RID = runtime_id("uid-1")
 

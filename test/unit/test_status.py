@@ -10,7 +10,7 @@ import pytest
 
 from support.plan_builders import make_job, plan_of, running_pods
 from tfop.api.exit_codes import ExitClass, classify_exit_code
-from tfop.controller.plan.policies.exit_codes import Termination, container_termination
+from tfop.controller.plan.replicas.exit_codes import Termination, container_termination
 from tfop.controller.plan.replicas.restart_ledger import RestartLedger, count_restarts
 from tfop.controller.plan.status import (
     condition_is_true,

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from support.plan_builders import NOW, make_pod
-from tfop.controller.plan.children.desired import ReplicaSlot
 from tfop.controller.plan.policies.success import settle_remaining
 from tfop.controller.plan.replicas.pod_slots import Slot, SlotState
+from tfop.controller.plan.slots import ReplicaSlot
 
 
 def chief_ended(at: str | None) -> Slot:

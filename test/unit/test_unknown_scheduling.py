@@ -25,9 +25,9 @@ from support.plan_builders import (
     with_selectors,
 )
 from tfop.api.timestamps import format_time
-from tfop.controller.plan.children.desired import ReplicaSlot
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.planner import plan
+from tfop.controller.plan.slots import ReplicaSlot
 from tfop.controller.plan.types import POD, SERVICE, CreateRefusal, JobCounters, Plan, PlanContext
 
 GRACE = "tfop.kubeflow.org/unknown-scheduling-grace-seconds"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, Literal
 
 GROUP: Final = "kubeflow.org"
 VERSION: Final = "v1"
@@ -54,20 +54,23 @@ JOB_ROLE_MASTER: Final = "master"
 # training operator's `{job}-{type}-{index}`, which a job adopted from it keeps.
 NAMING_RUNTIME_ID: Final = "RuntimeId"
 NAMING_TYPE_INDEX: Final = "TypeIndex"
-NAMINGS: Final = (NAMING_RUNTIME_ID, NAMING_TYPE_INDEX)
+ChildNamingScheme = Literal["RuntimeId", "TypeIndex"]
+NAMINGS: Final[tuple[ChildNamingScheme, ...]] = (NAMING_RUNTIME_ID, NAMING_TYPE_INDEX)
 
 # What makes a job's replicas (status.replicaBackend): Pods the operator creates, or one batch/v1 Job per replica
 # whose controller makes the pod. Chosen per operator, overridden per job by the annotation, kept once recorded.
 REPLICA_BACKEND_PODS: Final = "pods"
 REPLICA_BACKEND_JOBS: Final = "jobs"
-REPLICA_BACKENDS: Final = (REPLICA_BACKEND_PODS, REPLICA_BACKEND_JOBS)
+ReplicaBackendName = Literal["pods", "jobs"]
+REPLICA_BACKENDS: Final[tuple[ReplicaBackendName, ...]] = (REPLICA_BACKEND_PODS, REPLICA_BACKEND_JOBS)
 ANNOTATION_REPLICA_BACKEND: Final = "tfop.kubeflow.org/replica-backend"
 
 # What tfop does with a replica whose node is unreachable (docs/tfjob/node-loss.md): Replace it once the node
 # has been so for the grace, or WaitForProof (the out-of-service taint, the node deleted) that its process is gone.
 NODE_LOSS_REPLACE: Final = "Replace"
 NODE_LOSS_WAIT_FOR_PROOF: Final = "WaitForProof"
-NODE_LOSS_POLICIES: Final = (NODE_LOSS_REPLACE, NODE_LOSS_WAIT_FOR_PROOF)
+NodeLossPolicy = Literal["Replace", "WaitForProof"]
+NODE_LOSS_POLICIES: Final[tuple[NodeLossPolicy, ...]] = (NODE_LOSS_REPLACE, NODE_LOSS_WAIT_FOR_PROOF)
 ANNOTATION_NODE_LOSS_POLICY: Final = "tfop.kubeflow.org/node-loss-policy"
 ANNOTATION_NODE_LOSS_GRACE: Final = "tfop.kubeflow.org/node-loss-grace-seconds"
 
@@ -75,7 +78,8 @@ ANNOTATION_NODE_LOSS_GRACE: Final = "tfop.kubeflow.org/node-loss-grace-seconds"
 # MultiWorkerMirroredStrategy collective needs.
 RESTART_SCOPE_REPLICA: Final = "Replica"
 RESTART_SCOPE_JOB: Final = "Job"
-RESTART_SCOPES: Final = (RESTART_SCOPE_REPLICA, RESTART_SCOPE_JOB)
+RestartScope = Literal["Replica", "Job"]
+RESTART_SCOPES: Final[tuple[RestartScope, ...]] = (RESTART_SCOPE_REPLICA, RESTART_SCOPE_JOB)
 ANNOTATION_RESTART_SCOPE: Final = "tfop.kubeflow.org/restart-scope"
 
 # How long a job whose training succeeded waits for its running evaluators' final evaluation before it completes
@@ -91,7 +95,8 @@ ANNOTATION_UNKNOWN_SCHEDULING_GRACE: Final = "tfop.kubeflow.org/unknown-scheduli
 # second annotation lists, as a JSON list of NetworkPolicyPeers.
 NETWORK_POLICY_ISOLATED: Final = "Isolated"
 NETWORK_POLICY_NONE: Final = "None"
-NETWORK_POLICY_MODES: Final = (NETWORK_POLICY_ISOLATED, NETWORK_POLICY_NONE)
+NetworkPolicyMode = Literal["Isolated", "None"]
+NETWORK_POLICY_MODES: Final[tuple[NetworkPolicyMode, ...]] = (NETWORK_POLICY_ISOLATED, NETWORK_POLICY_NONE)
 ANNOTATION_NETWORK_POLICY: Final = "tfop.kubeflow.org/network-policy"
 ANNOTATION_NETWORK_POLICY_FROM: Final = "tfop.kubeflow.org/network-policy-from"
 
@@ -111,18 +116,23 @@ RESTART_POLICY_ALWAYS: Final = "Always"
 RESTART_POLICY_ON_FAILURE: Final = "OnFailure"
 RESTART_POLICY_NEVER: Final = "Never"
 RESTART_POLICY_EXIT_CODE: Final = "ExitCode"
-RESTART_POLICIES: Final = (
+RestartPolicy = Literal["Always", "OnFailure", "Never", "ExitCode"]
+RESTART_POLICIES: Final[tuple[RestartPolicy, ...]] = (
     RESTART_POLICY_ALWAYS, RESTART_POLICY_ON_FAILURE, RESTART_POLICY_NEVER, RESTART_POLICY_EXIT_CODE,
 )
 
 CLEAN_POD_POLICY_ALL: Final = "All"
 CLEAN_POD_POLICY_RUNNING: Final = "Running"
 CLEAN_POD_POLICY_NONE: Final = "None"
-CLEAN_POD_POLICIES: Final = (CLEAN_POD_POLICY_ALL, CLEAN_POD_POLICY_RUNNING, CLEAN_POD_POLICY_NONE)
+CleanPodPolicy = Literal["All", "Running", "None"]
+CLEAN_POD_POLICIES: Final[tuple[CleanPodPolicy, ...]] = (
+    CLEAN_POD_POLICY_ALL, CLEAN_POD_POLICY_RUNNING, CLEAN_POD_POLICY_NONE,
+)
 
 SUCCESS_POLICY_DEFAULT: Final = ""
 SUCCESS_POLICY_ALL_WORKERS: Final = "AllWorkers"
-SUCCESS_POLICIES: Final = (SUCCESS_POLICY_DEFAULT, SUCCESS_POLICY_ALL_WORKERS)
+SuccessPolicy = Literal["", "AllWorkers"]
+SUCCESS_POLICIES: Final[tuple[SuccessPolicy, ...]] = (SUCCESS_POLICY_DEFAULT, SUCCESS_POLICY_ALL_WORKERS)
 
 CONDITION_CREATED: Final = "Created"
 CONDITION_RUNNING: Final = "Running"
@@ -130,6 +140,7 @@ CONDITION_RESTARTING: Final = "Restarting"
 CONDITION_SUCCEEDED: Final = "Succeeded"
 CONDITION_FAILED: Final = "Failed"
 CONDITION_SUSPENDED: Final = "Suspended"
+ConditionType = Literal["Created", "Running", "Restarting", "Succeeded", "Failed", "Suspended"]
 
 # Condition and event reasons: CamelCase so `kubectl get events | grep` finds them.
 REASON_CREATED: Final = "TFJobCreated"
@@ -141,6 +152,8 @@ REASON_RESIZING: Final = "Resizing"  # Restarting's reason while every replica r
 # A Warning: a gang-scheduled job resized below its schedulingPolicy.minAvailable, so its PodGroup waits.
 REASON_RESIZED_BELOW_MIN_AVAILABLE: Final = "ResizedBelowMinAvailable"
 REASON_NODE_LOST: Final = "NodeLost"  # a replica's node is lost or unhealthy: its pod is replaced
+# A replica's pod carries DisruptionTarget (preempted, evicted, drained, its node tainted): replaced, not counted.
+REASON_REPLICA_DISRUPTED: Final = "ReplicaDisrupted"
 REASON_SUCCEEDED: Final = "TFJobSucceeded"
 # The training succeeded and the job waits for its evaluators (Succeeded False, Running True); and the Warning
 # events that say an evaluator's final evaluation failed or was cut short by the grace (the job still succeeds).
@@ -190,4 +203,3 @@ POD_PENDING: Final = "Pending"
 POD_RUNNING: Final = "Running"
 POD_SUCCEEDED: Final = "Succeeded"
 POD_FAILED: Final = "Failed"
-POD_UNKNOWN: Final = "Unknown"

@@ -6,7 +6,9 @@ a status edited by hand), so code that walks a job reads fields through these in
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
+
+_Choice = TypeVar("_Choice", bound=str)
 
 
 def mapping(value: object) -> dict[str, Any]:
@@ -35,3 +37,11 @@ def integer(value: object) -> int | None:
 def text(value: object) -> str | None:
     """`value` if it is a string."""
     return value if isinstance(value, str) else None
+
+
+def one_of(value: object, choices: tuple[_Choice, ...]) -> _Choice | None:
+    """`value` as the one of `choices` it equals, typed as their Literal; None if it is none of them."""
+    for choice in choices:
+        if value == choice:
+            return choice
+    return None

@@ -25,7 +25,6 @@ from tfop.api.errors import FieldError
 from tfop.api.fields import mapping_at, text
 
 MANAGED_BY_OPERATOR: Final = "kubeflow.org/training-operator"
-MANAGED_BY_MULTIKUEUE: Final = "kueue.x-k8s.io/multikueue"
 # Kueue reads the queue from this label (and, deprecated, from an annotation of the same name).
 QUEUE_NAME: Final = "kueue.x-k8s.io/queue-name"
 TFJOB_INTEGRATION: Final = "kubeflow.org/tfjob"

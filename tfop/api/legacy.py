@@ -25,10 +25,6 @@ FIELDS_ANNOTATION = "tfop.kubeflow.org/v1-fields"
 TF_IMAGE_ANNOTATION = "tfop.kubeflow.org/tf-image"
 
 
-class ConversionError(ValueError):
-    """An object that cannot be converted; the message names every field."""
-
-
 @dataclass
 class Converted:
     obj: dict[str, Any]

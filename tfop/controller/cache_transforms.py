@@ -13,7 +13,8 @@ child's owner reference and labels, a pod's node and status, a job's spec) are o
 (tfop/kube/shared_values.py). Values repeat more than one would think: the 14 children of a job carry the same
 owner reference, a pod and its Service the same name and labels, children made or ended in the same second the
 same timestamp, and jobs made from one manifest the same spec (docs/benchmarks/index.md, "Memory"). Of a TFJob
-the cache keeps all but managedFields and kubectl's last-applied copy.
+the cache keeps all but kubectl's last-applied copy and managedFields, of which it keeps who last wrote each
+replica count.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tfop.api.constants import ANNOTATION_TF_CLUSTER, FINALIZER_REPLICA_TRACKING
+from tfop.controller.plan.job.model import REPLICAS_WRITERS
 from tfop.kube.shared_values import SharedValues, shared_text
 from tfop.objects import Object
 
@@ -115,13 +117,33 @@ def _slim_container(entry: Any) -> Any:
     return kept
 
 
+def replicas_writers(managed_fields: object) -> dict[str, str]:
+    """Of a TFJob's managedFields, the field manager that last wrote each replica type's `replicas`, by replica
+    type: `kubectl` for `kubectl scale` or `kubectl edit` (the apiserver names a manager by the client's user agent
+    when it gives none), `kube-controller-manager` for an HPA (the scale subresource names the replicas field of
+    the job's spec), `tfop` for the capacity auto-scaler. The latest entry when several own it (a shared apply)."""
+    latest: dict[str, tuple[str, str]] = {}  # replica type: (time, manager)
+    for entry in managed_fields if isinstance(managed_fields, list) else []:
+        if not isinstance(entry, dict) or not isinstance(entry.get("manager"), str):
+            continue
+        specs = ((entry.get("fieldsV1") or {}).get("f:spec") or {}).get("f:tfReplicaSpecs")
+        for key, fields in (specs.items() if isinstance(specs, dict) else ()):
+            if key.startswith("f:") and isinstance(fields, dict) and "f:replicas" in fields:
+                written = (str(entry.get("time") or ""), entry["manager"])
+                latest[key[2:]] = max(latest.get(key[2:], written), written)
+    return {replica_type: shared_text(manager) for replica_type, (_, manager) in latest.items()}
+
+
 def slim_job(job: Object) -> Object:
-    """A TFJob whole (the planner reads its spec and status), but for what no controller reads: managedFields and
-    kubectl's copy of the last applied manifest (as large as the spec again); its keys shared, and its spec and
-    status one object with every equal one."""
+    """A TFJob whole (the planner reads its spec and status), but for what no controller reads: kubectl's copy of
+    the last applied manifest (as large as the spec again) and managedFields, of which only who last wrote each
+    replica type's count is kept (REPLICAS_WRITERS: a resize's cause); its keys shared, and its spec and status
+    one object with every equal one."""
     metadata = job.get("metadata")
     if isinstance(metadata, dict):
-        metadata.pop("managedFields", None)
+        writers = replicas_writers(metadata.pop("managedFields", None))
+        if writers:
+            metadata[REPLICAS_WRITERS] = writers
         annotations = metadata.get("annotations")
         if isinstance(annotations, dict):
             annotations.pop(LAST_APPLIED, None)

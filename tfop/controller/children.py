@@ -1,9 +1,10 @@
 """The kinds of child a TFJob owns, as data: adding a kind is one entry here plus its part in the planner.
 
 Each entry names the API resource, how the operator finds its children of that kind (label selector, an index by
-controlling owner), what the cache keeps of them, how a planned creation becomes a body, how they are deleted,
-and their scope: one per replica slot (Pods, Services) or one per job (a PodGroup). The informers, expectations
-and the applier iterate over the table; nothing else names a kind.
+controlling owner), what the cache keeps of them, how they are deleted, and their scope: one per replica slot
+(Pods, Services) or one per job (a PodGroup). Their bodies are the planner's (the plan's `desired`,
+plan/children/desired.py). The informers, expectations and the applier iterate over the table; nothing else names
+a kind.
 
 The table depends on the controller config: a PodGroup kind exists only when a gang scheduler is configured (and
 its resource is that scheduler's), so `child_kinds(gang)` builds it.
@@ -12,7 +13,7 @@ its resource is that scheduler's), so `child_kinds(gang)` builds it.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from tfop.api.constants import (
@@ -32,12 +33,10 @@ from tfop.controller.cache_transforms import (
     slim_pod,
     slim_pod_group,
 )
-from tfop.controller.plan.children.desired import DesiredChildren, ReplicaSlot
-from tfop.controller.plan.children.pod_group import GangScheduler
+from tfop.controller.plan.gang_schedulers import GangScheduler
 from tfop.controller.plan.types import AUTOSCALER, JOB, NETWORK_POLICY, POD, POD_GROUP, SERVICE
 from tfop.kube.informer import Transform
 from tfop.kube.resource import HORIZONTAL_POD_AUTOSCALERS, JOBS, NETWORK_POLICIES, PODS, SERVICES, Resource
-from tfop.objects import Object
 
 TFJOBS = Resource(GROUP, VERSION, PLURAL, KIND)  # the owner of every child below
 BY_OWNER = "controller-uid"  # the cache index a job's children are looked up by: its uid
@@ -57,8 +56,6 @@ class Scope(enum.Enum):
 class ChildKind:
     kind: str  # the planner's name for it (the objects' `kind`)
     resource: Resource
-    # The body of one child: for REPLICA scope the slot it fills, for JOB scope None.
-    build: Callable[[DesiredChildren, ReplicaSlot | None], Object]
     transform: Transform  # what the cache keeps of each object (controller/cache_transforms.py)
     scope: Scope = Scope.REPLICA
     label_selector: str = CHILD_SELECTOR
@@ -70,36 +67,22 @@ class ChildKind:
     grandchildren: str | None = None
 
 
-def _replica(build: Callable[[DesiredChildren, ReplicaSlot], Object]) -> Callable[[DesiredChildren, ReplicaSlot | None],
-                                                                                   Object]:
-    def build_for_slot(desired: DesiredChildren, slot: ReplicaSlot | None) -> Object:
-        if slot is None:
-            raise ValueError("a replica's child needs its slot")
-        return build(desired, slot)
-
-    return build_for_slot
-
-
 REPLICA_KINDS: tuple[ChildKind, ...] = (
-    ChildKind(POD, PODS, _replica(lambda desired, slot: desired.pod(slot.replica_type, slot.index)), slim_pod),
-    ChildKind(SERVICE, SERVICES, _replica(lambda desired, slot: desired.service(slot.replica_type, slot.index)),
-              slim_metadata),
+    ChildKind(POD, PODS, slim_pod),
+    ChildKind(SERVICE, SERVICES, slim_metadata),
     # The Job backend's. Foreground: a Job being deleted stays, terminating, until its pods are gone, so the
     # planner sees the replica until nothing of it runs (and its pods' restarts stay countable).
-    ChildKind(JOB, JOBS, _replica(lambda desired, slot: desired.batch_job(slot.replica_type, slot.index)),
-              slim_batch_job, propagation_policy="Foreground", grandchildren=POD),
+    ChildKind(JOB, JOBS, slim_batch_job, propagation_policy="Foreground", grandchildren=POD),
 )
 
 
 # A job that asks for isolation (plan/children/network_policy.py) gets one, created before any replica's children, so an
 # isolated job's pods are made only once it exists. In the table whatever the config, since any job may ask.
-NETWORK_POLICY_KIND = ChildKind(NETWORK_POLICY, NETWORK_POLICIES, lambda desired, slot: desired.network_policy(),
-                                slim_network_policy, scope=Scope.JOB)
+NETWORK_POLICY_KIND = ChildKind(NETWORK_POLICY, NETWORK_POLICIES, slim_network_policy, scope=Scope.JOB)
 
 # A job whose elasticPolicy has metrics gets one (plan/children/autoscaler.py); any job may ask, so it is in the
 # table whatever the config.
-AUTOSCALER_KIND = ChildKind(AUTOSCALER, HORIZONTAL_POD_AUTOSCALERS, lambda desired, slot: desired.autoscaler(),
-                            slim_autoscaler, scope=Scope.JOB)
+AUTOSCALER_KIND = ChildKind(AUTOSCALER, HORIZONTAL_POD_AUTOSCALERS, slim_autoscaler, scope=Scope.JOB)
 
 
 @dataclass(frozen=True)
@@ -124,8 +107,7 @@ def child_kinds(gang: GangScheduler | None) -> ChildKinds:
     one), and the gang scheduler's PodGroup when one is configured (and its CRD is installed)."""
     if gang is None:
         return ChildKinds((NETWORK_POLICY_KIND, AUTOSCALER_KIND, *REPLICA_KINDS))
-    pod_groups = ChildKind(POD_GROUP, pod_group_resource(gang), lambda desired, slot: desired.pod_group(),
-                           slim_pod_group, scope=Scope.JOB)
+    pod_groups = ChildKind(POD_GROUP, pod_group_resource(gang), slim_pod_group, scope=Scope.JOB)
     return ChildKinds((NETWORK_POLICY_KIND, AUTOSCALER_KIND, pod_groups, *REPLICA_KINDS))
 
 

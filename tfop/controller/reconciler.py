@@ -17,11 +17,10 @@ from tfop.controller.cache_transforms import BY_NODE, node_health_transform, pod
 from tfop.controller.children import TFJOBS, ChildKind, child_id, child_kinds, pod_group_resource
 from tfop.controller.plan.children.batch_job import made_by_job
 from tfop.controller.plan.children.desired import replica_slot_of
-from tfop.controller.plan.children.pod_group import GangScheduler
 from tfop.controller.plan.controller_config import ControllerConfig
+from tfop.controller.plan.gang_schedulers import GangScheduler
 from tfop.controller.plan.planner import plan as plan_job
-from tfop.controller.plan.replicas.finished import holds_finalizer
-from tfop.controller.plan.status import pod_phase
+from tfop.controller.plan.status import holds_finalizer, pod_phase
 from tfop.controller.plan.types import POD, ChildRef, CreateRefusal, PlanContext
 from tfop.kube.client import KubeClient
 from tfop.kube.clock import SYSTEM_CLOCK, Clock

@@ -9,17 +9,17 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
-from tfop.kube.client import KubeClient
+from tfop.kube.client import Page
+from tfop.kube.clock import SYSTEM_CLOCK, Clock
 from tfop.kube.errors import Gone, error_from_watch_status
 from tfop.kube.resource import Resource
 from tfop.kube.store import Change, IndexFunc, Store, object_key
-from tfop.kube.streams import WatchStream
 from tfop.kube.throttle import ExponentialBackoff
 from tfop.objects import Object
 
@@ -39,6 +39,25 @@ def strip_managed_fields(obj: Object) -> Object:
     return obj
 
 
+class EventStream(Protocol):
+    """One open watch: its raw events as they arrive; `close()` from any thread ends the iteration."""
+
+    def __iter__(self) -> Iterator[dict[str, Any]]: ...
+
+    def close(self) -> None: ...
+
+
+class ListWatcher(Protocol):
+    """Where an informer lists and watches from (a KubeClient)."""
+
+    def list_pages(self, resource: Resource, namespace: str | None = None, *, label_selector: str | None = None,
+                   field_selector: str | None = None, limit: int = 500) -> Iterator[Page]: ...
+
+    def watch(self, resource: Resource, namespace: str | None = None, *, resource_version: str,
+              timeout_seconds: int, label_selector: str | None = None, field_selector: str | None = None,
+              allow_bookmarks: bool = True) -> EventStream: ...
+
+
 @dataclass(frozen=True)
 class _Handler:
     on_add: OnAdd | None
@@ -51,6 +70,12 @@ class _Handler:
 # 107.5 MB instead of 133.9 MB idle over 1,100 finished jobs, for ~5x the list requests at start (150 vs 30).
 LIST_PAGE_SIZE = 100
 
+# A failure more than this long after the previous one starts the backoff from its first delay again (client-go's
+# reflector: 800 ms doubling to 30 s, reset after 2 minutes without a backoff). Without it a watch that served events
+# and then broke (every apiserver restart breaks one) kept the delay the last outage had grown to, so each restart
+# waited longer than the one before, up to the 30 s cap.
+BACKOFF_RESET_AFTER = 120.0
+
 
 class Informer:
     """Caches one resource (in one namespace or all, optionally filtered by selectors) and calls handlers.
@@ -59,12 +84,13 @@ class Informer:
     handler is logged and does not stop the informer. Cached objects are shared: treat them as read-only.
     """
 
-    def __init__(self, client: KubeClient, resource: Resource, *, namespace: str | None = None,
+    def __init__(self, client: ListWatcher, resource: Resource, *, namespace: str | None = None,
                  label_selector: str | None = None, field_selector: str | None = None,
                  indexers: Mapping[str, IndexFunc] | None = None,
                  transform: Transform | None = strip_managed_fields, page_size: int = LIST_PAGE_SIZE,
                  watch_timeout_range: tuple[int, int] = (300, 600), backoff_initial: float = 0.8,
-                 backoff_cap: float = 30.0) -> None:
+                 backoff_cap: float = 30.0, backoff_reset_after: float = BACKOFF_RESET_AFTER,
+                 clock: Clock = SYSTEM_CLOCK, jitter_rng: Callable[[], float] = random.random) -> None:
         self.client = client
         self.resource = resource
         self.namespace = namespace
@@ -74,11 +100,13 @@ class Informer:
         self._transform = transform
         self._page_size = page_size
         self._watch_timeout_range = watch_timeout_range
-        self._backoff = ExponentialBackoff(backoff_initial, backoff_cap)
+        self._clock = clock
+        self._backoff = ExponentialBackoff(backoff_initial, backoff_cap, rng=jitter_rng,
+                                           reset_after=backoff_reset_after, clock=clock)
         self._handlers: list[_Handler] = []
         self._dispatch_lock = threading.RLock()  # store change + handler calls happen as one step
         self._stream_lock = threading.Lock()
-        self._stream: WatchStream | None = None
+        self._stream: EventStream | None = None
         self._stop = threading.Event()
         self._synced = threading.Event()
         self._thread: threading.Thread | None = None
@@ -144,31 +172,39 @@ class Informer:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            listed_now = False
-            try:
-                if not self._resource_version:
-                    self._list()
-                    listed_now = True
-                if self._watch():
-                    self._backoff.reset()
-                    continue
-                if self._stop.is_set():
-                    break
-                delay = self._backoff.next()
-                self._log.debug("watch ended at once, backing off", retry_in=round(delay, 2))
-            except Gone as exc:
-                self._resource_version = ""
-                if not listed_now:
-                    self._log.info("resource version expired, re-listing", error=exc.message)
-                    continue
-                delay = self._backoff.next()  # expired right after a list: do not spin on list
-                self._log.warning("resource version expired right after a list", error=exc.message,
-                                  retry_in=round(delay, 2))
-            except Exception as exc:  # noqa: BLE001 - any failure is retried; the thread must survive
-                delay = self._backoff.next()
-                self._log.warning("list/watch failed", error=str(exc), error_type=type(exc).__name__,
-                                  retry_in=round(delay, 2))
-            self._stop.wait(delay)
+            delay = self.list_and_watch_once()
+            if delay and not self._stop.is_set():
+                self._stop.wait(delay)
+
+    def list_and_watch_once(self) -> float:
+        """One turn of the reflector: list if the cache has no version to watch from, then follow one watch until
+        it ends. Returns how long to wait before the next turn (0: go on at once). Only the informer's thread
+        calls it, except in tests that drive the loop turn by turn."""
+        listed_now = False
+        try:
+            if not self._resource_version:
+                self._list()
+                listed_now = True
+            if self._watch():
+                self._backoff.reset()
+                return 0.0
+            if self._stop.is_set():
+                return 0.0
+            delay = self._backoff.next()
+            self._log.debug("watch ended at once, backing off", retry_in=round(delay, 2))
+        except Gone as exc:
+            self._resource_version = ""
+            if not listed_now:
+                self._log.info("resource version expired, re-listing", error=exc.message)
+                return 0.0
+            delay = self._backoff.next()  # expired right after a list: do not spin on list
+            self._log.warning("resource version expired right after a list", error=exc.message,
+                              retry_in=round(delay, 2))
+        except Exception as exc:  # noqa: BLE001 - any failure is retried; the thread must survive
+            delay = self._backoff.next()
+            self._log.warning("list/watch failed", error=str(exc), error_type=type(exc).__name__,
+                              retry_in=round(delay, 2))
+        return delay
 
     def _list(self) -> None:
         items: list[Object] = []
@@ -191,7 +227,7 @@ class Informer:
 
     def _watch(self) -> bool:
         """Follow one watch until it ends; True if it was healthy (it got events or lasted a while)."""
-        started = time.monotonic()
+        started = self._clock.now()
         events = 0
         stream = self.client.watch(
             self.resource, self.namespace, resource_version=self._resource_version,
@@ -209,7 +245,7 @@ class Informer:
             with self._stream_lock:
                 self._stream = None
             stream.close()
-        healthy = events > 0 or time.monotonic() - started >= 1.0
+        healthy = events > 0 or self._clock.now() - started >= 1.0
         if healthy:
             self._progress()
         return healthy

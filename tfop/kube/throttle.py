@@ -37,17 +37,32 @@ def backoff_delay(attempt: int, initial: float, cap: float, rnd: float, jitter: 
 
 
 class ExponentialBackoff:
-    """Stateful backoff for a loop that keeps failing (a reflector, an elector); `reset()` after a success."""
+    """Stateful backoff for a loop that keeps failing (a reflector, an elector); `reset()` after a success.
+
+    With `reset_after`, a delay asked for more than that many seconds after the previous one starts from `initial`
+    again: so long without a failure means the trouble that made the delays grow is over (client-go's reflector
+    backoff manager does the same, with a two-minute window). A loop whose successes it cannot see, such as a watch
+    that served events and then broke, is thus not punished for every outage it has ever lived through.
+    """
 
     def __init__(self, initial: float, cap: float, *, jitter: float = 1.0,
-                 rng: Callable[[], float] = random.random) -> None:
+                 rng: Callable[[], float] = random.random, reset_after: float | None = None,
+                 clock: Clock = SYSTEM_CLOCK) -> None:
         self.initial = initial
         self.cap = cap
         self.jitter = jitter
+        self.reset_after = reset_after
         self._rng = rng
+        self._clock = clock
         self._attempt = 0
+        self._last_asked: float | None = None
 
     def next(self) -> float:
+        now = self._clock.now()
+        if (self.reset_after is not None and self._last_asked is not None
+                and now - self._last_asked > self.reset_after):
+            self._attempt = 0
+        self._last_asked = now
         delay = backoff_delay(self._attempt, self.initial, self.cap, self._rng(), self.jitter)
         self._attempt += 1
         return delay

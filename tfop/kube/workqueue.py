@@ -16,8 +16,8 @@
 
 Workers loop on `item, shutdown = queue.get()` and always call `queue.done(item)` (typically in `finally`).
 
-Its numbers (`QueueStats`) are exposed by tfop/kube/workqueue_metrics.py; a queue given no collector keeps them
-unexposed.
+Its numbers (`QueueStats`, tfop/kube/queue_stats.py) are exposed by the collector it is given (the one of
+tfop/kube/workqueue_metrics.py, which it does not import); a queue given none keeps them unexposed.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from typing import Generic, TypeVar
 
 from tfop.kube.clock import SYSTEM_CLOCK, Clock
 from tfop.kube.lanes import DEFAULT_MAX_STREAK, Lane, Lanes
+from tfop.kube.queue_stats import QueueStats, QueueTracker
 from tfop.kube.ratelimit import RateLimiter, default_controller_rate_limiter
-from tfop.kube.workqueue_metrics import QueueStats, WorkqueueCollector
 
 T = TypeVar("T", bound=Hashable)
 
@@ -40,7 +40,7 @@ class RateLimitingQueue(Generic[T]):
     """FIFO of distinct items for worker threads; thread-safe, one lock."""
 
     def __init__(self, name: str, rate_limiter: RateLimiter | None = None, *, clock: Clock = SYSTEM_CLOCK,
-                 metrics: WorkqueueCollector | None = None, max_streak: int = DEFAULT_MAX_STREAK,
+                 metrics: QueueTracker | None = None, max_streak: int = DEFAULT_MAX_STREAK,
                  normal_slots: int | None = None) -> None:
         self.name = name
         self._clock = clock
@@ -66,7 +66,7 @@ class RateLimitingQueue(Generic[T]):
         self._batched_while_running: dict[T, float] = {}
         self._sequence = itertools.count()
         self._delay_thread: threading.Thread | None = None
-        self._stats = QueueStats()
+        self.stats = QueueStats()
         if metrics is not None:
             metrics.track(self)
 
@@ -79,7 +79,7 @@ class RateLimitingQueue(Generic[T]):
         if self._shutting_down or item in self._dirty:
             return
         self._dirty[item] = self._now()
-        self._stats.adds += 1
+        self.stats.adds += 1
         if item in self._processing:
             return  # queued by done()
         self._queue.append(item)
@@ -119,7 +119,7 @@ class RateLimitingQueue(Generic[T]):
                 return None, True
             item = self._queue.popleft()
             now = self._now()
-            self._stats.queue_latency.observe(now - self._dirty.pop(item))
+            self.stats.queue_latency.observe(now - self._dirty.pop(item))
             self._processing[item] = now
             return item, False
 
@@ -142,7 +142,7 @@ class RateLimitingQueue(Generic[T]):
             if started is None:
                 return
             now = self._now()
-            self._stats.work_duration.observe(now - started)
+            self.stats.work_duration.observe(now - started)
             self._remember_end(item, now)
             period = self._batched_while_running.pop(item, None)
             if period is not None and item not in self._dirty:
@@ -219,7 +219,7 @@ class RateLimitingQueue(Generic[T]):
         with self._lock:
             if self._shutting_down:
                 return
-            self._stats.retries += 1
+            self.stats.retries += 1
             self._add_after_locked(item, delay)
 
     def forget(self, item: T) -> None:
@@ -266,8 +266,8 @@ class RateLimitingQueue(Generic[T]):
         self._ready.notify_all()
         self._delay_changed.notify_all()
 
-    def _metrics_snapshot(self) -> tuple[int, list[float], QueueStats]:
+    def metrics_snapshot(self) -> tuple[int, list[float], QueueStats]:
         """(depth, seconds each in-flight item has been processed, a copy of the counters) for a scrape."""
         with self._lock:
             now = self._now()
-            return len(self._dirty), [now - started for started in self._processing.values()], self._stats.copy()
+            return len(self._dirty), [now - started for started in self._processing.values()], self.stats.copy()

@@ -1,75 +1,23 @@
 """The work queues' metrics, under the `workqueue_*` names dashboards know.
 
-They are plain numbers each queue updates under its own lock (`QueueStats`), turned into samples only when
-Prometheus scrapes (`WorkqueueCollector`), because prometheus_client's own metric objects take a lock per update
-and would cost more than the queue operation itself. Computing the in-flight gauges (unfinished work, longest
-running processor) at scrape time also makes them exact without a ticking thread. Queues with the same name share
-one series, summed.
+They are plain numbers each queue updates under its own lock (`QueueStats`, tfop/kube/queue_stats.py), turned
+into samples only when Prometheus scrapes (`WorkqueueCollector`), because prometheus_client's own metric objects
+take a lock per update and would cost more than the queue operation itself. Computing the in-flight gauges
+(unfinished work, longest running processor) at scrape time also makes them exact without a ticking thread. Queues
+with the same name share one series, summed.
 """
 
 from __future__ import annotations
 
-import itertools
 import threading
 import weakref
-from bisect import bisect_left
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-if TYPE_CHECKING:
-    from tfop.kube.workqueue import RateLimitingQueue
-
-# client-go's workqueue buckets: 10 ns to 10 s, by factors of ten.
-DURATION_BUCKETS = (1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0)
-_BUCKET_LABELS = [repr(bound) for bound in DURATION_BUCKETS] + ["+Inf"]  # as prometheus_client writes `le`
-
-
-class _Histogram:
-    """Counts per DURATION_BUCKETS bucket (the last one is +Inf) and the sum; cumulated only on scrape."""
-
-    __slots__ = ("counts", "total")
-
-    def __init__(self) -> None:
-        self.counts = [0] * (len(DURATION_BUCKETS) + 1)
-        self.total = 0.0
-
-    def observe(self, seconds: float) -> None:
-        self.counts[bisect_left(DURATION_BUCKETS, seconds)] += 1
-        self.total += seconds
-
-    def merge(self, other: _Histogram) -> None:
-        self.counts = [a + b for a, b in zip(self.counts, other.counts, strict=True)]
-        self.total += other.total
-
-    def cumulative_buckets(self) -> list[tuple[str, float]]:
-        return list(zip(_BUCKET_LABELS, itertools.accumulate(self.counts), strict=True))
-
-
-class QueueStats:
-    """The counters of one queue. Holds no reference to the queue, so it can outlive it (see the collector)."""
-
-    __slots__ = ("adds", "queue_latency", "retries", "work_duration")
-
-    def __init__(self) -> None:
-        self.adds = 0
-        self.retries = 0
-        self.queue_latency = _Histogram()
-        self.work_duration = _Histogram()
-
-    def merge(self, other: QueueStats) -> None:
-        self.adds += other.adds
-        self.retries += other.retries
-        self.queue_latency.merge(other.queue_latency)
-        self.work_duration.merge(other.work_duration)
-
-    def copy(self) -> QueueStats:
-        clone = QueueStats()
-        clone.merge(self)
-        return clone
+from tfop.kube.queue_stats import MeteredQueue, QueueStats
 
 
 class WorkqueueCollector(Collector):
@@ -81,15 +29,15 @@ class WorkqueueCollector(Collector):
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._live: weakref.WeakSet[RateLimitingQueue[Any]] = weakref.WeakSet()
+        self._live: weakref.WeakSet[MeteredQueue] = weakref.WeakSet()
         self._retired: list[tuple[str, QueueStats]] = []
         self._totals: dict[str, QueueStats] = {}
 
-    def track(self, queue: RateLimitingQueue[Any]) -> None:
+    def track(self, queue: MeteredQueue) -> None:
         with self._lock:
             self._live.add(queue)
             self._totals.setdefault(queue.name, QueueStats())
-        weakref.finalize(queue, self._retired.append, (queue.name, queue._stats))
+        weakref.finalize(queue, self._retired.append, (queue.name, queue.stats))
 
     def describe(self) -> Iterable[Metric]:
         return _empty_families()
@@ -107,7 +55,7 @@ class WorkqueueCollector(Collector):
         unfinished = dict.fromkeys(per_name, 0.0)
         longest = dict.fromkeys(per_name, 0.0)
         for queue in live:
-            queue_depth, in_flight, stats = queue._metrics_snapshot()
+            queue_depth, in_flight, stats = queue.metrics_snapshot()
             per_name[queue.name].merge(stats)
             depth[queue.name] += queue_depth
             unfinished[queue.name] += sum(in_flight)

@@ -13,7 +13,7 @@ from tfop.api.constants import FINALIZER_REPLICA_TRACKING
 from tfop.controller.children import ChildKinds, Scope, child_id
 from tfop.controller.plan.children.desired import total_replicas
 from tfop.controller.plan.job.default_ps_server import SCRIPT_CONFIGMAP
-from tfop.controller.plan.policies.troubles import replica_ranges
+from tfop.controller.plan.slots import replica_ranges
 from tfop.controller.plan.types import (
     JOB,
     POD,
@@ -146,7 +146,7 @@ class ChildWriter:
         def create(creation: Creation) -> Object:
             kind = self.kinds[creation.kind]
             # Built here, on the creating thread: only the bodies in flight exist at once.
-            return self.client.create(kind.resource, kind.build(desired, creation.slot), namespace)
+            return self.client.create(kind.resource, desired.body(creation.kind, creation.slot), namespace)
 
         created: list[Creation] = []
         replica_creations = [creation for creation in creations if self.kinds[creation.kind].scope is Scope.REPLICA]

@@ -3,13 +3,19 @@ one frozen value that the planner reads. Flags about how one process runs (threa
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from tfop.api.constants import NAMING_RUNTIME_ID, NODE_LOSS_REPLACE, REPLICA_BACKEND_PODS
-from tfop.controller.plan.children.accelerators import Accelerators
-from tfop.controller.plan.children.pod_group import GANG_NONE, GangScheduler, gang_scheduler
-from tfop.controller.plan.job.legacy_gpu import DEFAULT_GPU_RESOURCE
+from tfop.api.constants import (
+    NAMING_RUNTIME_ID,
+    NODE_LOSS_REPLACE,
+    REPLICA_BACKEND_PODS,
+    ChildNamingScheme,
+    NodeLossPolicy,
+    ReplicaBackendName,
+)
+from tfop.controller.plan.gang_schedulers import GANG_NONE, GangScheduler, gang_scheduler
 
 # "svc" resolves through every pod's DNS search path, whatever the cluster domain; "svc.cluster.local" names it.
 DEFAULT_SERVICE_DOMAIN = "svc"
@@ -25,6 +31,24 @@ DEFAULT_EVALUATOR_GRACE_SECONDS = 300.0
 # (plan/policies/unknown_scheduling.py): long enough to apply the missing object after the job, or for a scheduler
 # to start; short enough that a typo fails the job within minutes instead of never.
 DEFAULT_UNKNOWN_SCHEDULING_GRACE_SECONDS = 600.0
+# What pods ask for where a template asks for the legacy alpha.kubernetes.io/nvidia-gpu (plan/job/legacy_gpu.py).
+DEFAULT_GPU_RESOURCE = "nvidia.com/gpu"
+
+
+@dataclass(frozen=True)
+class HostVolume:
+    name: str
+    mount_path: str
+    host_path: str
+
+
+@dataclass(frozen=True)
+class Accelerator:
+    env: tuple[tuple[str, str], ...] = ()
+    volumes: tuple[HostVolume, ...] = ()
+
+
+Accelerators = Mapping[str, Accelerator]  # extended resource name (e.g. nvidia.com/gpu) -> what it needs
 
 
 @dataclass(frozen=True)
@@ -33,7 +57,7 @@ class NodeLossSettings:
 
     # False: the operator does not watch Nodes (it may lack the RBAC to), and decides nothing about them.
     watch_nodes: bool = True
-    policy: str = NODE_LOSS_REPLACE
+    policy: NodeLossPolicy = NODE_LOSS_REPLACE
     grace_seconds: float = 30.0  # past the node's Ready transition (or an unhealthy mark), before replacing
     terminating_margin_seconds: float = 30.0  # past a pod's deletion deadline, on a node that is not Ready
     unhealthy_conditions: tuple[str, ...] = ()  # node condition types whose status True means "move off"
@@ -63,10 +87,10 @@ class ControllerConfig:
     # Which gang scheduler places the job's pods as one PodGroup: none, scheduler-plugins or volcano.
     gang_scheduler: str = GANG_NONE
     # How new jobs name their children (controller/plan/children/naming.py); adopted jobs keep the naming they have.
-    child_naming: str = NAMING_RUNTIME_ID
+    child_naming: ChildNamingScheme = NAMING_RUNTIME_ID
     tf_image: str = DEFAULT_TF_IMAGE
     # What new jobs' replicas are, unless a job's annotation says: Pods, or batch/v1 Jobs (plan/children/batch_job.py).
-    replica_backend: str = REPLICA_BACKEND_PODS
+    replica_backend: ReplicaBackendName = REPLICA_BACKEND_PODS
     grpc_server_file_path: str = DEFAULT_GRPC_SERVER_FILE_PATH
     # When a replica's node counts as lost, and what tfop then does (plan/policies/node_loss.py).
     node_loss: NodeLossSettings = field(default_factory=NodeLossSettings)

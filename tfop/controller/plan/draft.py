@@ -25,10 +25,10 @@ from tfop.api.constants import (
     REASON_CREATED,
     REASON_PENDING,
     REASON_RESUMED,
+    ConditionType,
 )
 from tfop.api.fields import integer, mapping, text
 from tfop.api.timestamps import as_utc, format_time
-from tfop.controller.plan.children.desired import DesiredChildren
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.status import (
     FALSE,
@@ -41,6 +41,7 @@ from tfop.controller.plan.status import (
     summary,
 )
 from tfop.controller.plan.types import (
+    ChildBodies,
     ChildPatch,
     ChildRef,
     Creation,
@@ -71,7 +72,7 @@ class PlanDraft:
         self.delete: list[ChildRef] = []
         self.patch: list[ChildPatch] = []
         self.release: list[ChildRef] = []
-        self.desired: DesiredChildren | None = None
+        self.desired: ChildBodies | None = None
         self.events: list[JobEvent] = []
         self.requeue_after: float | None = None
         self.delete_job = False
@@ -83,22 +84,22 @@ class PlanDraft:
         self.success_detail = ""  # told by the Succeeded event after its message (the exits it ended with)
         self._said_once = False  # an event only this plan can tell: its status must not wait for a later plan
 
-    def set_condition(self, condition_type: str, *, true: bool, reason: str, message: str) -> None:
+    def set_condition(self, condition_type: ConditionType, *, true: bool, reason: str, message: str) -> None:
         self.conditions = set_condition(self.conditions, condition_type, true=true, reason=reason, message=message,
                                         now=self.now, generation=self.generation)
 
-    def clear_condition(self, condition_type: str, *, reason: str, message: str) -> None:
+    def clear_condition(self, condition_type: ConditionType, *, reason: str, message: str) -> None:
         """Sets a condition False, but only if the job has it: absent already means not true."""
         if find_condition(self.conditions, condition_type) is not None:
             self.set_condition(condition_type, true=False, reason=reason, message=message)
 
-    def is_true(self, condition_type: str) -> bool:
+    def is_true(self, condition_type: ConditionType) -> bool:
         return condition_is_true(self.conditions, condition_type)
 
-    def condition(self, condition_type: str) -> dict[str, Any] | None:
+    def condition(self, condition_type: ConditionType) -> dict[str, Any] | None:
         return find_condition(self.conditions, condition_type)
 
-    def old_condition(self, condition_type: str) -> dict[str, Any] | None:
+    def old_condition(self, condition_type: ConditionType) -> dict[str, Any] | None:
         """The condition as the job had it before this plan."""
         return find_condition(self._old_conditions, condition_type)
 
@@ -155,8 +156,9 @@ class PlanDraft:
         return StatusWait.NO
 
     def _transitions(self) -> tuple[list[JobEvent], JobCounters]:
-        became = {condition_type for condition_type in
-                  (CONDITION_CREATED, CONDITION_RUNNING, CONDITION_SUCCEEDED, CONDITION_FAILED, CONDITION_SUSPENDED)
+        told: tuple[ConditionType, ...] = (
+            CONDITION_CREATED, CONDITION_RUNNING, CONDITION_SUCCEEDED, CONDITION_FAILED, CONDITION_SUSPENDED)
+        became = {condition_type for condition_type in told
                   if self.is_true(condition_type) and not condition_is_true(self._old_conditions, condition_type)}
         before: list[JobEvent] = []
         after: list[JobEvent] = []
@@ -191,7 +193,7 @@ class PlanDraft:
         )
         return [*before, *self.events, *after], counters
 
-    def _condition_event(self, condition_type: str, event_type: str, *, quiet: bool = False) -> JobEvent:
+    def _condition_event(self, condition_type: ConditionType, event_type: str, *, quiet: bool = False) -> JobEvent:
         condition = self.condition(condition_type) or {}
         return JobEvent(event_type, str(condition.get("reason", "")), str(condition.get("message", "")), quiet)
 

@@ -26,10 +26,7 @@ from tfop.api.kueue import REASON_NOT_QUEUED, managed_elsewhere
 from tfop.api.runtime_id import runtime_id
 from tfop.api.timestamps import parse_time
 from tfop.controller.plan.children.batch_job import made_by_job
-from tfop.controller.plan.children.desired import (
-    DesiredChildren,
-    pod_restart_policy,
-)
+from tfop.controller.plan.children.desired import DesiredChildren, pod_restart_policy
 from tfop.controller.plan.children.naming import CHILD_NAMING, ChildNaming, naming_of
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.legacy_gpu import REASON_GPU_RESOURCE_RENAMED, renamed_message
@@ -59,10 +56,10 @@ from tfop.controller.plan.policies.success import settle_remaining, succeeded
 from tfop.controller.plan.policies.suspension import resume_if_suspended, suspend
 from tfop.controller.plan.policies.unknown_scheduling import MissingWait, fail_for_missing, give_up_note, missing_waits
 from tfop.controller.plan.replicas.backends import BACKENDS, REPLICA_BACKEND, ReplicaBackend, settled_backend
-from tfop.controller.plan.replicas.finished import FinishedReplicas, holds_finalizer, pods_to_release, recall_finished
+from tfop.controller.plan.replicas.finished import FinishedReplicas, pods_to_release, recall_finished
 from tfop.controller.plan.replicas.pod_slots import SlotState, SortedChildren
 from tfop.controller.plan.replicas.replica_status import record_replicas, uid_of
-from tfop.controller.plan.status import TRUE, is_terminating, listing
+from tfop.controller.plan.status import TRUE, holds_finalizer, is_terminating, listing
 from tfop.controller.plan.types import JOB, POD, SERVICE, ChildRef, Creation, Plan, PlanContext
 
 __all__ = ["plan"]

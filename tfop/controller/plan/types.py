@@ -7,10 +7,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
+from typing import Protocol
 
 from tfop.api.fields import mapping, text
-from tfop.controller.plan.children.desired import DesiredChildren, ReplicaSlot
 from tfop.controller.plan.controller_config import ControllerConfig
+from tfop.controller.plan.slots import ReplicaSlot
 from tfop.objects import Object
 
 # The kinds of child a plan creates and deletes, by the `kind` of their objects. controller/children.py maps each
@@ -21,6 +22,19 @@ POD_GROUP = "PodGroup"  # one per job, when a gang scheduler is configured
 JOB = "Job"  # a batch/v1 Job per replica, with the Job backend; the pods it makes are passed as POD children too
 NETWORK_POLICY = "NetworkPolicy"  # one per job that asks for it (plan/children/network_policy.py)
 AUTOSCALER = "HorizontalPodAutoscaler"  # one per job whose elasticPolicy has metrics (plan/children/autoscaler.py)
+
+
+class ChildBodies(Protocol):
+    """Builds the body of each child a plan creates, when the applier sends it (children/desired.py's
+    DesiredChildren): a plan names its children by kind and slot, and never holds their bodies."""
+
+    # Whether the job's pods mount the default PS server's script, which must exist in the namespace first.
+    @property
+    def needs_server_script(self) -> bool: ...
+
+    def body(self, kind: str, slot: ReplicaSlot | None) -> Object:
+        """The child of `kind` for `slot` (None: the job's own child of that kind)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -161,7 +175,7 @@ class Plan:
     create: list[Creation] = field(default_factory=list)
     delete: list[ChildRef] = field(default_factory=list)
     patch: list[ChildPatch] = field(default_factory=list)
-    desired: DesiredChildren | None = None  # builds the bodies of `create`; None when there is nothing to create
+    desired: ChildBodies | None = None  # builds the bodies of `create`; None when there is nothing to create
     status: Object | None = None  # the complete new status; None when it is unchanged
     status_waits: StatusWait = StatusWait.NO
     events: list[JobEvent] = field(default_factory=list)

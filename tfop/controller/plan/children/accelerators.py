@@ -7,28 +7,11 @@ What the user wrote wins: a variable, volume or mount path the template already 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from tfop.api.constants import DEFAULT_CONTAINER_NAME
 from tfop.api.fields import items, mapping
-
-
-@dataclass(frozen=True)
-class HostVolume:
-    name: str
-    mount_path: str
-    host_path: str
-
-
-@dataclass(frozen=True)
-class Accelerator:
-    env: tuple[tuple[str, str], ...] = ()
-    volumes: tuple[HostVolume, ...] = ()
-
-
-Accelerators = Mapping[str, Accelerator]  # extended resource name (e.g. nvidia.com/gpu) -> what it needs
+from tfop.controller.plan.controller_config import Accelerator, Accelerators
 
 
 def apply_accelerators(pod_spec: dict[str, Any], accelerators: Accelerators) -> None:

@@ -32,8 +32,7 @@ JOB_KIND = "Job"
 MAX_BACKOFF_LIMIT = 2**31 - 1  # int32: "no limit", as a TFJob without backoffLimit has
 PERMANENT_EXIT_CODES = list(range(1, 128))
 DISRUPTION_TARGET = "DisruptionTarget"
-# The Job controller's reasons for a Failed Job that matter here.
-FAILED_BY_POLICY = "PodFailurePolicy"
+# The Job controller's reason for a Failed Job that matters here.
 FAILED_BY_BACKOFF_LIMIT = "BackoffLimitExceeded"
 
 
@@ -119,5 +118,14 @@ def failed_pods(batch_job: object) -> int:
 
 def is_disrupted(pod: object) -> bool:
     """The pod carries DisruptionTarget=True: evicted, preempted, or its node drained."""
-    return any(mapping(entry).get("type") == DISRUPTION_TARGET and mapping(entry).get("status") == "True"
-               for entry in items(mapping_at(pod, "status").get("conditions")))
+    return disruption(pod) is not None
+
+
+def disruption(pod: object) -> tuple[str, str] | None:
+    """(reason, message) of the pod's DisruptionTarget=True condition: the reason says who took the pod
+    (PreemptionByScheduler, EvictionByEvictionAPI, DeletionByTaintManager, TerminationByKubelet)."""
+    for entry in items(mapping_at(pod, "status").get("conditions")):
+        condition = mapping(entry)
+        if condition.get("type") == DISRUPTION_TARGET and condition.get("status") == "True":
+            return text(condition.get("reason")) or "", text(condition.get("message")) or ""
+    return None

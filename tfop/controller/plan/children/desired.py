@@ -6,7 +6,7 @@ through.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from collections.abc import Callable
 from types import MappingProxyType
 from typing import Any
 
@@ -35,13 +35,13 @@ from tfop.api.constants import (
 )
 from tfop.api.fields import integer, items, mapping, mapping_at
 from tfop.api.runtime_id import child_name, runtime_id
-from tfop.controller.plan.children.accelerators import Accelerators, apply_accelerators
+from tfop.controller.plan.children.accelerators import apply_accelerators
 from tfop.controller.plan.children.autoscaler import autoscaler
 from tfop.controller.plan.children.batch_job import replica_job
 from tfop.controller.plan.children.naming import ChildNaming, labelled_slot
 from tfop.controller.plan.children.network_policy import network_policy
 from tfop.controller.plan.children.node_loss_tolerations import tolerate_node_loss
-from tfop.controller.plan.children.pod_group import GangScheduler, join_gang, pod_group
+from tfop.controller.plan.children.pod_group import join_gang, pod_group
 from tfop.controller.plan.children.tf_config import (
     cluster_key,
     set_env,
@@ -50,24 +50,19 @@ from tfop.controller.plan.children.tf_config import (
     tf_config,
     tf_port,
 )
-from tfop.controller.plan.controller_config import DEFAULT_SERVICE_DOMAIN
+from tfop.controller.plan.controller_config import DEFAULT_SERVICE_DOMAIN, Accelerators
+from tfop.controller.plan.gang_schedulers import GangScheduler
 from tfop.controller.plan.job.default_ps_server import uses_script
 from tfop.controller.plan.job.model import JobMeta, TFJobModel
+from tfop.controller.plan.slots import ReplicaSlot
+from tfop.controller.plan.types import AUTOSCALER, JOB, NETWORK_POLICY, POD, POD_GROUP, SERVICE
 from tfop.objects import Object
 
 __all__ = [
-    "DesiredChildren", "ReplicaSlot", "child_name", "desired_pod", "desired_service",
+    "DesiredChildren", "child_name", "desired_pod", "desired_service",
     "owner_reference", "pod_restart_policy", "replica_slot_of",
     "selector_labels", "total_replicas",
 ]
-
-
-@dataclass(frozen=True, order=True)
-class ReplicaSlot:
-    """One replica of a job: the place a single Pod and Service fill."""
-
-    replica_type: str
-    index: int
 
 
 def total_replicas(job: Object) -> int:
@@ -137,6 +132,15 @@ class DesiredChildren:
         # Whether the job's pods mount the default PS server's script, which must exist in the namespace.
         self.needs_server_script = any(uses_script(mapping(replica.template.get("spec")))
                                        for replica in job.spec.replica_specs.values())
+
+    def body(self, kind: str, slot: ReplicaSlot | None) -> Object:
+        """The body of a planned creation (the applier asks as it sends it): a replica's child for its slot, the
+        job's own for None."""
+        if kind in _JOB_CHILDREN:
+            return _JOB_CHILDREN[kind](self)
+        if slot is None:
+            raise ValueError(f"a replica's {kind} needs its slot")
+        return _REPLICA_CHILDREN[kind](self, slot.replica_type, slot.index)
 
     def pod(self, replica_type: str, index: int) -> Object:
         pod = self._replica_pod(replica_type, index)
@@ -251,6 +255,14 @@ class DesiredChildren:
             # e.g. a PS without a tensorflow container, or TensorFlow's port declared without a name
             ports.append({"name": DEFAULT_PORT_NAME, "port": port_number, "targetPort": port_number})
         return ports
+
+
+# The body of each kind, by the plan's name for it (plan/types.py).
+_REPLICA_CHILDREN: dict[str, Callable[[DesiredChildren, str, int], Object]] = {
+    POD: DesiredChildren.pod, SERVICE: DesiredChildren.service, JOB: DesiredChildren.batch_job}
+_JOB_CHILDREN: dict[str, Callable[[DesiredChildren], Object]] = {
+    POD_GROUP: DesiredChildren.pod_group, NETWORK_POLICY: DesiredChildren.network_policy,
+    AUTOSCALER: DesiredChildren.autoscaler}
 
 
 def desired_pod(job: TFJobModel, replica_type: str, index: int,

@@ -10,7 +10,6 @@ builds the body.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -24,61 +23,15 @@ from tfop.api.constants import (
     REPLICA_TYPES,
 )
 from tfop.api.fields import items, mapping, text
+from tfop.controller.plan.gang_schedulers import GANG_SCHEDULER_PLUGINS, GangScheduler
 from tfop.controller.plan.job.model import SchedulingPolicy, TFJobModel, TFJobSpec
 from tfop.controller.plan.quantity import QuantityError, format_quantity, parse_quantity
 from tfop.objects import Object
-
-GANG_NONE = "none"
-GANG_SCHEDULER_PLUGINS = "scheduler-plugins"
-GANG_VOLCANO = "volcano"
-GANG_SCHEDULER_NAMES = (GANG_NONE, GANG_SCHEDULER_PLUGINS, GANG_VOLCANO)
 
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"  # scheduler-plugins: the pod's group, by name
 VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 VOLCANO_TASK_ANNOTATION = "volcano.sh/task-spec"
 PHASE_PENDING = "Pending"
-
-
-@dataclass(frozen=True)
-class GangScheduler:
-    name: str  # the value of --gang-scheduler-name / gangScheduler
-    group: str  # the API group and version that serve its PodGroups
-    version: str
-    scheduler_name: str  # the pods' spec.schedulerName, unless their template names one
-    # Volcano admits a group (phase Pending -> Inqueue) before its pods may exist; the Coscheduling plugin holds
-    # pods that exist until their whole group fits.
-    pods_wait_for_admission: bool
-    # What its PodGroup spec has beyond minMember and minResources (a CRD prunes the fields it does not declare,
-    # so setting one it lacks would look like a change on every reconcile).
-    schedule_timeout: bool  # scheduleTimeoutSeconds
-    queues: bool  # queue and priorityClassName
-
-    kind = "PodGroup"
-    plural = "podgroups"
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}"
-
-    @property
-    def crd_name(self) -> str:
-        return f"{self.plural}.{self.group}"
-
-
-GANG_SCHEDULERS: dict[str, GangScheduler] = {
-    GANG_SCHEDULER_PLUGINS: GangScheduler(
-        GANG_SCHEDULER_PLUGINS, "scheduling.x-k8s.io", "v1alpha1",
-        # The name scheduler-plugins' own manifests give the co-scheduler when it runs beside the default one.
-        "scheduler-plugins-scheduler", pods_wait_for_admission=False, schedule_timeout=True, queues=False),
-    GANG_VOLCANO: GangScheduler(
-        GANG_VOLCANO, "scheduling.volcano.sh", "v1beta1",
-        "volcano", pods_wait_for_admission=True, schedule_timeout=False, queues=True),
-}
-
-
-def gang_scheduler(name: str) -> GangScheduler | None:
-    """None for `none`; KeyError for a name that is neither."""
-    return None if name == GANG_NONE else GANG_SCHEDULERS[name]
 
 
 def pod_group_name(job_name: str) -> str:

@@ -31,9 +31,11 @@ from tfop.api.constants import (
     RESTART_SCOPE_JOB,
     RESTART_SCOPE_REPLICA,
     RESTART_SCOPES,
+    ReplicaBackendName,
+    RestartScope,
 )
 from tfop.api.errors import FieldError
-from tfop.api.fields import text
+from tfop.api.fields import one_of, text
 from tfop.controller.plan.controller_config import NodeLossSettings
 from tfop.controller.plan.job.model import CapacityResize, JobNodePolicy, NetworkIsolation
 from tfop.controller.plan.job.network_peers import network_peers
@@ -48,38 +50,42 @@ def at(annotation: str) -> str:
     return f"metadata.annotations[{annotation}]"
 
 
-def replica_backend(annotations: Annotations, default: str) -> tuple[str | None, list[FieldError]]:
+def replica_backend(annotations: Annotations,
+                    default: ReplicaBackendName) -> tuple[ReplicaBackendName | None, list[FieldError]]:
     """The backend the job asks for (None when the ask is invalid)."""
     asked = annotations.get(ANNOTATION_REPLICA_BACKEND)
     if asked is None:
         return default, []
-    if asked in REPLICA_BACKENDS:
-        return str(asked), []
+    if (backend := one_of(asked, REPLICA_BACKENDS)) is not None:
+        return backend, []
     return None, [FieldError(at(ANNOTATION_REPLICA_BACKEND), f"must be one of {', '.join(REPLICA_BACKENDS)}, "
                                                              f"not {asked!r}")]
 
 
-def restart_scope(annotations: Annotations, backend: str | None) -> tuple[str, list[FieldError]]:
+def restart_scope(annotations: Annotations,
+                  backend: ReplicaBackendName | None) -> tuple[RestartScope, list[FieldError]]:
     """Replica unless the job asks for Job, which only the pods backend can do."""
     asked = annotations.get(ANNOTATION_RESTART_SCOPE)
     if asked is None:
         return RESTART_SCOPE_REPLICA, []
     where = at(ANNOTATION_RESTART_SCOPE)
-    if asked not in RESTART_SCOPES:
+    scope = one_of(asked, RESTART_SCOPES)
+    if scope is None:
         return RESTART_SCOPE_REPLICA, [FieldError(where, f"must be one of {', '.join(RESTART_SCOPES)}, not {asked!r}")]
-    if asked == RESTART_SCOPE_JOB and backend not in (None, REPLICA_BACKEND_PODS):
+    if scope == RESTART_SCOPE_JOB and backend not in (None, REPLICA_BACKEND_PODS):
         return RESTART_SCOPE_REPLICA, [FieldError(where, f"{RESTART_SCOPE_JOB} needs the pods replica backend, not "
                                                          f"{backend}")]
-    return str(asked), []
+    return scope, []
 
 
 def node_policy(annotations: Annotations, settings: NodeLossSettings) -> tuple[JobNodePolicy, list[FieldError]]:
     """The job's node-loss policy and grace, its annotations over the operator's defaults."""
     errors: list[FieldError] = []
-    policy = text(annotations.get(ANNOTATION_NODE_LOSS_POLICY)) or settings.policy
-    if policy not in NODE_LOSS_POLICIES:
+    asked = text(annotations.get(ANNOTATION_NODE_LOSS_POLICY)) or settings.policy
+    policy = one_of(asked, NODE_LOSS_POLICIES)
+    if policy is None:
         errors.append(FieldError(at(ANNOTATION_NODE_LOSS_POLICY), f"must be one of {', '.join(NODE_LOSS_POLICIES)}, "
-                                                                  f"not {policy!r}"))
+                                                                  f"not {asked!r}"))
         policy = settings.policy
     grace, grace_errors = seconds(annotations, ANNOTATION_NODE_LOSS_GRACE, settings.grace_seconds)
     return JobNodePolicy(policy, grace), errors + grace_errors

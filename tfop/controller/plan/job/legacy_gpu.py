@@ -22,10 +22,10 @@ from typing import Any
 
 from tfop.api.errors import FieldError
 from tfop.api.fields import items, mapping, mapping_at, text
+from tfop.controller.plan.controller_config import DEFAULT_GPU_RESOURCE
 from tfop.controller.plan.quantity import QuantityError, parse_quantity
 
 LEGACY_GPU_RESOURCE = "alpha.kubernetes.io/nvidia-gpu"
-DEFAULT_GPU_RESOURCE = "nvidia.com/gpu"
 REASON_GPU_RESOURCE_RENAMED = "GPUResourceRenamed"
 
 # An extended resource name as the apiserver accepts one: a DNS subdomain prefix, '/', a qualified name part.

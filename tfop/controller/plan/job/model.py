@@ -13,6 +13,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from tfop.api.constants import (
+    CleanPodPolicy,
+    NodeLossPolicy,
+    ReplicaBackendName,
+    RestartPolicy,
+    RestartScope,
+    SuccessPolicy,
+)
 from tfop.controller.plan.job.legacy_gpu import GpuRename
 from tfop.objects import Object
 
@@ -21,7 +29,7 @@ from tfop.objects import Object
 class ReplicaSpec:
     replica_type: str  # canonical: Chief, Master, PS, Worker, Evaluator
     replicas: int
-    restart_policy: str  # Always, OnFailure, Never or ExitCode
+    restart_policy: RestartPolicy
     template: Object  # the pod template, defaulted (TensorFlow's port) and rewritten (default PS server, GPU name)
 
 
@@ -36,7 +44,7 @@ class SchedulingPolicy:
 
 @dataclass(frozen=True, slots=True)
 class RunPolicy:
-    clean_pod_policy: str  # All, Running or None; Running when left out
+    clean_pod_policy: CleanPodPolicy  # Running when left out
     ttl_seconds_after_finished: int | None = None
     active_deadline_seconds: int | None = None
     backoff_limit: int | None = None
@@ -60,7 +68,7 @@ class ElasticPolicy:
 class TFJobSpec:
     replica_specs: Mapping[str, ReplicaSpec]  # by replica type, in the order the spec lists them
     run_policy: RunPolicy
-    success_policy: str | None = None  # AllWorkers, or the default (the chief, else worker 0)
+    success_policy: SuccessPolicy | None = None  # AllWorkers, or the default (the chief, else worker 0)
     enable_dynamic_worker: bool = False
     elastic_policy: ElasticPolicy | None = None
 
@@ -79,13 +87,19 @@ class JobMeta:
     namespace: str
     uid: str
     generation: int | None = None
+    # Who last wrote each replica type's `replicas` (its field manager, from managedFields), by replica type: the
+    # cache keeps only that of managedFields (controller/cache_transforms.py), as metadata[REPLICAS_WRITERS].
+    replicas_writers: Mapping[str, str] = field(default_factory=dict)
+
+
+REPLICAS_WRITERS = "tfop.replicasWriters"  # not a Kubernetes field: the cache's own, never sent to the apiserver
 
 
 @dataclass(frozen=True, slots=True)
 class JobNodePolicy:
     """What the job does with a replica on an unhealthy node (plan/policies/node_loss.py)."""
 
-    policy: str  # Replace or WaitForProof
+    policy: NodeLossPolicy
     grace: timedelta
 
 
@@ -107,8 +121,8 @@ class CapacityResize:
 class JobOptions:
     """What the job's annotations and the operator's defaults decide for it, one field per option."""
 
-    replica_backend: str  # pods or jobs (plan/replicas/backends.py)
-    restart_scope: str  # Replica or Job (plan/policies/restart_scope.py)
+    replica_backend: ReplicaBackendName  # plan/replicas/backends.py
+    restart_scope: RestartScope  # plan/policies/restart_scope.py
     node_policy: JobNodePolicy
     evaluator_grace: timedelta  # plan/policies/evaluator.py
     unknown_scheduling_grace: timedelta  # plan/policies/unknown_scheduling.py

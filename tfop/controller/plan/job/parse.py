@@ -10,11 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
-from tfop.api.constants import CLEAN_POD_POLICIES, CLEAN_POD_POLICY_RUNNING
+from tfop.api.constants import (
+    CLEAN_POD_POLICIES,
+    CLEAN_POD_POLICY_RUNNING,
+    RESTART_POLICIES,
+    SUCCESS_POLICIES,
+    ReplicaBackendName,
+)
 from tfop.api.defaults import apply_defaults
 from tfop.api.errors import FieldError
-from tfop.api.fields import integer, items, mapping, mapping_at, text
+from tfop.api.fields import integer, items, mapping, mapping_at, one_of, text
 from tfop.api.kueue import kueue_key_problems, not_queued_by_kueue
 from tfop.api.validation import validate
 from tfop.controller.plan.controller_config import ControllerConfig
@@ -22,6 +29,7 @@ from tfop.controller.plan.job import annotations as parse_annotation
 from tfop.controller.plan.job import legacy_gpu
 from tfop.controller.plan.job.default_ps_server import with_default_ps_server
 from tfop.controller.plan.job.model import (
+    REPLICAS_WRITERS,
     ElasticPolicy,
     JobMeta,
     JobOptions,
@@ -33,24 +41,28 @@ from tfop.controller.plan.job.model import (
 )
 from tfop.objects import Object
 
+_Choice = TypeVar("_Choice", bound=str)
+
 
 @dataclass(frozen=True, slots=True)
 class InvalidJob:
     """A job the planner rejects, with why."""
 
     errors: tuple[FieldError, ...]
-    replica_backend: str | None  # the backend it has or asks for, None when its annotation is what is invalid
+    # The backend it has or asks for, None when its annotation is what is invalid.
+    replica_backend: ReplicaBackendName | None
     source: Object  # the job defaulted and rewritten, as far as that went, for its clean-up
 
 
-def parse_job(raw: Object, config: ControllerConfig, *, settled_backend: str | None = None) -> TFJobModel | InvalidJob:
+def parse_job(raw: Object, config: ControllerConfig, *,
+              settled_backend: ReplicaBackendName | None = None) -> TFJobModel | InvalidJob:
     """`settled_backend`: the replica backend the job already has (backends.settled_backend), which its
     annotation no longer decides."""
     rewrite = legacy_gpu.rewrite_legacy_gpu(with_default_ps_server(apply_defaults(raw), config), config.gpu_resource)
     job = rewrite.job
     annotations: Mapping[str, object] = mapping_at(raw, "metadata", "annotations")
     backend_errors: list[FieldError] = []
-    backend: str | None = settled_backend
+    backend: ReplicaBackendName | None = settled_backend
     if backend is None:
         backend, backend_errors = parse_annotation.replica_backend(annotations, config.replica_backend)
     node_policy, node_policy_errors = parse_annotation.node_policy(annotations, config.node_loss)
@@ -70,16 +82,19 @@ def parse_job(raw: Object, config: ControllerConfig, *, settled_backend: str | N
 
 def _metadata(job: Object) -> JobMeta:
     metadata = job["metadata"]
-    return JobMeta(metadata["name"], metadata["namespace"], metadata["uid"], integer(metadata.get("generation")))
+    writers = {replica_type: writer for replica_type, writer in mapping(metadata.get(REPLICAS_WRITERS)).items()
+               if isinstance(writer, str)}
+    return JobMeta(metadata["name"], metadata["namespace"], metadata["uid"], integer(metadata.get("generation")),
+                   writers)
 
 
 def _spec(job: Object) -> TFJobSpec:
     spec = job["spec"]
-    replicas = {replica_type: ReplicaSpec(replica_type, replica["replicas"], replica["restartPolicy"],
-                                          replica["template"])
+    replicas = {replica_type: ReplicaSpec(replica_type, replica["replicas"],
+                                          _valid(replica["restartPolicy"], RESTART_POLICIES), replica["template"])
                 for replica_type, replica in spec["tfReplicaSpecs"].items()}
     elastic = spec.get("elasticPolicy")
-    return TFJobSpec(replicas, _run_policy(spec["runPolicy"]), text(spec.get("successPolicy")),
+    return TFJobSpec(replicas, _run_policy(spec["runPolicy"]), one_of(spec.get("successPolicy"), SUCCESS_POLICIES),
                      spec.get("enableDynamicWorker") is True,
                      _elastic_policy(elastic) if isinstance(elastic, dict) else None)
 
@@ -94,7 +109,8 @@ def _elastic_policy(elastic: Object) -> ElasticPolicy:
 
 def _run_policy(run_policy: Object) -> RunPolicy:
     scheduling = run_policy.get("schedulingPolicy")
-    return RunPolicy(run_policy["cleanPodPolicy"], integer(run_policy.get("ttlSecondsAfterFinished")),
+    return RunPolicy(_valid(run_policy["cleanPodPolicy"], CLEAN_POD_POLICIES),
+                     integer(run_policy.get("ttlSecondsAfterFinished")),
                      integer(run_policy.get("activeDeadlineSeconds")), integer(run_policy.get("backoffLimit")),
                      _scheduling_policy(scheduling) if isinstance(scheduling, dict) else None,
                      run_policy.get("suspend") is True, text(run_policy.get("managedBy")))
@@ -112,7 +128,15 @@ def lenient_run_policy(job: Object) -> RunPolicy:
     """The clean-up and TTL of a job that did not parse (a rejected or finished job is cleaned up all the same):
     what is invalid reads as left out."""
     run_policy = mapping_at(job, "spec", "runPolicy")
-    policy = text(run_policy.get("cleanPodPolicy"))
+    policy = one_of(run_policy.get("cleanPodPolicy"), CLEAN_POD_POLICIES)
     ttl = integer(run_policy.get("ttlSecondsAfterFinished"))
-    return RunPolicy(policy if policy is not None and policy in CLEAN_POD_POLICIES else CLEAN_POD_POLICY_RUNNING,
+    return RunPolicy(policy if policy is not None else CLEAN_POD_POLICY_RUNNING,
                      ttl if ttl is not None and ttl >= 0 else None)
+
+
+def _valid(value: object, choices: tuple[_Choice, ...]) -> _Choice:
+    """A field validation has checked (api/validation.py) and defaulting filled in, typed as its Literal."""
+    choice = one_of(value, choices)
+    if choice is None:
+        raise AssertionError(f"{value!r} passed validation but is not one of {choices}")
+    return choice

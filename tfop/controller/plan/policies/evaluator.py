@@ -41,14 +41,14 @@ from tfop.api.constants import (
 )
 from tfop.api.fields import mapping_at, text
 from tfop.api.timestamps import format_time, parse_time
-from tfop.controller.plan.children.desired import ReplicaSlot
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import RunPolicy, TFJobModel
-from tfop.controller.plan.policies.cleanup import clean_up, finish, keep_finished
-from tfop.controller.plan.policies.troubles import replica_ranges
+from tfop.controller.plan.policies.cleanup import finish, keep_finished
 from tfop.controller.plan.replicas.pod_slots import Slot, SlotState, SortedChildren
+from tfop.controller.plan.replicas.removal import clean_up
 from tfop.controller.plan.replicas.replica_status import describe_failure, record_replicas
 from tfop.controller.plan.replicas.restart_ledger import RestartCount
+from tfop.controller.plan.slots import ReplicaSlot, replica_ranges
 from tfop.controller.plan.status import FALSE
 from tfop.controller.plan.types import PlanContext
 
@@ -83,8 +83,8 @@ def finish_training(draft: PlanDraft, job: TFJobModel, context: PlanContext, chi
     waited = replica_ranges(slot.slot for slot in running)
     message = (f"{draft.job_ref}: the training succeeded; waiting up to {(until - started).total_seconds():g}s, "
                f"until {_clock(until)}, for {waited}'s final evaluation.")
-    for condition_type, true in ((CONDITION_SUCCEEDED, False), (CONDITION_RUNNING, True)):
-        draft.set_condition(condition_type, true=true, reason=REASON_WAITING_FOR_EVALUATOR, message=message)
+    draft.set_condition(CONDITION_SUCCEEDED, true=False, reason=REASON_WAITING_FOR_EVALUATOR, message=message)
+    draft.set_condition(CONDITION_RUNNING, true=True, reason=REASON_WAITING_FOR_EVALUATOR, message=message)
     draft.clear_condition(CONDITION_RESTARTING, reason=REASON_WAITING_FOR_EVALUATOR, message=message)
     # Meanwhile only what still runs goes (the PS). Pods that ended stay until the job finishes, whose final tally
     # counts them (All deletes them then): gone now, they would read as "0/3 succeeded" once the evaluators are done.

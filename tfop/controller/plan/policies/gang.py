@@ -9,14 +9,9 @@ from typing import Any
 
 from tfop.api.constants import CONDITION_RUNNING, EVENT_WARNING, STATUS_POD_GROUP_PHASE
 from tfop.api.fields import mapping_at, text
-from tfop.controller.plan.children.pod_group import (
-    GangScheduler,
-    admission_wait,
-    pod_group_name,
-    pod_group_spec,
-    spec_drift,
-)
+from tfop.controller.plan.children.pod_group import admission_wait, pod_group_name, pod_group_spec, spec_drift
 from tfop.controller.plan.draft import PlanDraft
+from tfop.controller.plan.gang_schedulers import GangScheduler
 from tfop.controller.plan.job.model import TFJobModel
 from tfop.controller.plan.policies.gang_placement import GANG_UNSCHEDULABLE, GangPhase, gang_phase
 from tfop.controller.plan.status import is_terminating

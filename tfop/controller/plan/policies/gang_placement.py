@@ -26,7 +26,7 @@ from typing import Any
 from tfop.api.constants import REASON_GANG_UNSCHEDULABLE
 from tfop.api.fields import items, mapping, mapping_at, text
 from tfop.api.timestamps import parse_time
-from tfop.controller.plan.children.pod_group import GANG_SCHEDULER_PLUGINS, GANG_VOLCANO, GangScheduler
+from tfop.controller.plan.gang_schedulers import GANG_SCHEDULER_PLUGINS, GANG_VOLCANO, GangScheduler
 from tfop.controller.plan.policies.troubles import UNSCHEDULABLE, Trouble, describe, pod_trouble
 from tfop.controller.plan.status import is_terminating
 from tfop.objects import Object

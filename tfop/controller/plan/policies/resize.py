@@ -45,9 +45,15 @@ from tfop.controller.plan.children.tf_config import cluster_key
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import TFJobModel
 from tfop.controller.plan.status import is_terminating, pod_phase
-from tfop.controller.plan.types import AUTOSCALER, PlanContext
+from tfop.controller.plan.types import PlanContext
 from tfop.objects import Object
 
+# The field manager of the HPA controller's writes. kube-controller-manager names the HPA's client
+# "horizontal-pod-autoscaler" (cmd/kube-controller-manager/app/autoscaling.go), which client-go appends to the
+# binary's user agent ("kube-controller-manager/v1.36.3 (linux/amd64) kubernetes/<commit>/horizontal-pod-autoscaler",
+# rest.AddUserAgent); its scale Update gives no fieldManager, so the apiserver takes the user agent up to its first
+# "/" (endpoints/handlers/create.go, prefixFromUserAgent). No other controller of it writes a TFJob's replicas.
+HPA_CONTROLLER = "kube-controller-manager"
 WORKER_REPLICAS = "workerReplicas"  # in the job's status: the Worker count the pods are made for
 LAST_RESIZE = STATUS_LAST_RESIZE
 
@@ -112,7 +118,7 @@ def _announce(draft: PlanDraft, job: TFJobModel, context: PlanContext, *, unplac
     draft.status[WORKER_REPLICAS] = wanted
     if before is None or before == wanted:
         return False
-    cause, strategy = _cause(job, context, wanted), strategy_of(job)
+    cause, strategy = _cause(job, wanted), strategy_of(job)
     message = (f"{draft.job_ref}: Worker {before} -> {wanted}, asked by {_asked_by(job, cause)}; "
                f"{_how(strategy, before, wanted, unplaced_gang)}.")
     draft.event(EVENT_NORMAL, REASON_RESIZED, message)
@@ -141,18 +147,14 @@ def _warn_below_min_available(draft: PlanDraft, job: TFJobModel, context: PlanCo
                 f"until minAvailable is lowered or the job has at least {policy.min_available - others} workers.")
 
 
-def _cause(job: TFJobModel, context: PlanContext, wanted: int) -> ResizeCause:
+def _cause(job: TFJobModel, wanted: int) -> ResizeCause:
     """The capacity auto-scaler when its note names the count now asked (it writes both in one patch; a later
-    change to another count is someone else's). Else the job's own HPA, if it has one: it sets the Worker count (a
-    change by hand is undone at its next sync). Anyone else is a user: the spec does not say who wrote it, the
-    managedFields that do are not kept in the cache, and the HPA's status, which holds its last recommendation, is
-    written after the count."""
+    change to another count is someone else's). Else whoever last wrote the Worker count, as managedFields name
+    it: the HPA controller, or anyone else, a user (`kubectl scale` and `kubectl edit` write as `kubectl`)."""
     if job.options.capacity_resize is not None and job.options.capacity_resize.to == wanted:
         return ResizeCause.CAPACITY
-    for autoscaler in context.of_kind(AUTOSCALER):
-        if (not is_terminating(autoscaler)
-                and mapping_at(autoscaler, "spec", "scaleTargetRef").get("name") == job.metadata.name):
-            return ResizeCause.HPA
+    if job.metadata.replicas_writers.get(REPLICA_WORKER) == HPA_CONTROLLER:
+        return ResizeCause.HPA
     return ResizeCause.USER
 
 

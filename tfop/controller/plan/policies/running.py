@@ -11,15 +11,18 @@ from collections.abc import Iterable
 from tfop.api.constants import (
     CONDITION_RESTARTING,
     CONDITION_RUNNING,
+    EVENT_NORMAL,
     REASON_PENDING,
+    REASON_REPLICA_DISRUPTED,
     REASON_RESTARTING,
     REASON_RUNNING,
 )
+from tfop.controller.plan.children.batch_job import disruption
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.policies.gang import GangState
 from tfop.controller.plan.policies.troubles import announce_troubles, troubles_of, with_troubles
 from tfop.controller.plan.replicas.pod_slots import SlotState, SortedChildren
-from tfop.controller.plan.replicas.replica_status import describe_failure, uid_of
+from tfop.controller.plan.replicas.replica_status import describe_failure, replica_name, uid_of
 from tfop.controller.plan.status import listing
 from tfop.controller.plan.types import POD, CreateRefusal
 from tfop.objects import Object
@@ -35,6 +38,7 @@ def update_running(draft: PlanDraft, children: SortedChildren, refusals: Iterabl
     troubles = troubles_of((slot.slot, slot.pod) for slot in children.slots if slot.pod is not None)
     announce_troubles(draft, troubles)
     if replaced:
+        announce_disruptions(draft, replaced)
         listed = listing([describe_failure(pod) for pod in replaced])
         together = ", and with it every other replica (restart scope Job)" if with_all else ""
         draft.set_condition(CONDITION_RESTARTING, true=True, reason=REASON_RESTARTING,
@@ -66,3 +70,24 @@ def update_running(draft: PlanDraft, children: SortedChildren, refusals: Iterabl
         draft.set_condition(CONDITION_RUNNING, true=False, reason=REASON_PENDING,
                             message=with_troubles(message, troubles))
 
+
+
+def announce_disruptions(draft: PlanDraft, replaced: list[Object]) -> None:
+    """One Normal ReplicaDisrupted event per replaced pod that carries DisruptionTarget, saying who took it.
+
+    Normal, not Warning: a preemption, a drain or a node-pressure eviction is the cluster at work (the scheduler's
+    own Preempted event is Normal), the replica is replaced without spending a restart, and nothing asks for the
+    user's action; Warning events are what alerts and triage watch. Told once: a pod the Restarting condition
+    already names was told by the plan that set it (the Job backend's failed pod is seen until its Job replaces it).
+    """
+    restarting = draft.condition(CONDITION_RESTARTING) or {}
+    told = str(restarting.get("message", "")) if draft.is_true(CONDITION_RESTARTING) else ""
+    for pod in replaced:
+        taken = disruption(pod)
+        if taken is None or describe_failure(pod) in told:
+            continue
+        reason, message = taken
+        said = ": ".join(part for part in (reason, message) if part)
+        draft.event(EVENT_NORMAL, REASON_REPLICA_DISRUPTED,
+                    f"{draft.job_ref}: {replica_name(pod)}'s pod was disrupted" + (f" ({said})" if said else "")
+                    + "; it is replaced, not counted as a restart.")

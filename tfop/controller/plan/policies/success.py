@@ -25,10 +25,10 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from tfop.api.constants import CHIEF_REPLICA_TYPES, REPLICA_WORKER, SUCCESS_POLICY_ALL_WORKERS
-from tfop.controller.plan.children.desired import ReplicaSlot
 from tfop.controller.plan.job.model import TFJobSpec
-from tfop.controller.plan.policies.exit_codes import ended_at
+from tfop.controller.plan.replicas.exit_codes import ended_at
 from tfop.controller.plan.replicas.pod_slots import Slot, SlotState
+from tfop.controller.plan.slots import ReplicaSlot
 
 SETTLE_SECONDS = 2.0
 

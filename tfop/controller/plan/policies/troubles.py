@@ -3,8 +3,7 @@
 A replica that cannot be scheduled, cannot pull its image, crash-loops or was evicted shows in the Running
 condition's message (replica, index, reason, and the scheduler's or kubelet's words), and each kind of trouble is
 announced by one Warning event when it first appears, however many replicas share it: a 100-worker job that fits
-no node gets one event, not 100. How containers ended is told too: one ExitedWithCode event per plan and exit code,
-naming the replicas that ended since the last plan.
+no node gets one event, not 100. (How containers ended is told by replicas/exit_events.py.)
 
 Level-triggered like the rest of the planner: the troubles are read from the pods, and whether a kind is new is
 read from the Running condition the job already has (its message carries `[Kind]` for each kind shown), so
@@ -18,13 +17,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from tfop.api.constants import CONDITION_RUNNING, EVENT_NORMAL, EVENT_WARNING, POD_FAILED
+from tfop.api.constants import CONDITION_RUNNING, EVENT_WARNING, POD_FAILED
 from tfop.api.fields import items, mapping, mapping_at, text
-from tfop.controller.plan.children.desired import ReplicaSlot, replica_slot_of
 from tfop.controller.plan.draft import PlanDraft
-from tfop.controller.plan.policies.exit_codes import container_termination, finished_at
-
-EXITED_WITH_CODE = "ExitedWithCode"  # the Kubeflow training operator's event reason, which its users know
+from tfop.controller.plan.slots import ReplicaSlot, replica_ranges
 
 UNSCHEDULABLE = "Unschedulable"
 IMAGE_PULL = "ImagePullBackOff"
@@ -89,24 +85,6 @@ def describe(troubles: list[Trouble]) -> str:
     return shown + (f"; and {more} more" if more > 0 else "")
 
 
-def replica_ranges(slots: Iterable[ReplicaSlot]) -> str:
-    """e.g. `Worker 0-3, 7, PS 0`: each type once, consecutive indexes as a range."""
-    by_type: dict[str, list[int]] = defaultdict(list)
-    for slot in sorted(slots):
-        by_type[slot.replica_type].append(slot.index)
-    parts = []
-    for replica_type, indexes in by_type.items():
-        runs: list[list[int]] = []
-        for index in indexes:
-            if runs and index == runs[-1][-1] + 1:
-                runs[-1].append(index)
-            else:
-                runs.append([index])
-        parts.append(f"{replica_type} " + ", ".join(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}"
-                                                    for run in runs))
-    return ", ".join(parts)
-
-
 def with_troubles(message: str, troubles: list[Trouble]) -> str:
     """A Running condition message with the troubles told after it."""
     if not troubles:
@@ -121,29 +99,6 @@ def announce_troubles(draft: PlanDraft, troubles: list[Trouble]) -> None:
         if f"[{kind}]" not in before:
             draft.event(EVENT_WARNING, kind, f"{draft.job_ref}: "
                         f"{describe([trouble for trouble in troubles if trouble.kind == kind])}.")
-
-
-def latest_exits(pods: Iterable[dict[str, Any]], count: int) -> list[dict[str, Any]]:
-    """The `count` pods whose tensorflow container ended last: the ones a grown succeeded+failed tally counts."""
-    if count <= 0:
-        return []
-    ended = [pod for pod in pods if container_termination(pod) is not None]
-    return sorted(ended, key=finished_at)[-count:]
-
-
-def announce_exits(draft: PlanDraft, pods: Iterable[dict[str, Any]], *, succeeding: bool = False) -> None:
-    """e.g. `TFJob ns/mnist: Worker 0-3 exited with code 0.`, one event per exit code. `succeeding`: the plan
-    makes the job Succeeded, whose event tells the exits with code 0 (one write instead of two)."""
-    by_code: dict[int, list[ReplicaSlot]] = defaultdict(list)
-    for pod in pods:
-        termination, slot = container_termination(pod), replica_slot_of(pod)
-        if termination is not None and slot is not None:
-            by_code[termination.exit_code].append(slot)
-    if succeeding and 0 in by_code:
-        draft.success_detail = f"{replica_ranges(by_code.pop(0))} exited with code 0"
-    for code in sorted(by_code):
-        draft.event(EVENT_NORMAL, EXITED_WITH_CODE,
-                    f"{draft.job_ref}: {replica_ranges(by_code[code])} exited with code {code}.")
 
 
 def _clip(message: str) -> str:

@@ -27,11 +27,11 @@ from tfop.api.constants import (
 )
 from tfop.api.fields import items, mapping, mapping_at, text
 from tfop.api.timestamps import format_time, parse_time
-from tfop.controller.plan.children.desired import ReplicaSlot, replica_slot_of
+from tfop.controller.plan.children.desired import replica_slot_of
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import TFJobModel
 from tfop.controller.plan.policies.cleanup import finish
-from tfop.controller.plan.policies.troubles import replica_ranges
+from tfop.controller.plan.slots import ReplicaSlot, replica_ranges
 from tfop.controller.plan.status import FALSE, is_terminating, pod_phase
 from tfop.controller.plan.types import POD, CreateRefusal
 from tfop.objects import Object

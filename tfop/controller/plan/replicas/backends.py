@@ -19,14 +19,15 @@ from tfop.api.constants import (
     REPLICA_BACKEND_JOBS,
     REPLICA_BACKEND_PODS,
     REPLICA_BACKENDS,
+    ReplicaBackendName,
 )
-from tfop.api.fields import mapping, text
+from tfop.api.fields import mapping, one_of
 from tfop.controller.plan.children.naming import ChildNaming
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import TFJobSpec
-from tfop.controller.plan.policies.cleanup import clean_up, resume_jobs, suspend_replica_jobs
 from tfop.controller.plan.replicas.job_slots import count_job_restarts, sort_job_children
 from tfop.controller.plan.replicas.pod_slots import Slot, SortedChildren, sort_children
+from tfop.controller.plan.replicas.removal import clean_up, resume_jobs, suspend_replica_jobs
 from tfop.controller.plan.replicas.replica_status import count_replica_restarts, uid_of
 from tfop.controller.plan.replicas.restart_ledger import RestartCount
 from tfop.controller.plan.status import conditions_of, is_terminating
@@ -35,7 +36,7 @@ from tfop.objects import Object
 
 
 class ReplicaBackend(ABC):
-    name: ClassVar[str]  # as the annotation, the operator config and status.replicaBackend say it
+    name: ClassVar[ReplicaBackendName]  # as the annotation, the operator config and status.replicaBackend say it
     kind: ClassVar[str]  # the child kind one replica is: POD or JOB
 
     @abstractmethod
@@ -136,18 +137,18 @@ class JobBackend(ReplicaBackend):
         return True  # a failed Job fails its replica, whether or not its last pod is still seen
 
 
-BACKENDS: dict[str, ReplicaBackend] = {backend.name: backend for backend in (PodBackend(), JobBackend())}
+BACKENDS: dict[ReplicaBackendName, ReplicaBackend] = {backend.name: backend for backend in (PodBackend(), JobBackend())}
 
 
 REPLICA_BACKEND = "replicaBackend"  # where the status records it
 
 
-def settled_backend(job: Object, context: PlanContext) -> str | None:
+def settled_backend(job: Object, context: PlanContext) -> ReplicaBackendName | None:
     """The backend the job already has, or None when its annotation (else the operator's default) decides: once
     recorded in the status the backend never changes; before that, children already made tell it (a job an older
     tfop or the Go operator ran has Pods)."""
-    recorded = text(mapping(job.get("status")).get(REPLICA_BACKEND))
-    if recorded in REPLICA_BACKENDS:
+    recorded = one_of(mapping(job.get("status")).get(REPLICA_BACKEND), REPLICA_BACKENDS)
+    if recorded is not None:
         return recorded
     if context.of_kind(JOB):
         return REPLICA_BACKEND_JOBS

@@ -16,12 +16,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
-from tfop.api.constants import FINALIZER_REPLICA_TRACKING, POD_FAILED, POD_SUCCEEDED, REPLICA_WORKER
-from tfop.api.fields import items, mapping, mapping_at, text
+from tfop.api.constants import POD_FAILED, POD_SUCCEEDED, REPLICA_WORKER
+from tfop.api.fields import mapping, mapping_at, text
 from tfop.controller.plan.children.desired import replica_slot_of
 from tfop.controller.plan.job.model import TFJobSpec
 from tfop.controller.plan.replicas.pod_slots import Slot, SlotState, SortedChildren, replica_types
-from tfop.controller.plan.status import is_terminating, pod_phase
+from tfop.controller.plan.status import holds_finalizer, is_terminating, pod_phase
 from tfop.objects import Object
 
 SUCCEEDED_INDEXES = "succeededIndexes"
@@ -114,10 +114,6 @@ def recall_finished(spec: TFJobSpec, children: SortedChildren, record: FinishedR
         return slot
 
     return replace(children, slots=[recalled(slot) for slot in children.slots])
-
-
-def holds_finalizer(child: object) -> bool:
-    return FINALIZER_REPLICA_TRACKING in items(mapping_at(child, "metadata").get("finalizers"))
 
 
 def pods_to_release(pods: Iterable[Object], record: FinishedReplicas, replicas: Mapping[str, int], *,

@@ -28,11 +28,11 @@ from tfop.controller.plan.children.batch_job import (
     job_outcome,
     made_by_job,
 )
-from tfop.controller.plan.children.desired import ReplicaSlot, replica_slot_of
+from tfop.controller.plan.children.desired import replica_slot_of
 from tfop.controller.plan.children.naming import ChildNaming
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import TFJobSpec
-from tfop.controller.plan.policies.exit_codes import container_termination, exit_class_name
+from tfop.controller.plan.replicas.exit_codes import container_termination, exit_class_name
 from tfop.controller.plan.replicas.pod_slots import (
     Slot,
     SlotState,
@@ -43,6 +43,7 @@ from tfop.controller.plan.replicas.pod_slots import (
 )
 from tfop.controller.plan.replicas.replica_status import describe_failure, uid_of
 from tfop.controller.plan.replicas.restart_ledger import RestartCount, RestartLedger, count_restarts
+from tfop.controller.plan.slots import ReplicaSlot
 from tfop.controller.plan.status import is_terminating, pod_phase, pod_restart_count
 from tfop.controller.plan.types import JOB, POD, SERVICE, PlanContext, ReplicaRestart
 from tfop.objects import Object
@@ -98,7 +99,7 @@ def job_slot_state(spec: TFJobSpec, slot: ReplicaSlot, batch_job: Object | None,
         return SlotState.PENDING  # the Job controller is about to make it
     if is_terminating(pod):
         return SlotState.TERMINATING
-    if pod_phase(pod) == POD_FAILED and is_disrupted(pod):
+    if pod_phase(pod) == POD_FAILED and is_disrupted(pod) and policy != RESTART_POLICY_NEVER:
         return SlotState.RETRYABLE  # ignored by the Job's podFailurePolicy: replaced, not counted
     return slot_state(spec, slot, pod)
 

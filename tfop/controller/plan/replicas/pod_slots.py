@@ -19,10 +19,12 @@ from tfop.api.constants import (
     RESTART_POLICY_EXIT_CODE,
     RESTART_POLICY_ON_FAILURE,
 )
-from tfop.controller.plan.children.desired import ReplicaSlot, replica_slot_of
+from tfop.controller.plan.children.batch_job import is_disrupted
+from tfop.controller.plan.children.desired import replica_slot_of
 from tfop.controller.plan.children.naming import ChildNaming
 from tfop.controller.plan.job.model import TFJobSpec
-from tfop.controller.plan.policies.exit_codes import ExitClass, container_termination
+from tfop.controller.plan.replicas.exit_codes import ExitClass, container_termination
+from tfop.controller.plan.slots import ReplicaSlot
 from tfop.controller.plan.status import ended_before_deleted, is_terminating, pod_phase
 from tfop.controller.plan.types import POD, SERVICE, PlanContext
 from tfop.objects import Object
@@ -124,6 +126,8 @@ def _state_of(spec: TFJobSpec, slot: ReplicaSlot, pod: Object) -> SlotState:
                 POD_SUCCEEDED: SlotState.SUCCEEDED}.get(phase, SlotState.UNKNOWN)
     policy = spec.replica_specs[slot.replica_type].restart_policy
     if policy == RESTART_POLICY_EXIT_CODE:
+        if is_disrupted(pod):  # taken by the cluster, not failed: whatever the code, as the Job's podFailurePolicy
+            return SlotState.RETRYABLE
         termination = container_termination(pod)
         # No exit code means the pod failed around the container (evicted, node lost): worth another try.
         exit_class = termination.exit_class if termination is not None else ExitClass.RETRYABLE

@@ -15,7 +15,7 @@ from typing import Any
 
 from tfop.api.fields import integer, items, mapping
 from tfop.controller.plan.children.desired import replica_slot_of
-from tfop.controller.plan.policies.exit_codes import container_termination, finished_at
+from tfop.controller.plan.replicas.exit_codes import container_termination, finished_at
 from tfop.objects import Object
 
 RECREATED_EXITS = "recreatedExits"

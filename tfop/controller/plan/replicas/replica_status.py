@@ -21,11 +21,12 @@ from tfop.api.constants import (
 from tfop.api.defaults import canonical_replica_type
 from tfop.api.fields import integer, mapping, mapping_at, text
 from tfop.api.runtime_id import runtime_id
+from tfop.controller.plan.children.batch_job import disruption, is_disrupted
 from tfop.controller.plan.children.naming import CHILD_NAMING, ChildNaming
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import TFJobSpec
-from tfop.controller.plan.policies.exit_codes import container_termination, exit_class_name, latest_restarted
-from tfop.controller.plan.policies.troubles import announce_exits, latest_exits
+from tfop.controller.plan.replicas.exit_codes import container_termination, exit_class_name, latest_restarted
+from tfop.controller.plan.replicas.exit_events import announce_exits, latest_exits
 from tfop.controller.plan.replicas.finished import FinishedReplicas, record_finished
 from tfop.controller.plan.replicas.pod_slots import Slot, SlotState, SortedChildren, replica_types
 from tfop.controller.plan.replicas.recreated_exits import recreated_exits_fields
@@ -49,7 +50,9 @@ def count_replica_restarts(draft: PlanDraft, spec: TFJobSpec, pods_by_type: dict
         counts[replica_type] = count
         announce_exits(draft, count.recreated)
         for pod in count.recreated:
-            draft.event(EVENT_WARNING, REASON_RESTARTING, f"{draft.job_ref} is restarting {describe_failure(pod)}.")
+            if not is_disrupted(pod):  # a disruption is no failure: update_running tells it as ReplicaDisrupted
+                draft.event(EVENT_WARNING, REASON_RESTARTING,
+                            f"{draft.job_ref} is restarting {describe_failure(pod)}.")
             draft.restarts_by_exit_class[exit_class_name(pod)] += 1
             draft.restarted.append(_restart_of(pod, replica_type, count.total, in_place=0))
         known = integer(before.get("restarts"))
@@ -138,15 +141,24 @@ def _ended(replica_status: object) -> int:
 
 
 def describe_failure(pod: Object) -> str:
-    """e.g. `Worker 1, which exited with code 137 (OOMKilled)`."""
-    labels = mapping_at(pod, "metadata", "labels")
-    who = (f"{canonical_replica_type(labels.get(LABEL_REPLICA_TYPE)) or 'replica'} "
-           f"{text(labels.get(LABEL_REPLICA_INDEX)) or '?'}")
+    """e.g. `Worker 1, which exited with code 137 (OOMKilled)`, or `Worker 1, whose pod was disrupted
+    (PreemptionByScheduler)`: a disrupted pod's exit code is what the disruption did to it."""
+    who = replica_name(pod)
+    taken = disruption(pod)
+    if taken is not None:
+        return f"{who}, whose pod was disrupted" + (f" ({taken[0]})" if taken[0] else "")
     termination = container_termination(pod)
     if termination is not None:
         return f"{who}, which {termination.describe()}"
     reason = text(mapping_at(pod, "status").get("reason"))
     return f"{who}, whose pod failed" + (f" ({reason})" if reason else "")
+
+
+def replica_name(pod: Object) -> str:
+    """e.g. `Worker 1`, from the pod's labels."""
+    labels = mapping_at(pod, "metadata", "labels")
+    return (f"{canonical_replica_type(labels.get(LABEL_REPLICA_TYPE)) or 'replica'} "
+            f"{text(labels.get(LABEL_REPLICA_INDEX)) or '?'}")
 
 
 def _restart_of(pod: Object | None, replica_type: str, restarts: int, *, in_place: int) -> ReplicaRestart:

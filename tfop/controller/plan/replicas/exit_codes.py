@@ -70,12 +70,6 @@ def exit_class_name(pod: object) -> str:
     return termination.exit_class.value.lower() if termination is not None else "unknown"
 
 
-def latest_exit_class_name(pods: list[dict[str, Any]]) -> str:
-    """The class of the most recent in-place restart among `pods` (by when the old container finished)."""
-    pod = latest_restarted(pods)
-    return exit_class_name(pod) if pod is not None else "unknown"
-
-
 def latest_restarted(pods: list[dict[str, Any]]) -> dict[str, Any] | None:
     """Of `pods`, the one whose tensorflow container was restarted in place last (None: none was)."""
     def finished(pod: dict[str, Any]) -> str:

@@ -1,0 +1,57 @@
+"""The gang schedulers tfop knows, as settings: which one the operator config names is part of the cluster it runs
+in (ControllerConfig.gang_scheduler). What a PodGroup of theirs holds is children/pod_group.py's business.
+
+Two are known: the Coscheduling plugin of scheduler-plugins (PodGroup scheduling.x-k8s.io/v1alpha1, a pod joins by
+a label) and Volcano (PodGroup scheduling.volcano.sh/v1beta1, a pod joins by an annotation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+GANG_NONE = "none"
+GANG_SCHEDULER_PLUGINS = "scheduler-plugins"
+GANG_VOLCANO = "volcano"
+GANG_SCHEDULER_NAMES = (GANG_NONE, GANG_SCHEDULER_PLUGINS, GANG_VOLCANO)
+
+
+@dataclass(frozen=True)
+class GangScheduler:
+    name: str  # the value of --gang-scheduler-name / gangScheduler
+    group: str  # the API group and version that serve its PodGroups
+    version: str
+    scheduler_name: str  # the pods' spec.schedulerName, unless their template names one
+    # Volcano admits a group (phase Pending -> Inqueue) before its pods may exist; the Coscheduling plugin holds
+    # pods that exist until their whole group fits.
+    pods_wait_for_admission: bool
+    # What its PodGroup spec has beyond minMember and minResources (a CRD prunes the fields it does not declare,
+    # so setting one it lacks would look like a change on every reconcile).
+    schedule_timeout: bool  # scheduleTimeoutSeconds
+    queues: bool  # queue and priorityClassName
+
+    kind = "PodGroup"
+    plural = "podgroups"
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}"
+
+    @property
+    def crd_name(self) -> str:
+        return f"{self.plural}.{self.group}"
+
+
+GANG_SCHEDULERS: dict[str, GangScheduler] = {
+    GANG_SCHEDULER_PLUGINS: GangScheduler(
+        GANG_SCHEDULER_PLUGINS, "scheduling.x-k8s.io", "v1alpha1",
+        # The name scheduler-plugins' own manifests give the co-scheduler when it runs beside the default one.
+        "scheduler-plugins-scheduler", pods_wait_for_admission=False, schedule_timeout=True, queues=False),
+    GANG_VOLCANO: GangScheduler(
+        GANG_VOLCANO, "scheduling.volcano.sh", "v1beta1",
+        "volcano", pods_wait_for_admission=True, schedule_timeout=False, queues=True),
+}
+
+
+def gang_scheduler(name: str) -> GangScheduler | None:
+    """None for `none`; KeyError for a name that is neither."""
+    return None if name == GANG_NONE else GANG_SCHEDULERS[name]
