@@ -24,6 +24,7 @@ from support.plan_builders import (
     services_for,
 )
 from tfop.controller.plan.controller_config import ControllerConfig
+from tfop.controller.plan.observed.pod import PodView
 from tfop.controller.plan.planner import plan
 from tfop.controller.plan.replicas.finished import (
     FinishedReplicas,
@@ -95,7 +96,7 @@ W1 = ReplicaSlot("Worker", 1)
 ])
 def test_a_deleted_pod_keeps_the_end_it_had(policy: str, made: dict[str, Any], state: SlotState) -> None:
     spec = parsed(make_job({"Chief": 1, "Worker": 3}, policy=policy)).spec
-    assert slot_state(spec, W1, made) is state
+    assert slot_state(spec, W1, PodView.of(made)) is state
 
 
 def slot(index: int, state: SlotState) -> Slot:
@@ -143,8 +144,8 @@ NONE_RECORDED = FinishedReplicas({}, {})
 ])
 def test_which_pods_are_released(pods: list[dict[str, Any]], record: FinishedReplicas, deleting: set[str],
                                  everything: bool, released: list[str]) -> None:
-    names = [p["metadata"]["name"] for p in
-             pods_to_release(pods, record, {"Worker": 3}, deleting=deleting, everything=everything)]
+    names = [p.name for p in pods_to_release([PodView.of(p) for p in pods], record, {"Worker": 3},
+                                             deleting=deleting, everything=everything)]
     assert names == [f"mnist-{name.split('-')[0]}-{RID}-{name.split('-')[1]}" for name in released]
 
 

@@ -19,8 +19,9 @@ from tfop.controller.plan.children.batch_job import made_by_job
 from tfop.controller.plan.children.desired import replica_slot_of
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.gang_schedulers import GangScheduler
+from tfop.controller.plan.observed.child import Child
 from tfop.controller.plan.planner import plan as plan_job
-from tfop.controller.plan.status import holds_finalizer, pod_phase
+from tfop.controller.plan.status import holds_finalizer
 from tfop.controller.plan.types import POD, ChildRef, CreateRefusal, PlanContext
 from tfop.kube.client import KubeClient
 from tfop.kube.clock import SYSTEM_CLOCK, Clock
@@ -135,8 +136,8 @@ class TFJobController:
         elif change is Change.DELETED or child["metadata"].get("deletionTimestamp"):
             # A delete is observed once the object is terminating, or gone.
             self.expectations.deleted(key, child["metadata"]["uid"])
-        if change is Change.DELETED and kind == POD and pod_phase(child) == POD_SUCCEEDED:
-            slot = replica_slot_of(child)
+        if change is Change.DELETED and kind == POD and (child.get("status") or {}).get("phase") == POD_SUCCEEDED:
+            slot = replica_slot_of(Child.of(child))
             if slot is not None and not made_by_job(child):
                 # Told, since the pod GC or a user removing a finished pod used to make its replica run again.
                 log.info("a finished replica's pod is gone; its end is kept in the status, it is not made again",

@@ -54,6 +54,7 @@ from tfop.controller.plan.controller_config import DEFAULT_SERVICE_DOMAIN, Accel
 from tfop.controller.plan.gang_schedulers import GangScheduler
 from tfop.controller.plan.job.default_ps_server import uses_script
 from tfop.controller.plan.job.model import JobMeta, TFJobModel
+from tfop.controller.plan.observed.child import Child
 from tfop.controller.plan.slots import ReplicaSlot
 from tfop.controller.plan.types import AUTOSCALER, JOB, NETWORK_POLICY, POD, POD_GROUP, SERVICE
 from tfop.objects import Object
@@ -98,7 +99,7 @@ def owner_reference(job: JobMeta) -> Object:
     }
 
 
-def replica_slot_of(child: dict[str, Any]) -> ReplicaSlot | None:
+def replica_slot_of(child: Child) -> ReplicaSlot | None:
     """The slot a Pod or Service fills, read from its replica-type and replica-index labels whatever its name:
     the wiring passes only children this job controls, and those the Kubeflow training operator made fill their
     slots as tfop's own do."""

@@ -13,6 +13,7 @@ from tfop.controller.plan.children.pod_group import admission_wait, pod_group_na
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.gang_schedulers import GangScheduler
 from tfop.controller.plan.job.model import TFJobModel
+from tfop.controller.plan.observed.pod import PodView
 from tfop.controller.plan.policies.gang_placement import GANG_UNSCHEDULABLE, GangPhase, gang_phase
 from tfop.controller.plan.status import is_terminating
 from tfop.controller.plan.types import POD_GROUP, ChildPatch, Creation, PlanContext
@@ -45,7 +46,7 @@ class GangState:
 
 
 def plan_pod_group(draft: PlanDraft, job: TFJobModel, context: PlanContext,
-                   pods: Iterable[tuple[Any, Object]] = ()) -> GangState:
+                   pods: Iterable[tuple[Any, PodView]] = ()) -> GangState:
     """For a job that runs (neither finished nor suspended). `pods`: the job's pods with their
     replica slots, for telling whether the gang cannot be placed."""
     gang = context.config.gang

@@ -16,13 +16,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
-from tfop.api.constants import POD_FAILED, POD_SUCCEEDED, REPLICA_WORKER
-from tfop.api.fields import mapping, mapping_at, text
+from tfop.api.constants import REPLICA_WORKER
+from tfop.api.fields import mapping, text
 from tfop.controller.plan.children.desired import replica_slot_of
 from tfop.controller.plan.job.model import TFJobSpec
+from tfop.controller.plan.observed.pod import PodView
 from tfop.controller.plan.replicas.pod_slots import Slot, SlotState, SortedChildren, replica_types
-from tfop.controller.plan.status import holds_finalizer, is_terminating, pod_phase
-from tfop.objects import Object
 
 SUCCEEDED_INDEXES = "succeededIndexes"
 FAILED_INDEXES = "failedIndexes"
@@ -116,20 +115,19 @@ def recall_finished(spec: TFJobSpec, children: SortedChildren, record: FinishedR
     return replace(children, slots=[recalled(slot) for slot in children.slots])
 
 
-def pods_to_release(pods: Iterable[Object], record: FinishedReplicas, replicas: Mapping[str, int], *,
-                    deleting: set[str], everything: bool) -> list[Object]:
+def pods_to_release(pods: Iterable[PodView], record: FinishedReplicas, replicas: Mapping[str, int], *,
+                    deleting: set[str], everything: bool) -> list[PodView]:
     """The pods holding tfop's finalizer that no longer need it once the plan whose `record` this is is stored:
     every one when `everything` (the job finished, its final tally written, or is being deleted); a pod the plan
     deletes (`deleting`: tfop's own decision, a restart, a resize, a lost node, a clean-up); one deleted by anyone
     (the plan's record holds it if it had ended for good, since the record grows with every slot that has); one
     that ended and is recorded, or whose index the job no longer has. A live pod keeps it, and so does one that
     ended and is not recorded yet."""
-    def releasable(pod: Object) -> bool:
-        uid = text(mapping_at(pod, "metadata").get("uid")) or ""
+    def releasable(pod: PodView) -> bool:
         slot = replica_slot_of(pod)
-        if everything or uid in deleting or slot is None or is_terminating(pod):
+        if everything or pod.uid in deleting or slot is None or pod.terminating:
             return True
-        return pod_phase(pod) in (POD_SUCCEEDED, POD_FAILED) and (
-            slot.index in record.ended(slot.replica_type) or slot.index >= replicas.get(slot.replica_type, 0))
+        return pod.ended and (slot.index in record.ended(slot.replica_type)
+                              or slot.index >= replicas.get(slot.replica_type, 0))
 
-    return [pod for pod in pods if holds_finalizer(pod) and releasable(pod)]
+    return [pod for pod in pods if pod.tracked and releasable(pod)]
