@@ -165,29 +165,16 @@ def slim_batch_job(batch_job: Object) -> Object:
     return slim
 
 
-def slim_pod_group(pod_group: Object) -> Object:
-    """A PodGroup is small, and the planner reads its spec (to update it) and its status (phase, conditions)."""
-    slim = slim_metadata(pod_group)
-    for key in ("spec", "status"):
-        if isinstance(pod_group.get(key), dict):
-            slim[key] = pod_group[key]
-    return slim
+def slim_keeping(fields: tuple[str, ...]) -> Callable[[Object], Object]:
+    """A job's own child (its PodGroup, NetworkPolicy, HPA) is small: the metadata and the fields its entry names
+    (plan/children/job_child.py's `cached`), which the planner compares with what the job wants."""
+    def slim(child: Object) -> Object:
+        kept = slim_metadata(child)
+        for key in fields:
+            if isinstance(child.get(key), dict):
+                kept[key] = child[key]
+        return kept
 
-
-def slim_network_policy(policy: Object) -> Object:
-    """A job's NetworkPolicy is small, and the planner compares its spec with the one the job asks for."""
-    slim = slim_metadata(policy)
-    if isinstance(policy.get("spec"), dict):
-        slim["spec"] = policy["spec"]
-    return slim
-
-
-def slim_autoscaler(autoscaler: Object) -> Object:
-    """A job's HPA: the planner compares its spec with the job's elastic policy; its status (metrics read every
-    15 s) is left out, so the HPA controller's status writes change nothing cached and wake no job."""
-    slim = slim_metadata(autoscaler)
-    if isinstance(autoscaler.get("spec"), dict):
-        slim["spec"] = autoscaler["spec"]
     return slim
 
 

@@ -32,7 +32,6 @@ from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.legacy_gpu import REASON_GPU_RESOURCE_RENAMED, renamed_message
 from tfop.controller.plan.job.model import RunPolicy, TFJobModel
 from tfop.controller.plan.job.parse import InvalidJob, lenient_run_policy, parse_job
-from tfop.controller.plan.policies.autoscaling import plan_autoscaler
 from tfop.controller.plan.policies.backoff import fail_for_replicas
 from tfop.controller.plan.policies.cleanup import COMPLETION_TIME, finish, keep_finished
 from tfop.controller.plan.policies.deadline import START_TIME, fail_past_deadline
@@ -42,7 +41,7 @@ from tfop.controller.plan.policies.evaluator import (
     waiting_for_evaluators,
 )
 from tfop.controller.plan.policies.gang import plan_pod_group
-from tfop.controller.plan.policies.network_isolation import plan_network_policy
+from tfop.controller.plan.policies.job_children import OwnChild, keep_job_children, waiting_for_a_name
 from tfop.controller.plan.policies.node_loss import (
     Verdict,
     force_deleted_pods,
@@ -59,7 +58,7 @@ from tfop.controller.plan.replicas.backends import BACKENDS, REPLICA_BACKEND, Re
 from tfop.controller.plan.replicas.pod_slots import SlotState, SortedChildren
 from tfop.controller.plan.replicas.replica_status import record_replicas
 from tfop.controller.plan.status import TRUE, is_terminating, listing
-from tfop.controller.plan.types import POD, SERVICE, Creation, Plan, PlanContext
+from tfop.controller.plan.types import POD, POD_GROUP, SERVICE, Creation, Plan, PlanContext
 
 __all__ = ["plan"]
 
@@ -215,11 +214,11 @@ def _run(p: _Planning) -> None:
             draft.delete_child(SERVICE, service)
     node_note = move_off_bad_nodes(draft, on_bad_nodes, already_deleted=draft.deleted_uids(POD))
     p.backend.resume(draft, children)
-    gang = plan_pod_group(draft, p.model, p.context,
+    own = keep_job_children(draft, p.model, p.context)
+    gang = plan_pod_group(draft, p.model, p.context, own.get(POD_GROUP, OwnChild()),
                           pods=[(slot.slot, slot.pod) for slot in children.slots if slot.pod is not None])
-    plan_network_policy(draft, p.model, p.context)
-    plan_autoscaler(draft, p.model, p.context)
-    _create_missing(p, hold_pods=gang.hold_pods is not None or _restart_together_pending(p, resize))
+    _create_missing(p, hold_pods=gang.hold_pods is not None or waiting_for_a_name(own)
+                    or _restart_together_pending(p, resize))
     update_running(draft, children, p.context.refusals, p.backend.replaced(retryable, counts), gang=gang,
                    node_note=node_note, with_all=bool(together),
                    give_up_note=give_up_note(missing, p.model.options.unknown_scheduling_grace))
