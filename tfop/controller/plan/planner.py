@@ -30,7 +30,7 @@ from tfop.controller.plan.children.desired import DesiredChildren, pod_restart_p
 from tfop.controller.plan.children.naming import CHILD_NAMING, ChildNaming, naming_of
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.legacy_gpu import REASON_GPU_RESOURCE_RENAMED, renamed_message
-from tfop.controller.plan.job.model import RunPolicy, TFJobModel
+from tfop.controller.plan.job.model import RunPolicy, TFJobModel, TFJobSpec
 from tfop.controller.plan.job.parse import InvalidJob, lenient_run_policy, parse_job
 from tfop.controller.plan.policies.backoff import fail_for_replicas
 from tfop.controller.plan.policies.cleanup import COMPLETION_TIME, finish, keep_finished
@@ -55,10 +55,11 @@ from tfop.controller.plan.policies.success import settle_remaining, succeeded
 from tfop.controller.plan.policies.suspension import resume_if_suspended, suspend
 from tfop.controller.plan.policies.unknown_scheduling import MissingWait, fail_for_missing, give_up_note, missing_waits
 from tfop.controller.plan.replicas.backends import BACKENDS, REPLICA_BACKEND, ReplicaBackend, settled_backend
+from tfop.controller.plan.replicas.finished import FinishedReplicas, pods_to_release, recall_finished
 from tfop.controller.plan.replicas.pod_slots import SlotState, SortedChildren
 from tfop.controller.plan.replicas.replica_status import record_replicas
 from tfop.controller.plan.status import TRUE, is_terminating, listing
-from tfop.controller.plan.types import POD, POD_GROUP, SERVICE, Creation, Plan, PlanContext
+from tfop.controller.plan.types import POD, POD_GROUP, SERVICE, ChildRef, Creation, Plan, PlanContext
 
 __all__ = ["plan"]
 
@@ -77,8 +78,10 @@ class _Planning:
 
 def plan(context: PlanContext) -> Plan:
     job = context.job
-    if is_terminating(job) or managed_elsewhere(job):
-        return Plan()  # the garbage collector removes a deleted job's children; another controller runs the job
+    if managed_elsewhere(job):
+        return Plan()  # another controller runs the job
+    if is_terminating(job):  # the garbage collector removes its children, once tfop's finalizer has gone
+        return Plan(release=[ChildRef.of(POD, pod) for pod in context.observed.pods if pod.tracked])
     draft = PlanDraft(job, context.now, context.config)
     parsed = parse_job(job, context.config, settled_backend=settled_backend(job, context))
     _note_created(draft, parsed)
@@ -92,6 +95,7 @@ def plan(context: PlanContext) -> Plan:
     refused = [refusal for refusal in context.refusals if refusal.permanent]
     # A finished or rejected job is cleaned up by its run policy; an invalid one's read leniently.
     run_policy = parsed.spec.run_policy if isinstance(parsed, TFJobModel) else lenient_run_policy(parsed.source)
+    spec = parsed.spec if isinstance(parsed, TFJobModel) else None
     if _is_finished(draft):
         keep_finished(draft, run_policy, context, just_finished=False)
     elif isinstance(parsed, InvalidJob) or refused:
@@ -99,9 +103,21 @@ def plan(context: PlanContext) -> Plan:
         _reject(draft, run_policy, context, errors or [r.describe() for r in refused])
     else:
         backend = BACKENDS[parsed.options.replica_backend]
-        _run(_Planning(draft, context, parsed, naming, backend.sort_children(parsed.spec, context, naming),
-                       backend))
+        # A replica whose pod is gone keeps the end the status recorded for it (replicas/finished.py).
+        sorted_children = recall_finished(parsed.spec, backend.sort_children(parsed.spec, context, naming),
+                                          FinishedReplicas.of_status(job.get("status")))
+        _run(_Planning(draft, context, parsed, naming, sorted_children, backend))
+    _release_pods(draft, context, spec)
     return draft.finalize(refused=bool(context.refusals))
+
+
+def _release_pods(draft: PlanDraft, context: PlanContext, spec: TFJobSpec | None) -> None:
+    """The pods whose tracking finalizer goes once this plan's status is stored: all of a finished job's (its
+    final tally is in that status), else those whose end this status records or that need no record."""
+    replicas = {replica_type: spec.replicas(replica_type) for replica_type in spec.replica_specs} if spec else {}
+    released = pods_to_release(context.observed.pods, FinishedReplicas.of_status(draft.status), replicas,
+                               deleting=draft.deleted_uids(POD), everything=spec is None or _is_finished(draft))
+    draft.release = [ChildRef.of(POD, pod) for pod in released]
 
 
 def _note_created(draft: PlanDraft, parsed: TFJobModel | InvalidJob) -> None:

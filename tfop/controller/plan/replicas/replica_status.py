@@ -27,7 +27,8 @@ from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import TFJobSpec
 from tfop.controller.plan.observed.pod import PodView
 from tfop.controller.plan.replicas.exit_events import announce_exits, latest_exits
-from tfop.controller.plan.replicas.pod_slots import SlotState, SortedChildren, replica_types
+from tfop.controller.plan.replicas.finished import FinishedReplicas, record_finished
+from tfop.controller.plan.replicas.pod_slots import Slot, SlotState, SortedChildren, replica_types
 from tfop.controller.plan.replicas.recreated_exits import recreated_exits_fields
 from tfop.controller.plan.replicas.restart_ledger import RestartCount, RestartLedger, count_restarts
 from tfop.controller.plan.types import JOB, POD, ReplicaRestart
@@ -83,17 +84,20 @@ def record_replicas(draft: PlanDraft, spec: TFJobSpec, children: SortedChildren,
     def counted(pod: PodView) -> bool:
         if not finishing and pod.phase in (POD_PENDING, POD_RUNNING):
             return True
-        if pod.terminating:
+        if pod.terminating and not pod.ended_before_deleted:
             return False
         return pod.uid not in deleted or (finishing and pod.phase in (POD_SUCCEEDED, POD_FAILED))
 
     previous = mapping(draft.status.get("replicaStatuses"))
+    finished = record_finished(FinishedReplicas.of_status(draft.status), spec, children.slots)
     statuses: dict[str, Any] = {}
     ended: list[PodView] = []  # told in one event per exit code, whatever their replica types
     naming = _naming(draft)
     for replica_type in replica_types(spec):
         pods = [pod for pod in children.pods_by_type.get(replica_type, []) if counted(pod)]
-        statuses[replica_type] = {**replica_status(pods, counts[replica_type].total),
+        statuses[replica_type] = {**_with_recalled(replica_status(pods, counts[replica_type].total),
+                                                   children.slots, replica_type),
+                                  **finished.status_fields(replica_type),
                                   **counts[replica_type].ledger.status_fields(),
                                   **recreated_exits_fields(previous.get(replica_type), counts[replica_type].recreated,
                                                            spec.replicas(replica_type)),
@@ -125,6 +129,14 @@ def replica_status(pods: Iterable[PodView], restarts: int) -> dict[str, int]:
         "failed": phases.count(POD_FAILED),
         "restarts": restarts,
     }
+
+
+def _with_recalled(counts: dict[str, int], slots: list[Slot], replica_type: str) -> dict[str, int]:
+    """The counts by phase, with the replicas whose pods are gone but whose ends are recorded (finished.py)."""
+    recalled = [slot.state for slot in slots
+                if slot.slot.replica_type == replica_type and slot.pod is None and slot.state is not SlotState.ABSENT]
+    return {**counts, "succeeded": counts["succeeded"] + recalled.count(SlotState.SUCCEEDED),
+            "failed": counts["failed"] + recalled.count(SlotState.TOLERATED)}
 
 
 def _naming(draft: PlanDraft) -> ChildNaming:
