@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from support.operator_process import OperatorProcess
 from support.tfjobs import TFJOBS, condition, job_status, replica, tfjob
 from support.waiting import DEADLINE, wait_for
 from tfop.kube.client import KubeClient
@@ -74,3 +75,35 @@ def test_the_hpa_follows_the_elastic_policy_and_reads_the_scale(backend: str, ku
     wait_for(lambda: hpa(kube_client, namespace, "auto"), DEADLINE, "the HPA made again")
     kube_client.patch(TFJOBS, "auto", {"spec": {"runPolicy": {"suspend": True}}}, namespace)
     wait_for(lambda: hpa(kube_client, namespace, "auto") is None, DEADLINE, "the HPA deleted while suspended")
+
+
+def workers_writer(client: KubeClient, namespace: str, name: str) -> list[str]:
+    """The field managers the apiserver records as owning the job's Worker count."""
+    entries = client.get(TFJOBS, name, namespace)["metadata"].get("managedFields") or []
+    return [entry["manager"] for entry in entries
+            if "f:replicas" in entry.get("fieldsV1", {}).get("f:spec", {}).get("f:tfReplicaSpecs", {})
+            .get("f:Worker", {})]
+
+
+def test_a_users_scale_of_a_job_with_an_hpa_is_told_as_the_users(operator: OperatorProcess, kube_client: KubeClient,
+                                                                   namespace: str) -> None:
+    """`kubectl scale` as kubectl sends it (a GET and a PUT of the scale subresource, field manager `kubectl`) on a
+    job that has an HPA: who wrote the count is read from managedFields, so the resize is the user's, not the
+    HPA's."""
+    job = tfjob("scaled", Worker=replica(2), PS=replica())
+    job["spec"]["elasticPolicy"] = {"minReplicas": 1, "maxReplicas": 3, "metrics": [CPU]}
+    kube_client.create(TFJOBS, job, namespace)
+    wait_for(lambda: hpa(kube_client, namespace, "scaled"), DEADLINE, "the job's HPA")
+    wait_for(lambda: job_status(kube_client, namespace, "scaled").get("workerReplicas") == 2, DEADLINE,
+             "tfop to plan for 2 workers")
+
+    path = TFJOBS.path(namespace, "scaled", subresource="scale")
+    scale = kube_client.request("GET", path)
+    kube_client.request("PUT", path, query=[("fieldManager", "kubectl")],
+                        body={**scale, "spec": {"replicas": 3}})
+    assert workers_writer(kube_client, namespace, "scaled") == ["kubectl"]
+
+    resized = wait_for(lambda: job_status(kube_client, namespace, "scaled").get("lastResize"), DEADLINE,
+                       "the resize told")
+    assert (resized["from"], resized["to"], resized["cause"]) == (2, 3, "User"), resized
+    assert "asked by a user (the scale subresource or an edit of the spec)" in resized["message"]

@@ -150,12 +150,13 @@ ROWS = {
         [job_pod("Worker", 0, "a", "Failed", disrupted=True, pod_reason="Evicted")],
         status={"replicaStatuses": {"Worker": {"active": 0, "succeeded": 0, "failed": 1, "restarts": 0}}},
         conditions={"Failed": None, "Restarting": ("True", "TFJobRestarting", (
-            "TFJob ns/mnist is restarting Worker 0, whose pod failed (Evicted)."))}),
+            "TFJob ns/mnist is restarting Worker 0, whose pod was disrupted (TerminationByKubelet)."))}),
     "Never: the Job's one failure is final, not a restart": Row(
         on_jobs(make_job({"Worker": 1}, policy="Never")),
         [batch_job("Worker", 0, failed=1, outcome=("Failed", "BackoffLimitExceeded"))],
         [job_pod("Worker", 0, "a", "Failed", exit_code=137)],
-        status={"replicaStatuses": {"Worker": {"active": 0, "succeeded": 0, "failed": 1, "restarts": 0}}},
+        status={"replicaStatuses": {"Worker": {"active": 0, "succeeded": 0, "failed": 1, "restarts": 0,
+                                               "failedIndexes": "0"}}},
         conditions={"Failed": ("True", "TFJobFailed",
                                "TFJob ns/mnist has failed because Worker 0, which exited with code 137.")}),
     "OnFailure: in-place restarts of a Job's pod count": Row(

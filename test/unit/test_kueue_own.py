@@ -10,7 +10,6 @@ import pytest
 
 from support.plan_builders import NOW, RID, UID, make_job, make_pod, parsed, running_pods, services_for
 from tfop.config import ConfigError, parse_config
-from tfop.controller.cache_transforms import slim_workload
 from tfop.controller.children import Scope, child_kinds
 from tfop.controller.plan.children.desired import DesiredChildren
 from tfop.controller.plan.controller_config import ControllerConfig
@@ -83,7 +82,7 @@ def test_the_workload_is_written_out() -> None:
     job = queued_job()
     job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["metadata"] = {"labels": {"team": "vision"},
                                                                        "annotations": {"note": "x"}}
-    body = DesiredChildren(parsed(job, OWN)).workload()
+    body = DesiredChildren(parsed(job, OWN)).body(WORKLOAD, None)
     container = {"name": "tensorflow", "image": "tensorflow/tensorflow:2.16.1",
                  "ports": [{"name": "tfjob-port", "containerPort": 2222}]}
     assert body == {
@@ -109,16 +108,12 @@ def test_the_workload_is_written_out() -> None:
     assert WORKLOAD not in child_kinds(None).by_name
 
 
-def test_the_cache_keeps_counts_and_status_not_templates() -> None:
-    stored = workload(RESERVED, admission=ADMISSION)
-    stored["spec"]["podSets"][0]["template"] = {"spec": {"containers": [{"name": "x"}]}}
-    stored["spec"]["priority"] = 3
-    assert slim_workload(stored) == {
-        "apiVersion": None, "kind": None, "metadata": {"name": WL, "namespace": "ns", "uid": "wl-1",
-                                                       "resourceVersion": "7"},
-        "spec": {"queueName": "team", "active": None, "priorityClassRef": None,
-                 "podSets": [{"name": "worker", "count": 2}, {"name": "ps", "count": 1}]},
-        "status": {"conditions": [RESERVED], "admission": ADMISSION}}
+def test_the_cache_keeps_the_spec_and_kueues_status() -> None:
+    stored = {**workload(RESERVED, admission=ADMISSION), "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload"}
+    stored["metadata"]["managedFields"] = [{"manager": "kueue"}]
+    slim = child_kinds(None, own_kueue=True)[WORKLOAD].transform(stored)
+    assert (slim["spec"], slim["status"], "managedFields" in slim["metadata"]) == (
+        stored["spec"], stored["status"], False)
 
 
 VIEWS: dict[str, tuple[dict[str, Any], bool, Eviction | None, str | None, dict[str, tuple[str, ...]]]] = {

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from support.plan_builders import NOW, make_job, make_pod, plan_of, running, services_for
+from tfop.controller.cache_transforms import slim_job
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.planner import plan
 from tfop.controller.plan.policies.resize import ResizeCause, ResizeStrategy
@@ -37,10 +38,17 @@ def pod_group(min_member: int) -> dict[str, Any]:
 
 
 def job(replicas: dict[str, int], *, planned: int | None, dynamic: bool = False,
-        resize_reason: str | None = None) -> dict[str, Any]:
+        resize_reason: str | None = None, workers_by: str | None = None) -> dict[str, Any]:
     """A running job that asks for `replicas` now; its status says its pods were planned for `planned` workers;
-    `resize_reason`: the capacity auto-scaler's note on it."""
+    `resize_reason`: the capacity auto-scaler's note on it; `workers_by`: the field manager whose write through the
+    scale subresource set the Worker count, as the job cache keeps it of managedFields."""
     made = running(make_job(replicas, policy="ExitCode"))
+    if workers_by is not None:
+        made["metadata"]["managedFields"] = [{
+            "manager": workers_by, "operation": "Update", "apiVersion": "kubeflow.org/v1",
+            "time": "2026-11-21T09:59:00Z", "fieldsType": "FieldsV1", "subresource": "scale",
+            "fieldsV1": {"f:spec": {"f:tfReplicaSpecs": {"f:Worker": {"f:replicas": {}}}}}}]
+        made = slim_job(made)
     if dynamic:
         made["spec"]["enableDynamicWorker"] = True
     if resize_reason is not None:
@@ -169,8 +177,8 @@ ROWS = {
         deleted=[], created=["mnist-worker-jje2-2"],
         event=("TFJob ns/mnist: Worker 2 -> 3, asked by a user (the scale subresource or an edit of the spec); "
                "worker 2 joins in place; the other replicas run on.")),
-    "the job's HPA asked": Row(
-        job({"Worker": 3, "PS": 1}, planned=2),
+    "the job's HPA asked (the HPA controller wrote the count)": Row(
+        job({"Worker": 3, "PS": 1}, planned=2, workers_by="kube-controller-manager"),
         [pod("Worker", 0, OLD), pod("Worker", 1, OLD), pod("PS", 0, OLD)],
         deleted=["mnist-worker-jje2-0", "mnist-worker-jje2-1", "mnist-ps-jje2-0"], created=[],
         event=("TFJob ns/mnist: Worker 2 -> 3, asked by the job's HorizontalPodAutoscaler; every replica stops "
@@ -179,6 +187,21 @@ ROWS = {
         children={AUTOSCALER: [{
             "metadata": {"name": "mnist", "namespace": "ns", "uid": "hpa-1"},
             "spec": {"scaleTargetRef": {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": "mnist"}}}]}),
+    "a user's kubectl scale on a job with an HPA is the user's": Row(
+        job({"Worker": 3, "PS": 1}, planned=2, workers_by="kubectl"),
+        [pod("Worker", 0, OLD), pod("Worker", 1, OLD), pod("PS", 0, OLD)],
+        deleted=["mnist-worker-jje2-0", "mnist-worker-jje2-1", "mnist-ps-jje2-0"], created=[],
+        event=RESTART_2_3, restarting="Resizing",
+        children={AUTOSCALER: [{
+            "metadata": {"name": "mnist", "namespace": "ns", "uid": "hpa-1"},
+            "spec": {"scaleTargetRef": {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": "mnist"}}}]}),
+    "an HPA the user made, not tfop, is an HPA all the same": Row(
+        job({"Worker": 3, "PS": 1}, planned=2, workers_by="kube-controller-manager"),
+        [pod("Worker", 0, OLD), pod("Worker", 1, OLD), pod("PS", 0, OLD)],
+        deleted=["mnist-worker-jje2-0", "mnist-worker-jje2-1", "mnist-ps-jje2-0"], created=[],
+        event=("TFJob ns/mnist: Worker 2 -> 3, asked by the job's HorizontalPodAutoscaler; every replica stops "
+               "gracefully and starts again together with the new TF_CONFIG."),
+        restarting="Resizing"),
 }
 
 

@@ -13,7 +13,8 @@ child's owner reference and labels, a pod's node and status, a job's spec) are o
 (tfop/kube/shared_values.py). Values repeat more than one would think: the 14 children of a job carry the same
 owner reference, a pod and its Service the same name and labels, children made or ended in the same second the
 same timestamp, and jobs made from one manifest the same spec (docs/benchmarks/index.md, "Memory"). Of a TFJob
-the cache keeps all but managedFields and kubectl's last-applied copy.
+the cache keeps all but kubectl's last-applied copy and managedFields, of which it keeps who last wrote each
+replica count.
 """
 
 from __future__ import annotations
@@ -22,13 +23,16 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from tfop.api.constants import ANNOTATION_TF_CLUSTER
+from tfop.api.constants import ANNOTATION_TF_CLUSTER, FINALIZER_REPLICA_TRACKING
+from tfop.controller.plan.job.model import REPLICAS_WRITERS
 from tfop.kube.shared_values import SharedValues, shared_text
 from tfop.objects import Object
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 _METADATA = ("name", "namespace", "uid", "resourceVersion", "labels", "ownerReferences", "deletionTimestamp",
-             "creationTimestamp")
+             "deletionGracePeriodSeconds", "creationTimestamp")
+# Of the finalizers only tfop's is read (whether a pod still holds it): one list for every object that has it.
+_TRACKED = [FINALIZER_REPLICA_TRACKING]
 _OWNER_REFERENCE = ("apiVersion", "kind", "name", "uid", "controller")
 _POD_STATUS = ("phase", "reason", "message")
 _POD_CONDITION = ("type", "status", "reason", "message")
@@ -63,6 +67,9 @@ def slim_metadata(obj: Object) -> Object:
     annotations = metadata.get("annotations")
     if isinstance(annotations, dict) and ANNOTATION_TF_CLUSTER in annotations:  # the only one read: resizes
         kept["annotations"] = SHARED.share({ANNOTATION_TF_CLUSTER: shared_text(annotations[ANNOTATION_TF_CLUSTER])})
+    finalizers = metadata.get("finalizers")
+    if isinstance(finalizers, list) and FINALIZER_REPLICA_TRACKING in finalizers:
+        kept["finalizers"] = _TRACKED
     if isinstance(kept.get("ownerReferences"), list):  # only the controller's is read
         kept["ownerReferences"] = SHARED.share([_kept(ref, _OWNER_REFERENCE) for ref in kept["ownerReferences"]
                                                 if isinstance(ref, dict) and ref.get("controller")])
@@ -110,13 +117,33 @@ def _slim_container(entry: Any) -> Any:
     return kept
 
 
+def replicas_writers(managed_fields: object) -> dict[str, str]:
+    """Of a TFJob's managedFields, the field manager that last wrote each replica type's `replicas`, by replica
+    type: `kubectl` for `kubectl scale` or `kubectl edit` (the apiserver names a manager by the client's user agent
+    when it gives none), `kube-controller-manager` for an HPA (the scale subresource names the replicas field of
+    the job's spec), `tfop` for the capacity auto-scaler. The latest entry when several own it (a shared apply)."""
+    latest: dict[str, tuple[str, str]] = {}  # replica type: (time, manager)
+    for entry in managed_fields if isinstance(managed_fields, list) else []:
+        if not isinstance(entry, dict) or not isinstance(entry.get("manager"), str):
+            continue
+        specs = ((entry.get("fieldsV1") or {}).get("f:spec") or {}).get("f:tfReplicaSpecs")
+        for key, fields in (specs.items() if isinstance(specs, dict) else ()):
+            if key.startswith("f:") and isinstance(fields, dict) and "f:replicas" in fields:
+                written = (str(entry.get("time") or ""), entry["manager"])
+                latest[key[2:]] = max(latest.get(key[2:], written), written)
+    return {replica_type: shared_text(manager) for replica_type, (_, manager) in latest.items()}
+
+
 def slim_job(job: Object) -> Object:
-    """A TFJob whole (the planner reads its spec and status), but for what no controller reads: managedFields and
-    kubectl's copy of the last applied manifest (as large as the spec again); its keys shared, and its spec and
-    status one object with every equal one."""
+    """A TFJob whole (the planner reads its spec and status), but for what no controller reads: kubectl's copy of
+    the last applied manifest (as large as the spec again) and managedFields, of which only who last wrote each
+    replica type's count is kept (REPLICAS_WRITERS: a resize's cause); its keys shared, and its spec and status
+    one object with every equal one."""
     metadata = job.get("metadata")
     if isinstance(metadata, dict):
-        metadata.pop("managedFields", None)
+        writers = replicas_writers(metadata.pop("managedFields", None))
+        if writers:
+            metadata[REPLICAS_WRITERS] = writers
         annotations = metadata.get("annotations")
         if isinstance(annotations, dict):
             annotations.pop(LAST_APPLIED, None)
@@ -143,39 +170,15 @@ def slim_batch_job(batch_job: Object) -> Object:
     return slim
 
 
-def slim_pod_group(pod_group: Object) -> Object:
-    """A PodGroup is small, and the planner reads its spec (to update it) and its status (phase, conditions)."""
-    slim = slim_metadata(pod_group)
-    for key in ("spec", "status"):
-        if isinstance(pod_group.get(key), dict):
-            slim[key] = pod_group[key]
-    return slim
-
-
-def slim_workload(workload: Object) -> Object:
-    """A Kueue Workload without its pod templates (the planner compares only the pod sets' names and counts), with
-    its active flag and status (conditions, admission, admission checks)."""
-    slim = slim_metadata(workload)
-    spec = workload.get("spec")
-    if isinstance(spec, dict):
-        slim["spec"] = {"queueName": spec.get("queueName"), "active": spec.get("active"),
-                        "priorityClassRef": spec.get("priorityClassRef"),
-                        "podSets": [{"name": pod_set.get("name"), "count": pod_set.get("count")}
-                                    for pod_set in spec.get("podSets") or () if isinstance(pod_set, dict)]}
-    if isinstance(workload.get("status"), dict):
-        slim["status"] = workload["status"]
-    return slim
-
-
 def slim_priority_class(priority_class: Object) -> Object:
-    """A WorkloadPriorityClass: its value is all tfop reads."""
+    """A Kueue WorkloadPriorityClass: its value is all tfop reads."""
     slim = slim_metadata(priority_class)
     slim["value"] = priority_class.get("value")
     return slim
 
 
 def slim_flavor(flavor: Object) -> Object:
-    """A ResourceFlavor: what its pods get (node labels, tolerations) is all tfop reads."""
+    """A Kueue ResourceFlavor: what its pods get (node labels, tolerations) is all tfop reads."""
     slim = slim_metadata(flavor)
     spec = flavor.get("spec")
     if isinstance(spec, dict):
@@ -183,20 +186,16 @@ def slim_flavor(flavor: Object) -> Object:
     return slim
 
 
-def slim_network_policy(policy: Object) -> Object:
-    """A job's NetworkPolicy is small, and the planner compares its spec with the one the job asks for."""
-    slim = slim_metadata(policy)
-    if isinstance(policy.get("spec"), dict):
-        slim["spec"] = policy["spec"]
-    return slim
+def slim_keeping(fields: tuple[str, ...]) -> Callable[[Object], Object]:
+    """A job's own child (its PodGroup, NetworkPolicy, HPA) is small: the metadata and the fields its entry names
+    (plan/children/job_child.py's `cached`), which the planner compares with what the job wants."""
+    def slim(child: Object) -> Object:
+        kept = slim_metadata(child)
+        for key in fields:
+            if isinstance(child.get(key), dict):
+                kept[key] = child[key]
+        return kept
 
-
-def slim_autoscaler(autoscaler: Object) -> Object:
-    """A job's HPA: the planner compares its spec with the job's elastic policy; its status (metrics read every
-    15 s) is left out, so the HPA controller's status writes change nothing cached and wake no job."""
-    slim = slim_metadata(autoscaler)
-    if isinstance(autoscaler.get("spec"), dict):
-        slim["spec"] = autoscaler["spec"]
     return slim
 
 

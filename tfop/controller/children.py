@@ -1,4 +1,5 @@
-"""The kinds of child a TFJob owns, as data: adding a kind is one entry here plus its part in the planner.
+"""The kinds of child a TFJob owns, as data: a replica's kind is one entry here plus its part in the planner; a
+kind of which the job has one is one entry of the planner's table (docs/development/adding-a-child-kind.md).
 
 Each entry names the API resource, how the operator finds its children of that kind (label selector, an index by
 controlling owner), what the cache keeps of them, how they are deleted, and their scope: one per replica slot
@@ -6,8 +7,10 @@ controlling owner), what the cache keeps of them, how they are deleted, and thei
 plan/children/desired.py). The informers, expectations and the applier iterate over the table; nothing else names
 a kind.
 
-The table depends on the controller config: a PodGroup kind exists only when a gang scheduler is configured (and
-its resource is that scheduler's), so `child_kinds(gang)` builds it.
+The job's own children (one of each kind at most: the PodGroup, NetworkPolicy, HPA) come from the planner's table
+(plan/children/job_children.py), each entry giving its resource and what the cache keeps; this module adds the
+informer's selector and index. That table depends on the controller config: a PodGroup kind exists only when a
+gang scheduler is configured (and its resource is that scheduler's), so `child_kinds(gang)` builds it.
 """
 
 from __future__ import annotations
@@ -26,26 +29,19 @@ from tfop.api.constants import (
     VERSION,
 )
 from tfop.api.kueue import KUEUE_GROUP, KUEUE_VERSION
-from tfop.controller.cache_transforms import (
-    slim_autoscaler,
-    slim_batch_job,
-    slim_metadata,
-    slim_network_policy,
-    slim_pod,
-    slim_pod_group,
-    slim_workload,
-)
+from tfop.controller.cache_transforms import slim_batch_job, slim_keeping, slim_metadata, slim_pod
+from tfop.controller.plan.children.job_child import JobChildKind
+from tfop.controller.plan.children.job_children import job_child_kinds
 from tfop.controller.plan.gang_schedulers import GangScheduler
-from tfop.controller.plan.types import AUTOSCALER, JOB, NETWORK_POLICY, POD, POD_GROUP, SERVICE, WORKLOAD
+from tfop.controller.plan.types import JOB, POD, SERVICE
 from tfop.kube.informer import Transform
-from tfop.kube.resource import HORIZONTAL_POD_AUTOSCALERS, JOBS, NETWORK_POLICIES, PODS, SERVICES, Resource
+from tfop.kube.resource import JOBS, PODS, SERVICES, Resource
 
 TFJOBS = Resource(GROUP, VERSION, PLURAL, KIND)  # the owner of every child below
 WORKLOADS = Resource(KUEUE_GROUP, KUEUE_VERSION, "workloads", "Workload")
 # Watched, not owned, with tfop's own Kueue integration: an admission names flavors, whose node labels and
-# tolerations its pods get.
+# tolerations its pods get, and a job may name a WorkloadPriorityClass, whose value its Workload gets.
 RESOURCE_FLAVORS = Resource(KUEUE_GROUP, KUEUE_VERSION, "resourceflavors", "ResourceFlavor", namespaced=False)
-# Watched too: the value of the one a job names goes into its Workload (Kueue keeps it in line afterwards).
 WORKLOAD_PRIORITY_CLASSES = Resource(KUEUE_GROUP, KUEUE_VERSION, "workloadpriorityclasses", "WorkloadPriorityClass",
                                      namespaced=False)
 BY_OWNER = "controller-uid"  # the cache index a job's children are looked up by: its uid
@@ -85,18 +81,11 @@ REPLICA_KINDS: tuple[ChildKind, ...] = (
 )
 
 
-# A job that asks for isolation (plan/children/network_policy.py) gets one, created before any replica's children, so an
-# isolated job's pods are made only once it exists. In the table whatever the config, since any job may ask.
-NETWORK_POLICY_KIND = ChildKind(NETWORK_POLICY, NETWORK_POLICIES, slim_network_policy, scope=Scope.JOB)
-
-# A job whose elasticPolicy has metrics gets one (plan/children/autoscaler.py); any job may ask, so it is in the
-# table whatever the config.
-AUTOSCALER_KIND = ChildKind(AUTOSCALER, HORIZONTAL_POD_AUTOSCALERS, slim_autoscaler, scope=Scope.JOB)
-
-
-# A queued job's Kueue Workload, with tfop's own Kueue integration (plan/policies/kueue_admission.py); in the table
-# only then, since the operator may lack the RBAC for Workloads (and Kueue may not be installed) otherwise.
-WORKLOAD_KIND = ChildKind(WORKLOAD, WORKLOADS, slim_workload, scope=Scope.JOB)
+def own_kind(kind: JobChildKind) -> ChildKind:
+    """One kind of the job's own children, as its entry in the planner's table says (plan/children/job_child.py):
+    the same informer, cache and writer for each."""
+    return ChildKind(kind.kind, Resource(kind.group, kind.version, kind.plural, kind.kind), slim_keeping(kind.cached),
+                     scope=Scope.JOB)
 
 
 @dataclass(frozen=True)
@@ -117,15 +106,10 @@ class ChildKinds:
 
 
 def child_kinds(gang: GangScheduler | None, *, own_kueue: bool = False) -> ChildKinds:
-    """Pods, Services and Jobs (any job may choose the Job backend), NetworkPolicies and HPAs (any job may ask for
-    one), the gang scheduler's PodGroup when one is configured (and its CRD is installed), and Kueue Workloads with
-    tfop's own Kueue integration."""
-    job_kinds: list[ChildKind] = [NETWORK_POLICY_KIND, AUTOSCALER_KIND]
-    if gang is not None:
-        job_kinds.append(ChildKind(POD_GROUP, pod_group_resource(gang), slim_pod_group, scope=Scope.JOB))
-    if own_kueue:
-        job_kinds.append(WORKLOAD_KIND)
-    return ChildKinds((*job_kinds, *REPLICA_KINDS))
+    """The job's own children (plan/children/job_children.py: its PodGroup when a gang scheduler is configured
+    and its CRD installed, its NetworkPolicy and HPA, which any job may ask for, its Kueue Workload with tfop's own
+    Kueue integration), then Pods, Services and Jobs (any job may choose the Job backend)."""
+    return ChildKinds((*(own_kind(kind) for kind in job_child_kinds(gang, own_kueue=own_kueue)), *REPLICA_KINDS))
 
 
 def pod_group_resource(gang: GangScheduler) -> Resource:

@@ -87,6 +87,12 @@ class JobMeta:
     namespace: str
     uid: str
     generation: int | None = None
+    # Who last wrote each replica type's `replicas` (its field manager, from managedFields), by replica type: the
+    # cache keeps only that of managedFields (controller/cache_transforms.py), as metadata[REPLICAS_WRITERS].
+    replicas_writers: Mapping[str, str] = field(default_factory=dict)
+
+
+REPLICAS_WRITERS = "tfop.replicasWriters"  # not a Kubernetes field: the cache's own, never sent to the apiserver
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +133,8 @@ class JobOptions:
     # job names none, or Kueue's adapter queues it.
     own_queue: str | None = None
     own_priority_class: str | None = None  # the WorkloadPriorityClass it names, with the own integration
+    # That class's value, as the cluster has it: not in the job, so filled in by the planner (kueue_admission.py).
+    own_priority: int | None = None
     capacity_resize: CapacityResize | None = None  # plan/policies/resize.py
 
 

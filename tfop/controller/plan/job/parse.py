@@ -29,6 +29,7 @@ from tfop.controller.plan.job import annotations as parse_annotation
 from tfop.controller.plan.job import legacy_gpu
 from tfop.controller.plan.job.default_ps_server import with_default_ps_server
 from tfop.controller.plan.job.model import (
+    REPLICAS_WRITERS,
     ElasticPolicy,
     JobMeta,
     JobOptions,
@@ -86,7 +87,10 @@ def parse_job(raw: Object, config: ControllerConfig, *,
 
 def _metadata(job: Object) -> JobMeta:
     metadata = job["metadata"]
-    return JobMeta(metadata["name"], metadata["namespace"], metadata["uid"], integer(metadata.get("generation")))
+    writers = {replica_type: writer for replica_type, writer in mapping(metadata.get(REPLICAS_WRITERS)).items()
+               if isinstance(writer, str)}
+    return JobMeta(metadata["name"], metadata["namespace"], metadata["uid"], integer(metadata.get("generation")),
+                   writers)
 
 
 def _spec(job: Object) -> TFJobSpec:

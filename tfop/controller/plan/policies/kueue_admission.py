@@ -2,8 +2,10 @@
 kueue.x-k8s.io/queue-name) runs only while Kueue admits its Workload, which tfop makes and follows itself.
 
 What callers may rely on:
-- A queued job has exactly one Workload of its current shape (queue, pod set counts); one of another shape, or
-  a stray, is deleted first and the new one made once it is gone, so Kueue never sees two for one job.
+- A queued job has exactly one Workload of its current shape (queue, priority class, pod set counts): the Workload
+  is an entry of the child-kind table (children/workload.py), kept by its one policy (policies/job_children.py),
+  which deletes one of another shape, or a stray, first and makes the new one once it is gone, so Kueue never
+  sees two for one job.
 - Until the Workload is admitted (or once it is evicted or deactivated) the job is held: `Admission.held`, and the
   planner takes the suspension path (pods deleted with their grace period, so TensorFlow gets SIGTERM; restarts
   not counted; the clock stopped). Nothing in the user's spec is written.
@@ -15,19 +17,20 @@ What callers may rely on:
   False otherwise, which Kueue turns True when the job may queue again, e.g. on reactivation).
 - Admitted, once the job is Running (every replica's pod runs), the Workload's PodsReady condition says so, which
   is what Kueue's `waitForPodsReady` waits for before it admits the next job.
-- A job that is suspended by its user, finished or rejected keeps no Workload (`remove_workloads`).
+- A job that is suspended by its user, finished or rejected keeps no Workload (the entry is kept only in the
+  running and queued states).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from tfop.api.constants import CONDITION_RUNNING
 from tfop.api.kueue import PRIORITY_CLASS
 from tfop.api.timestamps import format_time
-from tfop.controller.plan.children.workload import PodSetPlacement, pod_set_counts, pod_set_name, workload_name
+from tfop.controller.plan.children.workload import WORKLOAD_KIND, PodSetPlacement, pod_set_name, workload_name
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import TFJobModel
 from tfop.controller.plan.observed.workload import (
@@ -40,8 +43,8 @@ from tfop.controller.plan.observed.workload import (
     flavor_placement,
     observe_workload,
 )
-from tfop.controller.plan.status import is_terminating
-from tfop.controller.plan.types import POD, WORKLOAD, ChildPatch, Creation, PlanContext
+from tfop.controller.plan.policies.job_children import keep_job_child
+from tfop.controller.plan.types import POD, WORKLOAD, ChildPatch, PlanContext
 from tfop.objects import Object
 
 REASON_QUEUED = "QueuedByKueue"  # the Suspended condition's reason while the Workload waits for quota
@@ -63,35 +66,32 @@ class Admission:
     held: bool = False
     reason: str = ""
     message: str = ""
-    priority: int | None = None  # of the Workload it creates: the value of the WorkloadPriorityClass it names
 
 
-def plan_admission(draft: PlanDraft, job: TFJobModel, queue: str, context: PlanContext) -> Admission:
-    """The job's Workload made, kept or replaced, and whether it may run now."""
+def with_workload_priority(job: TFJobModel, context: PlanContext) -> TFJobModel:
+    """The job with the value of the WorkloadPriorityClass it names, as the cluster has it, for its Workload."""
+    name = job.options.own_priority_class
+    if name is None:
+        return job
+    return replace(job, options=replace(job.options, own_priority=context.priority_classes.get(name)))
+
+
+def admit(draft: PlanDraft, job: TFJobModel, context: PlanContext) -> Admission | None:
+    """The job's Workload kept (made, replaced, or a stray deleted: the child-kind table's policy), and whether
+    the job may run now; None when tfop does not queue it (no queue label, or Kueue's adapter does)."""
+    own = keep_job_child(draft, job, context, WORKLOAD_KIND)
+    queue = job.options.own_queue
+    if queue is None:
+        return None
     name = workload_name(job.metadata)
-    priority_class = job.options.own_priority_class
-    shape = (queue, priority_class, pod_set_counts(job))
-    current: ObservedWorkload | None = None
-    name_taken = False
-    for raw in context.of_kind(WORKLOAD):
-        observed = observe_workload(raw)
-        name_taken = name_taken or observed.name == name
-        if observed.terminating:
-            continue
-        if observed.name == name and (observed.queue_name, observed.priority_class, observed.pod_sets) == shape:
-            current = observed
-        else:
-            draft.delete_child(WORKLOAD, raw)
-    if current is None:
-        priority = None if priority_class is None else context.priority_classes.get(priority_class)
-        if priority_class is not None and priority is None:
+    if own.current is None:
+        priority_class = job.options.own_priority_class
+        if priority_class is not None and job.options.own_priority is None:
             draft.requeue(PRIORITY_CLASS_RETRY_SECONDS)
             return _held(REASON_QUEUED, f"{draft.job_ref} waits for the Kueue WorkloadPriorityClass "
                                         f"{priority_class} it names ({PRIORITY_CLASS}) to exist.")
-        if not name_taken:
-            draft.create.append(Creation(WORKLOAD, None, name))
-        return Admission(held=True, reason=REASON_QUEUED, priority=priority,
-                         message=f"{draft.job_ref} waits for its Kueue Workload {name} in LocalQueue {queue}.")
+        return _held(REASON_QUEUED, f"{draft.job_ref} waits for its Kueue Workload {name} in LocalQueue {queue}.")
+    current = observe_workload(own.current)
     if current.admitted:
         if draft.is_true(CONDITION_RUNNING) and not current.pods_ready:  # as of the previous pass's status
             draft.patch.append(ChildPatch(WORKLOAD, current.name, _pods_ready(current, draft), subresource="status"))
@@ -110,13 +110,6 @@ def plan_admission(draft: PlanDraft, job: TFJobModel, queue: str, context: PlanC
                                     f"eviction ({eviction.reason}).")
     waiting = f": {current.waiting.rstrip('.')}" if current.waiting else ""
     return _held(REASON_QUEUED, f"{draft.job_ref} is queued in Kueue LocalQueue {queue}{waiting}.")
-
-
-def remove_workloads(draft: PlanDraft, context: PlanContext) -> None:
-    """A job that is suspended by its user, finished or rejected holds no quota."""
-    for workload in context.of_kind(WORKLOAD):
-        if not is_terminating(workload):
-            draft.delete_child(WORKLOAD, workload)
 
 
 def _held(reason: str, message: str) -> Admission:

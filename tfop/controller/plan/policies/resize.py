@@ -39,15 +39,20 @@ from tfop.api.constants import (
     REPLICA_WORKER,
     STATUS_LAST_RESIZE,
 )
-from tfop.api.fields import integer, mapping_at, text
+from tfop.api.fields import integer
 from tfop.api.timestamps import format_time
 from tfop.controller.plan.children.tf_config import cluster_key
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import TFJobModel
-from tfop.controller.plan.status import is_terminating, pod_phase
-from tfop.controller.plan.types import AUTOSCALER, PlanContext
-from tfop.objects import Object
+from tfop.controller.plan.observed.pod import PodView
+from tfop.controller.plan.types import PlanContext
 
+# The field manager of the HPA controller's writes. kube-controller-manager names the HPA's client
+# "horizontal-pod-autoscaler" (cmd/kube-controller-manager/app/autoscaling.go), which client-go appends to the
+# binary's user agent ("kube-controller-manager/v1.36.3 (linux/amd64) kubernetes/<commit>/horizontal-pod-autoscaler",
+# rest.AddUserAgent); its scale Update gives no fieldManager, so the apiserver takes the user agent up to its first
+# "/" (endpoints/handlers/create.go, prefixFromUserAgent). No other controller of it writes a TFJob's replicas.
+HPA_CONTROLLER = "kube-controller-manager"
 WORKER_REPLICAS = "workerReplicas"  # in the job's status: the Worker count the pods are made for
 LAST_RESIZE = STATUS_LAST_RESIZE
 
@@ -69,11 +74,11 @@ class Resize:
     of date (none in place, or when nothing changed), and the key pods of the current size carry."""
 
     key: str
-    restart: tuple[Object, ...] = ()
+    restart: tuple[PodView, ...] = ()
 
-    def out_of_date(self, pod: Object) -> bool:
+    def out_of_date(self, pod: PodView) -> bool:
         """Whether `pod` was made for another size (a pod without the key is an earlier tfop's: left alone)."""
-        key = text(mapping_at(pod, "metadata", "annotations").get(ANNOTATION_TF_CLUSTER))
+        key = pod.annotations.get(ANNOTATION_TF_CLUSTER)
         return key is not None and key != self.key
 
 
@@ -81,13 +86,13 @@ def strategy_of(job: TFJobModel) -> ResizeStrategy:
     return ResizeStrategy.IN_PLACE if job.spec.enable_dynamic_worker else ResizeStrategy.RESTART
 
 
-def plan_resize(draft: PlanDraft, job: TFJobModel, context: PlanContext, pods: Iterable[Object]) -> Resize:
+def plan_resize(draft: PlanDraft, job: TFJobModel, context: PlanContext, pods: Iterable[PodView]) -> Resize:
     """Tells a new Worker count once and finds the live pods a resize by restart must stop. `pods`: the job's
     replica pods (pods backend: with batch Jobs, the Job controller would replace a stopped pod by itself)."""
     resize = Resize(cluster_key(job.spec))
-    live = [pod for pod in pods if not is_terminating(pod) and pod_phase(pod) not in (POD_SUCCEEDED, POD_FAILED)]
+    live = [pod for pod in pods if not pod.terminating and pod.phase not in (POD_SUCCEEDED, POD_FAILED)]
     unplaced_gang = (strategy_of(job) is ResizeStrategy.IN_PLACE and context.config.gang is not None and bool(live)
-                     and not any(mapping_at(pod, "spec").get("nodeName") for pod in live))
+                     and not any(pod.node_name for pod in live))
     if _announce(draft, job, context, unplaced_gang=unplaced_gang) and unplaced_gang:
         return Resize(resize.key, tuple(live))  # the surplus among them is deleted as such, the rest made again
     if not any(resize.out_of_date(pod) for pod in live):
@@ -112,7 +117,7 @@ def _announce(draft: PlanDraft, job: TFJobModel, context: PlanContext, *, unplac
     draft.status[WORKER_REPLICAS] = wanted
     if before is None or before == wanted:
         return False
-    cause, strategy = _cause(job, context, wanted), strategy_of(job)
+    cause, strategy = _cause(job, wanted), strategy_of(job)
     message = (f"{draft.job_ref}: Worker {before} -> {wanted}, asked by {_asked_by(job, cause)}; "
                f"{_how(strategy, before, wanted, unplaced_gang)}.")
     draft.event(EVENT_NORMAL, REASON_RESIZED, message)
@@ -141,18 +146,14 @@ def _warn_below_min_available(draft: PlanDraft, job: TFJobModel, context: PlanCo
                 f"until minAvailable is lowered or the job has at least {policy.min_available - others} workers.")
 
 
-def _cause(job: TFJobModel, context: PlanContext, wanted: int) -> ResizeCause:
+def _cause(job: TFJobModel, wanted: int) -> ResizeCause:
     """The capacity auto-scaler when its note names the count now asked (it writes both in one patch; a later
-    change to another count is someone else's). Else the job's own HPA, if it has one: it sets the Worker count (a
-    change by hand is undone at its next sync). Anyone else is a user: the spec does not say who wrote it, the
-    managedFields that do are not kept in the cache, and the HPA's status, which holds its last recommendation, is
-    written after the count."""
+    change to another count is someone else's). Else whoever last wrote the Worker count, as managedFields name
+    it: the HPA controller, or anyone else, a user (`kubectl scale` and `kubectl edit` write as `kubectl`)."""
     if job.options.capacity_resize is not None and job.options.capacity_resize.to == wanted:
         return ResizeCause.CAPACITY
-    for autoscaler in context.of_kind(AUTOSCALER):
-        if (not is_terminating(autoscaler)
-                and mapping_at(autoscaler, "spec", "scaleTargetRef").get("name") == job.metadata.name):
-            return ResizeCause.HPA
+    if job.metadata.replicas_writers.get(REPLICA_WORKER) == HPA_CONTROLLER:
+        return ResizeCause.HPA
     return ResizeCause.USER
 
 

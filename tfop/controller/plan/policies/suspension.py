@@ -11,10 +11,11 @@ from tfop.api.constants import (
     REASON_RESUMED,
     REASON_SUSPENDED,
 )
+from tfop.controller.plan.children.job_child import JobState
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import TFJobSpec
-from tfop.controller.plan.policies.autoscaling import remove_autoscaler
 from tfop.controller.plan.policies.deadline import START_TIME
+from tfop.controller.plan.policies.job_children import settle_job_children
 from tfop.controller.plan.replicas.backends import ReplicaBackend
 from tfop.controller.plan.replicas.pod_slots import SortedChildren
 from tfop.controller.plan.replicas.replica_status import record_replicas
@@ -22,12 +23,14 @@ from tfop.controller.plan.types import PlanContext
 
 
 def suspend(draft: PlanDraft, spec: TFJobSpec, context: PlanContext, children: SortedChildren,
-            backend: ReplicaBackend, *, reason: str = REASON_SUSPENDED, message: str | None = None) -> None:
-    """`reason`, `message`: why, when it is not the user's runPolicy.suspend (Kueue holds the job)."""
+            backend: ReplicaBackend, *, state: JobState = JobState.SUSPENDED, reason: str = REASON_SUSPENDED,
+            message: str | None = None) -> None:
+    """`state`, `reason`, `message`: QUEUED and why, when Kueue holds the job (tfop's own integration) rather than
+    its user's runPolicy.suspend; the job's Workload is kept then."""
     counts = backend.count_restarts(draft, spec, context, children, deleting=backend.retired_on_suspend(context),
                                     recreating=set())
+    settle_job_children(draft, context, state)  # its own first: the PodGroup, the HPA
     backend.suspend(draft, context)
-    remove_autoscaler(draft, context)  # it would scale a job that keeps no pods
     message = message or f"{draft.job_ref} is suspended."
     draft.set_condition(CONDITION_SUSPENDED, true=True, reason=reason, message=message)
     draft.set_condition(CONDITION_RUNNING, true=False, reason=reason, message=message)
