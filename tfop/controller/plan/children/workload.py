@@ -41,12 +41,6 @@ def pod_set_name(replica_type: str) -> str:
     return replica_type.lower()
 
 
-def pod_set_counts(job: TFJobModel) -> tuple[tuple[str, int], ...]:
-    """(pod set name, count) of each replica type with pods, in the order the spec lists them."""
-    return tuple((pod_set_name(replica_type), replica.replicas)
-                 for replica_type, replica in job.spec.replica_specs.items() if replica.replicas > 0)
-
-
 def pod_set_template(job: TFJobModel, replica_type: str) -> Object:
     """The pod template of one replica type as tfop makes its pods before an admission is applied: metadata
     only labels and annotations (all a Workload's template may have)."""

@@ -21,7 +21,6 @@ ADMITTED = "Admitted"
 QUOTA_RESERVED = "QuotaReserved"
 EVICTED = "Evicted"
 REQUEUED = "Requeued"
-FINISHED = "Finished"
 PODS_READY = "PodsReady"
 
 
