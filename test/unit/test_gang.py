@@ -401,10 +401,10 @@ def test_pod_group_rows(row: Row) -> None:
     assert [patch.patch for patch in result.patch] == row.patch
     if row.phase is not KEEP:
         assert result.status is not None
-        assert result.status.get("podGroupPhase") == row.phase
+        assert result.status.to_json().get("podGroupPhase") == row.phase
     if row.message:
         assert result.status is not None
-        running_condition = next(c for c in result.status["conditions"] if c["type"] == "Running")
+        running_condition = next(c for c in result.status.to_json()["conditions"] if c["type"] == "Running")
         for fragment in row.message:
             assert fragment in running_condition["message"]
 

@@ -193,7 +193,7 @@ def plan_rows(row: PlanRow) -> Plan:
 def test_planner_rows(row: PlanRow) -> None:
     result = plan_rows(row)
     assert result.status is not None
-    running_condition = next(c for c in result.status["conditions"] if c["type"] == "Running")
+    running_condition = next(c for c in result.status.to_json()["conditions"] if c["type"] == "Running")
     assert running_condition["message"] == row.message
     assert [(event.type, event.reason) for event in result.events] == row.events
     assert result.requeue_after == row.requeue

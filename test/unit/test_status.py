@@ -10,6 +10,7 @@ import pytest
 
 from support.plan_builders import make_job, plan_of, running_pods
 from tfop.api.exit_codes import ExitClass, classify_exit_code
+from tfop.controller.plan.job_status import ReplicaStatus
 from tfop.controller.plan.observed.pod import PodView, Termination
 from tfop.controller.plan.replicas.replica_status import replica_status
 from tfop.controller.plan.replicas.restart_ledger import RestartLedger, count_restarts
@@ -196,7 +197,7 @@ def test_is_terminating() -> None:
 
 def test_replica_status_counts_pods_by_phase() -> None:
     pods = [pod("Pending"), pod("Running"), pod("Running"), pod("Succeeded"), pod("Failed"), pod("Unknown")]
-    assert replica_status([PodView.of(entry) for entry in pods], restarts=4) == {
+    assert replica_status([PodView.of(entry) for entry in pods], restarts=4).to_json() == {
         "active": 3, "succeeded": 1, "failed": 1, "restarts": 4}
 
 
@@ -248,8 +249,8 @@ def test_count_restarts(ledger: RestartLedger, pods: list[dict[str, Any]], delet
     (None, RestartLedger(), {}),
 ], ids=["empty", "full", "count only", "wrong types", "negative and junk", "no entry"])
 def test_ledger_round_trip(entry: Any, ledger: RestartLedger, fields: dict[str, Any]) -> None:
-    assert RestartLedger.from_replica_status(entry) == ledger
-    assert ledger.status_fields() == fields
+    assert RestartLedger.from_replica_status(ReplicaStatus.from_json(entry) if entry is not None else None) == ledger
+    assert ledger.kept_in(ReplicaStatus()).to_json() == fields
 
 
 SELECTOR_ROWS = {
@@ -274,7 +275,7 @@ def test_each_replica_type_gets_the_selector_of_its_pods(scheme: str, replica_ty
     pods = [] if scheme == "TypeIndex" else running_pods()
     result = plan_of(job, pods, [])
     assert result.status is not None
-    assert result.status["replicaStatuses"][replica_type]["selector"] == expected
+    assert result.status.to_json()["replicaStatuses"][replica_type]["selector"] == expected
     if scheme == "RuntimeId":  # the selector picks exactly the pods tfop labels for that type
         picked = [pod["metadata"]["name"] for pod in pods if all(
             pod["metadata"]["labels"].get(key) == value

@@ -71,7 +71,7 @@ class PlanApplier:
                 return remaining
         self.held_statuses.close(key)
         if plan.status is not None:
-            self._write_status(key, job, plan.status)
+            self._write_status(key, job, plan.status.to_json())
         # Transitions are announced and counted only once their status is stored (the write above raises
         # otherwise), so a conflict that makes us plan again cannot announce or count one twice.
         for event in plan.events:

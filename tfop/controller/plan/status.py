@@ -39,8 +39,13 @@ FALSE = "False"
 
 
 def conditions_of(status: object) -> list[dict[str, Any]]:
-    """The well-formed conditions of a status (entries that are not objects with a type are dropped)."""
-    return [condition for condition in items(mapping(status).get("conditions"))
+    """The well-formed conditions of a raw status (entries that are not objects with a type are dropped)."""
+    return well_formed(items(mapping(status).get("conditions")))
+
+
+def well_formed(conditions: Iterable[object] | None) -> list[dict[str, Any]]:
+    """The conditions that are objects with a type."""
+    return [condition for condition in conditions or ()
             if isinstance(condition, dict) and isinstance(condition.get("type"), str)]
 
 

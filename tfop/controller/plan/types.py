@@ -11,6 +11,7 @@ from types import MappingProxyType
 from typing import Protocol
 
 from tfop.controller.plan.controller_config import ControllerConfig
+from tfop.controller.plan.job_status import TFJobStatus
 from tfop.controller.plan.observed.child import Child
 from tfop.controller.plan.observed.observation import Observation
 from tfop.controller.plan.slots import ReplicaSlot
@@ -185,7 +186,7 @@ class Plan:
     delete: list[ChildRef] = field(default_factory=list)
     patch: list[ChildPatch] = field(default_factory=list)
     desired: ChildBodies | None = None  # builds the bodies of `create`; None when there is nothing to create
-    status: Object | None = None  # the complete new status; None when it is unchanged
+    status: TFJobStatus | None = None  # the complete new status; None when it is unchanged
     status_waits: StatusWait = StatusWait.NO
     events: list[JobEvent] = field(default_factory=list)
     requeue_after: float | None = None  # seconds until the soonest timer (deadline, TTL)

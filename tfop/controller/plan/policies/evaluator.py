@@ -22,6 +22,7 @@ condition's lastTransitionTime, so the wait is level-triggered: an operator rest
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from tfop.api.constants import (
@@ -91,8 +92,8 @@ def finish_training(draft: PlanDraft, job: TFJobModel, context: PlanContext, chi
     clean_up(draft, context, waiting_policy, spare=_names_of(children, [slot.slot for slot in running]))
     record_replicas(draft, job.spec, children, counts, finishing=False)
     succeeded = sum(1 for slot in children.slots if slot.state is SlotState.SUCCEEDED)
-    draft.status["replicaSummary"] = (f"{succeeded}/{len(children.slots)} succeeded, "
-                                      f"{len(running)} evaluating")
+    draft.status = replace(draft.status, replica_summary=f"{succeeded}/{len(children.slots)} succeeded, "
+                                                         f"{len(running)} evaluating")
     if starting:  # told once, as the wait starts: no condition becomes True to announce it
         draft.event(EVENT_NORMAL, REASON_WAITING_FOR_EVALUATOR, message)
     draft.requeue((until - draft.now).total_seconds())
@@ -130,7 +131,7 @@ def _wait(draft: PlanDraft, run_policy: RunPolicy, grace: timedelta) -> tuple[da
     if waiting_for_evaluators(draft):
         started = parse_time((draft.condition(CONDITION_SUCCEEDED) or {}).get("lastTransitionTime")) or started
     until = started + grace
-    deadline, job_started = run_policy.active_deadline_seconds, parse_time(draft.status.get("startTime"))
+    deadline, job_started = run_policy.active_deadline_seconds, draft.status.start_time
     if deadline is not None and job_started is not None:
         until = min(until, job_started + timedelta(seconds=deadline))
     return started, until

@@ -4,10 +4,10 @@ the pods, keep its spec in line with the job's, replace a stray one, and say whe
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from tfop.api.constants import CONDITION_RUNNING, EVENT_WARNING, STATUS_POD_GROUP_PHASE
+from tfop.api.constants import CONDITION_RUNNING, EVENT_WARNING
 from tfop.api.fields import mapping_at, text
 from tfop.controller.plan.children.pod_group import admission_wait, pod_group_name, pod_group_spec, spec_drift
 from tfop.controller.plan.draft import PlanDraft
@@ -18,8 +18,6 @@ from tfop.controller.plan.policies.gang_placement import GANG_UNSCHEDULABLE, Gan
 from tfop.controller.plan.status import is_terminating
 from tfop.controller.plan.types import POD_GROUP, ChildPatch, Creation, PlanContext
 from tfop.objects import Object
-
-POD_GROUP_PHASE = STATUS_POD_GROUP_PHASE
 
 
 @dataclass(frozen=True)
@@ -50,7 +48,7 @@ def plan_pod_group(draft: PlanDraft, job: TFJobModel, context: PlanContext,
     """For a job that runs (neither finished nor suspended). `pods`: the job's pods with their
     replica slots, for telling whether the gang cannot be placed."""
     gang = context.config.gang
-    draft.status.pop(POD_GROUP_PHASE, None)  # set again below from the group the cache shows
+    draft.status = replace(draft.status, pod_group_phase=None)  # set again below from the group the cache shows
     if gang is None:
         return GangState()
     namespace, name = job.metadata.namespace, pod_group_name(job.metadata.name)
@@ -75,7 +73,7 @@ def plan_pod_group(draft: PlanDraft, job: TFJobModel, context: PlanContext,
     else:
         phase = text(mapping_at(current, "status").get("phase"))
         if phase:
-            draft.status[POD_GROUP_PHASE] = phase
+            draft.status = replace(draft.status, pod_group_phase=phase)
         drift = spec_drift(pod_group_spec(job.spec, gang), current)
         if drift is not None:
             draft.patch.append(ChildPatch(POD_GROUP, name, drift))

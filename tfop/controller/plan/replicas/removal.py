@@ -6,6 +6,7 @@ resumes. These read the pass's views of the children (PlanContext.observed), the
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from tfop.api.constants import (
     CLEAN_POD_POLICY_ALL,
@@ -91,7 +92,7 @@ def _clean_services(draft: PlanDraft, context: PlanContext, policy: CleanPodPoli
             if not service.terminating and service.name not in kept:
                 draft.delete_child(SERVICE, service)
     if not any(not is_terminating(group) for group in groups) or policy != CLEAN_POD_POLICY_NONE:
-        draft.status.pop("podGroupPhase", None)  # no PodGroup is left to have a phase
+        draft.status = replace(draft.status, pod_group_phase=None)  # no PodGroup is left to have a phase
     pods = [pod for pod in context.observed.pods if not made_by_job(pod)]
     draft.note_cleanup(any(child.terminating for child in (*pods, *services, *context.observed.batch_jobs))
                        or any(is_terminating(group) for group in groups))
