@@ -87,6 +87,8 @@ def test_a_finished_workers_pod_deleted_is_not_made_again(kube_client: KubeClien
     job.delete_and_wait_gone(job.workers[1])
     job.finish_and_check(job.workers[1])
     assert "not made again" in operator.job_story(namespace, "gc")
+    _, metrics = operator.get("/metrics")
+    assert f'tf_operator_finished_replica_pods_gone_total{{job_namespace="{namespace}"}} 1.0' in metrics
 
 
 def test_deleted_before_its_end_is_written_with_the_operator_killed(

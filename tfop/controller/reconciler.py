@@ -140,6 +140,7 @@ class TFJobController:
             slot = replica_slot_of(Child.of(child))
             if slot is not None and not made_by_job(child):
                 # Told, since the pod GC or a user removing a finished pod used to make its replica run again.
+                self.metrics.finished_pods_gone.labels(key.partition("/")[0]).inc()
                 log.info("a finished replica's pod is gone; its end is kept in the status, it is not made again",
                          job=key, replica=f"{slot.replica_type} {slot.index}", pod=child["metadata"]["name"])
 
