@@ -118,6 +118,7 @@ def test_pod_metadata() -> None:
         "annotations": {"a": "b", "tfop.kubeflow.org/tf-cluster": "Worker=2"},
         "ownerReferences": [{"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": "mnist", "uid": "uid-1",
                              "controller": True, "blockOwnerDeletion": True}],
+        "finalizers": ["tfop.kubeflow.org/replica-tracking"],
     }
 
 

@@ -69,6 +69,7 @@ class PlanDraft:
         self.create: list[Creation] = []
         self.delete: list[ChildRef] = []
         self.patch: list[ChildPatch] = []
+        self.release: list[ChildRef] = []
         self.desired: ChildBodies | None = None
         self.events: list[JobEvent] = []
         self.requeue_after: float | None = None
@@ -142,11 +143,12 @@ class PlanDraft:
                     desired=self.desired if self.create or self.patch else None, status=status,
                     status_waits=self._status_wait(status, refused), events=events,
                     requeue_after=self.requeue_after, delete_job=self.delete_job, counters=counters,
-                    restarts=tuple(self.restarted))
+                    restarts=tuple(self.restarted), release=self.release)
 
     def _status_wait(self, status: TFJobStatus | None, refused: bool) -> StatusWait:
-        if (status is None or refused or self.delete or self.patch or self.restarts or self.delete_job
-                or self._said_once):
+        # Pods waiting to be released wait for this status: it is written at once.
+        if (status is None or refused or self.delete or self.patch or self.release or self.restarts
+                or self.delete_job or self._said_once):
             return StatusWait.NO
         if self.create:
             return StatusWait.FOR_CREATES

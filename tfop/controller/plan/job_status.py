@@ -138,6 +138,9 @@ class ReplicaStatus(_Json):
     retired_pod_uids: tuple[str, ...] | None = None  # of those, the pods the cache may still show
     recreated_exits: tuple[RecreatedExit, ...] | None = None
     selector: str | None = None  # the label selector of the type's pods (the scale subresource's)
+    # The indexes that succeeded, and that failed for good, as ranges ("0,2-5"): replicas/finished.py.
+    succeeded_indexes: str | None = None
+    failed_indexes: str | None = None
 
     @classmethod
     def from_json(cls, raw: Object) -> ReplicaStatus:
@@ -149,6 +152,8 @@ class ReplicaStatus(_Json):
 
 _REPLICA_KEYS: tuple[_Key[Any], ...] = (
     *(_Key(name, name, integer, _same) for name in ("active", "succeeded", "failed", "restarts")),
+    _Key("succeededIndexes", "succeeded_indexes", _text, _same),
+    _Key("failedIndexes", "failed_indexes", _text, _same),
     _Key("retiredRestarts", "retired_restarts", integer, _same),
     _Key("retiredPodUIDs", "retired_pod_uids", _uids, list),
     _Key("recreatedExits", "recreated_exits", _exits, lambda exits: [entry.to_json() for entry in exits]),

@@ -29,9 +29,8 @@ from tfop.controller.plan.children.desired import DesiredChildren, pod_restart_p
 from tfop.controller.plan.children.naming import ChildNaming, naming_of
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.legacy_gpu import REASON_GPU_RESOURCE_RENAMED, renamed_message
-from tfop.controller.plan.job.model import RunPolicy, TFJobModel
+from tfop.controller.plan.job.model import RunPolicy, TFJobModel, TFJobSpec
 from tfop.controller.plan.job.parse import InvalidJob, lenient_run_policy, parse_job
-from tfop.controller.plan.policies.autoscaling import plan_autoscaler
 from tfop.controller.plan.policies.backoff import fail_for_replicas
 from tfop.controller.plan.policies.cleanup import finish, keep_finished
 from tfop.controller.plan.policies.deadline import fail_past_deadline
@@ -41,7 +40,7 @@ from tfop.controller.plan.policies.evaluator import (
     waiting_for_evaluators,
 )
 from tfop.controller.plan.policies.gang import plan_pod_group
-from tfop.controller.plan.policies.network_isolation import plan_network_policy
+from tfop.controller.plan.policies.job_children import OwnChild, keep_job_children, waiting_for_a_name
 from tfop.controller.plan.policies.node_loss import (
     Verdict,
     force_deleted_pods,
@@ -55,10 +54,11 @@ from tfop.controller.plan.policies.success import settle_remaining, succeeded
 from tfop.controller.plan.policies.suspension import resume_if_suspended, suspend
 from tfop.controller.plan.policies.unknown_scheduling import MissingWait, fail_for_missing, give_up_note, missing_waits
 from tfop.controller.plan.replicas.backends import BACKENDS, ReplicaBackend, settled_backend
+from tfop.controller.plan.replicas.finished import FinishedReplicas, pods_to_release, recall_finished
 from tfop.controller.plan.replicas.pod_slots import SlotState, SortedChildren
 from tfop.controller.plan.replicas.replica_status import record_replicas
 from tfop.controller.plan.status import TRUE, is_terminating, listing
-from tfop.controller.plan.types import POD, SERVICE, Creation, Plan, PlanContext
+from tfop.controller.plan.types import POD, POD_GROUP, SERVICE, ChildRef, Creation, Plan, PlanContext
 
 __all__ = ["plan"]
 
@@ -77,8 +77,10 @@ class _Planning:
 
 def plan(context: PlanContext) -> Plan:
     job = context.job
-    if is_terminating(job) or managed_elsewhere(job):
-        return Plan()  # the garbage collector removes a deleted job's children; another controller runs the job
+    if managed_elsewhere(job):
+        return Plan()  # another controller runs the job
+    if is_terminating(job):  # the garbage collector removes its children, once tfop's finalizer has gone
+        return Plan(release=[ChildRef.of(POD, pod) for pod in context.observed.pods if pod.tracked])
     draft = PlanDraft(job, context.now, context.config)
     parsed = parse_job(job, context.config, settled_backend=settled_backend(draft.previous, context))
     _note_created(draft, parsed)
@@ -92,6 +94,7 @@ def plan(context: PlanContext) -> Plan:
     refused = [refusal for refusal in context.refusals if refusal.permanent]
     # A finished or rejected job is cleaned up by its run policy; an invalid one's read leniently.
     run_policy = parsed.spec.run_policy if isinstance(parsed, TFJobModel) else lenient_run_policy(parsed.source)
+    spec = parsed.spec if isinstance(parsed, TFJobModel) else None
     if _is_finished(draft):
         keep_finished(draft, run_policy, context, just_finished=False)
     elif isinstance(parsed, InvalidJob) or refused:
@@ -99,9 +102,21 @@ def plan(context: PlanContext) -> Plan:
         _reject(draft, run_policy, context, errors or [r.describe() for r in refused])
     else:
         backend = BACKENDS[parsed.options.replica_backend]
-        _run(_Planning(draft, context, parsed, naming, backend.sort_children(parsed.spec, context, naming),
-                       backend))
+        # A replica whose pod is gone keeps the end the status recorded for it (replicas/finished.py).
+        sorted_children = recall_finished(parsed.spec, backend.sort_children(parsed.spec, context, naming),
+                                          FinishedReplicas.of_status(draft.previous))
+        _run(_Planning(draft, context, parsed, naming, sorted_children, backend))
+    _release_pods(draft, context, spec)
     return draft.finalize(refused=bool(context.refusals))
+
+
+def _release_pods(draft: PlanDraft, context: PlanContext, spec: TFJobSpec | None) -> None:
+    """The pods whose tracking finalizer goes once this plan's status is stored: all of a finished job's (its
+    final tally is in that status), else those whose end this status records or that need no record."""
+    replicas = {replica_type: spec.replicas(replica_type) for replica_type in spec.replica_specs} if spec else {}
+    released = pods_to_release(context.observed.pods, FinishedReplicas.of_status(draft.status), replicas,
+                               deleting=draft.deleted_uids(POD), everything=spec is None or _is_finished(draft))
+    draft.release = [ChildRef.of(POD, pod) for pod in released]
 
 
 def _note_created(draft: PlanDraft, parsed: TFJobModel | InvalidJob) -> None:
@@ -214,11 +229,11 @@ def _run(p: _Planning) -> None:
             draft.delete_child(SERVICE, service)
     node_note = move_off_bad_nodes(draft, on_bad_nodes, already_deleted=draft.deleted_uids(POD))
     p.backend.resume(draft, children)
-    gang = plan_pod_group(draft, p.model, p.context,
+    own = keep_job_children(draft, p.model, p.context)
+    gang = plan_pod_group(draft, p.model, p.context, own.get(POD_GROUP, OwnChild()),
                           pods=[(slot.slot, slot.pod) for slot in children.slots if slot.pod is not None])
-    plan_network_policy(draft, p.model, p.context)
-    plan_autoscaler(draft, p.model, p.context)
-    _create_missing(p, hold_pods=gang.hold_pods is not None or _restart_together_pending(p, resize))
+    _create_missing(p, hold_pods=gang.hold_pods is not None or waiting_for_a_name(own)
+                    or _restart_together_pending(p, resize))
     update_running(draft, children, p.context.refusals, p.backend.replaced(retryable, counts), gang=gang,
                    node_note=node_note, with_all=bool(together),
                    give_up_note=give_up_note(missing, p.model.options.unknown_scheduling_grace))

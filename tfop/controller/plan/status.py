@@ -17,6 +17,7 @@ from tfop.api.constants import (
     CONDITION_RUNNING,
     CONDITION_SUCCEEDED,
     CONDITION_SUSPENDED,
+    FINALIZER_REPLICA_TRACKING,
     PHASE_CLEANUP,
     PHASE_CREATING,
     PHASE_DONE,
@@ -81,6 +82,11 @@ def set_condition(conditions: list[dict[str, Any]], condition_type: str, *, true
 def is_terminating(obj: object) -> bool:
     """Deleted but not gone yet (finalizers, grace period)."""
     return mapping_at(obj, "metadata").get("deletionTimestamp") is not None
+
+
+def holds_finalizer(child: object) -> bool:
+    """Whether the child (as the cache keeps it) still holds tfop's tracking finalizer (replicas/finished.py)."""
+    return FINALIZER_REPLICA_TRACKING in items(mapping_at(child, "metadata").get("finalizers"))
 
 
 def summary(conditions: list[dict[str, Any]], *, cleaning_up: bool) -> dict[str, str]:

@@ -191,6 +191,9 @@ class Plan:
     events: list[JobEvent] = field(default_factory=list)
     requeue_after: float | None = None  # seconds until the soonest timer (deadline, TTL)
     delete_job: bool = False  # ttlSecondsAfterFinished has passed
+    # Pods whose tracking finalizer goes once this plan's status is stored (replicas/finished.py); a pod the plan
+    # force-deletes is released just before its delete, so that the delete removes it.
+    release: list[ChildRef] = field(default_factory=list)
     counters: JobCounters = field(default_factory=JobCounters)
     restarts: tuple[ReplicaRestart, ...] = ()  # seen by this plan, for the log
 

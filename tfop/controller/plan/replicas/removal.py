@@ -1,6 +1,6 @@
-"""Which of a job's replicas go, by cleanPodPolicy: its pods (or replica Jobs) and their services, and its
-PodGroup, when it finishes, is suspended, or waits for its evaluators; the Jobs a suspension keeps, suspended, and
-resumes. These read the pass's views of the children (PlanContext.observed), the PodGroups raw.
+"""Which of a job's replicas go, by cleanPodPolicy: its pods (or replica Jobs) and their services, when it
+finishes, is suspended, or waits for its evaluators; the Jobs a suspension keeps, suspended, and resumes. These
+read the pass's views of the children (PlanContext.observed).
 """
 
 from __future__ import annotations
@@ -25,12 +25,11 @@ from tfop.controller.plan.types import JOB, POD, POD_GROUP, SERVICE, ChildPatch,
 def clean_up(draft: PlanDraft, context: PlanContext, policy: CleanPodPolicy, *,
              spare: frozenset[str] = frozenset()) -> None:
     """Deletes the pods the policy names (All; Running: those not finished; None) and the services of every pod
-    that is not kept (a Service and its Pod share their name), and the job's PodGroup unless every pod is kept
-    (None: a pod still running keeps its group), then notes whether anything is still going. With the Job
-    backend the same goes for each replica's Job, deleted with its pod; the pods of Jobs are never deleted by
-    themselves. `spare`: names of pods or Jobs kept whatever the policy (evaluators finishing), with their
-    services and the PodGroup they are scheduled in."""
-    kept = _clean_pods_and_groups(draft, context, policy, spare)
+    that is not kept (a Service and its Pod share their name), then notes whether anything is still going. With
+    the Job backend the same goes for each replica's Job, deleted with its pod; the pods of Jobs are never deleted
+    by themselves. `spare`: names of pods or Jobs kept whatever the policy (evaluators finishing), with their
+    services. The job's own children (its PodGroup among them) are policies/job_children.py's."""
+    kept = _clean_pods(draft, context, policy, spare)
     if policy != CLEAN_POD_POLICY_NONE:
         for batch_job, finished in _live_batch_jobs(context):
             if batch_job.name in spare or (finished and policy != CLEAN_POD_POLICY_ALL):
@@ -42,23 +41,20 @@ def clean_up(draft: PlanDraft, context: PlanContext, policy: CleanPodPolicy, *,
 
 def suspend_replica_jobs(draft: PlanDraft, context: PlanContext) -> None:
     """A suspension with the Job backend: each unfinished Job is suspended (the Job controller removes its pod)
-    and kept, with its restarts; PodGroups, stray pods and services go as under cleanPodPolicy All."""
-    _clean_pods_and_groups(draft, context, CLEAN_POD_POLICY_ALL)
+    and kept, with its restarts; stray pods and services go as under cleanPodPolicy All."""
+    _clean_pods(draft, context, CLEAN_POD_POLICY_ALL)
     for batch_job, finished in _live_batch_jobs(context):
         if not finished and not batch_job.suspended:
             draft.patch.append(ChildPatch(JOB, batch_job.name, {"spec": {"suspend": True}}))
     _clean_services(draft, context, CLEAN_POD_POLICY_ALL, set())
 
 
-def _clean_pods_and_groups(draft: PlanDraft, context: PlanContext, policy: CleanPodPolicy,
-                           spare: frozenset[str] = frozenset()) -> set[str]:
-    """Deletes the PodGroups and the pods the policy names; returns the names of the pods it keeps."""
+def _clean_pods(draft: PlanDraft, context: PlanContext, policy: CleanPodPolicy,
+                spare: frozenset[str] = frozenset()) -> set[str]:
+    """Deletes the pods the policy names; returns the names of the pods it keeps."""
     kept: set[str] = set(spare)
     if policy == CLEAN_POD_POLICY_NONE:
         return kept
-    for group in context.of_kind(POD_GROUP):
-        if not is_terminating(group) and not spare:
-            draft.delete_child(POD_GROUP, group)
     for pod in context.observed.pods:
         if made_by_job(pod) or pod.terminating or pod.name in spare:
             continue

@@ -29,7 +29,8 @@ from tfop.controller.plan.job.model import TFJobSpec
 from tfop.controller.plan.job_status import ReplicaStatus
 from tfop.controller.plan.observed.pod import PodView
 from tfop.controller.plan.replicas.exit_events import announce_exits, latest_exits
-from tfop.controller.plan.replicas.pod_slots import SlotState, SortedChildren, replica_types
+from tfop.controller.plan.replicas.finished import FinishedReplicas, record_finished
+from tfop.controller.plan.replicas.pod_slots import Slot, SlotState, SortedChildren, replica_types
 from tfop.controller.plan.replicas.recreated_exits import recreated_exits
 from tfop.controller.plan.replicas.restart_ledger import RestartCount, RestartLedger, count_restarts
 from tfop.controller.plan.types import JOB, POD, ReplicaRestart
@@ -84,10 +85,11 @@ def record_replicas(draft: PlanDraft, spec: TFJobSpec, children: SortedChildren,
     def counted(pod: PodView) -> bool:
         if not finishing and pod.phase in (POD_PENDING, POD_RUNNING):
             return True
-        if pod.terminating:
+        if pod.terminating and not pod.ended_before_deleted:
             return False
         return pod.uid not in deleted or (finishing and pod.phase in (POD_SUCCEEDED, POD_FAILED))
 
+    finished = record_finished(FinishedReplicas.of_status(draft.status), spec, children.slots)
     statuses: dict[str, ReplicaStatus] = {}
     ended: list[PodView] = []  # told in one event per exit code, whatever their replica types
     naming = _naming(draft)
@@ -95,7 +97,8 @@ def record_replicas(draft: PlanDraft, spec: TFJobSpec, children: SortedChildren,
         pods = [pod for pod in children.pods_by_type.get(replica_type, []) if counted(pod)]
         count, before = counts[replica_type], draft.status.replica(replica_type)
         exits = recreated_exits(before, count.recreated, spec.replicas(replica_type))
-        statuses[replica_type] = replace(count.ledger.kept_in(replica_status(pods, count.total)),
+        counted_now = _with_recalled(replica_status(pods, count.total), children.slots, replica_type)
+        statuses[replica_type] = replace(count.ledger.kept_in(finished.kept_in(counted_now, replica_type)),
                                          recreated_exits=tuple(exits) or None,
                                          selector=naming.type_selector(replica_type))
         # Pods that ended since the last plan grow the tally; the recreated ones were announced as they went.
@@ -120,6 +123,14 @@ def replica_status(pods: Iterable[PodView], restarts: int) -> ReplicaStatus:
     phases = [pod.phase for pod in pods]
     return ReplicaStatus(active=sum(phase in (POD_PENDING, POD_RUNNING) for phase in phases),
                          succeeded=phases.count(POD_SUCCEEDED), failed=phases.count(POD_FAILED), restarts=restarts)
+
+
+def _with_recalled(counts: ReplicaStatus, slots: list[Slot], replica_type: str) -> ReplicaStatus:
+    """The counts by phase, with the replicas whose pods are gone but whose ends are recorded (finished.py)."""
+    recalled = [slot.state for slot in slots
+                if slot.slot.replica_type == replica_type and slot.pod is None and slot.state is not SlotState.ABSENT]
+    return replace(counts, succeeded=(counts.succeeded or 0) + recalled.count(SlotState.SUCCEEDED),
+                   failed=(counts.failed or 0) + recalled.count(SlotState.TOLERATED))
 
 
 def _naming(draft: PlanDraft) -> ChildNaming:
