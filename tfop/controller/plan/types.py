@@ -81,9 +81,10 @@ class PlanContext:
 
     @cached_property
     def observed(self) -> Observation:
-        """The pods, Jobs, Services and nodes viewed, once per pass: what the policies read."""
+        """Every child and node viewed, once per pass: what the policies read."""
         return Observation.of(pods=self.of_kind(POD), batch_jobs=self.of_kind(JOB), services=self.of_kind(SERVICE),
-                              nodes=self.nodes)
+                              nodes=self.nodes, own={kind: children for kind, children in self.children.items()
+                                                     if kind not in (POD, JOB, SERVICE)})
 
 
 @dataclass(frozen=True)

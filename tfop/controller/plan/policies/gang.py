@@ -9,7 +9,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tfop.api.constants import CONDITION_RUNNING, EVENT_WARNING
-from tfop.api.fields import mapping_at, text
 from tfop.controller.plan.children.pod_group import admission_wait, pod_group_name, pod_group_spec
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.gang_schedulers import GangScheduler
@@ -60,10 +59,8 @@ def plan_pod_group(draft: PlanDraft, job: TFJobModel, context: PlanContext, grou
     if group.name_taken:
         return GangState(hold_pods=f"{ref} is being deleted; a new one is made once it is gone",
                          note=f"; {ref} is being deleted")
-    if current is not None:
-        phase = text(mapping_at(current, "status").get("phase"))
-        if phase:
-            draft.status = replace(draft.status, pod_group_phase=phase)
+    if current is not None and current.phase:
+        draft.status = replace(draft.status, pod_group_phase=current.phase)
     reported: GangPhase | None = None
     if current is not None:
         min_member = int(pod_group_spec(job.spec, gang)["minMember"])
