@@ -19,7 +19,7 @@ from support.plan_builders import (
     suspended,
     waiting_for_one_pending_worker,
 )
-from tfop.controller.plan.job_status import LastResize, RecreatedExit, ReplicaStatus, TFJobStatus
+from tfop.controller.plan.job_status import Condition, LastResize, RecreatedExit, ReplicaStatus, TFJobStatus
 
 JOB = make_job({"Worker": 2, "PS": 1})
 T0 = datetime(2026, 11, 21, 10, 0, 0, tzinfo=UTC)
@@ -100,3 +100,13 @@ def test_the_planner_reads_the_status_it_wrote_as_written() -> None:
 
 def _fields(status: TFJobStatus) -> dict[str, Any]:
     return {name: getattr(status, name) for name in TFJobStatus.__dataclass_fields__}
+
+
+def test_the_conditions_are_typed_in_the_order_written() -> None:
+    status = TFJobStatus.from_json(GO_OPERATOR)
+    assert status.conditions == (Condition(type="Created", status="True", reason="TFJobCreated", message="created",
+                                           last_update_time=T0, last_transition_time=T0),)
+    assert list(status.conditions[0].to_json()) == ["type", "status", "reason", "message", "lastUpdateTime",
+                                                    "lastTransitionTime"]
+    assert TFJobStatus.from_json({"conditions": [{"status": "True"}, "junk", {"type": "Running"}]}).conditions == (
+        Condition(type="Running"),)

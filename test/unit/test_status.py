@@ -10,7 +10,7 @@ import pytest
 
 from support.plan_builders import make_job, plan_of, running_pods
 from tfop.api.exit_codes import ExitClass, classify_exit_code
-from tfop.controller.plan.job_status import ReplicaStatus
+from tfop.controller.plan.job_status import Condition, ReplicaStatus
 from tfop.controller.plan.observed.pod import PodView, Termination
 from tfop.controller.plan.replicas.replica_status import replica_status
 from tfop.controller.plan.replicas.restart_ledger import RestartLedger, count_restarts
@@ -110,14 +110,15 @@ CREATED = {"type": "Created", "status": "True", "reason": "TFJobCreated", "messa
 def test_set_condition(before: list[dict[str, Any]], call: dict[str, Any], after: list[dict[str, Any]]) -> None:
     original = copy.deepcopy(before)
     generation = call.pop("generation", 1)
-    result = set_condition(before, "Running", now=NOW + timedelta(minutes=1), generation=generation, **call)
-    assert result == after
+    result = set_condition(conditions(before), "Running", now=NOW + timedelta(minutes=1), generation=generation,
+                           **call)
+    assert [condition.to_json() for condition in result] == after
     assert before == original
 
 
 def test_set_condition_without_generation_leaves_it_out() -> None:
-    result = set_condition([], "Created", true=True, reason="r", message="m", now=NOW, generation=None)
-    assert "observedGeneration" not in result[0]
+    result = set_condition((), "Created", true=True, reason="r", message="m", now=NOW, generation=None)
+    assert "observedGeneration" not in result[0].to_json()
 
 
 @pytest.mark.parametrize(("status", "expected"), [
@@ -125,14 +126,18 @@ def test_set_condition_without_generation_leaves_it_out() -> None:
     ({"conditions": "junk"}, []), ({}, []), (None, []),
 ], ids=["junk entries dropped", "junk list", "no conditions", "no status"])
 def test_conditions_of(status: Any, expected: list[dict[str, Any]]) -> None:
-    assert conditions_of(status) == expected
+    assert [condition.to_json() for condition in conditions_of(status)] == expected
 
 
 def test_find_and_truth() -> None:
-    conditions = [CREATED, running("False")]
-    assert find_condition(conditions, "Created") == CREATED and find_condition(conditions, "Failed") is None
-    assert condition_is_true(conditions, "Created") and not condition_is_true(conditions, "Running")
-    assert not condition_is_true(conditions, "Failed")
+    found = conditions([CREATED, running("False")])
+    assert find_condition(found, "Created") == Condition.from_json(CREATED) and find_condition(found, "Failed") is None
+    assert condition_is_true(found, "Created") and not condition_is_true(found, "Running")
+    assert not condition_is_true(found, "Failed")
+
+
+def conditions(entries: list[dict[str, Any]]) -> tuple[Condition, ...]:
+    return tuple(Condition.from_json(entry) for entry in entries)
 
 
 def cond(condition_type: str, status: str, reason: str) -> dict[str, Any]:
@@ -168,7 +173,7 @@ def cond(condition_type: str, status: str, reason: str) -> dict[str, Any]:
         "pending again after a restart", "running after a resume"])
 def test_summary(conditions: list[dict[str, Any]], cleaning_up: bool, expected: tuple[str, str, str]) -> None:
     expected_summary = dict(zip(("phase", "state", "reason"), expected, strict=True))
-    assert summary(conditions, cleaning_up=cleaning_up) == expected_summary
+    assert summary(tuple(map(Condition.from_json, conditions)), cleaning_up=cleaning_up) == expected_summary
 
 
 # ---------------------------------------------------------------- pods

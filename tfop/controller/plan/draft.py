@@ -28,7 +28,7 @@ from tfop.api.constants import (
 from tfop.api.fields import integer, mapping, text
 from tfop.api.timestamps import as_utc
 from tfop.controller.plan.controller_config import ControllerConfig
-from tfop.controller.plan.job_status import TFJobStatus
+from tfop.controller.plan.job_status import Condition, TFJobStatus
 from tfop.controller.plan.observed.child import Child
 from tfop.controller.plan.status import (
     FALSE,
@@ -37,7 +37,6 @@ from tfop.controller.plan.status import (
     find_condition,
     set_condition,
     summary,
-    well_formed,
 )
 from tfop.controller.plan.types import (
     ChildBodies,
@@ -64,8 +63,8 @@ class PlanDraft:
         self._stored = isinstance(job.get("status"), dict)  # the job has a status object
         self.previous = TFJobStatus.from_json(job.get("status"))  # parsed once; the status the plan started from
         self.status = self.previous  # the status as this plan leaves it, replaced field by field
-        self._old_conditions = well_formed(self.previous.conditions)
-        self.conditions = list(self._old_conditions)
+        self._old_conditions = self.previous.conditions or ()
+        self.conditions = self._old_conditions
         self.create: list[Creation] = []
         self.delete: list[ChildRef] = []
         self.patch: list[ChildPatch] = []
@@ -94,12 +93,17 @@ class PlanDraft:
     def is_true(self, condition_type: ConditionType) -> bool:
         return condition_is_true(self.conditions, condition_type)
 
-    def condition(self, condition_type: ConditionType) -> dict[str, Any] | None:
+    def condition(self, condition_type: ConditionType) -> Condition | None:
         return find_condition(self.conditions, condition_type)
 
-    def old_condition(self, condition_type: ConditionType) -> dict[str, Any] | None:
+    def old_condition(self, condition_type: ConditionType) -> Condition | None:
         """The condition as the job had it before this plan."""
         return find_condition(self._old_conditions, condition_type)
+
+    def message_of(self, condition_type: ConditionType, *, before: bool = False) -> str:
+        """The condition's message as this plan leaves it (`before`: as the job had it); "" without one."""
+        condition = self.old_condition(condition_type) if before else self.condition(condition_type)
+        return condition.message or "" if condition is not None else ""
 
     def event(self, event_type: str, reason: str, message: str, *, only_this_plan: bool = False) -> None:
         """`only_this_plan`: the event tells what this plan does (not a state a later plan would see again), so it
@@ -129,7 +133,7 @@ class PlanDraft:
     def finalize(self, *, refused: bool = False) -> Plan:
         """`refused`: the apiserver refused creates of the plan made from this state, which the status must tell."""
         if self.conditions or self.status.conditions is not None or "conditions" in self.status.extra:
-            self.status = replace(self.status, conditions=tuple(self.conditions))
+            self.status = replace(self.status, conditions=self.conditions)
         told = summary(self.conditions, cleaning_up=self.cleaning_up)
         self.status = replace(self.status, phase=told["phase"], state=told["state"], reason=told["reason"])
         events, counters = self._transitions()
@@ -178,8 +182,8 @@ class PlanDraft:
             after.append(succeeded)
         failed, old_failed = self.condition(CONDITION_FAILED), find_condition(self._old_conditions, CONDITION_FAILED)
         # A failed job whose new spec is invalid in a new way is announced again.
-        if failed is not None and failed.get("status") == TRUE and (
-                CONDITION_FAILED in became or old_failed is None or old_failed.get("message") != failed.get("message")):
+        if failed is not None and failed.status == TRUE and (
+                CONDITION_FAILED in became or old_failed is None or old_failed.message != failed.message):
             after.append(self._condition_event(CONDITION_FAILED, EVENT_WARNING))
         counters = JobCounters(
             created=int(CONDITION_CREATED in became),
@@ -195,15 +199,16 @@ class PlanDraft:
         return [*before, *self.events, *after], counters
 
     def _condition_event(self, condition_type: ConditionType, event_type: str, *, quiet: bool = False) -> JobEvent:
-        condition = self.condition(condition_type) or {}
-        return JobEvent(event_type, str(condition.get("reason", "")), str(condition.get("message", "")), quiet)
+        condition = self.condition(condition_type)
+        return JobEvent(event_type, condition.reason or "" if condition else "", condition.message or ""
+                        if condition else "", quiet)
 
 
 def _first_and_pending(old: TFJobStatus, new: TFJobStatus) -> bool:
     """A job's first status, saying its replicas wait to run, as they do right after they are created: news only
     if it lasts, and if they run within the window, the one write says Running."""
-    shown = {(c.get("type"), c.get("status"), c.get("reason")) for c in well_formed(new.conditions)}
-    return not well_formed(old.conditions) and shown == {(CONDITION_CREATED, TRUE, REASON_CREATED),
+    shown = {(c.type, c.status, c.reason) for c in new.conditions or ()}
+    return not old.conditions and shown == {(CONDITION_CREATED, TRUE, REASON_CREATED),
                                                           (CONDITION_RUNNING, FALSE, REASON_PENDING)}
 
 
@@ -212,8 +217,7 @@ def _progress_only(old: TFJobStatus, new: TFJobStatus) -> bool:
     messages, and the older API's phase as a finished job's clean-up ends: CleanUp -> Done): every condition keeps
     its status and reason, and every other field (times, restart counts, ...) stays as it was."""
     def shape(status: TFJobStatus) -> tuple[object, ...]:
-        conditions = [(c.get("type"), c.get("status"), c.get("reason"), c.get("lastTransitionTime"))
-                      for c in well_formed(status.conditions)]
+        conditions = [(c.type, c.status, c.reason, c.last_transition_time) for c in status.conditions or ()]
         replicas = {replica_type: replace(entry, active=None, succeeded=None, failed=None)
                     for replica_type, entry in (status.replica_statuses or {}).items()}
         rest = replace(status, last_reconcile_time=None, replica_summary=None, conditions=None,

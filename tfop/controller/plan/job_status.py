@@ -5,8 +5,7 @@ A status is shared with other writers (the Kubeflow training operator's, one edi
 lost or reordered: a field tfop does not know, or one whose value is not of its type, is kept as it was (`extra`);
 a value read leniently (a list with a junk entry, a timestamp spelled otherwise) is written back as it was stored
 while the plan leaves it as read (`stored`); and the keys keep the order the stored status has them. So a status
-read and written unchanged is the same JSON, byte for byte. Conditions stay JSON objects, read through status.py's
-condition helpers.
+read and written unchanged is the same JSON, byte for byte.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from tfop.objects import Object
 
 _NOTHING: Mapping[str, Any] = MappingProxyType({})
 _Value = TypeVar("_Value")
-_Record = TypeVar("_Record", "ReplicaStatus", "TFJobStatus", "LastResize")
+_Record = TypeVar("_Record", "ReplicaStatus", "TFJobStatus", "LastResize", "Condition")
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,8 +194,41 @@ def _replica_statuses(value: object) -> Mapping[str, ReplicaStatus] | None:
                              for replica_type, entry in value.items()})
 
 
-def _conditions(value: object) -> tuple[Object, ...] | None:
-    return tuple(value) if isinstance(value, list) else None
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Condition(_Json):
+    """One of the job's conditions (metav1.Condition's shape, plus lastUpdateTime); status.py sets them."""
+
+    type: str  # Created, Running, Restarting, Suspended, Succeeded, Failed
+    status: str | None = None  # True or False
+    reason: str | None = None
+    message: str | None = None
+    observed_generation: int | None = None  # the spec's metadata.generation the condition was computed from
+    last_transition_time: datetime | None = None  # when the status last flipped
+    last_update_time: datetime | None = None  # when anything of it last changed
+
+    @classmethod
+    def from_json(cls, raw: Object) -> Condition:
+        return _parse(cls, _CONDITION_KEYS, raw)
+
+    def to_json(self) -> Object:
+        return _dump(self, _CONDITION_KEYS)
+
+
+_CONDITION_KEYS: tuple[_Key[Any], ...] = (
+    _Key("type", "type", _text, _same), _Key("status", "status", _text, _same),
+    _Key("reason", "reason", _text, _same), _Key("message", "message", _text, _same),
+    _Key("observedGeneration", "observed_generation", integer, _same),
+    _Key("lastTransitionTime", "last_transition_time", _time, format_time),
+    _Key("lastUpdateTime", "last_update_time", _time, format_time),
+)
+
+
+def _conditions(value: object) -> tuple[Condition, ...] | None:
+    """The well-formed conditions (objects with a type); the others are dropped when the list is next written."""
+    if not isinstance(value, list):
+        return None
+    return tuple(Condition.from_json(entry) for entry in value
+                 if isinstance(entry, dict) and isinstance(entry.get("type"), str))
 
 
 def _resize(value: object) -> LastResize | None:
@@ -207,7 +239,7 @@ def _resize(value: object) -> LastResize | None:
 class TFJobStatus(_Json):
     """A TFJob's status. Each field None: the status does not have it."""
 
-    conditions: tuple[Object, ...] | None = None  # metav1.Condition-like objects (status.py reads them)
+    conditions: tuple[Condition, ...] | None = None
     replica_statuses: Mapping[str, ReplicaStatus] | None = None  # by replica type
     replica_summary: str | None = None  # e.g. 3/4, or 4/4 succeeded
     start_time: datetime | None = None
@@ -239,7 +271,7 @@ class TFJobStatus(_Json):
 
 
 _STATUS_KEYS: tuple[_Key[Any], ...] = (
-    _Key("conditions", "conditions", _conditions, list),
+    _Key("conditions", "conditions", _conditions, lambda conditions: [entry.to_json() for entry in conditions]),
     _Key("replicaStatuses", "replica_statuses", _replica_statuses,
          lambda statuses: {replica_type: entry.to_json() for replica_type, entry in statuses.items()}),
     _Key("replicaSummary", "replica_summary", _text, _same),

@@ -155,9 +155,9 @@ def _is_finished(draft: PlanDraft) -> bool:
     if draft.is_true(CONDITION_SUCCEEDED):
         return True
     failed = draft.condition(CONDITION_FAILED)
-    if failed is None or failed.get("status") != TRUE:
+    if failed is None or failed.status != TRUE:
         return False
-    return failed.get("reason") != REASON_INVALID_SPEC or failed.get("observedGeneration") == draft.generation
+    return failed.reason != REASON_INVALID_SPEC or failed.observed_generation == draft.generation
 
 
 def _reject(draft: PlanDraft, run_policy: RunPolicy, context: PlanContext, errors: list[str]) -> None:

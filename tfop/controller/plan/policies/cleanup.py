@@ -41,9 +41,10 @@ def keep_finished(draft: PlanDraft, run_policy: RunPolicy, context: PlanContext,
     """What a finished job still needs, on every reconcile: its children cleaned up as runPolicy says (never
     recreated; its own, such as the HPA, as their entries say: policies/job_children.py), and deletion once
     ttlSecondsAfterFinished has passed."""
-    failed = draft.condition(CONDITION_FAILED) or {}
+    failed = draft.condition(CONDITION_FAILED)
     # A deadline is about resources as much as time: nothing of the job may keep running past it.
-    policy = CLEAN_POD_POLICY_ALL if failed.get("reason") == REASON_DEADLINE_EXCEEDED else run_policy.clean_pod_policy
+    deadline = failed is not None and failed.reason == REASON_DEADLINE_EXCEEDED
+    policy = CLEAN_POD_POLICY_ALL if deadline else run_policy.clean_pod_policy
     settle_job_children(draft, context, JobState.FINISHED_PODS_KEPT if policy == CLEAN_POD_POLICY_NONE
                         else JobState.FINISHED)
     clean_up(draft, context, policy)

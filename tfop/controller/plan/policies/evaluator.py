@@ -40,7 +40,7 @@ from tfop.api.constants import (
     REASON_WAITING_FOR_EVALUATOR,
     REPLICA_EVALUATOR,
 )
-from tfop.api.timestamps import format_time, parse_time
+from tfop.api.timestamps import format_time
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import RunPolicy, TFJobModel
 from tfop.controller.plan.policies.cleanup import finish, keep_finished
@@ -58,8 +58,8 @@ _FAILED = (SlotState.RETRYABLE, SlotState.PERMANENT, SlotState.TOLERATED, SlotSt
 def waiting_for_evaluators(draft: PlanDraft) -> bool:
     """Whether an earlier plan saw the training succeed and started the wait: from then on the training is over,
     whatever becomes of the pods that made it."""
-    succeeded = draft.condition(CONDITION_SUCCEEDED) or {}
-    return succeeded.get("status") == FALSE and succeeded.get("reason") == REASON_WAITING_FOR_EVALUATOR
+    succeeded = draft.condition(CONDITION_SUCCEEDED)
+    return succeeded is not None and succeeded.status == FALSE and succeeded.reason == REASON_WAITING_FOR_EVALUATOR
 
 
 def finish_training(draft: PlanDraft, job: TFJobModel, context: PlanContext, children: SortedChildren,
@@ -129,7 +129,8 @@ def _wait(draft: PlanDraft, run_policy: RunPolicy, grace: timedelta) -> tuple[da
         return None
     started = draft.now.replace(microsecond=0)
     if waiting_for_evaluators(draft):
-        started = parse_time((draft.condition(CONDITION_SUCCEEDED) or {}).get("lastTransitionTime")) or started
+        succeeded = draft.condition(CONDITION_SUCCEEDED)
+        started = (succeeded.last_transition_time if succeeded is not None else None) or started
     until = started + grace
     deadline, job_started = run_policy.active_deadline_seconds, draft.status.start_time
     if deadline is not None and job_started is not None:

@@ -38,7 +38,7 @@ class GangState:
         that message is the one set (it is how a later plan knows the event was given)."""
         if self.phase is None or self.gang is None or not self.phase.cannot_be_placed:
             return
-        if f"[{GANG_UNSCHEDULABLE}]" not in str((draft.old_condition(CONDITION_RUNNING) or {}).get("message", "")):
+        if f"[{GANG_UNSCHEDULABLE}]" not in draft.message_of(CONDITION_RUNNING, before=True):
             draft.event(EVENT_WARNING, GANG_UNSCHEDULABLE, self.phase.event_message(draft.job_ref, self.gang))
 
 

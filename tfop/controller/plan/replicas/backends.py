@@ -32,7 +32,6 @@ from tfop.controller.plan.replicas.pod_slots import Slot, SortedChildren, sort_c
 from tfop.controller.plan.replicas.removal import clean_up, resume_jobs, suspend_replica_jobs
 from tfop.controller.plan.replicas.replica_status import count_replica_restarts
 from tfop.controller.plan.replicas.restart_ledger import RestartCount
-from tfop.controller.plan.status import well_formed
 from tfop.controller.plan.types import JOB, POD, PlanContext
 
 
@@ -88,7 +87,7 @@ class PodBackend(ReplicaBackend):
                        deleting: set[str], recreating: set[str]) -> dict[str, RestartCount]:
         # A status with conditions but without restart counts was written by another operator (the Kubeflow
         # training operator keeps none): the containers' restarts found at adoption happened under it.
-        adopted = bool(well_formed(draft.previous.conditions))
+        adopted = bool(draft.previous.conditions)
         return count_replica_restarts(draft, spec, children.pods_by_type, adopted=adopted, deleting=deleting,
                                       recreating=recreating)
 
