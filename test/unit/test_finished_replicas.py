@@ -24,6 +24,7 @@ from support.plan_builders import (
     services_for,
 )
 from tfop.controller.plan.controller_config import ControllerConfig
+from tfop.controller.plan.job_status import ReplicaStatus, TFJobStatus
 from tfop.controller.plan.observed.pod import PodView
 from tfop.controller.plan.planner import plan
 from tfop.controller.plan.replicas.finished import (
@@ -47,6 +48,8 @@ FINALIZER = "tfop.kubeflow.org/replica-tracking"  # spelled out: the tests state
     ("1-1,3", frozenset({1, 3})),
     ("0, 7-8", frozenset({0, 7, 8})),
     ("x,2,-3,4-", frozenset({2})),  # bad pieces are skipped, the good ones kept
+    ("4998-999999999999", frozenset({4998, 4999})),  # no job has 5,000 replicas of a type
+    ("7000", frozenset()),
 ])
 def test_parse_indexes(text: str, indexes: frozenset[int]) -> None:
     assert parse_indexes(text) == indexes
@@ -63,9 +66,11 @@ def test_format_indexes(indexes: set[int], text: str) -> None:
     assert format_indexes(indexes) == text
 
 
-def test_ten_thousand_finished_replicas_take_a_few_bytes() -> None:
-    assert format_indexes(range(10_000)) == "0-9999"
-    assert format_indexes(set(range(10_000)) - {4_999}) == "0-4998,5000-9999"
+def test_the_largest_job_s_finished_replicas_take_a_few_bytes() -> None:
+    assert format_indexes(range(5_000)) == "0-4999"
+    assert format_indexes(set(range(5_000)) - {2_500}) == "0-2499,2501-4999"
+    # The worst case, every other one: 2,500 numbers of 9,445 digits in all, and 2,499 commas.
+    assert len(format_indexes(range(0, 5_000, 2))) == 11_944
 
 
 def pod(replica_type: str, index: int, phase: str = "Running", *, exit_code: int | None = None,
@@ -115,9 +120,10 @@ def slot(index: int, state: SlotState) -> Slot:
 def test_the_record_grows_with_what_ended(before: dict[str, str], slots: list[Slot], replicas: int, succeeded: str,
                                           failed: str) -> None:
     spec = parsed(make_job({"Worker": replicas})).spec
-    record = record_finished(FinishedReplicas.of_status({"replicaStatuses": {"Worker": before}}), spec, slots)
-    assert record.status_fields("Worker") == {key: value for key, value in
-                                              {"succeededIndexes": succeeded, "failedIndexes": failed}.items() if value}
+    stored = TFJobStatus.from_json({"replicaStatuses": {"Worker": before}})
+    record = record_finished(FinishedReplicas.of_status(stored), spec, slots)
+    assert record.kept_in(ReplicaStatus(), "Worker").to_json() == {
+        key: value for key, value in {"succeededIndexes": succeeded, "failedIndexes": failed}.items() if value}
 
 
 RECORDED_W1 = FinishedReplicas({"Worker": frozenset({1})}, {})
@@ -238,14 +244,15 @@ def test_plans_of_a_job_whose_finished_replica_is_gone(row: Row) -> None:
     assert [short[c.name] for c in result.creates(POD)] == row.creates
     assert [short[ref.name] for ref in result.release] == row.released
     if row.worker is None:
-        assert result.status is None or result.status["replicaStatuses"] == row.job["status"]["replicaStatuses"]
+        assert (result.status is None
+                or result.status.to_json()["replicaStatuses"] == row.job["status"]["replicaStatuses"])
     else:
         assert result.status is not None
-        written = dict(result.status["replicaStatuses"]["Worker"])
+        written = dict(result.status.to_json()["replicaStatuses"]["Worker"])
         written.pop("selector")
         assert written == row.worker
     succeeded = result.status is not None and any(
-        c["type"] == "Succeeded" and c["status"] == "True" for c in result.status.get("conditions", ()))
+        c["type"] == "Succeeded" and c["status"] == "True" for c in result.status.to_json().get("conditions", ()))
     assert succeeded == row.succeeded
 
 
@@ -268,4 +275,4 @@ def test_the_job_backend_keeps_the_record_too() -> None:
     result = plan(PlanContext(job, {JOB: jobs, POD: pods, SERVICE: services_for({"Worker": 3})}, NOW,
                               ControllerConfig()))
     assert result.create == [] and result.release == []
-    assert result.status is None or result.status["replicaStatuses"]["Worker"]["succeededIndexes"] == "1"
+    assert result.status is None or result.status.to_json()["replicaStatuses"]["Worker"]["succeededIndexes"] == "1"

@@ -74,7 +74,7 @@ def plan_with(job: dict[str, Any], workloads: list[dict[str, Any]], pods: list[d
 
 def suspended_as(result: Plan) -> tuple[str, str, str] | None:
     assert result.status is not None
-    found = next((c for c in result.status["conditions"] if c["type"] == "Suspended"), None)
+    found = next((c for c in result.status.to_json()["conditions"] if c["type"] == "Suspended"), None)
     return None if found is None else (found["status"], found["reason"], found["message"])
 
 
@@ -191,7 +191,7 @@ def test_a_queued_job_is_held_until_admitted(job: dict[str, Any], workloads: lis
 
 def condition_reason(result: Plan, condition_type: str) -> tuple[str, str]:
     assert result.status is not None
-    found = next(c for c in result.status["conditions"] if c["type"] == condition_type)
+    found = next(c for c in result.status.to_json()["conditions"] if c["type"] == condition_type)
     return found["status"], found["reason"]
 
 
@@ -234,7 +234,8 @@ def test_evicted_the_running_job_is_stopped_without_a_restart_counted() -> None:
         "TFJob ns/mnist was evicted by Kueue (Preempted: Preempted to accommodate a workload (UID: 9)) and is "
         "queued again in LocalQueue team."))
     assert result.counters.restarted == 0 and result.status is not None
-    assert [c["type"] for c in result.status["conditions"] if c["status"] == "True"] == ["Created", "Suspended"]
+    conditions = result.status.to_json()["conditions"]
+    assert [c["type"] for c in conditions if c["status"] == "True"] == ["Created", "Suspended"]
 
 
 def test_evicted_with_its_pods_gone_the_quota_is_handed_back() -> None:

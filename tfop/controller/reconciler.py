@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 import structlog
 
-from tfop.api.constants import GROUP, KIND, LABEL_JOB_NAME, POD_SUCCEEDED
+from tfop.api.constants import CONDITION_FAILED, CONDITION_SUCCEEDED, GROUP, KIND, LABEL_JOB_NAME, POD_SUCCEEDED
 from tfop.api.kueue import INTEGRATION_OWN, managed_elsewhere, priority_class
 from tfop.controller.apply.applier import PlanApplier
 from tfop.controller.cache_transforms import (
@@ -37,7 +37,7 @@ from tfop.controller.plan.gang_schedulers import GangScheduler
 from tfop.controller.plan.observed.child import Child
 from tfop.controller.plan.observed.workload import observe_workload
 from tfop.controller.plan.planner import plan as plan_job
-from tfop.controller.plan.status import holds_finalizer
+from tfop.controller.plan.status import condition_is_true, conditions_of, holds_finalizer, is_terminating
 from tfop.controller.plan.types import POD, WORKLOAD, ChildRef, CreateRefusal, PlanContext
 from tfop.kube.client import KubeClient
 from tfop.kube.clock import SYSTEM_CLOCK, Clock
@@ -178,11 +178,20 @@ class TFJobController:
             # A delete is observed once the object is terminating, or gone.
             self.expectations.deleted(key, child["metadata"]["uid"])
         if change is Change.DELETED and kind == POD and (child.get("status") or {}).get("phase") == POD_SUCCEEDED:
-            slot = replica_slot_of(Child.of(child))
-            if slot is not None and not made_by_job(child):
-                # Told, since the pod GC or a user removing a finished pod used to make its replica run again.
-                log.info("a finished replica's pod is gone; its end is kept in the status, it is not made again",
-                         job=key, replica=f"{slot.replica_type} {slot.index}", pod=child["metadata"]["name"])
+            self._finished_pod_gone(key, child)
+
+    def _finished_pod_gone(self, key: str, pod: Object) -> None:
+        """Told when the job still runs (not its own clean-up, nor its deletion): the pod GC or a user removing a
+        finished pod used to make its replica run again."""
+        slot = replica_slot_of(Child.of(pod))
+        job = self.runtime.store(TFJOBS, key.partition("/")[0]).get(key)
+        if slot is None or made_by_job(pod) or job is None or is_terminating(job) or any(
+                condition_is_true(conditions_of(job.get("status")), final)
+                for final in (CONDITION_SUCCEEDED, CONDITION_FAILED)):
+            return
+        self.metrics.finished_pods_gone.labels(key.partition("/")[0]).inc()
+        log.info("a finished replica's pod is gone; its end is kept in the status, it is not made again", job=key,
+                 replica=f"{slot.replica_type} {slot.index}", pod=pod["metadata"]["name"])
 
     def _cache_of(self, kind: str, namespace: str) -> Store:
         return self.runtime.store(self.kinds[kind].resource, namespace)

@@ -11,8 +11,9 @@ plan/policies/job_children.py's create-patch-delete policy, the wiring's informe
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from tfop.api.constants import (
     API_VERSION,
@@ -55,11 +56,11 @@ class JobChildKind:
     kept_in: frozenset[JobState]
     name: Callable[[JobMeta], str]
     wanted: Callable[[TFJobModel], Object | None]  # the spec it should have; None: the job wants none
-    # (stored object, wanted spec) -> the merge patch that brings it in line, None when it is: the in-line check.
-    drift: Callable[[Object, Object], Object | None]
-    # (stored object, wanted spec) -> whether it differs where it cannot change (a Kueue Workload's pod sets): it
+    # (stored spec, wanted spec) -> the merge patch that brings it in line, None when it is: the in-line check.
+    drift: Callable[[Mapping[str, Any], Object], Object | None]
+    # (stored spec, wanted spec) -> whether it differs where it cannot change (a Kueue Workload's pod sets): it
     # is deleted and made again under its name once it is gone. None: every kind of drift can be patched.
-    replaced: Callable[[Object, Object], bool] | None = None
+    replaced: Callable[[Mapping[str, Any], Object], bool] | None = None
 
     @property
     def api_version(self) -> str:

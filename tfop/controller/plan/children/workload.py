@@ -20,6 +20,7 @@ import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 from tfop.api.constants import LABEL_JOB_NAME, LABEL_REPLICA_TYPE
 from tfop.api.fields import items, mapping
@@ -76,15 +77,15 @@ def wanted_workload(job: TFJobModel) -> Object | None:
     return spec
 
 
-def workload_shape(spec: Object) -> tuple[object, ...]:
+def workload_shape(spec: Mapping[str, Any]) -> tuple[object, ...]:
     """What tfop cannot change in a stored Workload: its queue, priority class and pod sets (names, counts)."""
     pod_sets = [mapping(pod_set) for pod_set in items(spec.get("podSets"))]
     return (spec.get("queueName"), mapping(spec.get("priorityClassRef")).get("name"),
             tuple((pod_set.get("name"), pod_set.get("count")) for pod_set in pod_sets))
 
 
-def _replaced(stored: Object, wanted: Object) -> bool:
-    return workload_shape(mapping(stored.get("spec"))) != workload_shape(wanted)
+def _replaced(stored: Mapping[str, Any], wanted: Object) -> bool:
+    return workload_shape(stored) != workload_shape(wanted)
 
 
 WORKLOAD_KIND = JobChildKind(

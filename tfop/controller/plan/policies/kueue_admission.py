@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from tfop.api.constants import CONDITION_RUNNING
+from tfop.api.fields import mapping_at
 from tfop.api.kueue import PRIORITY_CLASS
 from tfop.api.timestamps import format_time
 from tfop.controller.plan.children.workload import WORKLOAD_KIND, PodSetPlacement, pod_set_name, workload_name
@@ -91,7 +92,11 @@ def admit(draft: PlanDraft, job: TFJobModel, context: PlanContext) -> Admission 
             return _held(REASON_QUEUED, f"{draft.job_ref} waits for the Kueue WorkloadPriorityClass "
                                         f"{priority_class} it names ({PRIORITY_CLASS}) to exist.")
         return _held(REASON_QUEUED, f"{draft.job_ref} waits for its Kueue Workload {name} in LocalQueue {queue}.")
-    current = observe_workload(own.current)
+    stored = next((w for w in context.of_kind(WORKLOAD) if mapping_at(w, "metadata").get("uid") == own.current.uid),
+                  None)
+    if stored is None:  # the view is made from these very objects
+        raise ValueError(f"no cached Workload {own.current.name}")
+    current = observe_workload(stored)
     if current.admitted:
         if draft.is_true(CONDITION_RUNNING) and not current.pods_ready:  # as of the previous pass's status
             draft.patch.append(ChildPatch(WORKLOAD, current.name, _pods_ready(current, draft), subresource="status"))
