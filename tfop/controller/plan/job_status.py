@@ -16,7 +16,8 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Generic, TypeVar
 
-from tfop.api.fields import integer
+from tfop.api.constants import NAMINGS, REPLICA_BACKENDS, ChildNamingScheme, ReplicaBackendName
+from tfop.api.fields import integer, one_of
 from tfop.api.timestamps import format_time, parse_time
 from tfop.objects import Object
 
@@ -245,8 +246,8 @@ class TFJobStatus(_Json):
     start_time: datetime | None = None
     completion_time: datetime | None = None
     last_reconcile_time: datetime | None = None  # stamped only with a real change
-    child_naming: str | None = None  # RuntimeId or TypeIndex (plan/children/naming.py)
-    replica_backend: str | None = None  # pods or jobs (plan/replicas/backends.py)
+    child_naming: ChildNamingScheme | None = None  # plan/children/naming.py
+    replica_backend: ReplicaBackendName | None = None  # plan/replicas/backends.py
     runtime_id: str | None = None
     worker_replicas: int | None = None  # the Worker count the pods are made for (policies/resize.py)
     last_resize: LastResize | None = None
@@ -278,8 +279,8 @@ _STATUS_KEYS: tuple[_Key[Any], ...] = (
     _Key("startTime", "start_time", _time, format_time),
     _Key("completionTime", "completion_time", _time, format_time),
     _Key("lastReconcileTime", "last_reconcile_time", _time, format_time),
-    _Key("childNaming", "child_naming", _text, _same),
-    _Key("replicaBackend", "replica_backend", _text, _same),
+    _Key("childNaming", "child_naming", lambda value: one_of(value, NAMINGS), _same),
+    _Key("replicaBackend", "replica_backend", lambda value: one_of(value, REPLICA_BACKENDS), _same),
     _Key("runtimeId", "runtime_id", _text, _same),
     _Key("workerReplicas", "worker_replicas", integer, _same),
     _Key("lastResize", "last_resize", _resize, lambda resize: resize.to_json()),
