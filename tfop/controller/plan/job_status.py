@@ -40,10 +40,6 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _time(value: object) -> datetime | None:
-    return parse_time(value)
-
-
 def _uids(value: object) -> tuple[str, ...] | None:
     return tuple(uid for uid in value if isinstance(uid, str)) if isinstance(value, list) else None
 
@@ -183,7 +179,7 @@ class LastResize(_Json):
 _RESIZE_KEYS: tuple[_Key[Any], ...] = (
     _Key("from", "from_", integer, _same), _Key("to", "to", integer, _same),
     _Key("cause", "cause", _text, _same), _Key("strategy", "strategy", _text, _same),
-    _Key("time", "time", _time, format_time), _Key("message", "message", _text, _same),
+    _Key("time", "time", parse_time, format_time), _Key("message", "message", _text, _same),
 )
 
 
@@ -219,8 +215,8 @@ _CONDITION_KEYS: tuple[_Key[Any], ...] = (
     _Key("type", "type", _text, _same), _Key("status", "status", _text, _same),
     _Key("reason", "reason", _text, _same), _Key("message", "message", _text, _same),
     _Key("observedGeneration", "observed_generation", integer, _same),
-    _Key("lastTransitionTime", "last_transition_time", _time, format_time),
-    _Key("lastUpdateTime", "last_update_time", _time, format_time),
+    _Key("lastTransitionTime", "last_transition_time", parse_time, format_time),
+    _Key("lastUpdateTime", "last_update_time", parse_time, format_time),
 )
 
 
@@ -276,9 +272,9 @@ _STATUS_KEYS: tuple[_Key[Any], ...] = (
     _Key("replicaStatuses", "replica_statuses", _replica_statuses,
          lambda statuses: {replica_type: entry.to_json() for replica_type, entry in statuses.items()}),
     _Key("replicaSummary", "replica_summary", _text, _same),
-    _Key("startTime", "start_time", _time, format_time),
-    _Key("completionTime", "completion_time", _time, format_time),
-    _Key("lastReconcileTime", "last_reconcile_time", _time, format_time),
+    _Key("startTime", "start_time", parse_time, format_time),
+    _Key("completionTime", "completion_time", parse_time, format_time),
+    _Key("lastReconcileTime", "last_reconcile_time", parse_time, format_time),
     _Key("childNaming", "child_naming", lambda value: one_of(value, NAMINGS), _same),
     _Key("replicaBackend", "replica_backend", lambda value: one_of(value, REPLICA_BACKENDS), _same),
     _Key("runtimeId", "runtime_id", _text, _same),
