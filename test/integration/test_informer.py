@@ -341,3 +341,34 @@ def test_deletes_during_an_outage_are_learnt_through_a_relist(cluster: Any, kube
     assert recorder.of(f"{namespace}/w-3")[-1] == ("update", False)
     assert recorder.of(f"{namespace}/w-new") == [("add", False)]
     assert recorder.of(f"{namespace}/w-4") == [("add", False)]  # unchanged objects are not re-announced
+
+
+def test_an_outage_after_a_healthy_spell_is_retried_from_the_first_delay(cluster: Any, kube_client: KubeClient,
+                                                                         namespace: str, widgets_crd: Resource,
+                                                                         started: Callable[[Informer], Informer]
+                                                                         ) -> None:
+    """A long outage grows the backoff (1 s doubling, jittered); once the watch has been healthy for longer than
+    the reset window (5 s here, 2 minutes in production), the next outage's first retry is back at 1-2 s, where
+    the grown delay would be at least 8 s. Timed from the end of a 1 s second outage to the cache catching up."""
+    server = urlparse(cluster.server)
+    proxy = TcpProxy((server.hostname or "127.0.0.1", server.port or 443))
+    try:
+        through_proxy = KubeClient.from_kubeconfig(str(cluster.kubeconfig), server=f"https://127.0.0.1:{proxy.port}")
+        informer = started(Informer(through_proxy, widgets_crd, namespace=namespace, backoff_initial=1.0,
+                                    backoff_cap=30.0, backoff_reset_after=5.0))
+
+        def outage(seconds: float, name: str) -> float:
+            """Cut the informer off for `seconds` while `name` is created; seconds from the end to seeing it."""
+            proxy.cut()
+            kube_client.create(widgets_crd, body_for(widgets_crd, name), namespace)
+            time.sleep(seconds)
+            proxy.resume()
+            back = time.monotonic()
+            wait_for(lambda: f"{namespace}/{name}" in informer.store, DEADLINE, f"{name} seen after the outage")
+            return time.monotonic() - back
+
+        outage(14.0, "during-the-long-outage")  # at least 3 failed retries: the next delay grew to 8 s or more
+        time.sleep(8.0)  # healthy, with no failure, for longer than the reset window
+        assert outage(1.0, "during-the-short-outage") < 5.0
+    finally:
+        proxy.close()
