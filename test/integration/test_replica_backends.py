@@ -165,7 +165,7 @@ def test_a_disruption_that_exited_1_is_replaced_uncounted_and_told(backend: str,
     events = events_about(kube_client, namespace, "drained")
     told = {(event["type"], event["message"]) for event in events if event["reason"] == "ReplicaDisrupted"}
     said = (f"TFJob {namespace}/drained: Worker 0's pod was disrupted (EvictionByEvictionAPI: Eviction API: evicting); "
-            "it is replaced, not counted as a restart.")
+            "it is replaced.")
     assert told == {("Normal", said)}
     assert not any(event["reason"] == "TFJobRestarting" for event in events)
 

@@ -78,7 +78,8 @@ def announce_disruptions(draft: PlanDraft, replaced: list[Object]) -> None:
     Normal, not Warning: a preemption, a drain or a node-pressure eviction is the cluster at work (the scheduler's
     own Preempted event is Normal), the replica is replaced without spending a restart, and nothing asks for the
     user's action; Warning events are what alerts and triage watch. Told once: a pod the Restarting condition
-    already names was told by the plan that set it (the Job backend's failed pod is seen until its Job replaces it).
+    already names was told by the plan that set it (the Job backend's failed pod is seen until its Job replaces
+    it).
     """
     restarting = draft.condition(CONDITION_RESTARTING) or {}
     told = str(restarting.get("message", "")) if draft.is_true(CONDITION_RESTARTING) else ""
@@ -90,4 +91,4 @@ def announce_disruptions(draft: PlanDraft, replaced: list[Object]) -> None:
         said = ": ".join(part for part in (reason, message) if part)
         draft.event(EVENT_NORMAL, REASON_REPLICA_DISRUPTED,
                     f"{draft.job_ref}: {replica_name(pod)}'s pod was disrupted" + (f" ({said})" if said else "")
-                    + "; it is replaced, not counted as a restart.")
+                    + "; it is replaced.")
