@@ -169,7 +169,7 @@ metrics-server-down: venv ## unregister the local cluster's metrics.k8s.io APISe
 	@$(PY) hack/local_cluster.py metrics-server down --dir $(CLUSTER_DIR)
 
 # --- images for the real node, and TensorFlow for the tests ------------------------------------------------------
-.PHONY: images image-refs release-image image-locks tensorflow sdk
+.PHONY: images image-refs release-image release release-check image-locks tensorflow sdk
 
 images: ## build (first time: ~6 min) or reuse the TensorFlow, tfop and pause images; prints each ref and OCI archive
 	@bash hack/build-images.sh
@@ -179,6 +179,13 @@ image-refs: ## after changing what goes into an image: write its new ref into ha
 
 release-image: ## build tfop's image from this checkout (as root) and pin its digest in deploy/ (DIGEST=sha256:... pins that one instead)
 	@bash hack/pin-release-image.sh $(DIGEST)
+
+# The release step: the pin, then the check that deploy/ pins the image of this checkout (hack/release_pin.py).
+release: release-image ## release-image, then fail unless deploy/'s digest is of this checkout's image (make release-check alone checks)
+	@python3 hack/release_pin.py $(if $(DIGEST),--registry)
+
+release-check: ## fail unless deploy/ pins the image of this checkout: its ref from the sources, its digest if the image is cached (DIGEST=...: a registry's, not compared)
+	@python3 hack/release_pin.py $(if $(DIGEST),--registry)
 
 image-locks: ## re-resolve the images' Python packages (setup.cfg, TENSORFLOW_VERSION) into hashed lock files
 	@bash hack/lock-images.sh

@@ -14,6 +14,7 @@ from tfop.api.timestamps import format_time
 from tfop.controller.plan.children.desired import replica_slot_of
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.gang_schedulers import GANG_SCHEDULERS
+from tfop.controller.plan.observed.pod import PodView
 from tfop.controller.plan.planner import plan
 from tfop.controller.plan.policies.gang_placement import GANG_PLACEMENT_GRACE, gang_phase
 from tfop.controller.plan.slots import ReplicaSlot
@@ -129,8 +130,8 @@ ROWS = {
 }
 
 
-def slotted(pods: list[dict[str, Any]]) -> list[tuple[ReplicaSlot, dict[str, Any]]]:
-    slots = [(replica_slot_of(made), made) for made in pods]
+def slotted(pods: list[dict[str, Any]]) -> list[tuple[ReplicaSlot, PodView]]:
+    slots = [(replica_slot_of(made), made) for made in map(PodView.of, pods)]
     return [(slot, made) for slot, made in slots if slot is not None]
 
 

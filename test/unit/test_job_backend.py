@@ -155,7 +155,8 @@ ROWS = {
         on_jobs(make_job({"Worker": 1}, policy="Never")),
         [batch_job("Worker", 0, failed=1, outcome=("Failed", "BackoffLimitExceeded"))],
         [job_pod("Worker", 0, "a", "Failed", exit_code=137)],
-        status={"replicaStatuses": {"Worker": {"active": 0, "succeeded": 0, "failed": 1, "restarts": 0}}},
+        status={"replicaStatuses": {"Worker": {"active": 0, "succeeded": 0, "failed": 1, "restarts": 0,
+                                               "failedIndexes": "0"}}},
         conditions={"Failed": ("True", "TFJobFailed",
                                "TFJob ns/mnist has failed because Worker 0, which exited with code 137.")}),
     "OnFailure: in-place restarts of a Job's pod count": Row(

@@ -23,7 +23,6 @@ from support.plan_builders import (
     running_pods,
     services_for,
 )
-from tfop.controller.cache_transforms import slim_network_policy
 from tfop.controller.children import Scope, child_kinds
 from tfop.controller.plan.children.desired import DesiredChildren
 from tfop.controller.plan.controller_config import ControllerConfig
@@ -204,7 +203,7 @@ def test_the_policy_is_created_before_the_replicas() -> None:
 def test_the_body_is_owned_labelled_and_selects_the_jobs_pods() -> None:
     job = isolated(make_job(), '[{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": '
                                '"monitoring"}}}]')
-    assert DesiredChildren(parsed(job)).network_policy() == {
+    assert DesiredChildren(parsed(job)).body(NETWORK_POLICY, None) == {
         "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
         "metadata": {"name": NAME, "namespace": "ns",
                      "labels": {"training.kubeflow.org/job-name": "mnist", "training.kubeflow.org/runtime-id": RID,
@@ -218,4 +217,4 @@ def test_the_body_is_owned_labelled_and_selects_the_jobs_pods() -> None:
 def test_the_cache_keeps_the_spec_and_drops_the_rest() -> None:
     served = {**stored(ISOLATED_SPEC), "metadata": {**stored(ISOLATED_SPEC)["metadata"], "generation": 1,
                                                     "annotations": {"a": "b"}, "managedFields": [{"manager": "x"}]}}
-    assert slim_network_policy(served) == stored(ISOLATED_SPEC)
+    assert child_kinds(None)[NETWORK_POLICY].transform(served) == stored(ISOLATED_SPEC)

@@ -13,6 +13,8 @@ from support.plan_builders import NOW, make_job, make_pod, message, running, ser
 from tfop.controller.plan.controller_config import ControllerConfig, NodeLossSettings
 from tfop.controller.plan.job.annotations import node_policy
 from tfop.controller.plan.job.model import JobNodePolicy
+from tfop.controller.plan.observed.node import NodeView
+from tfop.controller.plan.observed.pod import PodView
 from tfop.controller.plan.planner import plan
 from tfop.controller.plan.policies.node_loss import Verdict, replicas_on_bad_nodes
 from tfop.controller.plan.slots import ReplicaSlot
@@ -107,7 +109,8 @@ ROWS: dict[str, tuple[dict[str, Any], dict[str, dict[str, Any]], NodeLossSetting
 @pytest.mark.parametrize("row", list(ROWS.values()), ids=list(ROWS))
 def test_node_loss(row: tuple[Any, ...]) -> None:
     pod, nodes, settings, policy, expected = row
-    found = replicas_on_bad_nodes([pod], nodes, NOW, settings, policy)
+    views = {name: NodeView.of(entry) for name, entry in nodes.items()}
+    found = replicas_on_bad_nodes([PodView.of(pod)], views, NOW, settings, policy)
     assert [(replica.verdict, replica.cause, replica.replace_at) for replica in found] == expected
 
 

@@ -353,7 +353,7 @@ SUCCESS = {
         running(make_job(run_policy={"cleanPodPolicy": "All"})),
         [make_pod("Worker", 0, "Succeeded", exit_code=0), make_pod("Worker", 1), make_pod("PS", 0)],
         delete_pods=ALL3, delete_services=ALL3, status={"replicaSummary": "1/3 succeeded", "replicaStatuses": {
-            "Worker": {"active": 0, "succeeded": 1, "failed": 0, "restarts": 0},
+            "Worker": {"active": 0, "succeeded": 1, "failed": 0, "restarts": 0, "succeededIndexes": "0"},
             "PS": {"active": 0, "succeeded": 0, "failed": 0, "restarts": 0}}}),
     "cleanPodPolicy None keeps everything": Case(
         running(make_job(run_policy={"cleanPodPolicy": "None"})),
@@ -467,7 +467,8 @@ STATUS = {
         [make_pod("Worker", 0), make_pod("Worker", 1, "Succeeded", exit_code=0),
          make_pod("Worker", 2, "Failed", exit_code=1), make_pod("PS", 0, "Pending")],
         services_for({"Worker": 3, "PS": 1}), status={"replicaStatuses": {
-            "Worker": {"active": 1, "succeeded": 1, "failed": 1, "restarts": 0},
+            "Worker": {"active": 1, "succeeded": 1, "failed": 1, "restarts": 0, "succeededIndexes": "1",
+                       "failedIndexes": "2"},
             "PS": {"active": 1, "succeeded": 0, "failed": 0, "restarts": 0}}}),
     "a restart in progress: Running false says so; Restarting stays until all run": Case(
         restarting_worker_1(make_job()),

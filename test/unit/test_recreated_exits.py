@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from support.plan_builders import make_pod
+from tfop.controller.plan.observed.pod import PodView
 from tfop.controller.plan.replicas.recreated_exits import recreated_exits, recreated_exits_fields
 
 pytestmark = pytest.mark.unit
@@ -59,7 +60,7 @@ CASES: dict[str, tuple[Any, list[dict[str, Any]], int, list[dict[str, Any]]]] = 
 @pytest.mark.parametrize(("replica_status", "recreated", "replicas", "expected"), CASES.values(), ids=CASES.keys())
 def test_recreated_exits(replica_status: Any, recreated: list[dict[str, Any]], replicas: int,
                          expected: list[dict[str, Any]]) -> None:
-    assert recreated_exits(replica_status, recreated, replicas) == expected
+    assert recreated_exits(replica_status, [PodView.of(pod) for pod in recreated], replicas) == expected
 
 
 def test_left_out_of_the_status_while_empty() -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from support.plan_builders import parsed
+from tfop.api.constants import ChildNamingScheme
 from tfop.api.defaults import apply_defaults
 from tfop.api.runtime_id import RUNTIME_ID_LENGTH, runtime_id
 from tfop.controller.plan.children.desired import (
@@ -22,6 +23,7 @@ from tfop.controller.plan.children.desired import (
 )
 from tfop.controller.plan.children.naming import ChildNaming, naming_of
 from tfop.controller.plan.children.tf_config import tf_task_type
+from tfop.controller.plan.observed.child import Child
 from tfop.controller.plan.slots import ReplicaSlot
 
 RID = runtime_id("uid-1")
@@ -115,6 +117,7 @@ def test_pod_metadata() -> None:
         "annotations": {"a": "b", "tfop.kubeflow.org/tf-cluster": "Worker=2"},
         "ownerReferences": [{"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": "mnist", "uid": "uid-1",
                              "controller": True, "blockOwnerDeletion": True}],
+        "finalizers": ["tfop.kubeflow.org/replica-tracking"],
     }
 
 
@@ -365,17 +368,17 @@ def test_the_tensorflow_port_is_declared_once(declared: list[dict[str, Any]], po
 ], ids=["worker", "ps", "the Go operator's name", "any name", "unknown type", "negative index",
         "unicode digit", "no labels"])
 def test_replica_slot_of(labels: dict[str, str], name: str, slot: ReplicaSlot | None) -> None:
-    assert replica_slot_of({"metadata": {"name": name, "labels": labels}}) == slot
+    assert replica_slot_of(Child.of({"metadata": {"name": name, "labels": labels}})) == slot
 
 
 @pytest.mark.parametrize("scheme", ["RuntimeId", "TypeIndex"])
-def test_every_desired_child_fills_its_own_slot(scheme: str) -> None:
+def test_every_desired_child_fills_its_own_slot(scheme: ChildNamingScheme) -> None:
     tfjob = job({"Chief": 1, "Worker": 3, "PS": 2, "Evaluator": 1})
     builder = DesiredChildren(parsed(tfjob), naming=ChildNaming(scheme, "mnist", RID))
     for replica_type, replica in tfjob["spec"]["tfReplicaSpecs"].items():
         for index in range(replica["replicas"]):
             for child in (builder.pod(replica_type, index), builder.service(replica_type, index)):
-                assert replica_slot_of(child) == ReplicaSlot(replica_type, index)
+                assert replica_slot_of(Child.of(child)) == ReplicaSlot(replica_type, index)
 
 
 def test_type_index_naming_speaks_the_go_operators_names_and_selects_its_pods() -> None:
@@ -411,6 +414,7 @@ OUR_POD = {"metadata": {"name": f"mnist-worker-{RID}-0", "labels": {
     ({"childNaming": "bogus"}, [GO_POD], "RuntimeId", "TypeIndex"),
 ], ids=["new job", "new job, Go naming configured", "adopted from the Go operator", "tfop's own children",
         "mixed: the Go names win", "recorded", "recorded wins over children", "unknown value ignored"])
-def test_naming_of(status: dict[str, Any], children: list[dict[str, Any]], default: str, scheme: str) -> None:
+def test_naming_of(status: dict[str, Any], children: list[dict[str, Any]], default: ChildNamingScheme,
+                   scheme: str) -> None:
     tfjob = {**job({"Worker": 1}), "status": status}
-    assert naming_of(tfjob, children, default).scheme == scheme
+    assert naming_of(tfjob, [Child.of(child) for child in children], default).scheme == scheme

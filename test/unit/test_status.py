@@ -10,16 +10,14 @@ import pytest
 
 from support.plan_builders import make_job, plan_of, running_pods
 from tfop.api.exit_codes import ExitClass, classify_exit_code
-from tfop.controller.plan.replicas.exit_codes import Termination, container_termination
+from tfop.controller.plan.observed.pod import PodView, Termination
+from tfop.controller.plan.replicas.replica_status import replica_status
 from tfop.controller.plan.replicas.restart_ledger import RestartLedger, count_restarts
 from tfop.controller.plan.status import (
     condition_is_true,
     conditions_of,
     find_condition,
     is_terminating,
-    pod_phase,
-    pod_restart_count,
-    replica_status,
     set_condition,
     summary,
 )
@@ -71,7 +69,7 @@ def terminated(code: int, reason: str | None = None) -> dict[str, Any]:
 ], ids=["oom", "error", "restarted in place: last state", "current state first", "other containers ignored",
         "only a sidecar ended", "running", "exit code of the wrong type", "no statuses", "junk"])
 def test_container_termination(statuses: Any, expected: Termination | None) -> None:
-    assert container_termination(pod("Failed", statuses=statuses)) == expected
+    assert PodView.of(pod("Failed", statuses=statuses)).termination == expected
 
 
 @pytest.mark.parametrize(("termination", "text"), [
@@ -178,7 +176,7 @@ def test_summary(conditions: list[dict[str, Any]], cleaning_up: bool, expected: 
     (pod("Pending"), "Pending"), (pod("Succeeded"), "Succeeded"), ({"status": {}}, "Pending"), ({}, "Pending"),
 ], ids=["pending", "succeeded", "no phase yet", "no status"])
 def test_pod_phase(given: dict[str, Any], expected: str) -> None:
-    assert pod_phase(given) == expected
+    assert PodView.of(given).phase == expected
 
 
 @pytest.mark.parametrize(("statuses", "expected"), [
@@ -188,16 +186,18 @@ def test_pod_phase(given: dict[str, Any], expected: str) -> None:
     ([{"name": "tensorflow", "restartCount": -4}], 0),
 ], ids=["one container", "all containers", "missing", "wrong type", "negative"])
 def test_pod_restart_count(statuses: list[dict[str, Any]], expected: int) -> None:
-    assert pod_restart_count(pod(statuses=statuses)) == expected
+    assert PodView.of(pod(statuses=statuses)).restart_count == expected
 
 
 def test_is_terminating() -> None:
     assert is_terminating(pod(terminating=True)) and not is_terminating(pod()) and not is_terminating({})
+    assert PodView.of(pod(terminating=True)).terminating and not PodView.of(pod()).terminating
 
 
 def test_replica_status_counts_pods_by_phase() -> None:
     pods = [pod("Pending"), pod("Running"), pod("Running"), pod("Succeeded"), pod("Failed"), pod("Unknown")]
-    assert replica_status(pods, restarts=4) == {"active": 3, "succeeded": 1, "failed": 1, "restarts": 4}
+    assert replica_status([PodView.of(entry) for entry in pods], restarts=4) == {
+        "active": 3, "succeeded": 1, "failed": 1, "restarts": 4}
 
 
 # ---------------------------------------------------------------- the restart ledger
@@ -231,10 +231,11 @@ LEDGER_CASES = {
                          list(LEDGER_CASES.values()), ids=list(LEDGER_CASES))
 def test_count_restarts(ledger: RestartLedger, pods: list[dict[str, Any]], deleting: set[str], recreating: set[str],
                         new_ledger: RestartLedger, total: int, recreated: list[str]) -> None:
-    count = count_restarts(ledger, pods, deleting=deleting, recreating=recreating)
+    count = count_restarts(ledger, [PodView.of(entry) for entry in pods], deleting=deleting, recreating=recreating,
+                           restarts_of=lambda seen: seen.restart_count)
     assert count.ledger == new_ledger
     assert count.total == total
-    assert [entry["metadata"]["uid"] for entry in count.recreated] == recreated
+    assert [entry.uid for entry in count.recreated] == recreated
 
 
 @pytest.mark.parametrize(("entry", "ledger", "fields"), [

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from support.plan_builders import NOW, make_pod
+from tfop.controller.plan.observed.pod import PodView
 from tfop.controller.plan.policies.success import settle_remaining
 from tfop.controller.plan.replicas.pod_slots import Slot, SlotState
 from tfop.controller.plan.slots import ReplicaSlot
@@ -18,7 +19,7 @@ def chief_ended(at: str | None) -> Slot:
     pod: dict[str, Any] = make_pod("Chief", 0, "Succeeded", exit_code=0)
     if at is not None:
         pod["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"] = at
-    return Slot(ReplicaSlot("Chief", 0), pod, SlotState.SUCCEEDED)
+    return Slot(ReplicaSlot("Chief", 0), PodView.of(pod), SlotState.SUCCEEDED)
 
 
 def worker(state: SlotState, ended_at: str | None = None) -> Slot:
@@ -26,7 +27,7 @@ def worker(state: SlotState, ended_at: str | None = None) -> Slot:
     pod: dict[str, Any] = make_pod("Worker", 0, phase, exit_code=0 if phase == "Succeeded" else None)
     if ended_at is not None:
         pod["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"] = ended_at
-    return Slot(ReplicaSlot("Worker", 0), pod, state)
+    return Slot(ReplicaSlot("Worker", 0), PodView.of(pod), state)
 
 
 ROWS = [
@@ -54,7 +55,7 @@ def test_how_long_success_waits(slots: list[Slot], after: float, wait: float) ->
 
 
 def evaluator_running() -> Slot:
-    return Slot(ReplicaSlot("Evaluator", 0), make_pod("Evaluator", 0, "Running"), SlotState.RUNNING)
+    return Slot(ReplicaSlot("Evaluator", 0), PodView.of(make_pod("Evaluator", 0, "Running")), SlotState.RUNNING)
 
 
 SPARED = [

@@ -23,14 +23,16 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from tfop.api.constants import ANNOTATION_TF_CLUSTER
+from tfop.api.constants import ANNOTATION_TF_CLUSTER, FINALIZER_REPLICA_TRACKING
 from tfop.controller.plan.job.model import REPLICAS_WRITERS
 from tfop.kube.shared_values import SharedValues, shared_text
 from tfop.objects import Object
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 _METADATA = ("name", "namespace", "uid", "resourceVersion", "labels", "ownerReferences", "deletionTimestamp",
-             "creationTimestamp")
+             "deletionGracePeriodSeconds", "creationTimestamp")
+# Of the finalizers only tfop's is read (whether a pod still holds it): one list for every object that has it.
+_TRACKED = [FINALIZER_REPLICA_TRACKING]
 _OWNER_REFERENCE = ("apiVersion", "kind", "name", "uid", "controller")
 _POD_STATUS = ("phase", "reason", "message")
 _POD_CONDITION = ("type", "status", "reason", "message")
@@ -65,6 +67,9 @@ def slim_metadata(obj: Object) -> Object:
     annotations = metadata.get("annotations")
     if isinstance(annotations, dict) and ANNOTATION_TF_CLUSTER in annotations:  # the only one read: resizes
         kept["annotations"] = SHARED.share({ANNOTATION_TF_CLUSTER: shared_text(annotations[ANNOTATION_TF_CLUSTER])})
+    finalizers = metadata.get("finalizers")
+    if isinstance(finalizers, list) and FINALIZER_REPLICA_TRACKING in finalizers:
+        kept["finalizers"] = _TRACKED
     if isinstance(kept.get("ownerReferences"), list):  # only the controller's is read
         kept["ownerReferences"] = SHARED.share([_kept(ref, _OWNER_REFERENCE) for ref in kept["ownerReferences"]
                                                 if isinstance(ref, dict) and ref.get("controller")])
@@ -165,29 +170,16 @@ def slim_batch_job(batch_job: Object) -> Object:
     return slim
 
 
-def slim_pod_group(pod_group: Object) -> Object:
-    """A PodGroup is small, and the planner reads its spec (to update it) and its status (phase, conditions)."""
-    slim = slim_metadata(pod_group)
-    for key in ("spec", "status"):
-        if isinstance(pod_group.get(key), dict):
-            slim[key] = pod_group[key]
-    return slim
+def slim_keeping(fields: tuple[str, ...]) -> Callable[[Object], Object]:
+    """A job's own child (its PodGroup, NetworkPolicy, HPA) is small: the metadata and the fields its entry names
+    (plan/children/job_child.py's `cached`), which the planner compares with what the job wants."""
+    def slim(child: Object) -> Object:
+        kept = slim_metadata(child)
+        for key in fields:
+            if isinstance(child.get(key), dict):
+                kept[key] = child[key]
+        return kept
 
-
-def slim_network_policy(policy: Object) -> Object:
-    """A job's NetworkPolicy is small, and the planner compares its spec with the one the job asks for."""
-    slim = slim_metadata(policy)
-    if isinstance(policy.get("spec"), dict):
-        slim["spec"] = policy["spec"]
-    return slim
-
-
-def slim_autoscaler(autoscaler: Object) -> Object:
-    """A job's HPA: the planner compares its spec with the job's elastic policy; its status (metrics read every
-    15 s) is left out, so the HPA controller's status writes change nothing cached and wake no job."""
-    slim = slim_metadata(autoscaler)
-    if isinstance(autoscaler.get("spec"), dict):
-        slim["spec"] = autoscaler["spec"]
     return slim
 
 

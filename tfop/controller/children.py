@@ -1,4 +1,5 @@
-"""The kinds of child a TFJob owns, as data: adding a kind is one entry here plus its part in the planner.
+"""The kinds of child a TFJob owns, as data: a replica's kind is one entry here plus its part in the planner; a
+kind of which the job has one is one entry of the planner's table (docs/development/adding-a-child-kind.md).
 
 Each entry names the API resource, how the operator finds its children of that kind (label selector, an index by
 controlling owner), what the cache keeps of them, how they are deleted, and their scope: one per replica slot
@@ -6,8 +7,10 @@ controlling owner), what the cache keeps of them, how they are deleted, and thei
 plan/children/desired.py). The informers, expectations and the applier iterate over the table; nothing else names
 a kind.
 
-The table depends on the controller config: a PodGroup kind exists only when a gang scheduler is configured (and
-its resource is that scheduler's), so `child_kinds(gang)` builds it.
+The job's own children (one of each kind at most: the PodGroup, NetworkPolicy, HPA) come from the planner's table
+(plan/children/job_children.py), each entry giving its resource and what the cache keeps; this module adds the
+informer's selector and index. That table depends on the controller config: a PodGroup kind exists only when a
+gang scheduler is configured (and its resource is that scheduler's), so `child_kinds(gang)` builds it.
 """
 
 from __future__ import annotations
@@ -25,18 +28,13 @@ from tfop.api.constants import (
     PLURAL,
     VERSION,
 )
-from tfop.controller.cache_transforms import (
-    slim_autoscaler,
-    slim_batch_job,
-    slim_metadata,
-    slim_network_policy,
-    slim_pod,
-    slim_pod_group,
-)
+from tfop.controller.cache_transforms import slim_batch_job, slim_keeping, slim_metadata, slim_pod
+from tfop.controller.plan.children.job_child import JobChildKind
+from tfop.controller.plan.children.job_children import job_child_kinds
 from tfop.controller.plan.gang_schedulers import GangScheduler
-from tfop.controller.plan.types import AUTOSCALER, JOB, NETWORK_POLICY, POD, POD_GROUP, SERVICE
+from tfop.controller.plan.types import JOB, POD, SERVICE
 from tfop.kube.informer import Transform
-from tfop.kube.resource import HORIZONTAL_POD_AUTOSCALERS, JOBS, NETWORK_POLICIES, PODS, SERVICES, Resource
+from tfop.kube.resource import JOBS, PODS, SERVICES, Resource
 
 TFJOBS = Resource(GROUP, VERSION, PLURAL, KIND)  # the owner of every child below
 BY_OWNER = "controller-uid"  # the cache index a job's children are looked up by: its uid
@@ -76,13 +74,11 @@ REPLICA_KINDS: tuple[ChildKind, ...] = (
 )
 
 
-# A job that asks for isolation (plan/children/network_policy.py) gets one, created before any replica's children, so an
-# isolated job's pods are made only once it exists. In the table whatever the config, since any job may ask.
-NETWORK_POLICY_KIND = ChildKind(NETWORK_POLICY, NETWORK_POLICIES, slim_network_policy, scope=Scope.JOB)
-
-# A job whose elasticPolicy has metrics gets one (plan/children/autoscaler.py); any job may ask, so it is in the
-# table whatever the config.
-AUTOSCALER_KIND = ChildKind(AUTOSCALER, HORIZONTAL_POD_AUTOSCALERS, slim_autoscaler, scope=Scope.JOB)
+def own_kind(kind: JobChildKind) -> ChildKind:
+    """One kind of the job's own children, as its entry in the planner's table says (plan/children/job_child.py):
+    the same informer, cache and writer for each."""
+    return ChildKind(kind.kind, Resource(kind.group, kind.version, kind.plural, kind.kind), slim_keeping(kind.cached),
+                     scope=Scope.JOB)
 
 
 @dataclass(frozen=True)
@@ -103,12 +99,10 @@ class ChildKinds:
 
 
 def child_kinds(gang: GangScheduler | None) -> ChildKinds:
-    """Pods, Services and Jobs (any job may choose the Job backend), NetworkPolicies and HPAs (any job may ask for
-    one), and the gang scheduler's PodGroup when one is configured (and its CRD is installed)."""
-    if gang is None:
-        return ChildKinds((NETWORK_POLICY_KIND, AUTOSCALER_KIND, *REPLICA_KINDS))
-    pod_groups = ChildKind(POD_GROUP, pod_group_resource(gang), slim_pod_group, scope=Scope.JOB)
-    return ChildKinds((NETWORK_POLICY_KIND, AUTOSCALER_KIND, pod_groups, *REPLICA_KINDS))
+    """The job's own children (plan/children/job_children.py: its PodGroup when a gang scheduler is configured
+    and its CRD installed, its NetworkPolicy and HPA, which any job may ask for), then Pods, Services and Jobs (any
+    job may choose the Job backend)."""
+    return ChildKinds((*(own_kind(kind) for kind in job_child_kinds(gang)), *REPLICA_KINDS))
 
 
 def pod_group_resource(gang: GangScheduler) -> Resource:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -30,13 +29,13 @@ from tfop.api.constants import (
 from tfop.api.fields import integer, mapping, text
 from tfop.api.timestamps import as_utc, format_time
 from tfop.controller.plan.controller_config import ControllerConfig
+from tfop.controller.plan.observed.child import Child
 from tfop.controller.plan.status import (
     FALSE,
     TRUE,
     condition_is_true,
     conditions_of,
     find_condition,
-    is_terminating,
     set_condition,
     summary,
 )
@@ -71,6 +70,7 @@ class PlanDraft:
         self.create: list[Creation] = []
         self.delete: list[ChildRef] = []
         self.patch: list[ChildPatch] = []
+        self.release: list[ChildRef] = []
         self.desired: ChildBodies | None = None
         self.events: list[JobEvent] = []
         self.requeue_after: float | None = None
@@ -112,7 +112,7 @@ class PlanDraft:
         seconds = max(seconds, 0.0)
         self.requeue_after = seconds if self.requeue_after is None else min(self.requeue_after, seconds)
 
-    def delete_child(self, kind: str, child: dict[str, Any], *, force: bool = False) -> None:
+    def delete_child(self, kind: str, child: Child | dict[str, Any], *, force: bool = False) -> None:
         self.delete.append(ChildRef.of(kind, child, force=force))
 
     def deleted_uids(self, kind: str) -> set[str]:
@@ -122,9 +122,9 @@ class PlanDraft:
         """Stamps a status timestamp with the plan's `now`."""
         self.status[key] = format_time(self.now)
 
-    def note_cleanup(self, children: Iterable[dict[str, Any]]) -> None:
+    def note_cleanup(self, children_going: bool) -> None:
         """A finished or suspended job is cleaning up while it deletes children or waits for them to go."""
-        self.cleaning_up = bool(self.delete) or any(is_terminating(child) for child in children)
+        self.cleaning_up = bool(self.delete) or children_going
 
     def finalize(self, *, refused: bool = False) -> Plan:
         """`refused`: the apiserver refused creates of the plan made from this state, which the status must tell."""
@@ -141,11 +141,12 @@ class PlanDraft:
                     desired=self.desired if self.create or self.patch else None, status=status,
                     status_waits=self._status_wait(status, refused), events=events,
                     requeue_after=self.requeue_after, delete_job=self.delete_job, counters=counters,
-                    restarts=tuple(self.restarted))
+                    restarts=tuple(self.restarted), release=self.release)
 
     def _status_wait(self, status: dict[str, Any] | None, refused: bool) -> StatusWait:
-        if (status is None or refused or self.delete or self.patch or self.restarts or self.delete_job
-                or self._said_once):
+        # Pods waiting to be released wait for this status: it is written at once.
+        if (status is None or refused or self.delete or self.patch or self.release or self.restarts
+                or self.delete_job or self._said_once):
             return StatusWait.NO
         if self.create:
             return StatusWait.FOR_CREATES

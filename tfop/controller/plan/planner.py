@@ -30,9 +30,8 @@ from tfop.controller.plan.children.desired import DesiredChildren, pod_restart_p
 from tfop.controller.plan.children.naming import CHILD_NAMING, ChildNaming, naming_of
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.legacy_gpu import REASON_GPU_RESOURCE_RENAMED, renamed_message
-from tfop.controller.plan.job.model import RunPolicy, TFJobModel
+from tfop.controller.plan.job.model import RunPolicy, TFJobModel, TFJobSpec
 from tfop.controller.plan.job.parse import InvalidJob, lenient_run_policy, parse_job
-from tfop.controller.plan.policies.autoscaling import plan_autoscaler
 from tfop.controller.plan.policies.backoff import fail_for_replicas
 from tfop.controller.plan.policies.cleanup import COMPLETION_TIME, finish, keep_finished
 from tfop.controller.plan.policies.deadline import START_TIME, fail_past_deadline
@@ -42,7 +41,7 @@ from tfop.controller.plan.policies.evaluator import (
     waiting_for_evaluators,
 )
 from tfop.controller.plan.policies.gang import plan_pod_group
-from tfop.controller.plan.policies.network_isolation import plan_network_policy
+from tfop.controller.plan.policies.job_children import OwnChild, keep_job_children, waiting_for_a_name
 from tfop.controller.plan.policies.node_loss import (
     Verdict,
     force_deleted_pods,
@@ -56,10 +55,11 @@ from tfop.controller.plan.policies.success import settle_remaining, succeeded
 from tfop.controller.plan.policies.suspension import resume_if_suspended, suspend
 from tfop.controller.plan.policies.unknown_scheduling import MissingWait, fail_for_missing, give_up_note, missing_waits
 from tfop.controller.plan.replicas.backends import BACKENDS, REPLICA_BACKEND, ReplicaBackend, settled_backend
+from tfop.controller.plan.replicas.finished import FinishedReplicas, pods_to_release, recall_finished
 from tfop.controller.plan.replicas.pod_slots import SlotState, SortedChildren
-from tfop.controller.plan.replicas.replica_status import record_replicas, uid_of
+from tfop.controller.plan.replicas.replica_status import record_replicas
 from tfop.controller.plan.status import TRUE, is_terminating, listing
-from tfop.controller.plan.types import JOB, POD, SERVICE, Creation, Plan, PlanContext
+from tfop.controller.plan.types import POD, POD_GROUP, SERVICE, ChildRef, Creation, Plan, PlanContext
 
 __all__ = ["plan"]
 
@@ -78,13 +78,15 @@ class _Planning:
 
 def plan(context: PlanContext) -> Plan:
     job = context.job
-    if is_terminating(job) or managed_elsewhere(job):
-        return Plan()  # the garbage collector removes a deleted job's children; another controller runs the job
+    if managed_elsewhere(job):
+        return Plan()  # another controller runs the job
+    if is_terminating(job):  # the garbage collector removes its children, once tfop's finalizer has gone
+        return Plan(release=[ChildRef.of(POD, pod) for pod in context.observed.pods if pod.tracked])
     draft = PlanDraft(job, context.now, context.config)
     parsed = parse_job(job, context.config, settled_backend=settled_backend(job, context))
     _note_created(draft, parsed)
-    own = [*context.of_kind(JOB), *(pod for pod in context.of_kind(POD) if not made_by_job(pod)),
-           *context.of_kind(SERVICE)]
+    observed = context.observed
+    own = [*observed.batch_jobs, *(pod for pod in observed.pods if not made_by_job(pod)), *observed.services]
     naming = naming_of(job, own, context.config.child_naming)
     draft.status[CHILD_NAMING] = naming.scheme
     backend_name = parsed.options.replica_backend if isinstance(parsed, TFJobModel) else parsed.replica_backend
@@ -93,6 +95,7 @@ def plan(context: PlanContext) -> Plan:
     refused = [refusal for refusal in context.refusals if refusal.permanent]
     # A finished or rejected job is cleaned up by its run policy; an invalid one's read leniently.
     run_policy = parsed.spec.run_policy if isinstance(parsed, TFJobModel) else lenient_run_policy(parsed.source)
+    spec = parsed.spec if isinstance(parsed, TFJobModel) else None
     if _is_finished(draft):
         keep_finished(draft, run_policy, context, just_finished=False)
     elif isinstance(parsed, InvalidJob) or refused:
@@ -100,9 +103,21 @@ def plan(context: PlanContext) -> Plan:
         _reject(draft, run_policy, context, errors or [r.describe() for r in refused])
     else:
         backend = BACKENDS[parsed.options.replica_backend]
-        _run(_Planning(draft, context, parsed, naming, backend.sort_children(parsed.spec, context, naming),
-                       backend))
+        # A replica whose pod is gone keeps the end the status recorded for it (replicas/finished.py).
+        sorted_children = recall_finished(parsed.spec, backend.sort_children(parsed.spec, context, naming),
+                                          FinishedReplicas.of_status(job.get("status")))
+        _run(_Planning(draft, context, parsed, naming, sorted_children, backend))
+    _release_pods(draft, context, spec)
     return draft.finalize(refused=bool(context.refusals))
+
+
+def _release_pods(draft: PlanDraft, context: PlanContext, spec: TFJobSpec | None) -> None:
+    """The pods whose tracking finalizer goes once this plan's status is stored: all of a finished job's (its
+    final tally is in that status), else those whose end this status records or that need no record."""
+    replicas = {replica_type: spec.replicas(replica_type) for replica_type in spec.replica_specs} if spec else {}
+    released = pods_to_release(context.observed.pods, FinishedReplicas.of_status(draft.status), replicas,
+                               deleting=draft.deleted_uids(POD), everything=spec is None or _is_finished(draft))
+    draft.release = [ChildRef.of(POD, pod) for pod in released]
 
 
 def _note_created(draft: PlanDraft, parsed: TFJobModel | InvalidJob) -> None:
@@ -173,22 +188,23 @@ def _run(p: _Planning) -> None:
 
     retryable = [slot for slot in children.slots if slot.state is SlotState.RETRYABLE]
     recreate = p.backend.to_recreate(retryable)
-    scaled_down = [child for child in children.surplus_of(p.backend.kind) if not is_terminating(child)]
-    recreating = {uid_of(slot.pod) for slot in recreate}
+    scaled_down = [child for child in children.surplus_of(p.backend.kind) if not child.terminating]
+    recreating = {slot.pod.uid for slot in recreate if slot.pod is not None}
+    observed = p.context.observed
     # A replica replaced for its node is not restarted: its pod's count retires, and no restart is added.
-    on_bad_nodes = [] if p.context.nodes is None else replicas_on_bad_nodes(
-        p.context.of_kind(POD), p.context.nodes, draft.now, draft.config.node_loss, p.model.options.node_policy)
-    moving = {uid_of(replica.pod) for replica in on_bad_nodes if replica.verdict in (Verdict.LOST, Verdict.MOVE)}
+    on_bad_nodes = [] if observed.nodes is None else replicas_on_bad_nodes(
+        observed.pods, observed.nodes, draft.now, draft.config.node_loss, p.model.options.node_policy)
+    moving = {replica.pod.uid for replica in on_bad_nodes if replica.verdict in (Verdict.LOST, Verdict.MOVE)}
     # A resize by restart stops every live replica; the batch Job backend's controller would replace them alone.
-    resize = plan_resize(draft, p.model, p.context, p.context.of_kind(POD) if p.backend.kind == POD else [])
-    resized = {uid_of(pod) for pod in resize.restart} - recreating - moving - {uid_of(pod) for pod in scaled_down}
+    resize = plan_resize(draft, p.model, p.context, observed.pods if p.backend.kind == POD else [])
+    resized = {pod.uid for pod in resize.restart} - recreating - moving - {child.uid for child in scaled_down}
     # Restarted with them (restart scope Job): retired, not counted, since the job restarts once.
-    together = [pod for pod in resize.restart if uid_of(pod) in resized] or (
+    together = [pod for pod in resize.restart if pod.uid in resized] or (
         restarted_with(children.slots, recreating | moving) if p.model.options.restart_scope == RESTART_SCOPE_JOB
         else [])
     counts = p.backend.count_restarts(draft, p.model.spec, p.context, children,
-                                      deleting=recreating | moving | {uid_of(pod) for pod in together}
-                                      | {uid_of(child) for child in scaled_down},
+                                      deleting=recreating | moving | {pod.uid for pod in together}
+                                      | {child.uid for child in scaled_down},
                                       recreating=recreating)
     if succeeded(p.model.spec, children.slots):  # success wins over failure: the chief's result is what was asked for
         # Replicas still running get a moment to end by themselves, told with the success rather than deleted;
@@ -201,7 +217,7 @@ def _run(p: _Planning) -> None:
             return
         finish_training(draft, p.model, p.context, children, counts)
         return
-    missing = missing_waits(draft, p.model, p.context.of_kind(POD), p.context.refusals)
+    missing = missing_waits(draft, p.model, observed.pods, p.context.refusals)
     if _finish_if_done(p, sum(count.total for count in counts.values()), missing):
         keep_finished(draft, p.model.spec.run_policy, p.context, just_finished=True)
         record_replicas(p.draft, p.model.spec, p.children, counts, finishing=True)
@@ -210,15 +226,15 @@ def _run(p: _Planning) -> None:
     for child in [*(slot.pod for slot in recreate if slot.pod is not None), *scaled_down, *together]:
         draft.delete_child(p.backend.kind, child)  # a recreated pod is made once the old one is gone: its name is taken
     for service in children.surplus_of(SERVICE):
-        if not is_terminating(service):
+        if not service.terminating:
             draft.delete_child(SERVICE, service)
     node_note = move_off_bad_nodes(draft, on_bad_nodes, already_deleted=draft.deleted_uids(POD))
     p.backend.resume(draft, children)
-    gang = plan_pod_group(draft, p.model, p.context,
+    own = keep_job_children(draft, p.model, p.context)
+    gang = plan_pod_group(draft, p.model, p.context, own.get(POD_GROUP, OwnChild()),
                           pods=[(slot.slot, slot.pod) for slot in children.slots if slot.pod is not None])
-    plan_network_policy(draft, p.model, p.context)
-    plan_autoscaler(draft, p.model, p.context)
-    _create_missing(p, hold_pods=gang.hold_pods is not None or _restart_together_pending(p, resize))
+    _create_missing(p, hold_pods=gang.hold_pods is not None or waiting_for_a_name(own)
+                    or _restart_together_pending(p, resize))
     update_running(draft, children, p.context.refusals, p.backend.replaced(retryable, counts), gang=gang,
                    node_note=node_note, with_all=bool(together),
                    give_up_note=give_up_note(missing, p.model.options.unknown_scheduling_grace))
@@ -231,7 +247,7 @@ def _restart_together_pending(p: _Planning, resize: Resize) -> bool:
     size). A replica started alone would wait for its peers, and could give up, a second job restart, before the
     last old pod is gone (one on a lost node goes only when the node is declared lost)."""
     deleting = p.draft.deleted_uids(POD)
-    going = [pod for pod in p.context.of_kind(POD) if is_terminating(pod) or uid_of(pod) in deleting]
+    going = [pod for pod in p.context.observed.pods if pod.terminating or pod.uid in deleting]
     if p.model.options.restart_scope == RESTART_SCOPE_JOB:
         return bool(going)
     return p.backend.kind == POD and any(resize.out_of_date(pod) for pod in going)
@@ -254,7 +270,7 @@ def _create_missing(p: _Planning, *, hold_pods: bool) -> None:
                 continue
             elif slot.state is SlotState.ABSENT:
                 p.draft.create.append(Creation(kind, replica, name))
-            elif slot.pod is not None and (replaced := uid_of(slot.pod)) in forced:
+            elif slot.pod is not None and (replaced := slot.pod.uid) in forced:
                 p.draft.create.append(Creation(kind, replica, name, replaces=replaced))
     if p.draft.create or p.draft.patch:
         config = p.draft.config

@@ -1,4 +1,4 @@
-"""TFJob status pieces: conditions, replica statuses, the summary fields, and reading a pod's state.
+"""TFJob status pieces: conditions, the summary fields, and whether an object is being deleted.
 
 Conditions follow metav1.Condition. Setting a condition to what it already says returns an equal list, so an
 unchanged status compares equal and is never re-patched.
@@ -17,15 +17,12 @@ from tfop.api.constants import (
     CONDITION_RUNNING,
     CONDITION_SUCCEEDED,
     CONDITION_SUSPENDED,
+    FINALIZER_REPLICA_TRACKING,
     PHASE_CLEANUP,
     PHASE_CREATING,
     PHASE_DONE,
     PHASE_FAILED,
     PHASE_RUNNING,
-    POD_FAILED,
-    POD_PENDING,
-    POD_RUNNING,
-    POD_SUCCEEDED,
     REASON_PENDING,
     STATE_CREATED,
     STATE_FAILED,
@@ -35,7 +32,7 @@ from tfop.api.constants import (
     STATE_SUCCEEDED,
     STATE_SUSPENDED,
 )
-from tfop.api.fields import integer, items, mapping, mapping_at, text
+from tfop.api.fields import items, mapping, mapping_at, text
 from tfop.api.timestamps import format_time
 
 TRUE = "True"
@@ -82,28 +79,9 @@ def is_terminating(obj: object) -> bool:
     return mapping_at(obj, "metadata").get("deletionTimestamp") is not None
 
 
-def pod_phase(pod: object) -> str:
-    return text(mapping_at(pod, "status").get("phase")) or POD_PENDING
-
-
-def pod_restart_count(pod: object) -> int:
-    """In-place restarts the kubelet made, over all the pod's containers."""
-    total = 0
-    for status in items(mapping_at(pod, "status").get("containerStatuses")):
-        total += max(integer(mapping(status).get("restartCount")) or 0, 0)
-    return total
-
-
-def replica_status(pods: Iterable[dict[str, Any]], restarts: int) -> dict[str, int]:
-    """Counts of one replica type's pods by phase; `active` is pending or running. The caller chooses the pods
-    (see replicas/replica_status.py: going pods stay active until they are gone)."""
-    phases = [pod_phase(pod) for pod in pods]
-    return {
-        "active": sum(phase in (POD_PENDING, POD_RUNNING) for phase in phases),
-        "succeeded": phases.count(POD_SUCCEEDED),
-        "failed": phases.count(POD_FAILED),
-        "restarts": restarts,
-    }
+def holds_finalizer(child: object) -> bool:
+    """Whether the child (as the cache keeps it) still holds tfop's tracking finalizer (replicas/finished.py)."""
+    return FINALIZER_REPLICA_TRACKING in items(mapping_at(child, "metadata").get("finalizers"))
 
 
 def summary(conditions: list[dict[str, Any]], *, cleaning_up: bool) -> dict[str, str]:

@@ -6,11 +6,13 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from types import MappingProxyType
 from typing import Protocol
 
-from tfop.api.fields import mapping, text
 from tfop.controller.plan.controller_config import ControllerConfig
+from tfop.controller.plan.observed.child import Child
+from tfop.controller.plan.observed.observation import Observation
 from tfop.controller.plan.slots import ReplicaSlot
 from tfop.objects import Object
 
@@ -76,6 +78,12 @@ class PlanContext:
     def of_kind(self, kind: str) -> list[Object]:
         return self.children.get(kind, [])
 
+    @cached_property
+    def observed(self) -> Observation:
+        """The pods, Jobs, Services and nodes viewed, once per pass: what the policies read."""
+        return Observation.of(pods=self.of_kind(POD), batch_jobs=self.of_kind(JOB), services=self.of_kind(SERVICE),
+                              nodes=self.nodes)
+
 
 @dataclass(frozen=True)
 class Creation:
@@ -112,9 +120,10 @@ class ChildRef:
     grace_period_seconds: int | None = None
 
     @classmethod
-    def of(cls, kind: str, child: Object, *, force: bool = False) -> ChildRef:
-        metadata = mapping(child.get("metadata"))
-        return cls(kind, text(metadata.get("name")) or "", text(metadata.get("uid")) or "", 0 if force else None)
+    def of(cls, kind: str, child: Child | Object, *, force: bool = False) -> ChildRef:
+        if not isinstance(child, Child):
+            child = Child.of(child)
+        return cls(kind, child.name, child.uid, 0 if force else None)
 
 
 @dataclass(frozen=True)
@@ -181,6 +190,9 @@ class Plan:
     events: list[JobEvent] = field(default_factory=list)
     requeue_after: float | None = None  # seconds until the soonest timer (deadline, TTL)
     delete_job: bool = False  # ttlSecondsAfterFinished has passed
+    # Pods whose tracking finalizer goes once this plan's status is stored (replicas/finished.py); a pod the plan
+    # force-deletes is released just before its delete, so that the delete removes it.
+    release: list[ChildRef] = field(default_factory=list)
     counters: JobCounters = field(default_factory=JobCounters)
     restarts: tuple[ReplicaRestart, ...] = ()  # seen by this plan, for the log
 

@@ -24,14 +24,15 @@ from tfop.api.constants import (
     RESTART_POLICY_NEVER,
     RESTART_POLICY_ON_FAILURE,
 )
-from tfop.api.fields import items, mapping, mapping_at, text
+from tfop.api.fields import items, mapping
+from tfop.controller.plan.observed.child import Child
+from tfop.controller.plan.observed.pod import DISRUPTION_TARGET
 from tfop.objects import Object
 
 BATCH_API_VERSION = "batch/v1"
 JOB_KIND = "Job"
 MAX_BACKOFF_LIMIT = 2**31 - 1  # int32: "no limit", as a TFJob without backoffLimit has
 PERMANENT_EXIT_CODES = list(range(1, 128))
-DISRUPTION_TARGET = "DisruptionTarget"
 # The Job controller's reason for a Failed Job that matters here.
 FAILED_BY_BACKOFF_LIMIT = "BackoffLimitExceeded"
 
@@ -78,54 +79,11 @@ def replica_job(pod: Object, replica_policy: str, backoff_limit: int | None) -> 
             "spec": job_spec}
 
 
-def made_by_job(pod: object) -> bool:
+def made_by_job(child: Child | Object) -> bool:
     """Whether a Job controls the pod (the Job backend's pods), rather than the TFJob itself."""
-    return any(mapping(ref).get("controller") is True and mapping(ref).get("kind") == JOB_KIND
-               and mapping(ref).get("apiVersion") == BATCH_API_VERSION
-               for ref in items(mapping_at(pod, "metadata").get("ownerReferences")))
+    owner = (child if isinstance(child, Child) else Child.of(child)).controller
+    return owner is not None and owner.kind == JOB_KIND and owner.api_version == BATCH_API_VERSION
 
 
-def controller_uid(child: object) -> str:
-    for ref in items(mapping_at(child, "metadata").get("ownerReferences")):
-        if mapping(ref).get("controller") is True:
-            return text(mapping(ref).get("uid")) or ""
-    return ""
-
-
-def job_outcome(batch_job: object) -> tuple[str, str] | None:
-    """("Complete" | "Failed", reason) once the Job controller has decided; FailureTarget, which it sets before
-    Failed while the pods go, already counts as Failed."""
-    for entry in items(mapping_at(batch_job, "status").get("conditions")):
-        condition = mapping(entry)
-        if condition.get("status") != "True":
-            continue
-        kind = condition.get("type")
-        if kind == "Complete":
-            return "Complete", text(condition.get("reason")) or ""
-        if kind in ("Failed", "FailureTarget"):
-            return "Failed", text(condition.get("reason")) or ""
-    return None
-
-
-def is_suspended(batch_job: object) -> bool:
-    return mapping_at(batch_job, "spec").get("suspend") is True
-
-
-def failed_pods(batch_job: object) -> int:
-    value = mapping_at(batch_job, "status").get("failed")
-    return value if isinstance(value, int) and value > 0 else 0
-
-
-def is_disrupted(pod: object) -> bool:
-    """The pod carries DisruptionTarget=True: evicted, preempted, or its node drained."""
-    return disruption(pod) is not None
-
-
-def disruption(pod: object) -> tuple[str, str] | None:
-    """(reason, message) of the pod's DisruptionTarget=True condition: the reason says who took the pod
-    (PreemptionByScheduler, EvictionByEvictionAPI, DeletionByTaintManager, TerminationByKubelet)."""
-    for entry in items(mapping_at(pod, "status").get("conditions")):
-        condition = mapping(entry)
-        if condition.get("type") == DISRUPTION_TARGET and condition.get("status") == "True":
-            return text(condition.get("reason")) or "", text(condition.get("message")) or ""
-    return None
+def controller_uid(child: Child) -> str:
+    return child.controller.uid if child.controller is not None else ""

@@ -12,11 +12,10 @@ from typing import Any
 
 from tfop.api.constants import (
     ANNOTATION_TF_CLUSTER,
-    API_VERSION,
     CHIEF_REPLICA_TYPES,
     DEFAULT_PORT_NAME,
+    FINALIZER_REPLICA_TRACKING,
     JOB_ROLE_MASTER,
-    KIND,
     LABEL_JOB_NAME,
     LABEL_JOB_ROLE,
     LABEL_MANAGED_BY,
@@ -35,12 +34,12 @@ from tfop.api.constants import (
 from tfop.api.fields import integer, items, mapping, mapping_at
 from tfop.api.runtime_id import child_name, runtime_id
 from tfop.controller.plan.children.accelerators import apply_accelerators
-from tfop.controller.plan.children.autoscaler import autoscaler
 from tfop.controller.plan.children.batch_job import replica_job
+from tfop.controller.plan.children.job_child import owner_reference
+from tfop.controller.plan.children.job_children import job_child_kinds
 from tfop.controller.plan.children.naming import ChildNaming, labelled_slot
-from tfop.controller.plan.children.network_policy import network_policy
 from tfop.controller.plan.children.node_loss_tolerations import tolerate_node_loss
-from tfop.controller.plan.children.pod_group import join_gang, pod_group
+from tfop.controller.plan.children.pod_group import join_gang
 from tfop.controller.plan.children.tf_config import (
     cluster_key,
     set_env,
@@ -52,14 +51,15 @@ from tfop.controller.plan.children.tf_config import (
 from tfop.controller.plan.controller_config import DEFAULT_SERVICE_DOMAIN, Accelerators
 from tfop.controller.plan.gang_schedulers import GangScheduler
 from tfop.controller.plan.job.default_ps_server import uses_script
-from tfop.controller.plan.job.model import JobMeta, TFJobModel
+from tfop.controller.plan.job.model import TFJobModel
+from tfop.controller.plan.observed.child import Child
 from tfop.controller.plan.slots import ReplicaSlot
-from tfop.controller.plan.types import AUTOSCALER, JOB, NETWORK_POLICY, POD, POD_GROUP, SERVICE
+from tfop.controller.plan.types import JOB, POD, SERVICE
 from tfop.objects import Object
 
 __all__ = [
     "DesiredChildren", "child_name", "desired_pod", "desired_service",
-    "owner_reference", "pod_restart_policy", "replica_slot_of",
+    "pod_restart_policy", "replica_slot_of",
     "selector_labels", "total_replicas",
 ]
 
@@ -86,18 +86,7 @@ def selector_labels(job_name: str, replica_type: str, runtime_id: str, index: in
     }
 
 
-def owner_reference(job: JobMeta) -> Object:
-    return {
-        "apiVersion": API_VERSION,
-        "kind": KIND,
-        "name": job.name,
-        "uid": job.uid,
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
-
-
-def replica_slot_of(child: dict[str, Any]) -> ReplicaSlot | None:
+def replica_slot_of(child: Child) -> ReplicaSlot | None:
     """The slot a Pod or Service fills, read from its replica-type and replica-index labels whatever its name:
     the wiring passes only children this job controls, and those the Kubeflow training operator made fill their
     slots as tfop's own do."""
@@ -135,14 +124,20 @@ class DesiredChildren:
     def body(self, kind: str, slot: ReplicaSlot | None) -> Object:
         """The body of a planned creation (the applier asks as it sends it): a replica's child for its slot, the
         job's own for None."""
-        if kind in _JOB_CHILDREN:
-            return _JOB_CHILDREN[kind](self)
         if slot is None:
-            raise ValueError(f"a replica's {kind} needs its slot")
+            own = next((child for child in job_child_kinds(self._gang) if child.kind == kind), None)
+            if own is None:
+                raise ValueError(f"a replica's {kind} needs its slot")
+            return own.body(self._job)
+        if kind not in _REPLICA_CHILDREN:
+            raise ValueError(f"{kind} is not a replica's child")
         return _REPLICA_CHILDREN[kind](self, slot.replica_type, slot.index)
 
     def pod(self, replica_type: str, index: int) -> Object:
         pod = self._replica_pod(replica_type, index)
+        # Held until the job's status records how the replica ended (replicas/finished.py); the Job backend's pods
+        # are the Job controller's, which has a finalizer of its own.
+        pod["metadata"]["finalizers"] = [FINALIZER_REPLICA_TRACKING]
         if self._replaces_lost_pods:
             tolerate_node_loss(pod["spec"])
         return pod
@@ -178,19 +173,6 @@ class DesiredChildren:
         """The Job backend's Job of one replica: its pod as the template (controller/plan/children/batch_job.py)."""
         return replica_job(self._replica_pod(replica_type, index),
                            self._spec.replica_specs[replica_type].restart_policy, self._spec.run_policy.backoff_limit)
-
-    def pod_group(self) -> Object:
-        if self._gang is None:
-            raise ValueError("a PodGroup needs a gang scheduler")
-        return pod_group(self._job, self._gang, self._owner, self._runtime_id)
-
-    def network_policy(self) -> Object:
-        """The job's NetworkPolicy, when it asks for one (controller/plan/children/network_policy.py)."""
-        return network_policy(self._job, self._owner)
-
-    def autoscaler(self) -> Object:
-        """The job's HorizontalPodAutoscaler, when its elastic policy has metrics (plan/children/autoscaler.py)."""
-        return autoscaler(self._job, self._owner)
 
     def service(self, replica_type: str, index: int) -> dict[str, Any]:
         return {
@@ -253,12 +235,9 @@ class DesiredChildren:
         return ports
 
 
-# The body of each kind, by the plan's name for it (plan/types.py).
+# The body of each replica's kind, by the plan's name for it (plan/types.py); the job's own are its table's.
 _REPLICA_CHILDREN: dict[str, Callable[[DesiredChildren, str, int], Object]] = {
     POD: DesiredChildren.pod, SERVICE: DesiredChildren.service, JOB: DesiredChildren.batch_job}
-_JOB_CHILDREN: dict[str, Callable[[DesiredChildren], Object]] = {
-    POD_GROUP: DesiredChildren.pod_group, NETWORK_POLICY: DesiredChildren.network_policy,
-    AUTOSCALER: DesiredChildren.autoscaler}
 
 
 def desired_pod(job: TFJobModel, replica_type: str, index: int,

@@ -25,10 +25,12 @@ from tfop.api.constants import (
     NAMING_TYPE_INDEX,
     NAMINGS,
     OPERATOR_NAME,
+    ChildNamingScheme,
 )
 from tfop.api.defaults import canonical_replica_type
-from tfop.api.fields import mapping, mapping_at, text
+from tfop.api.fields import mapping, one_of, text
 from tfop.api.runtime_id import child_name, runtime_id
+from tfop.controller.plan.observed.child import Child
 
 CHILD_NAMING = "childNaming"  # the status field
 
@@ -38,9 +40,9 @@ def type_index_name(job_name: str, replica_type: str, index: int) -> str:
     return f"{job_name}-{replica_type.lower()}-{index}"
 
 
-def labelled_slot(child: object) -> tuple[str, int] | None:
+def labelled_slot(child: Child) -> tuple[str, int] | None:
     """(replica type, index) from a child's labels, whatever its name; None unless both are well formed."""
-    labels = mapping_at(child, "metadata", "labels")
+    labels = child.labels
     replica_type = canonical_replica_type(labels.get(LABEL_REPLICA_TYPE))
     index_label = text(labels.get(LABEL_REPLICA_INDEX)) or ""
     if replica_type is None or not index_label.isascii() or not index_label.isdigit():
@@ -50,7 +52,7 @@ def labelled_slot(child: object) -> tuple[str, int] | None:
 
 @dataclass(frozen=True)
 class ChildNaming:
-    scheme: str  # NAMING_RUNTIME_ID or NAMING_TYPE_INDEX
+    scheme: ChildNamingScheme
     job_name: str
     runtime_id: str
 
@@ -81,13 +83,14 @@ class ChildNaming:
         return ",".join(terms)
 
 
-def naming_of(job: dict[str, Any], children: Iterable[dict[str, Any]], default: str = NAMING_RUNTIME_ID) -> ChildNaming:
+def naming_of(job: dict[str, Any], children: Iterable[Child],
+              default: ChildNamingScheme = NAMING_RUNTIME_ID) -> ChildNaming:
     """The job's naming: as its status records it; else as its children show it; else `default`."""
     metadata = mapping(job.get("metadata"))
     job_name = text(metadata.get("name")) or ""
     rid = runtime_id(text(metadata.get("uid")) or "")
-    recorded = text(mapping(job.get("status")).get(CHILD_NAMING))
-    if recorded in NAMINGS and recorded is not None:
+    recorded = one_of(mapping(job.get("status")).get(CHILD_NAMING), NAMINGS)
+    if recorded is not None:
         return ChildNaming(recorded, job_name, rid)
     shown = {_scheme_of(child, job_name, rid) for child in children}
     # Any child under the Go naming decides: some replica's peers already know its address by that name.
@@ -96,11 +99,11 @@ def naming_of(job: dict[str, Any], children: Iterable[dict[str, Any]], default: 
     return ChildNaming(scheme, job_name, rid)
 
 
-def _scheme_of(child: dict[str, Any], job_name: str, rid: str) -> str | None:
+def _scheme_of(child: Child, job_name: str, rid: str) -> str | None:
     slot = labelled_slot(child)
     if slot is None:
         return None
-    name = mapping(child.get("metadata")).get("name")
+    name = child.name
     if name == type_index_name(job_name, *slot):
         return NAMING_TYPE_INDEX
     if name == child_name(job_name, slot[0], rid, slot[1]):

@@ -9,28 +9,24 @@ Kubeflow training operator) and lets in, on every port, the job's own pods and t
 JSON in `tfop.kubeflow.org/network-policy-from` (a monitoring namespace, a TensorBoard pod). Only ingress: egress
 (DNS, storage, the apiserver) is left alone.
 
-The annotations are read by plan/job/annotations.py; the planner's part (create it, keep it in line, delete
-it) is in plan/policies/network_isolation.py. Whether it is enforced
-is the cluster's network plugin's business: a plugin without NetworkPolicy support ignores it.
+The annotations are read by plan/job/annotations.py. It is one entry of the job's own children
+(children/job_child.py): made before any replica's children (the applier creates a job's own children first and
+stops at a refusal, so no pod of an isolated job is created before it), kept in line with the annotations while
+the job runs, deleted when the switch is turned off, and kept whatever the job does otherwise. Whether it is
+enforced is the cluster's network plugin's business: a plugin without NetworkPolicy support ignores it.
 """
 
 from __future__ import annotations
 
-from tfop.api.constants import (
-    LABEL_JOB_NAME,
-    LABEL_MANAGED_BY,
-    LABEL_OPERATOR_NAME,
-    LABEL_RUNTIME_ID,
-    LEGACY_OPERATOR_NAME,
-    MANAGED_BY,
-    OPERATOR_NAME,
-)
-from tfop.api.runtime_id import runtime_id
-from tfop.controller.plan.job.model import TFJobModel
-from tfop.objects import Object
+from typing import Any
 
-API_VERSION = "networking.k8s.io/v1"
-KIND = "NetworkPolicy"
+from tfop.api.constants import LABEL_JOB_NAME, LABEL_OPERATOR_NAME, LEGACY_OPERATOR_NAME, OPERATOR_NAME
+from tfop.api.fields import mapping
+from tfop.api.runtime_id import runtime_id
+from tfop.controller.plan.children.job_child import EVERY_STATE, JobChildKind
+from tfop.controller.plan.job.model import TFJobModel
+from tfop.controller.plan.types import NETWORK_POLICY
+from tfop.objects import Object
 
 
 def job_pods(job_name: str) -> Object:
@@ -52,12 +48,27 @@ def network_policy_name(job_name: str, uid: str) -> str:
     return f"{job_name}-{runtime_id(uid)}"
 
 
-def network_policy(job: TFJobModel, owner: Object) -> Object:
-    """The body of the job's NetworkPolicy, for a job that asks for isolation."""
-    metadata = job.metadata
-    return {"apiVersion": API_VERSION, "kind": KIND,
-            "metadata": {"name": network_policy_name(metadata.name, metadata.uid), "namespace": metadata.namespace,
-                         "labels": {LABEL_JOB_NAME: metadata.name, LABEL_RUNTIME_ID: runtime_id(metadata.uid),
-                                    LABEL_OPERATOR_NAME: OPERATOR_NAME, LABEL_MANAGED_BY: MANAGED_BY},
-                         "ownerReferences": [dict(owner)]},
-            "spec": network_policy_spec(metadata.name, job.options.isolation.peers)}
+def wanted_network_policy(job: TFJobModel) -> Object | None:
+    isolation = job.options.isolation
+    return network_policy_spec(job.metadata.name, isolation.peers) if isolation.isolated else None
+
+
+def network_policy_drift(stored: Object, wanted: Object) -> Object | None:
+    return None if _without_empty(mapping(stored.get("spec"))) == wanted else {"spec": wanted}
+
+
+NETWORK_POLICY_KIND = JobChildKind(
+    NETWORK_POLICY, "networking.k8s.io", "v1", "networkpolicies", cached=("spec",), kept_in=EVERY_STATE,
+    name=lambda job: network_policy_name(job.name, job.uid), wanted=wanted_network_policy,
+    drift=network_policy_drift)
+
+
+def _without_empty(value: Any) -> Any:
+    """`value` without empty maps and lists in it, as the wanted spec is written (the apiserver may keep an empty
+    selector map where the wanted spec has none)."""
+    if isinstance(value, dict):
+        kept = {key: _without_empty(item) for key, item in value.items()}
+        return {key: item for key, item in kept.items() if item not in ({}, []) or key.endswith("Selector")}
+    if isinstance(value, list):
+        return [_without_empty(item) for item in value]
+    return value

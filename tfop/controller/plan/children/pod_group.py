@@ -1,10 +1,9 @@
 """Gang scheduling: the PodGroup a job's pods are scheduled as one, and what its pods carry to join it.
 
-Two gang schedulers are known: the Coscheduling plugin of scheduler-plugins (PodGroup scheduling.x-k8s.io/
-v1alpha1, a pod joins by a label) and Volcano (PodGroup scheduling.volcano.sh/v1beta1, a pod joins by an
-annotation). Both read the group's minMember (how many pods must fit at once) and minResources (what they need
-together). Everything here is pure: the planner compares the spec it wants with the cached one, the applier
-builds the body.
+The gang schedulers tfop knows are plan/gang_schedulers.py's; both read the group's minMember (how many pods must
+fit at once) and minResources (what they need together). The group is one entry of the job's own children
+(children/job_child.py): the shared policy makes it, keeps it in line and deletes it; what its phase means is
+policies/gang.py's.
 """
 
 from __future__ import annotations
@@ -14,18 +13,14 @@ from fractions import Fraction
 from typing import Any
 
 from tfop.api.constants import (
-    LABEL_JOB_NAME,
-    LABEL_MANAGED_BY,
-    LABEL_OPERATOR_NAME,
-    LABEL_RUNTIME_ID,
-    MANAGED_BY,
-    OPERATOR_NAME,
     REPLICA_TYPES,
 )
 from tfop.api.fields import items, mapping, text
+from tfop.controller.plan.children.job_child import JobChildKind, JobState
 from tfop.controller.plan.gang_schedulers import GANG_SCHEDULER_PLUGINS, GangScheduler
-from tfop.controller.plan.job.model import SchedulingPolicy, TFJobModel, TFJobSpec
+from tfop.controller.plan.job.model import SchedulingPolicy, TFJobSpec
 from tfop.controller.plan.quantity import QuantityError, format_quantity, parse_quantity
+from tfop.controller.plan.types import POD_GROUP
 from tfop.objects import Object
 
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"  # scheduler-plugins: the pod's group, by name
@@ -65,20 +60,15 @@ def pod_group_spec(job: TFJobSpec, gang: GangScheduler) -> Object:
     return spec
 
 
-def pod_group(job: TFJobModel, gang: GangScheduler, owner: Object, runtime_id: str) -> Object:
-    name = pod_group_name(job.metadata.name)
-    return {
-        "apiVersion": gang.api_version,
-        "kind": gang.kind,
-        "metadata": {
-            "name": name,
-            "namespace": job.metadata.namespace,
-            "labels": {LABEL_JOB_NAME: name, LABEL_RUNTIME_ID: runtime_id, LABEL_OPERATOR_NAME: OPERATOR_NAME,
-                       LABEL_MANAGED_BY: MANAGED_BY},
-            "ownerReferences": [dict(owner)],
-        },
-        "spec": pod_group_spec(job.spec, gang),
-    }
+def pod_group_kind(gang: GangScheduler) -> JobChildKind:
+    """The job's PodGroup as one of its own children, for the configured gang scheduler: kept while the job runs
+    and, once it finished, while cleanPodPolicy None keeps its pods (a pod still running keeps its group)."""
+    return JobChildKind(
+        POD_GROUP, gang.group, gang.version, gang.plural,
+        cached=("spec", "status"),  # its status: the phase and what the scheduler says (policies/gang.py)
+        kept_in=frozenset({JobState.RUNNING, JobState.FINISHED_PODS_KEPT}),
+        name=lambda job: pod_group_name(job.name), wanted=lambda job: pod_group_spec(job.spec, gang),
+        drift=lambda stored, wanted: spec_drift(wanted, stored))
 
 
 def spec_drift(wanted: Object, pod_group_object: Object) -> Object | None:

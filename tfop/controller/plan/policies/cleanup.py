@@ -10,6 +10,7 @@ from typing import Literal
 
 from tfop.api.constants import (
     CLEAN_POD_POLICY_ALL,
+    CLEAN_POD_POLICY_NONE,
     CONDITION_FAILED,
     CONDITION_RESTARTING,
     CONDITION_RUNNING,
@@ -18,9 +19,10 @@ from tfop.api.constants import (
     REASON_TTL_EXPIRED,
 )
 from tfop.api.timestamps import parse_time
+from tfop.controller.plan.children.job_child import JobState
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import RunPolicy
-from tfop.controller.plan.policies.autoscaling import remove_autoscaler
+from tfop.controller.plan.policies.job_children import settle_job_children
 from tfop.controller.plan.replicas.removal import clean_up
 from tfop.controller.plan.types import PlanContext
 
@@ -38,12 +40,14 @@ def finish(draft: PlanDraft, condition_type: Literal["Succeeded", "Failed"], rea
 
 def keep_finished(draft: PlanDraft, run_policy: RunPolicy, context: PlanContext, *, just_finished: bool) -> None:
     """What a finished job still needs, on every reconcile: its children cleaned up as runPolicy says (never
-    recreated), and deletion once ttlSecondsAfterFinished has passed."""
+    recreated; its own, such as the HPA, as their entries say: policies/job_children.py), and deletion once
+    ttlSecondsAfterFinished has passed."""
     failed = draft.condition(CONDITION_FAILED) or {}
     # A deadline is about resources as much as time: nothing of the job may keep running past it.
     policy = CLEAN_POD_POLICY_ALL if failed.get("reason") == REASON_DEADLINE_EXCEEDED else run_policy.clean_pod_policy
+    settle_job_children(draft, context, JobState.FINISHED_PODS_KEPT if policy == CLEAN_POD_POLICY_NONE
+                        else JobState.FINISHED)
     clean_up(draft, context, policy)
-    remove_autoscaler(draft, context)  # nothing is left to scale, whatever the pod policy keeps
     completion = parse_time(draft.status.get(COMPLETION_TIME))
     if completion is None:  # a status written by someone else; finishing now is the best we know
         draft.set_time(COMPLETION_TIME)

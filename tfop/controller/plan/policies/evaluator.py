@@ -39,7 +39,6 @@ from tfop.api.constants import (
     REASON_WAITING_FOR_EVALUATOR,
     REPLICA_EVALUATOR,
 )
-from tfop.api.fields import mapping_at, text
 from tfop.api.timestamps import format_time, parse_time
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import RunPolicy, TFJobModel
@@ -155,11 +154,11 @@ def _names_of(children: SortedChildren, slots: list[ReplicaSlot]) -> frozenset[s
     names = set()
     for slot in children.slots:
         if slot.slot in slots and slot.pod is not None:
-            names.add(text(mapping_at(slot.pod, "metadata").get("name")) or "")
+            names.add(slot.pod.name)
     for wanted in slots:
         for child in (children.batch_jobs.get(wanted), children.services.get(wanted)):
             if child is not None:
-                names.add(text(mapping_at(child, "metadata").get("name")) or "")
+                names.add(child.name)
     return frozenset(names - {""})
 
 

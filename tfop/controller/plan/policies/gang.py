@@ -1,5 +1,6 @@
-"""The planner's part for a job's PodGroup (one per job, when a gang scheduler is configured): create it before
-the pods, keep its spec in line with the job's, replace a stray one, and say when the pods must wait for it."""
+"""The planner's part for a job's PodGroup (one per job, when a gang scheduler is configured), beyond what the
+shared policy for a job's own children does (make it, keep it in line, replace a stray one: policies/job_children.py):
+what its phase says, and when the pods must wait for it."""
 
 from __future__ import annotations
 
@@ -9,14 +10,14 @@ from typing import Any
 
 from tfop.api.constants import CONDITION_RUNNING, EVENT_WARNING, STATUS_POD_GROUP_PHASE
 from tfop.api.fields import mapping_at, text
-from tfop.controller.plan.children.pod_group import admission_wait, pod_group_name, pod_group_spec, spec_drift
+from tfop.controller.plan.children.pod_group import admission_wait, pod_group_name, pod_group_spec
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.gang_schedulers import GangScheduler
 from tfop.controller.plan.job.model import TFJobModel
+from tfop.controller.plan.observed.pod import PodView
 from tfop.controller.plan.policies.gang_placement import GANG_UNSCHEDULABLE, GangPhase, gang_phase
-from tfop.controller.plan.status import is_terminating
-from tfop.controller.plan.types import POD_GROUP, ChildPatch, Creation, PlanContext
-from tfop.objects import Object
+from tfop.controller.plan.policies.job_children import OwnChild
+from tfop.controller.plan.types import PlanContext
 
 POD_GROUP_PHASE = STATUS_POD_GROUP_PHASE
 
@@ -44,10 +45,11 @@ class GangState:
             draft.event(EVENT_WARNING, GANG_UNSCHEDULABLE, self.phase.event_message(draft.job_ref, self.gang))
 
 
-def plan_pod_group(draft: PlanDraft, job: TFJobModel, context: PlanContext,
-                   pods: Iterable[tuple[Any, Object]] = ()) -> GangState:
-    """For a job that runs (neither finished nor suspended). `pods`: the job's pods with their
-    replica slots, for telling whether the gang cannot be placed."""
+def plan_pod_group(draft: PlanDraft, job: TFJobModel, context: PlanContext, group: OwnChild,
+                   pods: Iterable[tuple[Any, PodView]] = ()) -> GangState:
+    """For a job that runs (neither finished nor suspended), once the shared policy kept its group
+    (policies/job_children.py; `group` is what it found). `pods`: the job's pods with their replica slots, for
+    telling whether the gang cannot be placed."""
     gang = context.config.gang
     draft.status.pop(POD_GROUP_PHASE, None)  # set again below from the group the cache shows
     if gang is None:
@@ -56,28 +58,14 @@ def plan_pod_group(draft: PlanDraft, job: TFJobModel, context: PlanContext,
     ref = f"PodGroup {namespace}/{name}"
     if context.gang_problem is not None:
         return GangState(hold_pods=context.gang_problem, note=f"; {context.gang_problem}")
-    current: Object | None = None
-    name_taken = False
-    for group in context.of_kind(POD_GROUP):
-        own_name = mapping_at(group, "metadata").get("name") == name
-        if is_terminating(group):
-            name_taken = name_taken or own_name
-        elif own_name and current is None:
-            current = group
-        else:
-            draft.delete_child(POD_GROUP, group)
-    if current is None:
-        if name_taken:
-            return GangState(hold_pods=f"{ref} is being deleted; a new one is made once it is gone",
-                             note=f"; {ref} is being deleted")
-        draft.create.append(Creation(POD_GROUP, None, name))
-    else:
+    current = group.current
+    if group.name_taken:
+        return GangState(hold_pods=f"{ref} is being deleted; a new one is made once it is gone",
+                         note=f"; {ref} is being deleted")
+    if current is not None:
         phase = text(mapping_at(current, "status").get("phase"))
         if phase:
             draft.status[POD_GROUP_PHASE] = phase
-        drift = spec_drift(pod_group_spec(job.spec, gang), current)
-        if drift is not None:
-            draft.patch.append(ChildPatch(POD_GROUP, name, drift))
     reported: GangPhase | None = None
     if current is not None:
         min_member = int(pod_group_spec(job.spec, gang)["minMember"])

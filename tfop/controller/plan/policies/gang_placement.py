@@ -24,11 +24,10 @@ from datetime import datetime
 from typing import Any
 
 from tfop.api.constants import REASON_GANG_UNSCHEDULABLE
-from tfop.api.fields import items, mapping, mapping_at, text
-from tfop.api.timestamps import parse_time
+from tfop.api.fields import items, mapping, text
 from tfop.controller.plan.gang_schedulers import GANG_SCHEDULER_PLUGINS, GANG_VOLCANO, GangScheduler
+from tfop.controller.plan.observed.pod import PodView
 from tfop.controller.plan.policies.troubles import UNSCHEDULABLE, Trouble, describe, pod_trouble
-from tfop.controller.plan.status import is_terminating
 from tfop.objects import Object
 
 GANG_UNSCHEDULABLE = REASON_GANG_UNSCHEDULABLE  # the Warning event's reason, and its mark in the Running message
@@ -90,7 +89,7 @@ class GangPhase:
         return f"{job_ref}: the {gang.name} scheduler cannot place its gang ({self.summary()}): {said}."
 
 
-def gang_phase(group: Object, gang: GangScheduler, min_member: int, pods: Iterable[tuple[Any, Object]],
+def gang_phase(group: Object, gang: GangScheduler, min_member: int, pods: Iterable[tuple[Any, PodView]],
                now: datetime) -> GangPhase:
     """`pods`: the job's pods with their replica slots. `min_member`: the group's minMember as tfop wants it."""
     metadata, status = mapping(group.get("metadata")), mapping(group.get("status"))
@@ -104,14 +103,14 @@ def gang_phase(group: Object, gang: GangScheduler, min_member: int, pods: Iterab
          if condition.get("type") == UNSCHEDULABLE and condition.get("status") == "True"), "")
     unplaceable: list[Trouble] = []
     recheck: float | None = None
-    live = [(slot, pod) for slot, pod in pods if not is_terminating(pod)]
+    live = [(slot, pod) for slot, pod in pods if not pod.terminating]
     unschedulable = sorted(Trouble(trouble[0], trouble[1], slot) for slot, trouble in
                            ((slot, pod_trouble(pod)) for slot, pod in live)
                            if trouble is not None and trouble[0] == UNSCHEDULABLE)
     if phase in _PLACED:
         volcano_unschedulable = ""
     elif unschedulable and min_member > 0 and len(live) >= min_member:
-        created = [parse_time(mapping_at(pod, "metadata").get("creationTimestamp")) for _, pod in live]
+        created = [pod.created for _, pod in live]
         newest = max((time for time in created if time is not None), default=now)
         waited = (now - newest).total_seconds()
         if waited >= GANG_PLACEMENT_GRACE:

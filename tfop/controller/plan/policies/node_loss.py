@@ -45,19 +45,15 @@ from tfop.api.constants import (
     REASON_NODE_LOST,
 )
 from tfop.api.defaults import canonical_replica_type
-from tfop.api.fields import mapping, mapping_at, text
-from tfop.api.timestamps import format_time, parse_time
+from tfop.api.timestamps import format_time
 from tfop.controller.plan.controller_config import NodeLossSettings
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import JobNodePolicy
-from tfop.controller.plan.status import is_terminating
+from tfop.controller.plan.observed.node import NodeView
+from tfop.controller.plan.observed.pod import PodView
 from tfop.controller.plan.types import POD
-from tfop.objects import Object
 
 TAINT_OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
-TAINT_UNREACHABLE = "node.kubernetes.io/unreachable"
-TAINT_NOT_READY = "node.kubernetes.io/not-ready"
-READY = "Ready"
 
 
 class Verdict(enum.Enum):
@@ -71,26 +67,26 @@ class Verdict(enum.Enum):
 class ReplicaOnNode:
     """What node loss decides for one replica's pod, and the words that tell the user why."""
 
-    pod: Object
+    pod: PodView
     node: str
     verdict: Verdict
     cause: str  # e.g. "is unreachable since 12:03:10"
     replace_at: datetime | None = None  # a SUSPECT replica is replaced then, if nothing changes
 
 
-def replicas_on_bad_nodes(pods: Iterable[Object], nodes: Mapping[str, Object], now: datetime,
+def replicas_on_bad_nodes(pods: Iterable[PodView], nodes: Mapping[str, NodeView], now: datetime,
                           settings: NodeLossSettings, policy: JobNodePolicy) -> list[ReplicaOnNode]:
     """Every pod of the job whose node is not healthy, with its verdict; pods on healthy nodes, unscheduled pods
     and pods that have ended are left out. `nodes`: the cached nodes by name (a name missing: deleted)."""
     found = []
     for pod in pods:
-        node_name = text(mapping_at(pod, "spec").get("nodeName"))
-        if not node_name or text(mapping_at(pod, "status").get("phase")) in ("Succeeded", "Failed"):
+        node_name = pod.node_name
+        if not node_name or pod.phase in ("Succeeded", "Failed"):
             continue
         node = nodes.get(node_name)
         if node is None:
             # Deleted; or so new that the cache has yet to see it, which the grace from the pod's creation covers.
-            created = parse_time(mapping_at(pod, "metadata").get("creationTimestamp")) or now
+            created = pod.created or now
             verdict = Verdict.LOST if now >= created + policy.grace else Verdict.SUSPECT
             found.append(ReplicaOnNode(pod, node_name, verdict, "no longer exists",
                                        None if verdict is Verdict.LOST else created + policy.grace))
@@ -109,27 +105,22 @@ def replicas_on_bad_nodes(pods: Iterable[Object], nodes: Mapping[str, Object], n
     return found
 
 
-def _node_verdict(node: Object, now: datetime, settings: NodeLossSettings,
+def _node_verdict(node: NodeView, now: datetime, settings: NodeLossSettings,
                   policy: JobNodePolicy) -> tuple[Verdict, str, datetime | None]:
-    taints = {text(taint.get("key")): taint for taint in _entries(mapping_at(node, "spec").get("taints"))}
-    if TAINT_OUT_OF_SERVICE in taints:
+    if node.taint(TAINT_OUT_OF_SERVICE) is not None:
         return Verdict.LOST, f"is out of service ({TAINT_OUT_OF_SERVICE})", None
-    ready = next((entry for entry in _entries(mapping_at(node, "status").get("conditions"))
-                  if entry.get("type") == READY), {})
     # Ready True is the kubelet's own, newer word: an unreachable taint beside it is left from the loss and lifted
     # on the node lifecycle controller's next pass, so a node coming back does not cost a job its replicas.
-    if ready.get("status") != "True":
-        unreachable = ready.get("status") in (None, "Unknown") or TAINT_UNREACHABLE in taints
-        since = parse_time(ready.get("lastTransitionTime")) or parse_time(
-            mapping(taints.get(TAINT_UNREACHABLE)).get("timeAdded"))
-        what = "is unreachable" if unreachable else "is not ready"
+    if not node.ready:
+        since = node.unready_since
+        what = "is unreachable" if node.unreachable else "is not ready"
         cause = f"{what} since {_clock(since)}" if since is not None else what
         if policy.policy == NODE_LOSS_WAIT_FOR_PROOF:
             return Verdict.SUSPECT, f"{cause}; waiting for proof its processes are gone", since
         if since is not None and now >= since + policy.grace:
             return Verdict.LOST, cause, since
         return Verdict.SUSPECT, cause, since
-    marked = _unhealthy_mark(node, taints, settings)
+    marked = _unhealthy_mark(node, settings)
     if marked is not None:
         what, since = marked
         if since is None or now >= since + policy.grace:
@@ -138,27 +129,22 @@ def _node_verdict(node: Object, now: datetime, settings: NodeLossSettings,
     return Verdict.HEALTHY, "", None
 
 
-def _unhealthy_mark(node: Object, taints: Mapping[str | None, Object],
-                    settings: NodeLossSettings) -> tuple[str, datetime | None] | None:
-    for entry in _entries(mapping_at(node, "status").get("conditions")):
-        if entry.get("type") in settings.unhealthy_conditions and entry.get("status") == "True":
-            since = parse_time(entry.get("lastTransitionTime"))
-            return f"has condition {entry.get('type')}" + (f" since {_clock(since)}" if since else ""), since
+def _unhealthy_mark(node: NodeView, settings: NodeLossSettings) -> tuple[str, datetime | None] | None:
+    for condition in node.conditions:
+        if condition.type in settings.unhealthy_conditions and condition.status == "True":
+            since = condition.since
+            return f"has condition {condition.type}" + (f" since {_clock(since)}" if since else ""), since
     for key in settings.unhealthy_taints:
-        if key in taints:
-            since = parse_time(taints[key].get("timeAdded"))
+        if (taint := node.taint(key)) is not None:
+            since = taint.added
             return f"has taint {key}" + (f" since {_clock(since)}" if since else ""), since
     return None
 
 
-def _stuck_terminating_since(pod: Object, settings: NodeLossSettings) -> datetime | None:
+def _stuck_terminating_since(pod: PodView, settings: NodeLossSettings) -> datetime | None:
     """When a deleted pod is overdue: its deletion deadline (which includes its grace period) plus the margin."""
-    deadline = parse_time(mapping_at(pod, "metadata").get("deletionTimestamp"))
+    deadline = pod.deletion_deadline
     return None if deadline is None else deadline + timedelta(seconds=settings.terminating_margin_seconds)
-
-
-def _entries(value: object) -> list[Object]:
-    return [entry for entry in value if isinstance(entry, dict)] if isinstance(value, list) else []
 
 
 def _clock(moment: datetime | None) -> str:
@@ -166,11 +152,10 @@ def _clock(moment: datetime | None) -> str:
     return format_time(moment)[11:19] if moment is not None else "?"
 
 
-def replica_name(pod: Object) -> str:
+def replica_name(pod: PodView) -> str:
     """e.g. `Worker 1`, from the pod's labels."""
-    labels = mapping_at(pod, "metadata", "labels")
-    replica_type = canonical_replica_type(labels.get(LABEL_REPLICA_TYPE)) or "replica"
-    return f"{replica_type} {text(labels.get(LABEL_REPLICA_INDEX)) or '?'}"
+    replica_type = canonical_replica_type(pod.labels.get(LABEL_REPLICA_TYPE)) or "replica"
+    return f"{replica_type} {pod.labels.get(LABEL_REPLICA_INDEX) or '?'}"
 
 
 def move_off_bad_nodes(draft: PlanDraft, found: list[ReplicaOnNode], *, already_deleted: set[str]) -> str:
@@ -179,7 +164,7 @@ def move_off_bad_nodes(draft: PlanDraft, found: list[ReplicaOnNode], *, already_
     the Running condition should say of the replicas still waited for."""
     notes = []
     for replica in found:
-        who, uid = replica_name(replica.pod), text(mapping_at(replica.pod, "metadata").get("uid")) or ""
+        who, uid = replica_name(replica.pod), replica.pod.uid
         where = f"{who}'s node {replica.node} {replica.cause}"
         if replica.verdict is Verdict.SUSPECT:
             if replica.replace_at is not None:
@@ -188,7 +173,7 @@ def move_off_bad_nodes(draft: PlanDraft, found: list[ReplicaOnNode], *, already_
             else:
                 notes.append(where)
             continue
-        if uid in already_deleted or (replica.verdict is Verdict.MOVE and is_terminating(replica.pod)):
+        if uid in already_deleted or (replica.verdict is Verdict.MOVE and replica.pod.terminating):
             continue
         forced = replica.verdict is Verdict.LOST
         draft.delete_child(POD, replica.pod, force=forced)

@@ -39,14 +39,13 @@ from tfop.api.constants import (
     REPLICA_WORKER,
     STATUS_LAST_RESIZE,
 )
-from tfop.api.fields import integer, mapping_at, text
+from tfop.api.fields import integer
 from tfop.api.timestamps import format_time
 from tfop.controller.plan.children.tf_config import cluster_key
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import TFJobModel
-from tfop.controller.plan.status import is_terminating, pod_phase
+from tfop.controller.plan.observed.pod import PodView
 from tfop.controller.plan.types import PlanContext
-from tfop.objects import Object
 
 # The field manager of the HPA controller's writes. kube-controller-manager names the HPA's client
 # "horizontal-pod-autoscaler" (cmd/kube-controller-manager/app/autoscaling.go), which client-go appends to the
@@ -75,11 +74,11 @@ class Resize:
     of date (none in place, or when nothing changed), and the key pods of the current size carry."""
 
     key: str
-    restart: tuple[Object, ...] = ()
+    restart: tuple[PodView, ...] = ()
 
-    def out_of_date(self, pod: Object) -> bool:
+    def out_of_date(self, pod: PodView) -> bool:
         """Whether `pod` was made for another size (a pod without the key is an earlier tfop's: left alone)."""
-        key = text(mapping_at(pod, "metadata", "annotations").get(ANNOTATION_TF_CLUSTER))
+        key = pod.annotations.get(ANNOTATION_TF_CLUSTER)
         return key is not None and key != self.key
 
 
@@ -87,13 +86,13 @@ def strategy_of(job: TFJobModel) -> ResizeStrategy:
     return ResizeStrategy.IN_PLACE if job.spec.enable_dynamic_worker else ResizeStrategy.RESTART
 
 
-def plan_resize(draft: PlanDraft, job: TFJobModel, context: PlanContext, pods: Iterable[Object]) -> Resize:
+def plan_resize(draft: PlanDraft, job: TFJobModel, context: PlanContext, pods: Iterable[PodView]) -> Resize:
     """Tells a new Worker count once and finds the live pods a resize by restart must stop. `pods`: the job's
     replica pods (pods backend: with batch Jobs, the Job controller would replace a stopped pod by itself)."""
     resize = Resize(cluster_key(job.spec))
-    live = [pod for pod in pods if not is_terminating(pod) and pod_phase(pod) not in (POD_SUCCEEDED, POD_FAILED)]
+    live = [pod for pod in pods if not pod.terminating and pod.phase not in (POD_SUCCEEDED, POD_FAILED)]
     unplaced_gang = (strategy_of(job) is ResizeStrategy.IN_PLACE and context.config.gang is not None and bool(live)
-                     and not any(mapping_at(pod, "spec").get("nodeName") for pod in live))
+                     and not any(pod.node_name for pod in live))
     if _announce(draft, job, context, unplaced_gang=unplaced_gang) and unplaced_gang:
         return Resize(resize.key, tuple(live))  # the surplus among them is deleted as such, the rest made again
     if not any(resize.out_of_date(pod) for pod in live):

@@ -11,17 +11,15 @@ failed pod before tfop could restart the others.
 
 from __future__ import annotations
 
+from tfop.controller.plan.observed.pod import PodView
 from tfop.controller.plan.replicas.pod_slots import Slot, SlotState
-from tfop.controller.plan.replicas.replica_status import uid_of
-from tfop.controller.plan.status import is_terminating
-from tfop.objects import Object
 
 
-def restarted_with(slots: list[Slot], causes: set[str]) -> list[Object]:
+def restarted_with(slots: list[Slot], causes: set[str]) -> list[PodView]:
     """The live pods of the other replicas, to restart with those whose uids are `causes`; none if nothing
     causes a restart. Replicas that have finished their part are left alone."""
     if not causes:
         return []
-    return [slot.pod for slot in slots if slot.pod is not None and uid_of(slot.pod) not in causes
-            and not is_terminating(slot.pod) and slot.state in (SlotState.RUNNING, SlotState.PENDING,
+    return [slot.pod for slot in slots if slot.pod is not None and slot.pod.uid not in causes
+            and not slot.pod.terminating and slot.state in (SlotState.RUNNING, SlotState.PENDING,
                                                                   SlotState.UNKNOWN)]

@@ -17,19 +17,18 @@ from tfop.api.constants import (
     REASON_RESTARTING,
     REASON_RUNNING,
 )
-from tfop.controller.plan.children.batch_job import disruption
 from tfop.controller.plan.draft import PlanDraft
+from tfop.controller.plan.observed.pod import PodView
 from tfop.controller.plan.policies.gang import GangState
 from tfop.controller.plan.policies.troubles import announce_troubles, troubles_of, with_troubles
 from tfop.controller.plan.replicas.pod_slots import SlotState, SortedChildren
-from tfop.controller.plan.replicas.replica_status import describe_failure, replica_name, uid_of
+from tfop.controller.plan.replicas.replica_status import describe_failure, replica_name
 from tfop.controller.plan.status import listing
 from tfop.controller.plan.types import POD, CreateRefusal
-from tfop.objects import Object
 
 
 def update_running(draft: PlanDraft, children: SortedChildren, refusals: Iterable[CreateRefusal],
-                   replaced: list[Object], *, gang: GangState, node_note: str = "", with_all: bool = False,
+                   replaced: list[PodView], *, gang: GangState, node_note: str = "", with_all: bool = False,
                    give_up_note: str = "") -> None:
     """The Running and Restarting conditions of a job that runs. `replaced`: the failed pods this plan replaces;
     `refusals`: what the apiserver refused of the last plan's creates; `with_all`: the restart takes every
@@ -44,7 +43,7 @@ def update_running(draft: PlanDraft, children: SortedChildren, refusals: Iterabl
         draft.set_condition(CONDITION_RESTARTING, true=True, reason=REASON_RESTARTING,
                             message=f"{draft.job_ref} is restarting {listed}{together}.")
     deleted = draft.deleted_uids(POD)  # a pod this plan deletes (restarted together, resized) no longer runs
-    states = Counter(SlotState.TERMINATING if slot.pod is not None and uid_of(slot.pod) in deleted else slot.state
+    states = Counter(SlotState.TERMINATING if slot.pod is not None and slot.pod.uid in deleted else slot.state
                      for slot in children.slots)
     finished = states[SlotState.SUCCEEDED] + states[SlotState.TOLERATED]
     waiting = len(children.slots) - finished - states[SlotState.RUNNING]
@@ -72,7 +71,7 @@ def update_running(draft: PlanDraft, children: SortedChildren, refusals: Iterabl
 
 
 
-def announce_disruptions(draft: PlanDraft, replaced: list[Object]) -> None:
+def announce_disruptions(draft: PlanDraft, replaced: list[PodView]) -> None:
     """One Normal ReplicaDisrupted event per replaced pod that carries DisruptionTarget, saying who took it.
 
     Normal, not Warning: a preemption, a drain or a node-pressure eviction is the cluster at work (the scheduler's
@@ -84,11 +83,10 @@ def announce_disruptions(draft: PlanDraft, replaced: list[Object]) -> None:
     restarting = draft.condition(CONDITION_RESTARTING) or {}
     told = str(restarting.get("message", "")) if draft.is_true(CONDITION_RESTARTING) else ""
     for pod in replaced:
-        taken = disruption(pod)
+        taken = pod.disruption
         if taken is None or describe_failure(pod) in told:
             continue
-        reason, message = taken
-        said = ": ".join(part for part in (reason, message) if part)
+        said = ": ".join(part for part in (taken.reason, taken.message) if part)
         draft.event(EVENT_NORMAL, REASON_REPLICA_DISRUPTED,
                     f"{draft.job_ref}: {replica_name(pod)}'s pod was disrupted" + (f" ({said})" if said else "")
                     + "; it is replaced.")

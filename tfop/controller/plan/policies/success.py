@@ -26,7 +26,6 @@ from datetime import datetime
 
 from tfop.api.constants import CHIEF_REPLICA_TYPES, REPLICA_WORKER, SUCCESS_POLICY_ALL_WORKERS
 from tfop.controller.plan.job.model import TFJobSpec
-from tfop.controller.plan.replicas.exit_codes import ended_at
 from tfop.controller.plan.replicas.pod_slots import Slot, SlotState
 from tfop.controller.plan.slots import ReplicaSlot
 
@@ -55,7 +54,7 @@ def settle_remaining(slots: Iterable[Slot], now: datetime, window: float = SETTL
     slots = list(slots)
     if not any(slot.state is SlotState.RUNNING and slot.slot not in spared for slot in slots):
         return 0.0
-    ends = [end for slot in slots if slot.pod is not None and (end := ended_at(slot.pod)) is not None]
+    ends = [end for slot in slots if slot.pod is not None and (end := slot.pod.ended_at) is not None]
     if not ends:
         return 0.0
     elapsed = (now - max(ends)).total_seconds()

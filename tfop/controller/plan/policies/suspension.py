@@ -11,10 +11,11 @@ from tfop.api.constants import (
     REASON_RESUMED,
     REASON_SUSPENDED,
 )
+from tfop.controller.plan.children.job_child import JobState
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import TFJobSpec
-from tfop.controller.plan.policies.autoscaling import remove_autoscaler
 from tfop.controller.plan.policies.deadline import START_TIME
+from tfop.controller.plan.policies.job_children import settle_job_children
 from tfop.controller.plan.replicas.backends import ReplicaBackend
 from tfop.controller.plan.replicas.pod_slots import SortedChildren
 from tfop.controller.plan.replicas.replica_status import record_replicas
@@ -25,8 +26,8 @@ def suspend(draft: PlanDraft, spec: TFJobSpec, context: PlanContext, children: S
             backend: ReplicaBackend) -> None:
     counts = backend.count_restarts(draft, spec, context, children, deleting=backend.retired_on_suspend(context),
                                     recreating=set())
+    settle_job_children(draft, context, JobState.SUSPENDED)  # its own first: the PodGroup, the HPA
     backend.suspend(draft, context)
-    remove_autoscaler(draft, context)  # it would scale a job that keeps no pods
     message = f"{draft.job_ref} is suspended."
     draft.set_condition(CONDITION_SUSPENDED, true=True, reason=REASON_SUSPENDED, message=message)
     draft.set_condition(CONDITION_RUNNING, true=False, reason=REASON_SUSPENDED, message=message)

@@ -15,11 +15,10 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from tfop.api.constants import CONDITION_RUNNING, EVENT_WARNING, POD_FAILED
-from tfop.api.fields import items, mapping, mapping_at, text
 from tfop.controller.plan.draft import PlanDraft
+from tfop.controller.plan.observed.pod import PodView
 from tfop.controller.plan.slots import ReplicaSlot, replica_ranges
 
 UNSCHEDULABLE = "Unschedulable"
@@ -42,28 +41,23 @@ class Trouble:
     slot: ReplicaSlot
 
 
-def pod_trouble(pod: object) -> tuple[str, str] | None:
+def pod_trouble(pod: PodView) -> tuple[str, str] | None:
     """(kind, message) of what keeps this pod from running, if it is one of the troubles above."""
-    status = mapping_at(pod, "status")
-    if text(status.get("phase")) == POD_FAILED and text(status.get("reason")) == EVICTED:
-        return EVICTED, text(status.get("message")) or ""
-    for entry in items(status.get("conditions")):
-        condition = mapping(entry)
-        if (condition.get("type") == "PodScheduled" and condition.get("status") == "False"
-                and condition.get("reason") == UNSCHEDULABLE):
-            return UNSCHEDULABLE, text(condition.get("message")) or ""
-    for container in items(status.get("containerStatuses")):
-        waiting = mapping_at(container, "state", "waiting")
-        reason = text(waiting.get("reason")) or ""
-        if reason in _WAITING:
-            words = text(waiting.get("message")) or ""
-            name = text(mapping(container).get("name")) or "?"
-            detail = f"container {name}: {reason}" + (f": {words}" if words else "")
-            return _WAITING[reason], detail
+    if pod.phase == POD_FAILED and pod.reason == EVICTED:
+        return EVICTED, pod.message
+    scheduled = pod.scheduled
+    if scheduled is not None and scheduled.status == "False" and scheduled.reason == UNSCHEDULABLE:
+        return UNSCHEDULABLE, scheduled.message
+    for container in pod.containers:
+        waiting = container.waiting
+        if waiting is not None and waiting.reason in _WAITING:
+            words = waiting.message
+            detail = f"container {container.name or '?'}: {waiting.reason}" + (f": {words}" if words else "")
+            return _WAITING[waiting.reason], detail
     return None
 
 
-def troubles_of(pods: Iterable[tuple[ReplicaSlot, dict[str, Any]]]) -> list[Trouble]:
+def troubles_of(pods: Iterable[tuple[ReplicaSlot, PodView]]) -> list[Trouble]:
     found = []
     for slot, pod in pods:
         trouble = pod_trouble(pod)

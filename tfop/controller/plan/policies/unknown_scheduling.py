@@ -25,16 +25,16 @@ from tfop.api.constants import (
     REASON_PRIORITY_CLASS_NOT_FOUND,
     REASON_SCHEDULER_NOT_FOUND,
 )
-from tfop.api.fields import items, mapping, mapping_at, text
+from tfop.api.fields import mapping, text
 from tfop.api.timestamps import format_time, parse_time
 from tfop.controller.plan.children.desired import replica_slot_of
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import TFJobModel
+from tfop.controller.plan.observed.pod import PodView
 from tfop.controller.plan.policies.cleanup import finish
 from tfop.controller.plan.slots import ReplicaSlot, replica_ranges
-from tfop.controller.plan.status import FALSE, is_terminating, pod_phase
+from tfop.controller.plan.status import FALSE
 from tfop.controller.plan.types import POD, CreateRefusal
-from tfop.objects import Object
 
 PRIORITY_CLASS = "PriorityClass"
 SCHEDULER = "scheduler"
@@ -67,7 +67,7 @@ class MissingWait:
         return f"{said[0].upper()}{said[1:]}: the job fails at {format_time(self.since + grace)} unless {unless}."
 
 
-def missing_waits(draft: PlanDraft, model: TFJobModel, pods: Iterable[Object],
+def missing_waits(draft: PlanDraft, model: TFJobModel, pods: Iterable[PodView],
                   refusals: Iterable[CreateRefusal]) -> list[MissingWait]:
     """What the job's replicas wait for that the cluster lacks, soonest started first."""
     grace = model.options.unknown_scheduling_grace
@@ -113,14 +113,14 @@ def _stopped_running(draft: PlanDraft) -> datetime:
     return draft.now
 
 
-def _untaken_pods(draft: PlanDraft, model: TFJobModel, pods: Iterable[Object],
+def _untaken_pods(draft: PlanDraft, model: TFJobModel, pods: Iterable[PodView],
                   grace: timedelta) -> list[MissingWait]:
     """Pods no scheduler has looked at (no node, no PodScheduled condition: the cache keeps only an unscheduled
     one) for `_UNTAKEN_AFTER` or the grace, whichever is shorter, by the scheduler they name."""
     told_after = min(_UNTAKEN_AFTER, grace)
     by_scheduler: dict[str, list[tuple[datetime, ReplicaSlot]]] = {}
     for pod in pods:
-        created, slot = parse_time(mapping_at(pod, "metadata").get("creationTimestamp")), replica_slot_of(pod)
+        created, slot = pod.created, replica_slot_of(pod)
         if created is None or slot is None or slot.replica_type not in model.spec.replica_specs or not _untaken(pod):
             continue
         if draft.now - created < told_after:
@@ -131,11 +131,8 @@ def _untaken_pods(draft: PlanDraft, model: TFJobModel, pods: Iterable[Object],
                         tuple(sorted(slot for _, slot in waiting))) for name, waiting in by_scheduler.items()]
 
 
-def _untaken(pod: Object) -> bool:
-    if is_terminating(pod) or pod_phase(pod) != POD_PENDING or mapping_at(pod, "spec").get("nodeName"):
-        return False
-    return not any(mapping(condition).get("type") == "PodScheduled"
-                   for condition in items(mapping_at(pod, "status").get("conditions")))
+def _untaken(pod: PodView) -> bool:
+    return not pod.terminating and pod.phase == POD_PENDING and not pod.node_name and pod.scheduled is None
 
 
 def _scheduler_of(draft: PlanDraft, model: TFJobModel, replica_type: str) -> str:

@@ -25,12 +25,13 @@ from tfop.api.fields import mapping, one_of
 from tfop.controller.plan.children.naming import ChildNaming
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import TFJobSpec
+from tfop.controller.plan.observed.pod import PodView
 from tfop.controller.plan.replicas.job_slots import count_job_restarts, sort_job_children
 from tfop.controller.plan.replicas.pod_slots import Slot, SortedChildren, sort_children
 from tfop.controller.plan.replicas.removal import clean_up, resume_jobs, suspend_replica_jobs
-from tfop.controller.plan.replicas.replica_status import count_replica_restarts, uid_of
+from tfop.controller.plan.replicas.replica_status import count_replica_restarts
 from tfop.controller.plan.replicas.restart_ledger import RestartCount
-from tfop.controller.plan.status import conditions_of, is_terminating
+from tfop.controller.plan.status import conditions_of
 from tfop.controller.plan.types import JOB, POD, PlanContext
 from tfop.objects import Object
 
@@ -65,7 +66,7 @@ class ReplicaBackend(ABC):
         """Undo what `suspend` kept, for a job running again."""
 
     @abstractmethod
-    def replaced(self, retryable: list[Slot], counts: dict[str, RestartCount]) -> list[Object]:
+    def replaced(self, retryable: list[Slot], counts: dict[str, RestartCount]) -> list[PodView]:
         """The failed pods being replaced in this pass, for the Restarting condition's message."""
 
     @abstractmethod
@@ -92,7 +93,7 @@ class PodBackend(ReplicaBackend):
                                       recreating=recreating)
 
     def retired_on_suspend(self, context: PlanContext) -> set[str]:
-        return {uid_of(pod) for pod in context.of_kind(POD) if not is_terminating(pod)}
+        return {pod.uid for pod in context.observed.pods if not pod.terminating}
 
     def suspend(self, draft: PlanDraft, context: PlanContext) -> None:
         clean_up(draft, context, CLEAN_POD_POLICY_ALL)
@@ -100,7 +101,7 @@ class PodBackend(ReplicaBackend):
     def resume(self, draft: PlanDraft, children: SortedChildren) -> None:
         """Nothing was kept: the missing pods are simply made again."""
 
-    def replaced(self, retryable: list[Slot], counts: dict[str, RestartCount]) -> list[Object]:
+    def replaced(self, retryable: list[Slot], counts: dict[str, RestartCount]) -> list[PodView]:
         return [pod for count in counts.values() for pod in count.recreated]
 
     def has_failed(self, slot: Slot) -> bool:
@@ -130,7 +131,7 @@ class JobBackend(ReplicaBackend):
     def resume(self, draft: PlanDraft, children: SortedChildren) -> None:
         resume_jobs(draft, children.batch_jobs.values())
 
-    def replaced(self, retryable: list[Slot], counts: dict[str, RestartCount]) -> list[Object]:
+    def replaced(self, retryable: list[Slot], counts: dict[str, RestartCount]) -> list[PodView]:
         return [slot.pod for slot in retryable if slot.pod is not None]
 
     def has_failed(self, slot: Slot) -> bool:
@@ -150,8 +151,8 @@ def settled_backend(job: Object, context: PlanContext) -> ReplicaBackendName | N
     recorded = one_of(mapping(job.get("status")).get(REPLICA_BACKEND), REPLICA_BACKENDS)
     if recorded is not None:
         return recorded
-    if context.of_kind(JOB):
+    if context.observed.batch_jobs:
         return REPLICA_BACKEND_JOBS
-    if context.of_kind(POD):
+    if context.observed.pods:
         return REPLICA_BACKEND_PODS
     return None

@@ -10,6 +10,7 @@ pods' containers (OnFailure). Their sum over all the Jobs is the job's restart c
 from __future__ import annotations
 
 from collections import defaultdict
+from datetime import UTC, datetime
 
 from tfop.api.constants import (
     EVENT_WARNING,
@@ -20,20 +21,14 @@ from tfop.api.constants import (
     RESTART_POLICY_EXIT_CODE,
     RESTART_POLICY_NEVER,
 )
-from tfop.api.fields import integer, mapping, mapping_at, text
-from tfop.controller.plan.children.batch_job import (
-    FAILED_BY_BACKOFF_LIMIT,
-    controller_uid,
-    failed_pods,
-    is_disrupted,
-    job_outcome,
-    made_by_job,
-)
+from tfop.api.fields import integer, mapping
+from tfop.controller.plan.children.batch_job import FAILED_BY_BACKOFF_LIMIT, controller_uid, made_by_job
 from tfop.controller.plan.children.desired import replica_slot_of
 from tfop.controller.plan.children.naming import ChildNaming
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import TFJobSpec
-from tfop.controller.plan.replicas.exit_codes import container_termination, exit_class_name
+from tfop.controller.plan.observed.batch_job import BatchJobView
+from tfop.controller.plan.observed.pod import PodView
 from tfop.controller.plan.replicas.pod_slots import (
     Slot,
     SlotState,
@@ -42,25 +37,26 @@ from tfop.controller.plan.replicas.pod_slots import (
     replica_types,
     slot_state,
 )
-from tfop.controller.plan.replicas.replica_status import describe_failure, uid_of
+from tfop.controller.plan.replicas.replica_status import describe_failure
 from tfop.controller.plan.replicas.restart_ledger import RestartCount, RestartLedger, count_restarts
 from tfop.controller.plan.slots import ReplicaSlot
-from tfop.controller.plan.status import is_terminating, pod_phase, pod_restart_count
-from tfop.controller.plan.types import JOB, POD, SERVICE, PlanContext, ReplicaRestart
-from tfop.objects import Object
+from tfop.controller.plan.types import JOB, SERVICE, PlanContext, ReplicaRestart
+
+_NEVER = datetime.min.replace(tzinfo=UTC)  # a pod without a creationTimestamp sorts first
 
 
 def sort_job_children(spec: TFJobSpec, context: PlanContext, naming: ChildNaming) -> SortedChildren:
     """The slots of a job whose replicas are Jobs."""
-    pods_by_job: dict[str, list[Object]] = defaultdict(list)
-    for pod in context.of_kind(POD):
+    observed = context.observed
+    pods_by_job: dict[str, list[PodView]] = defaultdict(list)
+    for pod in observed.pods:
         if made_by_job(pod):
             pods_by_job[controller_uid(pod)].append(pod)
-    jobs_at, surplus_jobs = fill_slots(spec, context.of_kind(JOB), naming)
-    services_at, surplus_services = fill_slots(spec, context.of_kind(SERVICE), naming)
-    latest_by_type: dict[str, list[Object]] = defaultdict(list)
-    for each_job in context.of_kind(JOB):
-        latest = latest_pod(pods_by_job.get(uid_of(each_job), []))
+    jobs_at, surplus_jobs = fill_slots(spec, observed.batch_jobs, naming)
+    services_at, surplus_services = fill_slots(spec, observed.services, naming)
+    latest_by_type: dict[str, list[PodView]] = defaultdict(list)
+    for each_job in observed.batch_jobs:
+        latest = latest_pod(pods_by_job.get(each_job.uid, []))
         slot = replica_slot_of(each_job)
         if latest is not None and slot is not None:
             latest_by_type[slot.replica_type].append(latest)
@@ -69,67 +65,67 @@ def sort_job_children(spec: TFJobSpec, context: PlanContext, naming: ChildNaming
         for index in range(spec.replicas(replica_type)):
             replica = ReplicaSlot(replica_type, index)
             batch_job = jobs_at.get(replica)
-            pods = pods_by_job.get(uid_of(batch_job), []) if batch_job is not None else []
+            pods = pods_by_job.get(batch_job.uid, []) if batch_job is not None else []
             state = job_slot_state(spec, replica, batch_job, latest_pod(pods))
             shown = latest_failed(pods) if state in (SlotState.PERMANENT, SlotState.TOLERATED,
                                                      SlotState.EXHAUSTED) else latest_pod(pods)
             slots.append(Slot(replica, shown or latest_pod(pods), state))
-    return SortedChildren(slots, services_at, {JOB: surplus_jobs, SERVICE: surplus_services}, dict(latest_by_type),
+    return SortedChildren(slots, services_at, {JOB: list(surplus_jobs), SERVICE: list(surplus_services)},
+                          dict(latest_by_type),
                           batch_jobs=jobs_at, pods_by_job=dict(pods_by_job))
 
 
-def job_slot_state(spec: TFJobSpec, slot: ReplicaSlot, batch_job: Object | None, pod: Object | None) -> SlotState:
+def job_slot_state(spec: TFJobSpec, slot: ReplicaSlot, batch_job: BatchJobView | None,
+                   pod: PodView | None) -> SlotState:
     """The Job decides once it has finished; until then its latest pod shows where the replica is, read as the Pod
     backend reads a pod (a failed one is being replaced by the Job controller, or about to fail the Job)."""
     if batch_job is None:
         return SlotState.ABSENT
-    if is_terminating(batch_job):
+    if batch_job.terminating:
         return SlotState.TERMINATING
-    outcome = job_outcome(batch_job)
+    outcome = batch_job.outcome
     policy = spec.replica_specs[slot.replica_type].restart_policy
     if outcome is not None:
-        result, reason = outcome
-        if result == "Complete":
+        if outcome.result == "Complete":
             return SlotState.SUCCEEDED
-        if reason == FAILED_BY_BACKOFF_LIMIT and policy != RESTART_POLICY_NEVER:
+        if outcome.reason == FAILED_BY_BACKOFF_LIMIT and policy != RESTART_POLICY_NEVER:
             return SlotState.EXHAUSTED
         if slot.replica_type == REPLICA_WORKER and spec.enable_dynamic_worker:
             return SlotState.TOLERATED
         return SlotState.PERMANENT
     if pod is None:
         return SlotState.PENDING  # the Job controller is about to make it
-    if is_terminating(pod):
+    if pod.terminating:
         return SlotState.TERMINATING
-    if pod_phase(pod) == POD_FAILED and is_disrupted(pod) and policy != RESTART_POLICY_NEVER:
+    if pod.phase == POD_FAILED and pod.disrupted and policy != RESTART_POLICY_NEVER:
         return SlotState.RETRYABLE  # ignored by the Job's podFailurePolicy: replaced, not counted
     return slot_state(spec, slot, pod)
 
 
-def latest_pod(pods: list[Object]) -> Object | None:
+def latest_pod(pods: list[PodView]) -> PodView | None:
     """The pod the Job made last, preferring one not being deleted."""
     if not pods:
         return None
-    return max(pods, key=lambda pod: (not is_terminating(pod),
-                                      text(mapping_at(pod, "metadata").get("creationTimestamp")) or "",
-                                      text(mapping_at(pod, "metadata").get("name")) or ""))
+    return max(pods, key=lambda pod: (not pod.terminating, pod.created or _NEVER, pod.name))
 
 
-def latest_failed(pods: list[Object]) -> Object | None:
-    return latest_pod([pod for pod in pods if pod_phase(pod) == POD_FAILED])
+def latest_failed(pods: list[PodView]) -> PodView | None:
+    return latest_pod([pod for pod in pods if pod.phase == POD_FAILED])
 
 
-def job_restarts(slot_of_job: Slot | None, batch_job: Object, pods: list[Object], *, ignores_disruptions: bool) -> int:
+def job_restarts(slot_of_job: Slot | None, batch_job: BatchJobView, pods: list[PodView], *,
+                 ignores_disruptions: bool) -> int:
     """The failed pods the Job counted, less a final failure (which fails the job rather than restarting it), plus
     its pods' in-place restarts. A Job without the podFailurePolicy that ignores disruptions (`ignores_disruptions`
     False: it has none under OnFailure, Always and Never) counts its disrupted pods too, which are no restarts: its
     count is then capped by its failed pods without DisruptionTarget. Capped rather than less the disrupted ones, so
     the count never dips while the Job has yet to count a disrupted pod the cache already shows failed."""
-    failed = failed_pods(batch_job)
+    failed = batch_job.failed
     if not ignores_disruptions:
-        failed = min(failed, sum(1 for pod in pods if pod_phase(pod) == POD_FAILED and not is_disrupted(pod)))
+        failed = min(failed, sum(1 for pod in pods if pod.phase == POD_FAILED and not pod.disrupted))
     if slot_of_job is not None and slot_of_job.state in (SlotState.PERMANENT, SlotState.TOLERATED):
         failed -= 1
-    return max(failed, 0) + sum(pod_restart_count(pod) for pod in pods if not is_terminating(pod))
+    return max(failed, 0) + sum(pod.restart_count for pod in pods if not pod.terminating)
 
 
 def count_job_restarts(draft: PlanDraft, spec: TFJobSpec, context: PlanContext, children: SortedChildren, *,
@@ -137,49 +133,49 @@ def count_job_restarts(draft: PlanDraft, spec: TFJobSpec, context: PlanContext, 
     """Restarts per replica type summed over its Jobs; a Job deleted now (`deleting`: Job uids) has its count
     retired into the status, as the Pod backend retires a deleted pod's. New restarts are announced with the
     latest failure."""
-    slot_by_job = {uid_of(children.batch_jobs[slot.slot]): slot for slot in children.slots
+    slot_by_job = {children.batch_jobs[slot.slot].uid: slot for slot in children.slots
                    if slot.slot in children.batch_jobs}
     previous = mapping(draft.status.get("replicaStatuses"))
-    jobs_by_type: dict[str, list[Object]] = defaultdict(list)
-    for batch_job in context.of_kind(JOB):
+    jobs_by_type: dict[str, list[BatchJobView]] = defaultdict(list)
+    batch_jobs = context.observed.batch_jobs
+    for batch_job in batch_jobs:
         slot = replica_slot_of(batch_job)
         if slot is not None:
             jobs_by_type[slot.replica_type].append(batch_job)
-    restarts = {uid_of(batch_job): job_restarts(slot_by_job.get(uid_of(batch_job)), batch_job,
-                                                children.pods_by_job.get(uid_of(batch_job), []),
-                                                ignores_disruptions=_ignores_disruptions(spec, batch_job))
-                for batch_job in context.of_kind(JOB)}
+    restarts = {batch_job.uid: job_restarts(slot_by_job.get(batch_job.uid), batch_job,
+                                            children.pods_by_job.get(batch_job.uid, []),
+                                            ignores_disruptions=_ignores_disruptions(spec, batch_job))
+                for batch_job in batch_jobs}
     counts: dict[str, RestartCount] = {}
     for replica_type in replica_types(spec):
         before = mapping(previous.get(replica_type))
         count = count_restarts(RestartLedger.from_replica_status(before), jobs_by_type.get(replica_type, []),
                                deleting=deleting, recreating=set(),
-                               restarts_of=lambda batch_job: restarts[uid_of(batch_job)])
+                               restarts_of=lambda batch_job: restarts[batch_job.uid])
         counts[replica_type] = count
         new = count.total - (integer(before.get("restarts")) or 0)
         if new <= 0:
             continue
         pods = [pod for batch_job in jobs_by_type.get(replica_type, [])
-                for pod in children.pods_by_job.get(uid_of(batch_job), [])]
+                for pod in children.pods_by_job.get(batch_job.uid, [])]
         # A disruption is no restart: name the failure that is one.
-        latest = _latest_ended([pod for pod in pods if not is_disrupted(pod)]) or _latest_ended(pods)
+        latest = _latest_ended([pod for pod in pods if not pod.disrupted]) or _latest_ended(pods)
         said = describe_failure(latest) if latest is not None else f"{replica_type} replicas"
         draft.event(EVENT_WARNING, REASON_RESTARTING,
                     f"{draft.job_ref} is restarting {said}." if new == 1 else
                     f"{draft.job_ref}: {replica_type} replicas restarted {new} more time(s), {count.total} in all; "
                     f"the latest: {said}.")
-        exit_class = exit_class_name(latest) if latest is not None else "unknown"
+        exit_class = latest.exit_class_name if latest is not None else "unknown"
         draft.restarts_by_exit_class[exit_class] += new
         draft.restarts += new
-        termination = container_termination(latest)
-        index = text(mapping_at(latest, "metadata", "labels").get(LABEL_REPLICA_INDEX)) or ""
+        index = latest.labels.get(LABEL_REPLICA_INDEX, "") if latest is not None else ""
         draft.restarted.append(ReplicaRestart(replica_type, int(index) if index.isdigit() else None,
-                                              termination.exit_code if termination else None, exit_class,
+                                              latest.exit_code if latest is not None else None, exit_class,
                                               count.total, in_place=new))
     return counts
 
 
-def _ignores_disruptions(spec: TFJobSpec, batch_job: Object) -> bool:
+def _ignores_disruptions(spec: TFJobSpec, batch_job: BatchJobView) -> bool:
     """Whether the replica's Job has the podFailurePolicy that ignores DisruptionTarget (ExitCode's: Kubernetes
     allows a podFailurePolicy only with the pod restartPolicy Never)."""
     slot = replica_slot_of(batch_job)
@@ -187,16 +183,16 @@ def _ignores_disruptions(spec: TFJobSpec, batch_job: Object) -> bool:
     return replica_spec is not None and replica_spec.restart_policy == RESTART_POLICY_EXIT_CODE
 
 
-def _latest_ended(pods: list[Object]) -> Object | None:
+def _latest_ended(pods: list[PodView]) -> PodView | None:
     """Of `pods`, the one whose tensorflow container ended last (failed, or restarted in place)."""
-    def finished(pod: Object) -> str:
-        for key in ("state", "lastState"):
-            for status in mapping_at(pod, "status").get("containerStatuses") or ():
-                at = text(mapping_at(status, key, "terminated").get("finishedAt"))
-                if at and (key == "lastState" or pod_phase(pod) == POD_FAILED):
-                    return at
-        return ""
+    def finished(pod: PodView) -> str:
+        if pod.phase == POD_FAILED:
+            at = next((run.terminated.finished_at for run in pod.containers
+                       if run.terminated is not None and run.terminated.finished_at), "")
+            if at:
+                return at
+        return next((run.last_terminated.finished_at for run in pod.containers
+                     if run.last_terminated is not None and run.last_terminated.finished_at), "")
 
-    ended = [pod for pod in pods if finished(pod) or pod_phase(pod) == POD_FAILED]
-    return max(ended, key=lambda pod: (finished(pod), text(mapping_at(pod, "metadata").get("creationTimestamp"))
-                                       or "")) if ended else None
+    ended = [pod for pod in pods if finished(pod) or pod.phase == POD_FAILED]
+    return max(ended, key=lambda pod: (finished(pod), pod.created or _NEVER)) if ended else None

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import enum
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from tfop.api.constants import (
     POD_FAILED,
@@ -19,15 +21,17 @@ from tfop.api.constants import (
     RESTART_POLICY_EXIT_CODE,
     RESTART_POLICY_ON_FAILURE,
 )
-from tfop.controller.plan.children.batch_job import is_disrupted
+from tfop.api.exit_codes import ExitClass
 from tfop.controller.plan.children.desired import replica_slot_of
 from tfop.controller.plan.children.naming import ChildNaming
 from tfop.controller.plan.job.model import TFJobSpec
-from tfop.controller.plan.replicas.exit_codes import ExitClass, container_termination
+from tfop.controller.plan.observed.batch_job import BatchJobView
+from tfop.controller.plan.observed.child import Child
+from tfop.controller.plan.observed.pod import PodView
 from tfop.controller.plan.slots import ReplicaSlot
-from tfop.controller.plan.status import is_terminating, pod_phase
 from tfop.controller.plan.types import POD, SERVICE, PlanContext
-from tfop.objects import Object
+
+_Filling = TypeVar("_Filling", bound=Child)
 
 
 class SlotState(enum.Enum):
@@ -48,21 +52,22 @@ class SlotState(enum.Enum):
 @dataclass(frozen=True)
 class Slot:
     slot: ReplicaSlot
-    pod: Object | None
+    pod: PodView | None
     state: SlotState
 
 
 @dataclass(frozen=True)
 class SortedChildren:
     slots: list[Slot]  # every replica the spec asks for, in a stable order
-    services: dict[ReplicaSlot, Object]
-    surplus: dict[str, list[Object]]  # by kind: ours but filling no slot
-    pods_by_type: dict[str, list[Object]]  # every pod with a replica type, slot or not (Job backend: each Job's latest)
+    services: dict[ReplicaSlot, Child]
+    surplus: dict[str, list[Child]]  # by kind: ours but filling no slot
+    # Every pod with a replica type, slot or not (Job backend: each Job's latest).
+    pods_by_type: dict[str, list[PodView]]
     # The Job backend's: each slot's Job, and every pod of each Job by the Job's uid.
-    batch_jobs: dict[ReplicaSlot, Object] = field(default_factory=dict)
-    pods_by_job: dict[str, list[Object]] = field(default_factory=dict)
+    batch_jobs: dict[ReplicaSlot, BatchJobView] = field(default_factory=dict)
+    pods_by_job: dict[str, list[PodView]] = field(default_factory=dict)
 
-    def surplus_of(self, kind: str) -> list[Object]:
+    def surplus_of(self, kind: str) -> list[Child]:
         return self.surplus.get(kind, [])
 
 
@@ -72,31 +77,30 @@ def replica_types(spec: TFJobSpec) -> list[str]:
 
 
 def sort_children(spec: TFJobSpec, context: PlanContext, naming: ChildNaming) -> SortedChildren:
-    pods_by_type: dict[str, list[Object]] = defaultdict(list)
-    for pod in context.of_kind(POD):
+    observed = context.observed
+    pods_by_type: dict[str, list[PodView]] = defaultdict(list)
+    for pod in observed.pods:
         slot = replica_slot_of(pod)
         if slot is not None:
             pods_by_type[slot.replica_type].append(pod)
-    filled: dict[str, dict[ReplicaSlot, Object]] = {}
-    surplus: dict[str, list[Object]] = {}
-    for kind in (POD, SERVICE):
-        filled[kind], surplus[kind] = fill_slots(spec, context.of_kind(kind), naming)
-    pods_at = filled[POD]
+    pods_at, surplus_pods = fill_slots(spec, observed.pods, naming)
+    services_at, surplus_services = fill_slots(spec, observed.services, naming)
     slots = [Slot(slot, pods_at.get(slot), slot_state(spec, slot, pods_at.get(slot)))
              for replica_type in replica_types(spec) for slot in
              (ReplicaSlot(replica_type, index) for index in range(spec.replicas(replica_type)))]
-    return SortedChildren(slots, filled[SERVICE], surplus, dict(pods_by_type))
+    surplus: dict[str, list[Child]] = {POD: list(surplus_pods), SERVICE: list(surplus_services)}
+    return SortedChildren(slots, services_at, surplus, dict(pods_by_type))
 
 
-def fill_slots(spec: TFJobSpec, children: list[Object],
-                naming: ChildNaming) -> tuple[dict[ReplicaSlot, Object], list[Object]]:
+def fill_slots(spec: TFJobSpec, children: Iterable[_Filling],
+               naming: ChildNaming) -> tuple[dict[ReplicaSlot, _Filling], list[_Filling]]:
     """Each slot the spec has takes one child labelled for it: the one with the name the job's naming gives,
     else the first by name; the rest are surplus."""
-    at: dict[ReplicaSlot, Object] = {}
-    surplus: list[Object] = []
+    at: dict[ReplicaSlot, _Filling] = {}
+    surplus: list[_Filling] = []
 
-    def preference(child: Object) -> tuple[bool, str]:
-        slot, name = replica_slot_of(child), str(child["metadata"].get("name", ""))
+    def preference(child: _Filling) -> tuple[bool, str]:
+        slot, name = replica_slot_of(child), child.name
         return (slot is None or name != naming.name(slot.replica_type, slot.index), name)
 
     for child in sorted(children, key=preference):
@@ -108,20 +112,27 @@ def fill_slots(spec: TFJobSpec, children: list[Object],
     return at, surplus
 
 
-def slot_state(spec: TFJobSpec, slot: ReplicaSlot, pod: Object | None) -> SlotState:
+def slot_state(spec: TFJobSpec, slot: ReplicaSlot, pod: PodView | None) -> SlotState:
     if pod is None:
         return SlotState.ABSENT
-    if is_terminating(pod):  # neither there nor failed: its index is recreated once it is gone
+    state = _state_of(spec, slot, pod)
+    # A pod deleted once it had ended for good keeps its end (replicas/finished.py); one stopped by its delete, or
+    # to be recreated anyway, is neither there nor failed: its index is made again once it is gone.
+    if pod.terminating and (not pod.ended_before_deleted or state is SlotState.RETRYABLE):
         return SlotState.TERMINATING
-    phase = pod_phase(pod)
+    return state
+
+
+def _state_of(spec: TFJobSpec, slot: ReplicaSlot, pod: PodView) -> SlotState:
+    phase = pod.phase
     if phase != POD_FAILED:
         return {POD_PENDING: SlotState.PENDING, POD_RUNNING: SlotState.RUNNING,
                 POD_SUCCEEDED: SlotState.SUCCEEDED}.get(phase, SlotState.UNKNOWN)
     policy = spec.replica_specs[slot.replica_type].restart_policy
     if policy == RESTART_POLICY_EXIT_CODE:
-        if is_disrupted(pod):  # taken by the cluster, not failed: whatever the code, as the Job's podFailurePolicy
+        if pod.disrupted:  # taken by the cluster, not failed: whatever the code, as the Job's podFailurePolicy
             return SlotState.RETRYABLE
-        termination = container_termination(pod)
+        termination = pod.termination
         # No exit code means the pod failed around the container (evicted, node lost): worth another try.
         exit_class = termination.exit_class if termination is not None else ExitClass.RETRYABLE
         if exit_class is ExitClass.SUCCEEDED:

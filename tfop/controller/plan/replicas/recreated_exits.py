@@ -15,13 +15,12 @@ from typing import Any
 
 from tfop.api.fields import integer, items, mapping
 from tfop.controller.plan.children.desired import replica_slot_of
-from tfop.controller.plan.replicas.exit_codes import container_termination, finished_at
-from tfop.objects import Object
+from tfop.controller.plan.observed.pod import PodView
 
 RECREATED_EXITS = "recreatedExits"
 
 
-def recreated_exits(replica_status: object, recreated: Iterable[Object], replicas: int) -> list[dict[str, Any]]:
+def recreated_exits(replica_status: object, recreated: Iterable[PodView], replicas: int) -> list[dict[str, Any]]:
     """`replica_status`: one type's replicaStatuses entry before this plan; `recreated`: its pods retired in this
     plan to be replaced (each is retired once: restart_ledger.py); `replicas`: how many the type has now.
     By index; a pod that never ran to an exit (evicted, its node lost) leaves the entry before it."""
@@ -31,16 +30,16 @@ def recreated_exits(replica_status: object, recreated: Iterable[Object], replica
         if index is not None:
             by_index[index] = dict(mapping(entry))
     for pod in recreated:
-        termination, slot = container_termination(pod), replica_slot_of(pod)
+        termination, slot = pod.termination, replica_slot_of(pod)
         if termination is None or slot is None:
             continue
         exit_ = {"index": slot.index, "exitCode": termination.exit_code, "reason": termination.reason}
-        finished = finished_at(pod)
+        finished = pod.finished_at
         by_index[slot.index] = {**exit_, "finishedAt": finished} if finished else exit_
     return [by_index[index] for index in sorted(by_index) if 0 <= index < replicas]
 
 
-def recreated_exits_fields(replica_status: object, recreated: Iterable[Object], replicas: int) -> dict[str, Any]:
+def recreated_exits_fields(replica_status: object, recreated: Iterable[PodView], replicas: int) -> dict[str, Any]:
     """Left out while empty, so a job that never recreated a pod keeps a plain status."""
     exits = recreated_exits(replica_status, recreated, replicas)
     return {RECREATED_EXITS: exits} if exits else {}

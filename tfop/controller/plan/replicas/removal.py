@@ -1,39 +1,38 @@
-"""Which of a job's replicas go, by cleanPodPolicy: its pods (or replica Jobs) and their services, and its
-PodGroup, when it finishes, is suspended, or waits for its evaluators; the Jobs a suspension keeps, suspended, and
-resumes. These work on the raw child lists.
+"""Which of a job's replicas go, by cleanPodPolicy: its pods (or replica Jobs) and their services, when it
+finishes, is suspended, or waits for its evaluators; the Jobs a suspension keeps, suspended, and resumes. These
+read the pass's views of the children (PlanContext.observed).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from tfop.api.constants import (
     CLEAN_POD_POLICY_ALL,
     CLEAN_POD_POLICY_NONE,
     POD_FAILED,
     POD_SUCCEEDED,
+    CleanPodPolicy,
 )
-from tfop.api.fields import mapping
-from tfop.controller.plan.children.batch_job import controller_uid, is_suspended, job_outcome, made_by_job
+from tfop.controller.plan.children.batch_job import controller_uid, made_by_job
 from tfop.controller.plan.draft import PlanDraft
-from tfop.controller.plan.status import is_terminating, pod_phase
+from tfop.controller.plan.observed.batch_job import BatchJobView
+from tfop.controller.plan.status import is_terminating
 from tfop.controller.plan.types import JOB, POD, POD_GROUP, SERVICE, ChildPatch, PlanContext
-from tfop.objects import Object
 
 
-def clean_up(draft: PlanDraft, context: PlanContext, policy: str, *, spare: frozenset[str] = frozenset()) -> None:
+def clean_up(draft: PlanDraft, context: PlanContext, policy: CleanPodPolicy, *,
+             spare: frozenset[str] = frozenset()) -> None:
     """Deletes the pods the policy names (All; Running: those not finished; None) and the services of every pod
-    that is not kept (a Service and its Pod share their name), and the job's PodGroup unless every pod is kept
-    (None: a pod still running keeps its group), then notes whether anything is still going. With the Job
-    backend the same goes for each replica's Job, deleted with its pod; the pods of Jobs are never deleted by
-    themselves. `spare`: names of pods or Jobs kept whatever the policy (evaluators finishing), with their
-    services and the PodGroup they are scheduled in."""
-    kept = _clean_pods_and_groups(draft, context, policy, spare)
+    that is not kept (a Service and its Pod share their name), then notes whether anything is still going. With
+    the Job backend the same goes for each replica's Job, deleted with its pod; the pods of Jobs are never deleted
+    by themselves. `spare`: names of pods or Jobs kept whatever the policy (evaluators finishing), with their
+    services. The job's own children (its PodGroup among them) are policies/job_children.py's."""
+    kept = _clean_pods(draft, context, policy, spare)
     if policy != CLEAN_POD_POLICY_NONE:
         for batch_job, finished in _live_batch_jobs(context):
-            if _name(batch_job) in spare or (finished and policy != CLEAN_POD_POLICY_ALL):
-                kept.add(_name(batch_job))
+            if batch_job.name in spare or (finished and policy != CLEAN_POD_POLICY_ALL):
+                kept.add(batch_job.name)
             else:
                 draft.delete_child(JOB, batch_job)
     _clean_services(draft, context, policy, kept)
@@ -41,71 +40,61 @@ def clean_up(draft: PlanDraft, context: PlanContext, policy: str, *, spare: froz
 
 def suspend_replica_jobs(draft: PlanDraft, context: PlanContext) -> None:
     """A suspension with the Job backend: each unfinished Job is suspended (the Job controller removes its pod)
-    and kept, with its restarts; PodGroups, stray pods and services go as under cleanPodPolicy All."""
-    _clean_pods_and_groups(draft, context, CLEAN_POD_POLICY_ALL)
+    and kept, with its restarts; stray pods and services go as under cleanPodPolicy All."""
+    _clean_pods(draft, context, CLEAN_POD_POLICY_ALL)
     for batch_job, finished in _live_batch_jobs(context):
-        if not finished and not is_suspended(batch_job):
-            draft.patch.append(ChildPatch(JOB, _name(batch_job), {"spec": {"suspend": True}}))
+        if not finished and not batch_job.suspended:
+            draft.patch.append(ChildPatch(JOB, batch_job.name, {"spec": {"suspend": True}}))
     _clean_services(draft, context, CLEAN_POD_POLICY_ALL, set())
 
 
-def _clean_pods_and_groups(draft: PlanDraft, context: PlanContext, policy: str,
-                           spare: frozenset[str] = frozenset()) -> set[str]:
-    """Deletes the PodGroups and the pods the policy names; returns the names of the pods it keeps."""
+def _clean_pods(draft: PlanDraft, context: PlanContext, policy: CleanPodPolicy,
+                spare: frozenset[str] = frozenset()) -> set[str]:
+    """Deletes the pods the policy names; returns the names of the pods it keeps."""
     kept: set[str] = set(spare)
     if policy == CLEAN_POD_POLICY_NONE:
         return kept
-    for group in context.of_kind(POD_GROUP):
-        if not is_terminating(group) and not spare:
-            draft.delete_child(POD_GROUP, group)
-    for pod in context.of_kind(POD):
-        if made_by_job(pod) or is_terminating(pod) or _name(pod) in spare:
+    for pod in context.observed.pods:
+        if made_by_job(pod) or pod.terminating or pod.name in spare:
             continue
-        if policy == CLEAN_POD_POLICY_ALL or pod_phase(pod) not in (POD_SUCCEEDED, POD_FAILED):
+        if policy == CLEAN_POD_POLICY_ALL or pod.phase not in (POD_SUCCEEDED, POD_FAILED):
             draft.delete_child(POD, pod)
         else:
-            kept.add(_name(pod))
+            kept.add(pod.name)
     return kept
 
 
-def _live_batch_jobs(context: PlanContext) -> list[tuple[Object, bool]]:
+def _live_batch_jobs(context: PlanContext) -> list[tuple[BatchJobView, bool]]:
     """The replica Jobs not being deleted, each with whether it has finished: the Job controller says so, or it
     has yet to say so of a pod that has ended."""
-    job_pods = [pod for pod in context.of_kind(POD) if made_by_job(pod)]
+    job_pods = [pod for pod in context.observed.pods if made_by_job(pod)]
     live = []
-    for batch_job in context.of_kind(JOB):
-        if is_terminating(batch_job):
+    for batch_job in context.observed.batch_jobs:
+        if batch_job.terminating:
             continue
-        its_pods = [pod for pod in job_pods if controller_uid(pod) == _uid(batch_job)]
-        finished = job_outcome(batch_job) is not None or (bool(its_pods) and all(
-            pod_phase(pod) in (POD_SUCCEEDED, POD_FAILED) for pod in its_pods))
+        its_pods = [pod for pod in job_pods if controller_uid(pod) == batch_job.uid]
+        finished = batch_job.outcome is not None or (bool(its_pods) and all(
+            pod.phase in (POD_SUCCEEDED, POD_FAILED) for pod in its_pods))
         live.append((batch_job, finished))
     return live
 
 
-def _clean_services(draft: PlanDraft, context: PlanContext, policy: str, kept: set[str]) -> None:
+def _clean_services(draft: PlanDraft, context: PlanContext, policy: CleanPodPolicy, kept: set[str]) -> None:
     """Deletes the services of the pods not kept, and notes whether the clean-up is still going."""
-    services, groups = context.of_kind(SERVICE), context.of_kind(POD_GROUP)
+    services, groups = context.observed.services, context.of_kind(POD_GROUP)
     if policy != CLEAN_POD_POLICY_NONE:
         for service in services:
-            if not is_terminating(service) and _name(service) not in kept:
+            if not service.terminating and service.name not in kept:
                 draft.delete_child(SERVICE, service)
     if not any(not is_terminating(group) for group in groups) or policy != CLEAN_POD_POLICY_NONE:
         draft.status.pop("podGroupPhase", None)  # no PodGroup is left to have a phase
-    pods = [pod for pod in context.of_kind(POD) if not made_by_job(pod)]
-    draft.note_cleanup([*pods, *services, *groups, *context.of_kind(JOB)])
+    pods = [pod for pod in context.observed.pods if not made_by_job(pod)]
+    draft.note_cleanup(any(child.terminating for child in (*pods, *services, *context.observed.batch_jobs))
+                       or any(is_terminating(group) for group in groups))
 
 
-def resume_jobs(draft: PlanDraft, batch_jobs: Iterable[dict[str, Any]]) -> None:
+def resume_jobs(draft: PlanDraft, batch_jobs: Iterable[BatchJobView]) -> None:
     """The Jobs a suspension left suspended run again (the Job controller makes their pods)."""
     for batch_job in batch_jobs:
-        if is_suspended(batch_job) and not is_terminating(batch_job) and job_outcome(batch_job) is None:
-            draft.patch.append(ChildPatch(JOB, _name(batch_job), {"spec": {"suspend": False}}))
-
-
-def _uid(child: dict[str, Any]) -> str:
-    return str(mapping(child.get("metadata")).get("uid"))
-
-
-def _name(child: dict[str, Any]) -> str:
-    return str(mapping(child.get("metadata")).get("name"))
+        if batch_job.suspended and not batch_job.terminating and batch_job.outcome is None:
+            draft.patch.append(ChildPatch(JOB, batch_job.name, {"spec": {"suspend": False}}))

@@ -3,6 +3,7 @@ once, as the status first sees it), and replicaStatuses and replicaSummary as th
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from tfop.api.constants import (
@@ -19,23 +20,22 @@ from tfop.api.constants import (
     REASON_RESTARTING,
 )
 from tfop.api.defaults import canonical_replica_type
-from tfop.api.fields import integer, mapping, mapping_at, text
+from tfop.api.fields import integer, mapping, one_of
 from tfop.api.runtime_id import runtime_id
-from tfop.controller.plan.children.batch_job import disruption, is_disrupted
 from tfop.controller.plan.children.naming import CHILD_NAMING, ChildNaming
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import TFJobSpec
-from tfop.controller.plan.replicas.exit_codes import container_termination, exit_class_name, latest_restarted
+from tfop.controller.plan.observed.pod import PodView
 from tfop.controller.plan.replicas.exit_events import announce_exits, latest_exits
-from tfop.controller.plan.replicas.pod_slots import SlotState, SortedChildren, replica_types
+from tfop.controller.plan.replicas.finished import FinishedReplicas, record_finished
+from tfop.controller.plan.replicas.pod_slots import Slot, SlotState, SortedChildren, replica_types
 from tfop.controller.plan.replicas.recreated_exits import recreated_exits_fields
 from tfop.controller.plan.replicas.restart_ledger import RestartCount, RestartLedger, count_restarts
-from tfop.controller.plan.status import is_terminating, pod_phase, replica_status
 from tfop.controller.plan.types import JOB, POD, ReplicaRestart
-from tfop.objects import Object
 
 
-def count_replica_restarts(draft: PlanDraft, spec: TFJobSpec, pods_by_type: dict[str, list[Object]], *, adopted: bool,
+def count_replica_restarts(draft: PlanDraft, spec: TFJobSpec, pods_by_type: dict[str, list[PodView]], *,
+                           adopted: bool,
                            deleting: set[str], recreating: set[str]) -> dict[str, RestartCount]:
     """Counts restarts per replica type of the job, announcing the new ones: a recreation as it is
     decided, restarts in place as the status first sees them. `adopted`: the status was written by another
@@ -45,14 +45,14 @@ def count_replica_restarts(draft: PlanDraft, spec: TFJobSpec, pods_by_type: dict
     for replica_type in replica_types(spec):
         before = mapping(previous.get(replica_type))
         count = count_restarts(RestartLedger.from_replica_status(before), pods_by_type.get(replica_type, []),
-                               deleting=deleting, recreating=recreating)
+                               deleting=deleting, recreating=recreating, restarts_of=_restart_count)
         counts[replica_type] = count
         announce_exits(draft, count.recreated)
         for pod in count.recreated:
-            if not is_disrupted(pod):  # a disruption is no failure: update_running tells it as ReplicaDisrupted
+            if not pod.disrupted:  # a disruption is no failure: update_running tells it as ReplicaDisrupted
                 draft.event(EVENT_WARNING, REASON_RESTARTING,
                             f"{draft.job_ref} is restarting {describe_failure(pod)}.")
-            draft.restarts_by_exit_class[exit_class_name(pod)] += 1
+            draft.restarts_by_exit_class[pod.exit_class_name] += 1
             draft.restarted.append(_restart_of(pod, replica_type, count.total, in_place=0))
         known = integer(before.get("restarts"))
         if known is None and adopted:
@@ -79,34 +79,37 @@ def record_replicas(draft: PlanDraft, spec: TFJobSpec, children: SortedChildren,
     longer active, and the ended ones among them still count as succeeded or failed."""
     deleted = draft.deleted_uids(POD)
     for job_uid in draft.deleted_uids(JOB):  # a Job's pods go with it
-        deleted.update(uid_of(pod) for pod in children.pods_by_job.get(job_uid, []))
+        deleted.update(pod.uid for pod in children.pods_by_job.get(job_uid, []))
 
-    def counted(pod: Object) -> bool:
-        if not finishing and pod_phase(pod) in (POD_PENDING, POD_RUNNING):
+    def counted(pod: PodView) -> bool:
+        if not finishing and pod.phase in (POD_PENDING, POD_RUNNING):
             return True
-        if is_terminating(pod):
+        if pod.terminating and not pod.ended_before_deleted:
             return False
-        return uid_of(pod) not in deleted or (finishing and pod_phase(pod) in (POD_SUCCEEDED, POD_FAILED))
+        return pod.uid not in deleted or (finishing and pod.phase in (POD_SUCCEEDED, POD_FAILED))
 
     previous = mapping(draft.status.get("replicaStatuses"))
+    finished = record_finished(FinishedReplicas.of_status(draft.status), spec, children.slots)
     statuses: dict[str, Any] = {}
-    ended: list[dict[str, Any]] = []  # told in one event per exit code, whatever their replica types
+    ended: list[PodView] = []  # told in one event per exit code, whatever their replica types
     naming = _naming(draft)
     for replica_type in replica_types(spec):
         pods = [pod for pod in children.pods_by_type.get(replica_type, []) if counted(pod)]
-        statuses[replica_type] = {**replica_status(pods, counts[replica_type].total),
+        statuses[replica_type] = {**_with_recalled(replica_status(pods, counts[replica_type].total),
+                                                   children.slots, replica_type),
+                                  **finished.status_fields(replica_type),
                                   **counts[replica_type].ledger.status_fields(),
                                   **recreated_exits_fields(previous.get(replica_type), counts[replica_type].recreated,
                                                            spec.replicas(replica_type)),
                                   "selector": naming.type_selector(replica_type)}
         # Pods that ended since the last plan grow the tally; the recreated ones were announced as they went.
-        ended += latest_exits([pod for pod in pods if pod_phase(pod) in (POD_SUCCEEDED, POD_FAILED)],
+        ended += latest_exits([pod for pod in pods if pod.phase in (POD_SUCCEEDED, POD_FAILED)],
                               _ended(statuses[replica_type]) - _ended(previous.get(replica_type)))
     # Only the plan that finishes a job records with `finishing`: if it succeeds, its event tells the exits of 0.
     announce_exits(draft, ended, succeeding=finishing and draft.is_true(CONDITION_SUCCEEDED))
     draft.status["replicaStatuses"] = statuses
     running = sum(1 for slot in children.slots
-                  if slot.state is SlotState.RUNNING and slot.pod is not None and uid_of(slot.pod) not in deleted)
+                  if slot.state is SlotState.RUNNING and slot.pod is not None and slot.pod.uid not in deleted)
     draft.status["replicaSummary"] = f"{running}/{len(children.slots)}"
     if finishing:
         # The final tally: the pods are gone or going, so "0/7 running" would read like a failure.
@@ -116,10 +119,30 @@ def record_replicas(draft: PlanDraft, spec: TFJobSpec, children: SortedChildren,
                                           + (f", {failed} failed" if failed else ""))
 
 
+def replica_status(pods: Iterable[PodView], restarts: int) -> dict[str, int]:
+    """Counts of one replica type's pods by phase; `active` is pending or running. The caller chooses the pods
+    (record_replicas: going pods stay active until they are gone)."""
+    phases = [pod.phase for pod in pods]
+    return {
+        "active": sum(phase in (POD_PENDING, POD_RUNNING) for phase in phases),
+        "succeeded": phases.count(POD_SUCCEEDED),
+        "failed": phases.count(POD_FAILED),
+        "restarts": restarts,
+    }
+
+
+def _with_recalled(counts: dict[str, int], slots: list[Slot], replica_type: str) -> dict[str, int]:
+    """The counts by phase, with the replicas whose pods are gone but whose ends are recorded (finished.py)."""
+    recalled = [slot.state for slot in slots
+                if slot.slot.replica_type == replica_type and slot.pod is None and slot.state is not SlotState.ABSENT]
+    return {**counts, "succeeded": counts["succeeded"] + recalled.count(SlotState.SUCCEEDED),
+            "failed": counts["failed"] + recalled.count(SlotState.TOLERATED)}
+
+
 def _naming(draft: PlanDraft) -> ChildNaming:
     """The job's naming as the planner recorded it in this draft's status (before any replica is recorded)."""
-    scheme = text(draft.status.get(CHILD_NAMING))
-    return ChildNaming(scheme if scheme in NAMINGS and scheme is not None else NAMING_RUNTIME_ID, draft.job_name,
+    scheme = one_of(draft.status.get(CHILD_NAMING), NAMINGS)
+    return ChildNaming(scheme if scheme is not None else NAMING_RUNTIME_ID, draft.job_name,
                        runtime_id(draft.uid or ""))
 
 
@@ -128,34 +151,36 @@ def _ended(replica_status: object) -> int:
     return (integer(entry.get("succeeded")) or 0) + (integer(entry.get("failed")) or 0)
 
 
-def describe_failure(pod: Object) -> str:
+def describe_failure(pod: PodView) -> str:
     """e.g. `Worker 1, which exited with code 137 (OOMKilled)`, or `Worker 1, whose pod was disrupted
     (PreemptionByScheduler)`: a disrupted pod's exit code is what the disruption did to it."""
     who = replica_name(pod)
-    taken = disruption(pod)
-    if taken is not None:
-        return f"{who}, whose pod was disrupted" + (f" ({taken[0]})" if taken[0] else "")
-    termination = container_termination(pod)
+    if pod.disruption is not None:
+        return f"{who}, whose pod was disrupted" + (f" ({pod.disruption.reason})" if pod.disruption.reason else "")
+    termination = pod.termination
     if termination is not None:
         return f"{who}, which {termination.describe()}"
-    reason = text(mapping_at(pod, "status").get("reason"))
-    return f"{who}, whose pod failed" + (f" ({reason})" if reason else "")
+    return f"{who}, whose pod failed" + (f" ({pod.reason})" if pod.reason else "")
 
 
-def replica_name(pod: Object) -> str:
+def replica_name(pod: PodView) -> str:
     """e.g. `Worker 1`, from the pod's labels."""
-    labels = mapping_at(pod, "metadata", "labels")
-    return (f"{canonical_replica_type(labels.get(LABEL_REPLICA_TYPE)) or 'replica'} "
-            f"{text(labels.get(LABEL_REPLICA_INDEX)) or '?'}")
+    return (f"{canonical_replica_type(pod.labels.get(LABEL_REPLICA_TYPE)) or 'replica'} "
+            f"{pod.labels.get(LABEL_REPLICA_INDEX) or '?'}")
 
 
-def _restart_of(pod: Object | None, replica_type: str, restarts: int, *, in_place: int) -> ReplicaRestart:
-    termination = container_termination(pod)
-    index = text(mapping_at(pod, "metadata", "labels").get(LABEL_REPLICA_INDEX)) or ""
+def _restart_of(pod: PodView | None, replica_type: str, restarts: int, *, in_place: int) -> ReplicaRestart:
+    index = pod.labels.get(LABEL_REPLICA_INDEX, "") if pod is not None else ""
     return ReplicaRestart(replica_type, int(index) if index.isdigit() else None,
-                          termination.exit_code if termination else None,
-                          exit_class_name(pod) if pod is not None else "unknown", restarts, in_place)
+                          pod.exit_code if pod is not None else None,
+                          pod.exit_class_name if pod is not None else "unknown", restarts, in_place)
 
 
-def uid_of(child: Object | None) -> str:
-    return text(mapping_at(child, "metadata").get("uid")) or ""
+def _restart_count(pod: PodView) -> int:
+    return pod.restart_count
+
+
+def latest_restarted(pods: list[PodView]) -> PodView | None:
+    """Of `pods`, the one whose tensorflow container was restarted in place last (None: none was)."""
+    restarted = [pod for pod in pods if pod.restarted_at]
+    return max(restarted, key=lambda pod: pod.restarted_at) if restarted else None

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from tfop.api.constants import POD_FAILED
-from tfop.api.fields import integer, items, mapping, text
-from tfop.controller.plan.children.batch_job import is_disrupted
-from tfop.controller.plan.status import is_terminating, pod_phase, pod_restart_count
+from tfop.api.fields import integer, items, mapping
+from tfop.controller.plan.observed.batch_job import BatchJobView
+from tfop.controller.plan.observed.pod import PodView
+
+_Counted = TypeVar("_Counted", PodView, BatchJobView)
 
 RETIRED_RESTARTS = "retiredRestarts"
 RETIRED_POD_UIDS = "retiredPodUIDs"
@@ -49,15 +51,14 @@ class RestartLedger:
 class RestartCount:
     ledger: RestartLedger
     total: int  # retired restarts plus the in-place restarts of the pods still alive
-    recreated: list[dict[str, Any]] = field(default_factory=list)  # failed pods retired now, to be replaced
+    recreated: list[PodView] = field(default_factory=list)  # failed pods retired now, to be replaced
     # Of those, pods disrupted (DisruptionTarget: evicted, preempted, drained): replaced without counting against
     # backoffLimit, as a Job's podFailurePolicy ignores them with the Job backend.
     disrupted: int = 0
 
 
-def count_restarts(ledger: RestartLedger, pods: Iterable[dict[str, Any]], *, deleting: set[str],
-                   recreating: set[str],
-                   restarts_of: Callable[[dict[str, Any]], int] = pod_restart_count) -> RestartCount:
+def count_restarts(ledger: RestartLedger, pods: Iterable[_Counted], *, deleting: set[str], recreating: set[str],
+                   restarts_of: Callable[[_Counted], int]) -> RestartCount:
     """`pods` are all the cache's pods of one replica type; `deleting` the uids this plan deletes, of which
     `recreating` are failed pods deleted to be replaced. A pod found terminating that failed is a replacement
     too: the plan that deleted it may not have saved its status. The Job backend passes its Jobs as `pods`, with
@@ -65,25 +66,28 @@ def count_restarts(ledger: RestartLedger, pods: Iterable[dict[str, Any]], *, del
     retired = ledger.retired
     counted = set(ledger.pod_uids)
     alive = 0
-    recreated: list[dict[str, Any]] = []
+    recreated: list[PodView] = []
     disrupted = 0
     present: set[str] = set()
     for pod in pods:
-        uid = text(mapping(pod.get("metadata")).get("uid")) or ""
+        uid = pod.uid
         present.add(uid)
         if uid in counted:
             continue
         restarts = restarts_of(pod)
-        terminating = is_terminating(pod)
-        if not terminating and uid not in deleting:
+        if not pod.terminating and uid not in deleting:
             alive += restarts
             continue
-        replaced = uid in recreating or (terminating and pod_phase(pod) == POD_FAILED)
-        retired += restarts + (1 if replaced and not is_disrupted(pod) else 0)
+        if not isinstance(pod, PodView):  # a Job deleted now: its restarts retire; the planner replaces none
+            retired += restarts
+            counted.add(uid)
+            continue
+        replaced = uid in recreating or (pod.terminating and pod.phase == POD_FAILED)
+        retired += restarts + (1 if replaced and not pod.disrupted else 0)
         counted.add(uid)
         if replaced:
             recreated.append(pod)
-            disrupted += is_disrupted(pod)
+            disrupted += pod.disrupted
     # A uid the cache no longer shows belongs to a pod that is gone for good: it can never be seen again.
     kept = tuple(sorted(uid for uid in counted if uid in present))
     return RestartCount(RestartLedger(retired, kept), retired + alive, recreated, disrupted)

@@ -1,0 +1,152 @@
+"""The table of a job's own children (plan/children/job_children.py) and its one shared policy
+(plan/policies/job_children.py), on all three kinds at once: which states keep each, what a name held by a child
+being deleted does, and what the wiring makes of each entry. Every expected row is written out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from support.plan_builders import NOW, RID, T0, make_job, make_pod, name_of, running, running_pods, services_for
+from tfop.controller.children import Scope, child_kinds
+from tfop.controller.plan.children.job_child import JobState
+from tfop.controller.plan.children.job_children import job_child_kinds
+from tfop.controller.plan.controller_config import ControllerConfig
+from tfop.controller.plan.gang_schedulers import GANG_SCHEDULERS
+from tfop.controller.plan.planner import plan
+from tfop.controller.plan.types import AUTOSCALER, NETWORK_POLICY, POD, POD_GROUP, SERVICE, Plan, PlanContext
+from tfop.kube.resource import Resource
+
+RUNNING, SUSPENDED, FINISHED, KEPT = (JobState.RUNNING, JobState.SUSPENDED, JobState.FINISHED,
+                                      JobState.FINISHED_PODS_KEPT)
+NP_NAME = f"mnist-{RID}"
+ELASTIC = {"minReplicas": 1, "maxReplicas": 4, "metrics": [
+    {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}]}
+ISOLATED = {"tfop.kubeflow.org/network-policy": "Isolated"}
+# The specs the job above wants, as stored: in line, so nothing is patched.
+HPA_SPEC = {"scaleTargetRef": {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": "mnist"}, **ELASTIC}
+JOB_PODS = {"matchLabels": {"training.kubeflow.org/job-name": "mnist"},
+            "matchExpressions": [{"key": "training.kubeflow.org/operator-name", "operator": "In",
+                                  "values": ["tfjob-controller", "tfop"]}]}
+NP_SPEC = {"podSelector": JOB_PODS, "policyTypes": ["Ingress"], "ingress": [{"from": [{"podSelector": JOB_PODS}]}]}
+SUCCEEDED = {"conditions": [{"type": "Succeeded", "status": "True", "reason": "TFJobSucceeded"}],
+             "completionTime": "2026-11-21T10:00:00Z"}
+
+
+def test_the_table_in_the_order_they_are_made() -> None:
+    volcano = GANG_SCHEDULERS["volcano"]
+    assert [(kind.kind, kind.api_version, kind.plural, kind.cached, set(kind.kept_in))
+            for kind in job_child_kinds(volcano)] == [
+        ("PodGroup", "scheduling.volcano.sh/v1beta1", "podgroups", ("spec", "status"), {RUNNING, KEPT}),
+        ("NetworkPolicy", "networking.k8s.io/v1", "networkpolicies", ("spec",), {RUNNING, SUSPENDED, FINISHED, KEPT}),
+        ("HorizontalPodAutoscaler", "autoscaling/v2", "horizontalpodautoscalers", ("spec",), {RUNNING}),
+    ]
+    assert [kind.kind for kind in job_child_kinds(None)] == ["NetworkPolicy", "HorizontalPodAutoscaler"]
+
+
+def test_the_wiring_watches_each_entry_as_the_jobs_own() -> None:
+    kinds = child_kinds(GANG_SCHEDULERS["scheduler-plugins"])
+    assert [(kind.kind, kind.resource, kind.scope) for kind in kinds if kind.scope is Scope.JOB] == [
+        ("PodGroup", Resource("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup"), Scope.JOB),
+        ("NetworkPolicy", Resource("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy"), Scope.JOB),
+        ("HorizontalPodAutoscaler", Resource("autoscaling", "v2", "horizontalpodautoscalers",
+                                             "HorizontalPodAutoscaler"), Scope.JOB),
+    ]
+    served = {"apiVersion": "v1", "kind": "PodGroup", "metadata": {"name": "mnist", "generation": 3},
+              "spec": {"minMember": 3}, "status": {"phase": "Running"}, "extra": {"a": 1}}
+    assert kinds[POD_GROUP].transform(served) == {"apiVersion": "v1", "kind": "PodGroup",
+                                                  "metadata": {"name": "mnist"}, "spec": {"minMember": 3},
+                                                  "status": {"phase": "Running"}}
+    assert kinds[AUTOSCALER].transform(served) == {"apiVersion": "v1", "kind": "PodGroup",
+                                                   "metadata": {"name": "mnist"}, "spec": {"minMember": 3}}
+
+
+def own(kind: str, name: str, *, terminating: bool = False, spec: dict[str, Any] | None = None) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name, "namespace": "ns", "uid": f"{kind.lower()}-{name}"}
+    if terminating:
+        metadata["deletionTimestamp"] = T0
+    return {"kind": kind, "metadata": metadata, "spec": spec or {}}
+
+
+def all_three() -> dict[str, list[dict[str, Any]]]:
+    return {POD_GROUP: [own(POD_GROUP, "mnist", spec={"minMember": 3})],
+            NETWORK_POLICY: [own(NETWORK_POLICY, NP_NAME, spec=NP_SPEC)],
+            AUTOSCALER: [own(AUTOSCALER, "mnist", spec=HPA_SPEC)]}
+
+
+def wanting_all(**run_policy: Any) -> dict[str, Any]:
+    job = make_job(run_policy=run_policy or None, elasticPolicy=ELASTIC)
+    job["metadata"]["annotations"] = dict(ISOLATED)
+    return job
+
+
+@dataclass(frozen=True)
+class Row:
+    job: dict[str, Any]
+    own: dict[str, list[dict[str, Any]]]
+    pods: list[dict[str, Any]] = field(default_factory=running_pods)
+    services: list[dict[str, Any]] = field(default_factory=services_for)
+    create: list[tuple[str, str]] = field(default_factory=list)
+    delete: list[tuple[str, str]] = field(default_factory=list)
+
+
+ROWS = {
+    "running, none yet: each made, in the table's order, before the replicas": Row(
+        wanting_all(), {}, pods=[], services=[],
+        create=[(POD_GROUP, "mnist"), (NETWORK_POLICY, NP_NAME), (AUTOSCALER, "mnist"),
+                *[(kind, name_of(t, i)) for kind in (POD, SERVICE) for t, i in (("Worker", 0), ("Worker", 1),
+                                                                              ("PS", 0))]]),
+    "running, each there: nothing to do": Row(running(wanting_all()), all_three()),
+    "suspended: the PodGroup and the HPA go, the NetworkPolicy stays": Row(
+        wanting_all(suspend=True), all_three(),
+        delete=[(POD_GROUP, "mnist"), (AUTOSCALER, "mnist"),
+                *[(kind, name_of(t, i)) for kind in (POD, SERVICE) for t, i in (("Worker", 0), ("Worker", 1),
+                                                                              ("PS", 0))]]),
+    "finished, cleanPodPolicy None: only the HPA goes": Row(
+        {**wanting_all(cleanPodPolicy="None"), "status": SUCCEEDED}, all_three(),
+        delete=[(AUTOSCALER, "mnist")]),
+    "finished, cleanPodPolicy All: the PodGroup and the HPA go with the pods": Row(
+        {**wanting_all(cleanPodPolicy="All"), "status": SUCCEEDED}, all_three(),
+        pods=[make_pod("Worker", 0, "Succeeded", exit_code=0)],
+        delete=[(POD_GROUP, "mnist"), (AUTOSCALER, "mnist"), (POD, name_of("Worker", 0)),
+                *[(SERVICE, name_of(t, i)) for t, i in (("Worker", 0), ("Worker", 1), ("PS", 0))]]),
+    "running, the NetworkPolicy's name held by one being deleted: not made, and no pod before it": Row(
+        wanting_all(), {**all_three(), NETWORK_POLICY: [own(NETWORK_POLICY, NP_NAME, terminating=True)]}, pods=[]),
+    "running, the HPA's name held by one being deleted: not made, and no pod before it": Row(
+        wanting_all(), {**all_three(), AUTOSCALER: [own(AUTOSCALER, "mnist", terminating=True)]}, pods=[]),
+    "running, asking for no NetworkPolicy nor HPA: those go, strays too; the PodGroup stays": Row(
+        running(make_job()), {POD_GROUP: [own(POD_GROUP, "mnist", spec={"minMember": 3})],
+                              NETWORK_POLICY: [own(NETWORK_POLICY, NP_NAME), own(NETWORK_POLICY, "other")],
+                              AUTOSCALER: [own(AUTOSCALER, "mnist")]},
+        delete=[(NETWORK_POLICY, NP_NAME), (NETWORK_POLICY, "other"), (AUTOSCALER, "mnist")]),
+}
+
+
+def plan_row(row: Row) -> Plan:
+    children = {POD: row.pods, SERVICE: row.services, **row.own}
+    return plan(PlanContext(row.job, children, NOW, ControllerConfig(gang_scheduler="scheduler-plugins")))
+
+
+@pytest.mark.parametrize("row", ROWS.values(), ids=ROWS.keys())
+def test_one_policy_for_the_jobs_own_children(row: Row) -> None:
+    result = plan_row(row)
+    assert [(creation.kind, creation.name) for creation in result.create] == row.create
+    assert [(ref.kind, ref.name) for ref in result.delete] == row.delete
+    assert result.patch == []
+
+
+def test_the_operators_role_grants_each_child_kind_what_the_writer_does() -> None:
+    """A kind added to the table without its RBAC rule fails here, not on a cluster (the chart's copy of the rule
+    is checked by test/integration/test_deploy.py)."""
+    documents = yaml.safe_load_all((Path(__file__).resolve().parents[2] / "deploy/manifests/rbac.yaml").read_text())
+    [role] = [d for d in documents if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "tfop"]
+    granted = {(group, resource, verb) for rule in role["rules"] for group in rule.get("apiGroups", [])
+               for resource in rule.get("resources", []) for verb in rule.get("verbs", [])}
+    missing = [(kind.kind, verb) for kind in child_kinds(None)
+               for verb in ("list", "watch", "create", "delete", *(("patch",) if kind.scope is Scope.JOB else ()))
+               if (kind.resource.group, kind.resource.plural, verb) not in granted]
+    assert missing == []

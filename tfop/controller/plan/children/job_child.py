@@ -1,0 +1,87 @@
+"""A child of which a job has at most one (its PodGroup, NetworkPolicy, HPA), as one entry: a `JobChildKind`.
+
+An entry says everything that differs between such kinds: where the API serves them and what the cache keeps, the
+name, the spec the job should have (a pure function of the job model: None when it wants none), the job states
+it is kept in, and its in-line check (the merge patch that brings a stored one back in line). Everything else is
+shared: the body (its apiVersion and kind, the name, the job's labels and owner reference, the wanted spec),
+plan/policies/job_children.py's create-patch-delete policy, the wiring's informer and writer
+(controller/children.py). The table of entries is children/job_children.py.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tfop.api.constants import (
+    API_VERSION,
+    KIND,
+    LABEL_JOB_NAME,
+    LABEL_MANAGED_BY,
+    LABEL_OPERATOR_NAME,
+    LABEL_RUNTIME_ID,
+    MANAGED_BY,
+    OPERATOR_NAME,
+)
+from tfop.api.runtime_id import runtime_id
+from tfop.controller.plan.job.model import JobMeta, TFJobModel
+from tfop.objects import Object
+
+
+class JobState(enum.Enum):
+    """What a job is doing, as far as its own children go."""
+
+    RUNNING = "running"  # its children are made and kept in line
+    SUSPENDED = "suspended"  # runPolicy.suspend: nothing of it runs
+    FINISHED = "finished"  # succeeded, failed or rejected, cleanPodPolicy All or Running: its pods go
+    FINISHED_PODS_KEPT = "finished, pods kept"  # the same with cleanPodPolicy None: its pods stay as they ended
+
+
+EVERY_STATE = frozenset(JobState)
+
+
+@dataclass(frozen=True)
+class JobChildKind:
+    kind: str  # the objects' kind, and the plan's name for them (plan/types.py)
+    group: str  # where the API serves them: group ("" for the core API), version, resource
+    version: str
+    plural: str
+    # What the cache keeps beside the metadata: only what `drift` and the policies read.
+    cached: tuple[str, ...]
+    # In a state outside these, the job keeps none (the policy deletes them). In the others but RUNNING, what
+    # there is stays as it is: nothing is made or patched for a job that does not run.
+    kept_in: frozenset[JobState]
+    name: Callable[[JobMeta], str]
+    wanted: Callable[[TFJobModel], Object | None]  # the spec it should have; None: the job wants none
+    # (stored object, wanted spec) -> the merge patch that brings it in line, None when it is: the in-line check.
+    drift: Callable[[Object, Object], Object | None]
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def body(self, job: TFJobModel) -> Object:
+        """The child as it is created, owned by the job (the garbage collector deletes it with the job)."""
+        spec = self.wanted(job)
+        if spec is None:
+            raise ValueError(f"{job.metadata.name} wants no {self.kind}")
+        metadata = job.metadata
+        return {"apiVersion": self.api_version, "kind": self.kind,
+                "metadata": {"name": self.name(metadata), "namespace": metadata.namespace,
+                             "labels": {LABEL_JOB_NAME: metadata.name, LABEL_RUNTIME_ID: runtime_id(metadata.uid),
+                                        LABEL_OPERATOR_NAME: OPERATOR_NAME, LABEL_MANAGED_BY: MANAGED_BY},
+                             "ownerReferences": [owner_reference(metadata)]},
+                "spec": spec}
+
+
+def owner_reference(job: JobMeta) -> Object:
+    """The controller reference every child of the job carries."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "name": job.name,
+        "uid": job.uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }

@@ -1,0 +1,18 @@
+"""The table of a job's own children: the kinds of which it has at most one, each one entry
+(children/job_child.py). The planner's shared policy (policies/job_children.py), the bodies (children/desired.py)
+and the wiring's informers and writer (controller/children.py) all read it; adding such a kind is one entry here.
+"""
+
+from __future__ import annotations
+
+from tfop.controller.plan.children.autoscaler import AUTOSCALER_KIND
+from tfop.controller.plan.children.job_child import JobChildKind
+from tfop.controller.plan.children.network_policy import NETWORK_POLICY_KIND
+from tfop.controller.plan.children.pod_group import pod_group_kind
+from tfop.controller.plan.gang_schedulers import GangScheduler
+
+
+def job_child_kinds(gang: GangScheduler | None) -> tuple[JobChildKind, ...]:
+    """In the order they are made, before any replica's children: the PodGroup, only with a gang scheduler (the
+    pods name it); the NetworkPolicy and the HPA, whatever the config, since any job may ask for one."""
+    return (*([pod_group_kind(gang)] if gang is not None else []), NETWORK_POLICY_KIND, AUTOSCALER_KIND)

@@ -1,0 +1,77 @@
+"""The one policy for a job's own children (its PodGroup, NetworkPolicy, HPA: the table of
+children/job_children.py): while the job runs, each kind the job wants is made, kept in line by its in-line check,
+and every other of that kind deleted (a stray, one of an old name, one no longer wanted); in any other state, the
+kinds not kept in it are deleted and the others left as they are.
+
+A name still held by a child being deleted is waited for: nothing is made under it until it is gone (the delete
+wakes the job), and meanwhile no replica's child is made either, since the job's own come first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tfop.api.fields import mapping_at
+from tfop.controller.plan.children.job_child import JobChildKind, JobState
+from tfop.controller.plan.children.job_children import job_child_kinds
+from tfop.controller.plan.draft import PlanDraft
+from tfop.controller.plan.job.model import TFJobModel
+from tfop.controller.plan.status import is_terminating
+from tfop.controller.plan.types import ChildPatch, Creation, PlanContext
+from tfop.objects import Object
+
+
+@dataclass(frozen=True)
+class OwnChild:
+    """What a running job's plan found of one kind of its own children."""
+
+    current: Object | None = None  # the one it keeps (None: it wants none, or it is made by this plan)
+    name_taken: bool = False  # its name is held by one being deleted: not made yet
+
+
+def kinds_of(context: PlanContext) -> tuple[JobChildKind, ...]:
+    """The table for this operator: the PodGroup only with a gang scheduler whose CRD is installed."""
+    return job_child_kinds(context.config.gang if context.gang_problem is None else None)
+
+
+def keep_job_children(draft: PlanDraft, job: TFJobModel, context: PlanContext) -> dict[str, OwnChild]:
+    """For a job that runs: by kind, what there is of each."""
+    return {kind.kind: _keep(draft, job, context, kind) for kind in kinds_of(context)}
+
+
+def settle_job_children(draft: PlanDraft, context: PlanContext, state: JobState) -> None:
+    """For a job that does not run (suspended, finished, rejected): deletes the kinds it keeps none of now."""
+    for kind in kinds_of(context):
+        if state not in kind.kept_in:
+            for child in context.of_kind(kind.kind):
+                if not is_terminating(child):
+                    draft.delete_child(kind.kind, child)
+
+
+def waiting_for_a_name(own: dict[str, OwnChild]) -> bool:
+    """Whether a child the job wants waits for its name: the replicas' children wait with it."""
+    return any(child.name_taken for child in own.values())
+
+
+def _keep(draft: PlanDraft, job: TFJobModel, context: PlanContext, kind: JobChildKind) -> OwnChild:
+    name, wanted = kind.name(job.metadata), kind.wanted(job)
+    current: Object | None = None
+    name_taken = False
+    for child in context.of_kind(kind.kind):
+        own_name = mapping_at(child, "metadata").get("name") == name
+        if is_terminating(child):
+            name_taken = name_taken or own_name
+        elif wanted is not None and own_name and current is None:
+            current = child
+        else:
+            draft.delete_child(kind.kind, child)
+    if wanted is None:
+        return OwnChild()
+    if current is None:
+        if not name_taken:
+            draft.create.append(Creation(kind.kind, None, name))
+        return OwnChild(name_taken=name_taken)
+    patch = kind.drift(current, wanted)
+    if patch is not None:
+        draft.patch.append(ChildPatch(kind.kind, name, patch))
+    return OwnChild(current)
