@@ -21,7 +21,7 @@ import pytest
 from localcluster import LocalCluster
 from support.crds import crd_established, replace_crd
 from support.heartbeat import Heartbeat
-from support.namespaces import make_namespace
+from support.namespaces import make_namespace, release_tracked_pods
 from support.operator_process import OperatorProcess
 from support.tiers import is_long
 from support.time_limit import TimeLimitPlugin
@@ -120,8 +120,10 @@ def namespace(kube_client: KubeClient, request: pytest.FixtureRequest) -> Iterat
     # of CPU (its discovery cache read each time) on a suite that is CPU-bound.
     make_namespace(kube_client, name)
     yield name
-    # It goes in the background, as `kubectl delete --wait=false`; a test may have left the apiserver down.
+    # It goes in the background, as `kubectl delete --wait=false`; a test may have left the apiserver down. Its
+    # operator is stopped by now, so the pods still holding tfop's finalizer are released here.
     with contextlib.suppress(ApiError):
+        release_tracked_pods(kube_client, name)
         kube_client.delete(NAMESPACES, name)
 
 

@@ -63,6 +63,7 @@ class OperatorMetrics:
     resizes: Counter
     children_created: dict[str, Counter]  # by child kind; only the kinds dashboards count
     children_deleted: dict[str, Counter]
+    finished_pods_gone: Counter
     is_leader: Gauge
     job_duration: Histogram
     job_start_latency: Histogram
@@ -78,7 +79,7 @@ class OperatorMetrics:
         """Every per-namespace series of `namespace`, at 0 if new (idempotent and cheap: call it freely)."""
         for counter in self.job_counters.values():
             counter.labels(namespace, FRAMEWORK)
-        for counter in (*self.children_created.values(), *self.children_deleted.values()):
+        for counter in (*self.children_created.values(), *self.children_deleted.values(), self.finished_pods_gone):
             counter.labels(namespace)
         for exit_class in EXIT_CLASSES:
             self.restarts.labels(namespace, exit_class)
@@ -116,6 +117,10 @@ class OperatorMetrics:
                               "Job": counter("tf_operator_replica_jobs_deleted",
                                              "batch/v1 Jobs of replicas the operator deleted (Job backend).",
                                              "job_namespace")},
+            finished_pods_gone=counter("tf_operator_finished_replica_pods_gone",
+                                       "Pods of replicas that had succeeded, gone while their job ran (the pod "
+                                       "garbage collector, a user): the replicas stay finished, not made again.",
+                                       "job_namespace"),
             is_leader=Gauge("tf_operator_is_leader", "1 while this process leads (always 1 without --leader-elect).",
                             registry=registry),
             job_duration=Histogram(

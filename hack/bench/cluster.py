@@ -34,9 +34,10 @@ from bench.workload import tfjob
 from localcluster import LocalCluster
 from localcluster.pki import openssl
 from tfop import yamlio
+from tfop.api.constants import FINALIZER_REPLICA_TRACKING
 from tfop.controller.children import TFJOBS
 from tfop.kube.client import KubeClient
-from tfop.kube.errors import AlreadyExists, NotFound
+from tfop.kube.errors import AlreadyExists, ApiError, NotFound
 from tfop.kube.resource import CUSTOM_RESOURCE_DEFINITIONS, NAMESPACES, PODS, SERVICE_ACCOUNTS, SERVICES, Resource
 
 OPERATOR_USER = "bench-operator"
@@ -226,6 +227,7 @@ class BenchCluster:
             for resource in (SERVICES, ENDPOINT_SLICES, PODS, TFJOBS):
                 with contextlib.suppress(NotFound):
                     client.request("DELETE", resource.path(name), body=options, timeout=(5.0, timeout))
+            _release_held_pods(client, name)  # the run's operator may be stopped by now
             with contextlib.suppress(NotFound):
                 client.delete(NAMESPACES, name)
 
@@ -258,6 +260,19 @@ def copy_logs(cluster: BenchCluster, destination: Path) -> None:
 def _condition(obj: dict[str, Any], condition_type: str) -> bool:
     return any(c.get("type") == condition_type and c.get("status") == "True"
                for c in (obj.get("status") or {}).get("conditions") or [])
+
+
+def _release_held_pods(client: KubeClient, namespace: str) -> None:
+    """tfop's finalizer off the pods that still hold it (docs/tfjob/reference.md, "What finished stays finished"),
+    or with the operator stopped the namespace would wait on them for ever."""
+    pods, _ = client.list(PODS, namespace)
+    for pod in pods:
+        if FINALIZER_REPLICA_TRACKING in (pod["metadata"].get("finalizers") or ()):
+            with contextlib.suppress(ApiError):
+                client.patch(PODS, pod["metadata"]["name"], {"metadata": {
+                    "uid": pod["metadata"]["uid"],
+                    "$deleteFromPrimitiveList/finalizers": [FINALIZER_REPLICA_TRACKING]}}, namespace,
+                    patch_type="strategic")
 
 
 def _check_deadline(deadline: float, waiting_for: str) -> None:

@@ -152,7 +152,7 @@ def test_a_disrupted_replica(row: Row) -> None:
     assert children == before, "plan() must not mutate its input"
     assert sorted((d.kind, d.name) for d in result.delete if d.kind != SERVICE) == row.deleted
     assert [(e.type, e.reason, e.message) for e in result.events] == row.events
-    status = result.status if result.status is not None else row.job["status"]
+    status = result.status.to_json() if result.status is not None else row.job["status"]
     assert status["replicaStatuses"]["Worker"]["restarts"] == row.restarts
     conditions = {entry["type"]: entry for entry in status["conditions"] if entry["status"] == "True"}
     assert (conditions["Failed"]["message"] if "Failed" in conditions else None) == row.failed

@@ -5,9 +5,11 @@ being deleted does, and what the wiring makes of each entry. Every expected row 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from support.plan_builders import NOW, RID, T0, make_job, make_pod, name_of, running, running_pods, services_for
 from tfop.controller.children import Scope, child_kinds
@@ -135,3 +137,16 @@ def test_one_policy_for_the_jobs_own_children(row: Row) -> None:
     assert [(creation.kind, creation.name) for creation in result.create] == row.create
     assert [(ref.kind, ref.name) for ref in result.delete] == row.delete
     assert result.patch == []
+
+
+def test_the_operators_role_grants_each_child_kind_what_the_writer_does() -> None:
+    """A kind added to the table without its RBAC rule fails here, not on a cluster (the chart's copy of the rule
+    is checked by test/integration/test_deploy.py)."""
+    documents = yaml.safe_load_all((Path(__file__).resolve().parents[2] / "deploy/manifests/rbac.yaml").read_text())
+    [role] = [d for d in documents if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "tfop"]
+    granted = {(group, resource, verb) for rule in role["rules"] for group in rule.get("apiGroups", [])
+               for resource in rule.get("resources", []) for verb in rule.get("verbs", [])}
+    missing = [(kind.kind, verb) for kind in child_kinds(None)
+               for verb in ("list", "watch", "create", "delete", *(("patch",) if kind.scope is Scope.JOB else ()))
+               if (kind.resource.group, kind.resource.plural, verb) not in granted]
+    assert missing == []

@@ -41,6 +41,10 @@ LABEL_JOB_ROLE: Final = "training.kubeflow.org/job-role"
 OPERATOR_NAME: Final = "tfjob-controller"
 # What tfop's children carried before it spoke the Go operator's label; still watched, so they are adopted.
 LEGACY_OPERATOR_NAME: Final = "tfop"
+# On every pod tfop creates, removed once the job's status records how the replica ended (or it needs no record):
+# a finished pod cannot vanish (the pod GC, a user) before its outcome is kept. tfop's own domain, not the
+# training.kubeflow.org the Go operator's labels share: a finalizer has one owner that removes it.
+FINALIZER_REPLICA_TRACKING: Final = "tfop.kubeflow.org/replica-tracking"
 # Tells the children tfop created from those the Go operator created.
 LABEL_MANAGED_BY: Final = "app.kubernetes.io/managed-by"
 MANAGED_BY: Final = "tfop"

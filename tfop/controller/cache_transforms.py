@@ -23,14 +23,16 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from tfop.api.constants import ANNOTATION_TF_CLUSTER
+from tfop.api.constants import ANNOTATION_TF_CLUSTER, FINALIZER_REPLICA_TRACKING
 from tfop.controller.plan.job.model import REPLICAS_WRITERS
 from tfop.kube.shared_values import SharedValues, shared_text
 from tfop.objects import Object
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 _METADATA = ("name", "namespace", "uid", "resourceVersion", "labels", "ownerReferences", "deletionTimestamp",
-             "creationTimestamp")
+             "deletionGracePeriodSeconds", "creationTimestamp")
+# Of the finalizers only tfop's is read (whether a pod still holds it): one list for every object that has it.
+_TRACKED = [FINALIZER_REPLICA_TRACKING]
 _OWNER_REFERENCE = ("apiVersion", "kind", "name", "uid", "controller")
 _POD_STATUS = ("phase", "reason", "message")
 _POD_CONDITION = ("type", "status", "reason", "message")
@@ -65,6 +67,9 @@ def slim_metadata(obj: Object) -> Object:
     annotations = metadata.get("annotations")
     if isinstance(annotations, dict) and ANNOTATION_TF_CLUSTER in annotations:  # the only one read: resizes
         kept["annotations"] = SHARED.share({ANNOTATION_TF_CLUSTER: shared_text(annotations[ANNOTATION_TF_CLUSTER])})
+    finalizers = metadata.get("finalizers")
+    if isinstance(finalizers, list) and FINALIZER_REPLICA_TRACKING in finalizers:
+        kept["finalizers"] = _TRACKED
     if isinstance(kept.get("ownerReferences"), list):  # only the controller's is read
         kept["ownerReferences"] = SHARED.share([_kept(ref, _OWNER_REFERENCE) for ref in kept["ownerReferences"]
                                                 if isinstance(ref, dict) and ref.get("controller")])

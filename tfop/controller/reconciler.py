@@ -10,16 +10,19 @@ from datetime import UTC, datetime
 
 import structlog
 
-from tfop.api.constants import GROUP, KIND, LABEL_JOB_NAME
+from tfop.api.constants import CONDITION_FAILED, CONDITION_SUCCEEDED, GROUP, KIND, LABEL_JOB_NAME, POD_SUCCEEDED
 from tfop.api.kueue import managed_elsewhere
 from tfop.controller.apply.applier import PlanApplier
 from tfop.controller.cache_transforms import BY_NODE, node_health_transform, pod_node, slim_job
 from tfop.controller.children import TFJOBS, ChildKind, child_id, child_kinds, pod_group_resource
 from tfop.controller.plan.children.batch_job import made_by_job
+from tfop.controller.plan.children.desired import replica_slot_of
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.gang_schedulers import GangScheduler
+from tfop.controller.plan.observed.child import Child
 from tfop.controller.plan.planner import plan as plan_job
-from tfop.controller.plan.types import POD, CreateRefusal, PlanContext
+from tfop.controller.plan.status import condition_is_true, conditions_of, holds_finalizer, is_terminating
+from tfop.controller.plan.types import POD, ChildRef, CreateRefusal, PlanContext
 from tfop.kube.client import KubeClient
 from tfop.kube.clock import SYSTEM_CLOCK, Clock
 from tfop.kube.errors import NotFound
@@ -70,7 +73,8 @@ class TFJobController:
                                    create_concurrency=create_concurrency, kinds=self.kinds, clock=clock)
 
     def _child_watch(self, kind: ChildKind) -> Watch:
-        indexers = {kind.owner_index: by_controller_uid, **({BY_NODE: pod_node} if kind.kind == POD else {})}
+        indexers = {kind.owner_index: by_controller_uid,
+                    **({BY_NODE: pod_node, HELD_BY_JOB_NAME: held_by_job_name} if kind.kind == POD else {})}
         return Watch(kind.resource, owner_key, label_selector=kind.label_selector, indexers=indexers,
                      transform=kind.transform, batch=CHILD_EVENTS_BATCH,
                      observe=lambda change, key, child: self._child_changed(kind.kind, change, key, child))
@@ -132,6 +136,21 @@ class TFJobController:
         elif change is Change.DELETED or child["metadata"].get("deletionTimestamp"):
             # A delete is observed once the object is terminating, or gone.
             self.expectations.deleted(key, child["metadata"]["uid"])
+        if change is Change.DELETED and kind == POD and (child.get("status") or {}).get("phase") == POD_SUCCEEDED:
+            self._finished_pod_gone(key, child)
+
+    def _finished_pod_gone(self, key: str, pod: Object) -> None:
+        """Told when the job still runs (not its own clean-up, nor its deletion): the pod GC or a user removing a
+        finished pod used to make its replica run again."""
+        slot = replica_slot_of(Child.of(pod))
+        job = self.runtime.store(TFJOBS, key.partition("/")[0]).get(key)
+        if slot is None or made_by_job(pod) or job is None or is_terminating(job) or any(
+                condition_is_true(conditions_of(job.get("status")), final)
+                for final in (CONDITION_SUCCEEDED, CONDITION_FAILED)):
+            return
+        self.metrics.finished_pods_gone.labels(key.partition("/")[0]).inc()
+        log.info("a finished replica's pod is gone; its end is kept in the status, it is not made again", job=key,
+                 replica=f"{slot.replica_type} {slot.index}", pod=pod["metadata"]["name"])
 
     def _cache_of(self, kind: str, namespace: str) -> Store:
         return self.runtime.store(self.kinds[kind].resource, namespace)
@@ -147,12 +166,14 @@ class TFJobController:
             self.expectations.forget(key)
             self.refusals.pop(key, None)
             self.applier.held_statuses.close(key)
+            self._release_strays(key, namespace, owner_uid=None)
             return Result()  # the normal lane, which the runtime does not remember
         if not self.expectations.satisfied(key, job["metadata"].get("resourceVersion")):
             log.debug("waiting for the cache to see our writes", job=key,
                       outstanding=self.expectations.outstanding(key))
             return Result(lane=self._next_lane(key, deleted=False))
         uid = job["metadata"]["uid"]
+        self._release_strays(key, namespace, owner_uid=uid)
         children = {kind.kind: self._cache_of(kind.kind, namespace).by_index(kind.owner_index, uid)
                     for kind in self.kinds}
         for kind in self.kinds:
@@ -179,6 +200,18 @@ class TFJobController:
         timers = [after for after in (plan.requeue_after, held) if after is not None]
         return Result(min(timers) if timers else None, self._next_lane(key, deleted=bool(plan.delete)))
 
+    def _release_strays(self, key: str, namespace: str, *, owner_uid: str | None) -> None:
+        """Pods named for the job that still hold tfop's finalizer but that no job of this name controls (the job
+        is gone: deleted in the background, or orphaning its pods; or a new job took the name) are released, or
+        the garbage collector, or whoever deletes them, would wait for ever. A failure is retried with the key."""
+        strays = [pod for pod in self._cache_of(POD, namespace).by_index(HELD_BY_JOB_NAME, key)
+                  if owner_uid is None or controller_uid(pod) != owner_uid]
+        if strays:
+            log.info("releasing pods no job controls", job=key, pods=len(strays))
+            errors = self.applier.children.release(key, None, [ChildRef.of(POD, pod) for pod in strays], namespace)
+            if errors:
+                raise errors[0]
+
     def _next_lane(self, key: str, *, deleted: bool) -> Lane:
         """Where the job's next pass waits. This pass made every child it planned (a refusal or an error returns
         earlier), so the next one has nothing left to create unless a child goes away meanwhile: until the cache
@@ -192,14 +225,32 @@ class TFJobController:
 
 def owner_key(child: Object) -> str | None:
     """The key of the TFJob that controls `child`, if any; for a pod a replica's Job controls, that Job's TFJob,
-    named by the job-name label the pod has from the Job's template."""
+    named by the job-name label the pod has from the Job's template; for a pod that holds tfop's finalizer with no
+    controller left (its job deleted, orphaning it), the job its label names, whose pass releases it."""
     for ref in child["metadata"].get("ownerReferences") or ():
         if ref.get("controller") and ref.get("kind") == KIND and ref.get("apiVersion", "").startswith(GROUP + "/"):
             return f"{child['metadata']['namespace']}/{ref['name']}"
     job_name = (child["metadata"].get("labels") or {}).get(LABEL_JOB_NAME)
-    if made_by_job(child) and job_name:
+    if (made_by_job(child) or holds_finalizer(child)) and job_name:
         return f"{child['metadata']['namespace']}/{job_name}"
     return None
+
+
+HELD_BY_JOB_NAME = "held-by-job-name"  # the pod cache's index of the pods holding tfop's finalizer, by job key
+
+
+def held_by_job_name(pod: Object) -> list[str]:
+    """Only pods that hold tfop's finalizer are indexed: those a job's pass must find even when no job of the
+    name controls them (`TFJobController._release_strays`)."""
+    job_name = (pod["metadata"].get("labels") or {}).get(LABEL_JOB_NAME)
+    if not job_name or not holds_finalizer(pod):
+        return []
+    return [f"{pod['metadata'].get('namespace', '')}/{job_name}"]
+
+
+def controller_uid(child: Object) -> str | None:
+    return next((ref.get("uid") for ref in child["metadata"].get("ownerReferences") or () if ref.get("controller")),
+                None)
 
 
 def gang_scheduler_problem(client: KubeClient, gang: GangScheduler | None) -> str | None:

@@ -71,7 +71,10 @@ class PlanApplier:
                 return remaining
         self.held_statuses.close(key)
         if plan.status is not None:
-            self._write_status(key, job, plan.status)
+            self._write_status(key, job, plan.status.to_json())
+        # Only now is how the released pods' replicas ended stored; a force-deleted pod went before its delete.
+        forced = {ref.uid for ref in plan.delete if ref.grace_period_seconds == 0}
+        errors = self.children.release(key, job, [ref for ref in plan.release if ref.uid not in forced])
         # Transitions are announced and counted only once their status is stored (the write above raises
         # otherwise), so a conflict that makes us plan again cannot announce or count one twice.
         for event in plan.events:
@@ -81,6 +84,8 @@ class PlanApplier:
         count_transitions(self.metrics, job, plan, now)
         if plan.delete_job:
             self._delete_job(job)
+        if errors:
+            raise errors[0]  # the key is retried with backoff; the next plan releases them again
         return None
 
 

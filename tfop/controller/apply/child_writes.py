@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import structlog
 
+from tfop.api.constants import FINALIZER_REPLICA_TRACKING
 from tfop.controller.children import ChildKinds, Scope, child_id
 from tfop.controller.plan.children.desired import total_replicas
 from tfop.controller.plan.job.default_ps_server import SCRIPT_CONFIGMAP
@@ -24,7 +25,7 @@ from tfop.controller.plan.types import (
 )
 from tfop.controller.ps_server_configmap import ServerScriptKeeper
 from tfop.kube.client import KubeClient, removed_by_delete
-from tfop.kube.errors import ApiError, BadRequest, Invalid, NotFound, TooLarge
+from tfop.kube.errors import ApiError, BadRequest, Conflict, Invalid, NotFound, TooLarge
 from tfop.kube.events import NORMAL, WARNING, EventRecorder
 from tfop.kube.expectations import Expectations
 from tfop.kube.fair_pool import FairPool
@@ -37,6 +38,9 @@ log = structlog.get_logger("tfop.controller")
 
 REASON_SUCCESSFUL_CREATE = "SuccessfulCreate"  # as Kubernetes' own controllers call them
 REASON_SUCCESSFUL_DELETE = "SuccessfulDelete"
+
+# A strategic merge patch removes one value of a list of primitives and keeps the others' finalizers.
+RELEASE_DIRECTIVE = "$deleteFromPrimitiveList/finalizers"
 
 CacheOf = Callable[[str, str], Store]  # (kind, namespace) -> the cache of that kind's children
 
@@ -95,10 +99,37 @@ class ChildWriter:
         group always fits the pods there are."""
         changes = ChildChanges()
         self._patch_children(job, plan.patch, changes)
+        # A pod force-deleted (its node lost) is released first, so that the delete removes it and its replacement
+        # goes in this pass; the others wait for the status (PlanApplier.record).
+        forced = {ref.uid for ref in plan.delete if ref.grace_period_seconds == 0}
+        changes.errors.extend(self.release(key, job, [ref for ref in plan.release if ref.uid in forced]))
         self._delete_children(key, job, plan.delete, changes)
         self._create_children(key, job, plan, changes)
         return changes
 
+
+    def release(self, key: str, job: Object | None, refs: list[ChildRef], namespace: str = "") -> list[ApiError]:
+        """Removes tfop's tracking finalizer from the pods `refs` names, sent together; only from the pod with the
+        ref's uid (a pod made since under the name is refused the patch: its uid cannot change). Returns the
+        errors worth retrying. `job` None: pods whose job is gone (a `namespace` then says where)."""
+        if not refs:
+            return []
+        namespace = job["metadata"]["namespace"] if job is not None else namespace
+        pods = self.kinds[POD].resource
+
+        def release_one(ref: ChildRef) -> ApiError | None:
+            patch = {"metadata": {"uid": ref.uid, RELEASE_DIRECTIVE: [FINALIZER_REPLICA_TRACKING]}}
+            try:
+                self.client.patch(pods, ref.name, patch, namespace, patch_type="strategic")
+            except (NotFound, Invalid, Conflict):
+                return None  # gone, or another pod has the name now
+            except ApiError as error:
+                return error
+            return None
+
+        answers = list(self._requests.flow(key).map(release_one, refs)) if len(refs) > 1 else [release_one(refs[0])]
+        log.debug("released pods", job=key, names=[ref.name for ref in refs])
+        return [answer for answer in answers if answer is not None]
 
     def _create_children(self, key: str, job: Object, plan: Plan, changes: ChildChanges) -> None:
         # A replacement is sent only if its pod's forced delete removed it; if not, a later pass sees the pod go.

@@ -72,8 +72,12 @@ and records Events.
   resources: [tfjobs/finalizers]
   verbs: [update]
 - apiGroups: [""]
-  resources: [pods, services]
+  resources: [services]
   verbs: [list, watch, create, delete]
+# Pods are patched too: tfop's finalizer removed once the job's status records how the replica ended.
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [list, watch, create, patch, delete]
 # The Job backend (a job's replicas as batch/v1 Jobs, per operator or per job): patched to suspend and resume.
 - apiGroups: [batch]
   resources: [jobs]

@@ -14,6 +14,7 @@ from tfop.api.constants import (
     ANNOTATION_TF_CLUSTER,
     CHIEF_REPLICA_TYPES,
     DEFAULT_PORT_NAME,
+    FINALIZER_REPLICA_TRACKING,
     JOB_ROLE_MASTER,
     LABEL_JOB_NAME,
     LABEL_JOB_ROLE,
@@ -134,6 +135,9 @@ class DesiredChildren:
 
     def pod(self, replica_type: str, index: int) -> Object:
         pod = self._replica_pod(replica_type, index)
+        # Held until the job's status records how the replica ended (replicas/finished.py); the Job backend's pods
+        # are the Job controller's, which has a finalizer of its own.
+        pod["metadata"]["finalizers"] = [FINALIZER_REPLICA_TRACKING]
         if self._replaces_lost_pods:
             tolerate_node_loss(pod["spec"])
         return pod

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from tfop.api.constants import (
     LABEL_JOB_NAME,
@@ -28,11 +27,10 @@ from tfop.api.constants import (
     ChildNamingScheme,
 )
 from tfop.api.defaults import canonical_replica_type
-from tfop.api.fields import mapping, one_of, text
+from tfop.api.fields import one_of, text
 from tfop.api.runtime_id import child_name, runtime_id
+from tfop.controller.plan.job_status import TFJobStatus
 from tfop.controller.plan.observed.child import Child
-
-CHILD_NAMING = "childNaming"  # the status field
 
 
 def type_index_name(job_name: str, replica_type: str, index: int) -> str:
@@ -83,13 +81,11 @@ class ChildNaming:
         return ",".join(terms)
 
 
-def naming_of(job: dict[str, Any], children: Iterable[Child],
+def naming_of(job_name: str, uid: str, status: TFJobStatus, children: Iterable[Child],
               default: ChildNamingScheme = NAMING_RUNTIME_ID) -> ChildNaming:
     """The job's naming: as its status records it; else as its children show it; else `default`."""
-    metadata = mapping(job.get("metadata"))
-    job_name = text(metadata.get("name")) or ""
-    rid = runtime_id(text(metadata.get("uid")) or "")
-    recorded = one_of(mapping(job.get("status")).get(CHILD_NAMING), NAMINGS)
+    rid = runtime_id(uid)
+    recorded = one_of(status.child_naming, NAMINGS)
     if recorded is not None:
         return ChildNaming(recorded, job_name, rid)
     shown = {_scheme_of(child, job_name, rid) for child in children}

@@ -8,7 +8,8 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import TypedDict
 
-from tfop.api.fields import items, mapping, text
+from tfop.api.constants import FINALIZER_REPLICA_TRACKING
+from tfop.api.fields import integer, items, mapping, text
 from tfop.api.timestamps import parse_time
 from tfop.objects import Object
 
@@ -39,6 +40,8 @@ class Child:
     created: datetime | None = None
     terminating: bool = False  # deleted but not gone (finalizers, grace period)
     deletion_deadline: datetime | None = None  # the deletionTimestamp: when its grace period ends
+    deletion_grace: int | None = None  # deletionGracePeriodSeconds: 0 for a pod deleted once it had ended
+    tracked: bool = False  # holds tfop's finalizer (replicas/finished.py)
 
     @classmethod
     def of(cls, obj: Object) -> Child:
@@ -56,6 +59,8 @@ class ChildFields(TypedDict):
     created: datetime | None
     terminating: bool
     deletion_deadline: datetime | None
+    deletion_grace: int | None
+    tracked: bool
 
 
 def child_fields(obj: Object) -> ChildFields:
@@ -68,7 +73,9 @@ def child_fields(obj: Object) -> ChildFields:
             "labels": _texts(metadata.get("labels")), "annotations": _texts(metadata.get("annotations")),
             "controller": _controller(metadata.get("ownerReferences")),
             "created": parse_time(metadata.get("creationTimestamp")),
-            "terminating": deletion is not None, "deletion_deadline": parse_time(deletion)}
+            "terminating": deletion is not None, "deletion_deadline": parse_time(deletion),
+            "deletion_grace": integer(metadata.get("deletionGracePeriodSeconds")),
+            "tracked": FINALIZER_REPLICA_TRACKING in items(metadata.get("finalizers"))}
 
 
 def _texts(value: object) -> Mapping[str, str]:

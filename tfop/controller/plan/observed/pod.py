@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from tfop.api.constants import DEFAULT_CONTAINER_NAME, POD_PENDING
+from tfop.api.constants import DEFAULT_CONTAINER_NAME, POD_FAILED, POD_PENDING, POD_SUCCEEDED
 from tfop.api.exit_codes import ExitClass, classify_termination
 from tfop.api.fields import integer, items, mapping, text
 from tfop.api.timestamps import parse_time
@@ -118,6 +118,18 @@ class PodView(Child):
                    disruption=None if disrupted is None else Disruption(text(disrupted.get("reason")) or "",
                                                                         text(disrupted.get("message")) or ""),
                    containers=tuple(_container(mapping(entry)) for entry in items(status.get("containerStatuses"))))
+
+    @property
+    def ended(self) -> bool:
+        return self.phase in (POD_SUCCEEDED, POD_FAILED)
+
+    @property
+    def ended_before_deleted(self) -> bool:
+        """Whether the pod ended (a final phase) before anyone deleted it, if anyone did. The apiserver deletes a
+        pod that has already ended without a grace period, while a running pod's delete waits out its grace period
+        for the kubelet to stop it, after which it may end with any exit code, 0 included, because it was
+        stopped."""
+        return self.ended and (not self.terminating or self.deletion_grace == 0)
 
     @property
     def disrupted(self) -> bool:

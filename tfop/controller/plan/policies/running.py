@@ -55,9 +55,8 @@ def update_running(draft: PlanDraft, children: SortedChildren, refusals: Iterabl
                             message=with_troubles(message + gang.running_note + said_of_nodes, troubles))
         draft.clear_condition(CONDITION_RESTARTING, reason=REASON_RUNNING, message=message)
     elif draft.is_true(CONDITION_RESTARTING):
-        restarting = draft.condition(CONDITION_RESTARTING) or {}
         draft.set_condition(CONDITION_RUNNING, true=False, reason=REASON_RESTARTING,
-                            message=with_troubles(str(restarting.get("message", "")) + giving_up, troubles))
+                            message=with_troubles(draft.message_of(CONDITION_RESTARTING) + giving_up, troubles))
     else:
         detail = ", ".join(f"{states[state]} {state.value}" for state in SlotState if states[state]
                            and state not in (SlotState.RUNNING, SlotState.SUCCEEDED, SlotState.TOLERATED))
@@ -79,8 +78,7 @@ def announce_disruptions(draft: PlanDraft, replaced: list[PodView]) -> None:
     user's action; Warning events are what alerts and triage watch. Told once: a pod the Restarting condition
     already names was told by the plan that set it (the Job backend's failed pod is seen until its Job replaces it).
     """
-    restarting = draft.condition(CONDITION_RESTARTING) or {}
-    told = str(restarting.get("message", "")) if draft.is_true(CONDITION_RESTARTING) else ""
+    told = draft.message_of(CONDITION_RESTARTING) if draft.is_true(CONDITION_RESTARTING) else ""
     for pod in replaced:
         taken = pod.disruption
         if taken is None or describe_failure(pod) in told:

@@ -20,7 +20,6 @@ from tfop.api.constants import (
     REPLICA_WORKER,
     RESTART_POLICY_NEVER,
 )
-from tfop.api.fields import integer, mapping
 from tfop.controller.plan.children.batch_job import FAILED_BY_BACKOFF_LIMIT, controller_uid, made_by_job
 from tfop.controller.plan.children.desired import replica_slot_of
 from tfop.controller.plan.children.naming import ChildNaming
@@ -128,7 +127,6 @@ def count_job_restarts(draft: PlanDraft, spec: TFJobSpec, context: PlanContext, 
     latest failure."""
     slot_by_job = {children.batch_jobs[slot.slot].uid: slot for slot in children.slots
                    if slot.slot in children.batch_jobs}
-    previous = mapping(draft.status.get("replicaStatuses"))
     jobs_by_type: dict[str, list[BatchJobView]] = defaultdict(list)
     batch_jobs = context.observed.batch_jobs
     for batch_job in batch_jobs:
@@ -140,12 +138,12 @@ def count_job_restarts(draft: PlanDraft, spec: TFJobSpec, context: PlanContext, 
                 for batch_job in batch_jobs}
     counts: dict[str, RestartCount] = {}
     for replica_type in replica_types(spec):
-        before = mapping(previous.get(replica_type))
+        before = draft.status.replica(replica_type)
         count = count_restarts(RestartLedger.from_replica_status(before), jobs_by_type.get(replica_type, []),
                                deleting=deleting, recreating=set(),
                                restarts_of=lambda batch_job: restarts[batch_job.uid])
         counts[replica_type] = count
-        new = count.total - (integer(before.get("restarts")) or 0)
+        new = count.total - ((before.restarts if before is not None else None) or 0)
         if new <= 0:
             continue
         pods = [pod for batch_job in jobs_by_type.get(replica_type, [])

@@ -115,8 +115,15 @@ def fill_slots(spec: TFJobSpec, children: Iterable[_Filling],
 def slot_state(spec: TFJobSpec, slot: ReplicaSlot, pod: PodView | None) -> SlotState:
     if pod is None:
         return SlotState.ABSENT
-    if pod.terminating:  # neither there nor failed: its index is recreated once it is gone
+    state = _state_of(spec, slot, pod)
+    # A pod deleted once it had ended for good keeps its end (replicas/finished.py); one stopped by its delete, or
+    # to be recreated anyway, is neither there nor failed: its index is made again once it is gone.
+    if pod.terminating and (not pod.ended_before_deleted or state is SlotState.RETRYABLE):
         return SlotState.TERMINATING
+    return state
+
+
+def _state_of(spec: TFJobSpec, slot: ReplicaSlot, pod: PodView) -> SlotState:
     phase = pod.phase
     if phase != POD_FAILED:
         return {POD_PENDING: SlotState.PENDING, POD_RUNNING: SlotState.RUNNING,
