@@ -22,12 +22,11 @@ from tfop.api.constants import (
     LEGACY_OPERATOR_NAME,
     NAMING_RUNTIME_ID,
     NAMING_TYPE_INDEX,
-    NAMINGS,
     OPERATOR_NAME,
     ChildNamingScheme,
 )
 from tfop.api.defaults import canonical_replica_type
-from tfop.api.fields import one_of, text
+from tfop.api.fields import text
 from tfop.api.runtime_id import child_name, runtime_id
 from tfop.controller.plan.job_status import TFJobStatus
 from tfop.controller.plan.observed.child import Child
@@ -85,9 +84,8 @@ def naming_of(job_name: str, uid: str, status: TFJobStatus, children: Iterable[C
               default: ChildNamingScheme = NAMING_RUNTIME_ID) -> ChildNaming:
     """The job's naming: as its status records it; else as its children show it; else `default`."""
     rid = runtime_id(uid)
-    recorded = one_of(status.child_naming, NAMINGS)
-    if recorded is not None:
-        return ChildNaming(recorded, job_name, rid)
+    if status.child_naming is not None:
+        return ChildNaming(status.child_naming, job_name, rid)
     shown = {_scheme_of(child, job_name, rid) for child in children}
     # Any child under the Go naming decides: some replica's peers already know its address by that name.
     scheme = (NAMING_TYPE_INDEX if NAMING_TYPE_INDEX in shown else NAMING_RUNTIME_ID if NAMING_RUNTIME_ID in shown
