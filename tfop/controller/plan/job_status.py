@@ -16,7 +16,8 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Generic, TypeVar
 
-from tfop.api.fields import integer
+from tfop.api.constants import NAMINGS, REPLICA_BACKENDS, ChildNamingScheme, ReplicaBackendName
+from tfop.api.fields import integer, one_of
 from tfop.api.timestamps import format_time, parse_time
 from tfop.objects import Object
 
@@ -37,10 +38,6 @@ class _Key(Generic[_Value]):
 
 def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
-
-
-def _time(value: object) -> datetime | None:
-    return parse_time(value)
 
 
 def _uids(value: object) -> tuple[str, ...] | None:
@@ -182,7 +179,7 @@ class LastResize(_Json):
 _RESIZE_KEYS: tuple[_Key[Any], ...] = (
     _Key("from", "from_", integer, _same), _Key("to", "to", integer, _same),
     _Key("cause", "cause", _text, _same), _Key("strategy", "strategy", _text, _same),
-    _Key("time", "time", _time, format_time), _Key("message", "message", _text, _same),
+    _Key("time", "time", parse_time, format_time), _Key("message", "message", _text, _same),
 )
 
 
@@ -218,8 +215,8 @@ _CONDITION_KEYS: tuple[_Key[Any], ...] = (
     _Key("type", "type", _text, _same), _Key("status", "status", _text, _same),
     _Key("reason", "reason", _text, _same), _Key("message", "message", _text, _same),
     _Key("observedGeneration", "observed_generation", integer, _same),
-    _Key("lastTransitionTime", "last_transition_time", _time, format_time),
-    _Key("lastUpdateTime", "last_update_time", _time, format_time),
+    _Key("lastTransitionTime", "last_transition_time", parse_time, format_time),
+    _Key("lastUpdateTime", "last_update_time", parse_time, format_time),
 )
 
 
@@ -245,8 +242,8 @@ class TFJobStatus(_Json):
     start_time: datetime | None = None
     completion_time: datetime | None = None
     last_reconcile_time: datetime | None = None  # stamped only with a real change
-    child_naming: str | None = None  # RuntimeId or TypeIndex (plan/children/naming.py)
-    replica_backend: str | None = None  # pods or jobs (plan/replicas/backends.py)
+    child_naming: ChildNamingScheme | None = None  # plan/children/naming.py
+    replica_backend: ReplicaBackendName | None = None  # plan/replicas/backends.py
     runtime_id: str | None = None
     worker_replicas: int | None = None  # the Worker count the pods are made for (policies/resize.py)
     last_resize: LastResize | None = None
@@ -275,11 +272,11 @@ _STATUS_KEYS: tuple[_Key[Any], ...] = (
     _Key("replicaStatuses", "replica_statuses", _replica_statuses,
          lambda statuses: {replica_type: entry.to_json() for replica_type, entry in statuses.items()}),
     _Key("replicaSummary", "replica_summary", _text, _same),
-    _Key("startTime", "start_time", _time, format_time),
-    _Key("completionTime", "completion_time", _time, format_time),
-    _Key("lastReconcileTime", "last_reconcile_time", _time, format_time),
-    _Key("childNaming", "child_naming", _text, _same),
-    _Key("replicaBackend", "replica_backend", _text, _same),
+    _Key("startTime", "start_time", parse_time, format_time),
+    _Key("completionTime", "completion_time", parse_time, format_time),
+    _Key("lastReconcileTime", "last_reconcile_time", parse_time, format_time),
+    _Key("childNaming", "child_naming", lambda value: one_of(value, NAMINGS), _same),
+    _Key("replicaBackend", "replica_backend", lambda value: one_of(value, REPLICA_BACKENDS), _same),
     _Key("runtimeId", "runtime_id", _text, _same),
     _Key("workerReplicas", "worker_replicas", integer, _same),
     _Key("lastResize", "last_resize", _resize, lambda resize: resize.to_json()),

@@ -76,7 +76,8 @@ def announce_disruptions(draft: PlanDraft, replaced: list[PodView]) -> None:
     Normal, not Warning: a preemption, a drain or a node-pressure eviction is the cluster at work (the scheduler's
     own Preempted event is Normal), the replica is replaced without spending a restart, and nothing asks for the
     user's action; Warning events are what alerts and triage watch. Told once: a pod the Restarting condition
-    already names was told by the plan that set it (the Job backend's failed pod is seen until its Job replaces it).
+    already names was told by the plan that set it (the Job backend's failed pod is seen until its Job replaces
+    it).
     """
     told = draft.message_of(CONDITION_RESTARTING) if draft.is_true(CONDITION_RESTARTING) else ""
     for pod in replaced:
@@ -86,4 +87,4 @@ def announce_disruptions(draft: PlanDraft, replaced: list[PodView]) -> None:
         said = ": ".join(part for part in (taken.reason, taken.message) if part)
         draft.event(EVENT_NORMAL, REASON_REPLICA_DISRUPTED,
                     f"{draft.job_ref}: {replica_name(pod)}'s pod was disrupted" + (f" ({said})" if said else "")
-                    + "; it is replaced, not counted as a restart.")
+                    + "; it is replaced.")

@@ -18,10 +18,8 @@ from tfop.api.constants import (
     CLEAN_POD_POLICY_ALL,
     REPLICA_BACKEND_JOBS,
     REPLICA_BACKEND_PODS,
-    REPLICA_BACKENDS,
     ReplicaBackendName,
 )
-from tfop.api.fields import one_of
 from tfop.controller.plan.children.naming import ChildNaming
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import TFJobSpec
@@ -144,9 +142,8 @@ def settled_backend(status: TFJobStatus, context: PlanContext) -> ReplicaBackend
     """The backend the job already has, or None when its annotation (else the operator's default) decides: once
     recorded in the status the backend never changes; before that, children already made tell it (a job an older
     tfop or the Go operator ran has Pods)."""
-    recorded = one_of(status.replica_backend, REPLICA_BACKENDS)
-    if recorded is not None:
-        return recorded
+    if status.replica_backend is not None:
+        return status.replica_backend
     if context.observed.batch_jobs:
         return REPLICA_BACKEND_JOBS
     if context.observed.pods:

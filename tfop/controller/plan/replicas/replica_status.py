@@ -13,7 +13,6 @@ from tfop.api.constants import (
     LABEL_REPLICA_INDEX,
     LABEL_REPLICA_TYPE,
     NAMING_RUNTIME_ID,
-    NAMINGS,
     POD_FAILED,
     POD_PENDING,
     POD_RUNNING,
@@ -21,7 +20,6 @@ from tfop.api.constants import (
     REASON_RESTARTING,
 )
 from tfop.api.defaults import canonical_replica_type
-from tfop.api.fields import one_of
 from tfop.api.runtime_id import runtime_id
 from tfop.controller.plan.children.naming import ChildNaming
 from tfop.controller.plan.draft import PlanDraft
@@ -135,9 +133,7 @@ def _with_recalled(counts: ReplicaStatus, slots: list[Slot], replica_type: str) 
 
 def _naming(draft: PlanDraft) -> ChildNaming:
     """The job's naming as the planner recorded it in this draft's status (before any replica is recorded)."""
-    scheme = one_of(draft.status.child_naming, NAMINGS)
-    return ChildNaming(scheme if scheme is not None else NAMING_RUNTIME_ID, draft.job_name,
-                       runtime_id(draft.uid or ""))
+    return ChildNaming(draft.status.child_naming or NAMING_RUNTIME_ID, draft.job_name, runtime_id(draft.uid or ""))
 
 
 def _ended(replica_status: ReplicaStatus | None) -> int:
