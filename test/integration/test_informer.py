@@ -341,3 +341,36 @@ def test_deletes_during_an_outage_are_learnt_through_a_relist(cluster: Any, kube
     assert recorder.of(f"{namespace}/w-3")[-1] == ("update", False)
     assert recorder.of(f"{namespace}/w-new") == [("add", False)]
     assert recorder.of(f"{namespace}/w-4") == [("add", False)]  # unchanged objects are not re-announced
+
+
+def test_an_outage_after_a_healthy_spell_is_retried_from_the_first_delay(cluster: Any, kube_client: KubeClient,
+                                                                         namespace: str, widgets_crd: Resource,
+                                                                         started: Callable[[Informer], Informer]
+                                                                         ) -> None:
+    """A long outage grows the backoff (2 s doubling, jittered up to twice); once the watch has been healthy for
+    longer than the reset window (5 s here, 2 minutes in production), the next outage is retried after 2-4 s, where
+    the delay the long outage grew to would be 16 s or more. Timed from the end of a short second outage to the
+    cache holding what was created during it."""
+    server = urlparse(cluster.server)
+    proxy = TcpProxy((server.hostname or "127.0.0.1", server.port or 443))
+    try:
+        through_proxy = KubeClient.from_kubeconfig(str(cluster.kubeconfig), server=f"https://127.0.0.1:{proxy.port}")
+        informer = started(Informer(through_proxy, widgets_crd, namespace=namespace, backoff_initial=2.0,
+                                    backoff_cap=60.0, backoff_reset_after=5.0))
+
+        def outage(seconds: float, name: str) -> float:
+            """Cut the informer off for `seconds` while `name` is created; seconds from the end to seeing it."""
+            proxy.cut()
+            kube_client.create(widgets_crd, body_for(widgets_crd, name), namespace)
+            time.sleep(seconds)
+            proxy.resume()
+            back = time.monotonic()
+            wait_for(lambda: f"{namespace}/{name}" in informer.store, DEADLINE, f"{name} seen after the outage")
+            return time.monotonic() - back
+
+        # Failures at 0 s, by 4 s and by 12 s at the latest: three delays spent, the next one 16 s or more.
+        outage(20.0, "during-the-long-outage")
+        time.sleep(8.0)  # healthy, with no failure, for longer than the reset window
+        assert outage(0.5, "during-the-short-outage") < 8.0
+    finally:
+        proxy.close()

@@ -44,8 +44,8 @@ ROLE_LABEL = "training.kubeflow.org/job-role"
 def scrapes_since(query: Callable[[str], list[dict[str, Any]]], since: float) -> int:
     """How many times Prometheus has scraped tfop since `since` (Unix seconds, Prometheus' clock: the same
     machine's)."""
-    window = max(time.time() - since, 0.001)
-    found = query(f'count_over_time(up{{job="tfop"}}[{window:.3f}s])')
+    window = max(round((time.time() - since) * 1000), 1)  # whole milliseconds: Prometheus' durations
+    found = query(f'count_over_time(up{{job="tfop"}}[{window}ms])')
     return int(float(found[0]["value"][1])) if found else 0
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fake_kubelet import exit_pod, restart_in_place
+from fake_kubelet import exit_pod, restart_in_place, terminated_status
 from localcluster import LocalCluster
 from support.operator_process import OperatorProcess
 from support.tfjobs import children, condition, create_job, events_about, job_status, pods_by_name, replica
@@ -138,6 +138,36 @@ def test_an_eviction_is_replaced_and_not_counted(backend: str, kube_client: Kube
     status = job_status(kube_client, namespace, "evicted")
     assert status["replicaStatuses"]["Worker"]["restarts"] == 0
     assert not condition(kube_client, namespace, "evicted", "Failed")
+
+
+def disrupt(client: KubeClient, namespace: str, name: str, exit_code: int, reason: str, message: str) -> None:
+    """What a drain or a preemption leaves of a pod: the condition saying who took it, and a container that
+    exited with `exit_code` when it was stopped (a training program may well exit 1 on SIGTERM)."""
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    client.patch_status(PODS, name, {"status": {
+        "phase": "Failed", "containerStatuses": [terminated_status(exit_code, "Error")],
+        "conditions": [{"type": "DisruptionTarget", "status": "True", "reason": reason, "message": message,
+                        "lastTransitionTime": now}]}}, namespace)
+
+
+def test_a_disruption_that_exited_1_is_replaced_uncounted_and_told(backend: str, kube_client: KubeClient,
+                                                                   namespace: str) -> None:
+    create_job(kube_client, namespace, "drained", run_policy={"backoffLimit": 0}, Worker=replica())
+    pod = wait_for(lambda: the_pod(kube_client, namespace, "drained"), DEADLINE, "running")
+    disrupt(kube_client, namespace, pod["metadata"]["name"], 1, "EvictionByEvictionAPI", "Eviction API: evicting")
+    wait_for(lambda: (new := the_pod(kube_client, namespace, "drained")) and new["metadata"]["uid"]
+             != pod["metadata"]["uid"], REPLACEMENT_TIMEOUT, "the disrupted replica replaced")
+    wait_for(lambda: condition(kube_client, namespace, "drained", "Running"), DEADLINE, "Running again")
+    assert job_status(kube_client, namespace, "drained")["replicaStatuses"]["Worker"]["restarts"] == 0
+    assert not condition(kube_client, namespace, "drained", "Failed")
+    wait_for(lambda: any(event["reason"] == "ReplicaDisrupted"
+                         for event in events_about(kube_client, namespace, "drained")), DEADLINE, "ReplicaDisrupted")
+    events = events_about(kube_client, namespace, "drained")
+    told = {(event["type"], event["message"]) for event in events if event["reason"] == "ReplicaDisrupted"}
+    said = (f"TFJob {namespace}/drained: Worker 0's pod was disrupted (EvictionByEvictionAPI: Eviction API: evicting); "
+            "it is replaced.")
+    assert told == {("Normal", said)}
+    assert not any(event["reason"] == "TFJobRestarting" for event in events)
 
 
 def test_with_tfop_stopped_the_job_controller_replaces_a_killed_replica(

@@ -172,7 +172,7 @@ def settled(job: dict[str, Any], pods: list[dict[str, Any]] | None = None,
     result = plan_of(job, pods or [], services or [], now)
     job = copy.deepcopy(job)
     if result.status is not None:
-        job["status"] = result.status
+        job["status"] = result.status.to_json()
     return job
 
 
@@ -268,7 +268,7 @@ def invalid(job: dict[str, Any]) -> dict[str, Any]:
 
 def condition(result: Plan, condition_type: str) -> tuple[str, str] | None:
     assert result.status is not None
-    for entry in result.status.get("conditions", []):
+    for entry in result.status.to_json().get("conditions", []):
         if entry["type"] == condition_type:
             return entry["status"], entry["reason"]
     return None
@@ -276,7 +276,8 @@ def condition(result: Plan, condition_type: str) -> tuple[str, str] | None:
 
 def message(result: Plan, condition_type: str) -> str:
     assert result.status is not None
-    found: str = next(entry["message"] for entry in result.status["conditions"] if entry["type"] == condition_type)
+    found: str = next(entry["message"] for entry in result.status.to_json()["conditions"]
+                      if entry["type"] == condition_type)
     return found
 
 

@@ -16,6 +16,7 @@ from support.plan_builders import make_job, plan_of
 from tfop.controller.apply.applier import PlanApplier
 from tfop.controller.children import child_kinds
 from tfop.controller.plan.gang_schedulers import gang_scheduler
+from tfop.controller.plan.job_status import TFJobStatus
 from tfop.controller.plan.slots import ReplicaSlot
 from tfop.controller.plan.types import ChildPatch, ChildRef, Creation, JobEvent, Plan, StatusWait
 from tfop.kube.client import KubeClient
@@ -80,11 +81,14 @@ def writes_after(recorder: EventRecorder, client: RecordingClient) -> list[tuple
     written, client.writes = client.writes, []
     return written
 
+SUMMARY_2_3 = TFJobStatus.from_json({"replicaSummary": "2/3"})
+
 
 def test_a_status_waiting_for_creates_is_left_to_the_plan_that_sees_them() -> None:
     client, clock, expectations = RecordingClient(), FakeClock(), Expectations()
     apply, recorder = applier(client, clock, expectations)
-    plan = Plan(create=[Creation("Pod", ReplicaSlot("Worker", 0), "mnist-worker-0")], status={"state": "Pending"},
+    plan = Plan(create=[Creation("Pod", ReplicaSlot("Worker", 0), "mnist-worker-0")],
+                status=TFJobStatus.from_json({"state": "Pending"}),
                 status_waits=StatusWait.FOR_CREATES, events=[JobEvent("Normal", "TFJobCreated", "created")])
     expectations.expect_creates(KEY, ["Pod/mnist-worker-0"])
     assert apply.record(KEY, JOB, plan, NOW) is None  # no timer: seeing the pod wakes the next plan
@@ -99,15 +103,13 @@ def test_a_status_waiting_for_creates_is_left_to_the_plan_that_sees_them() -> No
 def test_a_status_that_only_moves_counts_waits_for_the_window_then_goes_out_once() -> None:
     client, clock, expectations = RecordingClient(), FakeClock(), Expectations()
     apply, recorder = applier(client, clock, expectations)
-    progress = Plan(status={"replicaSummary": "1/3"}, status_waits=StatusWait.BRIEFLY)
+    progress = Plan(status=TFJobStatus.from_json({"replicaSummary": "1/3"}), status_waits=StatusWait.BRIEFLY)
     assert apply.record(KEY, JOB, progress, NOW) == 5.0
     clock.step(3.0)
-    assert apply.record(KEY, JOB, Plan(status={"replicaSummary": "2/3"}, status_waits=StatusWait.BRIEFLY),
-                        NOW) == 2.0
+    assert apply.record(KEY, JOB, Plan(status=SUMMARY_2_3, status_waits=StatusWait.BRIEFLY), NOW) == 2.0
     assert writes_after(recorder, client) == []
     clock.step(2.0)
-    assert apply.record(KEY, JOB, Plan(status={"replicaSummary": "2/3"}, status_waits=StatusWait.BRIEFLY),
-                        NOW) is None
+    assert apply.record(KEY, JOB, Plan(status=SUMMARY_2_3, status_waits=StatusWait.BRIEFLY), NOW) is None
     assert writes_after(recorder, client) == [("replace", "tfjobs/status", {"replicaSummary": "2/3"})]
     assert apply.record(KEY, JOB, progress, NOW) == 5.0  # written: the next one opens a new window
 
@@ -115,10 +117,9 @@ def test_a_status_that_only_moves_counts_waits_for_the_window_then_goes_out_once
 def test_a_state_change_goes_out_at_once_and_ends_the_wait() -> None:
     client, clock, expectations = RecordingClient(), FakeClock(), Expectations()
     apply, recorder = applier(client, clock, expectations)
-    assert apply.record(KEY, JOB, Plan(status={"replicaSummary": "2/3"}, status_waits=StatusWait.BRIEFLY),
-                        NOW) == 5.0
+    assert apply.record(KEY, JOB, Plan(status=SUMMARY_2_3, status_waits=StatusWait.BRIEFLY), NOW) == 5.0
     clock.step(1.0)
-    running = Plan(status={"replicaSummary": "3/3", "state": "Running"}, events=[RUNNING])
+    running = Plan(status=TFJobStatus.from_json({"replicaSummary": "3/3", "state": "Running"}), events=[RUNNING])
     assert apply.record(KEY, JOB, running, NOW) is None
     assert writes_after(recorder, client) == [
         ("replace", "tfjobs/status", {"replicaSummary": "3/3", "state": "Running"}),
@@ -131,7 +132,7 @@ def test_quiet_events_are_logged_and_not_written() -> None:
     apply, recorder = applier(client, clock, expectations)
     succeeded = JobEvent("Normal", "TFJobSucceeded", "TFJob ns/mnist successfully completed.")
     with capture_logs() as lines:
-        apply.record(KEY, JOB, Plan(status={"state": "Succeeded"}, events=[
+        apply.record(KEY, JOB, Plan(status=TFJobStatus.from_json({"state": "Succeeded"}), events=[
             JobEvent("Normal", "TFJobRunning", "TFJob ns/mnist is running.", quiet=True), succeeded]), NOW)
     assert writes_after(recorder, client) == [("replace", "tfjobs/status", {"state": "Succeeded"}),
                                               ("create", "events", ("TFJobSucceeded", succeeded.message))]
@@ -197,7 +198,7 @@ def test_a_status_write_that_changed_nothing_leaves_nothing_to_wait_for() -> Non
     cache to move past version 7 would stall the job until the expectation expires."""
     client, clock, expectations = UnchangedClient(), FakeClock(), Expectations()
     apply, recorder = applier(client, clock, expectations)
-    apply.record(KEY, JOB, Plan(status={"state": "Running"}), NOW)
+    apply.record(KEY, JOB, Plan(status=TFJobStatus.from_json({"state": "Running"})), NOW)
     assert writes_after(recorder, client) == [("replace", "tfjobs/status", {"state": "Running"})]
     assert expectations.satisfied(KEY, "7")
 
@@ -205,7 +206,7 @@ def test_a_status_write_that_changed_nothing_leaves_nothing_to_wait_for() -> Non
 def test_a_status_write_waits_for_the_cache_to_see_its_new_version() -> None:
     client, clock, expectations = ChangedClient(), FakeClock(), Expectations()
     apply, recorder = applier(client, clock, expectations)
-    apply.record(KEY, JOB, Plan(status={"state": "Running"}), NOW)
+    apply.record(KEY, JOB, Plan(status=TFJobStatus.from_json({"state": "Running"})), NOW)
     assert writes_after(recorder, client) == [("replace", "tfjobs/status", {"state": "Running"})]
     assert not expectations.satisfied(KEY, "7")
     assert expectations.satisfied(KEY, "8")

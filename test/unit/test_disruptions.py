@@ -70,7 +70,7 @@ class Row:
 
 RESTARTING_EVICTED = "TFJob ns/mnist is restarting Worker 0, whose pod was disrupted (EvictionByEvictionAPI)."
 DISRUPTED_EVICTED = ("Normal", "ReplicaDisrupted", ("TFJob ns/mnist: Worker 0's pod was disrupted "
-                     "(EvictionByEvictionAPI: Eviction API: evicting); it is replaced, not counted as a restart."))
+                     "(EvictionByEvictionAPI: Eviction API: evicting); it is replaced."))
 EXITED_1 = ("Normal", "ExitedWithCode", "TFJob ns/mnist: Worker 0 exited with code 1.")
 
 ROWS = {
@@ -87,7 +87,7 @@ ROWS = {
         restarting="TFJob ns/mnist is restarting Worker 0, whose pod was disrupted (PreemptionByScheduler).",
         events=[("Normal", "ExitedWithCode", "TFJob ns/mnist: Worker 0 exited with code 137."),
                 ("Normal", "ReplicaDisrupted", ("TFJob ns/mnist: Worker 0's pod was disrupted "
-                                               "(PreemptionByScheduler); it is replaced, not counted as a restart."))]),
+                                               "(PreemptionByScheduler); it is replaced."))]),
     "Pods, OnFailure: evicted by the kubelet with no exit code: replaced, told": Row(
         on("pods", "OnFailure"),
         [taken(evicted_by_kubelet(), "TerminationByKubelet", "The node was low on resource: memory.")], None,
@@ -96,7 +96,7 @@ ROWS = {
         events=[("Warning", "Evicted", ("TFJob ns/mnist: Worker 0 [Evicted]: The node was low on resource: memory. "
                                        "Container tensorflow was using 3Gi.")),
                 ("Normal", "ReplicaDisrupted", ("TFJob ns/mnist: Worker 0's pod was disrupted (TerminationByKubelet: "
-                 "The node was low on resource: memory.); it is replaced, not counted as a restart."))]),
+                 "The node was low on resource: memory.); it is replaced."))]),
     "Pods, ExitCode: exit 1 without DisruptionTarget still fails the job": Row(
         on("pods", "ExitCode"), [make_pod("Worker", 0, "Failed", exit_code=1, reason="Error")], None,
         deleted=[], restarts=0,
@@ -128,6 +128,28 @@ ROWS = {
         [taken(job_pod("Worker", 0, "a", "Failed", exit_code=1, reason="Error"), "EvictionByEvictionAPI"),
          job_pod("Worker", 0, "b", created="2026-11-21T10:01:00Z")], [batch_job("Worker", 0)],
         deleted=[], restarts=0, failed=None, restarting=None, events=[]),
+    "Jobs, OnFailure: the Job (no podFailurePolicy) counted the disrupted pod as failed; tfop does not": Row(
+        on("jobs", "OnFailure"),
+        [taken(job_pod("Worker", 0, "a", "Failed", exit_code=143, reason="Error"), "TerminationByKubelet",
+               "Pod was terminated in response to imminent node shutdown.")], [batch_job("Worker", 0, failed=1)],
+        deleted=[], restarts=0, failed=None,
+        restarting="TFJob ns/mnist is restarting Worker 0, whose pod was disrupted (TerminationByKubelet).",
+        events=[("Normal", "ReplicaDisrupted", ("TFJob ns/mnist: Worker 0's pod was disrupted (TerminationByKubelet: "
+                 "Pod was terminated in response to imminent node shutdown.); it is replaced.")),
+                ("Normal", "ExitedWithCode", "TFJob ns/mnist: Worker 0 exited with code 143.")]),
+    "Jobs, OnFailure: a pod failed without DisruptionTarget is still a restart, past backoffLimit 0": Row(
+        on("jobs", "OnFailure"),
+        [job_pod("Worker", 0, "a", "Failed", pod_reason="DeadlineExceeded"),
+         taken(job_pod("Worker", 0, "b", "Failed", exit_code=143, reason="Error", created="2026-11-21T10:01:00Z"),
+               "PreemptionByScheduler")], [batch_job("Worker", 0, failed=2)],
+        deleted=[], restarts=1,
+        failed="TFJob ns/mnist has failed because its replicas restarted 1 times, more than its backoffLimit of 0.",
+        restarting=None,
+        events=[("Warning", "TFJobRestarting",
+                 "TFJob ns/mnist is restarting Worker 0, whose pod failed (DeadlineExceeded)."),
+                ("Normal", "ExitedWithCode", "TFJob ns/mnist: Worker 0 exited with code 143."),
+                ("Warning", "BackoffLimitExceeded", ("TFJob ns/mnist has failed because its replicas restarted 1 "
+                                                    "times, more than its backoffLimit of 0."))]),
     "Jobs, Never: a disrupted pod fails the job, as with Pods": Row(
         on("jobs", "Never"),
         [taken(job_pod("Worker", 0, "a", "Failed", exit_code=137, reason="Error"), "PreemptionByScheduler")],
@@ -152,7 +174,7 @@ def test_a_disrupted_replica(row: Row) -> None:
     assert children == before, "plan() must not mutate its input"
     assert sorted((d.kind, d.name) for d in result.delete if d.kind != SERVICE) == row.deleted
     assert [(e.type, e.reason, e.message) for e in result.events] == row.events
-    status = result.status if result.status is not None else row.job["status"]
+    status = result.status.to_json() if result.status is not None else row.job["status"]
     assert status["replicaStatuses"]["Worker"]["restarts"] == row.restarts
     conditions = {entry["type"]: entry for entry in status["conditions"] if entry["status"] == "True"}
     assert (conditions["Failed"]["message"] if "Failed" in conditions else None) == row.failed

@@ -243,14 +243,15 @@ def test_final_evaluation(case: Case) -> None:
     assert result.status is not None
     for key, written in case.status.items():
         # the selectors tfop writes beside the counts written out
-        go = result.status.get("childNaming") == "TypeIndex"
-        assert result.status.get(key) == (with_selectors(written, go=go) if key == "replicaStatuses" else written), key
+        status = result.status.to_json()
+        go = status.get("childNaming") == "TypeIndex"
+        assert status.get(key) == (with_selectors(written, go=go) if key == "replicaStatuses" else written), key
 
 
 @pytest.mark.parametrize("case", list(ROWS.values()), ids=list(ROWS))
 def test_planning_again_on_the_written_status_changes_nothing(case: Case) -> None:
     first = _plan(case)
-    second = _plan(case, first.status if first.status is not None else case.job.get("status"))
+    second = _plan(case, first.status.to_json() if first.status is not None else case.job.get("status"))
     assert second.status is None
     assert second.events == []
     assert second.delete == first.delete

@@ -24,6 +24,7 @@ from support.plan_builders import (
     services_for,
 )
 from tfop.controller.plan.controller_config import ControllerConfig
+from tfop.controller.plan.job_status import ReplicaStatus, TFJobStatus
 from tfop.controller.plan.observed.pod import PodView
 from tfop.controller.plan.planner import plan
 from tfop.controller.plan.replicas.finished import (
@@ -119,9 +120,10 @@ def slot(index: int, state: SlotState) -> Slot:
 def test_the_record_grows_with_what_ended(before: dict[str, str], slots: list[Slot], replicas: int, succeeded: str,
                                           failed: str) -> None:
     spec = parsed(make_job({"Worker": replicas})).spec
-    record = record_finished(FinishedReplicas.of_status({"replicaStatuses": {"Worker": before}}), spec, slots)
-    assert record.status_fields("Worker") == {key: value for key, value in
-                                              {"succeededIndexes": succeeded, "failedIndexes": failed}.items() if value}
+    stored = TFJobStatus.from_json({"replicaStatuses": {"Worker": before}})
+    record = record_finished(FinishedReplicas.of_status(stored), spec, slots)
+    assert record.kept_in(ReplicaStatus(), "Worker").to_json() == {
+        key: value for key, value in {"succeededIndexes": succeeded, "failedIndexes": failed}.items() if value}
 
 
 RECORDED_W1 = FinishedReplicas({"Worker": frozenset({1})}, {})
@@ -242,14 +244,15 @@ def test_plans_of_a_job_whose_finished_replica_is_gone(row: Row) -> None:
     assert [short[c.name] for c in result.creates(POD)] == row.creates
     assert [short[ref.name] for ref in result.release] == row.released
     if row.worker is None:
-        assert result.status is None or result.status["replicaStatuses"] == row.job["status"]["replicaStatuses"]
+        assert (result.status is None
+                or result.status.to_json()["replicaStatuses"] == row.job["status"]["replicaStatuses"])
     else:
         assert result.status is not None
-        written = dict(result.status["replicaStatuses"]["Worker"])
+        written = dict(result.status.to_json()["replicaStatuses"]["Worker"])
         written.pop("selector")
         assert written == row.worker
     succeeded = result.status is not None and any(
-        c["type"] == "Succeeded" and c["status"] == "True" for c in result.status.get("conditions", ()))
+        c["type"] == "Succeeded" and c["status"] == "True" for c in result.status.to_json().get("conditions", ()))
     assert succeeded == row.succeeded
 
 
@@ -272,4 +275,4 @@ def test_the_job_backend_keeps_the_record_too() -> None:
     result = plan(PlanContext(job, {JOB: jobs, POD: pods, SERVICE: services_for({"Worker": 3})}, NOW,
                               ControllerConfig()))
     assert result.create == [] and result.release == []
-    assert result.status is None or result.status["replicaStatuses"]["Worker"]["succeededIndexes"] == "1"
+    assert result.status is None or result.status.to_json()["replicaStatuses"]["Worker"]["succeededIndexes"] == "1"

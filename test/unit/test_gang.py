@@ -28,6 +28,7 @@ from tfop.config import ConfigError, parse_config
 from tfop.controller.plan.children.pod_group import admission_wait, pod_group_spec, pod_requests, spec_drift
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.gang_schedulers import GANG_SCHEDULERS
+from tfop.controller.plan.observed.own_child import OwnedView
 from tfop.controller.plan.planner import plan
 from tfop.controller.plan.quantity import format_quantity, parse_quantity
 from tfop.controller.plan.types import POD, POD_GROUP, SERVICE, Plan, PlanContext
@@ -191,7 +192,7 @@ def test_pod_group_spec(case: SpecCase) -> None:
      {"spec": {"minResources": {"cpu": "2", "memory": None}}}),
 ])
 def test_spec_drift(wanted: dict[str, Any], current: dict[str, Any], patch: dict[str, Any] | None) -> None:
-    assert spec_drift(wanted, {"spec": current}) == patch
+    assert spec_drift(wanted, current) == patch
 
 
 @pytest.mark.parametrize(("group", "gang", "expected"), [
@@ -205,7 +206,7 @@ def test_spec_drift(wanted: dict[str, Any], current: dict[str, Any], patch: dict
     ({"status": {"phase": "Running"}}, VOLCANO, None),
 ])
 def test_admission_wait(group: dict[str, Any] | None, gang: Any, expected: str | None) -> None:
-    assert admission_wait(group, gang) == expected
+    assert admission_wait(OwnedView.of(group) if group is not None else None, gang) == expected
 
 
 # ---------------------------------------------------------------- pods join the gang
@@ -401,10 +402,10 @@ def test_pod_group_rows(row: Row) -> None:
     assert [patch.patch for patch in result.patch] == row.patch
     if row.phase is not KEEP:
         assert result.status is not None
-        assert result.status.get("podGroupPhase") == row.phase
+        assert result.status.to_json().get("podGroupPhase") == row.phase
     if row.message:
         assert result.status is not None
-        running_condition = next(c for c in result.status["conditions"] if c["type"] == "Running")
+        running_condition = next(c for c in result.status.to_json()["conditions"] if c["type"] == "Running")
         for fragment in row.message:
             assert fragment in running_condition["message"]
 

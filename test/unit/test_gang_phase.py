@@ -14,6 +14,7 @@ from tfop.api.timestamps import format_time
 from tfop.controller.plan.children.desired import replica_slot_of
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.gang_schedulers import GANG_SCHEDULERS
+from tfop.controller.plan.observed.own_child import OwnedView
 from tfop.controller.plan.observed.pod import PodView
 from tfop.controller.plan.planner import plan
 from tfop.controller.plan.policies.gang_placement import GANG_PLACEMENT_GRACE, gang_phase
@@ -138,7 +139,7 @@ def slotted(pods: list[dict[str, Any]]) -> list[tuple[ReplicaSlot, PodView]]:
 @pytest.mark.parametrize("row", ROWS.values(), ids=ROWS.keys())
 def test_gang_phase_rows(row: Row) -> None:
     gang = GANG_SCHEDULERS[row.gang]
-    result = gang_phase(row.group, gang, row.min_member, slotted(row.pods), NOW)
+    result = gang_phase(OwnedView.of(row.group), gang, row.min_member, slotted(row.pods), NOW)
     assert result.note() == row.note
     assert (result.event_message("TFJob ns/mnist", gang) if result.cannot_be_placed else None) == row.event
     assert result.recheck_after == row.recheck
@@ -193,7 +194,7 @@ def plan_rows(row: PlanRow) -> Plan:
 def test_planner_rows(row: PlanRow) -> None:
     result = plan_rows(row)
     assert result.status is not None
-    running_condition = next(c for c in result.status["conditions"] if c["type"] == "Running")
+    running_condition = next(c for c in result.status.to_json()["conditions"] if c["type"] == "Running")
     assert running_condition["message"] == row.message
     assert [(event.type, event.reason) for event in result.events] == row.events
     assert result.requeue_after == row.requeue

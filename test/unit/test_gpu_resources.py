@@ -146,7 +146,8 @@ def test_the_plan_that_creates_and_warns_does_not_hold_its_status_back(limits: d
 def test_no_warning_when_nothing_is_created() -> None:
     job = gpu_job(container(resources={"limits": {LEGACY: 1}}))
     first = plan_of(job, [], [])
-    job["status"] = first.status
+    assert first.status is not None
+    job["status"] = first.status.to_json()
     again = plan_of(job, [make_pod("Worker", 0, "Pending")], [make_service("Worker", 0)])
     assert again.create == [] and all(e.reason != "GPUResourceRenamed" for e in again.events)
 
@@ -170,7 +171,7 @@ def test_both_names_with_different_amounts_fail_the_job_naming_the_field() -> No
     job = gpu_job(container(resources={"limits": {LEGACY: 1, "nvidia.com/gpu": 2}}))
     result = plan_of(job, [], [])
     assert result.create == [] and result.status is not None
-    failed = next(c for c in result.status["conditions"] if c["type"] == "Failed")
+    failed = next(c for c in result.status.to_json()["conditions"] if c["type"] == "Failed")
     assert failed["reason"] == "InvalidSpec"
     assert failed["message"] == (
         "TFJob ns/mnist has an invalid spec: spec.tfReplicaSpecs.Worker.template.spec.containers[0].resources.limits: "

@@ -207,7 +207,7 @@ def test_job_backend(row: Row) -> None:
     assert sorted((p.kind, p.name, p.patch) for p in result.patch) == row.patch
     if row.events is not None:
         assert [event.reason for event in result.events] == row.events
-    status = result.status if result.status is not None else row.job.get("status", {})
+    status = result.status.to_json() if result.status is not None else row.job.get("status", {})
     for key, written in row.status.items():
         # the selectors tfop writes beside the counts written out
         go = status.get("childNaming") == "TypeIndex"
@@ -268,8 +268,8 @@ def test_the_pod_backend_recreates_a_disrupted_pod_without_counting_it() -> None
     result = plan(PlanContext(job, {POD: [evicted], SERVICE: services_for({"Worker": 1})}, NOW, ControllerConfig()))
     assert [(d.kind, d.name) for d in result.delete] == [(POD, W0)]
     assert result.status is not None
-    assert result.status["replicaStatuses"]["Worker"]["restarts"] == 0
-    assert not any(c["type"] == "Failed" for c in result.status["conditions"])
+    assert result.status.to_json()["replicaStatuses"]["Worker"]["restarts"] == 0
+    assert not any(c["type"] == "Failed" for c in result.status.to_json()["conditions"])
 
 
 def test_the_planner_decides_the_same_on_jobs_as_the_cache_slims_them() -> None:

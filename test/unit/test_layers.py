@@ -23,9 +23,9 @@ PLAN = "tfop.controller.plan"
 # below it, never one above. A new module of plan/ must be placed here (test_every_plan_module_has_a_layer).
 PLAN_LAYERS: tuple[tuple[str, ...], ...] = (
     # What every rule reads and none decides: the operator's settings, the gang schedulers tfop knows, resource
-    # quantities, a replica's slot (and how slots are told), conditions and object reads. At the bottom so that
-    # anything above may use them and they can never depend on a rule.
-    ("controller_config", "gang_schedulers", "quantity", "slots", "status"),
+    # quantities, a replica's slot (and how slots are told), conditions and object reads, the job's status as a
+    # typed value. At the bottom so that anything above may use them and they can never depend on a rule.
+    ("controller_config", "gang_schedulers", "job_status", "quantity", "slots", "status"),
     # Typed views of what the cache shows (pods, nodes, Jobs): facts read once per pass, before anything is
     # decided on them; they need only the bottom layer.
     ("observed",),

@@ -12,6 +12,7 @@ from tfop.controller.cache_transforms import node_health_transform, slim_pod
 from tfop.controller.plan.observed.batch_job import BatchJobView, JobOutcome
 from tfop.controller.plan.observed.child import Child, Owner
 from tfop.controller.plan.observed.node import NodeCondition, NodeView, Taint
+from tfop.controller.plan.observed.own_child import ChildCondition, OwnedView
 from tfop.controller.plan.observed.pod import (
     ContainerRun,
     Disruption,
@@ -171,3 +172,28 @@ def test_a_service_is_its_metadata() -> None:
                             "ownerReferences": [{**OWNER, "controller": False}, OWNER]}, "spec": {"clusterIP": "None"}}
     assert Child.of(service) == Child(name="mnist-worker-1", uid="s1", labels=LABELS,
                                       controller=Owner("kubeflow.org/v1", "TFJob", "mnist", "j1"))
+
+
+OWN_ROWS: dict[str, tuple[dict[str, Any], OwnedView]] = {
+    "a Volcano PodGroup, Inqueue, with the scheduler's words": (
+        {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+         "metadata": {"name": "mnist", "namespace": "ns", "uid": "g1", "ownerReferences": [OWNER]},
+         "spec": {"minMember": 3, "queue": "default"},
+         "status": {"phase": "Inqueue", "conditions": [
+             {"type": "Unschedulable", "status": "True", "message": "3/3 tasks in gang unschedulable"},
+             {"type": "Scheduled", "status": "False"}]}},
+        OwnedView(name="mnist", namespace="ns", uid="g1", controller=Owner("kubeflow.org/v1", "TFJob", "mnist", "j1"),
+                  spec={"minMember": 3, "queue": "default"}, phase="Inqueue",
+                  conditions=(ChildCondition("Unschedulable", "True", "3/3 tasks in gang unschedulable"),
+                              ChildCondition("Scheduled", "False")))),
+    "an HPA as the cache keeps it: its spec, no status": (
+        {"metadata": {"name": "mnist", "uid": "h1", "deletionTimestamp": "2026-11-21T10:01:00Z"},
+         "spec": {"minReplicas": 1, "maxReplicas": 4}},
+        OwnedView(name="mnist", uid="h1", terminating=True, deletion_deadline=T1,
+                  spec={"minReplicas": 1, "maxReplicas": 4})),
+}
+
+
+@pytest.mark.parametrize(("slim", "expected"), OWN_ROWS.values(), ids=OWN_ROWS.keys())
+def test_own_child_view(slim: dict[str, Any], expected: OwnedView) -> None:
+    assert OwnedView.of(slim) == expected

@@ -80,7 +80,7 @@ def test_seed_002_example_job_plans_a_default_server_for_each_ps() -> None:
     result = plan(PlanContext(converted, {POD: [], SERVICE: []}, datetime(2026, 1, 1, tzinfo=UTC), config))
     assert result.desired is not None and result.desired.needs_server_script
     names = sorted(creation.name for creation in result.create if creation.kind == POD)
-    rid = result.status["runtimeId"] if result.status else ""
+    rid = result.status.to_json()["runtimeId"] if result.status else ""
     assert names == sorted(f"example-job-{t}-{rid}-{i}" for t, i in [("master", 0), ("worker", 0), ("ps", 0),
                                                                      ("ps", 1)])
     pod = result.desired.body(POD, ReplicaSlot("PS", 1))

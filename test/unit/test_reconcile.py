@@ -779,9 +779,10 @@ def test_plan(case: Case) -> None:
             assert fragment in message(result, condition_type)
     for key, written in case.status.items():
         # the selectors tfop writes beside the counts written out
-        go = result.status.get("childNaming") == "TypeIndex"
-        assert result.status.get(key) == (with_selectors(written, go=go) if key == "replicaStatuses" else written), key
-    assert result.status["lastReconcileTime"] == case.now.strftime("%Y-%m-%dT%H:%M:%SZ")
+        status = result.status.to_json()
+        go = status.get("childNaming") == "TypeIndex"
+        assert status.get(key) == (with_selectors(written, go=go) if key == "replicaStatuses" else written), key
+    assert result.status.to_json()["lastReconcileTime"] == case.now.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 # A plan whose TTL timer is already due deletes the job on the next pass: that is progress, not a repeat.
@@ -797,7 +798,7 @@ def test_planning_again_on_the_written_status_changes_nothing(case: Case) -> Non
     first = plan_of(case.job, case.pods, services, case.now, refusals=case.refusals)
     job = copy.deepcopy(case.job)
     if first.status is not None:
-        job["status"] = first.status
+        job["status"] = first.status.to_json()
     second = plan_of(job, case.pods, services, case.now, refusals=case.refusals)
     assert second.status is None
     assert second.events == []
@@ -893,7 +894,7 @@ def test_a_job_runs_from_creation_to_success_and_deletion() -> None:
                 services_for({"Worker": 2}), at(1))
     assert done.counters == JobCounters(successful=1) and done.requeue_after == 30.0
     assert _names(done.deletes(POD)) == [W1]
-    assert done.status is not None and done.status["completionTime"] == "2026-11-21T10:01:00Z"
+    assert done.status is not None and done.status.to_json()["completionTime"] == "2026-11-21T10:01:00Z"
     job = settled(job, [make_pod("Worker", 0, "Succeeded", exit_code=0), make_pod("Worker", 1)],
                   services_for({"Worker": 2}), at(1))
     assert plan_of(job, [make_pod("Worker", 0, "Succeeded", exit_code=0)], [make_service("Worker", 0)],
@@ -912,7 +913,7 @@ def test_an_exit_code_job_restarts_until_backoff_limit() -> None:
         nonlocal job
         result = plan_of(job, pods, services, NOW)
         if result.status is not None:
-            job = {**job, "status": result.status}
+            job = {**job, "status": result.status.to_json()}
         return result
 
     for attempt in (1, 2):
@@ -931,9 +932,9 @@ def test_a_new_generation_is_recorded_on_the_conditions_a_plan_sets() -> None:
     job = {**running(make_job()), "metadata": {**make_job()["metadata"], "generation": 2}}
     result = plan_of(job, running_pods(), services_for(), at(1))
     assert result.status is not None
-    generations = {entry["type"]: entry["observedGeneration"] for entry in result.status["conditions"]}
+    generations = {entry["type"]: entry["observedGeneration"] for entry in result.status.to_json()["conditions"]}
     assert generations == {"Created": 1, "Running": 2}
-    running_condition = next(entry for entry in result.status["conditions"] if entry["type"] == "Running")
+    running_condition = next(entry for entry in result.status.to_json()["conditions"] if entry["type"] == "Running")
     assert running_condition["lastTransitionTime"] == T0
     assert running_condition["lastUpdateTime"] == "2026-11-21T10:01:00Z"
 
@@ -975,10 +976,11 @@ def test_plan_never_raises_on_malformed_input(seed: int) -> None:
 def test_first_run_of_all_replicas_is_marked_for_the_start_latency_metric() -> None:
     job = make_job({"Worker": 1})
     pending = plan_of(settled(job, [make_pod("Worker", 0, "Pending")]), [make_pod("Worker", 0, "Pending")], [], NOW)
-    running_job = {**job, "status": pending.status}
+    running_job = {**job, "status": pending.status.to_json() if pending.status is not None else None}
     result = plan_of(running_job, [make_pod("Worker", 0)], [], NOW)
     assert result.counters.started_running == 1
-    again = plan_of({**job, "status": result.status}, [make_pod("Worker", 0)], [], NOW)
+    assert result.status is not None
+    again = plan_of({**job, "status": result.status.to_json()}, [make_pod("Worker", 0)], [], NOW)
     assert again.counters.started_running == 0
 
 

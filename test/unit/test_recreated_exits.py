@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 
 from support.plan_builders import make_pod
+from tfop.controller.plan.job_status import ReplicaStatus
 from tfop.controller.plan.observed.pod import PodView
-from tfop.controller.plan.replicas.recreated_exits import recreated_exits, recreated_exits_fields
+from tfop.controller.plan.replicas.recreated_exits import recreated_exits
 
 pytestmark = pytest.mark.unit
 
@@ -60,9 +61,11 @@ CASES: dict[str, tuple[Any, list[dict[str, Any]], int, list[dict[str, Any]]]] = 
 @pytest.mark.parametrize(("replica_status", "recreated", "replicas", "expected"), CASES.values(), ids=CASES.keys())
 def test_recreated_exits(replica_status: Any, recreated: list[dict[str, Any]], replicas: int,
                          expected: list[dict[str, Any]]) -> None:
-    assert recreated_exits(replica_status, [PodView.of(pod) for pod in recreated], replicas) == expected
+    before = ReplicaStatus.from_json(replica_status) if isinstance(replica_status, dict) else None
+    exits = recreated_exits(before, [PodView.of(pod) for pod in recreated], replicas)
+    assert [entry.to_json() for entry in exits] == expected
 
 
-def test_left_out_of_the_status_while_empty() -> None:
-    assert recreated_exits_fields({"active": 1}, [], 1) == {}
-    assert recreated_exits_fields({"recreatedExits": [KEPT_137]}, [], 2) == {"recreatedExits": [KEPT_137]}
+def test_none_kept_for_a_job_that_never_recreated_a_pod() -> None:
+    assert recreated_exits(ReplicaStatus.from_json({"active": 1}), [], 1) == []
+    assert recreated_exits(None, [], 1) == []

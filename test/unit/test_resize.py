@@ -215,7 +215,7 @@ def test_a_resize(row: Row) -> None:
     assert [creation.name for creation in result.creates(POD)] == row.created
     assert [event.message for event in result.events if event.reason == "Resized"] == (
         [row.event] if row.event else [])
-    status = result.status or row.job["status"]
+    status = result.status.to_json() if result.status is not None else row.job["status"]
     assert status["workerReplicas"] == replicas["Worker"]
     restarting = next((c for c in status.get("conditions", []) if c["type"] == "Restarting"), None)
     assert (restarting["reason"] if restarting and restarting["status"] == "True" else None) == row.restarting
@@ -229,10 +229,10 @@ def test_a_resize_is_counted_once_by_cause_and_strategy() -> None:
     pods = [pod("Worker", 0, OLD), pod("Worker", 1, OLD), pod("PS", 0, OLD)]
     first = plan_of(resized, pods, services_for({"Worker": 3, "PS": 1}))
     assert first.counters.resizes == ((("User", "Restart"), 1),)
-    assert first.status is not None and first.status["lastResize"] == {
+    assert first.status is not None and first.status.to_json()["lastResize"] == {
         "from": 2, "to": 3, "cause": "User", "strategy": "Restart", "time": "2026-11-21T10:00:00Z",
         "message": RESTART_2_3}
-    again = plan_of({**resized, "status": first.status}, pods, services_for({"Worker": 3, "PS": 1}))
+    again = plan_of({**resized, "status": first.status.to_json()}, pods, services_for({"Worker": 3, "PS": 1}))
     assert again.counters.resizes == () and not [e for e in again.events if e.reason == "Resized"]
 
 
@@ -242,7 +242,7 @@ def test_a_capacity_resize_records_its_cause_and_reason() -> None:
     pods = [pod("Chief", 0, "PS=1"), pod("Worker", 0, "PS=1"), pod("PS", 0, "PS=1")]
     result = plan_of(resized, pods, services_for({"Chief": 1, "Worker": 3, "PS": 1}))
     assert result.counters.resizes == ((("Capacity", "InPlace"), 1),)
-    assert result.status is not None and result.status["lastResize"] == {
+    assert result.status is not None and result.status.to_json()["lastResize"] == {
         "from": 1, "to": 3, "cause": "Capacity", "strategy": "InPlace", "time": "2026-11-21T10:00:00Z",
         "message": ("TFJob ns/mnist: Worker 1 -> 3, asked by the capacity auto-scaler (Worker 1 -> 3: 2 workers fit "
                     "in capacity idle for 60 s); workers 1-2 join in place; the other replicas run on.")}

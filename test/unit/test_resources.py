@@ -23,6 +23,7 @@ from tfop.controller.plan.children.desired import (
 )
 from tfop.controller.plan.children.naming import ChildNaming, naming_of
 from tfop.controller.plan.children.tf_config import tf_task_type
+from tfop.controller.plan.job_status import TFJobStatus
 from tfop.controller.plan.observed.child import Child
 from tfop.controller.plan.slots import ReplicaSlot
 
@@ -417,4 +418,6 @@ OUR_POD = {"metadata": {"name": f"mnist-worker-{RID}-0", "labels": {
 def test_naming_of(status: dict[str, Any], children: list[dict[str, Any]], default: ChildNamingScheme,
                    scheme: str) -> None:
     tfjob = {**job({"Worker": 1}), "status": status}
-    assert naming_of(tfjob, [Child.of(child) for child in children], default).scheme == scheme
+    naming = naming_of("mnist", tfjob["metadata"]["uid"], TFJobStatus.from_json(status),
+                       [Child.of(child) for child in children], default)
+    assert naming.scheme == scheme

@@ -43,7 +43,7 @@ def test_a_job_restart_counts_once_and_says_so() -> None:
     assert message(result, "Restarting") == (
         "TFJob ns/mnist is restarting Worker 1, which exited with code 137, and with it every other "
         "replica (restart scope Job).")
-    statuses = result.status["replicaStatuses"] if result.status else {}
+    statuses = result.status.to_json()["replicaStatuses"] if result.status else {}
     assert (statuses["Worker"]["restarts"], statuses["PS"].get("restarts", 0)) == (1, 0)
 
 

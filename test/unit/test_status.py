@@ -10,6 +10,7 @@ import pytest
 
 from support.plan_builders import make_job, plan_of, running_pods
 from tfop.api.exit_codes import ExitClass, classify_exit_code
+from tfop.controller.plan.job_status import Condition, ReplicaStatus
 from tfop.controller.plan.observed.pod import PodView, Termination
 from tfop.controller.plan.replicas.replica_status import replica_status
 from tfop.controller.plan.replicas.restart_ledger import RestartLedger, count_restarts
@@ -109,14 +110,15 @@ CREATED = {"type": "Created", "status": "True", "reason": "TFJobCreated", "messa
 def test_set_condition(before: list[dict[str, Any]], call: dict[str, Any], after: list[dict[str, Any]]) -> None:
     original = copy.deepcopy(before)
     generation = call.pop("generation", 1)
-    result = set_condition(before, "Running", now=NOW + timedelta(minutes=1), generation=generation, **call)
-    assert result == after
+    result = set_condition(conditions(before), "Running", now=NOW + timedelta(minutes=1), generation=generation,
+                           **call)
+    assert [condition.to_json() for condition in result] == after
     assert before == original
 
 
 def test_set_condition_without_generation_leaves_it_out() -> None:
-    result = set_condition([], "Created", true=True, reason="r", message="m", now=NOW, generation=None)
-    assert "observedGeneration" not in result[0]
+    result = set_condition((), "Created", true=True, reason="r", message="m", now=NOW, generation=None)
+    assert "observedGeneration" not in result[0].to_json()
 
 
 @pytest.mark.parametrize(("status", "expected"), [
@@ -124,14 +126,18 @@ def test_set_condition_without_generation_leaves_it_out() -> None:
     ({"conditions": "junk"}, []), ({}, []), (None, []),
 ], ids=["junk entries dropped", "junk list", "no conditions", "no status"])
 def test_conditions_of(status: Any, expected: list[dict[str, Any]]) -> None:
-    assert conditions_of(status) == expected
+    assert [condition.to_json() for condition in conditions_of(status)] == expected
 
 
 def test_find_and_truth() -> None:
-    conditions = [CREATED, running("False")]
-    assert find_condition(conditions, "Created") == CREATED and find_condition(conditions, "Failed") is None
-    assert condition_is_true(conditions, "Created") and not condition_is_true(conditions, "Running")
-    assert not condition_is_true(conditions, "Failed")
+    found = conditions([CREATED, running("False")])
+    assert find_condition(found, "Created") == Condition.from_json(CREATED) and find_condition(found, "Failed") is None
+    assert condition_is_true(found, "Created") and not condition_is_true(found, "Running")
+    assert not condition_is_true(found, "Failed")
+
+
+def conditions(entries: list[dict[str, Any]]) -> tuple[Condition, ...]:
+    return tuple(Condition.from_json(entry) for entry in entries)
 
 
 def cond(condition_type: str, status: str, reason: str) -> dict[str, Any]:
@@ -167,7 +173,7 @@ def cond(condition_type: str, status: str, reason: str) -> dict[str, Any]:
         "pending again after a restart", "running after a resume"])
 def test_summary(conditions: list[dict[str, Any]], cleaning_up: bool, expected: tuple[str, str, str]) -> None:
     expected_summary = dict(zip(("phase", "state", "reason"), expected, strict=True))
-    assert summary(conditions, cleaning_up=cleaning_up) == expected_summary
+    assert summary(tuple(map(Condition.from_json, conditions)), cleaning_up=cleaning_up) == expected_summary
 
 
 # ---------------------------------------------------------------- pods
@@ -196,7 +202,7 @@ def test_is_terminating() -> None:
 
 def test_replica_status_counts_pods_by_phase() -> None:
     pods = [pod("Pending"), pod("Running"), pod("Running"), pod("Succeeded"), pod("Failed"), pod("Unknown")]
-    assert replica_status([PodView.of(entry) for entry in pods], restarts=4) == {
+    assert replica_status([PodView.of(entry) for entry in pods], restarts=4).to_json() == {
         "active": 3, "succeeded": 1, "failed": 1, "restarts": 4}
 
 
@@ -248,8 +254,8 @@ def test_count_restarts(ledger: RestartLedger, pods: list[dict[str, Any]], delet
     (None, RestartLedger(), {}),
 ], ids=["empty", "full", "count only", "wrong types", "negative and junk", "no entry"])
 def test_ledger_round_trip(entry: Any, ledger: RestartLedger, fields: dict[str, Any]) -> None:
-    assert RestartLedger.from_replica_status(entry) == ledger
-    assert ledger.status_fields() == fields
+    assert RestartLedger.from_replica_status(ReplicaStatus.from_json(entry) if entry is not None else None) == ledger
+    assert ledger.kept_in(ReplicaStatus()).to_json() == fields
 
 
 SELECTOR_ROWS = {
@@ -274,7 +280,7 @@ def test_each_replica_type_gets_the_selector_of_its_pods(scheme: str, replica_ty
     pods = [] if scheme == "TypeIndex" else running_pods()
     result = plan_of(job, pods, [])
     assert result.status is not None
-    assert result.status["replicaStatuses"][replica_type]["selector"] == expected
+    assert result.status.to_json()["replicaStatuses"][replica_type]["selector"] == expected
     if scheme == "RuntimeId":  # the selector picks exactly the pods tfop labels for that type
         picked = [pod["metadata"]["name"] for pod in pods if all(
             pod["metadata"]["labels"].get(key) == value

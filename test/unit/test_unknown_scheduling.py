@@ -187,7 +187,7 @@ def _plan(case: Case, status: dict[str, Any] | None = None) -> Plan:
 
 def _condition(result: Plan, condition_type: str) -> tuple[str, str, str] | None:
     assert result.status is not None
-    for entry in result.status["conditions"]:
+    for entry in result.status.to_json()["conditions"]:
         if entry["type"] == condition_type:
             return entry["status"], entry["reason"], entry["message"]
     return None
@@ -216,6 +216,6 @@ def test_waiting_for_what_the_cluster_lacks(case: Case) -> None:
 @pytest.mark.parametrize("case", list(ROWS.values()), ids=list(ROWS))
 def test_planning_again_on_the_written_status_changes_nothing(case: Case) -> None:
     first = _plan(case)
-    second = _plan(case, first.status if first.status is not None else case.job.get("status"))
+    second = _plan(case, first.status.to_json() if first.status is not None else case.job.get("status"))
     assert second.status is None
     assert second.requeue_after == first.requeue_after or case.failed is not None

@@ -71,7 +71,7 @@ class PlanApplier:
                 return remaining
         self.held_statuses.close(key)
         if plan.status is not None:
-            self._write_status(key, job, plan.status)
+            self._write_status(key, job, plan.status.to_json())
         # Only now is how the released pods' replicas ended stored; a force-deleted pod went before its delete.
         forced = {ref.uid for ref in plan.delete if ref.grace_period_seconds == 0}
         errors = self.children.release(key, job, [ref for ref in plan.release if ref.uid not in forced])

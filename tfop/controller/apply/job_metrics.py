@@ -24,9 +24,8 @@ def count_transitions(metrics: OperatorMetrics, job: Object, plan: Plan, now: da
         metrics.restarts.labels(namespace, exit_class).inc(amount)
     for (cause, strategy), amount in counters.resizes:
         metrics.resizes.labels(namespace, cause, strategy).inc(amount)
-    status = plan.status or {}
-    if counters.successful or counters.failed:
-        started, completed = parse_time(status.get("startTime")), parse_time(status.get("completionTime"))
+    if (counters.successful or counters.failed) and plan.status is not None:
+        started, completed = plan.status.start_time, plan.status.completion_time
         if started is not None and completed is not None:
             outcome = "succeeded" if counters.successful else "failed"
             metrics.job_duration.labels(outcome).observe(max(0.0, (completed - started).total_seconds()))

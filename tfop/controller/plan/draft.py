@@ -6,7 +6,6 @@ the ones the plan leaves: the rules in reconcile only set conditions and never h
 
 from __future__ import annotations
 
-import copy
 from collections import Counter
 from dataclasses import replace
 from datetime import datetime
@@ -27,14 +26,14 @@ from tfop.api.constants import (
     ConditionType,
 )
 from tfop.api.fields import integer, mapping, text
-from tfop.api.timestamps import as_utc, format_time
+from tfop.api.timestamps import as_utc
 from tfop.controller.plan.controller_config import ControllerConfig
+from tfop.controller.plan.job_status import Condition, TFJobStatus
 from tfop.controller.plan.observed.child import Child
 from tfop.controller.plan.status import (
     FALSE,
     TRUE,
     condition_is_true,
-    conditions_of,
     find_condition,
     set_condition,
     summary,
@@ -51,8 +50,6 @@ from tfop.controller.plan.types import (
     StatusWait,
 )
 
-LAST_RECONCILE_TIME = "lastReconcileTime"
-
 
 class PlanDraft:
     def __init__(self, job: dict[str, Any], now: datetime, config: ControllerConfig) -> None:
@@ -63,10 +60,11 @@ class PlanDraft:
         self.job_ref = f"TFJob {text(metadata.get('namespace')) or ''}/{self.job_name}"
         self.generation = integer(metadata.get("generation"))
         self.uid = text(metadata.get("uid")) or None  # None only for a job too broken to have been stored
-        self._old_status = job.get("status")
-        self.status: dict[str, Any] = copy.deepcopy(mapping(self._old_status))
-        self._old_conditions = conditions_of(self._old_status)
-        self.conditions = list(self._old_conditions)
+        self._stored = isinstance(job.get("status"), dict)  # the job has a status object
+        self.previous = TFJobStatus.from_json(job.get("status"))  # parsed once; the status the plan started from
+        self.status = self.previous  # the status as this plan leaves it, replaced field by field
+        self._old_conditions = self.previous.conditions or ()
+        self.conditions = self._old_conditions
         self.create: list[Creation] = []
         self.delete: list[ChildRef] = []
         self.patch: list[ChildPatch] = []
@@ -95,12 +93,17 @@ class PlanDraft:
     def is_true(self, condition_type: ConditionType) -> bool:
         return condition_is_true(self.conditions, condition_type)
 
-    def condition(self, condition_type: ConditionType) -> dict[str, Any] | None:
+    def condition(self, condition_type: ConditionType) -> Condition | None:
         return find_condition(self.conditions, condition_type)
 
-    def old_condition(self, condition_type: ConditionType) -> dict[str, Any] | None:
+    def old_condition(self, condition_type: ConditionType) -> Condition | None:
         """The condition as the job had it before this plan."""
         return find_condition(self._old_conditions, condition_type)
+
+    def message_of(self, condition_type: ConditionType, *, before: bool = False) -> str:
+        """The condition's message as this plan leaves it (`before`: as the job had it); "" without one."""
+        condition = self.old_condition(condition_type) if before else self.condition(condition_type)
+        return condition.message or "" if condition is not None else ""
 
     def event(self, event_type: str, reason: str, message: str, *, only_this_plan: bool = False) -> None:
         """`only_this_plan`: the event tells what this plan does (not a state a later plan would see again), so it
@@ -118,9 +121,10 @@ class PlanDraft:
     def deleted_uids(self, kind: str) -> set[str]:
         return {ref.uid for ref in self.delete if ref.kind == kind}
 
-    def set_time(self, key: str) -> None:
-        """Stamps a status timestamp with the plan's `now`."""
-        self.status[key] = format_time(self.now)
+    @property
+    def stamp(self) -> datetime:
+        """The plan's `now` to the second, as a status timestamp keeps it."""
+        return self.now.replace(microsecond=0)
 
     def note_cleanup(self, children_going: bool) -> None:
         """A finished or suspended job is cleaning up while it deletes children or waits for them to go."""
@@ -128,14 +132,16 @@ class PlanDraft:
 
     def finalize(self, *, refused: bool = False) -> Plan:
         """`refused`: the apiserver refused creates of the plan made from this state, which the status must tell."""
-        if self.conditions or "conditions" in self.status:
-            self.status["conditions"] = self.conditions
-        self.status.update(summary(self.conditions, cleaning_up=self.cleaning_up))
+        if self.conditions or self.status.conditions is not None or "conditions" in self.status.extra:
+            self.status = replace(self.status, conditions=self.conditions)
+        told = summary(self.conditions, cleaning_up=self.cleaning_up)
+        self.status = replace(self.status, phase=told["phase"], state=told["state"], reason=told["reason"])
         events, counters = self._transitions()
-        status: dict[str, Any] | None = None
-        if not self.delete_job and _without_reconcile_time(self.status) != _without_reconcile_time(self._old_status):
+        status: TFJobStatus | None = None
+        if not self.delete_job and (not self._stored or self.status.without_reconcile_time()
+                                    != self.previous.without_reconcile_time()):
             # Stamped only alongside a real change, so an idle job is never re-patched.
-            self.set_time(LAST_RECONCILE_TIME)
+            self.status = replace(self.status, last_reconcile_time=self.stamp)
             status = self.status
         return Plan(create=self.create, delete=self.delete, patch=self.patch,
                     desired=self.desired if self.create or self.patch else None, status=status,
@@ -143,14 +149,14 @@ class PlanDraft:
                     requeue_after=self.requeue_after, delete_job=self.delete_job, counters=counters,
                     restarts=tuple(self.restarted), release=self.release)
 
-    def _status_wait(self, status: dict[str, Any] | None, refused: bool) -> StatusWait:
+    def _status_wait(self, status: TFJobStatus | None, refused: bool) -> StatusWait:
         # Pods waiting to be released wait for this status: it is written at once.
         if (status is None or refused or self.delete or self.patch or self.release or self.restarts
                 or self.delete_job or self._said_once):
             return StatusWait.NO
         if self.create:
             return StatusWait.FOR_CREATES
-        if _progress_only(self._old_status, status) or _first_and_pending(self._old_status, status):
+        if (self._stored and _progress_only(self.previous, status)) or _first_and_pending(self.previous, status):
             return StatusWait.BRIEFLY
         return StatusWait.NO
 
@@ -176,8 +182,8 @@ class PlanDraft:
             after.append(succeeded)
         failed, old_failed = self.condition(CONDITION_FAILED), find_condition(self._old_conditions, CONDITION_FAILED)
         # A failed job whose new spec is invalid in a new way is announced again.
-        if failed is not None and failed.get("status") == TRUE and (
-                CONDITION_FAILED in became or old_failed is None or old_failed.get("message") != failed.get("message")):
+        if failed is not None and failed.status == TRUE and (
+                CONDITION_FAILED in became or old_failed is None or old_failed.message != failed.message):
             after.append(self._condition_event(CONDITION_FAILED, EVENT_WARNING))
         counters = JobCounters(
             created=int(CONDITION_CREATED in became),
@@ -193,42 +199,29 @@ class PlanDraft:
         return [*before, *self.events, *after], counters
 
     def _condition_event(self, condition_type: ConditionType, event_type: str, *, quiet: bool = False) -> JobEvent:
-        condition = self.condition(condition_type) or {}
-        return JobEvent(event_type, str(condition.get("reason", "")), str(condition.get("message", "")), quiet)
+        condition = self.condition(condition_type)
+        return JobEvent(event_type, condition.reason or "" if condition else "", condition.message or ""
+                        if condition else "", quiet)
 
 
-def _without_reconcile_time(status: object) -> object:
-    if not isinstance(status, dict):
-        return status
-    return {key: value for key, value in status.items() if key != LAST_RECONCILE_TIME}
-
-
-# What moves as pods progress without the job changing state: replica counts, the summary, condition messages,
-# and the older API's phase as a finished job's clean-up ends (CleanUp -> Done; the conditions decide the rest).
-_PROGRESS_COUNTS = frozenset({"active", "succeeded", "failed"})
-_PROGRESS_FIELDS = frozenset({LAST_RECONCILE_TIME, "replicaSummary", "conditions", "replicaStatuses", "phase"})
-
-
-def _first_and_pending(old: object, new: dict[str, Any]) -> bool:
+def _first_and_pending(old: TFJobStatus, new: TFJobStatus) -> bool:
     """A job's first status, saying its replicas wait to run, as they do right after they are created: news only
     if it lasts, and if they run within the window, the one write says Running."""
-    shown = {(c.get("type"), c.get("status"), c.get("reason")) for c in conditions_of(new)}
-    return not conditions_of(old) and shown == {(CONDITION_CREATED, TRUE, REASON_CREATED),
-                                                 (CONDITION_RUNNING, FALSE, REASON_PENDING)}
+    shown = {(c.type, c.status, c.reason) for c in new.conditions or ()}
+    return not old.conditions and shown == {(CONDITION_CREATED, TRUE, REASON_CREATED),
+                                                          (CONDITION_RUNNING, FALSE, REASON_PENDING)}
 
 
-def _progress_only(old: object, new: dict[str, Any]) -> bool:
-    """Whether `new` differs from `old` only in what pods' progress moves: every condition keeps its status and
-    reason, and every other field (times, restart counts, phase, ...) stays as it was."""
-    if not isinstance(old, dict):
-        return False
-
-    def shape(status: dict[str, Any]) -> tuple[object, ...]:
-        conditions = [(c.get("type"), c.get("status"), c.get("reason"), c.get("lastTransitionTime"))
-                      for c in conditions_of(status)]
-        replicas = {replica_type: {k: v for k, v in mapping(entry).items() if k not in _PROGRESS_COUNTS}
-                    for replica_type, entry in mapping(status.get("replicaStatuses")).items()}
-        rest = {k: v for k, v in status.items() if k not in _PROGRESS_FIELDS}
+def _progress_only(old: TFJobStatus, new: TFJobStatus) -> bool:
+    """Whether `new` differs from `old` only in what pods' progress moves (replica counts, the summary, condition
+    messages, and the older API's phase as a finished job's clean-up ends: CleanUp -> Done): every condition keeps
+    its status and reason, and every other field (times, restart counts, ...) stays as it was."""
+    def shape(status: TFJobStatus) -> tuple[object, ...]:
+        conditions = [(c.type, c.status, c.reason, c.last_transition_time) for c in status.conditions or ()]
+        replicas = {replica_type: replace(entry, active=None, succeeded=None, failed=None)
+                    for replica_type, entry in (status.replica_statuses or {}).items()}
+        rest = replace(status, last_reconcile_time=None, replica_summary=None, conditions=None,
+                       replica_statuses=None, phase=None)
         return conditions, replicas, rest
 
     return shape(old) == shape(new)

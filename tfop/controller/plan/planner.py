@@ -7,7 +7,7 @@ nothing. The wiring passes only children whose controller ownerReference is this
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tfop.api.constants import (
     CONDITION_CREATED,
@@ -24,17 +24,16 @@ from tfop.api.constants import (
 from tfop.api.fields import mapping, mapping_at, text
 from tfop.api.kueue import REASON_NOT_QUEUED, managed_elsewhere
 from tfop.api.runtime_id import runtime_id
-from tfop.api.timestamps import parse_time
 from tfop.controller.plan.children.batch_job import made_by_job
 from tfop.controller.plan.children.desired import DesiredChildren, pod_restart_policy
-from tfop.controller.plan.children.naming import CHILD_NAMING, ChildNaming, naming_of
+from tfop.controller.plan.children.naming import ChildNaming, naming_of
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.legacy_gpu import REASON_GPU_RESOURCE_RENAMED, renamed_message
 from tfop.controller.plan.job.model import RunPolicy, TFJobModel, TFJobSpec
 from tfop.controller.plan.job.parse import InvalidJob, lenient_run_policy, parse_job
 from tfop.controller.plan.policies.backoff import fail_for_replicas
-from tfop.controller.plan.policies.cleanup import COMPLETION_TIME, finish, keep_finished
-from tfop.controller.plan.policies.deadline import START_TIME, fail_past_deadline
+from tfop.controller.plan.policies.cleanup import finish, keep_finished
+from tfop.controller.plan.policies.deadline import fail_past_deadline
 from tfop.controller.plan.policies.evaluator import (
     evaluators_waited_for,
     finish_training,
@@ -54,7 +53,7 @@ from tfop.controller.plan.policies.running import update_running
 from tfop.controller.plan.policies.success import settle_remaining, succeeded
 from tfop.controller.plan.policies.suspension import resume_if_suspended, suspend
 from tfop.controller.plan.policies.unknown_scheduling import MissingWait, fail_for_missing, give_up_note, missing_waits
-from tfop.controller.plan.replicas.backends import BACKENDS, REPLICA_BACKEND, ReplicaBackend, settled_backend
+from tfop.controller.plan.replicas.backends import BACKENDS, ReplicaBackend, settled_backend
 from tfop.controller.plan.replicas.finished import FinishedReplicas, pods_to_release, recall_finished
 from tfop.controller.plan.replicas.pod_slots import SlotState, SortedChildren
 from tfop.controller.plan.replicas.replica_status import record_replicas
@@ -83,15 +82,15 @@ def plan(context: PlanContext) -> Plan:
     if is_terminating(job):  # the garbage collector removes its children, once tfop's finalizer has gone
         return Plan(release=[ChildRef.of(POD, pod) for pod in context.observed.pods if pod.tracked])
     draft = PlanDraft(job, context.now, context.config)
-    parsed = parse_job(job, context.config, settled_backend=settled_backend(job, context))
+    parsed = parse_job(job, context.config, settled_backend=settled_backend(draft.previous, context))
     _note_created(draft, parsed)
     observed = context.observed
     own = [*observed.batch_jobs, *(pod for pod in observed.pods if not made_by_job(pod)), *observed.services]
-    naming = naming_of(job, own, context.config.child_naming)
-    draft.status[CHILD_NAMING] = naming.scheme
+    naming = naming_of(draft.job_name, draft.uid or "", draft.previous, own, context.config.child_naming)
+    draft.status = replace(draft.status, child_naming=naming.scheme)
     backend_name = parsed.options.replica_backend if isinstance(parsed, TFJobModel) else parsed.replica_backend
     if backend_name is not None:
-        draft.status[REPLICA_BACKEND] = backend_name
+        draft.status = replace(draft.status, replica_backend=backend_name)
     refused = [refusal for refusal in context.refusals if refusal.permanent]
     # A finished or rejected job is cleaned up by its run policy; an invalid one's read leniently.
     run_policy = parsed.spec.run_policy if isinstance(parsed, TFJobModel) else lenient_run_policy(parsed.source)
@@ -105,7 +104,7 @@ def plan(context: PlanContext) -> Plan:
         backend = BACKENDS[parsed.options.replica_backend]
         # A replica whose pod is gone keeps the end the status recorded for it (replicas/finished.py).
         sorted_children = recall_finished(parsed.spec, backend.sort_children(parsed.spec, context, naming),
-                                          FinishedReplicas.of_status(job.get("status")))
+                                          FinishedReplicas.of_status(draft.previous))
         _run(_Planning(draft, context, parsed, naming, sorted_children, backend))
     _release_pods(draft, context, spec)
     return draft.finalize(refused=bool(context.refusals))
@@ -137,7 +136,7 @@ def _note_created(draft: PlanDraft, parsed: TFJobModel | InvalidJob) -> None:
                             f"{draft.job_ref}: the restartPolicy {asked} in the pod template of {replica_type} is "
                             f"replaced by the replica's restartPolicy ({policy}{given}).")
     if draft.uid:
-        draft.status["runtimeId"] = runtime_id(draft.uid)
+        draft.status = replace(draft.status, runtime_id=runtime_id(draft.uid))
 
 
 def _restart_policies(parsed: TFJobModel | InvalidJob) -> list[tuple[str, str | None, str | None]]:
@@ -156,9 +155,9 @@ def _is_finished(draft: PlanDraft) -> bool:
     if draft.is_true(CONDITION_SUCCEEDED):
         return True
     failed = draft.condition(CONDITION_FAILED)
-    if failed is None or failed.get("status") != TRUE:
+    if failed is None or failed.status != TRUE:
         return False
-    return failed.get("reason") != REASON_INVALID_SPEC or failed.get("observedGeneration") == draft.generation
+    return failed.reason != REASON_INVALID_SPEC or failed.observed_generation == draft.generation
 
 
 def _reject(draft: PlanDraft, run_policy: RunPolicy, context: PlanContext, errors: list[str]) -> None:
@@ -174,7 +173,7 @@ def _run(p: _Planning) -> None:
     if draft.is_true(CONDITION_FAILED):  # it failed for an invalid spec, and the new spec is valid
         draft.set_condition(CONDITION_FAILED, true=False, reason=REASON_SPEC_CORRECTED,
                             message=f"{draft.job_ref} has a valid spec again.")
-        draft.status.pop(COMPLETION_TIME, None)
+        draft.status = replace(draft.status, completion_time=None)
     if waiting_for_evaluators(draft):  # the training succeeded: nothing is made or restarted again
         counts = p.backend.count_restarts(draft, p.model.spec, p.context, children, deleting=set(), recreating=set())
         finish_training(draft, p.model, p.context, children, counts)
@@ -183,8 +182,8 @@ def _run(p: _Planning) -> None:
         suspend(draft, p.model.spec, p.context, children, p.backend)
         return
     resume_if_suspended(draft)
-    if parse_time(draft.status.get(START_TIME)) is None:
-        draft.set_time(START_TIME)
+    if draft.status.start_time is None:
+        draft.status = replace(draft.status, start_time=draft.stamp)
 
     retryable = [slot for slot in children.slots if slot.state is SlotState.RETRYABLE]
     recreate = p.backend.to_recreate(retryable)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
 
 from tfop.api.constants import (
     CONDITION_CREATED,
@@ -32,46 +31,45 @@ from tfop.api.constants import (
     STATE_SUCCEEDED,
     STATE_SUSPENDED,
 )
-from tfop.api.fields import items, mapping, mapping_at, text
-from tfop.api.timestamps import format_time
+from tfop.api.fields import items, mapping_at
+from tfop.api.timestamps import as_utc
+from tfop.controller.plan.job_status import Condition, TFJobStatus
 
 TRUE = "True"
 FALSE = "False"
 
 
-def conditions_of(status: object) -> list[dict[str, Any]]:
-    """The well-formed conditions of a status (entries that are not objects with a type are dropped)."""
-    return [condition for condition in items(mapping(status).get("conditions"))
-            if isinstance(condition, dict) and isinstance(condition.get("type"), str)]
+def conditions_of(status: object) -> tuple[Condition, ...]:
+    """The well-formed conditions of a raw status (entries that are not objects with a type are dropped)."""
+    return TFJobStatus.from_json(status).conditions or ()
 
 
-def find_condition(conditions: Iterable[dict[str, Any]], condition_type: str) -> dict[str, Any] | None:
-    return next((condition for condition in conditions if condition.get("type") == condition_type), None)
+def find_condition(conditions: Iterable[Condition], condition_type: str) -> Condition | None:
+    return next((condition for condition in conditions if condition.type == condition_type), None)
 
 
-def condition_is_true(conditions: Iterable[dict[str, Any]], condition_type: str) -> bool:
+def condition_is_true(conditions: Iterable[Condition], condition_type: str) -> bool:
     condition = find_condition(conditions, condition_type)
-    return condition is not None and condition.get("status") == TRUE
+    return condition is not None and condition.status == TRUE
 
 
-def set_condition(conditions: list[dict[str, Any]], condition_type: str, *, true: bool, reason: str, message: str,
-                  now: datetime, generation: int | None) -> list[dict[str, Any]]:
-    """A new list with the condition set. It keeps its place in the list; lastTransitionTime moves only when the
-    status flips and lastUpdateTime only when something changed, so repeating a call changes nothing."""
+def set_condition(conditions: tuple[Condition, ...], condition_type: str, *, true: bool, reason: str, message: str,
+                  now: datetime, generation: int | None) -> tuple[Condition, ...]:
+    """The conditions with this one set. It keeps its place; lastTransitionTime moves only when the status flips
+    and lastUpdateTime only when something changed, so repeating a call changes nothing."""
     status = TRUE if true else FALSE
     existing = find_condition(conditions, condition_type)
-    wanted: dict[str, Any] = {"type": condition_type, "status": status, "reason": reason, "message": message}
-    if generation is not None:
-        wanted["observedGeneration"] = generation
-    if existing is not None and all(existing.get(key) == value for key, value in wanted.items()):
-        return list(conditions)
-    timestamp = format_time(now)
-    flipped = existing is None or existing.get("status") != status
-    transition = timestamp if flipped or existing is None else existing.get("lastTransitionTime", timestamp)
-    updated = {**wanted, "lastTransitionTime": transition, "lastUpdateTime": timestamp}
+    if existing is not None and (existing.status, existing.reason, existing.message) == (status, reason, message) \
+            and (generation is None or existing.observed_generation == generation):
+        return conditions
+    timestamp = as_utc(now).replace(microsecond=0)
+    flipped = existing is None or existing.status != status
+    transition = timestamp if flipped or existing is None else existing.last_transition_time or timestamp
+    updated = Condition(type=condition_type, status=status, reason=reason, message=message,
+                        observed_generation=generation, last_transition_time=transition, last_update_time=timestamp)
     if existing is None:
-        return [*conditions, updated]
-    return [updated if condition is existing else condition for condition in conditions]
+        return (*conditions, updated)
+    return tuple(updated if condition is existing else condition for condition in conditions)
 
 
 def is_terminating(obj: object) -> bool:
@@ -84,7 +82,7 @@ def holds_finalizer(child: object) -> bool:
     return FINALIZER_REPLICA_TRACKING in items(mapping_at(child, "metadata").get("finalizers"))
 
 
-def summary(conditions: list[dict[str, Any]], *, cleaning_up: bool) -> dict[str, str]:
+def summary(conditions: Iterable[Condition], *, cleaning_up: bool) -> dict[str, str]:
     """The summary fields, derived from the conditions alone (plus whether the children of a finished or suspended
     job are still being removed) so they never disagree with them: `state`, the STATE column of `kubectl get`
     (Created, Pending, Running, Restarting, Suspended, Succeeded, Failed); the older API's `phase`; and the
@@ -95,7 +93,7 @@ def summary(conditions: list[dict[str, Any]], *, cleaning_up: bool) -> dict[str,
     restarting = find_condition(conditions, CONDITION_RESTARTING)
     running = find_condition(conditions, CONDITION_RUNNING)
     created = find_condition(conditions, CONDITION_CREATED)
-    deciding: dict[str, Any] | None
+    deciding: Condition | None
     if _true(failed):
         phase, state, deciding = (PHASE_CLEANUP if cleaning_up else PHASE_FAILED), STATE_FAILED, failed
     elif _true(succeeded):
@@ -106,16 +104,16 @@ def summary(conditions: list[dict[str, Any]], *, cleaning_up: bool) -> dict[str,
         phase, state, deciding = PHASE_RUNNING, STATE_RUNNING, running
     elif _true(restarting):
         phase, state, deciding = PHASE_CREATING, STATE_RESTARTING, restarting
-    elif running is not None and running.get("reason") == REASON_PENDING:
+    elif running is not None and running.reason == REASON_PENDING:
         phase, state, deciding = PHASE_CREATING, STATE_PENDING, running
     else:
         phase, state, deciding = PHASE_CREATING, STATE_CREATED, running or created
-    reason = text(deciding.get("reason")) if deciding is not None else None
+    reason = deciding.reason if deciding is not None else None
     return {"phase": phase, "state": state, "reason": reason or ""}
 
 
-def _true(condition: dict[str, Any] | None) -> bool:
-    return condition is not None and condition.get("status") == TRUE
+def _true(condition: Condition | None) -> bool:
+    return condition is not None and condition.status == TRUE
 
 
 MAX_LISTED = 5  # replicas or field errors named in one message; the rest are counted

@@ -11,6 +11,7 @@ from types import MappingProxyType
 from typing import Protocol
 
 from tfop.controller.plan.controller_config import ControllerConfig
+from tfop.controller.plan.job_status import TFJobStatus
 from tfop.controller.plan.observed.child import Child
 from tfop.controller.plan.observed.observation import Observation
 from tfop.controller.plan.slots import ReplicaSlot
@@ -80,9 +81,10 @@ class PlanContext:
 
     @cached_property
     def observed(self) -> Observation:
-        """The pods, Jobs, Services and nodes viewed, once per pass: what the policies read."""
+        """Every child and node viewed, once per pass: what the policies read."""
         return Observation.of(pods=self.of_kind(POD), batch_jobs=self.of_kind(JOB), services=self.of_kind(SERVICE),
-                              nodes=self.nodes)
+                              nodes=self.nodes, own={kind: children for kind, children in self.children.items()
+                                                     if kind not in (POD, JOB, SERVICE)})
 
 
 @dataclass(frozen=True)
@@ -185,7 +187,7 @@ class Plan:
     delete: list[ChildRef] = field(default_factory=list)
     patch: list[ChildPatch] = field(default_factory=list)
     desired: ChildBodies | None = None  # builds the bodies of `create`; None when there is nothing to create
-    status: Object | None = None  # the complete new status; None when it is unchanged
+    status: TFJobStatus | None = None  # the complete new status; None when it is unchanged
     status_waits: StatusWait = StatusWait.NO
     events: list[JobEvent] = field(default_factory=list)
     requeue_after: float | None = None  # seconds until the soonest timer (deadline, TTL)

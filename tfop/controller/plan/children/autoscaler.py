@@ -10,12 +10,12 @@ scale, whatever cleanPodPolicy keeps. One entry of the job's own children (child
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
 from tfop.api.constants import API_VERSION as TFJOB_API_VERSION
 from tfop.api.constants import KIND as TFJOB_KIND
-from tfop.api.fields import mapping
 from tfop.controller.plan.children.job_child import JobChildKind, JobState
 from tfop.controller.plan.job.model import ElasticPolicy, TFJobModel
 from tfop.controller.plan.quantity import QuantityError, parse_quantity
@@ -41,10 +41,10 @@ def wanted_autoscaler(job: TFJobModel) -> Object | None:
     return autoscaler_spec(job.metadata.name, policy)
 
 
-def autoscaler_drift(stored: Object, wanted: Object) -> Object | None:
+def autoscaler_drift(stored: Mapping[str, Any], wanted: Object) -> Object | None:
     """A merge patch: the lists (metrics, policies) are replaced whole, and a behavior no longer asked for is
     removed by its null."""
-    if _in_line(mapping(stored.get("spec")), wanted):
+    if _in_line(dict(stored), wanted):
         return None
     return {"spec": {**wanted, "behavior": wanted.get("behavior")}}
 

@@ -11,8 +11,9 @@ plan/policies/job_children.py's create-patch-delete policy, the wiring's informe
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from tfop.api.constants import (
     API_VERSION,
@@ -54,8 +55,8 @@ class JobChildKind:
     kept_in: frozenset[JobState]
     name: Callable[[JobMeta], str]
     wanted: Callable[[TFJobModel], Object | None]  # the spec it should have; None: the job wants none
-    # (stored object, wanted spec) -> the merge patch that brings it in line, None when it is: the in-line check.
-    drift: Callable[[Object, Object], Object | None]
+    # (stored spec, wanted spec) -> the merge patch that brings it in line, None when it is: the in-line check.
+    drift: Callable[[Mapping[str, Any], Object], Object | None]
 
     @property
     def api_version(self) -> str:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from tfop.api.constants import (
     LABEL_JOB_NAME,
@@ -23,16 +22,14 @@ from tfop.api.constants import (
     LEGACY_OPERATOR_NAME,
     NAMING_RUNTIME_ID,
     NAMING_TYPE_INDEX,
-    NAMINGS,
     OPERATOR_NAME,
     ChildNamingScheme,
 )
 from tfop.api.defaults import canonical_replica_type
-from tfop.api.fields import mapping, one_of, text
+from tfop.api.fields import text
 from tfop.api.runtime_id import child_name, runtime_id
+from tfop.controller.plan.job_status import TFJobStatus
 from tfop.controller.plan.observed.child import Child
-
-CHILD_NAMING = "childNaming"  # the status field
 
 
 def type_index_name(job_name: str, replica_type: str, index: int) -> str:
@@ -83,15 +80,12 @@ class ChildNaming:
         return ",".join(terms)
 
 
-def naming_of(job: dict[str, Any], children: Iterable[Child],
+def naming_of(job_name: str, uid: str, status: TFJobStatus, children: Iterable[Child],
               default: ChildNamingScheme = NAMING_RUNTIME_ID) -> ChildNaming:
     """The job's naming: as its status records it; else as its children show it; else `default`."""
-    metadata = mapping(job.get("metadata"))
-    job_name = text(metadata.get("name")) or ""
-    rid = runtime_id(text(metadata.get("uid")) or "")
-    recorded = one_of(mapping(job.get("status")).get(CHILD_NAMING), NAMINGS)
-    if recorded is not None:
-        return ChildNaming(recorded, job_name, rid)
+    rid = runtime_id(uid)
+    if status.child_naming is not None:
+        return ChildNaming(status.child_naming, job_name, rid)
     shown = {_scheme_of(child, job_name, rid) for child in children}
     # Any child under the Go naming decides: some replica's peers already know its address by that name.
     scheme = (NAMING_TYPE_INDEX if NAMING_TYPE_INDEX in shown else NAMING_RUNTIME_ID if NAMING_RUNTIME_ID in shown

@@ -18,10 +18,10 @@ enforced is the cluster's network plugin's business: a plugin without NetworkPol
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from tfop.api.constants import LABEL_JOB_NAME, LABEL_OPERATOR_NAME, LEGACY_OPERATOR_NAME, OPERATOR_NAME
-from tfop.api.fields import mapping
 from tfop.api.runtime_id import runtime_id
 from tfop.controller.plan.children.job_child import EVERY_STATE, JobChildKind
 from tfop.controller.plan.job.model import TFJobModel
@@ -53,8 +53,8 @@ def wanted_network_policy(job: TFJobModel) -> Object | None:
     return network_policy_spec(job.metadata.name, isolation.peers) if isolation.isolated else None
 
 
-def network_policy_drift(stored: Object, wanted: Object) -> Object | None:
-    return None if _without_empty(mapping(stored.get("spec"))) == wanted else {"spec": wanted}
+def network_policy_drift(stored: Mapping[str, Any], wanted: Object) -> Object | None:
+    return None if _without_empty(dict(stored)) == wanted else {"spec": wanted}
 
 
 NETWORK_POLICY_KIND = JobChildKind(

@@ -9,6 +9,7 @@ policies/gang.py's.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
@@ -19,6 +20,7 @@ from tfop.api.fields import items, mapping, text
 from tfop.controller.plan.children.job_child import JobChildKind, JobState
 from tfop.controller.plan.gang_schedulers import GANG_SCHEDULER_PLUGINS, GangScheduler
 from tfop.controller.plan.job.model import SchedulingPolicy, TFJobSpec
+from tfop.controller.plan.observed.own_child import OwnedView
 from tfop.controller.plan.quantity import QuantityError, format_quantity, parse_quantity
 from tfop.controller.plan.types import POD_GROUP
 from tfop.objects import Object
@@ -71,11 +73,10 @@ def pod_group_kind(gang: GangScheduler) -> JobChildKind:
         drift=lambda stored, wanted: spec_drift(wanted, stored))
 
 
-def spec_drift(wanted: Object, pod_group_object: Object) -> Object | None:
+def spec_drift(wanted: Object, current: Mapping[str, Any]) -> Object | None:
     """The merge patch that brings the cached group to `wanted`, or None if it has it. Fields the operator does
     not set (a scheduler's or a webhook's defaults, e.g. Volcano's queue) are left alone; fields it set before and
     no longer wants are removed."""
-    current = mapping(pod_group_object.get("spec"))
     patch: Object = {key: value for key, value in wanted.items() if current.get(key) != value}
     for key in ("minResources", "priorityClassName", "scheduleTimeoutSeconds"):  # never queue: Volcano defaults it
         if key not in wanted and key in current:
@@ -101,23 +102,20 @@ def join_gang(pod: Object, job_name: str, replica_type: str, gang: GangScheduler
                                    VOLCANO_TASK_ANNOTATION: replica_type.lower()}
 
 
-def admission_wait(pod_group_object: Object | None, gang: GangScheduler) -> str | None:
+def admission_wait(group: OwnedView | None, gang: GangScheduler) -> str | None:
     """Why the job's pods may not be created yet, or None. Only Volcano holds them, until it admits the group."""
     if not gang.pods_wait_for_admission:
         return None
-    if pod_group_object is None:
+    if group is None:
         return "is not created yet"
-    status = mapping(pod_group_object.get("status"))
-    phase = text(status.get("phase")) or ""
-    if phase not in ("", PHASE_PENDING):
+    if group.phase not in ("", PHASE_PENDING):
         return None
-    return f"is {phase or PHASE_PENDING}" + _scheduler_says(status)
+    return f"is {group.phase or PHASE_PENDING}" + _scheduler_says(group)
 
 
-def _scheduler_says(status: Object) -> str:
+def _scheduler_says(group: OwnedView) -> str:
     """The newest message a scheduler left in the group's conditions."""
-    messages = [text(mapping(condition).get("message")) for condition in items(status.get("conditions"))]
-    said = [message for message in messages if message]
+    said = [condition.message for condition in group.conditions if condition.message]
     return f" ({said[-1]})" if said else ""
 
 

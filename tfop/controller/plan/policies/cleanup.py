@@ -6,6 +6,7 @@ An invalid job finishes this way too, with the run policy read leniently (plan/j
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Literal
 
 from tfop.api.constants import (
@@ -18,7 +19,7 @@ from tfop.api.constants import (
     REASON_DEADLINE_EXCEEDED,
     REASON_TTL_EXPIRED,
 )
-from tfop.api.timestamps import parse_time
+from tfop.api.timestamps import format_time
 from tfop.controller.plan.children.job_child import JobState
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import RunPolicy
@@ -26,31 +27,30 @@ from tfop.controller.plan.policies.job_children import settle_job_children
 from tfop.controller.plan.replicas.removal import clean_up
 from tfop.controller.plan.types import PlanContext
 
-COMPLETION_TIME = "completionTime"
-
 
 def finish(draft: PlanDraft, condition_type: Literal["Succeeded", "Failed"], reason: str, message: str) -> None:
     """Marks the job Succeeded or Failed now; its children are cleaned up by `keep_finished` in the same plan."""
     draft.set_condition(condition_type, true=True, reason=reason, message=message)
     draft.set_condition(CONDITION_RUNNING, true=False, reason=reason, message=message)
     draft.clear_condition(CONDITION_RESTARTING, reason=reason, message=message)
-    if parse_time(draft.status.get(COMPLETION_TIME)) is None:
-        draft.set_time(COMPLETION_TIME)
+    if draft.status.completion_time is None:
+        draft.status = replace(draft.status, completion_time=draft.stamp)
 
 
 def keep_finished(draft: PlanDraft, run_policy: RunPolicy, context: PlanContext, *, just_finished: bool) -> None:
     """What a finished job still needs, on every reconcile: its children cleaned up as runPolicy says (never
     recreated; its own, such as the HPA, as their entries say: policies/job_children.py), and deletion once
     ttlSecondsAfterFinished has passed."""
-    failed = draft.condition(CONDITION_FAILED) or {}
+    failed = draft.condition(CONDITION_FAILED)
     # A deadline is about resources as much as time: nothing of the job may keep running past it.
-    policy = CLEAN_POD_POLICY_ALL if failed.get("reason") == REASON_DEADLINE_EXCEEDED else run_policy.clean_pod_policy
+    deadline = failed is not None and failed.reason == REASON_DEADLINE_EXCEEDED
+    policy = CLEAN_POD_POLICY_ALL if deadline else run_policy.clean_pod_policy
     settle_job_children(draft, context, JobState.FINISHED_PODS_KEPT if policy == CLEAN_POD_POLICY_NONE
                         else JobState.FINISHED)
     clean_up(draft, context, policy)
-    completion = parse_time(draft.status.get(COMPLETION_TIME))
+    completion = draft.status.completion_time
     if completion is None:  # a status written by someone else; finishing now is the best we know
-        draft.set_time(COMPLETION_TIME)
+        draft.status = replace(draft.status, completion_time=draft.stamp)
         completion = draft.now
     ttl = run_policy.ttl_seconds_after_finished
     if ttl is None:
@@ -62,5 +62,5 @@ def keep_finished(draft: PlanDraft, run_policy: RunPolicy, context: PlanContext,
         return
     draft.delete_job = True
     draft.event(EVENT_NORMAL, REASON_TTL_EXPIRED,
-                f"{draft.job_ref} finished at {draft.status[COMPLETION_TIME]}; deleting it because its "
+                f"{draft.job_ref} finished at {format_time(completion)}; deleting it because its "
                 f"ttlSecondsAfterFinished of {ttl}s has passed.")

@@ -22,6 +22,7 @@ condition's lastTransitionTime, so the wait is level-triggered: an operator rest
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from tfop.api.constants import (
@@ -39,7 +40,7 @@ from tfop.api.constants import (
     REASON_WAITING_FOR_EVALUATOR,
     REPLICA_EVALUATOR,
 )
-from tfop.api.timestamps import format_time, parse_time
+from tfop.api.timestamps import format_time
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import RunPolicy, TFJobModel
 from tfop.controller.plan.policies.cleanup import finish, keep_finished
@@ -57,8 +58,8 @@ _FAILED = (SlotState.RETRYABLE, SlotState.PERMANENT, SlotState.TOLERATED, SlotSt
 def waiting_for_evaluators(draft: PlanDraft) -> bool:
     """Whether an earlier plan saw the training succeed and started the wait: from then on the training is over,
     whatever becomes of the pods that made it."""
-    succeeded = draft.condition(CONDITION_SUCCEEDED) or {}
-    return succeeded.get("status") == FALSE and succeeded.get("reason") == REASON_WAITING_FOR_EVALUATOR
+    succeeded = draft.condition(CONDITION_SUCCEEDED)
+    return succeeded is not None and succeeded.status == FALSE and succeeded.reason == REASON_WAITING_FOR_EVALUATOR
 
 
 def finish_training(draft: PlanDraft, job: TFJobModel, context: PlanContext, children: SortedChildren,
@@ -91,8 +92,8 @@ def finish_training(draft: PlanDraft, job: TFJobModel, context: PlanContext, chi
     clean_up(draft, context, waiting_policy, spare=_names_of(children, [slot.slot for slot in running]))
     record_replicas(draft, job.spec, children, counts, finishing=False)
     succeeded = sum(1 for slot in children.slots if slot.state is SlotState.SUCCEEDED)
-    draft.status["replicaSummary"] = (f"{succeeded}/{len(children.slots)} succeeded, "
-                                      f"{len(running)} evaluating")
+    draft.status = replace(draft.status, replica_summary=f"{succeeded}/{len(children.slots)} succeeded, "
+                                                         f"{len(running)} evaluating")
     if starting:  # told once, as the wait starts: no condition becomes True to announce it
         draft.event(EVENT_NORMAL, REASON_WAITING_FOR_EVALUATOR, message)
     draft.requeue((until - draft.now).total_seconds())
@@ -128,9 +129,10 @@ def _wait(draft: PlanDraft, run_policy: RunPolicy, grace: timedelta) -> tuple[da
         return None
     started = draft.now.replace(microsecond=0)
     if waiting_for_evaluators(draft):
-        started = parse_time((draft.condition(CONDITION_SUCCEEDED) or {}).get("lastTransitionTime")) or started
+        succeeded = draft.condition(CONDITION_SUCCEEDED)
+        started = (succeeded.last_transition_time if succeeded is not None else None) or started
     until = started + grace
-    deadline, job_started = run_policy.active_deadline_seconds, parse_time(draft.status.get("startTime"))
+    deadline, job_started = run_policy.active_deadline_seconds, draft.status.start_time
     if deadline is not None and job_started is not None:
         until = min(until, job_started + timedelta(seconds=deadline))
     return started, until

@@ -5,11 +5,10 @@ what its phase says, and when the pods must wait for it."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from tfop.api.constants import CONDITION_RUNNING, EVENT_WARNING, STATUS_POD_GROUP_PHASE
-from tfop.api.fields import mapping_at, text
+from tfop.api.constants import CONDITION_RUNNING, EVENT_WARNING
 from tfop.controller.plan.children.pod_group import admission_wait, pod_group_name, pod_group_spec
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.gang_schedulers import GangScheduler
@@ -18,8 +17,6 @@ from tfop.controller.plan.observed.pod import PodView
 from tfop.controller.plan.policies.gang_placement import GANG_UNSCHEDULABLE, GangPhase, gang_phase
 from tfop.controller.plan.policies.job_children import OwnChild
 from tfop.controller.plan.types import PlanContext
-
-POD_GROUP_PHASE = STATUS_POD_GROUP_PHASE
 
 
 @dataclass(frozen=True)
@@ -41,7 +38,7 @@ class GangState:
         that message is the one set (it is how a later plan knows the event was given)."""
         if self.phase is None or self.gang is None or not self.phase.cannot_be_placed:
             return
-        if f"[{GANG_UNSCHEDULABLE}]" not in str((draft.old_condition(CONDITION_RUNNING) or {}).get("message", "")):
+        if f"[{GANG_UNSCHEDULABLE}]" not in draft.message_of(CONDITION_RUNNING, before=True):
             draft.event(EVENT_WARNING, GANG_UNSCHEDULABLE, self.phase.event_message(draft.job_ref, self.gang))
 
 
@@ -51,7 +48,7 @@ def plan_pod_group(draft: PlanDraft, job: TFJobModel, context: PlanContext, grou
     (policies/job_children.py; `group` is what it found). `pods`: the job's pods with their replica slots, for
     telling whether the gang cannot be placed."""
     gang = context.config.gang
-    draft.status.pop(POD_GROUP_PHASE, None)  # set again below from the group the cache shows
+    draft.status = replace(draft.status, pod_group_phase=None)  # set again below from the group the cache shows
     if gang is None:
         return GangState()
     namespace, name = job.metadata.namespace, pod_group_name(job.metadata.name)
@@ -62,10 +59,8 @@ def plan_pod_group(draft: PlanDraft, job: TFJobModel, context: PlanContext, grou
     if group.name_taken:
         return GangState(hold_pods=f"{ref} is being deleted; a new one is made once it is gone",
                          note=f"; {ref} is being deleted")
-    if current is not None:
-        phase = text(mapping_at(current, "status").get("phase"))
-        if phase:
-            draft.status[POD_GROUP_PHASE] = phase
+    if current is not None and current.phase:
+        draft.status = replace(draft.status, pod_group_phase=current.phase)
     reported: GangPhase | None = None
     if current is not None:
         min_member = int(pod_group_spec(job.spec, gang)["minMember"])

@@ -24,11 +24,10 @@ from datetime import datetime
 from typing import Any
 
 from tfop.api.constants import REASON_GANG_UNSCHEDULABLE
-from tfop.api.fields import items, mapping, text
 from tfop.controller.plan.gang_schedulers import GANG_SCHEDULER_PLUGINS, GANG_VOLCANO, GangScheduler
+from tfop.controller.plan.observed.own_child import OwnedView
 from tfop.controller.plan.observed.pod import PodView
 from tfop.controller.plan.policies.troubles import UNSCHEDULABLE, Trouble, describe, pod_trouble
-from tfop.objects import Object
 
 GANG_UNSCHEDULABLE = REASON_GANG_UNSCHEDULABLE  # the Warning event's reason, and its mark in the Running message
 GANG_PLACEMENT_GRACE = 30.0  # seconds all minMember pods exist before their Unschedulable counts against the gang
@@ -89,18 +88,16 @@ class GangPhase:
         return f"{job_ref}: the {gang.name} scheduler cannot place its gang ({self.summary()}): {said}."
 
 
-def gang_phase(group: Object, gang: GangScheduler, min_member: int, pods: Iterable[tuple[Any, PodView]],
+def gang_phase(group: OwnedView, gang: GangScheduler, min_member: int, pods: Iterable[tuple[Any, PodView]],
                now: datetime) -> GangPhase:
     """`pods`: the job's pods with their replica slots. `min_member`: the group's minMember as tfop wants it."""
-    metadata, status = mapping(group.get("metadata")), mapping(group.get("status"))
-    ref = f"PodGroup {metadata.get('namespace')}/{metadata.get('name')}"
-    phase = text(status.get("phase")) or ""
+    ref = f"PodGroup {group.namespace}/{group.name}"
+    phase = group.phase
     words = _PHASE_WORDS.get(gang.name, {}).get(phase, "a phase tfop does not know")
-    conditions = [mapping(condition) for condition in items(status.get("conditions"))]
-    said = [message for message in (text(condition.get("message")) for condition in conditions) if message]
+    said = [condition.message for condition in group.conditions if condition.message]
     volcano_unschedulable = next(
-        (text(condition.get("message")) or "the scheduler marks it Unschedulable" for condition in conditions
-         if condition.get("type") == UNSCHEDULABLE and condition.get("status") == "True"), "")
+        (condition.message or "the scheduler marks it Unschedulable" for condition in group.conditions
+         if condition.type == UNSCHEDULABLE and condition.status == "True"), "")
     unplaceable: list[Trouble] = []
     recheck: float | None = None
     live = [(slot, pod) for slot, pod in pods if not pod.terminating]

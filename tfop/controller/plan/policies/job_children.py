@@ -11,21 +11,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tfop.api.fields import mapping_at
 from tfop.controller.plan.children.job_child import JobChildKind, JobState
 from tfop.controller.plan.children.job_children import job_child_kinds
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import TFJobModel
-from tfop.controller.plan.status import is_terminating
+from tfop.controller.plan.observed.own_child import OwnedView
 from tfop.controller.plan.types import ChildPatch, Creation, PlanContext
-from tfop.objects import Object
 
 
 @dataclass(frozen=True)
 class OwnChild:
     """What a running job's plan found of one kind of its own children."""
 
-    current: Object | None = None  # the one it keeps (None: it wants none, or it is made by this plan)
+    current: OwnedView | None = None  # the one it keeps (None: it wants none, or it is made by this plan)
     name_taken: bool = False  # its name is held by one being deleted: not made yet
 
 
@@ -43,8 +41,8 @@ def settle_job_children(draft: PlanDraft, context: PlanContext, state: JobState)
     """For a job that does not run (suspended, finished, rejected): deletes the kinds it keeps none of now."""
     for kind in kinds_of(context):
         if state not in kind.kept_in:
-            for child in context.of_kind(kind.kind):
-                if not is_terminating(child):
+            for child in context.observed.own_of(kind.kind):
+                if not child.terminating:
                     draft.delete_child(kind.kind, child)
 
 
@@ -55,11 +53,11 @@ def waiting_for_a_name(own: dict[str, OwnChild]) -> bool:
 
 def _keep(draft: PlanDraft, job: TFJobModel, context: PlanContext, kind: JobChildKind) -> OwnChild:
     name, wanted = kind.name(job.metadata), kind.wanted(job)
-    current: Object | None = None
+    current: OwnedView | None = None
     name_taken = False
-    for child in context.of_kind(kind.kind):
-        own_name = mapping_at(child, "metadata").get("name") == name
-        if is_terminating(child):
+    for child in context.observed.own_of(kind.kind):
+        own_name = child.name == name
+        if child.terminating:
             name_taken = name_taken or own_name
         elif wanted is not None and own_name and current is None:
             current = child
@@ -71,7 +69,7 @@ def _keep(draft: PlanDraft, job: TFJobModel, context: PlanContext, kind: JobChil
         if not name_taken:
             draft.create.append(Creation(kind.kind, None, name))
         return OwnChild(name_taken=name_taken)
-    patch = kind.drift(current, wanted)
+    patch = kind.drift(current.spec, wanted)
     if patch is not None:
         draft.patch.append(ChildPatch(kind.kind, name, patch))
     return OwnChild(current)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tfop.api.constants import (
     ANNOTATION_TF_CLUSTER,
@@ -37,13 +37,11 @@ from tfop.api.constants import (
     REASON_RESIZED_BELOW_MIN_AVAILABLE,
     REASON_RESIZING,
     REPLICA_WORKER,
-    STATUS_LAST_RESIZE,
 )
-from tfop.api.fields import integer
-from tfop.api.timestamps import format_time
 from tfop.controller.plan.children.tf_config import cluster_key
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import TFJobModel
+from tfop.controller.plan.job_status import LastResize
 from tfop.controller.plan.observed.pod import PodView
 from tfop.controller.plan.types import PlanContext
 
@@ -53,8 +51,6 @@ from tfop.controller.plan.types import PlanContext
 # rest.AddUserAgent); its scale Update gives no fieldManager, so the apiserver takes the user agent up to its first
 # "/" (endpoints/handlers/create.go, prefixFromUserAgent). No other controller of it writes a TFJob's replicas.
 HPA_CONTROLLER = "kube-controller-manager"
-WORKER_REPLICAS = "workerReplicas"  # in the job's status: the Worker count the pods are made for
-LAST_RESIZE = STATUS_LAST_RESIZE
 
 
 class ResizeCause(enum.Enum):
@@ -113,16 +109,16 @@ def _announce(draft: PlanDraft, job: TFJobModel, context: PlanContext, *, unplac
     if REPLICA_WORKER not in job.spec.replica_specs:
         return False
     wanted = job.spec.replicas(REPLICA_WORKER)
-    before = integer(draft.status.get(WORKER_REPLICAS))
-    draft.status[WORKER_REPLICAS] = wanted
+    before = draft.status.worker_replicas
+    draft.status = replace(draft.status, worker_replicas=wanted)
     if before is None or before == wanted:
         return False
     cause, strategy = _cause(job, wanted), strategy_of(job)
     message = (f"{draft.job_ref}: Worker {before} -> {wanted}, asked by {_asked_by(job, cause)}; "
                f"{_how(strategy, before, wanted, unplaced_gang)}.")
     draft.event(EVENT_NORMAL, REASON_RESIZED, message)
-    draft.status[LAST_RESIZE] = {"from": before, "to": wanted, "cause": cause.value, "strategy": strategy.value,
-                                 "time": format_time(draft.now), "message": message}
+    draft.status = replace(draft.status, last_resize=LastResize(
+        from_=before, to=wanted, cause=cause.value, strategy=strategy.value, time=draft.stamp, message=message))
     draft.resizes[(cause.value, strategy.value)] += 1
     _warn_below_min_available(draft, job, context, wanted)
     return wanted < before

@@ -55,9 +55,8 @@ def update_running(draft: PlanDraft, children: SortedChildren, refusals: Iterabl
                             message=with_troubles(message + gang.running_note + said_of_nodes, troubles))
         draft.clear_condition(CONDITION_RESTARTING, reason=REASON_RUNNING, message=message)
     elif draft.is_true(CONDITION_RESTARTING):
-        restarting = draft.condition(CONDITION_RESTARTING) or {}
         draft.set_condition(CONDITION_RUNNING, true=False, reason=REASON_RESTARTING,
-                            message=with_troubles(str(restarting.get("message", "")) + giving_up, troubles))
+                            message=with_troubles(draft.message_of(CONDITION_RESTARTING) + giving_up, troubles))
     else:
         detail = ", ".join(f"{states[state]} {state.value}" for state in SlotState if states[state]
                            and state not in (SlotState.RUNNING, SlotState.SUCCEEDED, SlotState.TOLERATED))
@@ -77,10 +76,10 @@ def announce_disruptions(draft: PlanDraft, replaced: list[PodView]) -> None:
     Normal, not Warning: a preemption, a drain or a node-pressure eviction is the cluster at work (the scheduler's
     own Preempted event is Normal), the replica is replaced without spending a restart, and nothing asks for the
     user's action; Warning events are what alerts and triage watch. Told once: a pod the Restarting condition
-    already names was told by the plan that set it (the Job backend's failed pod is seen until its Job replaces it).
+    already names was told by the plan that set it (the Job backend's failed pod is seen until its Job replaces
+    it).
     """
-    restarting = draft.condition(CONDITION_RESTARTING) or {}
-    told = str(restarting.get("message", "")) if draft.is_true(CONDITION_RESTARTING) else ""
+    told = draft.message_of(CONDITION_RESTARTING) if draft.is_true(CONDITION_RESTARTING) else ""
     for pod in replaced:
         taken = pod.disruption
         if taken is None or describe_failure(pod) in told:
@@ -88,4 +87,4 @@ def announce_disruptions(draft: PlanDraft, replaced: list[PodView]) -> None:
         said = ": ".join(part for part in (taken.reason, taken.message) if part)
         draft.event(EVENT_NORMAL, REASON_REPLICA_DISRUPTED,
                     f"{draft.job_ref}: {replica_name(pod)}'s pod was disrupted" + (f" ({said})" if said else "")
-                    + "; it is replaced, not counted as a restart.")
+                    + "; it is replaced.")

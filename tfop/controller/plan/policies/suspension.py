@@ -4,6 +4,8 @@ starts its clock again, so activeDeadlineSeconds counts from the resume, as for 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tfop.api.constants import (
     CONDITION_RESTARTING,
     CONDITION_RUNNING,
@@ -14,7 +16,6 @@ from tfop.api.constants import (
 from tfop.controller.plan.children.job_child import JobState
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import TFJobSpec
-from tfop.controller.plan.policies.deadline import START_TIME
 from tfop.controller.plan.policies.job_children import settle_job_children
 from tfop.controller.plan.replicas.backends import ReplicaBackend
 from tfop.controller.plan.replicas.pod_slots import SortedChildren
@@ -32,7 +33,7 @@ def suspend(draft: PlanDraft, spec: TFJobSpec, context: PlanContext, children: S
     draft.set_condition(CONDITION_SUSPENDED, true=True, reason=REASON_SUSPENDED, message=message)
     draft.set_condition(CONDITION_RUNNING, true=False, reason=REASON_SUSPENDED, message=message)
     draft.clear_condition(CONDITION_RESTARTING, reason=REASON_SUSPENDED, message=message)
-    draft.status.pop(START_TIME, None)
+    draft.status = replace(draft.status, start_time=None)
     record_replicas(draft, spec, children, counts, finishing=False)
 
 
@@ -40,4 +41,4 @@ def resume_if_suspended(draft: PlanDraft) -> None:
     if draft.is_true(CONDITION_SUSPENDED):
         draft.set_condition(CONDITION_SUSPENDED, true=False, reason=REASON_RESUMED,
                             message=f"{draft.job_ref} is resumed.")
-        draft.set_time(START_TIME)
+        draft.status = replace(draft.status, start_time=draft.stamp)

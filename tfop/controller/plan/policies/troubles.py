@@ -88,7 +88,7 @@ def with_troubles(message: str, troubles: list[Trouble]) -> str:
 
 def announce_troubles(draft: PlanDraft, troubles: list[Trouble]) -> None:
     """One Warning event for each kind of trouble the job's Running condition did not show before this plan."""
-    before = str((draft.old_condition(CONDITION_RUNNING) or {}).get("message", ""))
+    before = draft.message_of(CONDITION_RUNNING, before=True)
     for kind in sorted({trouble.kind for trouble in troubles}):
         if f"[{kind}]" not in before:
             draft.event(EVENT_WARNING, kind, f"{draft.job_ref}: "

@@ -26,7 +26,7 @@ from tfop.api.constants import (
     REASON_SCHEDULER_NOT_FOUND,
 )
 from tfop.api.fields import mapping, text
-from tfop.api.timestamps import format_time, parse_time
+from tfop.api.timestamps import format_time
 from tfop.controller.plan.children.desired import replica_slot_of
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import TFJobModel
@@ -108,8 +108,8 @@ def _refused_priority_classes(draft: PlanDraft, refusals: Iterable[CreateRefusal
 def _stopped_running(draft: PlanDraft) -> datetime:
     """When the job's Running condition last became False; now if it is not False yet."""
     running = draft.old_condition(CONDITION_RUNNING)
-    if running is not None and running.get("status") == FALSE:
-        return parse_time(running.get("lastTransitionTime")) or draft.now
+    if running is not None and running.status == FALSE:
+        return running.last_transition_time or draft.now
     return draft.now
 
 

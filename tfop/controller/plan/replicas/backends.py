@@ -18,22 +18,19 @@ from tfop.api.constants import (
     CLEAN_POD_POLICY_ALL,
     REPLICA_BACKEND_JOBS,
     REPLICA_BACKEND_PODS,
-    REPLICA_BACKENDS,
     ReplicaBackendName,
 )
-from tfop.api.fields import mapping, one_of
 from tfop.controller.plan.children.naming import ChildNaming
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import TFJobSpec
+from tfop.controller.plan.job_status import TFJobStatus
 from tfop.controller.plan.observed.pod import PodView
 from tfop.controller.plan.replicas.job_slots import count_job_restarts, sort_job_children
 from tfop.controller.plan.replicas.pod_slots import Slot, SortedChildren, sort_children
 from tfop.controller.plan.replicas.removal import clean_up, resume_jobs, suspend_replica_jobs
 from tfop.controller.plan.replicas.replica_status import count_replica_restarts
 from tfop.controller.plan.replicas.restart_ledger import RestartCount
-from tfop.controller.plan.status import conditions_of
 from tfop.controller.plan.types import JOB, POD, PlanContext
-from tfop.objects import Object
 
 
 class ReplicaBackend(ABC):
@@ -88,7 +85,7 @@ class PodBackend(ReplicaBackend):
                        deleting: set[str], recreating: set[str]) -> dict[str, RestartCount]:
         # A status with conditions but without restart counts was written by another operator (the Kubeflow
         # training operator keeps none): the containers' restarts found at adoption happened under it.
-        adopted = bool(conditions_of(context.job.get("status")))
+        adopted = bool(draft.previous.conditions)
         return count_replica_restarts(draft, spec, children.pods_by_type, adopted=adopted, deleting=deleting,
                                       recreating=recreating)
 
@@ -141,16 +138,12 @@ class JobBackend(ReplicaBackend):
 BACKENDS: dict[ReplicaBackendName, ReplicaBackend] = {backend.name: backend for backend in (PodBackend(), JobBackend())}
 
 
-REPLICA_BACKEND = "replicaBackend"  # where the status records it
-
-
-def settled_backend(job: Object, context: PlanContext) -> ReplicaBackendName | None:
+def settled_backend(status: TFJobStatus, context: PlanContext) -> ReplicaBackendName | None:
     """The backend the job already has, or None when its annotation (else the operator's default) decides: once
     recorded in the status the backend never changes; before that, children already made tell it (a job an older
     tfop or the Go operator ran has Pods)."""
-    recorded = one_of(mapping(job.get("status")).get(REPLICA_BACKEND), REPLICA_BACKENDS)
-    if recorded is not None:
-        return recorded
+    if status.replica_backend is not None:
+        return status.replica_backend
     if context.observed.batch_jobs:
         return REPLICA_BACKEND_JOBS
     if context.observed.pods:

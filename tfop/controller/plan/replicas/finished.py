@@ -17,14 +17,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from tfop.api.constants import MAX_REPLICAS, REPLICA_WORKER
-from tfop.api.fields import mapping, text
+from tfop.api.fields import text
 from tfop.controller.plan.children.desired import replica_slot_of
 from tfop.controller.plan.job.model import TFJobSpec
+from tfop.controller.plan.job_status import ReplicaStatus, TFJobStatus
 from tfop.controller.plan.observed.pod import PodView
 from tfop.controller.plan.replicas.pod_slots import Slot, SlotState, SortedChildren, replica_types
 
-SUCCEEDED_INDEXES = "succeededIndexes"
-FAILED_INDEXES = "failedIndexes"
 FAILED_FOR_GOOD = (SlotState.PERMANENT, SlotState.TOLERATED)
 
 
@@ -64,21 +63,20 @@ class FinishedReplicas:
     failed: Mapping[str, frozenset[int]]
 
     @classmethod
-    def of_status(cls, status: object) -> FinishedReplicas:
-        statuses = mapping(mapping(status).get("replicaStatuses"))
-        return cls({str(replica_type): parse_indexes(mapping(entry).get(SUCCEEDED_INDEXES))
-                    for replica_type, entry in statuses.items()},
-                   {str(replica_type): parse_indexes(mapping(entry).get(FAILED_INDEXES))
-                    for replica_type, entry in statuses.items()})
+    def of_status(cls, status: TFJobStatus) -> FinishedReplicas:
+        statuses = status.replica_statuses or {}
+        return cls({replica_type: parse_indexes(entry.succeeded_indexes) for replica_type, entry in statuses.items()},
+                   {replica_type: parse_indexes(entry.failed_indexes) for replica_type, entry in statuses.items()})
 
     def ended(self, replica_type: str) -> frozenset[int]:
         return self.succeeded.get(replica_type, frozenset()) | self.failed.get(replica_type, frozenset())
 
-    def status_fields(self, replica_type: str) -> dict[str, str]:
-        """Left out while empty, so a job none of whose replicas has ended keeps a plain status."""
-        fields = {SUCCEEDED_INDEXES: format_indexes(self.succeeded.get(replica_type, ())),
-                  FAILED_INDEXES: format_indexes(self.failed.get(replica_type, ()))}
-        return {key: value for key, value in fields.items() if value}
+    def kept_in(self, replica_status: ReplicaStatus, replica_type: str) -> ReplicaStatus:
+        """`replica_status` with the type's record; left out while empty, so a job none of whose replicas has
+        ended keeps a plain status."""
+        return replace(replica_status,
+                       succeeded_indexes=format_indexes(self.succeeded.get(replica_type, ())) or None,
+                       failed_indexes=format_indexes(self.failed.get(replica_type, ())) or None)
 
 
 def record_finished(previous: FinishedReplicas, spec: TFJobSpec, slots: Iterable[Slot]) -> FinishedReplicas:

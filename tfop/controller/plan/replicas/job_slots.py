@@ -18,9 +18,9 @@ from tfop.api.constants import (
     POD_FAILED,
     REASON_RESTARTING,
     REPLICA_WORKER,
+    RESTART_POLICY_EXIT_CODE,
     RESTART_POLICY_NEVER,
 )
-from tfop.api.fields import integer, mapping
 from tfop.controller.plan.children.batch_job import FAILED_BY_BACKOFF_LIMIT, controller_uid, made_by_job
 from tfop.controller.plan.children.desired import replica_slot_of
 from tfop.controller.plan.children.naming import ChildNaming
@@ -112,13 +112,19 @@ def latest_failed(pods: list[PodView]) -> PodView | None:
     return latest_pod([pod for pod in pods if pod.phase == POD_FAILED])
 
 
-def job_restarts(slot_of_job: Slot | None, batch_job: BatchJobView, pods: list[PodView]) -> int:
+def job_restarts(slot_of_job: Slot | None, batch_job: BatchJobView, pods: list[PodView], *,
+                 ignores_disruptions: bool) -> int:
     """The failed pods the Job counted, less a final failure (which fails the job rather than restarting it), plus
-    its pods' in-place restarts."""
+    its pods' in-place restarts. A Job without the podFailurePolicy that ignores disruptions (`ignores_disruptions`
+    False: it has none under OnFailure, Always and Never) counts its disrupted pods too, which are no restarts: its
+    count is then capped by its failed pods without DisruptionTarget. Capped rather than less the disrupted ones, so
+    the count never dips while the Job has yet to count a disrupted pod the cache already shows failed."""
     failed = batch_job.failed
+    if not ignores_disruptions:
+        failed = min(failed, sum(1 for pod in pods if pod.phase == POD_FAILED and not pod.disrupted))
     if slot_of_job is not None and slot_of_job.state in (SlotState.PERMANENT, SlotState.TOLERATED):
-        failed = max(failed - 1, 0)
-    return failed + sum(pod.restart_count for pod in pods if not pod.terminating)
+        failed -= 1
+    return max(failed, 0) + sum(pod.restart_count for pod in pods if not pod.terminating)
 
 
 def count_job_restarts(draft: PlanDraft, spec: TFJobSpec, context: PlanContext, children: SortedChildren, *,
@@ -128,7 +134,6 @@ def count_job_restarts(draft: PlanDraft, spec: TFJobSpec, context: PlanContext, 
     latest failure."""
     slot_by_job = {children.batch_jobs[slot.slot].uid: slot for slot in children.slots
                    if slot.slot in children.batch_jobs}
-    previous = mapping(draft.status.get("replicaStatuses"))
     jobs_by_type: dict[str, list[BatchJobView]] = defaultdict(list)
     batch_jobs = context.observed.batch_jobs
     for batch_job in batch_jobs:
@@ -136,21 +141,23 @@ def count_job_restarts(draft: PlanDraft, spec: TFJobSpec, context: PlanContext, 
         if slot is not None:
             jobs_by_type[slot.replica_type].append(batch_job)
     restarts = {batch_job.uid: job_restarts(slot_by_job.get(batch_job.uid), batch_job,
-                                            children.pods_by_job.get(batch_job.uid, []))
+                                            children.pods_by_job.get(batch_job.uid, []),
+                                            ignores_disruptions=_ignores_disruptions(spec, batch_job))
                 for batch_job in batch_jobs}
     counts: dict[str, RestartCount] = {}
     for replica_type in replica_types(spec):
-        before = mapping(previous.get(replica_type))
+        before = draft.status.replica(replica_type)
         count = count_restarts(RestartLedger.from_replica_status(before), jobs_by_type.get(replica_type, []),
                                deleting=deleting, recreating=set(),
                                restarts_of=lambda batch_job: restarts[batch_job.uid])
         counts[replica_type] = count
-        new = count.total - (integer(before.get("restarts")) or 0)
+        new = count.total - ((before.restarts if before is not None else None) or 0)
         if new <= 0:
             continue
         pods = [pod for batch_job in jobs_by_type.get(replica_type, [])
                 for pod in children.pods_by_job.get(batch_job.uid, [])]
-        latest = _latest_ended(pods)
+        # A disruption is no restart: name the failure that is one.
+        latest = _latest_ended([pod for pod in pods if not pod.disrupted]) or _latest_ended(pods)
         said = describe_failure(latest) if latest is not None else f"{replica_type} replicas"
         draft.event(EVENT_WARNING, REASON_RESTARTING,
                     f"{draft.job_ref} is restarting {said}." if new == 1 else
@@ -164,6 +171,14 @@ def count_job_restarts(draft: PlanDraft, spec: TFJobSpec, context: PlanContext, 
                                               latest.exit_code if latest is not None else None, exit_class,
                                               count.total, in_place=new))
     return counts
+
+
+def _ignores_disruptions(spec: TFJobSpec, batch_job: BatchJobView) -> bool:
+    """Whether the replica's Job has the podFailurePolicy that ignores DisruptionTarget (ExitCode's: Kubernetes
+    allows a podFailurePolicy only with the pod restartPolicy Never)."""
+    slot = replica_slot_of(batch_job)
+    replica_spec = spec.replica_specs.get(slot.replica_type) if slot is not None else None
+    return replica_spec is not None and replica_spec.restart_policy == RESTART_POLICY_EXIT_CODE
 
 
 def _latest_ended(pods: list[PodView]) -> PodView | None:

@@ -11,35 +11,22 @@ down) is dropped, so the list never outgrows the replicas.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
-from tfop.api.fields import integer, items, mapping
 from tfop.controller.plan.children.desired import replica_slot_of
+from tfop.controller.plan.job_status import RecreatedExit, ReplicaStatus
 from tfop.controller.plan.observed.pod import PodView
 
-RECREATED_EXITS = "recreatedExits"
 
-
-def recreated_exits(replica_status: object, recreated: Iterable[PodView], replicas: int) -> list[dict[str, Any]]:
+def recreated_exits(replica_status: ReplicaStatus | None, recreated: Iterable[PodView],
+                    replicas: int) -> list[RecreatedExit]:
     """`replica_status`: one type's replicaStatuses entry before this plan; `recreated`: its pods retired in this
     plan to be replaced (each is retired once: restart_ledger.py); `replicas`: how many the type has now.
     By index; a pod that never ran to an exit (evicted, its node lost) leaves the entry before it."""
-    by_index: dict[int, dict[str, Any]] = {}
-    for entry in items(mapping(replica_status).get(RECREATED_EXITS)):
-        index = integer(mapping(entry).get("index"))
-        if index is not None:
-            by_index[index] = dict(mapping(entry))
+    kept = replica_status.recreated_exits if replica_status is not None else None
+    by_index = {entry.index: entry for entry in kept or ()}
     for pod in recreated:
         termination, slot = pod.termination, replica_slot_of(pod)
         if termination is None or slot is None:
             continue
-        exit_ = {"index": slot.index, "exitCode": termination.exit_code, "reason": termination.reason}
-        finished = pod.finished_at
-        by_index[slot.index] = {**exit_, "finishedAt": finished} if finished else exit_
+        by_index[slot.index] = RecreatedExit(slot.index, termination.exit_code, termination.reason, pod.finished_at)
     return [by_index[index] for index in sorted(by_index) if 0 <= index < replicas]
-
-
-def recreated_exits_fields(replica_status: object, recreated: Iterable[PodView], replicas: int) -> dict[str, Any]:
-    """Left out while empty, so a job that never recreated a pod keeps a plain status."""
-    exits = recreated_exits(replica_status, recreated, replicas)
-    return {RECREATED_EXITS: exits} if exits else {}

@@ -6,6 +6,7 @@ read the pass's views of the children (PlanContext.observed).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from tfop.api.constants import (
     CLEAN_POD_POLICY_ALL,
@@ -17,7 +18,6 @@ from tfop.api.constants import (
 from tfop.controller.plan.children.batch_job import controller_uid, made_by_job
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.observed.batch_job import BatchJobView
-from tfop.controller.plan.status import is_terminating
 from tfop.controller.plan.types import JOB, POD, POD_GROUP, SERVICE, ChildPatch, PlanContext
 
 
@@ -81,16 +81,16 @@ def _live_batch_jobs(context: PlanContext) -> list[tuple[BatchJobView, bool]]:
 
 def _clean_services(draft: PlanDraft, context: PlanContext, policy: CleanPodPolicy, kept: set[str]) -> None:
     """Deletes the services of the pods not kept, and notes whether the clean-up is still going."""
-    services, groups = context.observed.services, context.of_kind(POD_GROUP)
+    services, groups = context.observed.services, context.observed.own_of(POD_GROUP)
     if policy != CLEAN_POD_POLICY_NONE:
         for service in services:
             if not service.terminating and service.name not in kept:
                 draft.delete_child(SERVICE, service)
-    if not any(not is_terminating(group) for group in groups) or policy != CLEAN_POD_POLICY_NONE:
-        draft.status.pop("podGroupPhase", None)  # no PodGroup is left to have a phase
+    if not any(not group.terminating for group in groups) or policy != CLEAN_POD_POLICY_NONE:
+        draft.status = replace(draft.status, pod_group_phase=None)  # no PodGroup is left to have a phase
     pods = [pod for pod in context.observed.pods if not made_by_job(pod)]
     draft.note_cleanup(any(child.terminating for child in (*pods, *services, *context.observed.batch_jobs))
-                       or any(is_terminating(group) for group in groups))
+                       or any(group.terminating for group in groups))
 
 
 def resume_jobs(draft: PlanDraft, batch_jobs: Iterable[BatchJobView]) -> None:

@@ -4,7 +4,8 @@ once, as the status first sees it), and replicaStatuses and replicaSummary as th
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from dataclasses import replace
+from types import MappingProxyType
 
 from tfop.api.constants import (
     CONDITION_SUCCEEDED,
@@ -12,7 +13,6 @@ from tfop.api.constants import (
     LABEL_REPLICA_INDEX,
     LABEL_REPLICA_TYPE,
     NAMING_RUNTIME_ID,
-    NAMINGS,
     POD_FAILED,
     POD_PENDING,
     POD_RUNNING,
@@ -20,16 +20,16 @@ from tfop.api.constants import (
     REASON_RESTARTING,
 )
 from tfop.api.defaults import canonical_replica_type
-from tfop.api.fields import integer, mapping, one_of
 from tfop.api.runtime_id import runtime_id
-from tfop.controller.plan.children.naming import CHILD_NAMING, ChildNaming
+from tfop.controller.plan.children.naming import ChildNaming
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import TFJobSpec
+from tfop.controller.plan.job_status import ReplicaStatus
 from tfop.controller.plan.observed.pod import PodView
 from tfop.controller.plan.replicas.exit_events import announce_exits, latest_exits
 from tfop.controller.plan.replicas.finished import FinishedReplicas, record_finished
 from tfop.controller.plan.replicas.pod_slots import Slot, SlotState, SortedChildren, replica_types
-from tfop.controller.plan.replicas.recreated_exits import recreated_exits_fields
+from tfop.controller.plan.replicas.recreated_exits import recreated_exits
 from tfop.controller.plan.replicas.restart_ledger import RestartCount, RestartLedger, count_restarts
 from tfop.controller.plan.types import JOB, POD, ReplicaRestart
 
@@ -40,10 +40,9 @@ def count_replica_restarts(draft: PlanDraft, spec: TFJobSpec, pods_by_type: dict
     """Counts restarts per replica type of the job, announcing the new ones: a recreation as it is
     decided, restarts in place as the status first sees them. `adopted`: the status was written by another
     operator (conditions but no restart counts), so restarts found now happened under it."""
-    previous = mapping(draft.status.get("replicaStatuses"))
     counts: dict[str, RestartCount] = {}
     for replica_type in replica_types(spec):
-        before = mapping(previous.get(replica_type))
+        before = draft.status.replica(replica_type)
         count = count_restarts(RestartLedger.from_replica_status(before), pods_by_type.get(replica_type, []),
                                deleting=deleting, recreating=recreating, restarts_of=_restart_count)
         counts[replica_type] = count
@@ -54,7 +53,7 @@ def count_replica_restarts(draft: PlanDraft, spec: TFJobSpec, pods_by_type: dict
                             f"{draft.job_ref} is restarting {describe_failure(pod)}.")
             draft.restarts_by_exit_class[pod.exit_class_name] += 1
             draft.restarted.append(_restart_of(pod, replica_type, count.total, in_place=0))
-        known = integer(before.get("restarts"))
+        known = before.restarts if before is not None else None
         if known is None and adopted:
             known = count.total - len(count.recreated)  # the restarts so far are the baseline, not news
         in_place = count.total - (known or 0) - (len(count.recreated) - count.disrupted)
@@ -88,67 +87,59 @@ def record_replicas(draft: PlanDraft, spec: TFJobSpec, children: SortedChildren,
             return False
         return pod.uid not in deleted or (finishing and pod.phase in (POD_SUCCEEDED, POD_FAILED))
 
-    previous = mapping(draft.status.get("replicaStatuses"))
     finished = record_finished(FinishedReplicas.of_status(draft.status), spec, children.slots)
-    statuses: dict[str, Any] = {}
+    statuses: dict[str, ReplicaStatus] = {}
     ended: list[PodView] = []  # told in one event per exit code, whatever their replica types
     naming = _naming(draft)
     for replica_type in replica_types(spec):
         pods = [pod for pod in children.pods_by_type.get(replica_type, []) if counted(pod)]
-        statuses[replica_type] = {**_with_recalled(replica_status(pods, counts[replica_type].total),
-                                                   children.slots, replica_type),
-                                  **finished.status_fields(replica_type),
-                                  **counts[replica_type].ledger.status_fields(),
-                                  **recreated_exits_fields(previous.get(replica_type), counts[replica_type].recreated,
-                                                           spec.replicas(replica_type)),
-                                  "selector": naming.type_selector(replica_type)}
+        count, before = counts[replica_type], draft.status.replica(replica_type)
+        exits = recreated_exits(before, count.recreated, spec.replicas(replica_type))
+        counted_now = _with_recalled(replica_status(pods, count.total), children.slots, replica_type)
+        statuses[replica_type] = replace(count.ledger.kept_in(finished.kept_in(counted_now, replica_type)),
+                                         recreated_exits=tuple(exits) or None,
+                                         selector=naming.type_selector(replica_type))
         # Pods that ended since the last plan grow the tally; the recreated ones were announced as they went.
         ended += latest_exits([pod for pod in pods if pod.phase in (POD_SUCCEEDED, POD_FAILED)],
-                              _ended(statuses[replica_type]) - _ended(previous.get(replica_type)))
+                              _ended(statuses[replica_type]) - _ended(before))
     # Only the plan that finishes a job records with `finishing`: if it succeeds, its event tells the exits of 0.
     announce_exits(draft, ended, succeeding=finishing and draft.is_true(CONDITION_SUCCEEDED))
-    draft.status["replicaStatuses"] = statuses
     running = sum(1 for slot in children.slots
                   if slot.state is SlotState.RUNNING and slot.pod is not None and slot.pod.uid not in deleted)
-    draft.status["replicaSummary"] = f"{running}/{len(children.slots)}"
+    summary = f"{running}/{len(children.slots)}"
     if finishing:
         # The final tally: the pods are gone or going, so "0/7 running" would read like a failure.
-        tally = draft.status["replicaStatuses"].values()
-        succeeded, failed = sum(entry["succeeded"] for entry in tally), sum(entry["failed"] for entry in tally)
-        draft.status["replicaSummary"] = (f"{succeeded}/{len(children.slots)} succeeded"
-                                          + (f", {failed} failed" if failed else ""))
+        succeeded = sum(entry.succeeded or 0 for entry in statuses.values())
+        failed = sum(entry.failed or 0 for entry in statuses.values())
+        summary = f"{succeeded}/{len(children.slots)} succeeded" + (f", {failed} failed" if failed else "")
+    draft.status = replace(draft.status, replica_statuses=MappingProxyType(statuses), replica_summary=summary)
 
 
-def replica_status(pods: Iterable[PodView], restarts: int) -> dict[str, int]:
+def replica_status(pods: Iterable[PodView], restarts: int) -> ReplicaStatus:
     """Counts of one replica type's pods by phase; `active` is pending or running. The caller chooses the pods
     (record_replicas: going pods stay active until they are gone)."""
     phases = [pod.phase for pod in pods]
-    return {
-        "active": sum(phase in (POD_PENDING, POD_RUNNING) for phase in phases),
-        "succeeded": phases.count(POD_SUCCEEDED),
-        "failed": phases.count(POD_FAILED),
-        "restarts": restarts,
-    }
+    return ReplicaStatus(active=sum(phase in (POD_PENDING, POD_RUNNING) for phase in phases),
+                         succeeded=phases.count(POD_SUCCEEDED), failed=phases.count(POD_FAILED), restarts=restarts)
 
 
-def _with_recalled(counts: dict[str, int], slots: list[Slot], replica_type: str) -> dict[str, int]:
+def _with_recalled(counts: ReplicaStatus, slots: list[Slot], replica_type: str) -> ReplicaStatus:
     """The counts by phase, with the replicas whose pods are gone but whose ends are recorded (finished.py)."""
     recalled = [slot.state for slot in slots
                 if slot.slot.replica_type == replica_type and slot.pod is None and slot.state is not SlotState.ABSENT]
-    return {**counts, "succeeded": counts["succeeded"] + recalled.count(SlotState.SUCCEEDED),
-            "failed": counts["failed"] + recalled.count(SlotState.TOLERATED)}
+    return replace(counts, succeeded=(counts.succeeded or 0) + recalled.count(SlotState.SUCCEEDED),
+                   failed=(counts.failed or 0) + recalled.count(SlotState.TOLERATED))
 
 
 def _naming(draft: PlanDraft) -> ChildNaming:
     """The job's naming as the planner recorded it in this draft's status (before any replica is recorded)."""
-    scheme = one_of(draft.status.get(CHILD_NAMING), NAMINGS)
-    return ChildNaming(scheme if scheme is not None else NAMING_RUNTIME_ID, draft.job_name,
-                       runtime_id(draft.uid or ""))
+    return ChildNaming(draft.status.child_naming or NAMING_RUNTIME_ID, draft.job_name, runtime_id(draft.uid or ""))
 
 
-def _ended(replica_status: object) -> int:
-    entry = mapping(replica_status)
-    return (integer(entry.get("succeeded")) or 0) + (integer(entry.get("failed")) or 0)
+def _ended(replica_status: ReplicaStatus | None) -> int:
+    if replica_status is None:
+        return 0
+    return (replica_status.succeeded or 0) + (replica_status.failed or 0)
 
 
 def describe_failure(pod: PodView) -> str:

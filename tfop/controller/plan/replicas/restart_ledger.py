@@ -11,18 +11,16 @@ after an operator restart, does not count it twice. Both live in replicaStatuses
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 from tfop.api.constants import POD_FAILED
-from tfop.api.fields import integer, items, mapping
+from tfop.controller.plan.job_status import ReplicaStatus
 from tfop.controller.plan.observed.batch_job import BatchJobView
 from tfop.controller.plan.observed.pod import PodView
 
 _Counted = TypeVar("_Counted", PodView, BatchJobView)
 
-RETIRED_RESTARTS = "retiredRestarts"
-RETIRED_POD_UIDS = "retiredPodUIDs"
 
 
 @dataclass(frozen=True)
@@ -31,20 +29,15 @@ class RestartLedger:
     pod_uids: tuple[str, ...] = ()
 
     @classmethod
-    def from_replica_status(cls, replica_status: object) -> RestartLedger:
-        entry = mapping(replica_status)
-        retired = max(integer(entry.get(RETIRED_RESTARTS)) or 0, 0)
-        uids = tuple(uid for uid in items(entry.get(RETIRED_POD_UIDS)) if isinstance(uid, str))
-        return cls(retired, uids)
+    def from_replica_status(cls, replica_status: ReplicaStatus | None) -> RestartLedger:
+        if replica_status is None:
+            return cls()
+        return cls(max(replica_status.retired_restarts or 0, 0), replica_status.retired_pod_uids or ())
 
-    def status_fields(self) -> dict[str, Any]:
-        """Left out while empty, so a job that never restarted keeps a plain status."""
-        fields: dict[str, Any] = {}
-        if self.retired:
-            fields[RETIRED_RESTARTS] = self.retired
-        if self.pod_uids:
-            fields[RETIRED_POD_UIDS] = list(self.pod_uids)
-        return fields
+    def kept_in(self, replica_status: ReplicaStatus) -> ReplicaStatus:
+        """`replica_status` with the ledger; its fields left out while empty, so a job that never restarted keeps
+        a plain status."""
+        return replace(replica_status, retired_restarts=self.retired or None, retired_pod_uids=self.pod_uids or None)
 
 
 @dataclass(frozen=True)
