@@ -22,6 +22,7 @@ from tfop.controller.plan.observed.pod import (
     Termination,
     Waiting,
 )
+from tfop.controller.plan.slots import ReplicaSlot
 
 T0 = datetime(2026, 11, 21, 10, 0, 0, tzinfo=UTC)
 T1 = datetime(2026, 11, 21, 10, 1, 0, tzinfo=UTC)
@@ -62,7 +63,7 @@ POD_ROWS: dict[str, tuple[dict[str, Any], PodView]] = {
         name="mnist-worker-1", uid="p1", namespace="ns", resource_version="42", labels=LABELS,
         annotations={"tfop.kubeflow.org/tf-cluster": "PS=1,Worker=2"},
         controller=Owner("kubeflow.org/v1", "TFJob", "mnist", "j1"), created=T0, terminating=True,
-        deletion_deadline=T1, node_name="n1", phase="Failed", reason="Evicted",
+        deletion_deadline=T1, slot=ReplicaSlot("Worker", 1), node_name="n1", phase="Failed", reason="Evicted",
         message="The node was low on memory.", scheduled=None, disruption=Disruption("TerminationByKubelet"),
         containers=(ContainerRun("sidecar", 2, Terminated(1)),
                     ContainerRun("tensorflow", 1, Terminated(137, "OOMKilled", "", "2026-11-21T10:00:50Z"), None,
@@ -171,7 +172,8 @@ def test_a_service_is_its_metadata() -> None:
     service = {"metadata": {"name": "mnist-worker-1", "uid": "s1", "labels": LABELS,
                             "ownerReferences": [{**OWNER, "controller": False}, OWNER]}, "spec": {"clusterIP": "None"}}
     assert Child.of(service) == Child(name="mnist-worker-1", uid="s1", labels=LABELS,
-                                      controller=Owner("kubeflow.org/v1", "TFJob", "mnist", "j1"))
+                                      controller=Owner("kubeflow.org/v1", "TFJob", "mnist", "j1"),
+                                      slot=ReplicaSlot("Worker", 1))
 
 
 OWN_ROWS: dict[str, tuple[dict[str, Any], OwnedView]] = {

@@ -37,7 +37,7 @@ from tfop.controller.plan.children.accelerators import apply_accelerators
 from tfop.controller.plan.children.batch_job import replica_job
 from tfop.controller.plan.children.job_child import owner_reference
 from tfop.controller.plan.children.job_children import job_child_kinds
-from tfop.controller.plan.children.naming import ChildNaming, labelled_slot
+from tfop.controller.plan.children.naming import ChildNaming
 from tfop.controller.plan.children.node_loss_tolerations import tolerate_node_loss
 from tfop.controller.plan.children.pod_group import join_gang
 from tfop.controller.plan.children.tf_config import (
@@ -90,8 +90,7 @@ def replica_slot_of(child: Child) -> ReplicaSlot | None:
     """The slot a Pod or Service fills, read from its replica-type and replica-index labels whatever its name:
     the wiring passes only children this job controls, and those the Kubeflow training operator made fill their
     slots as tfop's own do."""
-    slot = labelled_slot(child)
-    return ReplicaSlot(*slot) if slot is not None else None
+    return child.slot
 
 
 class DesiredChildren:

@@ -25,8 +25,6 @@ from tfop.api.constants import (
     OPERATOR_NAME,
     ChildNamingScheme,
 )
-from tfop.api.defaults import canonical_replica_type
-from tfop.api.fields import text
 from tfop.api.runtime_id import child_name, runtime_id
 from tfop.controller.plan.job_status import TFJobStatus
 from tfop.controller.plan.observed.child import Child
@@ -35,16 +33,6 @@ from tfop.controller.plan.observed.child import Child
 def type_index_name(job_name: str, replica_type: str, index: int) -> str:
     """The Kubeflow training operator's name for one replica's Pod and Service, e.g. `mnist-worker-0`."""
     return f"{job_name}-{replica_type.lower()}-{index}"
-
-
-def labelled_slot(child: Child) -> tuple[str, int] | None:
-    """(replica type, index) from a child's labels, whatever its name; None unless both are well formed."""
-    labels = child.labels
-    replica_type = canonical_replica_type(labels.get(LABEL_REPLICA_TYPE))
-    index_label = text(labels.get(LABEL_REPLICA_INDEX)) or ""
-    if replica_type is None or not index_label.isascii() or not index_label.isdigit():
-        return None
-    return replica_type, int(index_label)
 
 
 @dataclass(frozen=True)
@@ -94,12 +82,12 @@ def naming_of(job_name: str, uid: str, status: TFJobStatus, children: Iterable[C
 
 
 def _scheme_of(child: Child, job_name: str, rid: str) -> str | None:
-    slot = labelled_slot(child)
+    slot = child.slot
     if slot is None:
         return None
     name = child.name
-    if name == type_index_name(job_name, *slot):
+    if name == type_index_name(job_name, slot.replica_type, slot.index):
         return NAMING_TYPE_INDEX
-    if name == child_name(job_name, slot[0], rid, slot[1]):
+    if name == child_name(job_name, slot.replica_type, rid, slot.index):
         return NAMING_RUNTIME_ID
     return None

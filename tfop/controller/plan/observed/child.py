@@ -8,9 +8,11 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import TypedDict
 
-from tfop.api.constants import FINALIZER_REPLICA_TRACKING
+from tfop.api.constants import FINALIZER_REPLICA_TRACKING, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
+from tfop.api.defaults import canonical_replica_type
 from tfop.api.fields import integer, items, mapping, text
 from tfop.api.timestamps import parse_time
+from tfop.controller.plan.slots import ReplicaSlot
 from tfop.objects import Object
 
 _NO_LABELS: Mapping[str, str] = MappingProxyType({})
@@ -42,6 +44,9 @@ class Child:
     deletion_deadline: datetime | None = None  # the deletionTimestamp: when its grace period ends
     deletion_grace: int | None = None  # deletionGracePeriodSeconds: 0 for a pod deleted once it had ended
     tracked: bool = False  # holds tfop's finalizer (replicas/finished.py)
+    # The replica slot its replica-type and replica-index labels name, whatever its name; None unless both are
+    # well formed.
+    slot: ReplicaSlot | None = None
 
     @classmethod
     def of(cls, obj: Object) -> Child:
@@ -61,6 +66,7 @@ class ChildFields(TypedDict):
     deletion_deadline: datetime | None
     deletion_grace: int | None
     tracked: bool
+    slot: ReplicaSlot | None
 
 
 def child_fields(obj: Object) -> ChildFields:
@@ -75,12 +81,27 @@ def child_fields(obj: Object) -> ChildFields:
             "created": parse_time(metadata.get("creationTimestamp")),
             "terminating": deletion is not None, "deletion_deadline": parse_time(deletion),
             "deletion_grace": integer(metadata.get("deletionGracePeriodSeconds")),
-            "tracked": FINALIZER_REPLICA_TRACKING in items(metadata.get("finalizers"))}
+            "tracked": FINALIZER_REPLICA_TRACKING in items(metadata.get("finalizers")),
+            "slot": _slot(mapping(metadata.get("labels")))}
+
+
+def _slot(labels: Mapping[str, object]) -> ReplicaSlot | None:
+    replica_type = canonical_replica_type(labels.get(LABEL_REPLICA_TYPE))
+    index_label = text(labels.get(LABEL_REPLICA_INDEX)) or ""
+    if replica_type is None or not index_label.isascii() or not index_label.isdigit():
+        return None
+    return ReplicaSlot(replica_type, int(index_label))
 
 
 def _texts(value: object) -> Mapping[str, str]:
-    entries = {key: entry for key, entry in mapping(value).items() if isinstance(entry, str)}
-    return MappingProxyType(entries) if entries else _NO_LABELS
+    """The string entries of a map, read-only. The cache's labels are one shared dict per distinct set, never
+    changed in place (an update replaces the object), so a well-formed one is wrapped rather than copied."""
+    entries = mapping(value)
+    if not entries:
+        return _NO_LABELS
+    if all(isinstance(entry, str) for entry in entries.values()):
+        return MappingProxyType(entries)
+    return MappingProxyType({key: entry for key, entry in entries.items() if isinstance(entry, str)})
 
 
 def _controller(references: object) -> Owner | None:
