@@ -35,6 +35,7 @@ from support.kueue import (
     live_pods,
     local_queue,
     queued_tfjob,
+    running_pods,
     workload_of,
 )
 from support.operator_process import OperatorProcess
@@ -94,16 +95,6 @@ def finish_chief(client: KubeClient, namespace: str, job: str) -> None:
                  if pod["metadata"]["labels"][REPLICA_TYPE_LABEL] == "chief")
     exit_pod(client, namespace, chief["metadata"]["name"], 0)
 
-
-def running_pods(client: KubeClient, namespace: str, job: str, count: int) -> list[dict[str, Any]]:
-    """Waits until the job has `count` pods, all Running (kwok started them), and returns them."""
-    def check() -> list[dict[str, Any]] | None:
-        pods = live_pods(client, namespace, job)
-        ok = len(pods) == count and all(p.get("status", {}).get("phase") == "Running" for p in pods)
-        return pods if ok else None
-
-    pods: list[dict[str, Any]] = wait_for(check, DEADLINE, f"{count} Running pods of {job}", interval=0.2)
-    return pods
 
 
 def test_quota_admits_two_of_three_jobs_and_the_third_runs_when_one_succeeds(

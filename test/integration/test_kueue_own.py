@@ -39,6 +39,7 @@ from support.kueue import (
     live_pods,
     local_queue,
     queued_tfjob,
+    running_pods,
     workload_of,
 )
 from support.operator_process import OperatorProcess
@@ -121,15 +122,6 @@ def suspended(client: KubeClient, namespace: str, job: str) -> dict[str, Any] | 
     found = condition(client, namespace, job, "Suspended")
     return found if found is not None and found.get("status") == "True" else None
 
-
-def running_pods(client: KubeClient, namespace: str, job: str, count: int) -> list[dict[str, Any]]:
-    def check() -> list[dict[str, Any]] | None:
-        pods = live_pods(client, namespace, job)
-        ok = len(pods) == count and all(p.get("status", {}).get("phase") == "Running" for p in pods)
-        return pods if ok else None
-
-    pods: list[dict[str, Any]] = wait_for(check, DEADLINE, f"{count} Running pods of {job}", interval=0.2)
-    return pods
 
 
 def restarts(client: KubeClient, namespace: str, job: str) -> dict[str, int]:

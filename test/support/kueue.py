@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from support.tfjobs import JOB_NAME_LABEL, TFJOBS
+from support.waiting import DEADLINE, wait_for
 from tfop.kube.client import KubeClient
 from tfop.kube.resource import PODS, Resource
 
@@ -95,6 +96,17 @@ def live_pods(client: KubeClient, namespace: str, job: str) -> list[dict[str, An
     """The job's pods, terminating ones included: what exists at all."""
     items, _ = client.list(PODS, namespace, label_selector=f"{JOB_NAME_LABEL}={job}")
     return items
+
+
+def running_pods(client: KubeClient, namespace: str, job: str, count: int) -> list[dict[str, Any]]:
+    """Waits until the job has `count` pods, all Running (kwok started them), and returns them."""
+    def check() -> list[dict[str, Any]] | None:
+        pods = live_pods(client, namespace, job)
+        ok = len(pods) == count and all(p.get("status", {}).get("phase") == "Running" for p in pods)
+        return pods if ok else None
+
+    pods: list[dict[str, Any]] = wait_for(check, DEADLINE, f"{count} Running pods of {job}", interval=0.2)
+    return pods
 
 
 class Timeline:
