@@ -22,6 +22,10 @@ cluster the operator runs in rather than how one process runs (those are flags).
     unknownSchedulingGraceSeconds: 600    # how long a job waits while its pods name a PriorityClass or a scheduler
                                           # the cluster lacks, then fails; a job's
                                           # tfop.kubeflow.org/unknown-scheduling-grace-seconds wins
+    kueue:
+      integration: kueue                  # who queues a job labelled kueue.x-k8s.io/queue-name: Kueue's TFJob
+                                          # adapter (kueue, default), or tfop itself with a Workload it makes
+                                          # and follows (own), for a Kueue without the kubeflow.org/tfjob adapter
     capacityScaling:                      # elastic jobs resized to the cluster's free capacity (off by default)
       enabled: true
       growAfterSeconds: 60                # capacity idle this long: elastic jobs grow into it
@@ -44,6 +48,7 @@ import yaml
 from tfop import yamlio
 from tfop.api.constants import NAMING_RUNTIME_ID, NAMINGS, NODE_LOSS_POLICIES, REPLICA_BACKEND_PODS, REPLICA_BACKENDS
 from tfop.api.fields import one_of
+from tfop.api.kueue import INTEGRATION_ADAPTER, INTEGRATIONS, KueueIntegration
 from tfop.controller.plan.controller_config import (
     DEFAULT_EVALUATOR_GRACE_SECONDS,
     DEFAULT_GPU_RESOURCE,
@@ -89,7 +94,7 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> ControllerConf
     _known(document, "the config",
            {"serviceDomain", "accelerators", "gangScheduler", "childNaming", "tfImage", "grpcServerFilePath",
             "replicaBackend", "nodeLoss", "gpuResource", "evaluatorGraceSeconds",
-            "unknownSchedulingGraceSeconds", "capacityScaling"}, notes)
+            "unknownSchedulingGraceSeconds", "capacityScaling", "kueue"}, notes)
     domain = document.get("serviceDomain", DEFAULT_SERVICE_DOMAIN)
     if not isinstance(domain, str) or not _DNS_SUFFIX.match(domain):
         raise ConfigError(f"serviceDomain {domain!r} is not a DNS suffix such as svc.cluster.local")
@@ -132,7 +137,19 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> ControllerConf
                             node_loss=_node_loss(document.get("nodeLoss") or {}, notes),
                             evaluator_grace_seconds=evaluator_grace,
                             unknown_scheduling_grace_seconds=unknown_scheduling_grace,
-                            capacity_scaling=_capacity_scaling(document.get("capacityScaling") or {}, notes))
+                            capacity_scaling=_capacity_scaling(document.get("capacityScaling") or {}, notes),
+                            kueue_integration=_kueue_integration(document.get("kueue") or {}, notes))
+
+
+def _kueue_integration(data: Any, notes: list[str]) -> KueueIntegration:
+    """kueue: {integration: own | kueue}."""
+    spec = _mapping(data, "kueue")
+    _known(spec, "kueue", {"integration"}, notes)
+    asked = spec.get("integration", INTEGRATION_ADAPTER)
+    integration = one_of(asked, INTEGRATIONS)
+    if integration is None:
+        raise ConfigError(f"kueue.integration {asked!r} is not one of {', '.join(INTEGRATIONS)}")
+    return integration
 
 
 def _capacity_scaling(data: Any, notes: list[str]) -> CapacityScalingSettings:

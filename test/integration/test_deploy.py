@@ -306,10 +306,12 @@ def granted(cluster: LocalCluster, user: str, namespace: str) -> set[tuple[str, 
 
 OPERATOR_RULES = {(resource, "", verb) for resource, verbs in [
     ("tfjobs.kubeflow.org", "get list watch delete"), ("tfjobs.kubeflow.org/status", "update patch"),
-    ("tfjobs.kubeflow.org/finalizers", "update"), ("pods", "list watch create delete"),
+    ("tfjobs.kubeflow.org/finalizers", "update"), ("pods", "list watch create patch delete"),
     ("services", "list watch create delete"), ("jobs.batch", "list watch create patch delete"),
     ("networkpolicies.networking.k8s.io", "list watch create patch delete"),
     ("horizontalpodautoscalers.autoscaling", "list watch create patch delete"),
+    ("workloads.kueue.x-k8s.io", "list watch create patch delete"), ("workloads.kueue.x-k8s.io/status", "patch"),
+    ("resourceflavors.kueue.x-k8s.io", "list watch"), ("workloadpriorityclasses.kueue.x-k8s.io", "list watch"),
     ("events", "create patch"), ("configmaps", "create")]
     for verb in verbs.split()} | {("configmaps", "tfop-grpc-server", verb) for verb in ("get", "update")}
 
@@ -373,7 +375,7 @@ def test_operator_service_account_is_denied_everything_it_does_not_use(
                            ("create", "deployments.apps"), ("update", "deployments.apps"), ("update", "nodes"),
                            ("patch", "nodes"), ("delete", "nodes"), ("create", "tfjobs.kubeflow.org"),
                            ("update", "tfjobs.kubeflow.org"),
-                           ("patch", "pods"), ("update", "pods"), ("create", "pods:exec"),
+                           ("update", "pods"), ("create", "pods:exec"),
                            ("create", "serviceaccounts:token"), ("delete", "leases.coordination.k8s.io")]:
         for scope in (namespace, SYSTEM_NAMESPACE, None):
             assert not can_i(cluster, OPERATOR_SA, verb, resource, scope), f"may {verb} {resource} in {scope}"

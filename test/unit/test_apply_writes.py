@@ -58,7 +58,7 @@ class RecordingClient:
         return {"metadata": {"name": name, "uid": uid, "deletionGracePeriodSeconds": grace}}
 
     def patch(self, resource: Resource, name: str, patch: Any, namespace: str | None = None, *,
-              patch_type: str = "merge") -> dict[str, Any]:
+              patch_type: str = "merge", subresource: str | None = None) -> dict[str, Any]:
         self.writes.append(("patch", resource.plural, patch))
         return {}
 

@@ -21,8 +21,8 @@ from tfop.controller.plan.planner import plan
 from tfop.controller.plan.types import AUTOSCALER, NETWORK_POLICY, POD, POD_GROUP, SERVICE, Plan, PlanContext
 from tfop.kube.resource import Resource
 
-RUNNING, SUSPENDED, FINISHED, KEPT = (JobState.RUNNING, JobState.SUSPENDED, JobState.FINISHED,
-                                      JobState.FINISHED_PODS_KEPT)
+RUNNING, QUEUED, SUSPENDED, FINISHED, KEPT = (JobState.RUNNING, JobState.QUEUED, JobState.SUSPENDED,
+                                              JobState.FINISHED, JobState.FINISHED_PODS_KEPT)
 NP_NAME = f"mnist-{RID}"
 ELASTIC = {"minReplicas": 1, "maxReplicas": 4, "metrics": [
     {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}]}
@@ -42,10 +42,14 @@ def test_the_table_in_the_order_they_are_made() -> None:
     assert [(kind.kind, kind.api_version, kind.plural, kind.cached, set(kind.kept_in))
             for kind in job_child_kinds(volcano)] == [
         ("PodGroup", "scheduling.volcano.sh/v1beta1", "podgroups", ("spec", "status"), {RUNNING, KEPT}),
-        ("NetworkPolicy", "networking.k8s.io/v1", "networkpolicies", ("spec",), {RUNNING, SUSPENDED, FINISHED, KEPT}),
+        ("NetworkPolicy", "networking.k8s.io/v1", "networkpolicies", ("spec",),
+         {RUNNING, QUEUED, SUSPENDED, FINISHED, KEPT}),
         ("HorizontalPodAutoscaler", "autoscaling/v2", "horizontalpodautoscalers", ("spec",), {RUNNING}),
     ]
     assert [kind.kind for kind in job_child_kinds(None)] == ["NetworkPolicy", "HorizontalPodAutoscaler"]
+    assert [(kind.kind, kind.api_version, kind.plural, kind.cached, set(kind.kept_in))
+            for kind in job_child_kinds(None, own_kueue=True)][-1] == (
+        "Workload", "kueue.x-k8s.io/v1beta2", "workloads", ("spec", "status"), {RUNNING, QUEUED})
 
 
 def test_the_wiring_watches_each_entry_as_the_jobs_own() -> None:
@@ -146,7 +150,7 @@ def test_the_operators_role_grants_each_child_kind_what_the_writer_does() -> Non
     [role] = [d for d in documents if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "tfop"]
     granted = {(group, resource, verb) for rule in role["rules"] for group in rule.get("apiGroups", [])
                for resource in rule.get("resources", []) for verb in rule.get("verbs", [])}
-    missing = [(kind.kind, verb) for kind in child_kinds(None)
+    missing = [(kind.kind, verb) for kind in child_kinds(None, own_kueue=True)
                for verb in ("list", "watch", "create", "delete", *(("patch",) if kind.scope is Scope.JOB else ()))
                if (kind.resource.group, kind.resource.plural, verb) not in granted]
     assert missing == []

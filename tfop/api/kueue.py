@@ -18,7 +18,7 @@ suspended.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, Literal
 
 from tfop.api.constants import REPLICA_TYPES
 from tfop.api.errors import FieldError
@@ -27,8 +27,21 @@ from tfop.api.fields import mapping_at, text
 MANAGED_BY_OPERATOR: Final = "kubeflow.org/training-operator"
 # Kueue reads the queue from this label (and, deprecated, from an annotation of the same name).
 QUEUE_NAME: Final = "kueue.x-k8s.io/queue-name"
+# A WorkloadPriorityClass, by name, as Kueue reads it from a job's label.
+PRIORITY_CLASS: Final = "kueue.x-k8s.io/priority-class"
 TFJOB_INTEGRATION: Final = "kubeflow.org/tfjob"
 REASON_NOT_QUEUED: Final = "NotQueuedByKueue"  # a Warning event's reason
+
+# Who queues a job that names a Kueue queue (the operator config's `kueue.integration`): tfop itself, creating and
+# following the job's Workload (Kueue's "external framework" pattern, for Kueue releases without the TFJob
+# adapter), or Kueue's TFJob adapter, which suspends and resumes the job through spec.runPolicy.suspend.
+KueueIntegration = Literal["own", "kueue"]
+INTEGRATION_OWN: Final = "own"
+INTEGRATION_ADAPTER: Final = "kueue"
+INTEGRATIONS: Final[tuple[KueueIntegration, ...]] = (INTEGRATION_OWN, INTEGRATION_ADAPTER)
+# The Workload API tfop writes with its own integration (Kueue v0.15 and later serve it).
+KUEUE_GROUP: Final = "kueue.x-k8s.io"
+KUEUE_VERSION: Final = "v1beta2"
 
 
 def managed_elsewhere(job: object) -> str | None:
@@ -41,6 +54,11 @@ def queue_name(job: object) -> str | None:
     metadata = mapping_at(job, "metadata")
     return text(mapping_at(metadata, "labels").get(QUEUE_NAME)) or text(
         mapping_at(metadata, "annotations").get(QUEUE_NAME)) or None
+
+
+def priority_class(job: object) -> str | None:
+    """The WorkloadPriorityClass the job names (label kueue.x-k8s.io/priority-class), if any."""
+    return text(mapping_at(job, "metadata", "labels").get(PRIORITY_CLASS)) or None
 
 
 def kueue_key_problems(job: object) -> list[FieldError]:

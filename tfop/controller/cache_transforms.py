@@ -170,6 +170,22 @@ def slim_batch_job(batch_job: Object) -> Object:
     return slim
 
 
+def slim_priority_class(priority_class: Object) -> Object:
+    """A Kueue WorkloadPriorityClass: its value is all tfop reads."""
+    slim = slim_metadata(priority_class)
+    slim["value"] = priority_class.get("value")
+    return slim
+
+
+def slim_flavor(flavor: Object) -> Object:
+    """A Kueue ResourceFlavor: what its pods get (node labels, tolerations) is all tfop reads."""
+    slim = slim_metadata(flavor)
+    spec = flavor.get("spec")
+    if isinstance(spec, dict):
+        slim["spec"] = {key: spec[key] for key in ("nodeLabels", "tolerations") if key in spec}
+    return slim
+
+
 def slim_keeping(fields: tuple[str, ...]) -> Callable[[Object], Object]:
     """A job's own child (its PodGroup, NetworkPolicy, HPA) is small: the metadata and the fields its entry names
     (plan/children/job_child.py's `cached`), which the planner compares with what the job wants."""

@@ -28,6 +28,7 @@ from tfop.api.constants import (
     PLURAL,
     VERSION,
 )
+from tfop.api.kueue import KUEUE_GROUP, KUEUE_VERSION
 from tfop.controller.cache_transforms import slim_batch_job, slim_keeping, slim_metadata, slim_pod
 from tfop.controller.plan.children.job_child import JobChildKind
 from tfop.controller.plan.children.job_children import job_child_kinds
@@ -37,6 +38,12 @@ from tfop.kube.informer import Transform
 from tfop.kube.resource import JOBS, PODS, SERVICES, Resource
 
 TFJOBS = Resource(GROUP, VERSION, PLURAL, KIND)  # the owner of every child below
+WORKLOADS = Resource(KUEUE_GROUP, KUEUE_VERSION, "workloads", "Workload")
+# Watched, not owned, with tfop's own Kueue integration: an admission names flavors, whose node labels and
+# tolerations its pods get, and a job may name a WorkloadPriorityClass, whose value its Workload gets.
+RESOURCE_FLAVORS = Resource(KUEUE_GROUP, KUEUE_VERSION, "resourceflavors", "ResourceFlavor", namespaced=False)
+WORKLOAD_PRIORITY_CLASSES = Resource(KUEUE_GROUP, KUEUE_VERSION, "workloadpriorityclasses", "WorkloadPriorityClass",
+                                     namespaced=False)
 BY_OWNER = "controller-uid"  # the cache index a job's children are looked up by: its uid
 # The children the Kubeflow training operator's TFJob controller made, tfop's own (which carry the same value), and
 # those of tfop versions that wrote `tfop`: all are adopted by their controller ownerReference (the owner index).
@@ -98,11 +105,11 @@ class ChildKinds:
         return self.by_name[name]
 
 
-def child_kinds(gang: GangScheduler | None) -> ChildKinds:
+def child_kinds(gang: GangScheduler | None, *, own_kueue: bool = False) -> ChildKinds:
     """The job's own children (plan/children/job_children.py: its PodGroup when a gang scheduler is configured
-    and its CRD installed, its NetworkPolicy and HPA, which any job may ask for), then Pods, Services and Jobs (any
-    job may choose the Job backend)."""
-    return ChildKinds((*(own_kind(kind) for kind in job_child_kinds(gang)), *REPLICA_KINDS))
+    and its CRD installed, its NetworkPolicy and HPA, which any job may ask for, its Kueue Workload with tfop's own
+    Kueue integration), then Pods, Services and Jobs (any job may choose the Job backend)."""
+    return ChildKinds((*(own_kind(kind) for kind in job_child_kinds(gang, own_kueue=own_kueue)), *REPLICA_KINDS))
 
 
 def pod_group_resource(gang: GangScheduler) -> Resource:

@@ -11,18 +11,34 @@ from datetime import UTC, datetime
 import structlog
 
 from tfop.api.constants import CONDITION_FAILED, CONDITION_SUCCEEDED, GROUP, KIND, LABEL_JOB_NAME, POD_SUCCEEDED
-from tfop.api.kueue import managed_elsewhere
+from tfop.api.kueue import INTEGRATION_OWN, managed_elsewhere, priority_class
 from tfop.controller.apply.applier import PlanApplier
-from tfop.controller.cache_transforms import BY_NODE, node_health_transform, pod_node, slim_job
-from tfop.controller.children import TFJOBS, ChildKind, child_id, child_kinds, pod_group_resource
+from tfop.controller.cache_transforms import (
+    BY_NODE,
+    node_health_transform,
+    pod_node,
+    slim_flavor,
+    slim_job,
+    slim_priority_class,
+)
+from tfop.controller.children import (
+    RESOURCE_FLAVORS,
+    TFJOBS,
+    WORKLOAD_PRIORITY_CLASSES,
+    ChildKind,
+    child_id,
+    child_kinds,
+    pod_group_resource,
+)
 from tfop.controller.plan.children.batch_job import made_by_job
 from tfop.controller.plan.children.desired import replica_slot_of
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.gang_schedulers import GangScheduler
 from tfop.controller.plan.observed.child import Child
+from tfop.controller.plan.observed.workload import observe_workload
 from tfop.controller.plan.planner import plan as plan_job
 from tfop.controller.plan.status import condition_is_true, conditions_of, holds_finalizer, is_terminating
-from tfop.controller.plan.types import POD, ChildRef, CreateRefusal, PlanContext
+from tfop.controller.plan.types import POD, WORKLOAD, ChildRef, CreateRefusal, PlanContext
 from tfop.kube.client import KubeClient
 from tfop.kube.clock import SYSTEM_CLOCK, Clock
 from tfop.kube.errors import NotFound
@@ -53,7 +69,8 @@ class TFJobController:
         PodGroups are then not watched, and every job waits with that reason in its status."""
         self.config = config
         self.gang_problem = gang_problem
-        self.kinds = child_kinds(config.gang if gang_problem is None else None)
+        self.own_kueue = config.kueue_integration == INTEGRATION_OWN
+        self.kinds = child_kinds(config.gang if gang_problem is None else None, own_kueue=self.own_kueue)
         self.clock = clock
         self.metrics = metrics or OperatorMetrics.create()
         self.expectations = Expectations()
@@ -66,6 +83,12 @@ class TFJobController:
             # Nodes are watched, not owned: a node's change concerns the jobs with pods on it.
             watches.append(Watch(NODES, lambda node: None, keys_of=self._jobs_on_node,
                                  transform=node_health_transform(config.node_loss.unhealthy_conditions)))
+        if self.own_kueue:
+            # Read when an admission names them, or a job names its priority; a job whose flavor or class is not
+            # cached yet looks again shortly.
+            watches.append(Watch(RESOURCE_FLAVORS, lambda flavor: None, transform=slim_flavor))
+            watches.append(Watch(WORKLOAD_PRIORITY_CLASSES, lambda priority_class: None,
+                                 transform=slim_priority_class))
         self.runtime = ControllerRuntime(client, CONTROLLER_NAME, self.reconcile, watches, namespaces=namespaces,
                                          threads=threads, stall_after=stall_after, metrics=self.metrics.kube,
                                          key_name="job")
@@ -83,6 +106,24 @@ class TFJobController:
         name = node["metadata"]["name"]
         return {key for store in self.runtime.stores(PODS) for pod in store.by_index(BY_NODE, name)
                 if (key := owner_key(pod)) is not None}
+
+    def _flavors_of(self, workloads: list[Object]) -> dict[str, Object]:
+        """The cached ResourceFlavors the admissions of the job's Workloads name, by name."""
+        if not self.own_kueue:
+            return {}
+        store = self.runtime.store(RESOURCE_FLAVORS, "")
+        names = {flavor for workload in workloads
+                 for assignment in observe_workload(workload).assignments.values() for flavor in assignment.flavors}
+        return {name: flavor for name in names if (flavor := store.get(name)) is not None}
+
+    def _priority_classes_of(self, job: Object) -> dict[str, int]:
+        """The value of the cached WorkloadPriorityClass the job names, by name."""
+        name = priority_class(job)
+        if not self.own_kueue or name is None:
+            return {}
+        found = self.runtime.store(WORKLOAD_PRIORITY_CLASSES, "").get(name)
+        value = None if found is None else found.get("value")
+        return {name: value} if isinstance(value, int) and not isinstance(value, bool) else {}
 
     def _nodes_of(self, pods: list[Object]) -> dict[str, Object] | None:
         """The cached nodes the pods are on, by name (a node not in the cache is left out: deleted)."""
@@ -185,7 +226,9 @@ class TFJobController:
         now = datetime.fromtimestamp(self.clock.wall(), UTC)
         # What the apiserver refused of the previous pass's plan is observed state, like what the cache holds.
         context = PlanContext(job, children, now, self.config, refusals=self.refusals.pop(key, ()),
-                              gang_problem=self.gang_problem, nodes=self._nodes_of(children.get(POD, [])))
+                              gang_problem=self.gang_problem, nodes=self._nodes_of(children.get(POD, [])),
+                              flavors=self._flavors_of(children.get(WORKLOAD, [])),
+                              priority_classes=self._priority_classes_of(job))
         plan = plan_job(context)
         changes = self.applier.change_children(key, job, plan)
         held = self.applier.record(key, job, plan, now)

@@ -62,18 +62,33 @@ CORE_INTEGRATIONS = {"pod": ("", "pods"), "deployment": ("apps", "deployments"),
                      "statefulset": ("apps", "statefulsets")}
 
 
+VERSIONS = Path(__file__).resolve().parents[2] / "versions.env"
+
+
+def newest_version() -> str:
+    """The newest Kueue pinned (KUEUE_OWN_VERSION in hack/versions.env): a release without the TFJob adapter,
+    which tfop's own Kueue integration is tested against; KUEUE_VERSION stays the adapter's."""
+    pinned = dict(line.split("=", 1) for line in VERSIONS.read_text().splitlines()
+                  if "=" in line and not line.startswith("#"))
+    return pinned["KUEUE_OWN_VERSION"]
+
+
 def log(message: str) -> None:
     print(f"[kueue] {message}", file=sys.stderr, flush=True)
 
 
-def build() -> Path:
-    """The bin directory holding `kueue`, built once per version."""
-    return run_build_script("build-kueue.sh")
+def _version_args(version: str | None) -> tuple[str, ...]:
+    return () if version is None else ("--version", version)
 
 
-def module_dir() -> Path:
+def build(version: str | None = None) -> Path:
+    """The bin directory holding `kueue`, built once per version (None: KUEUE_VERSION in hack/versions.env)."""
+    return run_build_script("build-kueue.sh", *_version_args(version))
+
+
+def module_dir(version: str | None = None) -> Path:
     """The Kueue module's source in the Go module cache (its config/ is what gets installed)."""
-    return run_build_script("build-kueue.sh", "--module-dir")
+    return run_build_script("build-kueue.sh", *_version_args(version), "--module-dir")
 
 
 def integration_resource(name: str) -> tuple[str, str]:
@@ -82,6 +97,16 @@ def integration_resource(name: str) -> tuple[str, str]:
         return CORE_INTEGRATIONS[name]
     group, _, kind = name.rpartition("/")
     return group, f"{kind}s"
+
+
+def release_integrations(module: Path) -> list[str]:
+    """The integrations a Kueue release enables (integrations.frameworks in the Configuration its manifests ship),
+    read from the module's own config/: what a user who installs that release runs."""
+    config = yamlio.load((module / "config" / "components" / "manager" / "controller_manager_config.yaml").read_text())
+    frameworks = (config.get("integrations") or {}).get("frameworks")
+    if not isinstance(frameworks, list) or not frameworks:
+        raise ClusterError(f"{module}'s shipped Configuration lists no integrations.frameworks")
+    return [str(framework) for framework in frameworks]
 
 
 def _documents(path: Path) -> list[dict[str, Any]]:
@@ -156,11 +181,12 @@ class Kueue:
     def __init__(self, cluster: LocalCluster, integrations: Iterable[str] = DEFAULT_INTEGRATIONS,
                  namespace_labels: Mapping[str, str] | None = None,
                  config_overrides: Mapping[str, Any] | None = None,
-                 webhook_integrations: Iterable[str] | None = None) -> None:
+                 webhook_integrations: Iterable[str] | None = None, version: str | None = None) -> None:
         """`webhook_integrations`: the integrations whose webhooks are installed, by default the enabled ones. A
         release's manifests install every integration's; Kueue answers a disabled one's with a webhook that
-        changes nothing."""
+        changes nothing. `version`: the Kueue to build and run (None: KUEUE_VERSION in hack/versions.env)."""
         self.cluster = cluster
+        self.version = version
         self.integrations = list(integrations)
         self.webhook_integrations = list(self.integrations if webhook_integrations is None else webhook_integrations)
         self.namespace_labels = dict(namespace_labels or {})
@@ -253,8 +279,8 @@ class Kueue:
     # --- lifecycle -------------------------------------------------------------------------------------------
     def start(self, timeout: float = 120.0) -> None:
         """Installs Kueue's CRDs and webhooks and starts it unless it runs; waits until its webhooks answer."""
-        bin_dir = build()
-        module = module_dir()
+        bin_dir = build(self.version)
+        module = module_dir(self.version)
         ca_bundle = self.make_certificates()
         self.install(module, ca_bundle)
         if TFJOB_INTEGRATION in self.integrations and self.cluster.kubectl("get", "crd", "tfjobs.kubeflow.org",

@@ -207,7 +207,7 @@ class ChildWriter:
         for patch in patches:
             kind = self.kinds[patch.kind]
             try:
-                self.client.patch(kind.resource, patch.name, patch.patch, namespace)
+                self.client.patch(kind.resource, patch.name, patch.patch, namespace, subresource=patch.subresource)
             except NotFound:
                 continue  # gone since the cache saw it: the next plan creates it
             except ApiError as error:
@@ -215,8 +215,10 @@ class ChildWriter:
                 self.recorder.record(job, WARNING, f"FailedUpdate{patch.kind}",
                                      f"Error updating {patch.kind.lower()} {patch.name}: {error.message}")
                 continue
+            part = patch.subresource or "spec"
             self.recorder.record(job, NORMAL, f"SuccessfulUpdate{patch.kind}",
-                                 f"Updated {patch.kind.lower()} {patch.name}: {', '.join(sorted(patch.patch['spec']))}")
+                                 f"Updated {patch.kind.lower()} {patch.name}: {', '.join(sorted(patch.patch[part]))}"
+                                 + (f" of its {part}" if patch.subresource else ""))
 
     def _ensure_server_script(self, job: Object, namespace: str, changes: ChildChanges) -> None:
         """The pods are created even when this fails: they wait for the ConfigMap, and the retry brings it."""

@@ -15,6 +15,7 @@ from tfop.api.constants import (
     NodeLossPolicy,
     ReplicaBackendName,
 )
+from tfop.api.kueue import INTEGRATION_ADAPTER, KueueIntegration
 from tfop.controller.plan.gang_schedulers import GANG_NONE, GangScheduler, gang_scheduler
 
 # "svc" resolves through every pod's DNS search path, whatever the cluster domain; "svc.cluster.local" names it.
@@ -100,6 +101,9 @@ class ControllerConfig:
     unknown_scheduling_grace_seconds: float = DEFAULT_UNKNOWN_SCHEDULING_GRACE_SECONDS
     # Elastic jobs resized to the cluster's free capacity (tfop/controller/capacity); not read by the planner.
     capacity_scaling: CapacityScalingSettings = field(default_factory=CapacityScalingSettings)
+    # Who queues a job that names a Kueue queue: Kueue's TFJob adapter (kueue), or tfop with a Workload of its own
+    # (own: plan/policies/kueue_admission.py).
+    kueue_integration: KueueIntegration = INTEGRATION_ADAPTER
 
     @property
     def gang(self) -> GangScheduler | None:

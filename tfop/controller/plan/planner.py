@@ -7,7 +7,9 @@ nothing. The wiring passes only children whose controller ownerReference is this
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 
 from tfop.api.constants import (
     CONDITION_CREATED,
@@ -22,11 +24,13 @@ from tfop.api.constants import (
     RESTART_SCOPE_JOB,
 )
 from tfop.api.fields import mapping, mapping_at, text
-from tfop.api.kueue import REASON_NOT_QUEUED, managed_elsewhere
+from tfop.api.kueue import INTEGRATION_OWN, REASON_NOT_QUEUED, managed_elsewhere
 from tfop.api.runtime_id import runtime_id
 from tfop.controller.plan.children.batch_job import made_by_job
 from tfop.controller.plan.children.desired import DesiredChildren, pod_restart_policy
+from tfop.controller.plan.children.job_child import JobState
 from tfop.controller.plan.children.naming import ChildNaming, naming_of
+from tfop.controller.plan.children.workload import PodSetPlacement
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.legacy_gpu import REASON_GPU_RESOURCE_RENAMED, renamed_message
 from tfop.controller.plan.job.model import RunPolicy, TFJobModel, TFJobSpec
@@ -41,6 +45,7 @@ from tfop.controller.plan.policies.evaluator import (
 )
 from tfop.controller.plan.policies.gang import plan_pod_group
 from tfop.controller.plan.policies.job_children import OwnChild, keep_job_children, waiting_for_a_name
+from tfop.controller.plan.policies.kueue_admission import admit, with_workload_priority
 from tfop.controller.plan.policies.node_loss import (
     Verdict,
     force_deleted_pods,
@@ -83,6 +88,8 @@ def plan(context: PlanContext) -> Plan:
         return Plan(release=[ChildRef.of(POD, pod) for pod in context.observed.pods if pod.tracked])
     draft = PlanDraft(job, context.now, context.config)
     parsed = parse_job(job, context.config, settled_backend=settled_backend(draft.previous, context))
+    if isinstance(parsed, TFJobModel):
+        parsed = with_workload_priority(parsed, context)
     _note_created(draft, parsed)
     observed = context.observed
     own = [*observed.batch_jobs, *(pod for pod in observed.pods if not made_by_job(pod)), *observed.services]
@@ -181,6 +188,13 @@ def _run(p: _Planning) -> None:
     if p.model.spec.run_policy.suspend:
         suspend(draft, p.model.spec, p.context, children, p.backend)
         return
+    admission = admit(draft, p.model, p.context) if draft.config.kueue_integration == INTEGRATION_OWN else None
+    if admission is not None and admission.held:
+        if draft.create:  # the Workload
+            p.draft.desired = _desired(p, MappingProxyType({}))
+        suspend(draft, p.model.spec, p.context, children, p.backend, state=JobState.QUEUED,
+                reason=admission.reason, message=admission.message)
+        return
     resume_if_suspended(draft)
     if draft.status.start_time is None:
         draft.status = replace(draft.status, start_time=draft.stamp)
@@ -233,7 +247,8 @@ def _run(p: _Planning) -> None:
     gang = plan_pod_group(draft, p.model, p.context, own.get(POD_GROUP, OwnChild()),
                           pods=[(slot.slot, slot.pod) for slot in children.slots if slot.pod is not None])
     _create_missing(p, hold_pods=gang.hold_pods is not None or waiting_for_a_name(own)
-                    or _restart_together_pending(p, resize))
+                    or _restart_together_pending(p, resize),
+                    placements=admission.placements if admission is not None else MappingProxyType({}))
     update_running(draft, children, p.context.refusals, p.backend.replaced(retryable, counts), gang=gang,
                    node_note=node_note, with_all=bool(together),
                    give_up_note=give_up_note(missing, p.model.options.unknown_scheduling_grace))
@@ -252,7 +267,7 @@ def _restart_together_pending(p: _Planning, resize: Resize) -> bool:
     return p.backend.kind == POD and any(resize.out_of_date(pod) for pod in going)
 
 
-def _create_missing(p: _Planning, *, hold_pods: bool) -> None:
+def _create_missing(p: _Planning, *, hold_pods: bool, placements: Mapping[str, PodSetPlacement]) -> None:
     """Every slot's missing pod, and the replacement of each pod force-deleted for its node, sent only if that
     delete removed it (policies/node_loss.py), both only if the gang scheduler lets them exist yet; then every
     missing service: the job runs once its pods do, so they reach the scheduler first. The applier builds the
@@ -272,11 +287,15 @@ def _create_missing(p: _Planning, *, hold_pods: bool) -> None:
             elif slot.pod is not None and (replaced := slot.pod.uid) in forced:
                 p.draft.create.append(Creation(kind, replica, name, replaces=replaced))
     if p.draft.create or p.draft.patch:
-        config = p.draft.config
-        replaces_lost_pods = config.node_loss.watch_nodes and p.model.options.node_policy.policy == NODE_LOSS_REPLACE
-        p.draft.desired = DesiredChildren(p.model, config.service_domain, config.accelerators, config.gang, p.naming,
-                                          replaces_lost_pods=replaces_lost_pods)
+        p.draft.desired = _desired(p, placements)
         _announce_gpu_renames(p)
+
+
+def _desired(p: _Planning, placements: Mapping[str, PodSetPlacement]) -> DesiredChildren:
+    config = p.draft.config
+    replaces_lost_pods = config.node_loss.watch_nodes and p.model.options.node_policy.policy == NODE_LOSS_REPLACE
+    return DesiredChildren(p.model, config.service_domain, config.accelerators, config.gang, p.naming,
+                           replaces_lost_pods=replaces_lost_pods, placements=placements)
 
 
 def _announce_gpu_renames(p: _Planning) -> None:

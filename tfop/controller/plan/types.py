@@ -25,6 +25,7 @@ POD_GROUP = "PodGroup"  # one per job, when a gang scheduler is configured
 JOB = "Job"  # a batch/v1 Job per replica, with the Job backend; the pods it makes are passed as POD children too
 NETWORK_POLICY = "NetworkPolicy"  # one per job that asks for it (plan/children/network_policy.py)
 AUTOSCALER = "HorizontalPodAutoscaler"  # one per job whose elasticPolicy has metrics (plan/children/autoscaler.py)
+WORKLOAD = "Workload"  # Kueue's, one per queued job with tfop's own Kueue integration (plan/children/workload.py)
 
 
 class ChildBodies(Protocol):
@@ -75,6 +76,10 @@ class PlanContext:
     # The cached nodes the job's pods are on, by name (a name missing: the node was deleted); None: node health is
     # not known (no node cache), and nothing is decided about it.
     nodes: Mapping[str, Object] | None = None
+    # The cached Kueue ResourceFlavors the job's admitted Workload names, by name (tfop's own Kueue integration).
+    flavors: Mapping[str, Object] = field(default_factory=lambda: MappingProxyType({}))
+    # The cached value of the Kueue WorkloadPriorityClass the job names, by name (tfop's own Kueue integration).
+    priority_classes: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
 
     def of_kind(self, kind: str) -> list[Object]:
         return self.children.get(kind, [])
@@ -103,11 +108,13 @@ class Creation:
 
 @dataclass(frozen=True)
 class ChildPatch:
-    """A merge patch for a child whose spec follows the job's (the PodGroup when the scheduling policy changes)."""
+    """A merge patch for a child whose spec follows the job's (the PodGroup when the scheduling policy changes), or
+    of its status (`subresource`: a Kueue Workload's quota handed back)."""
 
     kind: str
     name: str
     patch: Object
+    subresource: str | None = None
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ through.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -27,8 +27,6 @@ from tfop.api.constants import (
     NAMING_RUNTIME_ID,
     OPERATOR_NAME,
     REPLICA_WORKER,
-    RESTART_POLICY_EXIT_CODE,
-    RESTART_POLICY_NEVER,
     TF_CONFIG_ENV,
 )
 from tfop.api.fields import integer, items, mapping, mapping_at
@@ -40,6 +38,7 @@ from tfop.controller.plan.children.job_children import job_child_kinds
 from tfop.controller.plan.children.naming import ChildNaming
 from tfop.controller.plan.children.node_loss_tolerations import tolerate_node_loss
 from tfop.controller.plan.children.pod_group import join_gang
+from tfop.controller.plan.children.restart_policy import pod_restart_policy
 from tfop.controller.plan.children.tf_config import (
     cluster_key,
     set_env,
@@ -48,6 +47,7 @@ from tfop.controller.plan.children.tf_config import (
     tf_config,
     tf_port,
 )
+from tfop.controller.plan.children.workload import PodSetPlacement, place_pod
 from tfop.controller.plan.controller_config import DEFAULT_SERVICE_DOMAIN, Accelerators
 from tfop.controller.plan.gang_schedulers import GangScheduler
 from tfop.controller.plan.job.default_ps_server import uses_script
@@ -68,12 +68,6 @@ def total_replicas(job: Object) -> int:
     """The replicas a raw job asks for in all, read leniently (the applier weighs a job's creates by it)."""
     return sum(integer(mapping(replica).get("replicas")) or 0
                for replica in mapping_at(job, "spec", "tfReplicaSpecs").values())
-
-
-def pod_restart_policy(replica_policy: str) -> str:
-    """ExitCode is the operator's policy, not the kubelet's: the pod must not restart in place, so the operator
-    sees the exit code and decides."""
-    return RESTART_POLICY_NEVER if replica_policy == RESTART_POLICY_EXIT_CODE else replica_policy
 
 
 def selector_labels(job_name: str, replica_type: str, runtime_id: str, index: int) -> dict[str, str]:
@@ -99,8 +93,11 @@ class DesiredChildren:
 
     def __init__(self, job: TFJobModel, service_domain: str = DEFAULT_SERVICE_DOMAIN,
                  accelerators: Accelerators = MappingProxyType({}), gang: GangScheduler | None = None,
-                 naming: ChildNaming | None = None, *, replaces_lost_pods: bool = False) -> None:
+                 naming: ChildNaming | None = None, *, replaces_lost_pods: bool = False,
+                 placements: Mapping[str, PodSetPlacement] = MappingProxyType({})) -> None:
+        """`placements`: by replica type, what the Kueue admission of the job's own Workload puts on its pods."""
         self._job = job
+        self._placements = placements
         # tfop replaces the job's pods on lost nodes itself (children/node_loss_tolerations.py)
         self._replaces_lost_pods = replaces_lost_pods
         self._spec = job.spec
@@ -124,7 +121,7 @@ class DesiredChildren:
         """The body of a planned creation (the applier asks as it sends it): a replica's child for its slot, the
         job's own for None."""
         if slot is None:
-            own = next((child for child in job_child_kinds(self._gang) if child.kind == kind), None)
+            own = next((child for child in job_child_kinds(self._gang, own_kueue=True) if child.kind == kind), None)
             if own is None:
                 raise ValueError(f"a replica's {kind} needs its slot")
             return own.body(self._job)
@@ -164,6 +161,9 @@ class DesiredChildren:
                 set_env(container, TF_CONFIG_ENV, tf_config(self._cluster, replica_type, index,
                                                             sparse=self._spec.enable_dynamic_worker))
         pod = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+        placement = self._placements.get(replica_type)
+        if placement is not None:
+            place_pod(pod, placement)
         if self._gang is not None:
             join_gang(pod, self._name, replica_type, self._gang)
         return pod

@@ -34,6 +34,7 @@ class JobState(enum.Enum):
     """What a job is doing, as far as its own children go."""
 
     RUNNING = "running"  # its children are made and kept in line
+    QUEUED = "queued"  # held by Kueue (tfop's own integration: its Workload not admitted): no pods
     SUSPENDED = "suspended"  # runPolicy.suspend: nothing of it runs
     FINISHED = "finished"  # succeeded, failed or rejected, cleanPodPolicy All or Running: its pods go
     FINISHED_PODS_KEPT = "finished, pods kept"  # the same with cleanPodPolicy None: its pods stay as they ended
@@ -57,6 +58,9 @@ class JobChildKind:
     wanted: Callable[[TFJobModel], Object | None]  # the spec it should have; None: the job wants none
     # (stored spec, wanted spec) -> the merge patch that brings it in line, None when it is: the in-line check.
     drift: Callable[[Mapping[str, Any], Object], Object | None]
+    # (stored spec, wanted spec) -> whether it differs where it cannot change (a Kueue Workload's pod sets): it
+    # is deleted and made again under its name once it is gone. None: every kind of drift can be patched.
+    replaced: Callable[[Mapping[str, Any], Object], bool] | None = None
 
     @property
     def api_version(self) -> str:

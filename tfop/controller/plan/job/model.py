@@ -129,6 +129,12 @@ class JobOptions:
     isolation: NetworkIsolation = field(default_factory=NetworkIsolation)  # plan/policies/network_isolation.py
     gpu_renamed: tuple[GpuRename, ...] = ()  # legacy GPU requests renamed in the templates
     unqueued: str | None = None  # why the job runs outside the Kueue queue it names (api/kueue.py)
+    # The Kueue LocalQueue tfop's own integration queues the job in (plan/policies/kueue_admission.py); None: the
+    # job names none, or Kueue's adapter queues it.
+    own_queue: str | None = None
+    own_priority_class: str | None = None  # the WorkloadPriorityClass it names, with the own integration
+    # That class's value, as the cluster has it: not in the job, so filled in by the planner (kueue_admission.py).
+    own_priority: int | None = None
     capacity_resize: CapacityResize | None = None  # plan/policies/resize.py
 
 

@@ -22,7 +22,7 @@ from tfop.api.constants import (
 from tfop.api.defaults import apply_defaults
 from tfop.api.errors import FieldError
 from tfop.api.fields import integer, items, mapping, mapping_at, one_of, text
-from tfop.api.kueue import kueue_key_problems, not_queued_by_kueue
+from tfop.api.kueue import INTEGRATION_OWN, kueue_key_problems, not_queued_by_kueue, priority_class, queue_name
 from tfop.api.validation import validate
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.job import annotations as parse_annotation
@@ -71,12 +71,17 @@ def parse_job(raw: Object, config: ControllerConfig, *,
     unknown_grace, unknown_grace_errors = parse_annotation.unknown_scheduling_grace(
         annotations, config.unknown_scheduling_grace_seconds)
     isolation, isolation_errors = parse_annotation.network_isolation(annotations)
-    errors = (*validate(job), *kueue_key_problems(raw), *node_policy_errors, *scope_errors, *backend_errors,
-              *rewrite.problems, *grace_errors, *unknown_grace_errors, *isolation_errors)
+    # Kueue's adapter counts only TitleCase keys; tfop's own integration names pod sets itself.
+    own = config.kueue_integration == INTEGRATION_OWN
+    errors = (*validate(job), *([] if own else kueue_key_problems(raw)), *node_policy_errors, *scope_errors,
+              *backend_errors, *rewrite.problems, *grace_errors, *unknown_grace_errors, *isolation_errors)
     if errors or backend is None:
         return InvalidJob(errors, backend, job)
     options = JobOptions(backend, scope, node_policy, grace, unknown_grace, isolation, rewrite.renamed,
-                         not_queued_by_kueue(raw), parse_annotation.capacity_resize(annotations))
+                         unqueued=None if own else not_queued_by_kueue(raw),
+                         capacity_resize=parse_annotation.capacity_resize(annotations),
+                         own_queue=queue_name(raw) if own else None,
+                         own_priority_class=priority_class(raw) if own else None)
     return TFJobModel(_metadata(job), _spec(job), options)
 
 

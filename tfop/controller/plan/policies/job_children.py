@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tfop.api.kueue import INTEGRATION_OWN
 from tfop.controller.plan.children.job_child import JobChildKind, JobState
 from tfop.controller.plan.children.job_children import job_child_kinds
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import TFJobModel
 from tfop.controller.plan.observed.own_child import OwnedView
-from tfop.controller.plan.types import ChildPatch, Creation, PlanContext
+from tfop.controller.plan.types import WORKLOAD, ChildPatch, Creation, PlanContext
 
 
 @dataclass(frozen=True)
@@ -28,13 +29,17 @@ class OwnChild:
 
 
 def kinds_of(context: PlanContext) -> tuple[JobChildKind, ...]:
-    """The table for this operator: the PodGroup only with a gang scheduler whose CRD is installed."""
-    return job_child_kinds(context.config.gang if context.gang_problem is None else None)
+    """The table for this operator: the PodGroup only with a gang scheduler whose CRD is installed, the Workload
+    only with tfop's own Kueue integration."""
+    return job_child_kinds(context.config.gang if context.gang_problem is None else None,
+                           own_kueue=context.config.kueue_integration == INTEGRATION_OWN)
 
 
 def keep_job_children(draft: PlanDraft, job: TFJobModel, context: PlanContext) -> dict[str, OwnChild]:
-    """For a job that runs: by kind, what there is of each."""
-    return {kind.kind: _keep(draft, job, context, kind) for kind in kinds_of(context)}
+    """For a job that runs: by kind, what there is of each. Not the Workload, kept first, since whether the job
+    runs at all depends on it (policies/kueue_admission.py)."""
+    return {kind.kind: keep_job_child(draft, job, context, kind) for kind in kinds_of(context)
+            if kind.kind != WORKLOAD}
 
 
 def settle_job_children(draft: PlanDraft, context: PlanContext, state: JobState) -> None:
@@ -51,7 +56,8 @@ def waiting_for_a_name(own: dict[str, OwnChild]) -> bool:
     return any(child.name_taken for child in own.values())
 
 
-def _keep(draft: PlanDraft, job: TFJobModel, context: PlanContext, kind: JobChildKind) -> OwnChild:
+def keep_job_child(draft: PlanDraft, job: TFJobModel, context: PlanContext, kind: JobChildKind) -> OwnChild:
+    """One kind of the job's own children, kept as the policy says."""
     name, wanted = kind.name(job.metadata), kind.wanted(job)
     current: OwnedView | None = None
     name_taken = False
@@ -69,6 +75,9 @@ def _keep(draft: PlanDraft, job: TFJobModel, context: PlanContext, kind: JobChil
         if not name_taken:
             draft.create.append(Creation(kind.kind, None, name))
         return OwnChild(name_taken=name_taken)
+    if kind.replaced is not None and kind.replaced(current.spec, wanted):
+        draft.delete_child(kind.kind, current)
+        return OwnChild(name_taken=True)
     patch = kind.drift(current.spec, wanted)
     if patch is not None:
         draft.patch.append(ChildPatch(kind.kind, name, patch))

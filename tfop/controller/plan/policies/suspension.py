@@ -24,15 +24,18 @@ from tfop.controller.plan.types import PlanContext
 
 
 def suspend(draft: PlanDraft, spec: TFJobSpec, context: PlanContext, children: SortedChildren,
-            backend: ReplicaBackend) -> None:
+            backend: ReplicaBackend, *, state: JobState = JobState.SUSPENDED, reason: str = REASON_SUSPENDED,
+            message: str | None = None) -> None:
+    """`state`, `reason`, `message`: QUEUED and why, when Kueue holds the job (tfop's own integration) rather than
+    its user's runPolicy.suspend; the job's Workload is kept then."""
     counts = backend.count_restarts(draft, spec, context, children, deleting=backend.retired_on_suspend(context),
                                     recreating=set())
-    settle_job_children(draft, context, JobState.SUSPENDED)  # its own first: the PodGroup, the HPA
+    settle_job_children(draft, context, state)  # its own first: the PodGroup, the HPA
     backend.suspend(draft, context)
-    message = f"{draft.job_ref} is suspended."
-    draft.set_condition(CONDITION_SUSPENDED, true=True, reason=REASON_SUSPENDED, message=message)
-    draft.set_condition(CONDITION_RUNNING, true=False, reason=REASON_SUSPENDED, message=message)
-    draft.clear_condition(CONDITION_RESTARTING, reason=REASON_SUSPENDED, message=message)
+    message = message or f"{draft.job_ref} is suspended."
+    draft.set_condition(CONDITION_SUSPENDED, true=True, reason=reason, message=message)
+    draft.set_condition(CONDITION_RUNNING, true=False, reason=reason, message=message)
+    draft.clear_condition(CONDITION_RESTARTING, reason=reason, message=message)
     draft.status = replace(draft.status, start_time=None)
     record_replicas(draft, spec, children, counts, finishing=False)
 

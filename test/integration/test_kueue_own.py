@@ -1,0 +1,245 @@
+"""tfop's own Kueue integration (`kueue.integration: own`) against the newest Kueue pinned (KUEUE_OWN_VERSION,
+v0.19), configured as its release ships: its default integrations, which leave out kubeflow.org/tfjob, and tfop's
+kind named in integrations.externalFrameworks, so Kueue's pod webhook leaves tfop's pods to their owner.
+
+tfop makes each queued job's Workload, holds the job (Suspended, reason QueuedByKueue, with Kueue's message)
+until Kueue admits it, puts the admitted flavor's node labels and toleration on the pods, and stops a job whose
+Workload is evicted (here by deactivating it), handing the quota back so the next job is admitted, without a
+restart counted. A job preempted by a higher WorkloadPriorityClass is requeued and runs again. No spec is edited:
+Kueue never writes the TFJob.
+
+A cluster of its own (kwok nodes only), as the session's Kueue (v0.15, with its adapter) serves the shared one.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fake_kubelet import exit_pod
+from localcluster import LocalCluster
+from localcluster.addons.kueue import TFJOB_INTEGRATION, Kueue, module_dir, newest_version, release_integrations
+from support.crds import crd_established
+from support.kueue import (
+    CLUSTER_QUEUES,
+    GPU,
+    LOCAL_QUEUES,
+    NODES,
+    PRIORITY_CLASSES,
+    RESOURCE_FLAVORS,
+    WORKLOADS,
+    cluster_queue,
+    flavor,
+    is_true,
+    live_pods,
+    local_queue,
+    queued_tfjob,
+    workload_of,
+)
+from support.operator_process import OperatorProcess
+from support.tfjobs import TFJOBS, condition, job_status
+from support.waiting import DEADLINE, wait_for
+from tfop.kube.client import KubeClient
+
+CRD_FILE = Path(__file__).resolve().parents[2] / "crd" / "kubeflow.org_tfjobs.yaml"
+POOL_LABEL = "tfop.test/gpu-pool"
+NAMESPACE_LABEL = ("tfop.test/kueue-own", "on")
+REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
+
+
+@dataclass
+class Setup:
+    client: KubeClient
+    namespace: str
+    pool: str
+
+
+@pytest.fixture(scope="module")
+def own_integration(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
+    """Kueue v0.19 as released (no TFJob adapter) beside a cluster with two kwok nodes of 8 GPUs, labelled and
+    tainted for one pool; a flavor for that pool and a ClusterQueue of 4 GPUs (one job of two 2-GPU replicas);
+    tfop with `kueue.integration: own` watching the namespace."""
+    cluster = LocalCluster(tmp_path_factory.mktemp("kueueown"), real_nodes=0)
+    kueue: Kueue | None = None
+    operator: OperatorProcess | None = None
+    try:
+        cluster.up()
+        cluster.kubectl("apply", "-f", str(CRD_FILE))
+        wait_for(lambda: crd_established(cluster, "tfjobs.kubeflow.org"), DEADLINE, "the TFJob CRD to be Established")
+        config = cluster.directory / "tfop-own-kueue.yaml"
+        config.write_text("kueue:\n  integration: own\n")
+        # Before Kueue is installed, tfop's own integration refuses to start, saying why.
+        early = OperatorProcess(cluster.kubeconfig, cluster.directory / "tfop-early.log", "--config", str(config))
+        process = early.start(wait_ready=False).process
+        assert process is not None and process.wait(DEADLINE) == 1
+        assert "kueue.integration is own, but the apiserver does not serve" in early.log_tail(20), early.log_tail(20)
+        version = newest_version()
+        integrations = release_integrations(module_dir(version))
+        assert TFJOB_INTEGRATION not in integrations, integrations
+        kueue = Kueue(cluster, integrations, namespace_labels=dict([NAMESPACE_LABEL]), version=version,
+                      config_overrides={"integrations": {"externalFrameworks": ["TFJob.v1.kubeflow.org"]}})
+        kueue.start()
+        namespace = f"own-{uuid.uuid4().hex[:6]}"
+        cluster.kubectl("create", "namespace", namespace)
+        cluster.kubectl("label", "namespace", namespace, "=".join(NAMESPACE_LABEL))
+        client = KubeClient.from_kubeconfig(str(cluster.kubeconfig))
+        pool = f"{namespace}-pool"
+        for index in range(2):
+            name = f"{pool}-{index}"
+            client.create(NODES, {
+                "apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": name, "annotations": {"kwok.x-k8s.io/node": "fake"},
+                             "labels": {"type": "kwok", "kubernetes.io/hostname": name, POOL_LABEL: pool}},
+                "spec": {"taints": [{"key": POOL_LABEL, "value": pool, "effect": "NoSchedule"}]},
+                "status": {"allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110", GPU: "8"},
+                           "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110", GPU: "8"}}})
+        toleration = {"key": POOL_LABEL, "operator": "Equal", "value": pool, "effect": "NoSchedule"}
+        client.create(RESOURCE_FLAVORS, flavor(pool, {POOL_LABEL: pool}, [toleration]))
+        client.create(CLUSTER_QUEUES, cluster_queue("team", pool, 4, namespace))
+        client.create(LOCAL_QUEUES, local_queue("queue", "team"), namespace)
+        wait_for(lambda: is_true(client.get(CLUSTER_QUEUES, "team"), "Active"), message="the ClusterQueue to be Active")
+        operator = OperatorProcess(cluster.kubeconfig, cluster.directory / "tfop.log", "--namespace", namespace,
+                                   "--config", str(config))
+        operator.start()
+        yield Setup(client, namespace, pool)
+    finally:
+        if operator is not None:
+            operator.terminate()
+            print(f"--- tfop log ---\n{operator.log_tail(60)}")
+        if kueue is not None:
+            print(f"--- kueue log: {kueue.log_file}")
+            kueue.stop()
+        cluster.destroy()
+
+
+def suspended(client: KubeClient, namespace: str, job: str) -> dict[str, Any] | None:
+    found = condition(client, namespace, job, "Suspended")
+    return found if found is not None and found.get("status") == "True" else None
+
+
+def running_pods(client: KubeClient, namespace: str, job: str, count: int) -> list[dict[str, Any]]:
+    def check() -> list[dict[str, Any]] | None:
+        pods = live_pods(client, namespace, job)
+        ok = len(pods) == count and all(p.get("status", {}).get("phase") == "Running" for p in pods)
+        return pods if ok else None
+
+    pods: list[dict[str, Any]] = wait_for(check, DEADLINE, f"{count} Running pods of {job}", interval=0.2)
+    return pods
+
+
+def restarts(client: KubeClient, namespace: str, job: str) -> dict[str, int]:
+    return {t: s.get("restarts", 0) for t, s in job_status(client, namespace, job)["replicaStatuses"].items()}
+
+
+def test_one_job_waits_for_the_quota_and_the_admitted_one_runs_on_its_flavor(own_integration: Setup) -> None:
+    client, ns, pool = own_integration.client, own_integration.namespace, own_integration.pool
+    first = client.create(TFJOBS, queued_tfjob("first", "queue", gpus_per_replica=2), ns)
+    assert first["spec"]["runPolicy"].get("suspend") is not True  # no Kueue webhook touches a TFJob
+    wait_for(lambda: condition(client, ns, "first", "Running"), DEADLINE, "the first job to be Running")
+    pods = running_pods(client, ns, "first", 2)
+    toleration = {"key": POOL_LABEL, "operator": "Equal", "value": pool, "effect": "NoSchedule"}
+    for pod in pods:
+        assert pod["spec"]["nodeSelector"] == {POOL_LABEL: pool}, pod["spec"].get("nodeSelector")
+        assert toleration in pod["spec"]["tolerations"]
+        assert pod["spec"]["nodeName"].startswith(pool)
+    workload = workload_of(client, ns, first)
+    assert workload is not None and is_true(workload, "Admitted")
+    owner = workload["metadata"]["ownerReferences"][0]
+    assert (owner["kind"], owner["name"], owner["controller"]) == ("TFJob", "first", True)
+    assert [(s["name"], s["count"]) for s in workload["spec"]["podSets"]] == [("chief", 1), ("worker", 1)]
+
+    second = client.create(TFJOBS, queued_tfjob("second", "queue", gpus_per_replica=2), ns)
+    held = wait_for(lambda: (c := suspended(client, ns, "second")) and "queued in Kueue LocalQueue queue" in
+                    c.get("message", "") and c, DEADLINE, "the second job to say it is queued")
+    print(f"second job held: {held['reason']}: {held['message']}")
+    assert held["reason"] == "QueuedByKueue"
+    assert live_pods(client, ns, "second") == []
+    assert not is_true(workload_of(client, ns, second), "Admitted")
+
+    chief = next(p for p in pods if p["metadata"]["labels"][REPLICA_TYPE_LABEL] == "chief")
+    exit_pod(client, ns, chief["metadata"]["name"], 0)
+    wait_for(lambda: condition(client, ns, "first", "Succeeded"), DEADLINE, "the first job to succeed")
+    # The finished job's Workload is deleted: its quota goes to the second job.
+    wait_for(lambda: workload_of(client, ns, first) is None, DEADLINE, "the first job's Workload to be deleted")
+    wait_for(lambda: condition(client, ns, "second", "Running"), DEADLINE, "the second job to be admitted and run")
+    running_pods(client, ns, "second", 2)
+    assert suspended(client, ns, "second") is None
+    assert restarts(client, ns, "first") == {"Chief": 0, "Worker": 0}
+    client.delete(TFJOBS, "second", ns)
+    wait_for(lambda: not client.list(WORKLOADS, ns)[0], DEADLINE, "the deleted job's Workload to go with it")
+
+
+def test_a_deactivated_job_stops_gracefully_and_its_quota_goes_to_the_next(own_integration: Setup) -> None:
+    client, ns = own_integration.client, own_integration.namespace
+    wait_for(lambda: not client.list(WORKLOADS, ns)[0], DEADLINE, "no Workload left from another test")
+    evicted = client.create(TFJOBS, queued_tfjob("evicted", "queue", gpus_per_replica=2), ns)
+    wait_for(lambda: condition(client, ns, "evicted", "Running"), DEADLINE, "the job to be Running")
+    running_pods(client, ns, "evicted", 2)
+    client.create(TFJOBS, queued_tfjob("waiting", "queue", gpus_per_replica=2), ns)
+    wait_for(lambda: suspended(client, ns, "waiting"), DEADLINE, "the other job to be held")
+
+    workload = workload_of(client, ns, evicted)
+    assert workload is not None
+    client.patch(WORKLOADS, workload["metadata"]["name"], {"spec": {"active": False}}, ns)
+    stopped = wait_for(lambda: (c := suspended(client, ns, "evicted")) and c.get("reason") == "EvictedByKueue" and c,
+                       DEADLINE, "the job to say Kueue evicted it")
+    print(f"evicted: {stopped['message']}")
+    assert "Deactivated" in stopped["message"]
+    # Stopped by deleting its pods with their own grace period (SIGTERM first), none counted as a restart.
+    wait_for(lambda: live_pods(client, ns, "evicted") == [], DEADLINE, "the evicted job's pods to go")
+    wait_for(lambda: not (workload_of(client, ns, evicted) or {}).get("status", {}).get("admission"), DEADLINE,
+             "the evicted Workload's quota to be handed back")
+    wait_for(lambda: condition(client, ns, "waiting", "Running"), DEADLINE, "the other job to be admitted and run")
+    running_pods(client, ns, "waiting", 2)
+    assert restarts(client, ns, "evicted") == {"Chief": 0, "Worker": 0}
+    assert condition(client, ns, "evicted", "Failed") is None
+    held = suspended(client, ns, "evicted")
+    assert held is not None and held["reason"] == "QueuedByKueue" and "deactivated" in held["message"]
+    assert client.get(TFJOBS, "evicted", ns)["spec"]["runPolicy"].get("suspend") is not True
+
+    # Reactivated, it queues again and runs once the other job is gone.
+    client.patch(WORKLOADS, workload["metadata"]["name"], {"spec": {"active": True}}, ns)
+    client.delete(TFJOBS, "waiting", ns)
+    wait_for(lambda: condition(client, ns, "evicted", "Running"), DEADLINE, "the reactivated job to run again")
+    running_pods(client, ns, "evicted", 2)
+    assert restarts(client, ns, "evicted") == {"Chief": 0, "Worker": 0}
+    client.delete(TFJOBS, "evicted", ns)
+
+
+def test_a_preempted_job_is_requeued_and_runs_again_without_a_restart_counted(own_integration: Setup) -> None:
+    client, ns, pool = own_integration.client, own_integration.namespace, own_integration.pool
+    wait_for(lambda: not client.list(WORKLOADS, ns)[0], DEADLINE, "no Workload left from another test")
+    client.create(CLUSTER_QUEUES, cluster_queue("urgent", pool, 4, ns, preemption=True))
+    client.create(LOCAL_QUEUES, local_queue("urgent", "urgent"), ns)
+    for level, value in (("low", 10), ("high", 1000)):
+        client.create(PRIORITY_CLASSES, {"apiVersion": PRIORITY_CLASSES.api_version, "kind": "WorkloadPriorityClass",
+                                         "metadata": {"name": f"{ns}-{level}"}, "value": value})
+    wait_for(lambda: is_true(client.get(CLUSTER_QUEUES, "urgent"), "Active"), message="the ClusterQueue to be Active")
+
+    low = client.create(TFJOBS, queued_tfjob("low", "urgent", 2, priority_class=f"{ns}-low"), ns)
+    wait_for(lambda: condition(client, ns, "low", "Running"), DEADLINE, "the low-priority job to be Running")
+    running_pods(client, ns, "low", 2)
+    assert (workload_of(client, ns, low) or {})["spec"]["priority"] == 10
+    client.create(TFJOBS, queued_tfjob("high", "urgent", 2, priority_class=f"{ns}-high"), ns)
+    stopped = wait_for(lambda: (c := suspended(client, ns, "low")) and c.get("reason") == "EvictedByKueue" and c,
+                       DEADLINE, "the low-priority job to say Kueue evicted it")
+    print(f"preempted: {stopped['message']}")
+    assert "Preempted" in stopped["message"]
+    wait_for(lambda: condition(client, ns, "high", "Running"), DEADLINE, "the high-priority job to run")
+    high_pods = running_pods(client, ns, "high", 2)
+    assert live_pods(client, ns, "low") == []
+    requeued = next(c for c in (workload_of(client, ns, low) or {})["status"]["conditions"] if c["type"] == "Requeued")
+    assert (requeued["status"], requeued["reason"]) == ("True", "Preempted")
+
+    chief = next(p for p in high_pods if p["metadata"]["labels"][REPLICA_TYPE_LABEL] == "chief")
+    exit_pod(client, ns, chief["metadata"]["name"], 0)
+    wait_for(lambda: condition(client, ns, "high", "Succeeded"), DEADLINE, "the high-priority job to succeed")
+    wait_for(lambda: condition(client, ns, "low", "Running"), DEADLINE, "the preempted job to be admitted again")
+    running_pods(client, ns, "low", 2)
+    assert restarts(client, ns, "low") == {"Chief": 0, "Worker": 0}
+    assert condition(client, ns, "low", "Failed") is None

@@ -1,0 +1,123 @@
+"""The Kueue Workload of a queued job, for tfop's own Kueue integration (the operator config's `kueue.integration:
+own`), and what an admission puts on the pods tfop makes.
+
+One pod set per replica type the job has pods of, named as Kueue's TFJob adapter names them (the type in lower
+case: chief, worker, ps, evaluator), with its count and the pod template tfop makes that type's pods from before
+any admission (the user's template and the replica's restartPolicy; not TF_CONFIG, which only names peers and
+would make a Workload of thousands of replicas as large as their pods, nor the accelerators' env and host
+volumes, which ask for nothing). Kueue counts quota from the templates' requests and matches flavors against their
+node selectors.
+
+Named after the job and its runtime id, so a job deleted and created again never meets its predecessor's
+Workload; owned by the job (controller), so the garbage collector deletes it with the job. A Workload's pod sets
+cannot change once created (Kueue's webhook), so a job whose queue, priority class or replica counts change gets
+a new one: the entry's `replaced` check (policies/job_children.py deletes it and makes it again once it is gone).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from tfop.api.constants import LABEL_JOB_NAME, LABEL_REPLICA_TYPE
+from tfop.api.fields import items, mapping
+from tfop.api.kueue import KUEUE_GROUP, KUEUE_VERSION
+from tfop.api.runtime_id import runtime_id
+from tfop.controller.plan.children.job_child import JobChildKind, JobState
+from tfop.controller.plan.children.restart_policy import pod_restart_policy
+from tfop.controller.plan.job.model import JobMeta, TFJobModel
+from tfop.controller.plan.types import WORKLOAD
+from tfop.objects import Object
+
+PRIORITY_CLASS_KIND = "WorkloadPriorityClass"
+
+def workload_name(job: JobMeta) -> str:
+    return f"tfjob-{job.name}-{runtime_id(job.uid)}"
+
+
+def pod_set_name(replica_type: str) -> str:
+    return replica_type.lower()
+
+
+def pod_set_template(job: TFJobModel, replica_type: str) -> Object:
+    """The pod template of one replica type as tfop makes its pods before an admission is applied: metadata
+    only labels and annotations (all a Workload's template may have)."""
+    replica = job.spec.replica_specs[replica_type]
+    template = copy.deepcopy(replica.template)
+    template_metadata = mapping(template.get("metadata"))
+    spec = mapping(template.get("spec"))
+    spec["restartPolicy"] = pod_restart_policy(replica.restart_policy)
+    labels = {**mapping(template_metadata.get("labels")), LABEL_JOB_NAME: job.metadata.name,
+              LABEL_REPLICA_TYPE: replica_type.lower()}
+    metadata: Object = {"labels": labels}
+    if template_metadata.get("annotations"):
+        metadata["annotations"] = dict(mapping(template_metadata.get("annotations")))
+    return {"metadata": metadata, "spec": spec}
+
+
+def wanted_workload(job: TFJobModel) -> Object | None:
+    """The Workload's spec for a job queued by tfop's own integration; None for any other job, and for one whose
+    WorkloadPriorityClass is not known yet (no Workload is made without its priority)."""
+    options = job.options
+    if options.own_queue is None:
+        return None
+    spec: Object = {"queueName": options.own_queue}
+    if options.own_priority_class is not None:
+        if options.own_priority is None:
+            return None
+        spec["priorityClassRef"] = {"group": KUEUE_GROUP, "kind": PRIORITY_CLASS_KIND,
+                                    "name": options.own_priority_class}
+        spec["priority"] = options.own_priority
+    spec["podSets"] = [{"name": pod_set_name(replica_type), "count": replica.replicas,
+                        "template": pod_set_template(job, replica_type)}
+                       for replica_type, replica in job.spec.replica_specs.items() if replica.replicas > 0]
+    return spec
+
+
+def workload_shape(spec: Mapping[str, Any]) -> tuple[object, ...]:
+    """What tfop cannot change in a stored Workload: its queue, priority class and pod sets (names, counts)."""
+    pod_sets = [mapping(pod_set) for pod_set in items(spec.get("podSets"))]
+    return (spec.get("queueName"), mapping(spec.get("priorityClassRef")).get("name"),
+            tuple((pod_set.get("name"), pod_set.get("count")) for pod_set in pod_sets))
+
+
+def _replaced(stored: Mapping[str, Any], wanted: Object) -> bool:
+    return workload_shape(stored) != workload_shape(wanted)
+
+
+WORKLOAD_KIND = JobChildKind(
+    WORKLOAD, KUEUE_GROUP, KUEUE_VERSION, "workloads",
+    # Its status is what Kueue decided (admission, eviction); its pod templates are kept too, small beside pods.
+    cached=("spec", "status"),
+    kept_in=frozenset({JobState.RUNNING, JobState.QUEUED}),
+    name=workload_name, wanted=wanted_workload,
+    drift=lambda stored, wanted: None,  # what may change (the priority's value) is Kueue's to keep in line
+    replaced=_replaced)
+
+
+@dataclass(frozen=True, slots=True)
+class PodSetPlacement:
+    """What an admission puts on one replica type's pods: its flavors' node labels as node selector and their
+    tolerations, and what admission checks add. Added to the pod as tfop makes it, never to the user's spec; a
+    key the template sets already keeps the template's value (Kueue refuses to admit a pod set whose template
+    contradicts its flavor, so the two agree on any key they share)."""
+
+    node_selector: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    tolerations: tuple[Object, ...] = ()
+    labels: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    annotations: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+
+def place_pod(pod: Object, placement: PodSetPlacement) -> None:
+    """Applies an admission's placement to a pod body being built (metadata and spec are its own copies)."""
+    metadata, spec = pod["metadata"], pod["spec"]
+    metadata["labels"] = {**placement.labels, **mapping(metadata.get("labels"))}
+    metadata["annotations"] = {**placement.annotations, **mapping(metadata.get("annotations"))}
+    if placement.node_selector:
+        spec["nodeSelector"] = {**placement.node_selector, **mapping(spec.get("nodeSelector"))}
+    if placement.tolerations:
+        tolerations = list(items(spec.get("tolerations")))
+        spec["tolerations"] = tolerations + [dict(t) for t in placement.tolerations if t not in tolerations]

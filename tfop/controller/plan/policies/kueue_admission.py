@@ -1,0 +1,190 @@
+"""tfop's own Kueue integration (`kueue.integration: own`): a job that names a LocalQueue (the label
+kueue.x-k8s.io/queue-name) runs only while Kueue admits its Workload, which tfop makes and follows itself.
+
+What callers may rely on:
+- A queued job has exactly one Workload of its current shape (queue, priority class, pod set counts): the Workload
+  is an entry of the child-kind table (children/workload.py), kept by its one policy (policies/job_children.py),
+  which deletes one of another shape, or a stray, first and makes the new one once it is gone, so Kueue never
+  sees two for one job.
+- Until the Workload is admitted (or once it is evicted or deactivated) the job is held: `Admission.held`, and the
+  planner takes the suspension path (pods deleted with their grace period, so TensorFlow gets SIGTERM; restarts
+  not counted; the clock stopped). Nothing in the user's spec is written.
+- Admitted, each replica type's pods get what the admission assigned its pod set (`Admission.placements`): the
+  flavors' node labels and tolerations (read from the ResourceFlavors, which must be in the cache: else the job
+  waits and looks again) and what admission checks add.
+- Evicted, once none of the job's pods is left, the quota is handed back as Kueue's own job integrations do:
+  admission cleared, QuotaReserved and Admitted False, Requeued set (True after a preemption or node failure,
+  False otherwise, which Kueue turns True when the job may queue again, e.g. on reactivation).
+- Admitted, once the job is Running (every replica's pod runs), the Workload's PodsReady condition says so, which
+  is what Kueue's `waitForPodsReady` waits for before it admits the next job.
+- A job that is suspended by its user, finished or rejected keeps no Workload (the entry is kept only in the
+  running and queued states).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+
+from tfop.api.constants import CONDITION_RUNNING
+from tfop.api.fields import mapping_at
+from tfop.api.kueue import PRIORITY_CLASS
+from tfop.api.timestamps import format_time
+from tfop.controller.plan.children.workload import WORKLOAD_KIND, PodSetPlacement, pod_set_name, workload_name
+from tfop.controller.plan.draft import PlanDraft
+from tfop.controller.plan.job.model import TFJobModel
+from tfop.controller.plan.observed.workload import (
+    ADMITTED,
+    PODS_READY,
+    QUOTA_RESERVED,
+    REQUEUED,
+    ObservedWorkload,
+    PodSetAdmission,
+    flavor_placement,
+    observe_workload,
+)
+from tfop.controller.plan.policies.job_children import keep_job_child
+from tfop.controller.plan.types import POD, WORKLOAD, ChildPatch, PlanContext
+from tfop.objects import Object
+
+REASON_QUEUED = "QueuedByKueue"  # the Suspended condition's reason while the Workload waits for quota
+REASON_EVICTED = "EvictedByKueue"  # ... once Kueue evicted it (its own reason is in the message)
+# Kueue requeues at once after these evictions; after any other it decides when (Kueue's job integrations alike).
+REQUEUED_AT_ONCE = ("Preempted", "NodeFailures")
+# A flavor not in the cache yet (created just before the admission): looked for again this soon.
+FLAVOR_RETRY_SECONDS = 1.0
+# A WorkloadPriorityClass the job names and the cache lacks: most likely a typo or one not applied yet.
+PRIORITY_CLASS_RETRY_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class Admission:
+    """`placements` by replica type when the job may run; else `held` with the reason and message its Suspended
+    condition gets."""
+
+    placements: Mapping[str, PodSetPlacement] = field(default_factory=lambda: MappingProxyType({}))
+    held: bool = False
+    reason: str = ""
+    message: str = ""
+
+
+def with_workload_priority(job: TFJobModel, context: PlanContext) -> TFJobModel:
+    """The job with the value of the WorkloadPriorityClass it names, as the cluster has it, for its Workload."""
+    name = job.options.own_priority_class
+    if name is None:
+        return job
+    return replace(job, options=replace(job.options, own_priority=context.priority_classes.get(name)))
+
+
+def admit(draft: PlanDraft, job: TFJobModel, context: PlanContext) -> Admission | None:
+    """The job's Workload kept (made, replaced, or a stray deleted: the child-kind table's policy), and whether
+    the job may run now; None when tfop does not queue it (no queue label, or Kueue's adapter does)."""
+    own = keep_job_child(draft, job, context, WORKLOAD_KIND)
+    queue = job.options.own_queue
+    if queue is None:
+        return None
+    name = workload_name(job.metadata)
+    if own.current is None:
+        priority_class = job.options.own_priority_class
+        if priority_class is not None and job.options.own_priority is None:
+            draft.requeue(PRIORITY_CLASS_RETRY_SECONDS)
+            return _held(REASON_QUEUED, f"{draft.job_ref} waits for the Kueue WorkloadPriorityClass "
+                                        f"{priority_class} it names ({PRIORITY_CLASS}) to exist.")
+        return _held(REASON_QUEUED, f"{draft.job_ref} waits for its Kueue Workload {name} in LocalQueue {queue}.")
+    stored = next((w for w in context.of_kind(WORKLOAD) if mapping_at(w, "metadata").get("uid") == own.current.uid),
+                  None)
+    if stored is None:  # the view is made from these very objects
+        raise ValueError(f"no cached Workload {own.current.name}")
+    current = observe_workload(stored)
+    if current.admitted:
+        if draft.is_true(CONDITION_RUNNING) and not current.pods_ready:  # as of the previous pass's status
+            draft.patch.append(ChildPatch(WORKLOAD, current.name, _pods_ready(current, draft), subresource="status"))
+        return _admitted(draft, job, current, context)
+    eviction = current.eviction
+    if eviction is not None and current.quota_reserved:  # being stopped; the quota is handed back once it is
+        if not context.of_kind(POD):
+            draft.patch.append(ChildPatch(WORKLOAD, current.name, _requeue(current, draft), subresource="status"))
+        return _held(REASON_EVICTED, f"{draft.job_ref} was evicted by Kueue ({eviction.reason}: "
+                                     f"{eviction.message.rstrip('.')}) and is queued again in LocalQueue {queue}.")
+    if not current.active:
+        return _held(REASON_QUEUED, f"{draft.job_ref} waits: its Kueue Workload {name} is deactivated "
+                                    f"(spec.active is false).")
+    if eviction is not None:  # Kueue clears it when it admits the Workload again
+        return _held(REASON_QUEUED, f"{draft.job_ref} is queued again in Kueue LocalQueue {queue} after an "
+                                    f"eviction ({eviction.reason}).")
+    waiting = f": {current.waiting.rstrip('.')}" if current.waiting else ""
+    return _held(REASON_QUEUED, f"{draft.job_ref} is queued in Kueue LocalQueue {queue}{waiting}.")
+
+
+def _held(reason: str, message: str) -> Admission:
+    return Admission(held=True, reason=reason, message=message)
+
+
+def _admitted(draft: PlanDraft, job: TFJobModel, workload: ObservedWorkload, context: PlanContext) -> Admission:
+    placements = {}
+    for replica_type, replica in job.spec.replica_specs.items():
+        if replica.replicas == 0:
+            continue
+        assignment = workload.assignments.get(pod_set_name(replica_type))
+        if assignment is None:
+            return _held(REASON_QUEUED, f"{draft.job_ref} waits: the admission of its Kueue Workload "
+                                        f"{workload.name} assigns nothing to pod set {pod_set_name(replica_type)}.")
+        missing = [flavor for flavor in assignment.flavors if flavor not in context.flavors]
+        if missing:
+            draft.requeue(FLAVOR_RETRY_SECONDS)
+            return _held(REASON_QUEUED, f"{draft.job_ref} is admitted by Kueue but waits to see ResourceFlavor "
+                                        f"{', '.join(missing)}.")
+        placements[replica_type] = _placement(assignment, context.flavors)
+    return Admission(MappingProxyType(placements))
+
+
+def _placement(assignment: PodSetAdmission, flavors: Mapping[str, Object]) -> PodSetPlacement:
+    node_selector: dict[str, str] = {}
+    tolerations: list[Object] = []
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+    for flavor in assignment.flavors:
+        flavor_labels, flavor_tolerations = flavor_placement(flavors[flavor])
+        node_selector.update(flavor_labels)
+        tolerations.extend(t for t in flavor_tolerations if t not in tolerations)
+    for update in assignment.updates:
+        node_selector.update(update.node_selector)
+        labels.update(update.labels)
+        annotations.update(update.annotations)
+        tolerations.extend(t for t in update.tolerations if t not in tolerations)
+    return PodSetPlacement(MappingProxyType(node_selector), tuple(tolerations), MappingProxyType(labels),
+                           MappingProxyType(annotations))
+
+
+def _requeue(workload: ObservedWorkload, draft: PlanDraft) -> Object:
+    """The status merge patch that hands an evicted Workload's quota back. The whole condition list is written
+    (a merge patch replaces lists), guarded by the resourceVersion read, so a write of Kueue's in between makes
+    this one fail and be planned again."""
+    eviction = workload.eviction
+    assert eviction is not None
+    message = eviction.message or f"Evicted: {eviction.reason}"
+    conditions = list(workload.conditions)
+    for condition_type, status, reason in (
+            (QUOTA_RESERVED, "False", "Pending"),
+            (ADMITTED, "False", "NoReservation"),
+            (REQUEUED, "True" if eviction.reason in REQUEUED_AT_ONCE else "False", eviction.reason)):
+        conditions = _set_condition(conditions, condition_type, status, reason, message, draft)
+    return {"metadata": {"resourceVersion": workload.resource_version},
+            "status": {"admission": None, "conditions": conditions}}
+
+
+def _pods_ready(workload: ObservedWorkload, draft: PlanDraft) -> Object:
+    conditions = _set_condition(list(workload.conditions), PODS_READY, "True", "Started",
+                                "All pods reached readiness and the workload is running", draft)
+    return {"metadata": {"resourceVersion": workload.resource_version}, "status": {"conditions": conditions}}
+
+
+def _set_condition(conditions: list[Object], condition_type: str, status: str, reason: str, message: str,
+                   draft: PlanDraft) -> list[Object]:
+    old = next((c for c in conditions if c.get("type") == condition_type), None)
+    changed = old is None or old.get("status") != status
+    condition = {"type": condition_type, "status": status, "reason": reason, "message": message,
+                 "lastTransitionTime": format_time(draft.now) if changed or old is None
+                 else old.get("lastTransitionTime")}
+    return [condition if c is old else c for c in conditions] if old is not None else [*conditions, condition]
