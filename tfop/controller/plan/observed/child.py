@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import repeat
 from types import MappingProxyType
 from typing import TypedDict
 
@@ -99,7 +100,7 @@ def _texts(value: object) -> Mapping[str, str]:
     entries = mapping(value)
     if not entries:
         return _NO_LABELS
-    if all(isinstance(entry, str) for entry in entries.values()):
+    if all(map(isinstance, entries.values(), repeat(str))):  # map, not a generator: this runs for every child
         return MappingProxyType(entries)
     return MappingProxyType({key: entry for key, entry in entries.items() if isinstance(entry, str)})
 

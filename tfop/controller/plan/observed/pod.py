@@ -193,9 +193,9 @@ def _container(entry: Object) -> ContainerRun:
     waiting = state.get("waiting")
     return ContainerRun(text(entry.get("name")) or "", integer(entry.get("restartCount")) or 0,
                         _terminated(state.get("terminated")),
-                        Waiting(text(mapping(waiting).get("reason")) or "", text(mapping(waiting).get("message")) or "")
+                        Waiting(text(waiting.get("reason")) or "", text(waiting.get("message")) or "")
                         if isinstance(waiting, dict) else None,
-                        _terminated(last.get("terminated")))
+                        _terminated(last.get("terminated")) if last else None)
 
 
 def _terminated(value: object) -> Terminated | None:

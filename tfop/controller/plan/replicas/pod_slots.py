@@ -123,11 +123,13 @@ def slot_state(spec: TFJobSpec, slot: ReplicaSlot, pod: PodView | None) -> SlotS
     return state
 
 
+_STATE_OF_PHASE = {POD_PENDING: SlotState.PENDING, POD_RUNNING: SlotState.RUNNING, POD_SUCCEEDED: SlotState.SUCCEEDED}
+
+
 def _state_of(spec: TFJobSpec, slot: ReplicaSlot, pod: PodView) -> SlotState:
     phase = pod.phase
     if phase != POD_FAILED:
-        return {POD_PENDING: SlotState.PENDING, POD_RUNNING: SlotState.RUNNING,
-                POD_SUCCEEDED: SlotState.SUCCEEDED}.get(phase, SlotState.UNKNOWN)
+        return _STATE_OF_PHASE.get(phase, SlotState.UNKNOWN)
     policy = spec.replica_specs[slot.replica_type].restart_policy
     if policy == RESTART_POLICY_EXIT_CODE:
         if pod.disrupted:  # taken by the cluster, not failed: whatever the code, as the Job's podFailurePolicy
