@@ -206,8 +206,13 @@ class GoOperatorProcess(OperatorProcess):
         if not data.get("tls.crt") or not data.get("tls.key"):
             return False
         self.CERT_DIR.mkdir(parents=True, exist_ok=True)
-        for key in ("tls.crt", "tls.key"):
-            (self.CERT_DIR / key).write_bytes(base64.b64decode(data[key]))
+        # Its rotator takes the certificates as mounted once tls.crt exists, and its webhook server then reads
+        # both files: so the key goes first and each file appears whole (renamed into place, as a kubelet's
+        # mount swaps a directory), or a look between the writes finds no key or half a key and it exits 1.
+        for key in ("tls.key", "tls.crt"):
+            partial = self.CERT_DIR / f".{key}.partial"
+            partial.write_bytes(base64.b64decode(data[key]))
+            partial.replace(self.CERT_DIR / key)
         return True
 
 
