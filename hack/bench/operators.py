@@ -58,8 +58,10 @@ class OperatorProcess:
         deadline = time.monotonic() + timeout
         while not self.ready():
             if self.process.poll() is not None:
+                # The log's end goes into the error: a test run's temp directories do not outlive many runs.
+                last = self.log_path.read_text(errors="replace").splitlines()[-15:]
                 raise RuntimeError(f"{self.command()[0]} exited with {self.process.returncode}; "
-                                   f"see {self.log_path}")
+                                   f"see {self.log_path}, which ends:\n" + "\n".join(last))
             if time.monotonic() > deadline:
                 raise TimeoutError(f"operator not ready after {timeout:.0f}s; see {self.log_path}")
             time.sleep(0.1)
