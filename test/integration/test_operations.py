@@ -81,7 +81,9 @@ def test_two_replicas_one_leads_and_a_sigterm_hands_over_without_duplicates(
                 ("tf_operator_restarts_total", {"job_namespace": namespace, "exit_class": "retryable"}, 1.0),
                 ("training_operator_jobs_restarted_total", tensorflow, 1.0),
                 ("tf_operator_pods_created_total", {"job_namespace": namespace}, 1.0)):  # the recreated one
-            assert metric(standby, name, **labels) == expected, name
+            # Counted once the status that announces it is stored, so just after the condition is seen.
+            wait_for(lambda n=name, ls=labels, e=expected: metric(standby, n, **ls) == e, timeout=DEADLINE,
+                     message=f"{name}{labels} to be {expected}")
         for name, labels in (("workqueue_adds_total", {"name": "tfjob"}),
                              ("controller_runtime_reconcile_total", {"controller": "tfjob", "result": "success"}),
                              ("rest_client_requests_total", {"method": "PUT"}),

@@ -1,7 +1,8 @@
 """Applying a plan through the API, one writer per thing written: the children (apply/child_writes.py), then
 the status, written with optimistic concurrency and held back briefly when it only moves counts, then the
 events, the log lines (apply/job_story.py) and the counters (apply/job_metrics.py) that follow only once the
-status announcing them is stored, then the TTL delete of the job itself."""
+status announcing them is stored, then the pods whose ends that status records released from tfop's finalizer,
+then the TTL delete of the job itself."""
 
 from __future__ import annotations
 
@@ -58,8 +59,9 @@ class PlanApplier:
         return self.children.write(key, job, plan)
 
     def record(self, key: str, job: Object, plan: Plan, now: datetime) -> float | None:
-        """The plan's status, then its events and counters, then the TTL delete; or, if its status may wait, none
-        of it. Returns the seconds a held status may still wait (the key needs a look then), or None."""
+        """The plan's status, then its events and counters, then the pods it releases and the TTL delete; or, if
+        its status may wait, none of it. Returns the seconds a held status may still wait (the key needs a look
+        then), or None."""
         if plan.status is not None and plan.status_waits is StatusWait.FOR_CREATES:
             # Planned before its children existed, it is stale once they do. The next plan says all this: the
             # creates' watch events queue the job again (even those seen during this pass: the key was being
@@ -72,16 +74,17 @@ class PlanApplier:
         self.held_statuses.close(key)
         if plan.status is not None:
             self._write_status(key, job, plan.status.to_json())
-        # Only now is how the released pods' replicas ended stored; a force-deleted pod went before its delete.
-        forced = {ref.uid for ref in plan.delete if ref.grace_period_seconds == 0}
-        errors = self.children.release(key, job, [ref for ref in plan.release if ref.uid not in forced])
         # Transitions are announced and counted only once their status is stored (the write above raises
-        # otherwise), so a conflict that makes us plan again cannot announce or count one twice.
+        # otherwise), so a conflict that makes us plan again cannot announce or count one twice; and at once,
+        # before the releases' requests, so the counters trail the status they follow by no round trip.
         for event in plan.events:
             if not event.quiet:
                 self.recorder.record(job, event.type, event.reason, event.message)
         log_lifecycle(key, plan)
         count_transitions(self.metrics, job, plan, now)
+        # Only now is how the released pods' replicas ended stored; a force-deleted pod went before its delete.
+        forced = {ref.uid for ref in plan.delete if ref.grace_period_seconds == 0}
+        errors = self.children.release(key, job, [ref for ref in plan.release if ref.uid not in forced])
         if plan.delete_job:
             self._delete_job(job)
         if errors:
