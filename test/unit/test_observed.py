@@ -100,7 +100,7 @@ def test_pod_view_reads(slim: dict[str, Any], derived: tuple[Any, ...]) -> None:
 def test_a_whole_pod_and_its_slim_copy_read_the_same() -> None:
     """The cache keeps a slim pod; a view of the whole pod says the same (test_reconcile relies on it)."""
     whole = {**SLIM_FAILED, "spec": {"nodeName": "n1", "containers": [{"name": "tensorflow", "image": "tf"}]},
-             "status": {**SLIM_FAILED["status"], "hostIP": "10.0.0.1",
+             "status": {**SLIM_FAILED["status"], "hostIP": "198.18.0.1",
                         "conditions": [*SLIM_FAILED["status"]["conditions"],
                                        {"type": "Ready", "status": "False", "lastProbeTime": None}]}}
     assert PodView.of(slim_pod(whole)) == PodView.of(whole) == POD_ROWS["failed, disrupted, being deleted"][1]
@@ -136,7 +136,7 @@ def test_node_view(slim: dict[str, Any], expected: NodeView, health: tuple[bool,
 
 
 def test_a_node_and_its_slim_copy_read_the_same() -> None:
-    whole = {"metadata": {"name": "n1", "labels": {"zone": "a"}}, "spec": {"podCIDR": "10.0.0.0/24"},
+    whole = {"metadata": {"name": "n1", "labels": {"zone": "a"}}, "spec": {"podCIDR": "198.18.0.0/24"},
              "status": {"conditions": [
                  {"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-21T10:00:00Z",
                   "lastHeartbeatTime": "2026-11-21T10:05:00Z"},
