@@ -343,34 +343,53 @@ def test_deletes_during_an_outage_are_learnt_through_a_relist(cluster: Any, kube
     assert recorder.of(f"{namespace}/w-4") == [("add", False)]  # unchanged objects are not re-announced
 
 
+class RecordingInformer(Informer):
+    """The real informer, noting each delay its reflector chose after a failed turn, and when."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.delays: list[tuple[float, float]] = []  # (time.monotonic() at the failure, the delay chosen)
+
+    def list_and_watch_once(self) -> float:
+        delay = super().list_and_watch_once()
+        if delay:
+            self.delays.append((time.monotonic(), delay))
+        return delay
+
+
 def test_an_outage_after_a_healthy_spell_is_retried_from_the_first_delay(cluster: Any, kube_client: KubeClient,
                                                                          namespace: str, widgets_crd: Resource,
                                                                          started: Callable[[Informer], Informer]
                                                                          ) -> None:
     """A long outage grows the backoff (2 s doubling, jittered up to twice); once the watch has been healthy for
-    longer than the reset window (5 s here, 2 minutes in production), the next outage is retried after 2-4 s, where
-    the delay the long outage grew to would be 16 s or more. Timed from the end of a short second outage to the
-    cache holding what was created during it."""
+    longer than the reset window (5 s here, 2 minutes in production), the next outage's first delay is the first
+    one again (2-4 s), where without the reset it would be the 16 s or more the long outage grew it to. Judged by
+    the delays the reflector chose, not by how long anything took."""
     server = urlparse(cluster.server)
     proxy = TcpProxy((server.hostname or "127.0.0.1", server.port or 443))
     try:
         through_proxy = KubeClient.from_kubeconfig(str(cluster.kubeconfig), server=f"https://127.0.0.1:{proxy.port}")
-        informer = started(Informer(through_proxy, widgets_crd, namespace=namespace, backoff_initial=2.0,
-                                    backoff_cap=60.0, backoff_reset_after=5.0))
+        informer = RecordingInformer(through_proxy, widgets_crd, namespace=namespace, backoff_initial=2.0,
+                                     backoff_cap=60.0, backoff_reset_after=5.0)
+        started(informer)
 
-        def outage(seconds: float, name: str) -> float:
-            """Cut the informer off for `seconds` while `name` is created; seconds from the end to seeing it."""
+        def outage(name: str, until: Callable[[], bool], what: str) -> None:
+            """Cut the informer off while `name` is created, until `until` holds; then wait for it to see `name`."""
             proxy.cut()
             kube_client.create(widgets_crd, body_for(widgets_crd, name), namespace)
-            time.sleep(seconds)
+            wait_for(until, DEADLINE, what)
             proxy.resume()
-            back = time.monotonic()
             wait_for(lambda: f"{namespace}/{name}" in informer.store, DEADLINE, f"{name} seen after the outage")
-            return time.monotonic() - back
 
-        # Failures at 0 s, by 4 s and by 12 s at the latest: three delays spent, the next one 16 s or more.
-        outage(20.0, "during-the-long-outage")
-        time.sleep(8.0)  # healthy, with no failure, for longer than the reset window
-        assert outage(0.5, "during-the-short-outage") < 8.0
+        # Long enough for three delays to be spent: the next one is 16 s or more.
+        outage("during-the-long-outage", lambda: len(informer.delays) >= 3, "three failed turns in the outage")
+        grown = informer.delays[-1][1]
+        assert grown >= 8.0, informer.delays
+        # Healthy, with no failure, for longer than the reset window.
+        wait_for(lambda: time.monotonic() - informer.delays[-1][0] > 6.0, DEADLINE,
+                 "a healthy spell past the reset window")
+        before = len(informer.delays)
+        outage("during-the-short-outage", lambda: len(informer.delays) > before, "a failed turn in the short outage")
+        assert informer.delays[before][1] <= 4.0, (grown, informer.delays)
     finally:
         proxy.close()
