@@ -385,8 +385,8 @@ def test_an_outage_after_a_healthy_spell_is_retried_from_the_first_delay(cluster
         outage("during-the-long-outage", lambda: len(informer.delays) >= 3, "three failed turns in the outage")
         grown = informer.delays[-1][1]
         assert grown >= 8.0, informer.delays
-        # Healthy, with no failure, for longer than the reset window.
-        wait_for(lambda: time.monotonic() - informer.delays[-1][0] > 6.0, DEADLINE,
+        # Healthy, with no failure, for longer than the reset window after the last delay ended.
+        wait_for(lambda: time.monotonic() - sum(informer.delays[-1]) > 6.0, DEADLINE,
                  "a healthy spell past the reset window")
         before = len(informer.delays)
         outage("during-the-short-outage", lambda: len(informer.delays) > before, "a failed turn in the short outage")

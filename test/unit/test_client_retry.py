@@ -142,12 +142,25 @@ def test_exponential_backoff_resets_after_success() -> None:
 def test_exponential_backoff_starts_over_once_no_delay_was_asked_for_a_while() -> None:
     clock = FakeClock(start=0.0)
     backoff = ExponentialBackoff(0.8, 30.0, rng=lambda: 0.0, reset_after=120.0, clock=clock)
-    delays = []
-    for seconds_since_previous in (0.0, 1.0, 60.0, 120.0, 120.5, 5.0):
-        clock.step(seconds_since_previous)
+    delays: list[float] = []
+    # Seconds from the end of the previous delay to the next failure.
+    for seconds_after_previous_delay in (0.0, 1.0, 60.0, 120.0, 120.5, 5.0):
+        clock.step(seconds_after_previous_delay + (delays[-1] if delays else 0.0))
         delays.append(backoff.next())
     # 120 s exactly is not past the window; 120.5 s is.
     assert delays == pytest.approx([0.8, 1.6, 3.2, 6.4, 0.8, 1.6])
+
+
+def test_exponential_backoff_is_not_reset_by_the_length_of_its_own_delays() -> None:
+    """Delays longer than the window (a 5 s window, delays from 2 s doubling) with each failure right after the
+    delay ends: the loop never went `reset_after` seconds without a failure, so the delays keep growing."""
+    clock = FakeClock(start=0.0)
+    backoff = ExponentialBackoff(2.0, 60.0, rng=lambda: 0.0, reset_after=5.0, clock=clock)
+    delays: list[float] = []
+    for _ in range(5):
+        delays.append(backoff.next())
+        clock.step(delays[-1] + 0.5)
+    assert delays == pytest.approx([2.0, 4.0, 8.0, 16.0, 32.0])
 
 
 # -- Retry-After -------------------------------------------------------------------------------------------------

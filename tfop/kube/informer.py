@@ -70,10 +70,10 @@ class _Handler:
 # 107.5 MB instead of 133.9 MB idle over 1,100 finished jobs, for ~5x the list requests at start (150 vs 30).
 LIST_PAGE_SIZE = 100
 
-# A failure more than this long after the previous one starts the backoff from its first delay again (client-go's
-# reflector: 800 ms doubling to 30 s, reset after 2 minutes without a backoff). Without it a watch that served events
-# and then broke (every apiserver restart breaks one) kept the delay the last outage had grown to, so each restart
-# waited longer than the one before, up to the 30 s cap.
+# A failure more than this long after the previous delay ended starts the backoff from its first delay again
+# (client-go's reflector: 800 ms doubling to 30 s, reset after 2 minutes without a backoff). Without it a watch that
+# served events and then broke (every apiserver restart breaks one) kept the delay the last outage had grown to, so
+# each restart waited longer than the one before, up to the 30 s cap.
 BACKOFF_RESET_AFTER = 120.0
 
 

@@ -39,9 +39,11 @@ def backoff_delay(attempt: int, initial: float, cap: float, rnd: float, jitter: 
 class ExponentialBackoff:
     """Stateful backoff for a loop that keeps failing (a reflector, an elector); `reset()` after a success.
 
-    With `reset_after`, a delay asked for more than that many seconds after the previous one starts from `initial`
-    again: so long without a failure means the trouble that made the delays grow is over (client-go's reflector
-    backoff manager does the same, with a two-minute window). A loop whose successes it cannot see, such as a watch
+    With `reset_after`, a delay asked for more than that many seconds after the previous delay ended starts from
+    `initial` again: so long without a failure means the trouble that made the delays grow is over (client-go's
+    reflector backoff manager does the same, with a two-minute window). The window counts from the end of the
+    previous delay, not its start: time spent waiting out a delay is not time without a failure, and a delay longer
+    than the window must not reset the backoff it came from. A loop whose successes it cannot see, such as a watch
     that served events and then broke, is thus not punished for every outage it has ever lived through.
     """
 
@@ -55,15 +57,15 @@ class ExponentialBackoff:
         self._rng = rng
         self._clock = clock
         self._attempt = 0
-        self._last_asked: float | None = None
+        self._previous_ended: float | None = None
 
     def next(self) -> float:
         now = self._clock.now()
-        if (self.reset_after is not None and self._last_asked is not None
-                and now - self._last_asked > self.reset_after):
+        if (self.reset_after is not None and self._previous_ended is not None
+                and now - self._previous_ended > self.reset_after):
             self._attempt = 0
-        self._last_asked = now
         delay = backoff_delay(self._attempt, self.initial, self.cap, self._rng(), self.jitter)
+        self._previous_ended = now + delay
         self._attempt += 1
         return delay
 
