@@ -59,6 +59,7 @@ from tfop.controller.plan.controller_config import (
     Accelerator,
     CapacityScalingSettings,
     ControllerConfig,
+    DisruptionSettings,
     HostVolume,
     NodeLossSettings,
 )
@@ -93,7 +94,7 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> ControllerConf
     document = _mapping(data, "the config")
     _known(document, "the config",
            {"serviceDomain", "accelerators", "gangScheduler", "childNaming", "tfImage", "grpcServerFilePath",
-            "replicaBackend", "nodeLoss", "gpuResource", "evaluatorGraceSeconds",
+            "replicaBackend", "nodeLoss", "disruptions", "gpuResource", "evaluatorGraceSeconds",
             "unknownSchedulingGraceSeconds", "capacityScaling", "kueue"}, notes)
     domain = document.get("serviceDomain", DEFAULT_SERVICE_DOMAIN)
     if not isinstance(domain, str) or not _DNS_SUFFIX.match(domain):
@@ -135,6 +136,7 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> ControllerConf
                             gpu_resource=str(gpu_resource), child_naming=naming, tf_image=image,
                             grpc_server_file_path=posixpath.normpath(server_path), replica_backend=backend,
                             node_loss=_node_loss(document.get("nodeLoss") or {}, notes),
+                            disruptions=_disruptions(document.get("disruptions") or {}, notes),
                             evaluator_grace_seconds=evaluator_grace,
                             unknown_scheduling_grace_seconds=unknown_scheduling_grace,
                             capacity_scaling=_capacity_scaling(document.get("capacityScaling") or {}, notes),
@@ -168,6 +170,18 @@ def _capacity_scaling(data: Any, notes: list[str]) -> CapacityScalingSettings:
         raise ConfigError(f"capacityScaling.checkEverySeconds must be at least 1 (each look reads every cached pod), "
                           f"not {spec['checkEverySeconds']!r}")
     return CapacityScalingSettings(enabled=enabled, **seconds)
+
+
+def _disruptions(data: Any, notes: list[str]) -> DisruptionSettings:
+    """disruptions: {peerWindowSeconds, reclaimNoticeTaints}."""
+    spec = _mapping(data, "disruptions")
+    _known(spec, "disruptions", {"peerWindowSeconds", "reclaimNoticeTaints"}, notes)
+    defaults = DisruptionSettings()
+    window = _seconds(spec.get("peerWindowSeconds", defaults.peer_window_seconds), "disruptions.peerWindowSeconds")
+    taints = _list(spec.get("reclaimNoticeTaints", list(defaults.reclaim_taints)), "disruptions.reclaimNoticeTaints")
+    if not all(isinstance(entry, str) and entry for entry in taints):
+        raise ConfigError(f"disruptions.reclaimNoticeTaints must list taint keys, not {taints!r}")
+    return DisruptionSettings(peer_window_seconds=window, reclaim_taints=tuple(str(entry) for entry in taints))
 
 
 def _node_loss(data: Any, notes: list[str]) -> NodeLossSettings:

@@ -38,6 +38,10 @@ EXIT_CLASSES = ("retryable", "permanent", "succeeded", "unknown")
 OUTCOMES = ("succeeded", "failed")
 # A resize's (cause, strategy), as plan/policies/resize.py names them: who asked, and how TensorFlow followed.
 RESIZES = tuple((cause, strategy) for cause in ("User", "HPA", "Capacity") for strategy in ("Restart", "InPlace"))
+# The reasons a replica's disruption is counted under from the start (plan/policies/disruptions.py): the
+# DisruptionTarget condition's, then tfop's own. Another reason a newer cluster gives is counted as it comes.
+DISRUPTION_REASONS = ("PreemptionByScheduler", "EvictionByEvictionAPI", "DeletionByTaintManager",
+                      "TerminationByKubelet", "NodeDrained", "NodeLost", "NodeUnhealthy", "ReclaimNotice")
 FRAMEWORK = "tensorflow"  # the `framework` label of the job counters, as the Kubeflow training operator sets it
 
 
@@ -61,6 +65,7 @@ class OperatorMetrics:
     jobs_restarted: Counter
     restarts: Counter
     resizes: Counter
+    disruptions: Counter
     children_created: dict[str, Counter]  # by child kind; only the kinds dashboards count
     children_deleted: dict[str, Counter]
     finished_pods_gone: Counter
@@ -85,6 +90,8 @@ class OperatorMetrics:
             self.restarts.labels(namespace, exit_class)
         for cause, strategy in RESIZES:
             self.resizes.labels(namespace, cause, strategy)
+        for reason in DISRUPTION_REASONS:
+            self.disruptions.labels(namespace, reason)
 
     @classmethod
     def create(cls, registry: CollectorRegistry | None = None, *, namespaces: tuple[str, ...] | list[str] = (),
@@ -107,6 +114,10 @@ class OperatorMetrics:
             resizes=counter("tf_operator_resizes", "Changes of a job's Worker count, by who asked (User, HPA, "
                             "Capacity) and how TensorFlow followed (Restart: every replica restarted together; "
                             "InPlace: workers joined or left).", "job_namespace", "cause", "strategy"),
+            disruptions=counter("tf_operator_replica_disruptions", "Replicas the cluster took, replaced without "
+                                "counting a restart, by reason: the pod's DisruptionTarget reason "
+                                "(PreemptionByScheduler, EvictionByEvictionAPI, ...), NodeDrained, NodeLost, "
+                                "NodeUnhealthy, ReclaimNotice.", "job_namespace", "reason"),
             children_created={"Pod": counter("tf_operator_pods_created", "Pods the operator created.",
                                              "job_namespace"),
                               "Job": counter("tf_operator_replica_jobs_created",

@@ -310,6 +310,7 @@ OPERATOR_RULES = {(resource, "", verb) for resource, verbs in [
     ("services", "list watch create delete"), ("jobs.batch", "list watch create patch delete"),
     ("networkpolicies.networking.k8s.io", "list watch create patch delete"),
     ("horizontalpodautoscalers.autoscaling", "list watch create patch delete"),
+    ("poddisruptionbudgets.policy", "list watch create patch delete"),
     ("workloads.kueue.x-k8s.io", "list watch create patch delete"), ("workloads.kueue.x-k8s.io/status", "patch"),
     ("resourceflavors.kueue.x-k8s.io", "list watch"), ("workloadpriorityclasses.kueue.x-k8s.io", "list watch"),
     ("events", "create patch"), ("configmaps", "create")]

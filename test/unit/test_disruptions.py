@@ -37,15 +37,19 @@ def taken(pod: dict[str, Any], reason: str, message: str = "") -> dict[str, Any]
     return {**pod, "status": {**pod["status"], "conditions": [condition]}}
 
 
-def on(backend: str, policy: str, restarting: str | None = None) -> dict[str, Any]:
+def on(backend: str, policy: str, restarting: str | None = None, recorded: str | None = None) -> dict[str, Any]:
     """A running one-Worker job with backoffLimit 0 (so any counted restart would fail it) on `backend`; with
-    `restarting`, the Restarting condition an earlier plan set."""
+    `restarting`, the Restarting condition an earlier plan set; with `recorded`, the uid of a pod whose
+    disruption an earlier plan recorded and told."""
     job = running(make_job({"Worker": 1}, policy=policy, run_policy={"backoffLimit": 0}))
     job["status"] = {**job["status"], "replicaBackend": backend}
     if restarting is not None:
         job["status"]["conditions"] = [*job["status"]["conditions"],
                                        cond("Restarting", "True", "TFJobRestarting", restarting, job["status"]
                                             ["startTime"])]
+    if recorded is not None:
+        job["status"]["disruptions"] = [{"replica": "Worker 0", "podUID": recorded, "reason": "EvictionByEvictionAPI",
+                                         "source": "DisruptionTarget", "time": "2026-11-21T10:00:30Z"}]
     return job
 
 
@@ -79,24 +83,24 @@ ROWS = {
         [taken(make_pod("Worker", 0, "Failed", exit_code=1, reason="Error"), "EvictionByEvictionAPI",
                "Eviction API: evicting")], None,
         deleted=[(POD, W0)], restarts=0, failed=None, restarting=RESTARTING_EVICTED,
-        events=[EXITED_1, DISRUPTED_EVICTED]),
+        events=[DISRUPTED_EVICTED, EXITED_1]),
     "Pods, ExitCode: preempted, exit 137: told as a disruption, not as a restart (no TFJobRestarting Warning)": Row(
         on("pods", "ExitCode"),
         [taken(make_pod("Worker", 0, "Failed", exit_code=137, reason="Error"), "PreemptionByScheduler")], None,
         deleted=[(POD, W0)], restarts=0, failed=None,
         restarting="TFJob ns/mnist is restarting Worker 0, whose pod was disrupted (PreemptionByScheduler).",
-        events=[("Normal", "ExitedWithCode", "TFJob ns/mnist: Worker 0 exited with code 137."),
-                ("Normal", "ReplicaDisrupted", ("TFJob ns/mnist: Worker 0's pod was disrupted "
-                                               "(PreemptionByScheduler); it is replaced."))]),
+        events=[("Normal", "ReplicaDisrupted", ("TFJob ns/mnist: Worker 0's pod was disrupted "
+                                               "(PreemptionByScheduler); it is replaced.")),
+                ("Normal", "ExitedWithCode", "TFJob ns/mnist: Worker 0 exited with code 137.")]),
     "Pods, OnFailure: evicted by the kubelet with no exit code: replaced, told": Row(
         on("pods", "OnFailure"),
         [taken(evicted_by_kubelet(), "TerminationByKubelet", "The node was low on resource: memory.")], None,
         deleted=[(POD, W0)], restarts=0, failed=None,
         restarting="TFJob ns/mnist is restarting Worker 0, whose pod was disrupted (TerminationByKubelet).",
-        events=[("Warning", "Evicted", ("TFJob ns/mnist: Worker 0 [Evicted]: The node was low on resource: memory. "
-                                       "Container tensorflow was using 3Gi.")),
-                ("Normal", "ReplicaDisrupted", ("TFJob ns/mnist: Worker 0's pod was disrupted (TerminationByKubelet: "
-                 "The node was low on resource: memory.); it is replaced."))]),
+        events=[("Normal", "ReplicaDisrupted", ("TFJob ns/mnist: Worker 0's pod was disrupted (TerminationByKubelet: "
+                 "The node was low on resource: memory.); it is replaced.")),
+                ("Warning", "Evicted", ("TFJob ns/mnist: Worker 0 [Evicted]: The node was low on resource: memory. "
+                                       "Container tensorflow was using 3Gi."))]),
     "Pods, ExitCode: exit 1 without DisruptionTarget still fails the job": Row(
         on("pods", "ExitCode"), [make_pod("Worker", 0, "Failed", exit_code=1, reason="Error")], None,
         deleted=[], restarts=0,
@@ -118,13 +122,13 @@ ROWS = {
                "Eviction API: evicting")], [batch_job("Worker", 0)],
         deleted=[], restarts=0, failed=None, restarting=RESTARTING_EVICTED,
         events=[DISRUPTED_EVICTED, EXITED_1]),
-    "Jobs, ExitCode: a disruption the Restarting condition already names is not told again": Row(
-        on("jobs", "ExitCode", restarting=RESTARTING_EVICTED),
+    "Jobs, ExitCode: a disruption the status already records is not told again": Row(
+        on("jobs", "ExitCode", restarting=RESTARTING_EVICTED, recorded=f"pod-{W0}-a"),
         [taken(job_pod("Worker", 0, "a", "Failed", exit_code=1, reason="Error"), "EvictionByEvictionAPI",
                "Eviction API: evicting")], [batch_job("Worker", 0)],
         deleted=[], restarts=0, failed=None, restarting=RESTARTING_EVICTED, events=[EXITED_1]),
     "Jobs, ExitCode: the replacement runs: the job runs again, nothing told": Row(
-        on("jobs", "ExitCode", restarting=RESTARTING_EVICTED),
+        on("jobs", "ExitCode", restarting=RESTARTING_EVICTED, recorded=f"pod-{W0}-a"),
         [taken(job_pod("Worker", 0, "a", "Failed", exit_code=1, reason="Error"), "EvictionByEvictionAPI"),
          job_pod("Worker", 0, "b", created="2026-11-21T10:01:00Z")], [batch_job("Worker", 0)],
         deleted=[], restarts=0, failed=None, restarting=None, events=[]),
@@ -145,7 +149,9 @@ ROWS = {
         deleted=[], restarts=1,
         failed="TFJob ns/mnist has failed because its replicas restarted 1 times, more than its backoffLimit of 0.",
         restarting=None,
-        events=[("Warning", "TFJobRestarting",
+        events=[("Normal", "ReplicaDisrupted", ("TFJob ns/mnist: Worker 0's pod was disrupted "
+                                               "(PreemptionByScheduler); it is replaced.")),
+                ("Warning", "TFJobRestarting",
                  "TFJob ns/mnist is restarting Worker 0, whose pod failed (DeadlineExceeded)."),
                 ("Normal", "ExitedWithCode", "TFJob ns/mnist: Worker 0 exited with code 143."),
                 ("Warning", "BackoffLimitExceeded", ("TFJob ns/mnist has failed because its replicas restarted 1 "

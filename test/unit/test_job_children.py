@@ -1,5 +1,5 @@
 """The table of a job's own children (plan/children/job_children.py) and its one shared policy
-(plan/policies/job_children.py), on all three kinds at once: which states keep each, what a name held by a child
+(plan/policies/job_children.py), on all its kinds at once: which states keep each, what a name held by a child
 being deleted does, and what the wiring makes of each entry. Every expected row is written out."""
 
 from __future__ import annotations
@@ -18,7 +18,16 @@ from tfop.controller.plan.children.job_children import job_child_kinds
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.gang_schedulers import GANG_SCHEDULERS
 from tfop.controller.plan.planner import plan
-from tfop.controller.plan.types import AUTOSCALER, NETWORK_POLICY, POD, POD_GROUP, SERVICE, Plan, PlanContext
+from tfop.controller.plan.types import (
+    AUTOSCALER,
+    DISRUPTION_BUDGET,
+    NETWORK_POLICY,
+    POD,
+    POD_GROUP,
+    SERVICE,
+    Plan,
+    PlanContext,
+)
 from tfop.kube.resource import Resource
 
 RUNNING, QUEUED, SUSPENDED, FINISHED, KEPT = (JobState.RUNNING, JobState.QUEUED, JobState.SUSPENDED,
@@ -26,12 +35,13 @@ RUNNING, QUEUED, SUSPENDED, FINISHED, KEPT = (JobState.RUNNING, JobState.QUEUED,
 NP_NAME = f"mnist-{RID}"
 ELASTIC = {"minReplicas": 1, "maxReplicas": 4, "metrics": [
     {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}]}
-ISOLATED = {"tfop.kubeflow.org/network-policy": "Isolated"}
+ISOLATED = {"tfop.kubeflow.org/network-policy": "Isolated", "tfop.kubeflow.org/disruption-budget": "OneAtATime"}
 # The specs the job above wants, as stored: in line, so nothing is patched.
 HPA_SPEC = {"scaleTargetRef": {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": "mnist"}, **ELASTIC}
 JOB_PODS = {"matchLabels": {"training.kubeflow.org/job-name": "mnist"},
             "matchExpressions": [{"key": "training.kubeflow.org/operator-name", "operator": "In",
                                   "values": ["tfjob-controller", "tfop"]}]}
+PDB_SPEC = {"minAvailable": 2, "selector": JOB_PODS}  # 3 replicas, one at a time
 NP_SPEC = {"podSelector": JOB_PODS, "policyTypes": ["Ingress"], "ingress": [{"from": [{"podSelector": JOB_PODS}]}]}
 SUCCEEDED = {"conditions": [{"type": "Succeeded", "status": "True", "reason": "TFJobSucceeded"}],
              "completionTime": "2026-11-21T10:00:00Z"}
@@ -45,8 +55,10 @@ def test_the_table_in_the_order_they_are_made() -> None:
         ("NetworkPolicy", "networking.k8s.io/v1", "networkpolicies", ("spec",),
          {RUNNING, QUEUED, SUSPENDED, FINISHED, KEPT}),
         ("HorizontalPodAutoscaler", "autoscaling/v2", "horizontalpodautoscalers", ("spec",), {RUNNING}),
+        ("PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", ("spec",), {RUNNING}),
     ]
-    assert [kind.kind for kind in job_child_kinds(None)] == ["NetworkPolicy", "HorizontalPodAutoscaler"]
+    assert [kind.kind for kind in job_child_kinds(None)] == ["NetworkPolicy", "HorizontalPodAutoscaler",
+                                                             "PodDisruptionBudget"]
     assert [(kind.kind, kind.api_version, kind.plural, kind.cached, set(kind.kept_in))
             for kind in job_child_kinds(None, own_kueue=True)][-1] == (
         "Workload", "kueue.x-k8s.io/v1beta2", "workloads", ("spec", "status"), {RUNNING, QUEUED})
@@ -59,6 +71,7 @@ def test_the_wiring_watches_each_entry_as_the_jobs_own() -> None:
         ("NetworkPolicy", Resource("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy"), Scope.JOB),
         ("HorizontalPodAutoscaler", Resource("autoscaling", "v2", "horizontalpodautoscalers",
                                              "HorizontalPodAutoscaler"), Scope.JOB),
+        ("PodDisruptionBudget", Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget"), Scope.JOB),
     ]
     served = {"apiVersion": "v1", "kind": "PodGroup", "metadata": {"name": "mnist", "generation": 3},
               "spec": {"minMember": 3}, "status": {"phase": "Running"}, "extra": {"a": 1}}
@@ -79,7 +92,8 @@ def own(kind: str, name: str, *, terminating: bool = False, spec: dict[str, Any]
 def all_three() -> dict[str, list[dict[str, Any]]]:
     return {POD_GROUP: [own(POD_GROUP, "mnist", spec={"minMember": 3})],
             NETWORK_POLICY: [own(NETWORK_POLICY, NP_NAME, spec=NP_SPEC)],
-            AUTOSCALER: [own(AUTOSCALER, "mnist", spec=HPA_SPEC)]}
+            AUTOSCALER: [own(AUTOSCALER, "mnist", spec=HPA_SPEC)],
+            DISRUPTION_BUDGET: [own(DISRUPTION_BUDGET, NP_NAME, spec=PDB_SPEC)]}
 
 
 def wanting_all(**run_policy: Any) -> dict[str, Any]:
@@ -101,32 +115,37 @@ class Row:
 ROWS = {
     "running, none yet: each made, in the table's order, before the replicas": Row(
         wanting_all(), {}, pods=[], services=[],
-        create=[(POD_GROUP, "mnist"), (NETWORK_POLICY, NP_NAME), (AUTOSCALER, "mnist"),
+        create=[(POD_GROUP, "mnist"), (NETWORK_POLICY, NP_NAME), (AUTOSCALER, "mnist"), (DISRUPTION_BUDGET, NP_NAME),
                 *[(kind, name_of(t, i)) for kind in (POD, SERVICE) for t, i in (("Worker", 0), ("Worker", 1),
                                                                               ("PS", 0))]]),
     "running, each there: nothing to do": Row(running(wanting_all()), all_three()),
-    "suspended: the PodGroup and the HPA go, the NetworkPolicy stays": Row(
+    "suspended: the PodGroup, the HPA and the PodDisruptionBudget go, the NetworkPolicy stays": Row(
         wanting_all(suspend=True), all_three(),
-        delete=[(POD_GROUP, "mnist"), (AUTOSCALER, "mnist"),
+        delete=[(POD_GROUP, "mnist"), (AUTOSCALER, "mnist"), (DISRUPTION_BUDGET, NP_NAME),
                 *[(kind, name_of(t, i)) for kind in (POD, SERVICE) for t, i in (("Worker", 0), ("Worker", 1),
                                                                               ("PS", 0))]]),
-    "finished, cleanPodPolicy None: only the HPA goes": Row(
+    "finished, cleanPodPolicy None: only the HPA and the PodDisruptionBudget go": Row(
         {**wanting_all(cleanPodPolicy="None"), "status": SUCCEEDED}, all_three(),
-        delete=[(AUTOSCALER, "mnist")]),
-    "finished, cleanPodPolicy All: the PodGroup and the HPA go with the pods": Row(
+        delete=[(AUTOSCALER, "mnist"), (DISRUPTION_BUDGET, NP_NAME)]),
+    "finished, cleanPodPolicy All: the PodGroup, the HPA and the PodDisruptionBudget go with the pods": Row(
         {**wanting_all(cleanPodPolicy="All"), "status": SUCCEEDED}, all_three(),
         pods=[make_pod("Worker", 0, "Succeeded", exit_code=0)],
-        delete=[(POD_GROUP, "mnist"), (AUTOSCALER, "mnist"), (POD, name_of("Worker", 0)),
+        delete=[(POD_GROUP, "mnist"), (AUTOSCALER, "mnist"), (DISRUPTION_BUDGET, NP_NAME), (POD, name_of("Worker", 0)),
                 *[(SERVICE, name_of(t, i)) for t, i in (("Worker", 0), ("Worker", 1), ("PS", 0))]]),
     "running, the NetworkPolicy's name held by one being deleted: not made, and no pod before it": Row(
         wanting_all(), {**all_three(), NETWORK_POLICY: [own(NETWORK_POLICY, NP_NAME, terminating=True)]}, pods=[]),
     "running, the HPA's name held by one being deleted: not made, and no pod before it": Row(
         wanting_all(), {**all_three(), AUTOSCALER: [own(AUTOSCALER, "mnist", terminating=True)]}, pods=[]),
-    "running, asking for no NetworkPolicy nor HPA: those go, strays too; the PodGroup stays": Row(
+    "running, asking for no NetworkPolicy, HPA nor budget: those go, strays too; the PodGroup stays": Row(
         running(make_job()), {POD_GROUP: [own(POD_GROUP, "mnist", spec={"minMember": 3})],
                               NETWORK_POLICY: [own(NETWORK_POLICY, NP_NAME), own(NETWORK_POLICY, "other")],
-                              AUTOSCALER: [own(AUTOSCALER, "mnist")]},
-        delete=[(NETWORK_POLICY, NP_NAME), (NETWORK_POLICY, "other"), (AUTOSCALER, "mnist")]),
+                              AUTOSCALER: [own(AUTOSCALER, "mnist")],
+                              DISRUPTION_BUDGET: [own(DISRUPTION_BUDGET, NP_NAME)]},
+        delete=[(NETWORK_POLICY, NP_NAME), (NETWORK_POLICY, "other"), (AUTOSCALER, "mnist"),
+                (DISRUPTION_BUDGET, NP_NAME)]),
+    "running, the PodDisruptionBudget's name held by one being deleted: not made, and no pod before it": Row(
+        wanting_all(), {**all_three(), DISRUPTION_BUDGET: [own(DISRUPTION_BUDGET, NP_NAME, terminating=True)]},
+        pods=[]),
 }
 
 

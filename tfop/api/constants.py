@@ -100,6 +100,16 @@ NETWORK_POLICY_MODES: Final[tuple[NetworkPolicyMode, ...]] = (NETWORK_POLICY_ISO
 ANNOTATION_NETWORK_POLICY: Final = "tfop.kubeflow.org/network-policy"
 ANNOTATION_NETWORK_POLICY_FROM: Final = "tfop.kubeflow.org/network-policy-from"
 
+# An opt-in PodDisruptionBudget per job, kept while it runs: how many of its pods a drain may evict at a time
+# (plan/children/disruption_budget.py).
+DISRUPTION_BUDGET_NONE: Final = "None"
+DISRUPTION_BUDGET_ONE_AT_A_TIME: Final = "OneAtATime"
+DISRUPTION_BUDGET_NO_EVICTION: Final = "NoEviction"
+DisruptionBudgetPolicy = Literal["None", "OneAtATime", "NoEviction"]
+DISRUPTION_BUDGETS: Final[tuple[DisruptionBudgetPolicy, ...]] = (
+    DISRUPTION_BUDGET_NONE, DISRUPTION_BUDGET_ONE_AT_A_TIME, DISRUPTION_BUDGET_NO_EVICTION)
+ANNOTATION_DISRUPTION_BUDGET: Final = "tfop.kubeflow.org/disruption-budget"
+
 # On each replica pod: the replica counts its TF_CONFIG's cluster was built from (e.g. "Chief=1,PS=2,Worker=3";
 # with enableDynamicWorker only the PS, which is all a worker's sparse cluster names). A live pod whose value is
 # not the job's current one has an out-of-date TF_CONFIG: the job was resized (docs/tfjob/scaling.md).

@@ -36,6 +36,8 @@ _TRACKED = [FINALIZER_REPLICA_TRACKING]
 _OWNER_REFERENCE = ("apiVersion", "kind", "name", "uid", "controller")
 _POD_STATUS = ("phase", "reason", "message")
 _POD_CONDITION = ("type", "status", "reason", "message")
+# A disruption's time bounds the window in which its peers' failures are its own (plan/policies/disruptions.py).
+_DISRUPTION_CONDITION = (*_POD_CONDITION, "lastTransitionTime")
 _NODE_CONDITION = ("type", "status", "reason", "lastTransitionTime")
 _SCHEDULED = "PodScheduled"  # read while false: why a pod is not scheduled
 _DISRUPTED = "DisruptionTarget"  # read by the Job backend: the pod was evicted, preempted or drained
@@ -86,8 +88,8 @@ def slim_pod(pod: Object) -> Object:
     if isinstance(status, dict):
         kept = _kept(status, _POD_STATUS)
         conditions = status.get("conditions")
-        read = [_kept(condition, _POD_CONDITION) for condition in conditions if _is_read(condition)
-                ] if isinstance(conditions, list) else []
+        read = [_kept(condition, _DISRUPTION_CONDITION if condition.get("type") == _DISRUPTED else _POD_CONDITION)
+                for condition in conditions if _is_read(condition)] if isinstance(conditions, list) else []
         if read:
             kept["conditions"] = read
         containers = status.get("containerStatuses")

@@ -24,6 +24,8 @@ def count_transitions(metrics: OperatorMetrics, job: Object, plan: Plan, now: da
         metrics.restarts.labels(namespace, exit_class).inc(amount)
     for (cause, strategy), amount in counters.resizes:
         metrics.resizes.labels(namespace, cause, strategy).inc(amount)
+    for reason, amount in counters.disruptions:
+        metrics.disruptions.labels(namespace, reason).inc(amount)
     if (counters.successful or counters.failed) and plan.status is not None:
         started, completed = plan.status.start_time, plan.status.completion_time
         if started is not None and completed is not None:

@@ -65,6 +65,23 @@ class NodeLossSettings:
     unhealthy_taints: tuple[str, ...] = ()  # taint keys that mean the same
 
 
+# The taints a cloud's termination handler puts on a node about to be reclaimed: the AWS node termination handler's
+# spot interruption notice, and GKE's (docs/tfjob/disruptions.md names more).
+RECLAIM_NOTICE_TAINTS = ("aws-node-termination-handler/spot-itn", "cloud.google.com/impending-node-termination")
+
+
+@dataclass(frozen=True)
+class DisruptionSettings:
+    """What the planner counts as a disruption beyond what the pods say (its config file's `disruptions`;
+    plan/policies/disruptions.py)."""
+
+    # After a disruption (and the disrupted pod's grace period), how long a synchronous job's peers' failures are
+    # the disruption's, not counted.
+    peer_window_seconds: float = 60.0
+    # Node taints that announce a reclaim: the replicas on such a node are moved (stopped gracefully) at once.
+    reclaim_taints: tuple[str, ...] = RECLAIM_NOTICE_TAINTS
+
+
 @dataclass(frozen=True)
 class CapacityScalingSettings:
     """The capacity auto-scaler's switch and windows (its config file's `capacityScaling`; tfop/controller/capacity).
@@ -95,6 +112,8 @@ class ControllerConfig:
     grpc_server_file_path: str = DEFAULT_GRPC_SERVER_FILE_PATH
     # When a replica's node counts as lost, and what tfop then does (plan/policies/node_loss.py).
     node_loss: NodeLossSettings = field(default_factory=NodeLossSettings)
+    # Peer failures a disruption causes, and reclaim notices (plan/policies/disruptions.py).
+    disruptions: DisruptionSettings = field(default_factory=DisruptionSettings)
     # A job's annotation tfop.kubeflow.org/evaluator-grace-seconds wins; 0 does not wait (plan/policies/evaluator.py).
     evaluator_grace_seconds: float = DEFAULT_EVALUATOR_GRACE_SECONDS
     # A job's annotation tfop.kubeflow.org/unknown-scheduling-grace-seconds wins (plan/policies/unknown_scheduling.py).

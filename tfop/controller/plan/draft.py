@@ -77,6 +77,7 @@ class PlanDraft:
         self.restarts_by_exit_class: Counter[str] = Counter()
         self.restarted: list[ReplicaRestart] = []
         self.resizes: Counter[tuple[str, str]] = Counter()  # told by this plan, by (cause, strategy)
+        self.disruptions: Counter[str] = Counter()  # recorded by this plan, by reason
         self.cleaning_up = False  # a finished or suspended job still has children going away
         self.success_detail = ""  # told by the Succeeded event after its message (the exits it ended with)
         self._said_once = False  # an event only this plan can tell: its status must not wait for a later plan
@@ -193,6 +194,7 @@ class PlanDraft:
             restarted=self.restarts,
             restarts_by_exit_class=tuple(sorted(self.restarts_by_exit_class.items())),
             resizes=tuple(sorted(self.resizes.items())),
+            disruptions=tuple(sorted(self.disruptions.items())),
             started_running=int(CONDITION_RUNNING in became
                                 and find_condition(self._old_conditions, CONDITION_RESTARTING) is None),
         )

@@ -23,7 +23,7 @@ from tfop.objects import Object
 
 _NOTHING: Mapping[str, Any] = MappingProxyType({})
 _Value = TypeVar("_Value")
-_Record = TypeVar("_Record", "ReplicaStatus", "TFJobStatus", "LastResize", "Condition")
+_Record = TypeVar("_Record", "ReplicaStatus", "TFJobStatus", "LastResize", "Condition", "DisruptionRecord")
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +183,44 @@ _RESIZE_KEYS: tuple[_Key[Any], ...] = (
 )
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DisruptionRecord(_Json):
+    """One entry of `disruptions`: a replica the cluster took, as its ReplicaDisrupted event told it
+    (policies/disruptions.py). Kept while its pod is seen or its peers' window is open, and the latest few beyond."""
+
+    replica: str | None = None  # e.g. Worker 1
+    pod_uid: str | None = None
+    reason: str | None = None  # e.g. EvictionByEvictionAPI, NodeDrained, NodeLost, ReclaimNotice
+    source: str | None = None  # DisruptionTarget (the pod's condition), NodeDrain, Node
+    message: str | None = None
+    time: datetime | None = None  # when it began
+    # Restart scope Job: until then, a peer's failure is this disruption's, not counted.
+    peers_until: datetime | None = None
+
+    @classmethod
+    def from_json(cls, raw: Object) -> DisruptionRecord:
+        return _parse(cls, _DISRUPTION_KEYS, raw)
+
+    def to_json(self) -> Object:
+        return _dump(self, _DISRUPTION_KEYS)
+
+
+_DISRUPTION_KEYS: tuple[_Key[Any], ...] = (
+    _Key("replica", "replica", _text, _same), _Key("podUID", "pod_uid", _text, _same),
+    _Key("reason", "reason", _text, _same), _Key("source", "source", _text, _same),
+    _Key("message", "message", _text, _same), _Key("time", "time", parse_time, format_time),
+    _Key("peersUntil", "peers_until", parse_time, format_time),
+)
+
+
+def _disruptions(value: object) -> tuple[DisruptionRecord, ...] | None:
+    """The entries that are objects naming a pod; the others are dropped when the list is next written."""
+    if not isinstance(value, list):
+        return None
+    return tuple(DisruptionRecord.from_json(entry) for entry in value
+                 if isinstance(entry, dict) and isinstance(entry.get("podUID"), str))
+
+
 def _replica_statuses(value: object) -> Mapping[str, ReplicaStatus] | None:
     """By replica type; an entry that is not an object reads as an empty one."""
     if not isinstance(value, dict):
@@ -247,6 +285,7 @@ class TFJobStatus(_Json):
     runtime_id: str | None = None
     worker_replicas: int | None = None  # the Worker count the pods are made for (policies/resize.py)
     last_resize: LastResize | None = None
+    disruptions: tuple[DisruptionRecord, ...] | None = None  # the latest, oldest first (policies/disruptions.py)
     pod_group_phase: str | None = None  # the job's PodGroup's phase, for kubectl get -o wide
     phase: str | None = None  # the older API's phase
     state: str | None = None  # the STATE column
@@ -280,6 +319,7 @@ _STATUS_KEYS: tuple[_Key[Any], ...] = (
     _Key("runtimeId", "runtime_id", _text, _same),
     _Key("workerReplicas", "worker_replicas", integer, _same),
     _Key("lastResize", "last_resize", _resize, lambda resize: resize.to_json()),
+    _Key("disruptions", "disruptions", _disruptions, lambda entries: [entry.to_json() for entry in entries]),
     _Key("podGroupPhase", "pod_group_phase", _text, _same),
     _Key("phase", "phase", _text, _same),
     _Key("state", "state", _text, _same),

@@ -38,6 +38,7 @@ from tfop.controller.plan.job.parse import InvalidJob, lenient_run_policy, parse
 from tfop.controller.plan.policies.backoff import fail_for_replicas
 from tfop.controller.plan.policies.cleanup import finish, keep_finished
 from tfop.controller.plan.policies.deadline import fail_past_deadline
+from tfop.controller.plan.policies.disruptions import judge_disruptions
 from tfop.controller.plan.policies.evaluator import (
     evaluators_waited_for,
     finish_training,
@@ -47,6 +48,7 @@ from tfop.controller.plan.policies.gang import plan_pod_group
 from tfop.controller.plan.policies.job_children import OwnChild, keep_job_children, waiting_for_a_name
 from tfop.controller.plan.policies.kueue_admission import admit, with_workload_priority
 from tfop.controller.plan.policies.node_loss import (
+    ReplicaOnNode,
     Verdict,
     force_deleted_pods,
     move_off_bad_nodes,
@@ -78,6 +80,7 @@ class _Planning:
     naming: ChildNaming
     children: SortedChildren
     backend: ReplicaBackend
+    on_bad_nodes: list[ReplicaOnNode]  # the job's pods on nodes that are not healthy (policies/node_loss.py)
 
 
 def plan(context: PlanContext) -> Plan:
@@ -109,10 +112,16 @@ def plan(context: PlanContext) -> Plan:
         _reject(draft, run_policy, context, errors or [r.describe() for r in refused])
     else:
         backend = BACKENDS[parsed.options.replica_backend]
+        observed = context.observed
+        on_bad_nodes = [] if observed.nodes is None else replicas_on_bad_nodes(
+            observed.pods, observed.nodes, draft.now, draft.config.node_loss, parsed.options.node_policy,
+            draft.config.disruptions.reclaim_taints)
+        # Each pod's disruption is decided once, before anything reads the pods (policies/disruptions.py).
+        context = judge_disruptions(draft, parsed, context, on_bad_nodes)
         # A replica whose pod is gone keeps the end the status recorded for it (replicas/finished.py).
         sorted_children = recall_finished(parsed.spec, backend.sort_children(parsed.spec, context, naming),
                                           FinishedReplicas.of_status(draft.previous))
-        _run(_Planning(draft, context, parsed, naming, sorted_children, backend))
+        _run(_Planning(draft, context, parsed, naming, sorted_children, backend, on_bad_nodes))
     _release_pods(draft, context, spec)
     return draft.finalize(refused=bool(context.refusals))
 
@@ -205,15 +214,21 @@ def _run(p: _Planning) -> None:
     recreating = {slot.pod.uid for slot in recreate if slot.pod is not None}
     observed = p.context.observed
     # A replica replaced for its node is not restarted: its pod's count retires, and no restart is added.
-    on_bad_nodes = [] if observed.nodes is None else replicas_on_bad_nodes(
-        observed.pods, observed.nodes, draft.now, draft.config.node_loss, p.model.options.node_policy)
+    on_bad_nodes = p.on_bad_nodes
     moving = {replica.pod.uid for replica in on_bad_nodes if replica.verdict in (Verdict.LOST, Verdict.MOVE)}
+    # Pods the cluster is taking (a drain's eviction, a preemption): they go by themselves, and with restart scope
+    # Job the others go with them.
+    taken = [pod for pod in observed.pods if pod.terminating and pod.disrupted and pod.uid not in recreating]
+    # A reclaimed node's replicas are moved before it goes: told as restarting, as a drained one is.
+    reclaimed = {found.pod.uid for found in on_bad_nodes if found.reclaimed and not found.pod.terminating}
+    taken += [pod for pod in observed.pods if pod.uid in reclaimed]
     # A resize by restart stops every live replica; the batch Job backend's controller would replace them alone.
     resize = plan_resize(draft, p.model, p.context, observed.pods if p.backend.kind == POD else [])
     resized = {pod.uid for pod in resize.restart} - recreating - moving - {child.uid for child in scaled_down}
     # Restarted with them (restart scope Job): retired, not counted, since the job restarts once.
     together = [pod for pod in resize.restart if pod.uid in resized] or (
-        restarted_with(children.slots, recreating | moving) if p.model.options.restart_scope == RESTART_SCOPE_JOB
+        restarted_with(children.slots, recreating | moving | {pod.uid for pod in taken})
+        if p.model.options.restart_scope == RESTART_SCOPE_JOB
         else [])
     counts = p.backend.count_restarts(draft, p.model.spec, p.context, children,
                                       deleting=recreating | moving | {pod.uid for pod in together}
@@ -249,8 +264,11 @@ def _run(p: _Planning) -> None:
     _create_missing(p, hold_pods=gang.hold_pods is not None or waiting_for_a_name(own)
                     or _restart_together_pending(p, resize),
                     placements=admission.placements if admission is not None else MappingProxyType({}))
-    update_running(draft, children, p.context.refusals, p.backend.replaced(retryable, counts), gang=gang,
-                   node_note=node_note, with_all=bool(together),
+    replaced = p.backend.replaced(retryable, counts)
+    replaced += [pod for pod in taken if pod.uid not in {each.uid for each in replaced}]
+    update_running(draft, children, p.context.refusals, replaced, gang=gang,
+                   node_note=node_note,
+                   with_all=bool(together) or (bool(taken) and p.model.options.restart_scope == RESTART_SCOPE_JOB),
                    give_up_note=give_up_note(missing, p.model.options.unknown_scheduling_grace))
     record_replicas(p.draft, p.model.spec, p.children, counts, finishing=False)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cached_property
 from types import MappingProxyType
@@ -14,6 +14,7 @@ from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.job_status import TFJobStatus
 from tfop.controller.plan.observed.child import Child
 from tfop.controller.plan.observed.observation import Observation
+from tfop.controller.plan.observed.pod import PodView
 from tfop.controller.plan.slots import ReplicaSlot
 from tfop.objects import Object
 
@@ -25,6 +26,7 @@ POD_GROUP = "PodGroup"  # one per job, when a gang scheduler is configured
 JOB = "Job"  # a batch/v1 Job per replica, with the Job backend; the pods it makes are passed as POD children too
 NETWORK_POLICY = "NetworkPolicy"  # one per job that asks for it (plan/children/network_policy.py)
 AUTOSCALER = "HorizontalPodAutoscaler"  # one per job whose elasticPolicy has metrics (plan/children/autoscaler.py)
+DISRUPTION_BUDGET = "PodDisruptionBudget"  # one per job that asks for it (plan/children/disruption_budget.py)
 WORKLOAD = "Workload"  # Kueue's, one per queued job with tfop's own Kueue integration (plan/children/workload.py)
 
 
@@ -90,6 +92,13 @@ class PlanContext:
         return Observation.of(pods=self.of_kind(POD), batch_jobs=self.of_kind(JOB), services=self.of_kind(SERVICE),
                               nodes=self.nodes, own={kind: children for kind, children in self.children.items()
                                                      if kind not in (POD, JOB, SERVICE)})
+
+    def with_pods(self, pods: tuple[PodView, ...]) -> PlanContext:
+        """This context with its pods viewed again: each one's disruption decided (policies/disruptions.py), which
+        every later rule then reads. The raw children stay as they are."""
+        again = replace(self)
+        again.__dict__["observed"] = replace(self.observed, pods=pods)  # the cached_property's own slot
+        return again
 
 
 @dataclass(frozen=True)
@@ -174,6 +183,8 @@ class JobCounters:
     started_running: int = 0  # all replicas ran for the first time (never restarted before): start latency
     # Resizes the plan told (plan/policies/resize.py), by (cause, strategy).
     resizes: tuple[tuple[tuple[str, str], int], ...] = ()
+    # Disruptions the plan recorded (plan/policies/disruptions.py), by reason.
+    disruptions: tuple[tuple[str, int], ...] = ()
 
 
 class StatusWait(enum.Enum):

@@ -92,6 +92,11 @@ and records Events.
 - apiGroups: [autoscaling]
   resources: [horizontalpodautoscalers]
   verbs: [list, watch, create, patch, delete]
+# A job's own PodDisruptionBudget, for jobs that ask for one (tfop.kubeflow.org/disruption-budget): created while
+# the job runs, patched back to its replica count, deleted when it ends or is suspended.
+- apiGroups: [policy]
+  resources: [poddisruptionbudgets]
+  verbs: [list, watch, create, patch, delete]
 # tfop's own Kueue integration (kueue.integration: own): a queued job's Workload, created while it is queued or
 # runs, deleted when it finishes, is suspended or changes shape; its status written to hand an evicted job's quota
 # back; the ResourceFlavors an admission names, read for their node labels and tolerations, and the

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 
 from tfop.api.constants import (
+    ANNOTATION_DISRUPTION_BUDGET,
     ANNOTATION_EVALUATOR_GRACE,
     ANNOTATION_NETWORK_POLICY,
     ANNOTATION_NETWORK_POLICY_FROM,
@@ -23,6 +24,8 @@ from tfop.api.constants import (
     ANNOTATION_RESIZE_REASON,
     ANNOTATION_RESTART_SCOPE,
     ANNOTATION_UNKNOWN_SCHEDULING_GRACE,
+    DISRUPTION_BUDGET_NONE,
+    DISRUPTION_BUDGETS,
     NETWORK_POLICY_ISOLATED,
     NETWORK_POLICY_MODES,
     NODE_LOSS_POLICIES,
@@ -31,6 +34,7 @@ from tfop.api.constants import (
     RESTART_SCOPE_JOB,
     RESTART_SCOPE_REPLICA,
     RESTART_SCOPES,
+    DisruptionBudgetPolicy,
     ReplicaBackendName,
     RestartScope,
 )
@@ -114,6 +118,18 @@ def seconds(annotations: Annotations, annotation: str, default: float) -> tuple[
         return timedelta(seconds=default), [FieldError(at(annotation), f"must be a number of seconds from 0 to "
                                                                        f"86400, not {asked!r}")]
     return timedelta(seconds=value), []
+
+
+def disruption_budget(annotations: Annotations) -> tuple[DisruptionBudgetPolicy, list[FieldError]]:
+    """None (no PodDisruptionBudget) unless the job asks for OneAtATime or NoEviction."""
+    asked = annotations.get(ANNOTATION_DISRUPTION_BUDGET)
+    if asked is None:
+        return DISRUPTION_BUDGET_NONE, []
+    policy = one_of(asked, DISRUPTION_BUDGETS)
+    if policy is None:
+        return DISRUPTION_BUDGET_NONE, [FieldError(at(ANNOTATION_DISRUPTION_BUDGET), (
+            f"must be one of {', '.join(DISRUPTION_BUDGETS)}, not {asked!r}"))]
+    return policy, []
 
 
 def network_isolation(annotations: Annotations) -> tuple[NetworkIsolation, list[FieldError]]:

@@ -15,6 +15,7 @@ from datetime import timedelta
 
 from tfop.api.constants import (
     CleanPodPolicy,
+    DisruptionBudgetPolicy,
     NodeLossPolicy,
     ReplicaBackendName,
     RestartPolicy,
@@ -136,6 +137,7 @@ class JobOptions:
     # That class's value, as the cluster has it: not in the job, so filled in by the planner (kueue_admission.py).
     own_priority: int | None = None
     capacity_resize: CapacityResize | None = None  # plan/policies/resize.py
+    disruption_budget: DisruptionBudgetPolicy = "None"  # plan/children/disruption_budget.py
 
 
 @dataclass(frozen=True, slots=True)

@@ -71,17 +71,19 @@ def parse_job(raw: Object, config: ControllerConfig, *,
     unknown_grace, unknown_grace_errors = parse_annotation.unknown_scheduling_grace(
         annotations, config.unknown_scheduling_grace_seconds)
     isolation, isolation_errors = parse_annotation.network_isolation(annotations)
+    budget, budget_errors = parse_annotation.disruption_budget(annotations)
     # Kueue's adapter counts only TitleCase keys; tfop's own integration names pod sets itself.
     own = config.kueue_integration == INTEGRATION_OWN
     errors = (*validate(job), *([] if own else kueue_key_problems(raw)), *node_policy_errors, *scope_errors,
-              *backend_errors, *rewrite.problems, *grace_errors, *unknown_grace_errors, *isolation_errors)
+              *backend_errors, *rewrite.problems, *grace_errors, *unknown_grace_errors, *isolation_errors,
+              *budget_errors)
     if errors or backend is None:
         return InvalidJob(errors, backend, job)
     options = JobOptions(backend, scope, node_policy, grace, unknown_grace, isolation, rewrite.renamed,
                          unqueued=None if own else not_queued_by_kueue(raw),
                          capacity_resize=parse_annotation.capacity_resize(annotations),
                          own_queue=queue_name(raw) if own else None,
-                         own_priority_class=priority_class(raw) if own else None)
+                         own_priority_class=priority_class(raw) if own else None, disruption_budget=budget)
     return TFJobModel(_metadata(job), _spec(job), options)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Literal
 
 from tfop.api.constants import DEFAULT_CONTAINER_NAME, POD_FAILED, POD_PENDING, POD_SUCCEEDED
 from tfop.api.exit_codes import ExitClass, classify_termination
@@ -78,13 +79,20 @@ class ContainerRun:
         return ""
 
 
+DisruptionSource = Literal["DisruptionTarget", "NodeDrain", "Node", "Peer"]
+
+
 @dataclass(frozen=True, slots=True)
 class Disruption:
-    """The pod's DisruptionTarget condition (True): the cluster took it. The reason says who (PreemptionByScheduler,
-    EvictionByEvictionAPI, DeletionByTaintManager, TerminationByKubelet)."""
+    """Why the cluster, not the program, ended the pod. As the cache shows it, the pod's DisruptionTarget condition
+    (True), whose reason says who took it (PreemptionByScheduler, EvictionByEvictionAPI, DeletionByTaintManager,
+    TerminationByKubelet); plan/policies/disruptions.py decides the other sources once per pass (a drain that left no
+    condition, a lost or reclaimed node, a peer's disruption breaking a synchronous job's collective)."""
 
     reason: str = ""
     message: str = ""
+    source: DisruptionSource = "DisruptionTarget"
+    at: datetime | None = None  # when it began: the condition's lastTransitionTime, or as the source tells
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +112,8 @@ class PodView(Child):
     scheduled: PodCondition | None = None
     disruption: Disruption | None = None  # evicted, preempted, drained; None: not disrupted
     containers: tuple[ContainerRun, ...] = ()
+    # In-place restarts a peer's disruption caused (policies/disruptions.py): not counted against backoffLimit.
+    uncounted_restarts: int = 0
 
     @classmethod
     def of(cls, pod: Object) -> PodView:
@@ -115,8 +125,9 @@ class PodView(Child):
         return cls(**child_fields(pod), node_name=text(mapping(pod.get("spec")).get("nodeName")) or None,
                    phase=text(status.get("phase")) or POD_PENDING, reason=text(status.get("reason")) or "",
                    message=text(status.get("message")) or "", scheduled=scheduled,
-                   disruption=None if disrupted is None else Disruption(text(disrupted.get("reason")) or "",
-                                                                        text(disrupted.get("message")) or ""),
+                   disruption=None if disrupted is None else Disruption(
+                       text(disrupted.get("reason")) or "", text(disrupted.get("message")) or "",
+                       at=parse_time(disrupted.get("lastTransitionTime"))),
                    containers=tuple(_container(mapping(entry)) for entry in items(status.get("containerStatuses"))))
 
     @property
@@ -139,6 +150,11 @@ class PodView(Child):
     def restart_count(self) -> int:
         """In-place restarts the kubelet made, over all the pod's containers."""
         return sum(max(container.restart_count, 0) for container in self.containers)
+
+    @property
+    def counted_restarts(self) -> int:
+        """The in-place restarts counted against backoffLimit: all but those a peer's disruption caused."""
+        return max(self.restart_count - self.uncounted_restarts, 0)
 
     def container(self, name: str = DEFAULT_CONTAINER_NAME) -> ContainerRun | None:
         return next((container for container in self.containers if container.name == name), None)

@@ -22,7 +22,10 @@ The hard rule is never two live processes claiming one TensorFlow task. The sign
   the kubelet still runs, so the replica's pod is deleted gracefully once the grace has passed, and the kubelet
   confirms its end; pair it with a NoSchedule taint, or the replacement may be placed on the same node;
 - a pod still terminating past its deletion deadline plus a margin, on a node that is not Ready: its kubelet is
-  not there to finish the delete; treated as on a lost node.
+  not there to finish the delete; treated as on a lost node;
+- a reclaim notice (a taint the config's `disruptions.reclaimNoticeTaints` names, which a cloud's termination
+  handler sets on a spot node it is about to reclaim): the node still runs, so the replica is moved at once,
+  deleted gracefully so that its program has its grace period to save a checkpoint before the node goes.
 
 A replacement for a lost node is not a restart of the replica: it does not count against backoffLimit. It is
 planned beside the forced delete (`force_deleted_pods`), and sent only once the apiserver's answer to that delete
@@ -63,6 +66,12 @@ class Verdict(enum.Enum):
     MOVE = "move"  # the kubelet still answers: delete the pod gracefully
 
 
+# A replica's disruption by its node, as the status and the disruption metric name it (policies/disruptions.py).
+DISRUPTED_NODE_LOST = "NodeLost"
+DISRUPTED_NODE_UNHEALTHY = "NodeUnhealthy"
+DISRUPTED_RECLAIM_NOTICE = "ReclaimNotice"
+
+
 @dataclass(frozen=True)
 class ReplicaOnNode:
     """What node loss decides for one replica's pod, and the words that tell the user why."""
@@ -72,12 +81,20 @@ class ReplicaOnNode:
     verdict: Verdict
     cause: str  # e.g. "is unreachable since 12:03:10"
     replace_at: datetime | None = None  # a SUSPECT replica is replaced then, if nothing changes
+    since: datetime | None = None  # when the node's trouble began, if it says
+    reason: str = DISRUPTED_NODE_LOST  # NodeLost, NodeUnhealthy or ReclaimNotice
+
+    @property
+    def reclaimed(self) -> bool:
+        return self.reason == DISRUPTED_RECLAIM_NOTICE
 
 
 def replicas_on_bad_nodes(pods: Iterable[PodView], nodes: Mapping[str, NodeView], now: datetime,
-                          settings: NodeLossSettings, policy: JobNodePolicy) -> list[ReplicaOnNode]:
+                          settings: NodeLossSettings, policy: JobNodePolicy,
+                          reclaim_taints: tuple[str, ...] = ()) -> list[ReplicaOnNode]:
     """Every pod of the job whose node is not healthy, with its verdict; pods on healthy nodes, unscheduled pods
-    and pods that have ended are left out. `nodes`: the cached nodes by name (a name missing: deleted)."""
+    and pods that have ended are left out. `nodes`: the cached nodes by name (a name missing: deleted);
+    `reclaim_taints`: the taint keys that announce a reclaim."""
     found = []
     for pod in pods:
         node_name = pod.node_name
@@ -91,6 +108,12 @@ def replicas_on_bad_nodes(pods: Iterable[PodView], nodes: Mapping[str, NodeView]
             found.append(ReplicaOnNode(pod, node_name, verdict, "no longer exists",
                                        None if verdict is Verdict.LOST else created + policy.grace))
             continue
+        if node.ready and (notice := next((taint for key in reclaim_taints
+                                           if (taint := node.taint(key)) is not None), None)) is not None:
+            added = f" since {_clock(notice.added)}" if notice.added else ""
+            found.append(ReplicaOnNode(pod, node_name, Verdict.MOVE, f"has the reclaim notice {notice.key}{added}",
+                                       since=notice.added, reason=DISRUPTED_RECLAIM_NOTICE))
+            continue
         verdict, cause, since = _node_verdict(node, now, settings, policy)
         if verdict is Verdict.HEALTHY:
             continue
@@ -101,7 +124,8 @@ def replicas_on_bad_nodes(pods: Iterable[PodView], nodes: Mapping[str, NodeView]
                 verdict, cause = Verdict.LOST, f"{cause}, and its pod has been terminating since {_clock(stuck)}"
             elif since is not None and policy.policy == NODE_LOSS_REPLACE:
                 replace_at = since + policy.grace
-        found.append(ReplicaOnNode(pod, node_name, verdict, cause, replace_at))
+        reason = DISRUPTED_NODE_UNHEALTHY if verdict is Verdict.MOVE else DISRUPTED_NODE_LOST
+        found.append(ReplicaOnNode(pod, node_name, verdict, cause, replace_at, since, reason))
     return found
 
 
@@ -177,6 +201,8 @@ def move_off_bad_nodes(draft: PlanDraft, found: list[ReplicaOnNode], *, already_
             continue
         forced = replica.verdict is Verdict.LOST
         draft.delete_child(POD, replica.pod, force=forced)
+        if replica.reclaimed:  # no loss yet: told as the disruption it is (policies/disruptions.py)
+            continue
         how = " without waiting for its kubelet." if forced else "."
         draft.event(EVENT_WARNING, REASON_NODE_LOST, f"{draft.job_ref}: {where}; replacing it{how}")
     return "; ".join(notes)

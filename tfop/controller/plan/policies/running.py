@@ -11,9 +11,7 @@ from collections.abc import Iterable
 from tfop.api.constants import (
     CONDITION_RESTARTING,
     CONDITION_RUNNING,
-    EVENT_NORMAL,
     REASON_PENDING,
-    REASON_REPLICA_DISRUPTED,
     REASON_RESTARTING,
     REASON_RUNNING,
 )
@@ -22,7 +20,7 @@ from tfop.controller.plan.observed.pod import PodView
 from tfop.controller.plan.policies.gang import GangState
 from tfop.controller.plan.policies.troubles import announce_troubles, troubles_of, with_troubles
 from tfop.controller.plan.replicas.pod_slots import SlotState, SortedChildren
-from tfop.controller.plan.replicas.replica_status import describe_failure, replica_name
+from tfop.controller.plan.replicas.replica_status import describe_failure
 from tfop.controller.plan.status import listing
 from tfop.controller.plan.types import POD, CreateRefusal
 
@@ -37,7 +35,6 @@ def update_running(draft: PlanDraft, children: SortedChildren, refusals: Iterabl
     troubles = troubles_of((slot.slot, slot.pod) for slot in children.slots if slot.pod is not None)
     announce_troubles(draft, troubles)
     if replaced:
-        announce_disruptions(draft, replaced)
         listed = listing([describe_failure(pod) for pod in replaced])
         together = ", and with it every other replica (restart scope Job)" if with_all else ""
         draft.set_condition(CONDITION_RESTARTING, true=True, reason=REASON_RESTARTING,
@@ -67,24 +64,3 @@ def update_running(draft: PlanDraft, children: SortedChildren, refusals: Iterabl
         gang.announce(draft)
         draft.set_condition(CONDITION_RUNNING, true=False, reason=REASON_PENDING,
                             message=with_troubles(message, troubles))
-
-
-
-def announce_disruptions(draft: PlanDraft, replaced: list[PodView]) -> None:
-    """One Normal ReplicaDisrupted event per replaced pod that carries DisruptionTarget, saying who took it.
-
-    Normal, not Warning: a preemption, a drain or a node-pressure eviction is the cluster at work (the scheduler's
-    own Preempted event is Normal), the replica is replaced without spending a restart, and nothing asks for the
-    user's action; Warning events are what alerts and triage watch. Told once: a pod the Restarting condition
-    already names was told by the plan that set it (the Job backend's failed pod is seen until its Job replaces
-    it).
-    """
-    told = draft.message_of(CONDITION_RESTARTING) if draft.is_true(CONDITION_RESTARTING) else ""
-    for pod in replaced:
-        taken = pod.disruption
-        if taken is None or describe_failure(pod) in told:
-            continue
-        said = ": ".join(part for part in (taken.reason, taken.message) if part)
-        draft.event(EVENT_NORMAL, REASON_REPLICA_DISRUPTED,
-                    f"{draft.job_ref}: {replica_name(pod)}'s pod was disrupted" + (f" ({said})" if said else "")
-                    + "; it is replaced.")

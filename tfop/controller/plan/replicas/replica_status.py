@@ -146,6 +146,10 @@ def describe_failure(pod: PodView) -> str:
     """e.g. `Worker 1, which exited with code 137 (OOMKilled)`, or `Worker 1, whose pod was disrupted
     (PreemptionByScheduler)`: a disrupted pod's exit code is what the disruption did to it."""
     who = replica_name(pod)
+    if pod.disruption is not None and pod.disruption.source == "Peer":
+        termination = pod.termination
+        how = f"which {termination.describe()}" if termination is not None else "whose pod failed"
+        return f"{who}, {how} within the window of {pod.disruption.message}"
     if pod.disruption is not None:
         return f"{who}, whose pod was disrupted" + (f" ({pod.disruption.reason})" if pod.disruption.reason else "")
     termination = pod.termination
@@ -168,7 +172,7 @@ def _restart_of(pod: PodView | None, replica_type: str, restarts: int, *, in_pla
 
 
 def _restart_count(pod: PodView) -> int:
-    return pod.restart_count
+    return pod.counted_restarts
 
 
 def latest_restarted(pods: list[PodView]) -> PodView | None:
