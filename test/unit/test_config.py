@@ -7,7 +7,12 @@ import pytest
 
 from tfop import yamlio
 from tfop.config import ConfigError, load_config, parse_config
-from tfop.controller.plan.controller_config import Accelerator, CapacityScalingSettings, HostVolume
+from tfop.controller.plan.controller_config import (
+    Accelerator,
+    CapacityScalingSettings,
+    DisruptionSettings,
+    HostVolume,
+)
 
 SEEDS = Path(__file__).resolve().parents[1] / "data" / "seeds"
 
@@ -114,6 +119,11 @@ def test_capacity_scaling_switch_and_windows(document: dict[str, Any], settings:
     ({"evaluatorGraceSeconds": -1}, "evaluatorGraceSeconds must be a number of seconds from 0 to 86400, not -1"),
     ({"evaluatorGraceSeconds": "5m"}, "evaluatorGraceSeconds must be a number of seconds from 0 to 86400, not '5m'"),
     ({"nodeLoss": {"graceSeconds": True}}, "nodeLoss.graceSeconds must be a number of seconds from 0 to 86400"),
+    ({"disruptions": {"peerWindowSeconds": "1m"}},
+     "disruptions.peerWindowSeconds must be a number of seconds from 0 to 86400, not '1m'"),
+    ({"disruptions": {"reclaimNoticeTaints": "aws-node-termination-handler/spot-itn"}},
+     "disruptions.reclaimNoticeTaints must be a list, not str"),
+    ({"disruptions": {"reclaimNoticeTaints": [""]}}, "disruptions.reclaimNoticeTaints must list taint keys, not ['']"),
     ({"unknownSchedulingGraceSeconds": 86401},
      "unknownSchedulingGraceSeconds must be a number of seconds from 0 to 86400, not 86401"),
     ({"unknownSchedulingGraceSeconds": "10m"},
@@ -132,7 +142,8 @@ def test_capacity_scaling_switch_and_windows(document: dict[str, Any], settings:
         "bad-env-name", "relative-mount", "bad-volume-name", "volumes-not-a-list", "accelerator-key-typo",
         "bad-child-naming", "bad-replica-backend", "gpu-resource-not-qualified", "gpu-resource-legacy",
         "accelerators-for-both-gpu-names", "negative-evaluator-grace", "evaluator-grace-as-text",
-        "node-loss-grace-as-bool", "unknown-scheduling-grace-over-a-day", "unknown-scheduling-grace-as-text",
+        "node-loss-grace-as-bool", "peer-window-as-text", "reclaim-taints-not-a-list",
+        "reclaim-taint-empty", "unknown-scheduling-grace-over-a-day", "unknown-scheduling-grace-as-text",
         "unknown-scheduling-grace-typo", "capacity-switch-as-text", "capacity-negative-window",
         "capacity-checks-too-often", "capacity-key-typo", "capacity-not-a-mapping"])
 def test_bad_config_is_rejected_naming_the_key(document: Any, message: str) -> None:
@@ -180,3 +191,10 @@ def test_seed_003_configmap_loads_as_written(tmp_path: Path, gpu_resource: str |
     assert gpu.env == (("LD_LIBRARY_PATH", "/usr/lib/nvidia:/usr/lib/x86_64-linux-gnu"),)
     assert [volume.name for volume in gpu.volumes] == ["lib", "bin", "libcuda"]
     assert config.tf_image == "tensorflow/tensorflow:2.21.0"
+
+
+def test_disruptions_default_to_a_minute_and_the_common_reclaim_notices() -> None:
+    assert parse_config({}).disruptions == DisruptionSettings(
+        60.0, ("aws-node-termination-handler/spot-itn", "cloud.google.com/impending-node-termination"))
+    assert parse_config({"disruptions": {"peerWindowSeconds": 120, "reclaimNoticeTaints": []}}).disruptions == (
+        DisruptionSettings(120.0, ()))

@@ -863,9 +863,11 @@ def test_the_cache_keeps_the_pod_conditions_read_an_unscheduled_pod_and_a_disrup
     pod = make_pod("Worker", 0, "Pending")
     unscheduled = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/3 nodes"}
     disrupted = {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI", "message": "evicted"}
-    pod["status"]["conditions"] = [{**unscheduled, "lastTransitionTime": T0}, {**disrupted, "lastProbeTime": None},
+    pod["status"]["conditions"] = [{**unscheduled, "lastTransitionTime": T0},
+                                   {**disrupted, "lastProbeTime": None, "lastTransitionTime": T0},
                                    {"type": "Ready", "status": "False", "reason": "PodCompleted"}]
-    assert slim_pod(pod)["status"]["conditions"] == [unscheduled, disrupted]
+    # A disruption's time is kept: its peers' window begins then (plan/policies/disruptions.py).
+    assert slim_pod(pod)["status"]["conditions"] == [unscheduled, {**disrupted, "lastTransitionTime": T0}]
 
 
 def test_the_job_cache_drops_only_managed_fields_and_kubectls_copy_of_the_manifest() -> None:

@@ -49,7 +49,6 @@ from tfop.api.constants import (
 from tfop.api.exit_codes import OOM_KILLED
 from tfop.api.timestamps import parse_time
 from tfop.controller.plan.children.batch_job import made_by_job
-from tfop.controller.plan.children.desired import replica_slot_of
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import TFJobModel
 from tfop.controller.plan.job_status import DisruptionRecord, TFJobStatus
@@ -95,8 +94,7 @@ def judge_disruptions(draft: PlanDraft, job: TFJobModel, context: PlanContext,
     for pod in context.observed.pods:
         disruption = (pod.disruption or _recorded(previous.get(pod.uid)) or _by_node(by_node.get(pod.uid))
                       or _drained(pod, nodes, retired))
-        slot = replica_slot_of(pod)
-        if disruption is None or slot is None or slot.replica_type in never:
+        if disruption is None or pod.slot is None or pod.slot.replica_type in never:
             pods.append(pod)
             continue
         if disruption.at is None:
