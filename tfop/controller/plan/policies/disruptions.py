@@ -24,7 +24,8 @@ pod, or the in-place restart its container status shows last) is the disruption'
 - it ended before T: it cannot have been caused by it;
 - its container was OOMKilled: a broken collective does not make a process run out of memory.
 A failure after the window counts, as does a second in-place restart within it (only the last one's end is in the
-pod's status). Failures tfop sees before it knows of the disruption are counted as they are seen.
+pod's status). Of what tfop saw before it knew of the disruption, a failure that failed the job or a pod already
+recreated stays counted, while an in-place restart in the window is taken out of the count once it knows.
 
 Each disruption is recorded in `status.disruptions` as it is first seen (kept while its pod is seen or its window
 is open, and the latest 8 beyond), which is what tells it once: a Normal ReplicaDisrupted event naming the
