@@ -173,15 +173,17 @@ def _capacity_scaling(data: Any, notes: list[str]) -> CapacityScalingSettings:
 
 
 def _disruptions(data: Any, notes: list[str]) -> DisruptionSettings:
-    """disruptions: {peerWindowSeconds, reclaimNoticeTaints}."""
+    """disruptions: {peerWindowSeconds, reclaimNoticeTaints, nodeSilenceSeconds}."""
     spec = _mapping(data, "disruptions")
-    _known(spec, "disruptions", {"peerWindowSeconds", "reclaimNoticeTaints"}, notes)
+    _known(spec, "disruptions", {"peerWindowSeconds", "reclaimNoticeTaints", "nodeSilenceSeconds"}, notes)
     defaults = DisruptionSettings()
     window = _seconds(spec.get("peerWindowSeconds", defaults.peer_window_seconds), "disruptions.peerWindowSeconds")
+    silence = _seconds(spec.get("nodeSilenceSeconds", defaults.node_silence_seconds), "disruptions.nodeSilenceSeconds")
     taints = _list(spec.get("reclaimNoticeTaints", list(defaults.reclaim_taints)), "disruptions.reclaimNoticeTaints")
     if not all(isinstance(entry, str) and entry for entry in taints):
         raise ConfigError(f"disruptions.reclaimNoticeTaints must list taint keys, not {taints!r}")
-    return DisruptionSettings(peer_window_seconds=window, reclaim_taints=tuple(str(entry) for entry in taints))
+    return DisruptionSettings(peer_window_seconds=window, reclaim_taints=tuple(str(entry) for entry in taints),
+                              node_silence_seconds=silence)
 
 
 def _node_loss(data: Any, notes: list[str]) -> NodeLossSettings:

@@ -195,6 +195,6 @@ def test_seed_003_configmap_loads_as_written(tmp_path: Path, gpu_resource: str |
 
 def test_disruptions_default_to_a_minute_and_the_common_reclaim_notices() -> None:
     assert parse_config({}).disruptions == DisruptionSettings(
-        60.0, ("aws-node-termination-handler/spot-itn", "cloud.google.com/impending-node-termination"))
-    assert parse_config({"disruptions": {"peerWindowSeconds": 120, "reclaimNoticeTaints": []}}).disruptions == (
-        DisruptionSettings(120.0, ()))
+        60.0, ("aws-node-termination-handler/spot-itn", "cloud.google.com/impending-node-termination"), 50.0)
+    assert parse_config({"disruptions": {"peerWindowSeconds": 120, "reclaimNoticeTaints": [],
+                                         "nodeSilenceSeconds": 40}}).disruptions == DisruptionSettings(120.0, (), 40.0)

@@ -205,13 +205,28 @@ ROWS = {
                            on(make_pod("Worker", 2), "n2")],
         deleted=[], restarts=0, failed=None, events=[], recorded=[],
         nodes={**HEALTHY, "n1": node("n1", ready="Unknown")}),
+    "OnFailure: Worker 1's node unreachable; Worker 0 restarted 30 s before Ready turned Unknown: uncounted": Row(
+        job("OnFailure"), [on(restarted(0, 1, "2026-11-21T09:59:20Z"), "n0"), on(make_pod("Worker", 1), "n1"),
+                           on(make_pod("Worker", 2), "n2")],
+        deleted=[], restarts=0, failed=None, events=[], recorded=[],
+        nodes={**HEALTHY, "n1": node("n1", ready="Unknown")}),
+    "OnFailure: the same restart 60 s before, longer than a kubelet's silence is waited out: its own": Row(
+        job("OnFailure"), [on(restarted(0, 1, "2026-11-21T09:58:50Z"), "n0"), on(make_pod("Worker", 1), "n1"),
+                           on(make_pod("Worker", 2), "n2")],
+        deleted=[W0, W1, W2], restarts=1, failed=PAST_BACKOFF,
+        events=[("Warning", "TFJobRestarting", ("TFJob ns/mnist: Worker containers restarted in place 1 more "
+                 "time(s), 1 restart(s) of Worker replicas in all.")),
+                ("Warning", "BackoffLimitExceeded", PAST_BACKOFF)], recorded=[],
+        nodes={**HEALTHY, "n1": node("n1", ready="Unknown")}),
     "Worker 1's node lost past its grace: forced out, the others with it, recorded as NodeLost": Row(
         job("OnFailure"), [on(make_pod("Worker", 0), "n0"), on(make_pod("Worker", 1), "n1"),
                            on(make_pod("Worker", 2), "n2")],
         deleted=[W0, W1, W2], forced=[W1], restarts=0, failed=None,
         events=[("Warning", "NodeLost", ("TFJob ns/mnist: Worker 1's node n1 is unreachable since 09:59:00; "
                  "replacing it without waiting for its kubelet."))],
-        recorded=[("Worker 1", "NodeLost", "Node", "2026-11-21T09:59:00Z", "2026-11-21T10:00:30Z")],
+        # From when its kubelet went silent (50 s before Ready turned Unknown), until the node-loss grace (30 s)
+        # and the window (60 s) past the transition.
+        recorded=[("Worker 1", "NodeLost", "Node", "2026-11-21T09:58:10Z", "2026-11-21T10:00:30Z")],
         counted=(("NodeLost", 1),), nodes={**HEALTHY, "n1": node("n1", ready="Unknown", since="2026-11-21T09:59:00Z")}),
 }
 

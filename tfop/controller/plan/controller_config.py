@@ -80,6 +80,9 @@ class DisruptionSettings:
     peer_window_seconds: float = 60.0
     # Node taints that announce a reclaim: the replicas on such a node are moved (stopped gracefully) at once.
     reclaim_taints: tuple[str, ...] = RECLAIM_NOTICE_TAINTS
+    # How long before a node's Ready turned Unknown its kubelet went silent (the node lifecycle controller's
+    # node-monitor-grace-period): a lost node's window opens that much earlier.
+    node_silence_seconds: float = 50.0
 
 
 @dataclass(frozen=True)

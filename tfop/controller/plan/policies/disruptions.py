@@ -14,12 +14,15 @@ The sources, first that applies:
   disruption's window.
 
 The window, and how a genuine failure is still told apart. A disruption that began at T (the condition's time, the
-node's Ready transition, the reclaim taint's timeAdded, else when tfop first saw it) opens a window for the job's
+reclaim taint's timeAdded, the node's Ready transition, else when tfop first saw it) opens a window for the job's
 other replicas until T + the disrupted pod's grace period (its deletion's, else 30 s) + `disruptions.
 peerWindowSeconds` (60 s by default): the disrupted process lives until its grace period ends, and a collective
 breaks within seconds of losing a member. A node that has stopped being Ready (node loss's suspect) opens the
-same window from that moment, so a peer that fails before the node is declared lost is not counted either; if the
-node comes back, it was no disruption, and the failure counts. Within the window a peer's failure (a Failed
+same window, so a peer that fails before the node is declared lost is not counted either (until node loss's grace
+after the transition, plus the window); if the node comes back, it was no disruption, and the failure counts. A
+node whose kubelet went silent (Ready Unknown) lost its processes before the node lifecycle controller said so:
+its window opens `disruptions.nodeSilenceSeconds` (50 s, that controller's default node-monitor-grace-period)
+before the transition. Within the window a peer's failure (a Failed
 pod, or the in-place restart its container status shows last) is the disruption's and is not counted, unless
 - it ended before T: it cannot have been caused by it;
 - its container was OOMKilled: a broken collective does not make a process run out of memory.
@@ -90,10 +93,11 @@ def judge_disruptions(draft: PlanDraft, job: TFJobModel, context: PlanContext,
     nodes = context.observed.nodes or {}
     scope_job = job.options.restart_scope == RESTART_SCOPE_JOB
     window = timedelta(seconds=draft.config.disruptions.peer_window_seconds)
+    silence = timedelta(seconds=draft.config.disruptions.node_silence_seconds)
     pods: list[PodView] = []
     records: dict[str, DisruptionRecord] = {}
     for pod in context.observed.pods:
-        disruption = (pod.disruption or _recorded(previous.get(pod.uid)) or _by_node(by_node.get(pod.uid))
+        disruption = (pod.disruption or _recorded(previous.get(pod.uid)) or _by_node(by_node.get(pod.uid), silence)
                       or _drained(pod, nodes, retired))
         if disruption is None or pod.slot is None or pod.slot.replica_type in never:
             pods.append(pod)
@@ -102,13 +106,14 @@ def judge_disruptions(draft: PlanDraft, job: TFJobModel, context: PlanContext,
             known = previous.get(pod.uid)
             disruption = replace(disruption, at=known.time if known is not None and known.time else draft.stamp)
         pods.append(pod if disruption == pod.disruption else replace(pod, disruption=disruption))
-        record = previous.get(pod.uid) or _record(pod, disruption, window if scope_job else None)
+        record = previous.get(pod.uid) or _record(pod, disruption, window if scope_job else None,
+                                                  _node_window_end(by_node.get(pod.uid), job, window))
         records[pod.uid] = record
         if pod.uid not in previous:
             _announce(draft, pod, record, by_node.get(pod.uid))
     if scope_job and job.options.replica_backend == REPLICA_BACKEND_PODS:
         windows = [*_windows(records.values()), *_windows(previous.values()),
-                   *_suspect_windows(on_bad_nodes, job, window)]
+                   *_suspect_windows(on_bad_nodes, job, window, silence)]
         pods = [_as_peer(pod, windows) for pod in pods]
     draft.status = replace(draft.status, disruptions=_kept(previous, records, {pod.uid for pod in pods}, draft.now))
     return context.with_pods(tuple(pods))
@@ -127,10 +132,23 @@ def _recorded(record: DisruptionRecord | None) -> Disruption | None:
     return Disruption(record.reason or "", record.message or "", source, record.time)
 
 
-def _by_node(found: ReplicaOnNode | None) -> Disruption | None:
+def _by_node(found: ReplicaOnNode | None, silence: timedelta) -> Disruption | None:
+    """A lost or moved replica's disruption, from when its node's trouble began: for a node whose kubelet went
+    silent, `silence` before its Ready turned Unknown, when its processes may already have gone."""
     if found is None:
         return None
-    return Disruption(found.reason, f"its node {found.node} {found.cause}", "Node", found.since)
+    return Disruption(found.reason, f"its node {found.node} {found.cause}", "Node", _began(found, silence))
+
+
+def _began(found: ReplicaOnNode, silence: timedelta) -> datetime | None:
+    return found.since - silence if found.since is not None and found.unreachable else found.since
+
+
+def _node_window_end(found: ReplicaOnNode | None, job: TFJobModel, window: timedelta) -> datetime | None:
+    """A node's trouble ends its peers' window no sooner than node loss's grace after it began, plus the window."""
+    if found is None or found.since is None:
+        return None
+    return found.since + job.options.node_policy.grace + window
 
 
 def _drained(pod: PodView, nodes: Mapping[str, NodeView], retired: set[str]) -> Disruption | None:
@@ -143,12 +161,16 @@ def _drained(pod: PodView, nodes: Mapping[str, NodeView], retired: set[str]) -> 
     return Disruption(NODE_DRAINED, f"deleted on its cordoned node {node.name}", "NodeDrain", deleted)
 
 
-def _record(pod: PodView, disruption: Disruption, window: timedelta | None) -> DisruptionRecord:
+def _record(pod: PodView, disruption: Disruption, window: timedelta | None,
+            node_end: datetime | None) -> DisruptionRecord:
     at = disruption.at
     grace = timedelta(seconds=pod.deletion_grace if pod.deletion_grace else DEFAULT_GRACE_SECONDS)
+    until = None
+    if window is not None and at is not None:
+        until = max(at + grace + window, node_end) if node_end is not None else at + grace + window
     return DisruptionRecord(replica=replica_name(pod), pod_uid=pod.uid, reason=disruption.reason or "Unknown",
                             source=disruption.source, message=disruption.message or None, time=at,
-                            peers_until=at + grace + window if window is not None and at is not None else None)
+                            peers_until=until)
 
 
 def _announce(draft: PlanDraft, pod: PodView, record: DisruptionRecord, on_node: ReplicaOnNode | None) -> None:
@@ -172,12 +194,15 @@ def _windows(records: Iterable[DisruptionRecord]) -> list[_Window]:
             for record in records if record.time is not None and record.peers_until is not None]
 
 
-def _suspect_windows(on_bad_nodes: list[ReplicaOnNode], job: TFJobModel, window: timedelta) -> list[_Window]:
-    """A node not Ready opens a window from that moment, before node loss declares it lost."""
+def _suspect_windows(on_bad_nodes: list[ReplicaOnNode], job: TFJobModel, window: timedelta,
+                     silence: timedelta) -> list[_Window]:
+    """A node not Ready opens a window from then (an unreachable one's from when it went silent), before node loss
+    declares it lost."""
     grace = job.options.node_policy.grace
-    return [_Window(found.since, found.since + grace + window, found.pod.uid,
+    return [_Window(began, found.since + grace + window, found.pod.uid,
                     f"{replica_name(found.pod)}'s node {found.node}, which {found.cause}")
-            for found in on_bad_nodes if found.verdict is Verdict.SUSPECT and found.since is not None]
+            for found in on_bad_nodes if found.verdict is Verdict.SUSPECT and found.since is not None
+            and (began := _began(found, silence)) is not None]
 
 
 def _as_peer(pod: PodView, windows: list[_Window]) -> PodView:

@@ -83,6 +83,8 @@ class ReplicaOnNode:
     replace_at: datetime | None = None  # a SUSPECT replica is replaced then, if nothing changes
     since: datetime | None = None  # when the node's trouble began, if it says
     reason: str = DISRUPTED_NODE_LOST  # NodeLost, NodeUnhealthy or ReclaimNotice
+    # Its kubelet stopped reporting (Ready Unknown): it went silent some time before `since`.
+    unreachable: bool = False
 
     @property
     def reclaimed(self) -> bool:
@@ -125,7 +127,8 @@ def replicas_on_bad_nodes(pods: Iterable[PodView], nodes: Mapping[str, NodeView]
             elif since is not None and policy.policy == NODE_LOSS_REPLACE:
                 replace_at = since + policy.grace
         reason = DISRUPTED_NODE_UNHEALTHY if verdict is Verdict.MOVE else DISRUPTED_NODE_LOST
-        found.append(ReplicaOnNode(pod, node_name, verdict, cause, replace_at, since, reason))
+        found.append(ReplicaOnNode(pod, node_name, verdict, cause, replace_at, since, reason,
+                                   unreachable=not node.ready and node.unreachable))
     return found
 
 
