@@ -56,6 +56,7 @@ def t(clock: str) -> datetime:
 
 UNREACHABLE = ("node.kubernetes.io/unreachable", "09:59:00")
 OUT_OF_SERVICE = ("node.kubernetes.io/out-of-service", "09:59:58")
+SPOT = "aws-node-termination-handler/spot-itn"
 
 # (pod, nodes by name, settings, policy) -> [(verdict, cause, replace at)], or [] when the replica is left alone
 ROWS: dict[str, tuple[dict[str, Any], dict[str, dict[str, Any]], NodeLossSettings, JobNodePolicy,
@@ -103,6 +104,15 @@ ROWS: dict[str, tuple[dict[str, Any], dict[str, dict[str, Any]], NodeLossSetting
         pod_on("real-1"), {"real-1": node(since="09:59:00", taints=(UNREACHABLE,))}, GPU, REPLACE_30, []),
     "terminating on a Ready node is the kubelet's to finish": (
         pod_on("real-1", deleted="09:50:00"), {"real-1": node()}, GPU, REPLACE_30, []),
+    "a spot reclaim notice on a Ready node: moved at once, gracefully, no grace waited": (
+        pod_on("real-1"), {"real-1": node(taints=((SPOT, "09:59:58"),))}, GPU, REPLACE_30,
+        [(Verdict.MOVE, f"has the reclaim notice {SPOT} since 09:59:58", None)]),
+    "a reclaim notice on a node already unreachable: node loss's to judge": (
+        pod_on("real-1"), {"real-1": node(ready="Unknown", since="09:59:50", taints=((SPOT, "09:59:40"),))}, GPU,
+        REPLACE_30, [(Verdict.SUSPECT, "is unreachable since 09:59:50", t("10:00:20"))]),
+    "a pod bound to a reclaimed node but not yet running is moved too": (
+        pod_on("real-1", "Pending"), {"real-1": node(taints=((SPOT, "09:59:58"),))}, GPU, REPLACE_30,
+        [(Verdict.MOVE, f"has the reclaim notice {SPOT} since 09:59:58", None)]),
 }
 
 
@@ -110,7 +120,7 @@ ROWS: dict[str, tuple[dict[str, Any], dict[str, dict[str, Any]], NodeLossSetting
 def test_node_loss(row: tuple[Any, ...]) -> None:
     pod, nodes, settings, policy, expected = row
     views = {name: NodeView.of(entry) for name, entry in nodes.items()}
-    found = replicas_on_bad_nodes([PodView.of(pod)], views, NOW, settings, policy)
+    found = replicas_on_bad_nodes([PodView.of(pod)], views, NOW, settings, policy, (SPOT,))
     assert [(replica.verdict, replica.cause, replica.replace_at) for replica in found] == expected
 
 
