@@ -28,6 +28,7 @@ from .addons.firewall_state import stop_firewall
 from .api_objects import AdminAPI, get_text
 from .controlplane import COMPONENTS, ControlPlane, build_controlplane
 from .host import HostError, bridge_owner
+from .listeners import Address
 from .node_layout import NODE_LABEL, ClusterNetwork, NodeError, NodeLayout, slot_for
 from .pki import PKIError, kubeconfig, make_pki
 from .supervisor import WATCHDOG, ClusterError, Supervisor, log
@@ -369,6 +370,9 @@ class LocalCluster(Supervisor):
         if component == WATCHDOG:
             return [sys.executable, str(HACK_DIR / "local_cluster.py"), "watch", "--dir", str(self.directory)]
         return [self._binary(component), *self.control_plane.args(component), *self.extra_args.get(component, [])]
+
+    def _addresses(self, component: str) -> list[Address]:
+        return self.pods_network.addresses(component) if component in pod_network.COMPONENTS else []
 
     def _probe(self, component: str) -> bool:
         node = self._node_of(component)
