@@ -1,5 +1,5 @@
-"""`make test` and `make test-all`: the builds the tests run on, then the suite as four pytest processes at once,
-each with its own local cluster; each lane starts as soon as the builds it needs first are done
+"""`make test` and `make test-all`: the builds the tests run on, and the suite as four pytest processes at once (five
+for test-all), each with its own local cluster; each lane starts as soon as the builds it needs first are done
 (hack/build_schedule.py), so on a cold machine most of the suite runs while Kueue and the co-scheduler build.
 
 `make test` is the gate (12 minutes warm on 2 cores): every test but those test/support/tiers.py marks `long`,
