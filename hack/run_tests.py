@@ -305,7 +305,7 @@ def run_lanes(lanes: tuple[Lane, ...], everything: bool = False, builds: tuple[B
     if outcome.build_seconds:
         built = (f"{name} {seconds:.0f}" + (" FAILED" if name in outcome.failed_builds else "")
                  for name, seconds in outcome.build_seconds.items())
-        print(f"==== builds, seconds (from its start): {', '.join(built)} ====")
+        print(f"==== builds, seconds each: {', '.join(built)} ====")
     for lane in lanes:
         if lane.report and lane.report.is_file():
             try:
