@@ -155,8 +155,8 @@ def test_unknown_keys_are_warnings_naming_them() -> None:
     assert config.service_domain == "svc"
     assert warnings == [
         ("the config has unknown key 'cloud', ignored; known: accelerators, capacityScaling, childNaming, "
-         "evaluatorGraceSeconds, gangScheduler, gpuResource, grpcServerFilePath, kueue, nodeLoss, replicaBackend, "
-         "serviceDomain, tfImage, unknownSchedulingGraceSeconds"),
+         "evaluatorGraceSeconds, gangScheduler, gpuResource, grpcServerFilePath, kueue, nodeLoss, progress, "
+         "replicaBackend, serviceDomain, tfImage, unknownSchedulingGraceSeconds"),
         "accelerators[nvidia.com/gpu] has unknown key 'driver', ignored; known: envVars, volumes"]
 
 

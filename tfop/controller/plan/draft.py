@@ -214,14 +214,15 @@ def _first_and_pending(old: TFJobStatus, new: TFJobStatus) -> bool:
 
 def _progress_only(old: TFJobStatus, new: TFJobStatus) -> bool:
     """Whether `new` differs from `old` only in what pods' progress moves (replica counts, the summary, condition
-    messages, and the older API's phase as a finished job's clean-up ends: CleanUp -> Done): every condition keeps
-    its status and reason, and every other field (times, restart counts, ...) stays as it was."""
+    messages, the training progress they report, and the older API's phase as a finished job's clean-up ends:
+    CleanUp -> Done): every condition keeps its status and reason, and every other field (times, restart counts,
+    ...) stays as it was."""
     def shape(status: TFJobStatus) -> tuple[object, ...]:
         conditions = [(c.type, c.status, c.reason, c.last_transition_time) for c in status.conditions or ()]
         replicas = {replica_type: replace(entry, active=None, succeeded=None, failed=None)
                     for replica_type, entry in (status.replica_statuses or {}).items()}
         rest = replace(status, last_reconcile_time=None, replica_summary=None, conditions=None,
-                       replica_statuses=None, phase=None)
+                       replica_statuses=None, phase=None, trainer_status=None)
         return conditions, replicas, rest
 
     return shape(old) == shape(new)

@@ -53,6 +53,7 @@ from tfop.controller.plan.policies.node_loss import (
     move_off_bad_nodes,
     replicas_on_bad_nodes,
 )
+from tfop.controller.plan.policies.progress import record_progress
 from tfop.controller.plan.policies.resize import Resize, plan_resize
 from tfop.controller.plan.policies.restart_scope import restarted_with
 from tfop.controller.plan.policies.running import update_running
@@ -115,6 +116,7 @@ def plan(context: PlanContext) -> Plan:
                                           FinishedReplicas.of_status(draft.previous))
         _run(_Planning(draft, context, parsed, naming, sorted_children, backend))
     _release_pods(draft, context, spec)
+    record_progress(draft, context.progress)
     return draft.finalize(refused=bool(context.refusals))
 
 
@@ -296,7 +298,7 @@ def _desired(p: _Planning, placements: Mapping[str, PodSetPlacement]) -> Desired
     config = p.draft.config
     replaces_lost_pods = config.node_loss.watch_nodes and p.model.options.node_policy.policy == NODE_LOSS_REPLACE
     return DesiredChildren(p.model, config.service_domain, config.accelerators, config.gang, p.naming,
-                           replaces_lost_pods=replaces_lost_pods, placements=placements)
+                           replaces_lost_pods=replaces_lost_pods, placements=placements, progress=config.progress)
 
 
 def _announce_gpu_renames(p: _Planning) -> None:
