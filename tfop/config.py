@@ -26,6 +26,13 @@ cluster the operator runs in rather than how one process runs (those are flags).
       integration: kueue                  # who queues a job labelled kueue.x-k8s.io/queue-name: Kueue's TFJob
                                           # adapter (kueue, default), or tfop itself with a Workload it makes
                                           # and follows (own), for a Kueue without the kubeflow.org/tfjob adapter
+    progress:                             # the progress endpoint pods report training progress to (off by default;
+      enabled: true                       # docs/tfjob/progress.md)
+      url: https://tfop.tfop-system.svc:8444   # how pods reach it (required when enabled)
+      address: ":8444"                    # where the operator listens
+      certDir: /etc/tfop/progress-certs   # tls.crt, tls.key (and ca.crt); without: self-signed for the url's host
+      reportsPerSecond: 1                 # per job, sustained, beyond a burst of `burst` (10)
+      tokenSeconds: 3600                  # how long a pod's projected token lives
     capacityScaling:                      # elastic jobs resized to the cluster's free capacity (off by default)
       enabled: true
       growAfterSeconds: 60                # capacity idle this long: elastic jobs grow into it
@@ -42,6 +49,7 @@ import re
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -62,6 +70,7 @@ from tfop.controller.plan.controller_config import (
     DisruptionSettings,
     HostVolume,
     NodeLossSettings,
+    ProgressSettings,
 )
 from tfop.controller.plan.gang_schedulers import GANG_NONE, GANG_SCHEDULER_NAMES
 from tfop.controller.plan.job.legacy_gpu import LEGACY_GPU_RESOURCE, gpu_resource_problem
@@ -95,7 +104,7 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> ControllerConf
     _known(document, "the config",
            {"serviceDomain", "accelerators", "gangScheduler", "childNaming", "tfImage", "grpcServerFilePath",
             "replicaBackend", "nodeLoss", "disruptions", "gpuResource", "evaluatorGraceSeconds",
-            "unknownSchedulingGraceSeconds", "capacityScaling", "kueue"}, notes)
+            "unknownSchedulingGraceSeconds", "capacityScaling", "kueue", "progress"}, notes)
     domain = document.get("serviceDomain", DEFAULT_SERVICE_DOMAIN)
     if not isinstance(domain, str) or not _DNS_SUFFIX.match(domain):
         raise ConfigError(f"serviceDomain {domain!r} is not a DNS suffix such as svc.cluster.local")
@@ -140,7 +149,44 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> ControllerConf
                             evaluator_grace_seconds=evaluator_grace,
                             unknown_scheduling_grace_seconds=unknown_scheduling_grace,
                             capacity_scaling=_capacity_scaling(document.get("capacityScaling") or {}, notes),
-                            kueue_integration=_kueue_integration(document.get("kueue") or {}, notes))
+                            kueue_integration=_kueue_integration(document.get("kueue") or {}, notes),
+                            progress=_progress(document.get("progress") or {}, notes))
+
+
+def _progress(data: Any, notes: list[str]) -> ProgressSettings:
+    """progress: {enabled, url, address, certDir, reportsPerSecond, burst, tokenSeconds}."""
+    spec = _mapping(data, "progress")
+    _known(spec, "progress", {"enabled", "url", "address", "certDir", "reportsPerSecond", "burst", "tokenSeconds"},
+           notes)
+    defaults = ProgressSettings()
+    enabled = spec.get("enabled", defaults.enabled)
+    if not isinstance(enabled, bool):
+        raise ConfigError(f"progress.enabled must be true or false, not {enabled!r}")
+    url = spec.get("url", defaults.url)
+    parsed = urlsplit(url) if isinstance(url, str) else None
+    if enabled and (parsed is None or parsed.scheme != "https" or not parsed.hostname or parsed.path.strip("/")
+                    or parsed.query):
+        raise ConfigError(f"progress.url {url!r} must be the https:// address pods reach the endpoint at, without "
+                          "a path, such as https://tfop.tfop-system.svc:8444")
+    address = spec.get("address", defaults.address)
+    if not isinstance(address, str) or not re.fullmatch(r"[^\s]*:\d{1,5}", address):
+        raise ConfigError(f"progress.address {address!r} must be host:port or :port, such as :8444")
+    cert_dir = spec.get("certDir", defaults.cert_dir)
+    if cert_dir is not None and (not isinstance(cert_dir, str) or not cert_dir):
+        raise ConfigError(f"progress.certDir {cert_dir!r} must name a directory with tls.crt and tls.key")
+    rate = spec.get("reportsPerSecond", defaults.reports_per_second)
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate <= 1000:
+        raise ConfigError(f"progress.reportsPerSecond must be a number above 0 and at most 1000, not {rate!r}")
+    burst = spec.get("burst", defaults.burst)
+    if isinstance(burst, bool) or not isinstance(burst, int) or not 1 <= burst <= 10000:
+        raise ConfigError(f"progress.burst must be a whole number from 1 to 10000, not {burst!r}")
+    token_seconds = spec.get("tokenSeconds", defaults.token_seconds)
+    if isinstance(token_seconds, bool) or not isinstance(token_seconds, int) or not 600 <= token_seconds <= 86400:
+        # The apiserver refuses a projected token shorter than 10 minutes.
+        raise ConfigError(f"progress.tokenSeconds must be a whole number from 600 to 86400, not {token_seconds!r}")
+    return ProgressSettings(enabled=enabled, url=str(url).rstrip("/") if isinstance(url, str) else "",
+                            address=address, cert_dir=cert_dir, reports_per_second=float(rate), burst=burst,
+                            token_seconds=token_seconds)
 
 
 def _kueue_integration(data: Any, notes: list[str]) -> KueueIntegration:

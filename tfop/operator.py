@@ -14,6 +14,7 @@ import signal
 import socket
 import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
@@ -25,6 +26,7 @@ from tfop.api.kueue import INTEGRATION_OWN
 from tfop.config import ConfigError, load_config
 from tfop.controller.capacity.scaler import CapacityScaler
 from tfop.controller.children import TFJOBS
+from tfop.controller.plan.controller_config import ProgressSettings
 from tfop.controller.reconciler import TFJobController, gang_scheduler_problem
 from tfop.health import Checks, EndpointServer
 from tfop.kube.client import KubeClient
@@ -34,7 +36,11 @@ from tfop.malloc_arenas import limit_malloc_arenas
 from tfop.metrics import OperatorMetrics, create_registry
 from tfop.metrics_serving import MetricsServing, in_a_pod, metrics_serving, secure_endpoint
 from tfop.preflight import check_cluster, check_kueue, make_client
+from tfop.progress.metrics import ProgressCollector
+from tfop.progress.server import ProgressServer
+from tfop.progress.serving import certificate, configmap_data, progress_server
 from tfop.startup import EXIT_USAGE, ListenAddress, StartupError, parse_listen_address, report_startup_error
+from tfop.tls import ContextSource
 from tfop.webhook import ConversionWebhook
 
 log = structlog.get_logger("tfop")
@@ -81,13 +87,25 @@ def _run(args: argparse.Namespace) -> int:
     gang_problem = gang_scheduler_problem(client, config.gang)
     if gang_problem is not None:
         log.error("gang scheduling unavailable", problem=gang_problem)
+    progress_tls = _progress_certificate(config.progress) if config.progress.enabled else None
     controller = TFJobController(client, recorder, config=config, metrics=metrics, namespaces=args.namespace,
-                                 threads=args.threads, gang_problem=gang_problem)
+                                 threads=args.threads, gang_problem=gang_problem,
+                                 progress_files=None if progress_tls is None else configmap_data(progress_tls[1]))
     # Cross-job, so beside the controller rather than in it: it reads the controller's TFJob cache.
     scaler = (CapacityScaler(client, config, lambda: controller.runtime.stores(TFJOBS))
               if config.capacity_scaling.enabled else None)
-    servers: list[EndpointServer | ConversionWebhook] = [*_endpoint_servers(serving, health_addr, controller,
-                                                                            registry, client)]
+    servers: list[EndpointServer | ConversionWebhook | ProgressServer] = [
+        *_endpoint_servers(serving, health_addr, controller, registry, client)]
+    if progress_tls is not None:
+        registry.register(ProgressCollector(controller.progress))
+        try:
+            servers.append(progress_server(config.progress, controller, client, progress_tls[0]))
+        except OSError as error:
+            for server in servers:
+                server.stop()
+            raise StartupError(EXIT_USAGE, "cannot listen", f"progress.address {config.progress.address}: "
+                               f"{error.strerror or error}", "choose a free port in the config's progress.address",
+                               ) from None
     if args.webhook_addr:
         try:
             servers.append(ConversionWebhook(args.webhook_addr, args.webhook_cert_dir, config.gpu_resource))
@@ -208,6 +226,16 @@ def _endpoint_servers(serving: MetricsServing, health_addr: ListenAddress, contr
             raise StartupError(EXIT_USAGE, "cannot listen", f"{flag} {address}: {error.strerror or error}",
                                f"choose a free port or an address of this machine with {flag}") from None
     return servers
+
+
+def _progress_certificate(settings: ProgressSettings) -> tuple[ContextSource, Callable[[], str]]:
+    try:
+        return certificate(settings)
+    except OSError as error:
+        raise StartupError(EXIT_USAGE, "cannot serve the progress endpoint", f"{error} (progress.certDir "
+                           f"{settings.cert_dir})" if settings.cert_dir else str(error),
+                           "give progress.certDir a directory with tls.crt and tls.key, or install openssl",
+                           ) from None
 
 
 def _own_namespace() -> str:

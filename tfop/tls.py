@@ -75,6 +75,13 @@ def self_signed_hosts() -> list[str]:
 
 def self_signed_context(hosts: Sequence[str], common_name: str) -> tuple[ssl.SSLContext, str]:
     """(a server context with a new self-signed certificate for `hosts`, its SHA-256 fingerprint)."""
+    context, fingerprint, _ = self_signed_certificate(hosts, common_name)
+    return context, fingerprint
+
+
+def self_signed_certificate(hosts: Sequence[str], common_name: str) -> tuple[ssl.SSLContext, str, str]:
+    """(a server context with a new self-signed certificate for `hosts`, its SHA-256 fingerprint, the certificate
+    as PEM, which clients trust as their CA)."""
     openssl = shutil.which("openssl")
     if openssl is None:
         raise CertificateError("the openssl command is not installed, so no self-signed certificate can be made")
@@ -88,8 +95,9 @@ def self_signed_context(hosts: Sequence[str], common_name: str) -> tuple[ssl.SSL
                               capture_output=True, text=True, timeout=30, check=False)
         if made.returncode != 0:
             raise CertificateError(f"openssl could not make a certificate: {made.stderr.strip()[-300:]}")
-        der = ssl.PEM_cert_to_DER_cert(cert.read_text())
-        return server_context(cert, key), hashlib.sha256(der).hexdigest()
+        pem = cert.read_text()
+        der = ssl.PEM_cert_to_DER_cert(pem)
+        return server_context(cert, key), hashlib.sha256(der).hexdigest(), pem
 
 
 def _is_ip(host: str) -> bool:

@@ -251,7 +251,7 @@ def test_kubectl_explain_describes_every_status_field_and_the_template(cluster: 
 def test_columns_say_what_state_a_job_is_in(cluster: LocalCluster, tfjob_crd: Path) -> None:
     columns = {c["name"]: c for c in yamlio.load(tfjob_crd.read_text())["spec"]["versions"][0][
         "additionalPrinterColumns"]}
-    assert list(columns)[:5] == ["State", "Replicas", "Workers", "Active-Workers", "Age"]
+    assert list(columns)[:7] == ["State", "Replicas", "Workers", "Active-Workers", "Progress", "ETA", "Age"]
     assert all(c.get("description") for name, c in columns.items() if name != "Age")
     assert columns["State"]["description"] == "Created, Pending, Running, Restarting, Suspended, Succeeded or Failed"
 

@@ -46,13 +46,28 @@ def third_party_imports(paths: list[Path]) -> set[NormalizedName]:
 
 
 def test_every_third_party_import_of_tfop_is_declared() -> None:
-    # tfop/psserver holds scripts shipped into TensorFlow pods (a ConfigMap), never imported by the operator;
-    # tfop/ui is `tfop ui`, whose own dependencies are the ui extra's.
-    operator = [p for p in (REPO / "tfop").rglob("*.py") if "psserver" not in p.parts and "ui" not in p.parts]
+    # tfop/psserver and tfop/progress/keras.py are shipped into TensorFlow pods (ConfigMaps), never imported by the
+    # operator; tfop/ui is `tfop ui`, whose own dependencies are the ui extra's.
+    operator = [p for p in (REPO / "tfop").rglob("*.py") if "psserver" not in p.parts and "ui" not in p.parts
+                and p != CALLBACK]
     assert third_party_imports(operator) <= set(install_requires())
     page = sorted((REPO / "tfop" / "ui").rglob("*.py"))
     assert third_party_imports(page) <= set(install_requires()) | extra_requires("ui")
     assert extra_requires("ui") <= extra_requires("test"), "make test installs the test extra: the ui's too"
+
+
+CALLBACK = REPO / "tfop" / "progress" / "keras.py"
+
+
+def test_the_shipped_callback_needs_nothing_but_the_standard_library_and_tensorflow() -> None:
+    # A training image has TensorFlow and nothing of tfop's: the file must import in it as it is.
+    tree = ast.parse(CALLBACK.read_text())
+    relative = [node for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level]
+    assert third_party_imports([CALLBACK]) == {"tensorflow"} and not relative
+    assert "tfop" not in {name.partition(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+                          for name in (alias.name for alias in node.names)}
+    assert "tfop" not in {node.module.partition(".")[0] for node in ast.walk(tree)
+                          if isinstance(node, ast.ImportFrom) and node.module}
 
 
 def test_constraints_pin_every_dependency_within_its_range() -> None:

@@ -85,6 +85,8 @@ ANNOTATION_RESTART_SCOPE: Final = "tfop.kubeflow.org/restart-scope"
 # How long a job whose training succeeded waits for its running evaluators' final evaluation before it completes
 # (docs/tfjob/reference.md#the-evaluators-final-evaluation); the controller config's evaluatorGraceSeconds else.
 ANNOTATION_EVALUATOR_GRACE: Final = "tfop.kubeflow.org/evaluator-grace-seconds"
+# "true": the job's progress reports are also the metric tf_operator_job_training_steps_per_second (tfop/progress/).
+ANNOTATION_PROGRESS_METRICS: Final = "tfop.kubeflow.org/progress-metrics"
 
 # How long a job waits while its pods name a PriorityClass the cluster lacks (admission refuses them) or a scheduler
 # that never takes them, before it fails (docs/tfjob/reference.md#when-a-priorityclass-or-scheduler-is-missing);

@@ -5,6 +5,7 @@ to do, and hands the plan to the applier: one plan and one apply per pass. Nothi
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
@@ -39,6 +40,8 @@ from tfop.controller.plan.observed.workload import observe_workload
 from tfop.controller.plan.planner import plan as plan_job
 from tfop.controller.plan.status import condition_is_true, conditions_of, holds_finalizer, is_terminating
 from tfop.controller.plan.types import POD, WORKLOAD, ChildRef, CreateRefusal, PlanContext
+from tfop.controller.progress_reports import ProgressReports
+from tfop.controller.ps_server_configmap import ConfigMapData
 from tfop.kube.client import KubeClient
 from tfop.kube.clock import SYSTEM_CLOCK, Clock
 from tfop.kube.errors import NotFound
@@ -64,10 +67,14 @@ class TFJobController:
     def __init__(self, client: KubeClient, recorder: EventRecorder, *, config: ControllerConfig,
                  metrics: OperatorMetrics | None = None, namespaces: Sequence[str] = (), threads: int = 4,
                  create_concurrency: int = 16, stall_after: float = 900.0, clock: Clock = SYSTEM_CLOCK,
-                 gang_problem: str | None = None) -> None:
+                 gang_problem: str | None = None, progress_files: ConfigMapData | None = None) -> None:
         """`gang_problem` (from `gang_scheduler_problem`): why the configured gang scheduler cannot be used. Its
-        PodGroups are then not watched, and every job waits with that reason in its status."""
+        PodGroups are then not watched, and every job waits with that reason in its status. `progress_files`: the
+        progress endpoint's CA and callback for the namespaces' ConfigMap, with the endpoint on."""
         self.config = config
+        # The latest progress each job's pods reported (tfop/progress/ puts them), read as an observation.
+        self.progress = ProgressReports()
+        self.leading = threading.Event()  # set while this process's workers run
         self.gang_problem = gang_problem
         self.own_kueue = config.kueue_integration == INTEGRATION_OWN
         self.kinds = child_kinds(config.gang if gang_problem is None else None, own_kueue=self.own_kueue)
@@ -93,7 +100,8 @@ class TFJobController:
                                          threads=threads, stall_after=stall_after, metrics=self.metrics.kube,
                                          key_name="job")
         self.applier = PlanApplier(client, recorder, self.expectations, self.metrics, self._cache_of,
-                                   create_concurrency=create_concurrency, kinds=self.kinds, clock=clock)
+                                   create_concurrency=create_concurrency, kinds=self.kinds, clock=clock,
+                                   progress_files=progress_files)
 
     def _child_watch(self, kind: ChildKind) -> Watch:
         indexers = {kind.owner_index: by_controller_uid,
@@ -142,9 +150,11 @@ class TFJobController:
 
     def start_workers(self) -> None:
         self.runtime.start_workers()
+        self.leading.set()
 
     def stop(self, drain_timeout: float = 20.0) -> None:
         """Stop taking jobs, let in-flight reconciles finish (bounded), then stop watching."""
+        self.leading.clear()
         drained = self.runtime.stop_workers(drain_timeout)
         self.applier.shutdown(wait=drained)
         self.runtime.stop_informers()
@@ -169,6 +179,7 @@ class TFJobController:
             self.expectations.forget(key)
             self.refusals.pop(key, None)
             self.applier.held_statuses.close(key)
+            self.progress.forget(key)
             log.info("job deleted", job=key)
 
     def _child_changed(self, kind: str, change: Change, key: str, child: Object) -> None:
@@ -195,6 +206,24 @@ class TFJobController:
 
     def _cache_of(self, kind: str, namespace: str) -> Store:
         return self.runtime.store(self.kinds[kind].resource, namespace)
+
+    # --- what the progress endpoint asks ---------------------------------------------------------------------
+    def cached_pod(self, namespace: str, name: str) -> Object | None:
+        """None too for a namespace this operator does not watch (--namespace)."""
+        try:
+            return self._cache_of(POD, namespace).get(f"{namespace}/{name}")
+        except LookupError:
+            return None
+
+    def cached_job(self, key: str) -> Object | None:
+        try:
+            return self.runtime.store(TFJOBS, key.partition("/")[0]).get(key)
+        except LookupError:
+            return None
+
+    def progress_reported(self, key: str) -> None:
+        """A report came for the job: a pass writes it (at once, or with the status held back briefly)."""
+        self.runtime.queue.add(key)
 
     # --- reconcile -------------------------------------------------------------------------------------------
     def reconcile(self, key: str) -> Result:
@@ -228,7 +257,7 @@ class TFJobController:
         context = PlanContext(job, children, now, self.config, refusals=self.refusals.pop(key, ()),
                               gang_problem=self.gang_problem, nodes=self._nodes_of(children.get(POD, [])),
                               flavors=self._flavors_of(children.get(WORKLOAD, [])),
-                              priority_classes=self._priority_classes_of(job))
+                              priority_classes=self._priority_classes_of(job), progress=self.progress.latest(key))
         plan = plan_job(context)
         changes = self.applier.change_children(key, job, plan)
         held = self.applier.record(key, job, plan, now)

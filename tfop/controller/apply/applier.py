@@ -22,6 +22,7 @@ from tfop.controller.plan.types import (
     Plan,
     StatusWait,
 )
+from tfop.controller.ps_server_configmap import ConfigMapData
 from tfop.kube.client import KubeClient
 from tfop.kube.clock import SYSTEM_CLOCK, Clock
 from tfop.kube.errors import NotFound
@@ -42,13 +43,13 @@ class PlanApplier:
     def __init__(self, client: KubeClient, recorder: EventRecorder, expectations: Expectations,
                  metrics: OperatorMetrics, cache_of: CacheOf, *, create_concurrency: int = 16,
                  kinds: ChildKinds = CHILD_KINDS, status_hold: float = STATUS_HOLD_SECONDS,
-                 clock: Clock = SYSTEM_CLOCK) -> None:
+                 clock: Clock = SYSTEM_CLOCK, progress_files: ConfigMapData | None = None) -> None:
         self.client = client
         self.recorder = recorder
         self.expectations = expectations
         self.metrics = metrics
         self.children = ChildWriter(client, recorder, expectations, metrics, cache_of,
-                                    create_concurrency=create_concurrency, kinds=kinds)
+                                    create_concurrency=create_concurrency, kinds=kinds, progress_files=progress_files)
         self.held_statuses: HoldBack[str] = HoldBack(status_hold, clock)
 
     def shutdown(self, *, wait: bool) -> None:

@@ -12,7 +12,7 @@ import structlog
 from tfop.api.constants import FINALIZER_REPLICA_TRACKING
 from tfop.controller.children import ChildKinds, Scope, child_id
 from tfop.controller.plan.children.desired import total_replicas
-from tfop.controller.plan.job.default_ps_server import SCRIPT_CONFIGMAP
+from tfop.controller.plan.children.progress_reporting import PROGRESS_CONFIGMAP
 from tfop.controller.plan.slots import replica_ranges
 from tfop.controller.plan.types import (
     JOB,
@@ -23,7 +23,7 @@ from tfop.controller.plan.types import (
     Creation,
     Plan,
 )
-from tfop.controller.ps_server_configmap import ServerScriptKeeper
+from tfop.controller.ps_server_configmap import ConfigMapData, ConfigMapKeeper, server_script_keeper
 from tfop.kube.client import KubeClient, removed_by_delete
 from tfop.kube.errors import ApiError, BadRequest, Conflict, Invalid, NotFound, TooLarge
 from tfop.kube.events import NORMAL, WARNING, EventRecorder
@@ -76,10 +76,15 @@ def create_weight(job: Object) -> int:
 
 class ChildWriter:
     def __init__(self, client: KubeClient, recorder: EventRecorder, expectations: Expectations,
-                 metrics: OperatorMetrics, cache_of: CacheOf, *, create_concurrency: int, kinds: ChildKinds) -> None:
+                 metrics: OperatorMetrics, cache_of: CacheOf, *, create_concurrency: int, kinds: ChildKinds,
+                 progress_files: ConfigMapData | None = None) -> None:
+        """`progress_files`: what the ConfigMap PROGRESS_CONFIGMAP holds (the progress endpoint's CA, the Keras
+        callback), for the namespaces whose pods report progress; None with the endpoint off."""
         self.client = client
         self.kinds = kinds
-        self._server_script = ServerScriptKeeper(client)
+        self._server_script = server_script_keeper(client)
+        self._progress_files = (None if progress_files is None else ConfigMapKeeper(
+            client, PROGRESS_CONFIGMAP, progress_files, "the progress endpoint's CA certificate and callback"))
         self.recorder = recorder
         self.expectations = expectations
         self.metrics = metrics
@@ -139,8 +144,11 @@ class ChildWriter:
         if not creations or desired is None:
             return
         namespace = job["metadata"]["namespace"]
-        if desired.needs_server_script and any(creation.kind in (POD, JOB) for creation in creations):
-            self._ensure_server_script(job, namespace, changes)
+        if any(creation.kind in (POD, JOB) for creation in creations):
+            if desired.needs_server_script:
+                self._ensure_configmap(self._server_script, job, namespace, changes)
+            if self._progress_files is not None:
+                self._ensure_configmap(self._progress_files, job, namespace, changes)
         self.expectations.expect_creates(key, [child_id(creation.kind, creation.name) for creation in creations])
 
         def create(creation: Creation) -> Object:
@@ -220,14 +228,14 @@ class ChildWriter:
                                  f"Updated {patch.kind.lower()} {patch.name}: {', '.join(sorted(patch.patch[part]))}"
                                  + (f" of its {part}" if patch.subresource else ""))
 
-    def _ensure_server_script(self, job: Object, namespace: str, changes: ChildChanges) -> None:
+    def _ensure_configmap(self, keeper: ConfigMapKeeper, job: Object, namespace: str, changes: ChildChanges) -> None:
         """The pods are created even when this fails: they wait for the ConfigMap, and the retry brings it."""
         try:
-            self._server_script.ensure(namespace)
+            keeper.ensure(namespace)
         except ApiError as error:
             changes.errors.append(error)
             self.recorder.record(job, WARNING, "FailedCreateConfigMap",
-                                 f"Error keeping the default PS server's script {SCRIPT_CONFIGMAP}: {error.message}")
+                                 f"Error keeping {keeper.what} {keeper.name}: {error.message}")
 
     def _refused(self, job: Object, creation: Creation, error: ApiError, changes: ChildChanges) -> None:
         permanent = is_permanent_refusal(error)

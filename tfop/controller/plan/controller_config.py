@@ -98,6 +98,20 @@ class CapacityScalingSettings:
 
 
 @dataclass(frozen=True)
+class ProgressSettings:
+    """The progress endpoint (its config file's `progress`; tfop/progress/, docs/tfjob/progress.md). Off by default:
+    on, every job's pods get a token and the endpoint's address, and the operator serves it."""
+
+    enabled: bool = False
+    url: str = ""  # how pods reach the endpoint, e.g. https://tfop.tfop-system.svc:8444 (no path)
+    address: str = ":8444"  # where the operator listens; not read by the planner
+    cert_dir: str | None = None  # tls.crt and tls.key (and ca.crt); None: self-signed for the url's host
+    reports_per_second: float = 1.0  # per job, sustained; beyond the burst a report is answered 429
+    burst: int = 10
+    token_seconds: int = 3600  # how long a pod's projected token lives (the kubelet renews it before)
+
+
+@dataclass(frozen=True)
 class ControllerConfig:
     # Addresses in TF_CONFIG are `{child}.{namespace}.{service_domain}:{port}`.
     service_domain: str = DEFAULT_SERVICE_DOMAIN
@@ -126,6 +140,8 @@ class ControllerConfig:
     # Who queues a job that names a Kueue queue: Kueue's TFJob adapter (kueue), or tfop with a Workload of its own
     # (own: plan/policies/kueue_admission.py).
     kueue_integration: KueueIntegration = INTEGRATION_ADAPTER
+    # The progress endpoint: whether pods are given what reporting to it needs (plan/children/progress_reporting.py).
+    progress: ProgressSettings = field(default_factory=ProgressSettings)
 
     @property
     def gang(self) -> GangScheduler | None:

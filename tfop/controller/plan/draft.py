@@ -7,7 +7,6 @@ the ones the plan leaves: the rules in reconcile only set conditions and never h
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -28,6 +27,7 @@ from tfop.api.constants import (
 from tfop.api.fields import integer, mapping, text
 from tfop.api.timestamps import as_utc
 from tfop.controller.plan.controller_config import ControllerConfig
+from tfop.controller.plan.frozen import replace
 from tfop.controller.plan.job_status import Condition, TFJobStatus
 from tfop.controller.plan.observed.child import Child
 from tfop.controller.plan.status import (
@@ -216,14 +216,15 @@ def _first_and_pending(old: TFJobStatus, new: TFJobStatus) -> bool:
 
 def _progress_only(old: TFJobStatus, new: TFJobStatus) -> bool:
     """Whether `new` differs from `old` only in what pods' progress moves (replica counts, the summary, condition
-    messages, and the older API's phase as a finished job's clean-up ends: CleanUp -> Done): every condition keeps
-    its status and reason, and every other field (times, restart counts, ...) stays as it was."""
+    messages, the training progress they report, and the older API's phase as a finished job's clean-up ends:
+    CleanUp -> Done): every condition keeps its status and reason, and every other field (times, restart counts,
+    ...) stays as it was."""
     def shape(status: TFJobStatus) -> tuple[object, ...]:
         conditions = [(c.type, c.status, c.reason, c.last_transition_time) for c in status.conditions or ()]
         replicas = {replica_type: replace(entry, active=None, succeeded=None, failed=None)
                     for replica_type, entry in (status.replica_statuses or {}).items()}
         rest = replace(status, last_reconcile_time=None, replica_summary=None, conditions=None,
-                       replica_statuses=None, phase=None)
+                       replica_statuses=None, phase=None, trainer_status=None)
         return conditions, replicas, rest
 
     return shape(old) == shape(new)

@@ -11,7 +11,7 @@ read and written unchanged is the same JSON, byte for byte.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Generic, TypeVar
@@ -19,11 +19,13 @@ from typing import Any, Generic, TypeVar
 from tfop.api.constants import NAMINGS, REPLICA_BACKENDS, ChildNamingScheme, ReplicaBackendName
 from tfop.api.fields import integer, one_of
 from tfop.api.timestamps import format_time, parse_time
+from tfop.controller.plan.frozen import make, replace
 from tfop.objects import Object
 
 _NOTHING: Mapping[str, Any] = MappingProxyType({})
 _Value = TypeVar("_Value")
-_Record = TypeVar("_Record", "ReplicaStatus", "TFJobStatus", "LastResize", "Condition", "DisruptionRecord")
+_Record = TypeVar("_Record", "ReplicaStatus", "TFJobStatus", "LastResize", "Condition", "DisruptionRecord",
+                   "TrainerStatus")
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,8 +74,8 @@ def _parse(cls: type[_Record], keys: tuple[_Key[Any], ...], raw: Object) -> _Rec
         values[key.attribute] = typed
         if key.write(typed) != value:
             stored[name] = value
-    return cls(**values, extra=MappingProxyType(extra) if extra else _NOTHING, order=tuple(raw),
-               stored=MappingProxyType(stored) if stored else _NOTHING)
+    return make(cls, **values, extra=MappingProxyType(extra) if extra else _NOTHING, order=tuple(raw),
+                stored=MappingProxyType(stored) if stored else _NOTHING)
 
 
 def _dump(record: _Json, keys: tuple[_Key[Any], ...]) -> Object:
@@ -270,6 +272,68 @@ def _resize(value: object) -> LastResize | None:
     return LastResize.from_json(value) if isinstance(value, dict) else None
 
 
+@dataclass(frozen=True, slots=True)
+class Metric:
+    """One named value a training program reported, as text (the Kubeflow protocol sends every value so)."""
+
+    name: str
+    value: str
+
+
+def _metrics(value: object) -> tuple[Metric, ...] | None:
+    """The well-formed entries (a name and a value, both strings); the others are dropped when next written."""
+    if not isinstance(value, list):
+        return None
+    return tuple(Metric(entry["name"], entry["value"]) for entry in value if isinstance(entry, dict)
+                 and isinstance(entry.get("name"), str) and isinstance(entry.get("value"), str))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrainerStatus(_Json):
+    """trainerStatus: the latest progress a pod of the job reported (tfop/progress/, docs/tfjob/progress.md), in
+    the shape of Kubeflow Trainer's TrainJob field, plus what tfop derives from it (the step and epoch from the
+    metrics of those names, when the job should end, and which pod said so)."""
+
+    progress_percentage: int | None = None  # 0-100
+    estimated_remaining_seconds: int | None = None  # as of last_updated_time
+    estimated_completion_time: datetime | None = None  # last_updated_time + the remaining seconds (the ETA column)
+    current_step: int | None = None
+    total_steps: int | None = None
+    current_epoch: int | None = None
+    total_epochs: int | None = None
+    metrics: tuple[Metric, ...] | None = None  # the last values, in the order reported
+    last_updated_time: datetime | None = None  # when tfop received the report (never the pod's clock)
+    reported_by: str | None = None  # the pod whose token signed the report
+
+    @classmethod
+    def from_json(cls, raw: Object) -> TrainerStatus:
+        return _parse(cls, _TRAINER_KEYS, raw)
+
+    def to_json(self) -> Object:
+        return _dump(self, _TRAINER_KEYS)
+
+    def content(self) -> TrainerStatus:
+        """The report without its JSON bookkeeping, to compare with another."""
+        return replace(self, extra=_NOTHING, order=(), stored=_NOTHING)
+
+
+_TRAINER_KEYS: tuple[_Key[Any], ...] = (
+    *(_Key(name, attribute, integer, _same) for name, attribute in (
+        ("progressPercentage", "progress_percentage"), ("estimatedRemainingSeconds", "estimated_remaining_seconds"))),
+    _Key("estimatedCompletionTime", "estimated_completion_time", parse_time, format_time),
+    *(_Key(name, attribute, integer, _same) for name, attribute in (
+        ("currentStep", "current_step"), ("totalSteps", "total_steps"), ("currentEpoch", "current_epoch"),
+        ("totalEpochs", "total_epochs"))),
+    _Key("metrics", "metrics", _metrics, lambda metrics: [{"name": m.name, "value": m.value} for m in metrics]),
+    _Key("lastUpdatedTime", "last_updated_time", parse_time, format_time),
+    _Key("reportedBy", "reported_by", _text, _same),
+)
+
+
+def _trainer(value: object) -> TrainerStatus | None:
+    return TrainerStatus.from_json(value) if isinstance(value, dict) else None
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TFJobStatus(_Json):
     """A TFJob's status. Each field None: the status does not have it."""
@@ -290,6 +354,7 @@ class TFJobStatus(_Json):
     phase: str | None = None  # the older API's phase
     state: str | None = None  # the STATE column
     reason: str | None = None  # the reason of the condition that decided phase and state
+    trainer_status: TrainerStatus | None = None  # the progress the job's pods report (policies/progress.py)
 
     @classmethod
     def from_json(cls, raw: object) -> TFJobStatus:
@@ -324,4 +389,5 @@ _STATUS_KEYS: tuple[_Key[Any], ...] = (
     _Key("phase", "phase", _text, _same),
     _Key("state", "state", _text, _same),
     _Key("reason", "reason", _text, _same),
+    _Key("trainerStatus", "trainer_status", _trainer, lambda trainer: trainer.to_json()),
 )

@@ -8,7 +8,7 @@ nothing. The wiring passes only children whose controller ownerReference is this
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from types import MappingProxyType
 
 from tfop.api.constants import (
@@ -32,6 +32,7 @@ from tfop.controller.plan.children.job_child import JobState
 from tfop.controller.plan.children.naming import ChildNaming, naming_of
 from tfop.controller.plan.children.workload import PodSetPlacement
 from tfop.controller.plan.draft import PlanDraft
+from tfop.controller.plan.frozen import replace
 from tfop.controller.plan.job.legacy_gpu import REASON_GPU_RESOURCE_RENAMED, renamed_message
 from tfop.controller.plan.job.model import RunPolicy, TFJobModel, TFJobSpec
 from tfop.controller.plan.job.parse import InvalidJob, lenient_run_policy, parse_job
@@ -54,6 +55,7 @@ from tfop.controller.plan.policies.node_loss import (
     move_off_bad_nodes,
     replicas_on_bad_nodes,
 )
+from tfop.controller.plan.policies.progress import record_progress
 from tfop.controller.plan.policies.resize import Resize, plan_resize
 from tfop.controller.plan.policies.restart_scope import restarted_with
 from tfop.controller.plan.policies.running import update_running
@@ -123,6 +125,7 @@ def plan(context: PlanContext) -> Plan:
                                           FinishedReplicas.of_status(draft.previous))
         _run(_Planning(draft, context, parsed, naming, sorted_children, backend, on_bad_nodes))
     _release_pods(draft, context, spec)
+    record_progress(draft, context.progress)
     return draft.finalize(refused=bool(context.refusals))
 
 
@@ -313,7 +316,7 @@ def _desired(p: _Planning, placements: Mapping[str, PodSetPlacement]) -> Desired
     config = p.draft.config
     replaces_lost_pods = config.node_loss.watch_nodes and p.model.options.node_policy.policy == NODE_LOSS_REPLACE
     return DesiredChildren(p.model, config.service_domain, config.accelerators, config.gang, p.naming,
-                           replaces_lost_pods=replaces_lost_pods, placements=placements)
+                           replaces_lost_pods=replaces_lost_pods, placements=placements, progress=config.progress)
 
 
 def _announce_gpu_renames(p: _Planning) -> None:

@@ -11,7 +11,7 @@ from types import MappingProxyType
 from typing import Protocol
 
 from tfop.controller.plan.controller_config import ControllerConfig
-from tfop.controller.plan.job_status import TFJobStatus
+from tfop.controller.plan.job_status import TFJobStatus, TrainerStatus
 from tfop.controller.plan.observed.child import Child
 from tfop.controller.plan.observed.observation import Observation
 from tfop.controller.plan.observed.pod import PodView
@@ -82,6 +82,8 @@ class PlanContext:
     flavors: Mapping[str, Object] = field(default_factory=lambda: MappingProxyType({}))
     # The cached value of the Kueue WorkloadPriorityClass the job names, by name (tfop's own Kueue integration).
     priority_classes: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    # The latest progress a pod of the job reported (tfop/progress/), None when none was received since start.
+    progress: TrainerStatus | None = None
 
     def of_kind(self, kind: str) -> list[Object]:
         return self.children.get(kind, [])

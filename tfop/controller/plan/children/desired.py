@@ -38,6 +38,7 @@ from tfop.controller.plan.children.job_children import job_child_kinds
 from tfop.controller.plan.children.naming import ChildNaming
 from tfop.controller.plan.children.node_loss_tolerations import tolerate_node_loss
 from tfop.controller.plan.children.pod_group import join_gang
+from tfop.controller.plan.children.progress_reporting import report_progress
 from tfop.controller.plan.children.restart_policy import pod_restart_policy
 from tfop.controller.plan.children.tf_config import (
     cluster_key,
@@ -48,7 +49,7 @@ from tfop.controller.plan.children.tf_config import (
     tf_port,
 )
 from tfop.controller.plan.children.workload import PodSetPlacement, place_pod
-from tfop.controller.plan.controller_config import DEFAULT_SERVICE_DOMAIN, Accelerators
+from tfop.controller.plan.controller_config import DEFAULT_SERVICE_DOMAIN, Accelerators, ProgressSettings
 from tfop.controller.plan.gang_schedulers import GangScheduler
 from tfop.controller.plan.job.default_ps_server import uses_script
 from tfop.controller.plan.job.model import TFJobModel
@@ -56,6 +57,8 @@ from tfop.controller.plan.observed.child import Child
 from tfop.controller.plan.slots import ReplicaSlot
 from tfop.controller.plan.types import JOB, POD, SERVICE
 from tfop.objects import Object
+
+PROGRESS_OFF = ProgressSettings()
 
 __all__ = [
     "DesiredChildren", "child_name", "desired_pod", "desired_service",
@@ -94,9 +97,12 @@ class DesiredChildren:
     def __init__(self, job: TFJobModel, service_domain: str = DEFAULT_SERVICE_DOMAIN,
                  accelerators: Accelerators = MappingProxyType({}), gang: GangScheduler | None = None,
                  naming: ChildNaming | None = None, *, replaces_lost_pods: bool = False,
-                 placements: Mapping[str, PodSetPlacement] = MappingProxyType({})) -> None:
-        """`placements`: by replica type, what the Kueue admission of the job's own Workload puts on its pods."""
+                 placements: Mapping[str, PodSetPlacement] = MappingProxyType({}),
+                 progress: ProgressSettings = PROGRESS_OFF) -> None:
+        """`placements`: by replica type, what the Kueue admission of the job's own Workload puts on its pods;
+        `progress`: the progress endpoint the pods are given a token and the address of, when it is on."""
         self._job = job
+        self._progress = progress
         self._placements = placements
         # tfop replaces the job's pods on lost nodes itself (children/node_loss_tolerations.py)
         self._replaces_lost_pods = replaces_lost_pods
@@ -155,6 +161,7 @@ class DesiredChildren:
         spec = template["spec"]
         spec["restartPolicy"] = pod_restart_policy(replica.restart_policy)
         apply_accelerators(spec, self._accelerators)
+        report_progress(spec, self._progress, self._namespace, self._name)
         if self._cluster is not None:
             container = tensorflow_container(spec)
             if container is not None:

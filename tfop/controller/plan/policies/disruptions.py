@@ -39,7 +39,7 @@ restartPolicy Never is not replaced, so its disruption is neither recorded nor t
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from tfop.api.constants import (
@@ -54,6 +54,7 @@ from tfop.api.exit_codes import OOM_KILLED
 from tfop.api.timestamps import parse_time
 from tfop.controller.plan.children.batch_job import made_by_job
 from tfop.controller.plan.draft import PlanDraft
+from tfop.controller.plan.frozen import replace
 from tfop.controller.plan.job.model import TFJobModel
 from tfop.controller.plan.job_status import DisruptionRecord, TFJobStatus
 from tfop.controller.plan.observed.node import NodeView
