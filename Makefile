@@ -79,16 +79,14 @@ cluster-status: ## show which local cluster components run, and the real node's 
 run: venv ## run the operator against $KUBECONFIG (asks before installing the CRD there; ARGS=--install-crd or --no-install-crd answer for you), or against the local cluster (started if needed, with REAL_NODES real nodes, 1 by default)
 	@REAL_NODES=$(REAL_NODES) bash hack/run.sh $(ARGS)
 
-# The images and virtualenvs the tests use are made first, once: the suites then run as three pytest processes at
-# once (hack/run_tests.py), which must not each build them.
-# When make started (read as the Makefile is), so that run_tests.py's budget line counts the builds before the lanes.
-MAKE_STARTED := $(shell date +%s)
-# What the tests run on, built the first time and reused after. They do not depend on each other, so make test
-# builds BUILD_JOBS of them at once: a cold build leaves a core idle while Go downloads modules and links, and the
-# images and virtualenvs mostly wait on downloads. The longest first, so it is not the last one left running.
+# What the tests run on, built the first time and reused after. make test-builds builds them BUILD_JOBS at once: a
+# cold build leaves a core idle while Go downloads modules and links, and the images and virtualenvs mostly wait on
+# downloads. The longest first, so it is not the last one left running.
 BUILD_JOBS ?= 3
 TEST_BUILDS := controlplane test-artifacts prometheus kueue coscheduler metrics-server kube-router training-operator \
 	helm node browser venv
+# When make started (read as the Makefile is), so that run_tests.py's budget line counts the builds too.
+MAKE_STARTED := $(shell date +%s)
 
 test-builds: ## build (first time: 45-55 min on 2 cores) or reuse everything the tests run on, BUILD_JOBS (3) at once
 	@$(MAKE) --no-print-directory -j$(BUILD_JOBS) $(TEST_BUILDS)
@@ -99,11 +97,16 @@ test-builds: ## build (first time: 45-55 min on 2 cores) or reuse everything the
 builds-cached: ## exit 0 when everything test-builds builds is cached (builds nothing; names what is not); .ci/run asks
 	@TFOP_CHECK_CACHED=1 $(MAKE) --no-print-directory -k $(filter-out venv,$(TEST_BUILDS)) >/dev/null
 
-test: test-builds ## the gate (12 min warm; CI's when a build is not cached): unit, integration and e2e against a real local control plane, all but the `long` scenarios (PYTEST_ARGS: one pytest with them)
-	TFOP_MAKE_STARTED=$(MAKE_STARTED) $(PY) hack/run_tests.py $(PYTEST_ARGS)
+# make test and make test-all build the same (hack/run_tests.py's BUILD_ORDER, every build of TEST_BUILDS) but not
+# before the lanes: each lane of tests starts once the builds it needs first are done (the control plane, first and
+# at full priority; for the e2e lanes the node and the images too), the rest building niced beside them; a lane's
+# fixture asking for a build still in progress waits for it (the per-build lock, hack/lib.sh). The suites run as
+# pytest processes at once (hack/run_tests.py), each with its own cluster.
+test: venv ## the gate (12 min warm; CI's when a build is not cached): unit, integration and e2e against a real local control plane, all but the `long` scenarios (PYTEST_ARGS: one pytest with them, after every build)
+	TFOP_MAKE_STARTED=$(MAKE_STARTED) BUILD_JOBS=$(BUILD_JOBS) $(PY) hack/run_tests.py $(PYTEST_ARGS)
 
-test-all: test-builds ## every test: make test's and the `long` scenarios (test/support/tiers.py: node loss, scaling on real nodes, ...); 33 min warm; CI's when every build is cached
-	TFOP_MAKE_STARTED=$(MAKE_STARTED) $(PY) hack/run_tests.py --all
+test-all: venv ## every test: make test's and the `long` scenarios (test/support/tiers.py: node loss, scaling on real nodes, ...); 33 min warm; CI's when every build is cached
+	TFOP_MAKE_STARTED=$(MAKE_STARTED) BUILD_JOBS=$(BUILD_JOBS) $(PY) hack/run_tests.py --all
 
 test-artifacts: ## build or reuse what the tests run in (the node images, the TensorFlow and Kubeflow SDK virtualenvs), quietly
 	@bash hack/build-images.sh >/dev/null

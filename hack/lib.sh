@@ -9,15 +9,49 @@ CACHE_ROOT="${TFOP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tfop}"
 log() { printf '[%s] %s\n' "${LOG_NAME}" "$*" >&2; }
 die() { printf '[%s] ERROR: %s\n' "${LOG_NAME}" "$*" >&2; exit 1; }
 
+# The script as it was started, so that one which waited for another process's build can start over (build_lock).
+SCRIPT_PATH="$(realpath -- "$0" 2>/dev/null || echo "$0")"
+SCRIPT_ARGS=("$@")
+
 # `make builds-cached` runs every build script with TFOP_CHECK_CACHED=1 to learn, without building anything,
 # whether all of them are cached: a script then exits NOT_CACHED (3) at the point where it would start building, so
-# the answer comes from the same checks the builds make. building WHAT marks that point.
+# the answer comes from the same checks the builds make. building WHAT marks that point; past it, the script holds
+# WHAT's lock (build_lock) while it builds.
 NOT_CACHED=3
-building() {
+not_cached_stop() {
   if [[ "${TFOP_CHECK_CACHED:-}" == 1 ]]; then
     log "not cached: $*"
     exit "${NOT_CACHED}"
   fi
+}
+building() {
+  not_cached_stop "$@"
+  build_lock "$*"
+}
+
+# build_lock WHAT: one build of WHAT at a time on this machine. make test builds while its lanes run, and a lane's
+# fixture may ask for what make test is still building (or the other way round): the second caller must neither
+# build it again nor fail on the first one's half-written files. So the first takes WHAT's lock (a file under the
+# cache root, held until the script exits) and builds; a later one waits, saying so every HEARTBEAT_SECONDS, then
+# starts its script over, whose cache checks now find WHAT built and return at once (or, if that build failed, build
+# it itself). A script finishes one WHAT before it names the next, so it holds one lock at a time and never waits
+# while holding one.
+BUILD_LOCK_FD=""
+build_lock() {
+  local dir="${CACHE_ROOT}/locks" file waited=0 every="${HEARTBEAT_SECONDS:-20}"
+  mkdir -p "${dir}"
+  file="${dir}/${LOG_NAME}-$(printf '%s' "$1" | sha256sum | cut -c1-16).lock"
+  if [[ -n "${BUILD_LOCK_FD}" ]]; then exec {BUILD_LOCK_FD}>&-; fi
+  exec {BUILD_LOCK_FD}>>"${file}"
+  flock -n "${BUILD_LOCK_FD}" && return 0
+  log "waiting: another process is building $1 (${file})"
+  until flock -w "${every}" "${BUILD_LOCK_FD}"; do
+    waited=$((waited + every))
+    log "still waiting for the other build of $1 (${waited}s so far)"
+  done
+  exec {BUILD_LOCK_FD}>&-
+  log "the other build of $1 ended: starting over, to reuse what it built"
+  exec bash "${SCRIPT_PATH}" "${SCRIPT_ARGS[@]}"
 }
 
 # Static, reproducible binaries from the local toolchain only (no toolchain download: none is possible here).
@@ -62,6 +96,8 @@ start_heartbeat() {
   local parent=$$ every="${HEARTBEAT_SECONDS:-20}" name="${LOG_NAME}"
   (
     trap - EXIT
+    # Not the build's lock: this loop outlives its script by up to a second.
+    if [[ -n "${BUILD_LOCK_FD}" ]]; then exec {BUILD_LOCK_FD}>&-; fi
     started=${SECONDS}
     next=$((started + every))
     # Until the script exits: then this loop is handed to another parent at once (kill -0 would still find the
@@ -85,7 +121,10 @@ start_heartbeat() {
 with_progress() {
   local what="$1" started=${SECONDS} every="${HEARTBEAT_SECONDS:-20}" ticker rc=0
   shift
-  ( while sleep "${every}"; do log "still building ${what} ($((SECONDS - started))s)"; done ) &
+  (
+    if [[ -n "${BUILD_LOCK_FD}" ]]; then exec {BUILD_LOCK_FD}>&-; fi  # a killed script's ticker must not keep it
+    while sleep "${every}"; do log "still building ${what} ($((SECONDS - started))s)"; done
+  ) &
   ticker=$!
   "$@" || rc=$?
   kill "${ticker}" 2>/dev/null || true
@@ -221,7 +260,8 @@ ensure_debian_packages() {
     dpkg-query -W -f='${Status}' "${pkg}" 2>/dev/null | grep -q 'install ok installed' || missing+=("${pkg}")
   done
   [[ ${#missing[@]} -eq 0 ]] && return 0
-  building "the Debian packages ${missing[*]}"
+  # Not building: apt's own lock below serializes the installs, and installing a package twice is harmless.
+  not_cached_stop "the Debian packages ${missing[*]}"
   [[ "$(id -u)" -eq 0 ]] || die "Debian packages ${missing[*]} are missing and installing them needs root"
   command -v apt-get >/dev/null || die "Debian packages ${missing[*]} are missing and there is no apt-get here"
   log "installing Debian packages: ${missing[*]}"

@@ -87,6 +87,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--profile", action="store_true",
                         help="CPU profiles of the apiserver and the controller-manager over each run's window, "
                              "merged per run into <results>/profiles (bench/profiles.py)")
+    parser.add_argument("--operator-profile", action="store_true",
+                        help="run tfop under bench.cpu_sampler: where its own CPU goes, by component and function, "
+                             "in <results>/profiles/<namespace>-tfop.txt (and .folded)")
     parser.add_argument("--pin-operator", action="store_true",
                         help="run each contender on the last CPU and the cluster and the bench on the others, as an "
                              "operator runs on a node apart from the control plane (bench/pinning.py)")
@@ -278,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     if pinning is not None:
         log(f"cluster processes pinned to CPU {sorted(pinning.rest)}: {len(pinning.pin_cluster())}")
     bench = Bench(args, Runner(cluster, go_binary, results, exits=not args.no_exits, pinning=pinning,
-                                profile=args.profile), notes)
+                                profile=args.profile, operator_profile=args.operator_profile), notes)
     try:
         go_main = [c for c in args.contenders if c.uses_go_crd]
         go_big = [c for c in args.big_contenders if c.uses_go_crd]

@@ -25,13 +25,14 @@ from typing import Any
 from bench.cluster import BenchCluster, destroy_keeping_logs, end_on_sigterm
 from bench.operators import TfopProcess
 from bench.runs import REPO_DIR
+from bench.targets import FAIRNESS_TARGET, check, verdict
 from bench.timeline import Timeline
 from bench.workload import PODS_PER_JOB, create_jobs, tfjob
 from tfop import logs
 from tfop.controller.children import TFJOBS
 
 SMALL_JOBS = 100
-TARGET_RATIO = 1.2
+TARGET_RATIO = FAIRNESS_TARGET.bound
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,7 @@ def table(runs: list[dict[str, Any]], contenders: list[Contender]) -> tuple[str,
              f"(target <= {TARGET_RATIO}x) | pods created p99 alone / with | pods running p99 alone / with "
              "| big job Running after |"),
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-    rows = []
+    rows: list[dict[str, Any]] = []
     for contender in contenders:
         alone = [r for r in runs if r["contender"] == contender.name and not r["big_replicas"]]
         mixed = [r for r in runs if r["contender"] == contender.name and r["big_replicas"]]
@@ -147,6 +148,8 @@ def table(runs: list[dict[str, Any]], contenders: list[Contender]) -> tuple[str,
             f"({'met' if row['met'] else 'missed'}) | {created(alone)} / {created(mixed)} "
             f"| {med(alone, 'pods_running', 'p99'):.1f} / "
             f"{med(mixed, 'pods_running', 'p99'):.1f} | {med(mixed, 'big_start_s'):.1f} |")
+    lines += ["", "Targets (bench/targets.py):", *(
+        verdict(check(FAIRNESS_TARGET, row["ratio"], name=row["contender"])) for row in rows)]
     return "\n".join(lines), rows
 
 

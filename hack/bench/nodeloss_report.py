@@ -8,7 +8,9 @@ import statistics
 from collections.abc import Iterable
 from typing import Any
 
-TARGET_MARGIN_S = 30.0  # every replica replaced within the grace plus this
+from bench.targets import NODE_LOSS_MARGIN_S, NODE_LOSS_TARGET, check, verdict
+
+TARGET_MARGIN_S = NODE_LOSS_MARGIN_S  # every replica replaced within the grace plus this
 
 
 def quantiles(what: str, moments: Iterable[float], since: float) -> dict[str, float]:
@@ -24,6 +26,8 @@ def quantiles(what: str, moments: Iterable[float], since: float) -> dict[str, fl
 def summary(report: dict[str, Any]) -> str:
     lines = [run_line(run) for run in report["runs"]]
     lines.extend(medians(report["runs"]))
+    if report["runs"]:
+        lines += ["Targets (bench/targets.py):", *(verdict(rack_check(run)) for run in report["runs"])]
     if "linger" in report:
         linger = report["linger"]
         lines.append(f"{linger['seconds_after_loss']:.0f} s after the last loss: {linger['unchanged']}/"
@@ -64,3 +68,12 @@ def run_line(run: dict[str, Any]) -> str:
             f"peak RSS {run['peak_rss_mb']} MB over {run['window_s']} s; machine busy {run.get('machine_busy', '-')}, "
             f"apiserver CPU {run.get('kube-apiserver_cpu_s', '-')} s; {run['requests']} requests "
             f"({run.get('requests_per_replaced', '-')} per replaced replica): {run['requests_by_kind']}")
+
+
+def rack_check(run: dict[str, Any]) -> dict[str, Any]:
+    """The rack's target for one run: its last replacement's seconds past the grace (none: not all replaced)."""
+    replaced = run.get("all_replaced_s")
+    entry = check(NODE_LOSS_TARGET, None if replaced is None else replaced - run["grace_s"], name=run["operator"])
+    if replaced is None:  # not every replica was replaced within the window
+        entry["met"] = False
+    return entry

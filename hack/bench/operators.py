@@ -123,19 +123,26 @@ class TfopProcess(OperatorProcess):
     """`python -m tfop run`: this checkout's tfop, or with `code` another checkout's (run from there, on its own
     import path, with this virtualenv's dependencies)."""
 
-    def __init__(self, kubeconfig: Path, log_path: Path, args: list[str], *, code: Path | None = None) -> None:
+    def __init__(self, kubeconfig: Path, log_path: Path, args: list[str], *, code: Path | None = None,
+                 cpu_profile: Path | None = None) -> None:
         super().__init__(kubeconfig, log_path, args, cwd=code)
         self.code = code
+        self.cpu_profile = cpu_profile  # run under bench.cpu_sampler, its report written there at exit
 
     def command(self) -> list[str]:
-        return [sys.executable, "-m", "tfop", "run", "--kubeconfig", str(self.kubeconfig),
+        sampler = [] if self.cpu_profile is None else ["-m", "bench.cpu_sampler", str(self.cpu_profile)]
+        return [sys.executable, *sampler, "-m", "tfop", "run", "--kubeconfig", str(self.kubeconfig),
                 "--metrics-addr", f"127.0.0.1:{self.metrics_port}", "--health-addr", f"127.0.0.1:{self.health_port}",
                 "--log-format", "json", *self.args]
 
     def environment(self) -> dict[str, str]:
         # With -P (no working directory on sys.path) the checkout in PYTHONPATH comes before this one's install.
-        code = {"PYTHONPATH": str(self.code), "PYTHONSAFEPATH": "1"} if self.code else {}
-        return {**super().environment(), "PYTHONUNBUFFERED": "1", **code}
+        paths = [str(self.code)] if self.code else []
+        if self.cpu_profile is not None:
+            paths.append(str(Path(__file__).resolve().parent.parent))  # bench.cpu_sampler, after the code run
+        code = {"PYTHONPATH": os.pathsep.join(paths)} if paths else {}
+        safe = {"PYTHONSAFEPATH": "1"} if self.code else {}
+        return {**super().environment(), "PYTHONUNBUFFERED": "1", **code, **safe}
 
 
 class GoOperatorProcess(OperatorProcess):

@@ -6,6 +6,8 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
+from bench.targets import IDLE_TARGETS, RUN_TARGETS, check, verdict
+
 Run = dict[str, Any]
 FIGURES = ("children_s", "pods_created_s", "pods_scheduled_s", "pods_running_s", "jobs_running_s",
            "exit_patches_s", "succeeded_s", "cpu_s", "peak_rss_mb", "requests_own", "requests_audit",
@@ -41,6 +43,8 @@ def summarize(runs: Sequence[Run], order: Sequence[str]) -> list[dict[str, Any]]
                 row[f"{figure}_by_category"] = spent
         if "requests_audit" in row:
             row["requests_per_job"] = row["requests_audit"] / jobs
+        if row.get("reconciles_to_running") is not None:
+            row["passes_per_job"] = row["reconciles_to_running"] / jobs
         spread = [run["pods_running_s"] for run in mine if run.get("pods_running_s") is not None]
         if len(spread) > 1:
             row["pods_running_spread"] = (max(spread) - min(spread)) / statistics.median(spread)
@@ -57,11 +61,18 @@ def summarize(runs: Sequence[Run], order: Sequence[str]) -> list[dict[str, Any]]
             for figure, against in (("children_s", "children_s"), ("pods_running_s", "pods_running_s"),
                                     ("requests_per_job", "requests_per_job"), ("start_p99_s", "start_p99_s"),
                                     ("apiserver_cpu_s", "apiserver_cpu_s"), ("machine_cpu_s", "machine_cpu_s"),
+                                    ("contender_cpu_window_s", "contender_cpu_window_s"),
                                     # a job runs when its pods do: against the limit's pods, else like for like
                                     ("jobs_running_s", "pods_running_s" if reference == "limit" else
                                      "jobs_running_s")):
                 if other.get(against) and row.get(figure) is not None:
                     row[f"{figure}_vs_{reference}"] = row[figure] / other[against]
+        ours, theirs, go_tuned = peers.get("limit"), peers.get("limit-go"), peers.get("go-tuned")
+        if ours and theirs and go_tuned and row["contender"].startswith("tfop") and all(
+                side.get("start_p99_s") for side in (row, ours, theirs, go_tuned)):
+            # Each over the limit that alternated with it: what is left when the machine moved between the groups.
+            row["start_p99_over_limits_vs_go-tuned"] = ((row["start_p99_s"] / ours["start_p99_s"])
+                                                        / (go_tuned["start_p99_s"] / theirs["start_p99_s"]))
     return rows
 
 
@@ -80,56 +91,21 @@ def _median_counts(runs: Sequence[Run], field: str) -> dict[str, float]:
 
 
 def targets(rows: Sequence[dict[str, Any]], idle: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Issue 25's goals for tfop (and the earlier ones still held), each with the figure that decides it."""
+    """Each target of bench/targets.py against the figure that decides it, for every tfop row it applies to."""
     checks: list[dict[str, Any]] = []
-
-    def check(goal: str, value: float | None, limit: float, unit: str = "x") -> None:
-        checks.append({"goal": goal, "value": value, "threshold": limit, "unit": unit,
-                       "met": None if value is None else value <= limit})
-
-    by = {(row["jobs"], row["contender"]): row for row in rows}
-    for (jobs, name), row in by.items():
+    contenders: dict[int, set[str]] = {}
+    for row in rows:
+        contenders.setdefault(row["jobs"], set()).add(row["contender"])
+    for row in rows:
+        name, jobs = row["contender"], row["jobs"]
         if not name.startswith("tfop"):
             continue
-        if (jobs, "limit") in by:
-            check(f"{name} time to all children within 1.3x of the limit, N={jobs}", row.get("children_s_vs_limit"),
-                  1.3)
-            # Issue 25: the 14 creates and about 4 writes a user reads (Running, Succeeded, their events).
-            check(f"{name} requests per job within 1.3x of the limit's, N={jobs}",
-                  row.get("requests_per_job_vs_limit"), 1.3)
-            check(f"{name} time to every job Running within 1.1x of the limit's pods running, N={jobs}",
-                  row.get("jobs_running_s_vs_limit"), 1.1)
-            # Issue 36: what the operator's requests cost the apiserver, until every job runs.
-            check(f"{name} apiserver CPU until every job Running within 1.2x of the limit's, N={jobs}",
-                  row.get("apiserver_cpu_s_vs_limit"), 1.2)
-        if row.get("lag_p50_s") is not None:
-            # Issue 25: a job's Running condition follows its pods, whatever other jobs are being created.
-            check(f"{name} lag from pods running to Running p50 under 1 s, N={jobs}", row["lag_p50_s"], 1.0, " s")
-            check(f"{name} lag from pods running to Running p99 under 3 s, N={jobs}", row.get("lag_p99_s"), 3.0,
-                  " s")
-        if (jobs, "go-tuned") in by:
-            check(f"{name} time to every job Running below go-tuned's, N={jobs}",
-                  row.get("jobs_running_s_vs_go-tuned"), 1.0)
-            check(f"{name} start latency p99 below go-tuned's, N={jobs}", row.get("start_p99_s_vs_go-tuned"), 1.0)
-            ours, theirs = by.get((jobs, "limit")), by.get((jobs, "limit-go"))
-            go_tuned = by[(jobs, "go-tuned")]
-            if ours and theirs and row.get("start_p99_s") and go_tuned.get("start_p99_s"):
-                # Each over the limit that alternated with it: what is left when the machine moved between groups.
-                check(f"{name} start latency p99 over its limit's below go-tuned's over its own, N={jobs}",
-                      (row["start_p99_s"] / ours["start_p99_s"]) / (go_tuned["start_p99_s"] / theirs["start_p99_s"]),
-                      1.0)
-        if jobs >= 2000:
-            check(f"{name} peak RSS with {jobs} jobs' children cached under 110 MB", row.get("peak_rss_mb"),
-                  110.0, " MB")
-        elif jobs >= 500:
-            check(f"{name} peak RSS with {jobs} jobs' children cached under 200 MB", row.get("peak_rss_mb"),
-                  200.0, " MB")
+        checks += [check(target, row.get(target.figure), name=name, jobs=jobs) for target in RUN_TARGETS
+                   if target.applies(jobs, contenders[jobs]) and (target.figure in row or not target.optional)]
     for entry in idle:
         if entry["contender"].startswith("tfop"):
-            check(f"{entry['contender']} idle CPU with {entry['finished_jobs']} finished jobs under 1% of a core",
-                  entry["cpu_percent"], 1.0, "%")
-            check(f"{entry['contender']} idle RSS with {entry['finished_jobs']} finished jobs under 70 MB",
-                  entry["rss_mb"], 70.0, " MB")
+            checks += [check(target, entry.get(target.figure), name=entry["contender"], jobs=entry["finished_jobs"])
+                       for target in IDLE_TARGETS]
     return checks
 
 
@@ -187,11 +163,7 @@ def table(rows: Sequence[dict[str, Any]], idle: Sequence[dict[str, Any]], checks
     lines += ["", "Noise: " + noise(rows)]
     lines += ["", "Contenders:"] + [f"  {name:<11} {command}" for name, command in commands.items()]
     if checks:
-        lines += ["", "Targets:"]
-        for entry in checks:
-            mark = {True: "MET ", False: "MISS", None: "n/a "}[entry["met"]]
-            value = "not measured" if entry["value"] is None else f"{entry['value']:.2f}{entry['unit']}"
-            lines.append(f"  [{mark}] {entry['goal']}: {value} (threshold {entry['threshold']}{entry['unit']})")
+        lines += ["", "Targets (bench/targets.py):", *(verdict(entry) for entry in checks)]
     return "\n".join(lines)
 
 

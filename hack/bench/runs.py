@@ -76,8 +76,10 @@ CONTENDERS = (
 
 class Runner:
     def __init__(self, cluster: BenchCluster, go_binary: Path | None, results: Path, exits: bool = True,
-                 pinning: Pinning | None = None, profile: bool = False) -> None:
+                 pinning: Pinning | None = None, profile: bool = False, operator_profile: bool = False) -> None:
         self.pinning = pinning
+        # tfop's own CPU by where it goes (bench.cpu_sampler): <results>/profiles/<namespace>-tfop.txt
+        self.operator_profile = operator_profile
         self.exits = exits  # end the pods and wait for the jobs to succeed
         self.profile = profile  # the apiserver's and controller-manager's CPU profiles over each run's window
         # Each contender's command, pinned to a CPU of its own with --pin-operator.
@@ -94,7 +96,11 @@ class Runner:
         args = [*contender.args, *(("--namespace", namespace) if namespace else ())]
         process: OperatorProcess
         if contender.kind == "tfop":
-            process = TfopProcess(self.cluster.operator_kubeconfig, log_path, args, code=contender.code)
+            profile = self.results / "profiles" / f"{log_name}-tfop.txt" if self.operator_profile else None
+            if profile is not None:
+                profile.parent.mkdir(parents=True, exist_ok=True)
+            process = TfopProcess(self.cluster.operator_kubeconfig, log_path, args, code=contender.code,
+                                  cpu_profile=profile)
         else:
             assert self.go_binary is not None, "the Go operator was not built"
             process = GoOperatorProcess(self.go_binary, self.cluster.admin(), self.cluster.operator_kubeconfig,

@@ -28,6 +28,7 @@ from .addons.firewall_state import stop_firewall
 from .api_objects import AdminAPI, get_text
 from .controlplane import COMPONENTS, ControlPlane, build_controlplane
 from .host import HostError, bridge_owner
+from .listeners import Address
 from .node_layout import NODE_LABEL, ClusterNetwork, NodeError, NodeLayout, slot_for
 from .pki import PKIError, kubeconfig, make_pki
 from .supervisor import WATCHDOG, ClusterError, Supervisor, log
@@ -124,9 +125,8 @@ class LocalCluster(Supervisor):
 
     @property
     def components(self) -> tuple[str, ...]:
-        on_nodes = pod_network.COMPONENTS + tuple(c for n in self.nodes for c in n.components) if self.real_nodes \
-            else ()
-        return COMPONENTS + on_nodes
+        on_nodes = pod_network.COMPONENTS + tuple(c for n in self.nodes for c in n.components)
+        return COMPONENTS + (on_nodes if self.real_nodes else ())
 
     def _state_file(self) -> Path:
         return self.directory / "state.json"
@@ -138,8 +138,7 @@ class LocalCluster(Supervisor):
     def _save_state(self) -> None:
         self._state_file().write_text(json.dumps({
             "ports": self.ports, "bin_dir": str(self.bin_dir), "slot": self.slot, "real_nodes": self.real_nodes,
-            "node_binaries": {name: str(path) for name, path in self.node_binaries.items()},
-            "pause_image": self.pause_image,
+            "node_binaries": {n: str(p) for n, p in self.node_binaries.items()}, "pause_image": self.pause_image,
         }, indent=2))
 
     def _binary(self, name: str) -> str:
@@ -346,10 +345,8 @@ class LocalCluster(Supervisor):
 
     def kubectl(self, *args: str, input: str | None = None, check: bool = True,
                 timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run(
-            [self._binary("kubectl"), "--kubeconfig", str(self.kubeconfig), *args],
-            input=input, capture_output=True, text=True, check=False, timeout=timeout,
-        )
+        result = subprocess.run([self._binary("kubectl"), "--kubeconfig", str(self.kubeconfig), *args], input=input,
+                                capture_output=True, text=True, check=False, timeout=timeout)
         if check and result.returncode != 0:
             raise ClusterError(f"kubectl {' '.join(args)} failed: {result.stderr.strip()}")
         return result
@@ -369,6 +366,9 @@ class LocalCluster(Supervisor):
         if component == WATCHDOG:
             return [sys.executable, str(HACK_DIR / "local_cluster.py"), "watch", "--dir", str(self.directory)]
         return [self._binary(component), *self.control_plane.args(component), *self.extra_args.get(component, [])]
+
+    def _addresses(self, component: str) -> list[Address]:
+        return self.pods_network.addresses(component) if component in pod_network.COMPONENTS else []
 
     def _probe(self, component: str) -> bool:
         node = self._node_of(component)

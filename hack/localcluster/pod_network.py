@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import host
+from .listeners import Address
 from .node_config import HOST_TOOLS, corefile
 from .node_layout import ClusterNetwork
 from .pki import kubeconfig
@@ -47,6 +48,16 @@ class PodNetwork:
             # socat forks one child per connection; each carries TLS end to end between a pod and the apiserver.
             return [HOST_TOOLS["socat"], f"TCP-LISTEN:443,bind={self.network.api_service_ip},fork,reuseaddr",
                     f"TCP:127.0.0.1:{self.apiserver_port}"]
+        raise ValueError(component)
+
+    def addresses(self, component: str) -> list[Address]:
+        """Where the component binds (the Corefile's and the relay's), checked free before it starts."""
+        net = self.network
+        if component == "coredns":
+            return [Address("udp", net.gateway, 53), Address("tcp", net.gateway, 53),
+                    Address("tcp", net.gateway, 8080), Address("tcp", net.gateway, 8181)]
+        if component == "apiserver-relay":
+            return [Address("tcp", net.api_service_ip, 443)]
         raise ValueError(component)
 
     def probe(self, component: str) -> bool:

@@ -20,6 +20,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from .listeners import Address, holders
+
 WATCHDOG = "watchdog"
 WATCH_INTERVAL = 2.0
 
@@ -57,6 +59,11 @@ class Supervisor:
     def _refresh(self) -> bool:
         """Re-reads what may have changed since the watchdog started; False once the cluster is gone."""
         raise NotImplementedError
+
+    def _addresses(self, component: str) -> list[Address]:
+        """The fixed addresses the component binds, checked free before it starts (its ports chosen free at
+        creation need no check)."""
+        return []
 
     # --- files ---------------------------------------------------------------------------------------------------
     def _pid_file(self, component: str) -> Path:
@@ -102,6 +109,7 @@ class Supervisor:
         with self._lock(component):
             self._held_file(component).unlink(missing_ok=True)
             if self.pid(component) is None:
+                self._refuse_taken_addresses(component)
                 log_path = self.log_file(component)
                 with log_path.open("ab") as out:
                     proc = subprocess.Popen(
@@ -111,6 +119,15 @@ class Supervisor:
                     )
                 self._pid_file(component).write_text(str(proc.pid))
         self._wait_healthy(component)
+
+    def _refuse_taken_addresses(self, component: str) -> None:
+        """Our component is not running, so whatever holds its address is another process: one left over by an
+        earlier cluster (a socat relay, a CoreDNS) still answers the health probe, and the component started beside
+        it would fail to bind while the probe passed, or work for a moment and then vanish."""
+        taken = holders(self._addresses(component))
+        if taken:
+            raise ClusterError(f"{component} cannot start: {'; '.join(map(str, taken))}, not this cluster's "
+                               f"{component} (left over by an earlier cluster?); stop it, then start again")
 
     def stop(self, component: str, sig: int = signal.SIGTERM, timeout: float = 15.0) -> None:
         if (self.directory / "run").is_dir():

@@ -10,40 +10,45 @@ every landing whose machine has every build cached (`make builds-cached`), as it
 minutes warm on 2 cores, within CI's 90. On a cold machine CI runs `make test` alone, as the builds (40-50 minutes)
 and the whole suite would not both fit.
 
-Keys are pytest node ids or their prefixes: a module's path takes all its tests.
+Keys are pytest node ids or their prefixes: a module's path takes all its tests. Each cost is the module's seconds
+in the last CI run of `make test-all` (its lanes' "modules, seconds" lines, 2 cores; a module's first test carries its
+lane's cluster start-up); a module not among its lane's six costliest is below the sixth.
 """
 
 from __future__ import annotations
 
 LONG: dict[str, str] = {
     "test/e2e/test_node_loss_on_real_nodes.py":
-        "about 25 min: nodes powered off and cut off under real TensorFlow, each waiting out the node lifecycle "
-        "grace; the gate's test/integration/test_node_loss.py drives the same policy on kwok nodes",
+        "about 14 min (820 s): nodes powered off and cut off under real TensorFlow, each waiting out the node "
+        "lifecycle grace; the gate's test/integration/test_node_loss.py drives the same policy on kwok nodes",
     "test/e2e/test_scaling_on_real_nodes.py":
-        "about 8 min of TensorFlow resized while it trains; the gate's test/integration/test_resize.py and "
+        "about 6 min (369 s) of TensorFlow resized while it trains; the gate's test/integration/test_resize.py and "
         "test_gang_resize.py resize on kwok nodes",
     "test/e2e/test_evaluator_on_real_nodes.py":
-        "about 4 min: the evaluator's final evaluation in TensorFlow; the gate's test/integration/test_evaluator.py "
-        "covers the grace",
+        "about 2 min (120 s): the evaluator's final evaluation in TensorFlow; the gate's "
+        "test/integration/test_evaluator.py covers the grace",
     "test/e2e/test_capacity_on_real_nodes.py":
-        "about 3 min of an elastic TensorFlow job shrinking and growing back; the gate's "
-        "test/integration/test_capacity.py does the same on kwok nodes",
+        "under 72 s (not among the e2e lane's six costliest) of an elastic TensorFlow job shrinking and growing "
+        "back; the gate's test/integration/test_capacity.py does the same on kwok nodes",
     "test/e2e/test_resource_metrics_on_real_nodes.py":
-        "about 2 min of busy pods read by metrics-server; the gate's test/integration/test_autoscaler.py drives "
+        "about 80 s of busy pods read by metrics-server; the gate's test/integration/test_autoscaler.py drives "
         "the HPA through the scale subresource",
     "test/e2e/test_examples_on_real_node.py::test_example_trains_to_succeeded_with_every_replica_in_one_cluster":
-        "about 5 min: the MWMS, ParameterServerStrategy and Keras examples trained to the end; the gate keeps one "
-        "real TensorFlow job on the real nodes (the PS example with tfop's default PS server)",
+        "under 101 s, the whole module's with the gate's PS example: the MWMS, ParameterServerStrategy and Keras "
+        "examples trained to the end; the gate keeps one real TensorFlow job on the real nodes (the PS example with "
+        "tfop's default PS server)",
     "test/e2e/test_python_sdk.py":
-        "about 2 min: the SDK's train_func trained by TensorFlow on the real nodes; the gate's "
+        "under 72 s (not among the e2e lane's six costliest): the SDK's train_func trained by TensorFlow on the "
+        "real nodes; the gate's "
         "test/integration/test_python_sdk.py creates, waits for, fails and deletes jobs through the same SDK, and "
         "the gate's PS example trains real TensorFlow with the TF_CONFIG tfop writes",
     "test/e2e/test_real_node.py::test_a_second_cluster_runs_its_own_node_beside_and_leaves_nothing_behind":
-        "a second cluster with its own node, a developer tool's promise rather than the operator's",
+        "under 72 s, the whole module's with the gate's real-node tests: a second cluster with its own node, a "
+        "developer tool's promise rather than the operator's",
     "test/integration/test_big_job.py":
-        "about 9 min: a 2,000-replica job under the Deployment's memory limit",
+        "about 6 min (365 s): a 2,000-replica job under the Deployment's memory limit",
     "test/integration/test_multikueue.py":
-        "about 4 min: a second cluster with Kueue as MultiKueue's worker; the gate's test_kueue.py admits jobs",
+        "about 74 s: a second cluster with Kueue as MultiKueue's worker; the gate's test_kueue.py admits jobs",
 }
 
 

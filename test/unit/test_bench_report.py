@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from bench.report import noise, rest_cpu, summarize, targets
+from bench.report import noise, rest_cpu, summarize, table, targets
 
 ORDER = ["limit", "limit-go", "tfop", "go-tuned"]
 
@@ -66,6 +66,8 @@ def test_targets() -> None:
         ("tfop requests per job within 1.3x of the limit's, N=100", True),
         ("tfop time to every job Running within 1.1x of the limit's pods running, N=100", True),
         ("tfop apiserver CPU until every job Running within 1.2x of the limit's, N=100", False),  # 1.24x
+        ("tfop own CPU until every job Running within 1.3x of the limit client's, N=100", None),  # not in RUNS
+        ("tfop passes per job until every job Running at most 4, N=100", None),
         ("tfop lag from pods running to Running p50 under 1 s, N=100", True),
         ("tfop lag from pods running to Running p99 under 3 s, N=100", False),
         ("tfop time to every job Running below go-tuned's, N=100", True),
@@ -96,3 +98,19 @@ def test_window_cpu_rows_and_the_rest() -> None:
     assert rest_cpu(rows["limit"]) == pytest.approx(3.0)  # 20 - (10 + 2 + 3 + 1 + 0.5 + 0.5)
     assert rest_cpu(rows["tfop"]) == pytest.approx(3.5)   # 23 - (10 + 2 + 3 + 1 + 0.5 + 3)
     assert rest_cpu({"contender": "limit"}) is None
+
+
+def test_each_figure_is_printed_beside_its_target() -> None:
+    runs = [run("limit", 0, pods_running_s=10.0, contender_cpu_window_s=2.0),
+            run("tfop", 0, jobs_running_s=11.5, contender_cpu_window_s=2.4, reconciles_to_running=450)]
+    rows = summarize(runs, ORDER)
+    assert by_name(rows)["tfop"]["passes_per_job"] == pytest.approx(4.5)
+    text = table(rows, [], targets(rows, []), {})
+    assert ("  [MET ] tfop own CPU until every job Running within 1.3x of the limit client's, N=100: 1.20x, "
+            "target <= 1.3x: met with 0.10x to spare") in text.splitlines()
+    assert ("  [MISS] tfop time to every job Running within 1.1x of the limit's pods running, N=100: 1.15x, "
+            "target <= 1.1x: missed by 0.05x") in text.splitlines()
+    assert ("  [MISS] tfop passes per job until every job Running at most 4, N=100: 4.50, target <= 4: "
+            "missed by 0.50") in text.splitlines()
+    assert ("  [n/a ] tfop time to all children within 1.3x of the limit, N=100: not measured (target <= 1.3x)"
+            in text.splitlines())

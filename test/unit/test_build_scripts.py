@@ -5,8 +5,12 @@ with apt-get."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+import textwrap
 from pathlib import Path
+
+from support.waiting import wait_for
 
 LIB = Path(__file__).resolve().parents[2] / "hack" / "lib.sh"
 
@@ -77,13 +81,13 @@ def test_debian_packages_are_installed_by_one_script_at_a_time(tmp_path: Path) -
     assert [what for what, _ in entries] == ["start", "end"] * 4
 
 
-def test_a_check_stops_where_the_build_would_start() -> None:
+def test_a_check_stops_where_the_build_would_start(tmp_path: Path) -> None:
     """With TFOP_CHECK_CACHED=1 `building` ends the script with NOT_CACHED (3) and names what is missing; without
     it the script goes on to build."""
     checking = bash("TFOP_CHECK_CACHED=1; building 'the thing'; echo built")
     assert (checking.returncode, checking.stdout) == (3, "")
     assert "[build-test] not cached: the thing" in checking.stderr
-    building = bash("building 'the thing'; echo built")
+    building = bash(f"TFOP_CACHE_DIR={tmp_path}; building 'the thing'; echo built")
     assert (building.returncode, building.stdout) == (0, "built\n")
 
 
@@ -101,3 +105,82 @@ def test_builds_cached_on_an_empty_cache_names_every_build_and_builds_nothing(tm
                      "build-metrics-server", "build-kube-router", "build-training-operator", "build-helm",
                      "build-node"}, result.stderr
     assert not cache.exists()
+
+
+def fake_build(tmp_path: Path, seconds: float, fails: bool = False) -> Path:
+    """A build script as hack/'s are: its cache check, then `building`, then a build that logs its start and end."""
+    script = tmp_path / f"build-fake-{'failing' if fails else 'good'}.sh"
+    script.write_text(textwrap.dedent(f"""\
+        #!/usr/bin/env bash
+        set -euo pipefail
+        LOG_NAME=build-fake
+        source {LIB}
+        if [[ -f "${{CACHE_ROOT}}/thing" ]]; then echo cached; exit 0; fi
+        building "the thing"
+        echo "start $$" >>{tmp_path}/builds.log
+        sleep {seconds}
+        echo "end $$" >>{tmp_path}/builds.log
+        {"exit 1" if fails else 'touch "${CACHE_ROOT}/thing"'}
+        echo built
+        """))
+    return script
+
+
+def start(script: Path, cache: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(["bash", str(script)], env={**os.environ, "TFOP_CACHE_DIR": str(cache),
+                                                         "HEARTBEAT_SECONDS": "1"},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def started_builds(tmp_path: Path) -> list[str]:
+    log = tmp_path / "builds.log"
+    return [line for line in log.read_text().splitlines() if line.startswith("start")] if log.exists() else []
+
+
+def test_two_callers_of_one_build_build_it_once_and_the_second_reuses_it(tmp_path: Path) -> None:
+    """make test builds while its lanes run, and a lane's fixture may ask for the same build: the second caller
+    waits for the first (saying so), then finds the build cached."""
+    cache = tmp_path / "cache"
+    script = fake_build(tmp_path, seconds=3)
+    first = start(script, cache)
+    wait_for(lambda: len(started_builds(tmp_path)) == 1, message="the first build to start")
+    second = start(script, cache)
+    outputs = [process.communicate(timeout=60) for process in (first, second)]
+    assert [process.returncode for process in (first, second)] == [0, 0], outputs
+    assert [stdout for stdout, _ in outputs] == ["built\n", "cached\n"], outputs
+    assert len(started_builds(tmp_path)) == 1, (tmp_path / "builds.log").read_text()
+    waiting = outputs[1][1]
+    assert "[build-fake] waiting: another process is building the thing" in waiting, waiting
+    assert "[build-fake] still waiting for the other build of the thing" in waiting, waiting
+    assert "starting over" in waiting, waiting
+    # Cached, a third caller neither waits nor builds.
+    third = start(script, cache)
+    stdout, stderr = third.communicate(timeout=60)
+    assert (third.returncode, stdout, stderr) == (0, "cached\n", "")
+
+
+def test_a_caller_that_waited_for_a_build_that_failed_builds_it_itself(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    first = start(fake_build(tmp_path, seconds=2, fails=True), cache)
+    wait_for(lambda: len(started_builds(tmp_path)) == 1, message="the failing build to start")
+    second = start(fake_build(tmp_path, seconds=0), cache)
+    # The second script names the same thing, so it takes the same lock although it is another file.
+    _, first_err = first.communicate(timeout=60)
+    stdout, stderr = second.communicate(timeout=60)
+    assert first.returncode == 1, first_err
+    assert (second.returncode, stdout) == (0, "built\n"), stderr
+    assert len(started_builds(tmp_path)) == 2 and "waiting: another process" in stderr, stderr
+
+
+def test_a_build_killed_mid_way_leaves_its_lock_free(tmp_path: Path) -> None:
+    """The lock is the kernel's (flock), so a build that dies, however it dies, never leaves a stale lock. (Its
+    children hold it while they run: they may still be writing what a second build would write.)"""
+    cache = tmp_path / "cache"
+    first = start(fake_build(tmp_path, seconds=600), cache)
+    wait_for(lambda: len(started_builds(tmp_path)) == 1, message="the build to start")
+    os.killpg(first.pid, signal.SIGKILL)
+    first.communicate(timeout=60)
+    second = start(fake_build(tmp_path, seconds=0), cache)
+    stdout, stderr = second.communicate(timeout=60)
+    assert (second.returncode, stdout) == (0, "built\n"), stderr
+    assert "waiting" not in stderr, stderr

@@ -31,10 +31,13 @@ def canonical_replica_type(name: object) -> str | None:
 
 
 def apply_defaults(job: dict[str, Any]) -> dict[str, Any]:
-    defaulted = copy.deepcopy(job)
+    """`job` with its spec defaulted: a new spec, and the rest (metadata, status) the input's own, which defaulting
+    never writes; copying a running job's status each pass cost more than the spec's defaults."""
+    defaulted = dict(job)
     spec = defaulted.get("spec")
     if not isinstance(spec, dict):
         return defaulted
+    spec = defaulted["spec"] = copy.deepcopy(spec)
     replica_specs = spec.get("tfReplicaSpecs")
     if isinstance(replica_specs, dict):
         spec["tfReplicaSpecs"] = _with_canonical_keys(replica_specs)

@@ -8,12 +8,14 @@ the old job's pods that are still terminating.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 from typing import Final
 
 RUNTIME_ID_LENGTH: Final = 4
 
 
+@functools.lru_cache(maxsize=4096)  # a pure function of the uid, asked for several times in every pass
 def runtime_id(uid: str) -> str:
     """Lowercase base32 (a-z, 2-7) of the uid's SHA-256: safe inside a DNS-1035 label."""
     digest = hashlib.sha256(uid.encode("utf-8")).digest()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime
 
 _FORMAT = "%Y-%m-%dT%H:%M:%SZ"
@@ -14,6 +15,9 @@ def as_utc(moment: datetime) -> datetime:
     return moment.astimezone(UTC)
 
 
+# Both are pure and their values immutable, and a pass reads and writes the same few seconds' timestamps of a job's
+# children and conditions over and over: remembered, they cost a dict look-up.
+@functools.lru_cache(maxsize=4096)
 def format_time(moment: datetime) -> str:
     return as_utc(moment).strftime(_FORMAT)
 
@@ -22,6 +26,11 @@ def parse_time(value: object) -> datetime | None:
     """An aware UTC datetime, or None for anything that is not an RFC3339 timestamp."""
     if not isinstance(value, str):
         return None
+    return _parse_text(value)
+
+
+@functools.lru_cache(maxsize=8192)
+def _parse_text(value: str) -> datetime | None:
     try:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:

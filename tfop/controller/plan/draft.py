@@ -7,7 +7,6 @@ the ones the plan leaves: the rules in reconcile only set conditions and never h
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -28,6 +27,7 @@ from tfop.api.constants import (
 from tfop.api.fields import integer, mapping, text
 from tfop.api.timestamps import as_utc
 from tfop.controller.plan.controller_config import ControllerConfig
+from tfop.controller.plan.frozen import replace
 from tfop.controller.plan.job_status import Condition, TFJobStatus
 from tfop.controller.plan.observed.child import Child
 from tfop.controller.plan.status import (

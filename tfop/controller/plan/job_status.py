@@ -11,7 +11,7 @@ read and written unchanged is the same JSON, byte for byte.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Generic, TypeVar
@@ -19,6 +19,7 @@ from typing import Any, Generic, TypeVar
 from tfop.api.constants import NAMINGS, REPLICA_BACKENDS, ChildNamingScheme, ReplicaBackendName
 from tfop.api.fields import integer, one_of
 from tfop.api.timestamps import format_time, parse_time
+from tfop.controller.plan.frozen import make, replace
 from tfop.objects import Object
 
 _NOTHING: Mapping[str, Any] = MappingProxyType({})
@@ -72,8 +73,8 @@ def _parse(cls: type[_Record], keys: tuple[_Key[Any], ...], raw: Object) -> _Rec
         values[key.attribute] = typed
         if key.write(typed) != value:
             stored[name] = value
-    return cls(**values, extra=MappingProxyType(extra) if extra else _NOTHING, order=tuple(raw),
-               stored=MappingProxyType(stored) if stored else _NOTHING)
+    return make(cls, **values, extra=MappingProxyType(extra) if extra else _NOTHING, order=tuple(raw),
+                stored=MappingProxyType(stored) if stored else _NOTHING)
 
 
 def _dump(record: _Json, keys: tuple[_Key[Any], ...]) -> Object:

@@ -8,7 +8,7 @@ nothing. The wiring passes only children whose controller ownerReference is this
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from types import MappingProxyType
 
 from tfop.api.constants import (
@@ -32,6 +32,7 @@ from tfop.controller.plan.children.job_child import JobState
 from tfop.controller.plan.children.naming import ChildNaming, naming_of
 from tfop.controller.plan.children.workload import PodSetPlacement
 from tfop.controller.plan.draft import PlanDraft
+from tfop.controller.plan.frozen import replace
 from tfop.controller.plan.job.legacy_gpu import REASON_GPU_RESOURCE_RENAMED, renamed_message
 from tfop.controller.plan.job.model import RunPolicy, TFJobModel, TFJobSpec
 from tfop.controller.plan.job.parse import InvalidJob, lenient_run_policy, parse_job

@@ -13,6 +13,7 @@ from tfop.api.constants import FINALIZER_REPLICA_TRACKING, LABEL_REPLICA_INDEX, 
 from tfop.api.defaults import canonical_replica_type
 from tfop.api.fields import integer, items, mapping, text
 from tfop.api.timestamps import parse_time
+from tfop.controller.plan.frozen import make
 from tfop.controller.plan.slots import ReplicaSlot
 from tfop.objects import Object
 
@@ -51,7 +52,7 @@ class Child:
 
     @classmethod
     def of(cls, obj: Object) -> Child:
-        return cls(**child_fields(obj))
+        return make(cls, **child_fields(obj))
 
 
 class ChildFields(TypedDict):

@@ -10,6 +10,7 @@ from tfop.api.constants import DEFAULT_CONTAINER_NAME, POD_FAILED, POD_PENDING, 
 from tfop.api.exit_codes import ExitClass, classify_termination
 from tfop.api.fields import integer, items, mapping, text
 from tfop.api.timestamps import parse_time
+from tfop.controller.plan.frozen import make
 from tfop.controller.plan.observed.child import Child, child_fields
 from tfop.objects import Object
 
@@ -112,7 +113,7 @@ class PodView(Child):
         scheduled = next((_condition(entry) for entry in conditions if entry.get("type") == POD_SCHEDULED), None)
         disrupted = next((entry for entry in conditions
                           if entry.get("type") == DISRUPTION_TARGET and entry.get("status") == "True"), None)
-        return cls(**child_fields(pod), node_name=text(mapping(pod.get("spec")).get("nodeName")) or None,
+        return make(cls, **child_fields(pod), node_name=text(mapping(pod.get("spec")).get("nodeName")) or None,
                    phase=text(status.get("phase")) or POD_PENDING, reason=text(status.get("reason")) or "",
                    message=text(status.get("message")) or "", scheduled=scheduled,
                    disruption=None if disrupted is None else Disruption(text(disrupted.get("reason")) or "",

@@ -6,7 +6,6 @@ An invalid job finishes this way too, with the run policy read leniently (plan/j
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Literal
 
 from tfop.api.constants import (
@@ -22,6 +21,7 @@ from tfop.api.constants import (
 from tfop.api.timestamps import format_time
 from tfop.controller.plan.children.job_child import JobState
 from tfop.controller.plan.draft import PlanDraft
+from tfop.controller.plan.frozen import replace
 from tfop.controller.plan.job.model import RunPolicy
 from tfop.controller.plan.policies.job_children import settle_job_children
 from tfop.controller.plan.replicas.removal import clean_up

@@ -22,7 +22,6 @@ condition's lastTransitionTime, so the wait is level-triggered: an operator rest
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import datetime, timedelta
 
 from tfop.api.constants import (
@@ -42,6 +41,7 @@ from tfop.api.constants import (
 )
 from tfop.api.timestamps import format_time
 from tfop.controller.plan.draft import PlanDraft
+from tfop.controller.plan.frozen import replace
 from tfop.controller.plan.job.model import RunPolicy, TFJobModel
 from tfop.controller.plan.policies.cleanup import finish, keep_finished
 from tfop.controller.plan.replicas.pod_slots import Slot, SlotState, SortedChildren

@@ -5,12 +5,13 @@ what its phase says, and when the pods must wait for it."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from tfop.api.constants import CONDITION_RUNNING, EVENT_WARNING
 from tfop.controller.plan.children.pod_group import admission_wait, pod_group_name, pod_group_spec
 from tfop.controller.plan.draft import PlanDraft
+from tfop.controller.plan.frozen import replace
 from tfop.controller.plan.gang_schedulers import GangScheduler
 from tfop.controller.plan.job.model import TFJobModel
 from tfop.controller.plan.observed.pod import PodView

@@ -24,7 +24,7 @@ What callers may rely on:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from tfop.api.constants import CONDITION_RUNNING
@@ -33,6 +33,7 @@ from tfop.api.kueue import PRIORITY_CLASS
 from tfop.api.timestamps import format_time
 from tfop.controller.plan.children.workload import WORKLOAD_KIND, PodSetPlacement, pod_set_name, workload_name
 from tfop.controller.plan.draft import PlanDraft
+from tfop.controller.plan.frozen import replace
 from tfop.controller.plan.job.model import TFJobModel
 from tfop.controller.plan.observed.workload import (
     ADMITTED,

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from tfop.api.constants import (
     ANNOTATION_TF_CLUSTER,
@@ -40,6 +40,7 @@ from tfop.api.constants import (
 )
 from tfop.controller.plan.children.tf_config import cluster_key
 from tfop.controller.plan.draft import PlanDraft
+from tfop.controller.plan.frozen import replace
 from tfop.controller.plan.job.model import TFJobModel
 from tfop.controller.plan.job_status import LastResize
 from tfop.controller.plan.observed.pod import PodView

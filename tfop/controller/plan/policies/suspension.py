@@ -4,8 +4,6 @@ starts its clock again, so activeDeadlineSeconds counts from the resume, as for 
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from tfop.api.constants import (
     CONDITION_RESTARTING,
     CONDITION_RUNNING,
@@ -15,6 +13,7 @@ from tfop.api.constants import (
 )
 from tfop.controller.plan.children.job_child import JobState
 from tfop.controller.plan.draft import PlanDraft
+from tfop.controller.plan.frozen import replace
 from tfop.controller.plan.job.model import TFJobSpec
 from tfop.controller.plan.policies.job_children import settle_job_children
 from tfop.controller.plan.replicas.backends import ReplicaBackend

@@ -14,11 +14,12 @@ still there for the next pass, which records it, then releases it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from tfop.api.constants import MAX_REPLICAS, REPLICA_WORKER
 from tfop.api.fields import text
 from tfop.controller.plan.children.desired import replica_slot_of
+from tfop.controller.plan.frozen import replace
 from tfop.controller.plan.job.model import TFJobSpec
 from tfop.controller.plan.job_status import ReplicaStatus, TFJobStatus
 from tfop.controller.plan.observed.pod import PodView

@@ -6,7 +6,6 @@ read the pass's views of the children (PlanContext.observed).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
 
 from tfop.api.constants import (
     CLEAN_POD_POLICY_ALL,
@@ -17,6 +16,7 @@ from tfop.api.constants import (
 )
 from tfop.controller.plan.children.batch_job import controller_uid, made_by_job
 from tfop.controller.plan.draft import PlanDraft
+from tfop.controller.plan.frozen import replace
 from tfop.controller.plan.observed.batch_job import BatchJobView
 from tfop.controller.plan.types import JOB, POD, POD_GROUP, SERVICE, ChildPatch, PlanContext
 

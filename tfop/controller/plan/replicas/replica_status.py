@@ -4,7 +4,6 @@ once, as the status first sees it), and replicaStatuses and replicaSummary as th
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
 from types import MappingProxyType
 
 from tfop.api.constants import (
@@ -23,6 +22,7 @@ from tfop.api.defaults import canonical_replica_type
 from tfop.api.runtime_id import runtime_id
 from tfop.controller.plan.children.naming import ChildNaming
 from tfop.controller.plan.draft import PlanDraft
+from tfop.controller.plan.frozen import replace
 from tfop.controller.plan.job.model import TFJobSpec
 from tfop.controller.plan.job_status import ReplicaStatus
 from tfop.controller.plan.observed.pod import PodView

@@ -11,10 +11,11 @@ after an operator restart, does not count it twice. Both live in replicaStatuses
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from tfop.api.constants import POD_FAILED
+from tfop.controller.plan.frozen import replace
 from tfop.controller.plan.job_status import ReplicaStatus
 from tfop.controller.plan.observed.batch_job import BatchJobView
 from tfop.controller.plan.observed.pod import PodView

@@ -1,0 +1,59 @@
+"""bench.cpu_sampler: a thread's CPU goes to the stack it runs, and a thread that only waits gets none."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+from bench.cpu_sampler import Sampler, Stack, read_folded, report
+
+
+def burn() -> int:
+    total = 0
+    for number in range(3_000_000):  # a fixed amount of work, however long the machine takes for it
+        total += number % 7
+    return total
+
+
+def wait(done: threading.Event) -> None:
+    done.wait()
+
+
+def test_cpu_goes_to_the_thread_that_spends_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    sampler = Sampler(0.002)
+    done = threading.Event()
+    waiter = threading.Thread(target=wait, args=(done,), name="waiter-1")
+    burner = threading.Thread(target=burn, name="burner-1")
+    sampler.start()
+    waiter.start()
+    burner.start()
+    burner.join()
+    done.set()
+    waiter.join()
+    sampler.stopped.set()
+    sampler.join()
+    stacks = sampler.folded()
+    burned = sum(ns for stack, ns in stacks.items() if any(frame.endswith(":burn") for frame in stack))
+    waited = sum(ns for stack, ns in stacks.items() if any(frame.endswith(":wait") for frame in stack))
+    assert burned > 0
+    assert waited < burned / 10  # the waiter's few wake-ups, if any
+    assert sampler.by_thread["burner"] == burned  # numbers stripped from the thread's name
+
+    folded = tmp_path / "out.folded"
+    folded.write_text("".join(f"{';'.join(stack)} {ns}\n" for stack, ns in stacks.items()))
+    assert read_folded(folded) == stacks
+    assert "test_bench_cpu_sampler.py:burn" in report(stacks)
+
+
+def test_the_components_overlap_and_the_modules_add_up() -> None:
+    stacks: Counter[Stack] = Counter({
+        ("tfop/controller/reconciler.py:reconcile", "tfop/controller/plan/planner.py:plan",
+         "tfop/controller/plan/observed/pod.py:of"): 3_000_000_000,
+        ("tfop/kube/informer.py:_watch", "tfop/kube/streams.py:__iter__", "json/__init__.py:loads",
+         "json/decoder.py:decode"): 1_000_000_000})
+    text = report(stacks)
+    assert "CPU sampled: 4.00 s" in text
+    assert "    3.00 s  75.0%  reconcile (all of a pass)" in text
+    assert "    3.00 s  75.0%      observed views" in text
+    assert "    1.00 s  25.0%  json decode" in text
+    assert "    3.00 s  75.0%  tfop/controller/plan/observed/pod.py" in text
