@@ -6,6 +6,10 @@ A pod of the job updates its status; a pod of another job, a pod of no job and a
 
 from __future__ import annotations
 
+import json
+import ssl
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,12 +52,13 @@ class Endpoint:
 
 
 @pytest.fixture
-def endpoint(cluster: LocalCluster, tfjob_crd: Path, namespace: str, kube_client: KubeClient,
-             tmp_path: Path) -> Iterator[Endpoint]:
-    """An operator serving the endpoint on loopback, and the job JOB with its pod made (its namespace then has the
-    endpoint's CA)."""
+def endpoint(request: pytest.FixtureRequest, cluster: LocalCluster, tfjob_crd: Path, namespace: str,
+             kube_client: KubeClient, tmp_path: Path) -> Iterator[Endpoint]:
+    """An operator serving the endpoint on loopback (with the config lines a test's `progress_config` marker
+    adds), and the job JOB with its pod made (its namespace then has the endpoint's CA)."""
     port = free_port()
-    config = progress_config(tmp_path / "config.yaml", port)
+    marker = request.node.get_closest_marker("progress_config")
+    config = progress_config(tmp_path / "config.yaml", port, extra=marker.args[0] if marker else "")
     operator = OperatorProcess(cluster.kubeconfig, tmp_path / "operator.log", "--namespace", namespace,
                                "--config", str(config)).start()
     create_job(kube_client, namespace, JOB, Worker=replica())
@@ -153,3 +158,29 @@ def test_a_forged_token_is_refused(endpoint: Endpoint, sdk: Path, kube_client: K
     sent = report(sdk, endpoint.url, endpoint.ca, token, tmp_path, progress_percent=99)
     assert sent.returned is False and refused(sent.log, 401), sent.log
     assert "trainerStatus" not in job_status(kube_client, namespace, JOB)
+
+
+def post(url: str, ca: Path, token: str, body: bytes) -> tuple[int, dict[str, Any]]:
+    """One POST as any HTTPS client sends it; (status, the JSON answer)."""
+    request = urllib.request.Request(url, data=body, method="POST", headers={
+        "Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30, context=ssl.create_default_context(cafile=str(ca))) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+@pytest.mark.progress_config("  reportsPerSecond: 0.001\n  burst: 2\n")
+def test_a_job_past_its_rate_and_a_body_past_its_bound_are_refused(endpoint: Endpoint, kube_client: KubeClient,
+                                                                    namespace: str) -> None:
+    token = pod_token(kube_client, namespace, endpoint.pod, audience(namespace, JOB))
+    big = json.dumps({"trainerStatus": {"metrics": [{"name": "m", "value": "x" * 64}] * 1200}}).encode()
+    assert post(endpoint.url, endpoint.ca, token, big)[0] == 413  # refused unread, before the rate counts it
+    report_of = json.dumps({"trainerStatus": {"progressPercentage": 10}}).encode()
+    codes = [post(endpoint.url, endpoint.ca, token, report_of)[0] for _ in range(3)]
+    code, answer = post(endpoint.url, endpoint.ca, token, report_of)
+    assert (codes, code, answer["reason"]) == ([200, 200, 429], 429, "TooManyRequests")
+    over = json.dumps({"trainerStatus": {"progressPercentage": 101}}).encode()
+    # The rate is counted before the body is read: a flood of bad reports costs no parse.
+    assert post(endpoint.url, endpoint.ca, token, over)[0] == 429
