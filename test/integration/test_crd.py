@@ -211,16 +211,18 @@ def test_kubectl_get_prints_the_printer_columns(cluster: LocalCluster, tfjob_crd
     cluster.kubectl("patch", "tfjob", "columns", "-n", namespace, "--subresource=status", "--type=merge",
                     "-p", json.dumps({"status": status}))
     header, row = cluster.kubectl("get", "tfjobs", "-n", namespace).stdout.splitlines()
-    assert header.split() == ["NAME", "STATE", "REPLICAS", "WORKERS", "ACTIVE-WORKERS", "AGE"]
-    # No replicaStatuses written yet: ACTIVE-WORKERS is blank, so AGE follows WORKERS.
+    assert header.split() == ["NAME", "STATE", "REPLICAS", "WORKERS", "ACTIVE-WORKERS", "PROGRESS", "ETA", "AGE"]
+    # No replicaStatuses nor progress written yet: ACTIVE-WORKERS, PROGRESS and ETA are blank, so AGE follows
+    # WORKERS.
     assert row.split()[:4] == ["columns", "Running", "1/2", "2"] and len(row.split()) == 5
     cluster.kubectl("patch", "tfjob", "columns", "-n", namespace, "--subresource=status", "--type=merge",
-                    "-p", json.dumps({"status": {"replicaStatuses": {"Worker": {"active": 1}}}}))
+                    "-p", json.dumps({"status": {"replicaStatuses": {"Worker": {"active": 1}}, "trainerStatus": {
+                        "progressPercentage": 45, "estimatedCompletionTime": "2026-12-02T09:30:00Z"}}}))
     header, row = cluster.kubectl("get", "tfjob", "-n", namespace, "-o", "wide").stdout.splitlines()
-    assert header.split() == ["NAME", "STATE", "REPLICAS", "WORKERS", "ACTIVE-WORKERS", "AGE", "PHASE", "REASON",
-                              "RUNTIME-ID", "PODGROUP"]
-    assert row.split()[3:5] == ["2", "1"]
-    assert row.split()[6:] == ["Running", "TFJobRunning", "abcd", "Inqueue"]
+    assert header.split() == ["NAME", "STATE", "REPLICAS", "WORKERS", "ACTIVE-WORKERS", "PROGRESS", "ETA", "AGE",
+                              "PHASE", "REASON", "RUNTIME-ID", "PODGROUP"]
+    assert row.split()[3:7] == ["2", "1", "45", "2026-12-02T09:30:00Z"]
+    assert row.split()[8:] == ["Running", "TFJobRunning", "abcd", "Inqueue"]
     # The `kubeflow` category lists TFJobs with other Kubeflow kinds.
     assert "tfjob.kubeflow.org/columns" in cluster.kubectl("get", "kubeflow", "-n", namespace, "-o", "name").stdout
 

@@ -42,6 +42,10 @@ LONG: dict[str, str] = {
         "real nodes; the gate's "
         "test/integration/test_python_sdk.py creates, waits for, fails and deletes jobs through the same SDK, and "
         "the gate's PS example trains real TensorFlow with the TF_CONFIG tfop writes",
+    "test/e2e/test_progress_on_real_nodes.py":
+        "about 4 min (with the real nodes started): TensorFlow and the Kubeflow SDK imported in real pods to post "
+        "their progress; the gate's "
+        "test/integration/test_progress.py posts with the same SDK and pod-bound tokens on kwok pods",
     "test/e2e/test_real_node.py::test_a_second_cluster_runs_its_own_node_beside_and_leaves_nothing_behind":
         "under 72 s, the whole module's with the gate's real-node tests: a second cluster with its own node, a "
         "developer tool's promise rather than the operator's",

@@ -118,8 +118,10 @@ class ProgressHandling:
         return 200, json.loads(body)
 
     def _refused(self, key: str, refusal: Refusal, caller: Caller | None) -> tuple[int, dict[str, Any]]:
-        log.info("progress report refused", job=key, code=refusal.code, why=refusal.message,
-                 pod=f"{caller.namespace}/{caller.pod_name}" if caller else None)
+        # A job past its rate is told at debug: a pod reporting too often would otherwise fill the log.
+        say = log.debug if refusal.code == 429 else log.info
+        say("progress report refused", job=key, code=refusal.code, why=refusal.message,
+            pod=f"{caller.namespace}/{caller.pod_name}" if caller else None)
         return refusal.code, status_body(refusal)
 
 
