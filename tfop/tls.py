@@ -18,6 +18,7 @@ import subprocess
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from socketserver import BaseServer
 from typing import Any
@@ -126,3 +127,30 @@ class TLSServerMixin(BaseServer):
         except OSError:
             return  # a client that does not trust us, plain HTTP on this port, or a port scan
         super().finish_request(request, client_address)
+
+
+class _ThreadingTLSServer(TLSServerMixin, ThreadingHTTPServer):
+    daemon_threads = True
+
+
+class HTTPSServing:
+    """An HTTP handler served over TLS on a thread of its own (the conversion webhook, the progress endpoint)."""
+
+    def __init__(self, address: str, handler: type[BaseHTTPRequestHandler], contexts: ContextSource,
+                 name: str) -> None:
+        host, _, port = address.rpartition(":")
+        self._server = _ThreadingTLSServer((host or "0.0.0.0", int(port)), handler)
+        self._server.contexts = contexts
+        self._thread = threading.Thread(target=self._server.serve_forever, name=name, daemon=True)
+
+    @property
+    def address(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"{host!s}:{port}"
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()

@@ -9,8 +9,7 @@ so a rotated certificate is used without a restart. The webhook needs no API acc
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ from tfop.api.constants import API_VERSION
 from tfop.api.conversion import ConversionError, convert
 from tfop.controller.plan.controller_config import DEFAULT_GPU_RESOURCE
 from tfop.controller.plan.job.legacy_gpu import rewrite_legacy_gpu
-from tfop.tls import CertificateFiles, TLSServerMixin
+from tfop.tls import CertificateFiles, HTTPSServing
 
 log = structlog.get_logger("tfop.webhook")
 REVIEW_API_VERSION = "apiextensions.k8s.io/v1"
@@ -65,14 +64,8 @@ def _answer(uid: str, *, converted: list[dict[str, Any]] | None = None, failure:
     return {"apiVersion": REVIEW_API_VERSION, "kind": "ConversionReview", "response": response}
 
 
-class _TLSServer(TLSServerMixin, ThreadingHTTPServer):
-    daemon_threads = True
-
-
 class ConversionWebhook:
     def __init__(self, address: str, cert_dir: str | Path, gpu_resource: str = DEFAULT_GPU_RESOURCE) -> None:
-        host, _, port = address.rpartition(":")
-
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 if self.path.split("?", 1)[0] != "/convert":
@@ -107,18 +100,14 @@ class ConversionWebhook:
             def log_message(self, format: str, *args: object) -> None:
                 pass
 
-        self._server = _TLSServer((host or "0.0.0.0", int(port)), Handler)
-        self._server.contexts = CertificateFiles(cert_dir, "webhook").context
-        self._thread = threading.Thread(target=self._server.serve_forever, name="webhook", daemon=True)
+        self._serving = HTTPSServing(address, Handler, CertificateFiles(cert_dir, "webhook").context, "webhook")
 
     @property
     def address(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"{host!s}:{port}"
+        return self._serving.address
 
     def start(self) -> None:
-        self._thread.start()
+        self._serving.start()
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._serving.stop()

@@ -16,7 +16,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Protocol
 
 import structlog
@@ -30,7 +30,7 @@ from tfop.kube.ratelimit import TokenBucket
 from tfop.objects import Object
 from tfop.progress.report import MAX_BODY, Caller, Refusal, authorize, read_report, target_of
 from tfop.progress.tokens import TokenReviewer
-from tfop.tls import ContextSource, TLSServerMixin
+from tfop.tls import ContextSource, HTTPSServing
 
 log = structlog.get_logger("tfop.progress")
 
@@ -125,14 +125,8 @@ class ProgressHandling:
         return refusal.code, status_body(refusal)
 
 
-class _TLSServer(TLSServerMixin, ThreadingHTTPServer):
-    daemon_threads = True
-
-
 class ProgressServer:
     def __init__(self, settings: ProgressSettings, handling: ProgressHandling, contexts: ContextSource) -> None:
-        host, _, port = settings.address.rpartition(":")
-
         class Handler(BaseHTTPRequestHandler):
             timeout = 10.0  # a reporter that stops mid-request holds a thread no longer
 
@@ -165,18 +159,14 @@ class ProgressServer:
             def log_message(self, format: str, *args: object) -> None:
                 pass
 
-        self._server = _TLSServer((host or "0.0.0.0", int(port)), Handler)
-        self._server.contexts = contexts
-        self._thread = threading.Thread(target=self._server.serve_forever, name="progress", daemon=True)
+        self._serving = HTTPSServing(settings.address, Handler, contexts, "progress")
 
     @property
     def address(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"{host!s}:{port}"
+        return self._serving.address
 
     def start(self) -> None:
-        self._thread.start()
+        self._serving.start()
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._serving.stop()
