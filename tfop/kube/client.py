@@ -1,9 +1,10 @@
 """REST calls to the apiserver with raw JSON dicts: timeouts, a client-side QPS limit, retries and typed errors.
 
-Only the kubernetes package's transport (RESTClientObject: urllib3 with the configuration's TLS and proxy) and its
-kubeconfig and service account loading are used, through tfop.kube.credentials. Its generated API and model classes
-are never imported: parsing into them costs far more time and memory than one `json.loads`, 37.x rebuilt them on
-pydantic, and merely importing them costs more memory than the operator's caches of a thousand finished jobs.
+Only the kubernetes package's urllib3 pool manager (built by its RESTClientObject with the configuration's TLS and
+proxy; requests go to urllib3 directly, tfop.kube.transport) and its kubeconfig and service account loading are
+used, through tfop.kube.credentials. Its generated API and model classes are never imported: parsing into them costs
+far more time and memory than one `json.loads`, 37.x rebuilt them on pydantic, and merely importing them costs more
+memory than the operator's caches of a thousand finished jobs.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from tfop.kube.metrics import KubeMetrics
 from tfop.kube.resource import Resource
 from tfop.kube.streams import LineStream, WatchStream
 from tfop.kube.throttle import RequestThrottle, RetryPolicy, parse_retry_after
+from tfop.kube.transport import Transport, encode_body
 
 Objects = list[dict[str, Any]]
 Page = tuple[Objects, str]  # one page of a list: its items and the resourceVersion of the list's snapshot
@@ -70,8 +72,8 @@ class KubeClient:
         if config.socket_options is None:
             config.keep_alive = True  # TCP keepalive: a watch behind a dead peer fails instead of hanging
         self._config = config
-        self._rest = credentials.RESTClientObject(config)
         self._host: str = config.host.rstrip("/")
+        self._transport = Transport(credentials.RESTClientObject(config).pool_manager, self._host)
         self.user_agent = user_agent
         self.timeout = (connect_timeout, read_timeout)
         self.retry_policy = RetryPolicy(max_retries=max_retries)
@@ -108,7 +110,7 @@ class KubeClient:
         return self._host
 
     def close(self) -> None:
-        self._rest.close()
+        self._transport.close()
 
     # -- transport ---------------------------------------------------------------------------------------------
 
@@ -117,8 +119,8 @@ class KubeClient:
                 max_retries: int | None = None) -> Any:
         """One API call; returns the parsed JSON answer (None for an empty body) or raises a typed ApiError.
 
-        `max_retries` overrides the client's policy for this call (0: one attempt), for callers that run
-        against their own deadline such as leader election.
+        `body` is sent as compact JSON (bytes and text as they are). `max_retries` overrides the client's policy
+        for this call (0: one attempt), for callers that run against their own deadline such as leader election.
         """
         response = self._send(method, path, query, body, content_type, timeout, max_retries, stream=False)
         data = response.data
@@ -142,7 +144,8 @@ class KubeClient:
               stream: bool) -> urllib3.BaseHTTPResponse:
         """Send with throttling and retries; returns the response, its body already read unless `stream`."""
         method = method.upper()
-        url = self._host + path + ("?" + urlencode(list(query)) if query else "")
+        target = path + ("?" + urlencode(list(query)) if query else "")
+        payload = encode_body(body)
         policy = self.retry_policy if max_retries is None else replace(self.retry_policy, max_retries=max_retries)
         attempt = 0
         while True:
@@ -150,16 +153,15 @@ class KubeClient:
             started = time.monotonic()
             status: int | None = None
             try:
-                response: urllib3.BaseHTTPResponse = self._rest.request(
-                    method, url, headers=self._headers(content_type), body=body,
-                    _request_timeout=timeout or self.timeout).response
+                response = self._transport.send(method, target, payload, self._headers(content_type),
+                                                timeout or self.timeout)
                 status = response.status
                 if not (stream and 200 <= status < 300):
                     try:
                         response.data  # noqa: B018 - reads the whole body now, inside the timeout handling
                     finally:
                         response.release_conn()
-            except (urllib3.exceptions.HTTPError, credentials.ApiException, OSError) as exc:
+            except (urllib3.exceptions.HTTPError, OSError) as exc:
                 self._observe(method, "<error>" if status is None else str(status), started)
                 if is_tls_verification_failure(exc):
                     raise TLSVerificationError(f"{method} {path}: {tls_failure_text(exc)}") from exc
@@ -167,9 +169,7 @@ class KubeClient:
                                      reached_server=not isinstance(exc, _NOT_SENT), retry_after=None,
                                      rnd=random.random())
                 if delay is None:
-                    detail = (str(getattr(exc, "reason", "")).strip() if isinstance(exc, credentials.ApiException)
-                              else str(exc))
-                    raise TransportError(f"{method} {path}: {detail}") from exc
+                    raise TransportError(f"{method} {path}: {exc}") from exc
             else:
                 self._observe(method, str(status), started)
                 if 200 <= status < 300:

@@ -113,7 +113,6 @@ _kube_config, _incluster, _configuration, _rest = _load_modules()
 ConfigException: type[Exception] = importlib.import_module("kubernetes.config.config_exception").ConfigException
 Configuration: Any = _configuration.Configuration
 RESTClientObject: Any = _rest.RESTClientObject
-ApiException: type[Exception] = importlib.import_module("kubernetes.client.exceptions").ApiException
 
 SERVICE_TOKEN_FILE = _incluster.SERVICE_TOKEN_FILENAME
 SERVICE_CA_FILE = _incluster.SERVICE_CERT_FILENAME
