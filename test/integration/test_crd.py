@@ -85,11 +85,15 @@ ACCEPTED = {
     "zero replicas": tfjob(Worker={"replicas": 0, "template": pod_template()}),
     # 63 = len("a" * 46) + len("-evaluator-") + len(runtime id: 4) + len("-9")
     "longest name that fits": tfjob("a" * 46, Evaluator={"replicas": 10, "template": pod_template()}),
-    # The replica bound (hack/crd-template.yaml): 5000 in all, whatever the key spellings.
+    # The replica bound (hack/crd-template.yaml): 5000 in all, whatever the key spellings; 10000 with dynamic workers.
     "5000 workers": tfjob(Worker={"replicas": 5000, "template": pod_template()}),
     "5000 replicas over three types": tfjob(chief={"template": pod_template()},
                                             WORKER={"replicas": 3999, "template": pod_template()},
                                             ps={"replicas": 1000, "template": pod_template("server")}),
+    "10000 replicas of dynamic workers": with_spec(tfjob(chief={"template": pod_template()},
+                                                         Worker={"replicas": 9998, "template": pod_template()},
+                                                         PS={"template": pod_template("server")}),
+                                                   enableDynamicWorker=True, elasticPolicy={"maxReplicas": 10000}),
     "every run policy field": with_spec(tfjob(), runPolicy={
         "cleanPodPolicy": "All", "ttlSecondsAfterFinished": 0, "activeDeadlineSeconds": 60, "backoffLimit": 0,
         "suspend": False, "schedulingPolicy": {"minAvailable": 3, "queue": "q", "priorityClass": "high",
@@ -142,14 +146,21 @@ REJECTED: dict[str, tuple[dict[str, Any], list[str]]] = {
         tfjob(Worker={"template": pod_template()}, worker={"template": pod_template()}),
         ["spec.tfReplicaSpecs names a replica type twice"]),
     "no replica specs": (tfjob(), ["spec.tfReplicaSpecs"]),
-    "more replicas of one type than the bound": (
+    "more replicas of one type than the dynamic bound": (
+        with_spec(tfjob(Worker={"replicas": 10001, "template": pod_template()}), enableDynamicWorker=True),
+        ["spec.tfReplicaSpecs.Worker.replicas", "less than or equal to 10000"]),
+    "more replicas of one type than the dense bound": (
         tfjob(Worker={"replicas": 5001, "template": pod_template()}),
-        ["spec.tfReplicaSpecs.Worker.replicas", "less than or equal to 5000"]),
+        ["spec.tfReplicaSpecs: the replicas of all types together must be at most 5000", "TF_CONFIG"]),
     "more replicas in all than the bound": (
         # A Chief without `replicas` counts 1, its default.
         tfjob(Chief={"template": pod_template()}, worker={"replicas": 4000, "template": pod_template()},
               PS={"replicas": 1000, "template": pod_template("server")}),
         ["spec.tfReplicaSpecs: the replicas of all types together must be at most 5000", "TF_CONFIG"]),
+    "more replicas in all than the dynamic bound": (
+        with_spec(tfjob(Chief={"template": pod_template()}, worker={"replicas": 9000, "template": pod_template()},
+                        PS={"replicas": 1000, "template": pod_template("server")}), enableDynamicWorker=True),
+        ["spec.tfReplicaSpecs: the replicas of all types together must be at most 5000 (10000 with"]),
     "name too long for child names": (
         tfjob("a" * 47, Evaluator={"replicas": 10, "template": pod_template()}),
         ["metadata.name is too long"]),
@@ -186,7 +197,10 @@ REJECTED: dict[str, tuple[dict[str, Any], list[str]]] = {
         with_spec(tfjob(), elasticPolicy={"minReplicas": 1}), ["spec.elasticPolicy.maxReplicas: Required value"]),
     "elastic maximum above the replica bound": (
         with_spec(tfjob(), elasticPolicy={"maxReplicas": 5001}),
-        ["spec.elasticPolicy.maxReplicas", "less than or equal to 5000"]),
+        ["spec.elasticPolicy.maxReplicas must be at most 5000"]),
+    "elastic maximum above the dynamic replica bound": (
+        with_spec(tfjob(), elasticPolicy={"maxReplicas": 10001}, enableDynamicWorker=True),
+        ["spec.elasticPolicy.maxReplicas", "less than or equal to 10000"]),
     "elastic minimum of zero": (
         with_spec(tfjob(), elasticPolicy={"minReplicas": 0, "maxReplicas": 2}),
         ["spec.elasticPolicy.minReplicas", "greater than or equal to 1"]),

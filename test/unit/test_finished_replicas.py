@@ -48,8 +48,8 @@ FINALIZER = "tfop.kubeflow.org/replica-tracking"  # spelled out: the tests state
     ("1-1,3", frozenset({1, 3})),
     ("0, 7-8", frozenset({0, 7, 8})),
     ("x,2,-3,4-", frozenset({2})),  # bad pieces are skipped, the good ones kept
-    ("4998-999999999999", frozenset({4998, 4999})),  # no job has 5,000 replicas of a type
-    ("7000", frozenset()),
+    ("9998-999999999999", frozenset({9998, 9999})),  # no job has 10,000 replicas of a type
+    ("12000", frozenset()),
 ])
 def test_parse_indexes(text: str, indexes: frozenset[int]) -> None:
     assert parse_indexes(text) == indexes

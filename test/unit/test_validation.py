@@ -71,6 +71,14 @@ def spec(job: dict[str, Any]) -> dict[str, Any]:
     return job["spec"]  # type: ignore[no-any-return]
 
 
+def dynamic(workers: int) -> Mutation:
+    """enableDynamicWorker, with `workers` workers beside the Chief and the PS."""
+    def mutate(job: dict[str, Any]) -> None:
+        spec(job)["enableDynamicWorker"] = True
+        worker(job)["replicas"] = workers
+    return mutate
+
+
 W = "spec.tfReplicaSpecs[Worker]"
 TF = f"{W}.template.spec.containers[0]"
 INVALID: dict[str, tuple[Callable[[dict[str, Any]], object], str, str]] = {
@@ -90,6 +98,16 @@ INVALID: dict[str, tuple[Callable[[dict[str, Any]], object], str, str]] = {
                            "spec.tfReplicaSpecs", "at least one replica"),
     "more replicas than a pod's TF_CONFIG can list": (assign(worker, "replicas", 5000), "spec.tfReplicaSpecs",
                                                       "5002 replicas in all, more than 5000"),
+    "more replicas than a dynamic job's bound": (
+        dynamic(9999), "spec.tfReplicaSpecs", "10001 replicas in all, more than 10000 with spec.enableDynamicWorker"),
+    "a dynamic job whose chief's TF_CONFIG would not fit": (
+        lambda job: (dynamic(9000)(job), job["metadata"].update(name="a" * 40, namespace="n" * 63)),
+        "spec.tfReplicaSpecs", "the largest TF_CONFIG a pod gets lists 1205147 bytes of addresses, more than 700000"),
+    "an elastic maximum over the dense bound": (assign(spec, "elasticPolicy", {"maxReplicas": 5001}),
+                                                "spec.elasticPolicy.maxReplicas", "between 1 and 5000"),
+    "an elastic maximum over the dynamic bound": (
+        lambda job: (dynamic(2)(job), spec(job).update(elasticPolicy={"maxReplicas": 10001})),
+        "spec.elasticPolicy.maxReplicas", "between 1 and 10000"),
     "empty replica map": (assign(spec, "tfReplicaSpecs", {}), "spec.tfReplicaSpecs", "at least one replica type"),
     "no replica map": (drop(spec, "tfReplicaSpecs"), "spec.tfReplicaSpecs", "is required"),
     "replica map as a list": (assign(spec, "tfReplicaSpecs", []), "spec.tfReplicaSpecs", "must be an object"),
@@ -175,6 +193,9 @@ VALID = {
             "Worker": valid_job(Worker=1)["spec"]["tfReplicaSpecs"]["Worker"],
             "PS": {"replicas": 2, "template": {"spec": {"containers": [{"name": "grpc", "image": "tf"}]}}}}}},
     "a chief with zero replicas": valid_job(Chief=0, Worker=1),
+    "10,000 replicas with enableDynamicWorker": {**valid_job(Chief=1, Worker=9998, PS=1), "spec": {
+        **valid_job(Chief=1, Worker=9998, PS=1)["spec"], "enableDynamicWorker": True,
+        "elasticPolicy": {"maxReplicas": 10000}}},
     "a name exactly at the limit": {**valid_job(Worker=10), "metadata": {"name": "a" * 49, "namespace": "n",
                                                                          "uid": "u"}},
     "a name with a hyphen": {**valid_job(Worker=1), "metadata": {"name": "my-job-2", "namespace": "n", "uid": "u"}},

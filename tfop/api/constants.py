@@ -29,6 +29,10 @@ MAX_CHILD_NAME_LENGTH: Final = 63
 # Every pod's TF_CONFIG lists every replica, up to 140 bytes each, and a pod must fit in etcd's 1.5 MiB request
 # limit: 5000 replicas take at most 700,000 bytes of it (the CRD's rule; docs/tfjob/reference.md has the arithmetic).
 MAX_REPLICAS: Final = 5000
+TF_CONFIG_BUDGET: Final = 700_000
+# With enableDynamicWorker a worker's TF_CONFIG lists only the PS and itself: twice as many, held to the same budget
+# by the bytes of the largest cluster a pod lists (api/replica_bounds.py).
+MAX_DYNAMIC_REPLICAS: Final = 10_000
 
 LABEL_JOB_NAME: Final = "training.kubeflow.org/job-name"
 LABEL_REPLICA_TYPE: Final = "training.kubeflow.org/replica-type"

@@ -16,24 +16,28 @@ from tfop.api.constants import (
     CLEAN_POD_POLICIES,
     DEFAULT_CONTAINER_NAME,
     MAX_CHILD_NAME_LENGTH,
+    MAX_DYNAMIC_REPLICAS,
     MAX_REPLICAS,
     REPLICA_PS,
     REPLICA_TYPES,
     REPLICA_WORKER,
     RESTART_POLICIES,
     SUCCESS_POLICIES,
+    TF_CONFIG_BUDGET,
 )
 from tfop.api.defaults import canonical_replica_type
 from tfop.api.errors import FieldError
 from tfop.api.fields import integer, mapping
+from tfop.api.replica_bounds import largest_cluster_bytes, replica_limit
 from tfop.api.runtime_id import RUNTIME_ID_LENGTH, child_name
 
 _DNS_1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _MAX_PORT = 65535
 
 
-def validate(job: object) -> list[FieldError]:
-    """Every problem found, in a stable order; empty for a valid job."""
+def validate(job: object, service_domain: str = "svc") -> list[FieldError]:
+    """Every problem found, in a stable order; empty for a valid job. `service_domain`: what follows the namespace
+    in the addresses TF_CONFIG lists (the operator's setting), which counts in a large job's bound."""
     errors: list[FieldError] = []
     if not isinstance(job, dict):
         return [FieldError("<root>", "must be an object")]
@@ -44,22 +48,33 @@ def validate(job: object) -> list[FieldError]:
     spec = _object(job, "spec", "spec", errors, required=True)
     name = metadata.get("name") if metadata is not None else None
     job_name = name if isinstance(name, str) and name else None
-    longest_child = _validate_replica_specs(spec, job_name, errors) if spec is not None else None
+    dynamic = spec is not None and spec.get("enableDynamicWorker") is True
+    counts: dict[str, int] = defaultdict(int)
+    longest_child = _validate_replica_specs(spec, job_name, dynamic, counts, errors) if spec is not None else None
     if job_name is not None:
         _validate_job_name(job_name, longest_child, errors)
     if spec is None:
         return errors
+    namespace = metadata.get("namespace") if metadata is not None else None
+    if dynamic and MAX_REPLICAS < sum(counts.values()) <= MAX_DYNAMIC_REPLICAS and job_name and isinstance(
+            namespace, str):
+        size = largest_cluster_bytes(job_name, namespace, service_domain, counts, dynamic_workers=True)
+        if size > TF_CONFIG_BUDGET:
+            errors.append(FieldError("spec.tfReplicaSpecs", (
+                f"over {MAX_REPLICAS} replicas, the largest TF_CONFIG a pod gets lists {size} bytes of addresses, "
+                f"more than {TF_CONFIG_BUDGET}: shorter job and namespace names, or fewer replicas")))
     _validate_run_policy(spec, errors)
     success_policy = _string(spec, "successPolicy", "spec.successPolicy", errors)
     if success_policy is not None and success_policy not in SUCCESS_POLICIES:
         errors.append(FieldError("spec.successPolicy", f"must be one of {_quoted(SUCCESS_POLICIES)}"))
     _boolean(spec, "enableDynamicWorker", "spec.enableDynamicWorker", errors)
-    _validate_elastic_policy(spec, errors)
+    _validate_elastic_policy(spec, replica_limit(dynamic), errors)
     return errors
 
 
-def _validate_replica_specs(spec: dict[str, Any], job_name: str | None, errors: list[FieldError]) -> str | None:
-    """Returns the longest child name the replicas need, for the job name check."""
+def _validate_replica_specs(spec: dict[str, Any], job_name: str | None, dynamic: bool, counts: dict[str, int],
+                            errors: list[FieldError]) -> str | None:
+    """Returns the longest child name the replicas need, for the job name check; fills `counts` by replica type."""
     replica_specs = _object(spec, "tfReplicaSpecs", "spec.tfReplicaSpecs", errors, required=True)
     if replica_specs is None:
         return None
@@ -81,6 +96,8 @@ def _validate_replica_specs(spec: dict[str, Any], job_name: str | None, errors: 
             continue
         replicas = _count(replica, "replicas", f"{path}.replicas", errors)
         total_replicas += 1 if replicas is None else replicas  # absent means the default, 1
+        if replica_type is not None:
+            counts[replica_type] += 1 if replicas is None else replicas
         policy = _string(replica, "restartPolicy", f"{path}.restartPolicy", errors)
         if policy is not None and policy not in RESTART_POLICIES:
             errors.append(FieldError(f"{path}.restartPolicy", f"must be one of {_quoted(RESTART_POLICIES)}"))
@@ -98,10 +115,13 @@ def _validate_replica_specs(spec: dict[str, Any], job_name: str | None, errors: 
     if len(chiefs) > 1:
         errors.append(FieldError("spec.tfReplicaSpecs",
                                  f"may have a Chief or a Master, not both ({', '.join(chiefs)})"))
-    if total_replicas > MAX_REPLICAS:  # the CRD refuses these; a job stored under an older CRD may not be
+    limit = replica_limit(dynamic)
+    if total_replicas > limit:  # the CRD refuses these; a job stored under an older CRD may not be
+        bound = (f"{limit} with spec.enableDynamicWorker" if dynamic
+                 else f"{limit} ({MAX_DYNAMIC_REPLICAS} with spec.enableDynamicWorker)")
         errors.append(FieldError("spec.tfReplicaSpecs",
-                                 f"asks for {total_replicas} replicas in all, more than {MAX_REPLICAS}: every pod's "
-                                 "TF_CONFIG lists every replica and must fit in a pod object"))
+                                 f"asks for {total_replicas} replicas in all, more than {bound}: TF_CONFIG lists "
+                                 "replicas and must fit in a pod object"))
     if total_replicas == 0 and not any(error.path.startswith("spec.tfReplicaSpecs") for error in errors):
         errors.append(FieldError("spec.tfReplicaSpecs", "must ask for at least one replica in total"))
     return longest_child
@@ -204,7 +224,7 @@ def _validate_run_policy(spec: dict[str, Any], errors: list[FieldError]) -> None
         _object(scheduling, "minResources", f"{path}.minResources", errors)
 
 
-def _validate_elastic_policy(spec: dict[str, Any], errors: list[FieldError]) -> None:
+def _validate_elastic_policy(spec: dict[str, Any], limit: int, errors: list[FieldError]) -> None:
     """What the CRD's rules check of spec.elasticPolicy, in their words, for jobs that skipped them (an older
     version's, a cluster whose CRD predates the field). The metrics and behavior are the HPA's business: the
     apiserver checks them when tfop creates it, and a refusal is told as the job's event."""
@@ -216,8 +236,8 @@ def _validate_elastic_policy(spec: dict[str, Any], errors: list[FieldError]) -> 
     high = _count(policy, "maxReplicas", f"{path}.maxReplicas", errors, required=True)
     if low == 0:
         errors.append(FieldError(f"{path}.minReplicas", "must be at least 1"))
-    if high is not None and not 1 <= high <= MAX_REPLICAS:
-        errors.append(FieldError(f"{path}.maxReplicas", f"must be between 1 and {MAX_REPLICAS}"))
+    if high is not None and not 1 <= high <= limit:
+        errors.append(FieldError(f"{path}.maxReplicas", f"must be between 1 and {limit}"))
     low = 1 if low is None else low  # the default
     if high is not None and low > high:
         errors.append(FieldError(f"{path}.minReplicas", f"must not be greater than {path}.maxReplicas"))

@@ -74,9 +74,9 @@ def parse_job(raw: Object, config: ControllerConfig, *,
     budget, budget_errors = parse_annotation.disruption_budget(annotations)
     # Kueue's adapter counts only TitleCase keys; tfop's own integration names pod sets itself.
     own = config.kueue_integration == INTEGRATION_OWN
-    errors = (*validate(job), *([] if own else kueue_key_problems(raw)), *node_policy_errors, *scope_errors,
-              *backend_errors, *rewrite.problems, *grace_errors, *unknown_grace_errors, *isolation_errors,
-              *budget_errors)
+    errors = (*validate(job, config.service_domain), *([] if own else kueue_key_problems(raw)), *node_policy_errors,
+              *scope_errors, *backend_errors, *rewrite.problems, *grace_errors, *unknown_grace_errors,
+              *isolation_errors, *budget_errors)
     if errors or backend is None:
         return InvalidJob(errors, backend, job)
     options = JobOptions(backend, scope, node_policy, grace, unknown_grace, isolation, rewrite.renamed,

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from tfop.api.constants import MAX_REPLICAS, REPLICA_WORKER
+from tfop.api.constants import MAX_DYNAMIC_REPLICAS, REPLICA_WORKER
 from tfop.api.fields import text
 from tfop.controller.plan.children.desired import replica_slot_of
 from tfop.controller.plan.frozen import replace
@@ -30,14 +30,14 @@ FAILED_FOR_GOOD = (SlotState.PERMANENT, SlotState.TOLERATED)
 
 def parse_indexes(value: object) -> frozenset[int]:
     """`"0,2-4"` -> {0, 2, 3, 4}. A piece that is not an index or a range of them is skipped: the status is
-    anyone's to write, and a bad piece must not lose the others; no index reaches MAX_REPLICAS, which no job has,
-    so a written range cannot be made to cost more than that."""
+    anyone's to write, and a bad piece must not lose the others; no index reaches MAX_DYNAMIC_REPLICAS, which no
+    job has, so a written range cannot be made to cost more than that."""
     indexes: set[int] = set()
     for piece in (text(value) or "").split(","):
         first, dash, last = piece.strip().partition("-")
         if not first.isdigit() or (dash and not last.isdigit()):
             continue
-        start, end = int(first), min(int(last or first), MAX_REPLICAS - 1)
+        start, end = int(first), min(int(last or first), MAX_DYNAMIC_REPLICAS - 1)
         indexes.update(range(start, end + 1))
     return frozenset(indexes)
 
