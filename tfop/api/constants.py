@@ -16,8 +16,10 @@ REPLICA_MASTER: Final = "Master"
 REPLICA_WORKER: Final = "Worker"
 REPLICA_PS: Final = "PS"
 REPLICA_EVALUATOR: Final = "Evaluator"
-REPLICA_TYPES: Final = (REPLICA_CHIEF, REPLICA_MASTER, REPLICA_WORKER, REPLICA_PS, REPLICA_EVALUATOR)
-CHIEF_REPLICA_TYPES: Final = (REPLICA_CHIEF, REPLICA_MASTER)
+ReplicaType = Literal["Chief", "Master", "Worker", "PS", "Evaluator"]
+REPLICA_TYPES: Final[tuple[ReplicaType, ...]] = (REPLICA_CHIEF, REPLICA_MASTER, REPLICA_WORKER, REPLICA_PS,
+                                                 REPLICA_EVALUATOR)
+CHIEF_REPLICA_TYPES: Final[tuple[ReplicaType, ...]] = (REPLICA_CHIEF, REPLICA_MASTER)
 
 DEFAULT_CONTAINER_NAME: Final = "tensorflow"
 DEFAULT_PORT_NAME: Final = "tfjob-port"
