@@ -155,6 +155,7 @@ CONDITION_SUCCEEDED: Final = "Succeeded"
 CONDITION_FAILED: Final = "Failed"
 CONDITION_SUSPENDED: Final = "Suspended"
 ConditionType = Literal["Created", "Running", "Restarting", "Succeeded", "Failed", "Suspended"]
+FINAL_CONDITIONS: Final[tuple[ConditionType, ...]] = (CONDITION_SUCCEEDED, CONDITION_FAILED)  # True: the job ended
 
 # Condition and event reasons: CamelCase so `kubectl get events | grep` finds them.
 REASON_CREATED: Final = "TFJobCreated"
@@ -196,6 +197,7 @@ STATUS_LAST_RESIZE: Final = "lastResize"  # the latest resize, as its Resized ev
 
 EVENT_NORMAL: Final = "Normal"
 EVENT_WARNING: Final = "Warning"
+EventType = Literal["Normal", "Warning"]
 
 # Summary fields the older API versions had (kubectl columns still show them).
 PHASE_CREATING: Final = "Creating"
@@ -217,3 +219,5 @@ POD_PENDING: Final = "Pending"
 POD_RUNNING: Final = "Running"
 POD_SUCCEEDED: Final = "Succeeded"
 POD_FAILED: Final = "Failed"
+PodPhase = Literal["Pending", "Running", "Succeeded", "Failed", "Unknown"]  # Unknown: the kubelet is not heard from
+POD_PHASES: Final[tuple[PodPhase, ...]] = (POD_PENDING, POD_RUNNING, POD_SUCCEEDED, POD_FAILED, "Unknown")
