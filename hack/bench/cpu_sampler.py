@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import CodeType, FrameType
 
-Stack = tuple[str, ...]  # frames as "path:function", root first
+Stack = tuple[str, ...]  # frames as "path:function", root first; a library's path from its package (`_name`)
 # Inclusive components: a stack counts for each whose test matches one of its frames (so they overlap).
 COMPONENTS: tuple[tuple[str, Callable[[str], bool]], ...] = (
     ("reconcile (all of a pass)", lambda f: f.endswith("controller/reconciler.py:reconcile")),
@@ -39,13 +39,14 @@ COMPONENTS: tuple[tuple[str, Callable[[str], bool]], ...] = (
     ("  cache transforms", lambda f: "controller/cache_transforms.py" in f or "kube/shared_values.py" in f),
     ("  watch stream read and decoded", lambda f: "kube/streams.py" in f),
     ("HTTP requests (client.py)", lambda f: "kube/client.py:" in f),
-    ("  urllib3", lambda f: "/urllib3/" in f),
+    ("  urllib3", lambda f: f.startswith("urllib3/")),
+    ("    http.client and its email header parser", lambda f: f.startswith(("http/client.py", "email/"))),
     ("  ssl and sockets", lambda f: f.startswith(("ssl.py", "socket.py")) or "/ssl.py" in f or "/socket.py" in f),
     ("json encode", lambda f: "json/encoder.py" in f or f.endswith("json/__init__.py:dumps")),
     ("json decode", lambda f: "json/decoder.py" in f or f.endswith("json/__init__.py:loads")),
     ("copy.deepcopy", lambda f: f.endswith("copy.py:deepcopy")),
-    ("logging (structlog, logging)", lambda f: "/structlog/" in f or "/logging/" in f),
-    ("metrics (prometheus_client)", lambda f: "/prometheus_client/" in f),
+    ("logging (structlog, logging)", lambda f: f.startswith(("structlog/", "logging/"))),
+    ("metrics (prometheus_client)", lambda f: f.startswith("prometheus_client/")),
     ("work queue and lanes", lambda f: "kube/workqueue.py" in f or "kube/lanes.py" in f),
     ("creator pool (fair_pool.py)", lambda f: "kube/fair_pool.py" in f),
     ("dataclass __init__ (generated)", lambda f: f.endswith(":__init__") and f.startswith("<string>")),
@@ -169,6 +170,7 @@ def read_folded(path: Path) -> Counter[Stack]:
 
 
 def _write(sampler: Sampler, out: Path) -> None:
+    own = sampler.own_cpu_ns()  # while its thread is there to be read
     sampler.stopped.set()
     sampler.join(timeout=2 * sampler.interval + 1)
     stacks = sampler.folded()
@@ -176,7 +178,7 @@ def _write(sampler: Sampler, out: Path) -> None:
         "".join(f"{';'.join(stack)} {spent}\n" for stack, spent in stacks.most_common()))
     process = os.times()
     extra = [(f"process CPU (user + system, all threads): {process.user + process.system:.2f} s; "
-              f"the sampler's own: {sampler.own_cpu_ns() / 1e9:.2f} s; interval {sampler.interval * 1000:.1f} ms")]
+              f"the sampler's own: {own / 1e9:.2f} s; interval {sampler.interval * 1000:.1f} ms")]
     out.write_text(report(stacks, sampler.by_thread, extra))
 
 

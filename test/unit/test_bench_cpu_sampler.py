@@ -50,10 +50,19 @@ def test_the_components_overlap_and_the_modules_add_up() -> None:
         ("tfop/controller/reconciler.py:reconcile", "tfop/controller/plan/planner.py:plan",
          "tfop/controller/plan/observed/pod.py:of"): 3_000_000_000,
         ("tfop/kube/informer.py:_watch", "tfop/kube/streams.py:__iter__", "json/__init__.py:loads",
-         "json/decoder.py:decode"): 1_000_000_000})
+         "json/decoder.py:decode"): 1_000_000_000,
+        ("tfop/kube/client.py:_send", "urllib3/connectionpool.py:urlopen", "http/client.py:begin",
+         "email/parser.py:parsestr"): 500_000_000,
+        ("tfop/kube/events.py:_emit", "structlog/_native.py:info", "logging/__init__.py:handle"): 250_000_000,
+        ("tfop/kube/client.py:_observe", "prometheus_client/metrics.py:inc"): 250_000_000})
     text = report(stacks)
-    assert "CPU sampled: 4.00 s" in text
-    assert "    3.00 s  75.0%  reconcile (all of a pass)" in text
-    assert "    3.00 s  75.0%      observed views" in text
-    assert "    1.00 s  25.0%  json decode" in text
-    assert "    3.00 s  75.0%  tfop/controller/plan/observed/pod.py" in text
+    assert "CPU sampled: 5.00 s" in text
+    assert "    3.00 s  60.0%  reconcile (all of a pass)" in text
+    assert "    3.00 s  60.0%      observed views" in text
+    assert "    1.00 s  20.0%  json decode" in text
+    assert "    0.75 s  15.0%  HTTP requests (client.py)" in text
+    assert "    0.50 s  10.0%    urllib3" in text
+    assert "    0.50 s  10.0%      http.client and its email header parser" in text
+    assert "    0.25 s   5.0%  logging (structlog, logging)" in text
+    assert "    0.25 s   5.0%  metrics (prometheus_client)" in text
+    assert "    3.00 s  60.0%  tfop/controller/plan/observed/pod.py" in text
