@@ -307,10 +307,11 @@ def granted(cluster: LocalCluster, user: str, namespace: str) -> set[tuple[str, 
 OPERATOR_RULES = {(resource, "", verb) for resource, verbs in [
     ("tfjobs.kubeflow.org", "get list watch delete"), ("tfjobs.kubeflow.org/status", "update patch"),
     ("tfjobs.kubeflow.org/finalizers", "update"), ("pods", "list watch create patch delete"),
-    ("services", "list watch create delete"), ("jobs.batch", "list watch create patch delete"),
+    ("services", "list watch create patch delete"), ("jobs.batch", "list watch create patch delete"),
     ("networkpolicies.networking.k8s.io", "list watch create patch delete"),
     ("horizontalpodautoscalers.autoscaling", "list watch create patch delete"),
     ("poddisruptionbudgets.policy", "list watch create patch delete"),
+    ("deployments.apps", "list watch create patch delete"),
     ("workloads.kueue.x-k8s.io", "list watch create patch delete"), ("workloads.kueue.x-k8s.io/status", "patch"),
     ("resourceflavors.kueue.x-k8s.io", "list watch"), ("workloadpriorityclasses.kueue.x-k8s.io", "list watch"),
     ("events", "create patch"), ("configmaps", "create")]

@@ -152,7 +152,10 @@ CONDITION_RESTARTING: Final = "Restarting"
 CONDITION_SUCCEEDED: Final = "Succeeded"
 CONDITION_FAILED: Final = "Failed"
 CONDITION_SUSPENDED: Final = "Suspended"
-ConditionType = Literal["Created", "Running", "Restarting", "Succeeded", "Failed", "Suspended"]
+# Present, False, only while a job asks for a TensorBoard that cannot be made (plan/policies/tensorboard.py); it
+# never decides the job's state.
+CONDITION_TENSORBOARD: Final = "TensorBoard"
+ConditionType = Literal["Created", "Running", "Restarting", "Succeeded", "Failed", "Suspended", "TensorBoard"]
 
 # Condition and event reasons: CamelCase so `kubectl get events | grep` finds them.
 REASON_CREATED: Final = "TFJobCreated"
