@@ -67,6 +67,9 @@ def test_the_table_in_the_order_they_are_made() -> None:
         "Workload", "kueue.x-k8s.io/v1beta2", "workloads", ("spec", "status"), {RUNNING, QUEUED})
 
 
+OURS = "training.kubeflow.org/operator-name in (tfjob-controller,tfop)"
+
+
 def test_the_wiring_watches_each_entry_as_the_jobs_own() -> None:
     kinds = child_kinds(GANG_SCHEDULERS["scheduler-plugins"])
     assert [(kind.kind, kind.resource, kind.scope) for kind in kinds if kind.scope is Scope.JOB] == [
@@ -80,9 +83,8 @@ def test_the_wiring_watches_each_entry_as_the_jobs_own() -> None:
     ]
     # The replicas' Services and the TensorBoard's are apart: each informer selects only its own.
     assert [(kind.kind, kind.label_selector) for kind in kinds if kind.resource.plural == "services"] == [
-        ("TensorBoardService", "training.kubeflow.org/operator-name in (tfjob-controller,tfop),"
-                               "tfop.kubeflow.org/tensorboard-of"),
-        ("Service", "training.kubeflow.org/operator-name in (tfjob-controller,tfop),!tfop.kubeflow.org/tensorboard-of"),
+        ("TensorBoardService", f"{OURS},tfop.kubeflow.org/tensorboard-of"),
+        ("Service", f"{OURS},!tfop.kubeflow.org/tensorboard-of"),
     ]
     served = {"apiVersion": "v1", "kind": "PodGroup", "metadata": {"name": "mnist", "generation": 3},
               "spec": {"minMember": 3}, "status": {"phase": "Running"}, "extra": {"a": 1}}
