@@ -374,7 +374,7 @@ def test_operator_service_account_is_denied_everything_it_does_not_use(
     for verb, resource in [("get", "secrets"), ("list", "secrets"), ("watch", "secrets"), ("list", "configmaps"),
                            ("update", "configmaps"), ("get", "configmaps/tf-job-operator-config"),
                            ("patch", "configmaps"), ("delete", "configmaps"),
-                           ("create", "deployments.apps"), ("update", "deployments.apps"), ("update", "nodes"),
+                           ("create", "statefulsets.apps"), ("update", "deployments.apps"), ("update", "nodes"),
                            ("patch", "nodes"), ("delete", "nodes"), ("create", "tfjobs.kubeflow.org"),
                            ("update", "tfjobs.kubeflow.org"),
                            ("update", "pods"), ("create", "pods:exec"),
