@@ -158,6 +158,8 @@ CONDITION_SUSPENDED: Final = "Suspended"
 # never decides the job's state.
 CONDITION_TENSORBOARD: Final = "TensorBoard"
 ConditionType = Literal["Created", "Running", "Restarting", "Succeeded", "Failed", "Suspended", "TensorBoard"]
+ConditionStatus = Literal["True", "False", "Unknown"]
+CONDITION_STATUSES: Final[tuple[ConditionStatus, ...]] = ("True", "False", "Unknown")
 FINAL_CONDITIONS: Final[tuple[ConditionType, ...]] = (CONDITION_SUCCEEDED, CONDITION_FAILED)  # True: the job ended
 
 # Condition and event reasons: CamelCase so `kubectl get events | grep` finds them.
