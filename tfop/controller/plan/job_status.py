@@ -355,6 +355,7 @@ class TFJobStatus(_Json):
     state: str | None = None  # the STATE column
     reason: str | None = None  # the reason of the condition that decided phase and state
     trainer_status: TrainerStatus | None = None  # the progress the job's pods report (policies/progress.py)
+    last_checkpoint_time: datetime | None = None  # when the program last saved, as reported (policies/checkpoints.py)
 
     @classmethod
     def from_json(cls, raw: object) -> TFJobStatus:
@@ -390,4 +391,5 @@ _STATUS_KEYS: tuple[_Key[Any], ...] = (
     _Key("state", "state", _text, _same),
     _Key("reason", "reason", _text, _same),
     _Key("trainerStatus", "trainer_status", _trainer, lambda trainer: trainer.to_json()),
+    _Key("lastCheckpointTime", "last_checkpoint_time", parse_time, format_time),
 )

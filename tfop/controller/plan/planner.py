@@ -37,6 +37,7 @@ from tfop.controller.plan.job.legacy_gpu import REASON_GPU_RESOURCE_RENAMED, ren
 from tfop.controller.plan.job.model import RunPolicy, TFJobModel, TFJobSpec
 from tfop.controller.plan.job.parse import InvalidJob, lenient_run_policy, parse_job
 from tfop.controller.plan.policies.backoff import fail_for_replicas
+from tfop.controller.plan.policies.checkpoints import annotate_checkpoint, record_checkpoint
 from tfop.controller.plan.policies.cleanup import finish, keep_finished
 from tfop.controller.plan.policies.deadline import fail_past_deadline
 from tfop.controller.plan.policies.disruptions import judge_disruptions
@@ -126,6 +127,9 @@ def plan(context: PlanContext) -> Plan:
         _run(_Planning(draft, context, parsed, naming, sorted_children, backend, on_bad_nodes))
     _release_pods(draft, context, spec)
     record_progress(draft, context.progress)
+    record_checkpoint(draft, context.progress)
+    if spec is not None and not _is_finished(draft):
+        annotate_checkpoint(draft, context.observed.pods)
     return draft.finalize(refused=bool(context.refusals))
 
 
