@@ -132,9 +132,9 @@ def test_a_checkpoint_the_sdk_reports_is_in_the_status_and_on_the_pods(endpoint:
                       metrics={"loss": 0.3, "lastCheckpointTime": saved + 0.25})
         assert sent.returned is True, sent.log
         said = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(saved))
-        wait_for(lambda: job_status(kube_client, namespace, JOB).get("lastCheckpointTime") == said,
+        wait_for(lambda said=said: job_status(kube_client, namespace, JOB).get("lastCheckpointTime") == said,
                  message=f"status.lastCheckpointTime {said}")
-        wait_for(lambda: (kube_client.get(PODS, name, namespace)["metadata"].get("annotations") or {}).get(
+        wait_for(lambda said=said: (kube_client.get(PODS, name, namespace)["metadata"].get("annotations") or {}).get(
             "volcano.sh/last-checkpoint-time") == said, message=f"the pod's volcano.sh/last-checkpoint-time {said}")
     # A time that is none is refused, and says why; the status keeps the last.
     sent = report(sdk, endpoint.url, endpoint.ca, token, tmp_path, metrics={"lastCheckpointTime": "just now"})

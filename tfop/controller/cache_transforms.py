@@ -165,12 +165,13 @@ def slim_job(job: Object) -> Object:
 
 
 def slim_batch_job(batch_job: Object) -> Object:
-    """A Job backend's Job: whether it is suspended, and its status (conditions and counts, small); never its pod
-    template, which carries TF_CONFIG."""
+    """A Job backend's Job: whether it is suspended, its backoffLimit, and its status (conditions and counts,
+    small); never its pod template, which carries TF_CONFIG."""
     slim = slim_metadata(batch_job)
     spec = batch_job.get("spec")
-    if isinstance(spec, dict) and "suspend" in spec:
-        slim["spec"] = SHARED.share({"suspend": spec["suspend"]})
+    kept = _kept(spec, ("suspend", "backoffLimit")) if isinstance(spec, dict) else None
+    if kept:
+        slim["spec"] = SHARED.share(kept)
     if isinstance(batch_job.get("status"), dict):
         slim["status"] = SHARED.share(batch_job["status"])
     return slim

@@ -265,6 +265,7 @@ def _run(p: _Planning) -> None:
             draft.delete_child(SERVICE, service)
     node_note = move_off_bad_nodes(draft, on_bad_nodes, already_deleted=draft.deleted_uids(POD))
     p.backend.resume(draft, children)
+    p.backend.keep_in_line(draft, p.model.spec, children)
     own = keep_job_children(draft, p.model, p.context)
     gang = plan_pod_group(draft, p.model, p.context, own.get(POD_GROUP, OwnChild()),
                           pods=[(slot.slot, slot.pod) for slot in children.slots if slot.pod is not None])
