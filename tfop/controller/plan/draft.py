@@ -140,7 +140,7 @@ class PlanDraft:
         if self.conditions or self.status.conditions is not None or "conditions" in self.status.extra:
             self.status = replace(self.status, conditions=self.conditions)
         told = summary(self.conditions, cleaning_up=self.cleaning_up)
-        self.status = replace(self.status, phase=told["phase"], state=told["state"], reason=told["reason"])
+        self.status = replace(self.status, phase=told.phase, state=told.state, reason=told.reason)
         events, counters = self._transitions()
         status: TFJobStatus | None = None
         if not self.delete_job and (not self._stored or self.status.without_reconcile_time()
