@@ -16,10 +16,11 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader
 from markupsafe import Markup
 
-from tfop.ui.app import HERE, job_url
+from tfop.ui.app import COLUMNS, HERE, job_url
 from tfop.ui.row_cache import RowCache
-from tfop.ui.views.job_list import JobRow, select_rows
+from tfop.ui.views.job_list import JobRow, Page, page_of, select_rows
 from tfop.ui.views.job_page import condition_rows, event_rows, recreated_exits, replica_rows
+from tfop.ui.views.list_query import ListQuery
 from tfop.ui.views.timeline import layout
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
@@ -81,15 +82,21 @@ def main() -> None:
     def render_row(row: JobRow) -> tuple[Markup, Markup]:
         return Markup(macros.head(row)), Markup(macros.tail(row))
 
-    def job_list(cache: RowCache) -> str:
-        rows = [rendered.html(NOW) for rendered in
-                select_rows([cache.row(job, NOW) for job in listed], lambda rendered: rendered.row)]
-        return templates.get_template("_job_table.html").render(rows=rows, namespace="", state="")
+    def job_list(cache: RowCache, per: str = "") -> str:
+        """As the app does it: every row selected and sorted (newest first), then one page of them written."""
+        query = ListQuery.parse({"per": per})
+        selected = select_rows([cache.row(job) for job in listed], lambda rendered: rendered.row, NOW)
+        page = page_of(len(selected), "1", per) if per else Page(1, 1, len(selected), len(selected))
+        rows = [rendered.html(NOW) for rendered in selected[page.first:page.last]]
+        return templates.get_template("_job_table.html").render(rows=rows, query=query, page=page, columns=COLUMNS,
+                                                                empty="")
 
     measure("the list of 2,000 jobs, every row rendered", lambda: job_list(RowCache(render_row)))
     warm = RowCache(render_row)
     job_list(warm)
     measure("the list of 2,000 jobs, rows cached", lambda: job_list(warm))
+    measure("the first page (50) of 2,000 jobs, no row kept yet", lambda: job_list(RowCache(render_row), "50"))
+    measure("the first page (50) of 2,000 jobs, rows cached", lambda: job_list(warm, "50"))
     def job_page(job: dict[str, Any], replicas: list[dict[str, Any]]) -> str:
         recreated = recreated_exits(job)
         return templates.get_template("_job_live.html").render(

@@ -57,6 +57,11 @@ def test_a_user_sees_on_the_page_what_kubectl_shows_them(cluster: LocalCluster, 
     kube_client.create(TFJOBS, tfjob("visible", Worker=replica()), namespace)
     kube_client.create(TFJOBS, tfjob("hidden", Worker=replica()), other_namespace)
     tokens = {"alice": reader_token(cluster, namespace, "alice"), "bob": reader_token(cluster, other_namespace, "bob")}
+    cluster.kubectl("create", "serviceaccount", "nobody", "-n", namespace)
+    nobody = cluster.kubectl("create", "token", "nobody", "-n", namespace, "--duration=30m").stdout.strip()
+    empty_namespace = f"{other_namespace}-empty"
+    cluster.kubectl("create", "namespace", empty_namespace)
+    empty_reader = reader_token(cluster, empty_namespace, "dave")
     alice = f"system:serviceaccount:{namespace}:alice"
     # kubectl's answer for the same user, which the page must agree with.
     assert can_i(cluster, alice, "get", "tfjobs.kubeflow.org/visible", "-n", namespace)
@@ -78,6 +83,13 @@ def test_a_user_sees_on_the_page_what_kubectl_shows_them(cluster: LocalCluster, 
             assert listed_jobs(body) == [f"{namespace}/visible"]
             status, body = ui.get("/", token=tokens["bob"])
             assert listed_jobs(body) == [f"{other_namespace}/hidden"]
+            # No rights at all is told apart from namespaces that have no job (the ui knows every namespace).
+            status, body = ui.get("/", token=nobody)
+            assert status == 403 and "You may not list TFJobs in any namespace." in body, body
+            wait_for(lambda: empty_namespace in ui.cache.namespace_names(), message="the ui to see the namespace")
+            status, body = ui.get("/", token=empty_reader)
+            assert status == 200 and "There are no TFJobs in the namespaces you may list." in body, body
+            assert listed_jobs(body) == []
 
             status, body = ui.get(f"/namespaces/{namespace}/tfjobs/visible", token=tokens["alice"])
             assert status == 200 and 'id="job-name">visible<' in body and 'id="timeline"' in body
@@ -107,6 +119,7 @@ def test_a_user_sees_on_the_page_what_kubectl_shows_them(cluster: LocalCluster, 
                 assert headers["X-Content-Type-Options"] == "nosniff"
         finally:
             ui.stop()
+            cluster.kubectl("delete", "namespace", empty_namespace, "--wait=false", check=False)
 
 
 def test_the_page_tells_a_jobs_queue_links_and_happenings(cluster: LocalCluster, tfjob_crd: Path,

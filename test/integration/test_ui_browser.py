@@ -21,8 +21,10 @@ from support.operator_process import OperatorProcess
 from support.tfjobs import TFJOBS, pods_by_name, replica, tfjob
 from support.ui import UiServer, reader_token, ui_identity
 from support.waiting import wait_for
+from tfop.api.timestamps import parse_time
 from tfop.kube.client import KubeClient
 from tfop.kube.resource import EVENTS
+from tfop.ui.views.clock_text import age_text
 
 MARKUP = '<script>window.pwned = 1</script><b id="injected">bold</b>'
 
@@ -140,6 +142,113 @@ def test_a_browser_follows_a_job_live_and_shows_markup_as_text(cluster: LocalClu
             driver.save_screenshot(str(tmp_path / "job-page-recreated.png"))
             print(f"screenshots: {tmp_path / 'job-list.png'} {tmp_path / 'job-page.png'} {tmp_path / 'pod-page.png'} "
                   f"{tmp_path / 'job-page-recreated.png'}")
+        except BaseException:
+            (tmp_path / "failed.html").write_text(driver.page_source)
+            driver.save_screenshot(str(tmp_path / "failed.png"))
+            print(f"at {driver.current_url}, the page: {tmp_path / 'failed.html'}")
+            raise
+        finally:
+            driver.quit()
+            ui.stop()
+
+
+def row_names(driver: WebDriver) -> list[str]:
+    return [name.split("/", 1)[1] for name in attributes_of(driver, "tr.job", "data-job")]
+
+
+def attributes_of(driver: WebDriver, css: str, attribute: str) -> list[str]:
+    try:
+        return [str(element.get_attribute(attribute)) for element in driver.find_elements(By.CSS_SELECTOR, css)]
+    except StaleElementReferenceException:
+        return []
+
+
+def created_one_second_apart(kube_client: KubeClient, namespace: str, names: list[str],
+                             after: str) -> dict[str, str]:
+    """The jobs made in this order, each in a later second than the one before and than `after` (creationTimestamp
+    has seconds only)."""
+    created: dict[str, str] = {}
+    last = after
+    for name in names:
+        wait_for(lambda last=last: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()) > last,
+                 message="the clock to pass the last job's second")
+        last = created[name] = kube_client.create(TFJOBS, tfjob(name, Worker=replica()),
+                                                  namespace)["metadata"]["creationTimestamp"]
+    return created
+
+
+LONG_WHY = "worker 0 exited 1 (permanent): the training script raised ValueError and the job will not be retried"
+
+
+def test_the_list_reads_like_a_dashboard(cluster: LocalCluster, tfjob_crd: Path, kube_client: KubeClient,
+                                         namespace: str, tmp_path: Path) -> None:
+    """Newest first; sorted by a header's click; searched; paged; started, finished and duration with the moment
+    on hover; the Why column readable at 800 px; and a user with no rights told so, not shown an empty list.
+    No operator runs: the test writes the status the operator would."""
+    batch = [kube_client.create(TFJOBS, tfjob(f"batch-{index}", Worker=replica()), namespace)
+             for index in range(9)]
+    created = created_one_second_apart(kube_client, namespace, ["zeta", "alpha", "mid"],
+                                       batch[-1]["metadata"]["creationTimestamp"])
+    kube_client.patch_status(TFJOBS, "zeta", {"status": {
+        "startTime": created["zeta"], "completionTime": created["mid"],
+        "conditions": [{"type": "Failed", "status": "True", "reason": "TFJobFailed", "message": LONG_WHY,
+                        "lastTransitionTime": created["mid"]}]}}, namespace)
+    token = reader_token(cluster, namespace, "alice")
+    cluster.kubectl("create", "serviceaccount", "carol", "-n", namespace)
+    carol = cluster.kubectl("create", "token", "carol", "-n", namespace, "--duration=30m").stdout.strip()
+    with ui_identity(cluster, namespace, tmp_path) as kubeconfig:
+        ui = UiServer(kubeconfig).start()
+        driver = headless_chromium(tmp_path)
+        try:
+            driver.get(ui.url + "/login")
+            driver.find_element(By.ID, "token").send_keys(token)
+            driver.find_element(By.ID, "login").click()
+            wait_for(lambda: len(row_names(driver)) == 12, message="the twelve jobs in the list")
+            # Newest first: mid, alpha, zeta, then the batch made before them.
+            assert row_names(driver)[:4] == ["mid", "alpha", "zeta", "batch-8"], row_names(driver)
+            zeta = 'tr.job[data-job$="/zeta"]'
+            hover = driver.find_element(By.CSS_SELECTOR, f"{zeta} td.col-started time")
+            assert hover.get_attribute("title") == created["zeta"]
+            assert hover.text.endswith(" ago"), hover.text
+            ran = (parse_time(created["mid"]) - parse_time(created["zeta"])).total_seconds()  # type: ignore[operator]
+            assert text_of(driver, f"{zeta} td.col-duration") == age_text(ran)
+            assert driver.find_element(By.CSS_SELECTOR, f"{zeta} td.col-finished time").get_attribute(
+                "title") == created["mid"]
+
+            wait_for(lambda: clicked(driver, "#sort-name"), message="a click on the Name header")
+            wait_for(lambda: row_names(driver)[:3] == ["alpha", "batch-0", "batch-1"],
+                     message="the list sorted by name")
+            assert driver.find_element(By.CSS_SELECTOR, "th.col-name").get_attribute("aria-sort") == "ascending"
+            wait_for(lambda: clicked(driver, "#sort-name"), message="a second click on the Name header")
+            wait_for(lambda: row_names(driver)[0] == "zeta", message="the list sorted by name, the other way")
+
+            driver.find_element(By.ID, "q").send_keys("permanent")
+            driver.find_element(By.ID, "filter").click()
+            wait_for(lambda: row_names(driver) == ["zeta"], message="only the job whose Why says permanent")
+
+            driver.get(ui.url + "/?per=10")
+            wait_for(lambda: len(row_names(driver)) == 10, message="a page of ten")
+            assert text_of(driver, "#job-count") == "TFJobs 1 to 10 of 12"
+            wait_for(lambda: clicked(driver, "#page-next"), message="a click on next")
+            wait_for(lambda: row_names(driver) == ["batch-1", "batch-0"], message="the last page: the two oldest")
+            assert text_of(driver, "#job-count") == "TFJobs 11 to 12 of 12"
+
+            # At 800 px the Why column keeps its words on lines, not a character per line.
+            driver.set_window_size(800, 900)
+            driver.get(ui.url + "/?q=zeta")
+            why = wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, f"{zeta} td.why"), message="zeta's Why")[0]
+            assert why.size["width"] >= 200, why.size
+            driver.save_screenshot(str(tmp_path / "job-list-800.png"))
+
+            driver.find_element(By.CSS_SELECTOR, "header form button").click()  # Log out
+            wait_for(lambda: driver.find_elements(By.ID, "token"), message="the login form after logging out")
+            driver.find_element(By.ID, "token").send_keys(carol)
+            driver.find_element(By.ID, "login").click()
+            wait_for(lambda: text_of(driver, ".problem") == "You may not list TFJobs in any namespace.",
+                     message="the refusal for a user with no rights")
+            assert text_of(driver, "#status") == "403 Forbidden"
+            assert text_of(driver, "#user") == f"system:serviceaccount:{namespace}:carol"
+            print(f"screenshots: {tmp_path / 'job-list-800.png'}")
         except BaseException:
             (tmp_path / "failed.html").write_text(driver.page_source)
             driver.save_screenshot(str(tmp_path / "failed.png"))

@@ -24,6 +24,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from tfop.api.constants import KIND
+from tfop.api.timestamps import format_time
 from tfop.kube.access_review import ReviewError
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import ApiError
@@ -37,7 +38,7 @@ from tfop.ui.row_cache import RowCache
 from tfop.ui.security import COOKIE_SECONDS, SecurityHeaders, same_origin
 from tfop.ui.viewer import TOKEN_COOKIE, Viewer, request_token
 from tfop.ui.views.happenings import happenings
-from tfop.ui.views.job_list import STATES, JobRow, job_state, select_rows
+from tfop.ui.views.job_list import PAGE_SIZES, STATES, JobRow, job_state, page_of, select_rows
 from tfop.ui.views.job_page import (
     condition_rows,
     event_rows,
@@ -47,6 +48,7 @@ from tfop.ui.views.job_page import (
     tf_config_text,
 )
 from tfop.ui.views.links import job_links
+from tfop.ui.views.list_query import ListQuery
 from tfop.ui.views.timeline import layout
 
 log = structlog.get_logger("tfop.ui")
@@ -57,6 +59,11 @@ FOLLOW_TIMEOUT = (3.0, 600.0)
 DEFAULT_TAIL = 500
 MAX_TAIL = 5000
 MAX_LOGIN_BODY = 16384
+# The list's columns: (the ?sort= key, or None for one it does not sort by; header; CSS class of its cells).
+COLUMNS = (("namespace", "Namespace", "namespace"), ("name", "Name", "name"), ("state", "State", "state"),
+           ("created", "Created", "created"), ("started", "Started", "started"), ("finished", "Finished", "finished"),
+           ("duration", "Duration", "duration"), (None, "Replicas (active / succeeded / failed)", "replicas"),
+           ("restarts", "Restarts", "restarts"), (None, "Queue / gang", "queue"), (None, "Why", "why"))
 
 
 class PageError(Exception):
@@ -109,7 +116,9 @@ class UiApp:
         user = self._ask(lambda: self.access.authenticate(token))
         if user is None:
             raise PageError(401, "The apiserver does not accept this token (expired or made up?).")
-        return Viewer(user, self.access)
+        viewer = Viewer(user, self.access)
+        request.state.viewer = viewer  # a refusal's page names the user too
+        return viewer
 
     def _ask(self, question: Callable[[], Any]) -> Any:
         try:
@@ -125,41 +134,48 @@ class UiApp:
     # -- pages -------------------------------------------------------------------------------------------------
 
     def render(self, template: str, http_status: int = 200, **context: Any) -> HTMLResponse:
+        # The server's clock, against which the browser writes relative times (live.js): the two may disagree.
+        context.setdefault("server_now", format_time(self.now()))
         return HTMLResponse(self.templates.get_template(template).render(**context), status_code=http_status)
 
-    def _job_list_context(self, viewer: Viewer, namespace: str, state: str) -> dict[str, Any]:
+    def _job_list_context(self, viewer: Viewer, query: ListQuery, now: datetime | None) -> dict[str, Any]:
+        """The rows of the page asked for; `now` writes their relative times (None: the browser writes them)."""
         jobs = self.cache.all_jobs()
         visible = self._ask(lambda: viewer.job_namespaces(job["metadata"]["namespace"] for job in jobs))
-        if namespace:
-            self._require(self._ask(lambda: viewer.may("list", "tfjobs", namespace, group="kubeflow.org")),
-                          f"list TFJobs in namespace {namespace}")
+        if query.namespace:
+            self._require(self._ask(lambda: viewer.may("list", "tfjobs", query.namespace, group="kubeflow.org")),
+                          f"list TFJobs in namespace {query.namespace}")
+        elif visible is not None and not visible:
+            # None of the namespaces with jobs: a user who may list in another one is shown an empty list.
+            others = [name for name in self.cache.namespace_names() if name not in {j["metadata"]["namespace"]
+                                                                                    for j in jobs}]
+            self._require(self._ask(lambda: viewer.may_list_jobs_in_any(others)), "list TFJobs in any namespace")
         seen = [job for job in jobs if visible is None or job["metadata"]["namespace"] in visible]
-        return {"rows": self._rows(seen, namespace, state), "namespace": namespace,
-                "state": state, "namespaces": sorted({job["metadata"]["namespace"] for job in seen})}
-
-    def _rows(self, jobs: list[Object], namespace: str, state: str) -> list[Markup]:
-        """The rows of the jobs that pass the filters ("" passes all), by namespace and then name."""
-        now = self.now()
-        rows = [self.rows.row(job, now) for job in jobs if not namespace or job["metadata"]["namespace"] == namespace]
-        return [rendered.html(now) for rendered in select_rows(rows, lambda rendered: rendered.row, state=state)]
+        rendered = [self.rows.row(job) for job in seen]
+        selected = select_rows(rendered, lambda item: item.row, now or self.now(), namespace=query.namespace,
+                               state=query.state, words=query.words, sort=query.sort, descending=query.descending)
+        page = page_of(len(selected), query.page, query.per)
+        return {"rows": [item.html(now) for item in selected[page.first:page.last]], "query": query, "page": page,
+                "columns": COLUMNS, "empty": _empty_list_text(query, visible, bool(seen)),
+                "namespaces": sorted({job["metadata"]["namespace"] for job in seen})}
 
     def _render_row(self, row: JobRow) -> tuple[Markup, Markup]:
         return Markup(self._row_macros.head(row)), Markup(self._row_macros.tail(row))
 
     def jobs_page(self, request: Request) -> Response:
         viewer = self.viewer(request)
-        namespace, state = request.query_params.get("namespace", ""), request.query_params.get("state", "")
-        context = self._job_list_context(viewer, namespace, state)
-        live_url = "/live/jobs?" + urlencode({"namespace": namespace, "state": state})
-        return self.render("jobs.html", user=viewer.user.name, states=STATES, live_url=live_url, **context)
+        query = ListQuery.parse(request.query_params)
+        context = self._job_list_context(viewer, query, self.now())
+        return self.render("jobs.html", user=viewer.user.name, states=STATES, page_sizes=PAGE_SIZES,
+                           live_url=query.url("/live/jobs"), **context)
 
     async def jobs_live(self, request: Request) -> Response:
         viewer = await self._viewer_async(request)
-        namespace, state = request.query_params.get("namespace", ""), request.query_params.get("state", "")
+        query = ListQuery.parse(request.query_params)
 
         def fragment() -> str:
             return self.templates.get_template("_job_table.html").render(
-                **self._job_list_context(viewer, namespace, state))
+                **self._job_list_context(viewer, query, self.now()))
 
         return await self._stream(fragment)
 
@@ -338,8 +354,9 @@ class UiApp:
                 response.delete_cookie(TOKEN_COOKIE, path="/", httponly=True, samesite="strict")
             return response
         titles = {400: "Bad Request", 403: "Forbidden", 404: "Not Found"}
+        viewer = getattr(request.state, "viewer", None)
         return self.render("error.html", exc.status, status=exc.status, title=titles.get(exc.status, ""),
-                           message=exc.message)
+                           message=exc.message, user=viewer.user.name if isinstance(viewer, Viewer) else "")
 
     async def _http_error(self, request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
@@ -349,6 +366,17 @@ class UiApp:
 async def anyio_run(call: Callable[[], Any]) -> Any:
     """A blocking call (the apiserver's reviews) off the event loop."""
     return await anyio.to_thread.run_sync(call)
+
+
+def _empty_list_text(query: ListQuery, visible: set[str] | None, any_seen: bool) -> str:
+    """Why the list has no row: the filter, the namespace asked for, or no job the user may see."""
+    if any_seen and (query.state or query.words or query.namespace):
+        return "No TFJob matches the filter."
+    if query.namespace:
+        return f"There are no TFJobs in namespace {query.namespace}."
+    if visible is None:
+        return "There are no TFJobs in the cluster."
+    return "There are no TFJobs in the namespaces you may list."
 
 
 def _tail(text: str | None) -> int:

@@ -2,7 +2,8 @@
 view costs the apiserver no list. A pod's cached form keeps what the tables and the timeline show (its status and
 node), never its spec: every pod's TF_CONFIG lists every replica, so a job's grow with replicas squared (a
 replica's page gets its one pod instead). A deleted pod is remembered per job, so that the timeline still shows a
-replica's earlier pods.
+replica's earlier pods. Namespaces are cached by name only, so that the list can tell a user who may list
+TFJobs in no namespace from one whose namespaces have none.
 
 Callers may rely on: cached objects are read-only; `changes` counts every change to any of the caches, and its
 waiters are woken (from the informer threads) as it moves.
@@ -18,7 +19,7 @@ from typing import Any
 from tfop.api.constants import GROUP, KIND, LABEL_JOB_NAME, PLURAL, VERSION
 from tfop.kube.client import KubeClient
 from tfop.kube.informer import Informer, strip_managed_fields
-from tfop.kube.resource import EVENTS, PODS, Resource
+from tfop.kube.resource import EVENTS, NAMESPACES, PODS, Resource
 from tfop.objects import Object
 
 TFJOBS = Resource(GROUP, VERSION, PLURAL, KIND)
@@ -52,6 +53,11 @@ def slim_pod(pod: Object) -> Object:
                                             "deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion")
                  if key in meta}
     return {"metadata": kept_meta, "spec": {"nodeName": spec.get("nodeName", "")}, "status": pod.get("status") or {}}
+
+
+def slim_namespace(namespace: Object) -> Object:
+    meta = namespace.get("metadata") or {}
+    return {"metadata": {key: meta[key] for key in ("name", "uid", "resourceVersion") if key in meta}}
 
 
 def slim_event(event: Object) -> Object:
@@ -104,6 +110,7 @@ class UiCache:
                              transform=slim_pod)
         self.events = [Informer(client, EVENTS, field_selector=f"involvedObject.kind={kind}",
                                 indexers={BY_INVOLVED: _involved}, transform=slim_event) for kind in (KIND, "Pod")]
+        self.namespaces = Informer(client, NAMESPACES, transform=slim_namespace)
         self.changes = ChangeFeed()
         self._history_lock = threading.Lock()
         self._history: dict[str, deque[Object]] = {}
@@ -114,7 +121,7 @@ class UiCache:
 
     @property
     def informers(self) -> list[Informer]:
-        return [self.jobs, self.pods, *self.events]
+        return [self.jobs, self.pods, *self.events, self.namespaces]
 
     def start(self) -> None:
         for informer in self.informers:
@@ -131,6 +138,9 @@ class UiCache:
 
     def all_jobs(self) -> list[Object]:
         return self.jobs.store.list()
+
+    def namespace_names(self) -> list[str]:
+        return sorted(str((item.get("metadata") or {}).get("name", "")) for item in self.namespaces.store.list())
 
     def job(self, namespace: str, name: str) -> Object | None:
         return self.jobs.store.get_by_name(namespace, name)
