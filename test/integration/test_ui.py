@@ -6,6 +6,7 @@ queue, links and happenings) shows on its page."""
 
 from __future__ import annotations
 
+import json
 import re
 import urllib.error
 import urllib.request
@@ -37,7 +38,7 @@ def listed_jobs(body: str) -> list[str]:
 
 
 def first_live_update(url: str, token: str) -> str:
-    """The data of the first `update` event of a live stream."""
+    """The HTML of every piece the first `patch` event of a live stream sets."""
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
     with urllib.request.urlopen(request, timeout=60) as response:
         assert response.headers["Content-Type"].startswith("text/event-stream")
@@ -47,8 +48,8 @@ def first_live_update(url: str, token: str) -> str:
             if not line:
                 break
             lines.append(line)
-    assert lines[0] == "event: update", lines[:2]
-    return "\n".join(line.removeprefix("data: ") for line in lines[1:])
+    assert lines[0] == "event: patch", lines[:2]
+    return "\n".join(html for _, _, html in json.loads(lines[1].removeprefix("data: "))["set"])
 
 
 def test_a_user_sees_on_the_page_what_kubectl_shows_them(cluster: LocalCluster, tfjob_crd: Path,

@@ -257,3 +257,92 @@ def test_the_list_reads_like_a_dashboard(cluster: LocalCluster, tfjob_crd: Path,
         finally:
             driver.quit()
             ui.stop()
+
+
+SELECT_WHY = """
+const cell = document.querySelector(arguments[0]);
+const range = document.createRange();
+range.selectNodeContents(cell);
+window.getSelection().removeAllRanges();
+window.getSelection().addRange(range);
+document.getElementById(arguments[1]).dataset.marker = "kept";
+return window.getSelection().toString();
+"""
+
+
+def badge(driver: WebDriver) -> str:
+    return text_of(driver, "#live-badge")
+
+
+def test_live_updates_change_only_what_changed_and_say_why_they_stopped(
+        cluster: LocalCluster, tfjob_crd: Path, kube_client: KubeClient, namespace: str, tmp_path: Path) -> None:
+    """A reader's selection in one row survives another row's update (that row's element is not even replaced);
+    the badge says live, then why the page stopped: the job deleted, the reader no longer allowed, the ui gone."""
+    for name in ("steady", "moving", "doomed"):
+        kube_client.create(TFJOBS, tfjob(name, Worker=replica()), namespace)
+    kube_client.patch_status(TFJOBS, "steady", {"status": {"conditions": [
+        {"type": "Created", "status": "True", "reason": "TFJobCreated", "message": "steady is created and stays"}]}},
+        namespace)
+    token = reader_token(cluster, namespace, "alice")
+    stopped = False
+    with ui_identity(cluster, namespace, tmp_path) as kubeconfig:
+        ui = UiServer(kubeconfig).start()
+        driver = headless_chromium(tmp_path)
+        try:
+            driver.get(ui.url + "/login")
+            driver.find_element(By.ID, "token").send_keys(token)
+            driver.find_element(By.ID, "login").click()
+            jobs = driver.find_element(By.ID, "jobs")
+            wait_for(lambda: int(jobs.get_attribute("data-updates") or 0) >= 1 and badge(driver) == "live",
+                     message="the list's first live update")
+            steady = f"job:{namespace}/steady"
+            selected = driver.execute_script(SELECT_WHY, f'tr.job[data-job="{namespace}/steady"] td.why', steady)
+            assert selected == "steady is created and stays"
+            driver.execute_script("document.getElementById(arguments[0]).dataset.marker = 'kept'",
+                                  f"job:{namespace}/moving")
+            kube_client.patch_status(TFJOBS, "moving", {"status": {"conditions": [
+                {"type": "Running", "status": "True", "reason": "TFJobRunning", "message": "moving runs"}]}},
+                namespace)
+            moving = f'tr.job[data-job="{namespace}/moving"]'
+            wait_for(lambda: "Running" in text_of(driver, moving), message="the list to show moving Running")
+            assert driver.execute_script("return window.getSelection().toString()") == selected
+            markers = driver.execute_script(
+                "return [arguments[0], arguments[1]].map(id => document.getElementById(id).dataset.marker || '')",
+                steady, f"job:{namespace}/moving")
+            assert markers == ["kept", ""], markers  # steady's row untouched; moving's replaced
+
+            driver.get(f"{ui.url}/namespaces/{namespace}/tfjobs/doomed")
+            wait_for(lambda: badge(driver) == "live", message="the job page live")
+            kube_client.delete(TFJOBS, "doomed", namespace)
+            wait_for(lambda: badge(driver) == "deleted: this TFJob no longer exists",
+                     message="the badge to say the job was deleted")
+            driver.save_screenshot(str(tmp_path / "job-deleted.png"))
+
+            driver.get(f"{ui.url}/namespaces/{namespace}/tfjobs/moving")
+            wait_for(lambda: badge(driver) == "live", message="moving's page live")
+            cluster.kubectl("delete", "rolebinding", "alice-reads", "-n", namespace)
+            # A change for the page to render again (it renders at least every 30 s anyway).
+            kube_client.patch_status(TFJOBS, "moving", {"status": {"replicaStatuses": {"Worker": {"active": 1}}}},
+                                     namespace)
+            wait_for(lambda: badge(driver) == "no longer allowed: you may no longer see this",
+                     message="the badge to say the reader may no longer see the job")
+
+            driver.get(ui.url + "/login")
+            driver.find_element(By.ID, "token").send_keys(reader_token(cluster, namespace, "bob"))
+            driver.find_element(By.ID, "login").click()
+            driver.get(f"{ui.url}/namespaces/{namespace}/tfjobs/moving")
+            wait_for(lambda: badge(driver) == "live", message="bob's page live")
+            ui.stop()
+            stopped = True
+            wait_for(lambda: badge(driver) in ("reconnecting…", "stopped: reload to follow again"),
+                     message="the badge to say the page lost the ui")
+            print(f"badge once the ui stopped: {badge(driver)!r}; screenshot: {tmp_path / 'job-deleted.png'}")
+        except BaseException:
+            (tmp_path / "failed.html").write_text(driver.page_source)
+            driver.save_screenshot(str(tmp_path / "failed.png"))
+            print(f"at {driver.current_url}, the page: {tmp_path / 'failed.html'}")
+            raise
+        finally:
+            driver.quit()
+            if not stopped:
+                ui.stop()

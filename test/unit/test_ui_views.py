@@ -276,7 +276,8 @@ def test_a_recreated_replica_shows_the_exit_of_its_pod_before_until_its_new_pod_
 def test_events_of_the_job_and_its_pods_merge_in_time_order() -> None:
     events: list[dict[str, Any]] = [
         {"involvedObject": {"kind": "Pod", "name": "j-worker-0"}, "type": "Normal", "reason": "Started",
-         "message": "Started container", "lastTimestamp": "2026-03-01T11:56:05Z", "count": 1},
+         "message": "Started container", "lastTimestamp": "2026-03-01T11:56:05Z", "count": 1,
+         "metadata": {"uid": "u-1"}},
         {"involvedObject": {"kind": "TFJob", "name": "j"}, "type": "Normal", "reason": "SuccessfulCreatePod",
          "message": "Created pod: j-worker-0", "lastTimestamp": "2026-03-01T11:56:00Z"},
         {"involvedObject": {"kind": "Pod", "name": "j-worker-0"}, "type": "Warning", "reason": "BackOff",
@@ -284,10 +285,11 @@ def test_events_of_the_job_and_its_pods_merge_in_time_order() -> None:
         {"involvedObject": {"kind": "TFJob", "name": "j"}, "type": "Normal", "reason": "Undated", "message": ""},
     ]
     assert event_rows(events) == [
-        EventRow("", "Normal", "Undated", "TFJob/j", "", 1),
-        EventRow("2026-03-01T11:56:00Z", "Normal", "SuccessfulCreatePod", "TFJob/j", "Created pod: j-worker-0", 1),
-        EventRow("2026-03-01T11:56:05Z", "Normal", "Started", "Pod/j-worker-0", "Started container", 1),
-        EventRow("2026-03-01T11:57:00Z", "Warning", "BackOff", "Pod/j-worker-0", "<b>restarting</b>", 4),
+        EventRow("", "Normal", "Undated", "TFJob/j", "", 1, "at-0"),
+        EventRow("2026-03-01T11:56:00Z", "Normal", "SuccessfulCreatePod", "TFJob/j", "Created pod: j-worker-0", 1,
+                 "at-1"),
+        EventRow("2026-03-01T11:56:05Z", "Normal", "Started", "Pod/j-worker-0", "Started container", 1, "u-1"),
+        EventRow("2026-03-01T11:57:00Z", "Warning", "BackOff", "Pod/j-worker-0", "<b>restarting</b>", 4, "at-3"),
     ]
 
 

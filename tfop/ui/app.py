@@ -32,7 +32,8 @@ from tfop.kube.resource import PODS
 from tfop.kube.resource_access import ResourceAccess
 from tfop.objects import Object
 from tfop.ui.cache import UiCache
-from tfop.ui.live import live_updates
+from tfop.ui.live import DELETED, DENIED, live_updates
+from tfop.ui.live_patch import Piece
 from tfop.ui.log_follow import MAX_LINE, follow_log
 from tfop.ui.row_cache import RowCache
 from tfop.ui.security import COOKIE_SECONDS, SecurityHeaders, same_origin
@@ -59,6 +60,7 @@ FOLLOW_TIMEOUT = (3.0, 600.0)
 DEFAULT_TAIL = 500
 MAX_TAIL = 5000
 MAX_LOGIN_BODY = 16384
+TIMELINE_STEP_SECONDS = 30
 # The list's columns: (the ?sort= key, or None for one it does not sort by; header; CSS class of its cells).
 COLUMNS = (("namespace", "Namespace", "namespace"), ("name", "Name", "name"), ("state", "State", "state"),
            ("created", "Created", "created"), ("started", "Started", "started"), ("finished", "Finished", "finished"),
@@ -87,6 +89,8 @@ class UiApp:
         self.templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True)
         self.templates.globals["job_url"] = job_url
         self._row_macros: Any = self.templates.get_template("_job_row.html").module
+        self._list_macros: Any = self.templates.get_template("_job_table_pieces.html").module
+        self._job_macros: Any = self.templates.get_template("_job_live_pieces.html").module
         self.rows = RowCache(self._render_row)
         cache.jobs.add_event_handler(on_delete=self.rows.forget)
 
@@ -155,7 +159,9 @@ class UiApp:
         selected = select_rows(rendered, lambda item: item.row, now or self.now(), namespace=query.namespace,
                                state=query.state, words=query.words, sort=query.sort, descending=query.descending)
         page = page_of(len(selected), query.page, query.per)
-        return {"rows": [item.html(now) for item in selected[page.first:page.last]], "query": query, "page": page,
+        shown = selected[page.first:page.last]
+        return {"rows": [item.html(now) for item in shown], "query": query, "page": page,
+                "keys": [f"job:{item.row.namespace}/{item.row.name}" for item in shown],
                 "columns": COLUMNS, "empty": _empty_list_text(query, visible, bool(seen)),
                 "namespaces": sorted({job["metadata"]["namespace"] for job in seen})}
 
@@ -173,11 +179,16 @@ class UiApp:
         viewer = await self._viewer_async(request)
         query = ListQuery.parse(request.query_params)
 
-        def fragment() -> str:
-            return self.templates.get_template("_job_table.html").render(
-                **self._job_list_context(viewer, query, self.now()))
+        def pieces() -> list[Piece]:
+            context = self._job_list_context(viewer, query, None)
+            macros = self._list_macros
+            rows = [Piece("job-rows", key, str(html)) for key, html in zip(context["keys"], context["rows"],
+                                                                             strict=True)]
+            return [Piece("", "job-count", str(macros.count(context["page"]))),
+                    Piece("", "pager", str(macros.pager(query, context["page"]))),
+                    *(rows or [Piece("job-rows", "job-none", str(macros.none_row(COLUMNS, context["empty"])))])]
 
-        return await self._stream(fragment)
+        return await self._stream(pieces)
 
     def _job_context(self, viewer: Viewer, namespace: str, name: str) -> tuple[Object, dict[str, Any]]:
         self._require(self._ask(lambda: viewer.may_get_job(namespace, name)), f"get TFJob {namespace}/{name}")
@@ -203,7 +214,8 @@ class UiApp:
             context["replicas"] = replica_rows(pods, recreated)
             # Without the right to list events, what the pods and the status say is still told.
             context["happenings"] = happenings([*earlier, *pods], job_events, job)
-            context["timeline"] = layout([*earlier, *pods], conditions, self.now(), context["happenings"], recreated)
+            context["timeline"] = layout([*earlier, *pods], conditions, _timeline_now(self.now()),
+                                         context["happenings"], recreated)
         if may_list_events:
             events = list(job_events)
             for pod in pods:
@@ -223,11 +235,23 @@ class UiApp:
         viewer = await self._viewer_async(request)
         namespace, name = request.path_params["namespace"], request.path_params["name"]
 
-        def fragment() -> str:
-            return self.templates.get_template("_job_live.html").render(
-                **self._job_context(viewer, namespace, name)[1])
+        def pieces() -> list[Piece]:
+            context = self._job_context(viewer, namespace, name)[1]
+            macros = self._job_macros
+            replicas = [Piece("replica-rows", f"replica:{row.pod}", str(macros.replica_row(row, context["pod_url"])))
+                        for row in context["replicas"] or []]
+            events = [Piece("event-rows", f"event:{row.key}", str(macros.event_row(row)))
+                      for row in context["events"] or []]
+            return [Piece("", "job-state-line", str(macros.state_line(context["state"]))),
+                    Piece("", "job-links", str(macros.links_list(context["links"]))),
+                    Piece("", "conditions", str(macros.conditions_table(context["conditions"]))),
+                    *(replicas or [Piece("replica-rows", "replicas-none",
+                                         str(macros.replicas_none(context["replicas"], namespace)))]),
+                    Piece("", "timeline-part", str(macros.timeline_part(context["timeline"], context["happenings"]))),
+                    *(events or [Piece("event-rows", "events-none", str(macros.events_none(context["events"],
+                                                                                            namespace)))])]
 
-        return await self._stream(fragment)
+        return await self._stream(pieces)
 
     def pod_page(self, request: Request) -> Response:
         viewer = self.viewer(request)
@@ -330,19 +354,20 @@ class UiApp:
         result: Viewer = await anyio_run(lambda: self.viewer(request))
         return result
 
-    async def _stream(self, fragment: Callable[[], str]) -> Response:
-        """A live stream of `fragment`, which raises PageError when the user may not see it: the first render
-        answers the request (a 403 or 404 as the page would), later ones end the stream."""
+    async def _stream(self, pieces: Callable[[], list[Piece]]) -> Response:
+        """A live stream of `pieces`, which raise PageError when the user may not see them: the first render
+        answers the request (a 403 or 404 as the page would), a later one ends the stream saying which."""
         generation = self.cache.changes.generation
-        first = await anyio_run(fragment)
+        first = await anyio_run(pieces)
 
-        def later() -> str | None:
+        def later() -> list[Piece] | str:
             try:
-                return fragment()
-            except PageError:
-                return None
+                return pieces()
+            except PageError as error:
+                return DELETED if error.status == 404 else DENIED
 
-        return StreamingResponse(live_updates(self.cache.changes, later, first, generation),
+        return StreamingResponse(live_updates(self.cache.changes, later, first, generation,
+                                              lambda: format_time(self.now())),
                                  media_type="text/event-stream")
 
     async def _denied(self, request: Request, exc: Exception) -> Response:
@@ -366,6 +391,12 @@ class UiApp:
 async def anyio_run(call: Callable[[], Any]) -> Any:
     """A blocking call (the apiserver's reviews) off the event loop."""
     return await anyio.to_thread.run_sync(call)
+
+
+def _timeline_now(now: datetime) -> datetime:
+    """The timeline's right end moves in steps of TIMELINE_STEP_SECONDS: a live update resends the timeline when
+    the job's pods change or a step passes, not on every change anywhere in the cluster."""
+    return datetime.fromtimestamp(now.timestamp() // TIMELINE_STEP_SECONDS * TIMELINE_STEP_SECONDS, now.tzinfo)
 
 
 def _empty_list_text(query: ListQuery, visible: set[str] | None, any_seen: bool) -> str:

@@ -71,6 +71,7 @@ class EventRow:
     involved: str  # "TFJob/name" or "Pod/name"
     message: str
     count: int
+    key: str = ""  # the event's uid, for the page's live updates (else its place in the list)
 
 
 def condition_rows(job: Object) -> list[ConditionRow]:
@@ -164,12 +165,13 @@ def event_rows(events: Iterable[Object]) -> list[EventRow]:
     dated = [(event_time(event), event) for event in events]
     dated.sort(key=lambda pair: (pair[0] is not None, pair[0] or datetime.min))
     rows = []
-    for moment, event in dated:
+    for place, (moment, event) in enumerate(dated):
         involved = event.get("involvedObject") or {}
         count = event.get("count") or (event.get("series") or {}).get("count") or 1
         rows.append(EventRow(moment_text(moment), str(event.get("type", "")), str(event.get("reason", "")),
                              f"{involved.get('kind', '')}/{involved.get('name', '')}", str(event.get("message", "")),
-                             count if isinstance(count, int) else 1))
+                             count if isinstance(count, int) else 1,
+                             str((event.get("metadata") or {}).get("uid") or f"at-{place}")))
     return rows
 
 
