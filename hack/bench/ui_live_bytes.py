@@ -13,13 +13,16 @@ from jinja2 import Environment, FileSystemLoader
 from markupsafe import Markup
 
 from bench.ui_render import CONDITIONS, NOW, events, jobs, pods
-from tfop.ui.app import COLUMNS, HERE, job_url
+from tfop.ui.app import HERE, job_url
 from tfop.ui.live import sse_message
 from tfop.ui.live_patch import Piece, patch
+from tfop.ui.pieces import COLUMNS
 from tfop.ui.row_cache import RowCache
+from tfop.ui.views.clock_text import time_html
 from tfop.ui.views.job_list import JobRow, page_of, select_rows
 from tfop.ui.views.job_page import event_rows, replica_rows
 from tfop.ui.views.list_query import ListQuery
+from tfop.ui.views.summary import summary
 from tfop.ui.views.timeline import layout
 
 SERVER_NOW = "2026-03-01T12:00:00Z"
@@ -27,7 +30,7 @@ SERVER_NOW = "2026-03-01T12:00:00Z"
 
 def main() -> None:
     templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True)
-    templates.globals["job_url"] = job_url
+    templates.globals.update(job_url=job_url, time_html=lambda moment: time_html(moment, None))
     row_macros: Any = templates.get_template("_job_row.html").module
     list_macros: Any = templates.get_template("_job_table_pieces.html").module
     job_macros: Any = templates.get_template("_job_live_pieces.html").module
@@ -65,11 +68,12 @@ def main() -> None:
         timeline = layout(replicas, CONDITIONS, NOW)
         pieces = [Piece("replica-rows", f"replica:{row.pod}", str(job_macros.replica_row(row, str)))
                   for row in rows]
-        pieces += [Piece("", "timeline-part", str(job_macros.timeline_part(timeline, [])))]
+        pieces += [Piece("", "job-summary", str(job_macros.summary_part(summary({}, replicas, [], {}), rows))),
+                   Piece("", "timeline-part", str(job_macros.timeline_part(timeline, [])))]
         pieces += [Piece("event-rows", f"event:{row.key}", str(job_macros.event_row(row))) for row in recorded]
         whole = templates.get_template("_job_live.html").render(
             namespace="a", name="big", state="Running", conditions=[], links=[], replicas=rows, timeline=timeline,
-            happenings=[], events=recorded, pod_url=str)
+            happenings=[], events=recorded, pod_url=str, summary=summary({}, replicas, [], {}))
         return pieces, whole
 
     replicas = pods(500)

@@ -16,11 +16,14 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader
 from markupsafe import Markup
 
-from tfop.ui.app import COLUMNS, HERE, job_url
+from tfop.ui.app import HERE, job_url
+from tfop.ui.pieces import COLUMNS
 from tfop.ui.row_cache import RowCache
+from tfop.ui.views.clock_text import time_html
 from tfop.ui.views.job_list import JobRow, Page, page_of, select_rows
 from tfop.ui.views.job_page import condition_rows, event_rows, recreated_exits, replica_rows
 from tfop.ui.views.list_query import ListQuery
+from tfop.ui.views.summary import summary
 from tfop.ui.views.timeline import layout
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
@@ -73,7 +76,7 @@ def measure(name: str, render: Callable[[], str]) -> None:
 
 def main() -> None:
     templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True)
-    templates.globals["job_url"] = job_url
+    templates.globals.update(job_url=job_url, time_html=lambda moment: time_html(moment, None))
     listed, replicas, recorded = jobs(2000), pods(500), events(1000)
     job = {"metadata": {"namespace": "a", "name": "big"}, "status": {"conditions": CONDITIONS}}
 
@@ -102,7 +105,8 @@ def main() -> None:
         return templates.get_template("_job_live.html").render(
             namespace="a", name="big", state="Running", conditions=condition_rows(job),
             replicas=replica_rows(replicas, recreated), timeline=layout(replicas, CONDITIONS, NOW, (), recreated),
-            events=event_rows(recorded), pod_url=lambda pod: f"/p/{pod}")
+            events=event_rows(recorded), pod_url=lambda pod: f"/p/{pod}", links=[],
+            summary=summary(job, replicas, [], recreated))
 
     measure("a job of 500 replicas and 1,000 events", lambda: job_page(job, replicas))
     recreated_job = {**job, "status": {"conditions": CONDITIONS, "replicaStatuses": {"Worker": {"recreatedExits": [

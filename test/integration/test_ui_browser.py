@@ -23,7 +23,7 @@ from support.ui import UiServer, reader_token, ui_identity
 from support.waiting import wait_for
 from tfop.api.timestamps import parse_time
 from tfop.kube.client import KubeClient
-from tfop.kube.resource import EVENTS
+from tfop.kube.resource import EVENTS, PODS
 from tfop.ui.views.clock_text import age_text
 
 MARKUP = '<script>window.pwned = 1</script><b id="injected">bold</b>'
@@ -139,7 +139,13 @@ def test_a_browser_follows_a_job_live_and_shows_markup_as_text(cluster: LocalClu
             marks = wait_for(lambda: texts_of(driver, "#timeline g.exit-retryable text"),
                              message="the timeline's exit marks, read whole")
             assert marks == ["137"], marks
+            # Its restarts as the list counts them (the status's), the pod recreated once, not 0 for the new pod.
+            restarts = f'tr.replica[data-pod="{name}"] td.restarts'
+            wait_for(lambda: text_of(driver, restarts) == "1", message="the table to count the recreation")
             driver.save_screenshot(str(tmp_path / "job-page-recreated.png"))
+            driver.get(ui.url + "/")
+            wait_for(lambda: text_of(driver, f'tr.job[data-job="{namespace}/recreated"] td.col-restarts') == "1",
+                     message="the list to agree: 1 restart")
             print(f"screenshots: {tmp_path / 'job-list.png'} {tmp_path / 'job-page.png'} {tmp_path / 'pod-page.png'} "
                   f"{tmp_path / 'job-page-recreated.png'}")
         except BaseException:
@@ -346,3 +352,96 @@ def test_live_updates_change_only_what_changed_and_say_why_they_stopped(
             driver.quit()
             if not stopped:
                 ui.stop()
+
+
+OVERLAPPING_LABELS = """
+const boxes = Array.from(document.querySelectorAll(arguments[0])).map(text => text.getBBox());
+const overlaps = [];
+boxes.forEach((a, i) => boxes.slice(i + 1).forEach(b => {
+  if (a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height) {
+    overlaps.push([a.x, a.y, b.x, b.y]);
+  }
+}));
+return [boxes.length, overlaps];
+"""
+
+
+def unplaced_pod(job: str, index: int) -> dict[str, object]:
+    """A pod of the job as tfop would label it, that no node will take (no operator or kubelet runs here)."""
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"{job}-worker-{index}", "labels": {
+        "training.kubeflow.org/job-name": job, "training.kubeflow.org/replica-type": "worker",
+        "training.kubeflow.org/replica-index": str(index)}},
+        "spec": {"nodeSelector": {"tfop.kubeflow.org/test-nowhere": "true"},
+                 "containers": [{"name": "tensorflow", "image": "tensorflow/tensorflow"}]}}
+
+
+def gone_pod_event(job: dict[str, object], namespace: str) -> dict[str, object]:
+    """An event about a pod of the job that is no longer there (the apiserver keeps events for an hour)."""
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    meta = job["metadata"]
+    assert isinstance(meta, dict)
+    return {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "gone-pod-probe", "namespace": namespace},
+            "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": f"{meta['name']}-worker-7",
+                               "namespace": namespace, "uid": "gone"},
+            "type": "Warning", "reason": "Evicted", "message": "an event of a deleted pod",
+            "source": {"component": "kubelet"}, "firstTimestamp": now, "lastTimestamp": now, "count": 1}
+
+
+def trainer_status(loss: str, updated: str) -> dict[str, object]:
+    eta = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 600))
+    return {"status": {"trainerStatus": {
+        "progressPercentage": 45, "estimatedCompletionTime": eta, "currentEpoch": 4, "totalEpochs": 10,
+        "metrics": [{"name": "loss", "value": loss}], "lastUpdatedTime": updated, "reportedBy": "trained-worker-0"}}}
+
+
+def test_the_job_page_summarizes_replicas_failures_and_progress(cluster: LocalCluster, tfjob_crd: Path,
+                                                                kube_client: KubeClient, namespace: str,
+                                                                tmp_path: Path) -> None:
+    """Above the replica table: the pods by phase, the last failure, progress with its ETA and a loss chart from
+    two reports; an event of a pod no longer there is listed; conditions at one moment get labels that do not
+    overlap. No operator runs: the test writes the pods and the status the operator and kubelet would."""
+    job = kube_client.create(TFJOBS, tfjob("trained", Worker=replica(3)), namespace)
+    for index in range(3):
+        kube_client.create(PODS, unplaced_pod("trained", index), namespace)
+    exit_pod(kube_client, namespace, "trained-worker-2", 1)
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    kube_client.patch_status(TFJOBS, "trained", {"status": {"startTime": now, "conditions": [
+        {"type": name, "status": "True", "reason": f"TFJob{name}", "message": "", "lastTransitionTime": now}
+        for name in ("Created", "Running")]}}, namespace)
+    kube_client.patch_status(TFJOBS, "trained", trainer_status("0.9", now), namespace)
+    kube_client.create(EVENTS, gone_pod_event(job, namespace), namespace)
+    token = reader_token(cluster, namespace, "alice")
+    with ui_identity(cluster, namespace, tmp_path) as kubeconfig:
+        ui = UiServer(kubeconfig).start()
+        driver = headless_chromium(tmp_path)
+        try:
+            wait_for(lambda: ui.cache.metric_history(namespace, "trained"), message="the ui to see the first report")
+            later = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 30))
+            kube_client.patch_status(TFJOBS, "trained", trainer_status("0.5", later), namespace)
+            driver.get(ui.url + "/login")
+            driver.find_element(By.ID, "token").send_keys(token)
+            driver.find_element(By.ID, "login").click()
+            driver.get(f"{ui.url}/namespaces/{namespace}/tfjobs/trained")
+            wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, 'figure.chart[data-metric="loss"] polyline'),
+                     message="the loss chart of two reports")
+            assert text_of(driver, "#replica-phases") == "worker 2 Pending, 1 Failed"
+            failures = texts_of(driver, "#last-failures tr.failure")
+            assert len(failures) == 1 and failures[0].startswith("worker-2 trained-worker-2 1 Error (permanent) "), \
+                failures
+            assert text_of(driver, "#progress-percent") == "45 %"
+            eta = text_of(driver, "#progress-eta")
+            assert eta.startswith("ETA in "), eta
+            assert "loss 0.5" in text_of(driver, "#progress")
+            assert "an event of a deleted pod" in texts_of(driver, "tr.event td.message")
+            count, overlaps = driver.execute_script(OVERLAPPING_LABELS, "#timeline g.condition text")
+            assert count == 2 and overlaps == [], overlaps
+            driver.save_screenshot(str(tmp_path / "job-summary.png"))
+            print(f"screenshot: {tmp_path / 'job-summary.png'}")
+        except BaseException:
+            (tmp_path / "failed.html").write_text(driver.page_source)
+            driver.save_screenshot(str(tmp_path / "failed.png"))
+            print(f"at {driver.current_url}, the page: {tmp_path / 'failed.html'}")
+            raise
+        finally:
+            driver.quit()
+            ui.stop()

@@ -265,12 +265,28 @@ def test_a_recreated_replica_shows_the_exit_of_its_pod_before_until_its_new_pod_
             pod("j-ps-0", "ps", "0")]
     assert replica_rows(pods, recreated_exits(RECREATED)) == [
         ReplicaRow("worker", "0", "j-worker-0", "node-1", "Running", 0, None),
-        ReplicaRow("worker", "1", "j-worker-1", "node-1", "Pending", 0,
-                   LastExit(137, "Error", "Retryable", of_recreated_pod=True)),
-        ReplicaRow("worker", "2", "j-worker-2", "node-1", "Running", 1, LastExit(143, "Error", "Retryable")),
-        ReplicaRow("ps", "0", "j-ps-0", "node-1", "Running", 0,
-                   LastExit(0, "OOMKilled", "Retryable", of_recreated_pod=True)),
+        # Recreated once, as the status counts it for the list, though this page never saw the pod before.
+        ReplicaRow("worker", "1", "j-worker-1", "node-1", "Pending", 1,
+                   LastExit(137, "Error", "Retryable", of_recreated_pod=True), recreated=1),
+        ReplicaRow("worker", "2", "j-worker-2", "node-1", "Running", 2, LastExit(143, "Error", "Retryable"),
+                   recreated=1),
+        ReplicaRow("ps", "0", "j-ps-0", "node-1", "Running", 1,
+                   LastExit(0, "OOMKilled", "Retryable", of_recreated_pod=True), recreated=1),
     ]
+
+
+def test_a_replicas_restarts_count_its_earlier_pods_that_failed() -> None:
+    """Restarts in place plus each earlier pod of the same slot that failed (the page saw them deleted)."""
+    def earlier(uid: str, code: int) -> dict[str, Any]:
+        gone = pod("j-worker-0", "worker", "0", phase="Failed", state=terminated(code))
+        gone["metadata"]["uid"] = uid
+        return gone
+
+    now = pod("j-worker-0", "worker", "0", restarts=1, last_state=terminated(143))
+    now["metadata"]["uid"] = "current"
+    other = pod("j-worker-1", "worker", "1")
+    rows = replica_rows([now, other], {}, [earlier("a", 137), earlier("b", 1), earlier("current", 143)])
+    assert [(row.pod, row.restarts, row.recreated) for row in rows] == [("j-worker-0", 3, 2), ("j-worker-1", 0, 0)]
 
 
 def test_events_of_the_job_and_its_pods_merge_in_time_order() -> None:

@@ -24,6 +24,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from tfop.api.constants import KIND
+from tfop.api.runtime_id import runtime_id
 from tfop.api.timestamps import format_time
 from tfop.kube.access_review import ReviewError
 from tfop.kube.client import KubeClient
@@ -31,13 +32,15 @@ from tfop.kube.errors import ApiError
 from tfop.kube.resource import PODS
 from tfop.kube.resource_access import ResourceAccess
 from tfop.objects import Object
-from tfop.ui.cache import UiCache
+from tfop.ui.cache import UiCache, pod_event_of_job
 from tfop.ui.live import DELETED, DENIED, live_updates
 from tfop.ui.live_patch import Piece
 from tfop.ui.log_follow import MAX_LINE, follow_log
+from tfop.ui.pieces import COLUMNS, job_pieces, list_pieces
 from tfop.ui.row_cache import RowCache
 from tfop.ui.security import COOKIE_SECONDS, SecurityHeaders, same_origin
 from tfop.ui.viewer import TOKEN_COOKIE, Viewer, request_token
+from tfop.ui.views.clock_text import time_html
 from tfop.ui.views.happenings import happenings
 from tfop.ui.views.job_list import PAGE_SIZES, STATES, JobRow, job_state, page_of, select_rows
 from tfop.ui.views.job_page import (
@@ -50,6 +53,7 @@ from tfop.ui.views.job_page import (
 )
 from tfop.ui.views.links import job_links
 from tfop.ui.views.list_query import ListQuery
+from tfop.ui.views.summary import CHART_HEIGHT, CHART_WIDTH, summary
 from tfop.ui.views.timeline import layout
 
 log = structlog.get_logger("tfop.ui")
@@ -61,12 +65,6 @@ DEFAULT_TAIL = 500
 MAX_TAIL = 5000
 MAX_LOGIN_BODY = 16384
 TIMELINE_STEP_SECONDS = 30
-# The list's columns: (the ?sort= key, or None for one it does not sort by; header; CSS class of its cells).
-COLUMNS = (("namespace", "Namespace", "namespace"), ("name", "Name", "name"), ("state", "State", "state"),
-           ("created", "Created", "created"), ("started", "Started", "started"), ("finished", "Finished", "finished"),
-           ("duration", "Duration", "duration"), (None, "Replicas (active / succeeded / failed)", "replicas"),
-           ("restarts", "Restarts", "restarts"), (None, "Queue / gang", "queue"), (None, "Why", "why"))
-
 
 class PageError(Exception):
     def __init__(self, status: int, message: str) -> None:
@@ -87,7 +85,8 @@ class UiApp:
         self.client = client
         self.now = now
         self.templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True)
-        self.templates.globals["job_url"] = job_url
+        self.templates.globals.update(job_url=job_url, time_html=lambda moment: time_html(moment, None),
+                                      chart_width=CHART_WIDTH, chart_height=CHART_HEIGHT)
         self._row_macros: Any = self.templates.get_template("_job_row.html").module
         self._list_macros: Any = self.templates.get_template("_job_table_pieces.html").module
         self._job_macros: Any = self.templates.get_template("_job_live_pieces.html").module
@@ -180,13 +179,7 @@ class UiApp:
         query = ListQuery.parse(request.query_params)
 
         def pieces() -> list[Piece]:
-            context = self._job_list_context(viewer, query, None)
-            macros = self._list_macros
-            rows = [Piece("job-rows", key, str(html)) for key, html in zip(context["keys"], context["rows"],
-                                                                             strict=True)]
-            return [Piece("", "job-count", str(macros.count(context["page"]))),
-                    Piece("", "pager", str(macros.pager(query, context["page"]))),
-                    *(rows or [Piece("job-rows", "job-none", str(macros.none_row(COLUMNS, context["empty"])))])]
+            return list_pieces(self._list_macros, self._job_list_context(viewer, query, None), query)
 
         return await self._stream(pieces)
 
@@ -199,6 +192,7 @@ class UiApp:
         context: dict[str, Any] = {"namespace": namespace, "name": name, "conditions": condition_rows(job),
                                    "state": job_state(job)[0], "links": job_links(job),
                                    "replicas": None, "timeline": None, "events": None, "happenings": None,
+                                   "summary": summary(job, [], [], recreated_exits(job)),
                                    "pod_url": lambda pod: f"{job_url(namespace, name)}/pods/{quote(pod, safe='')}"}
         pods: list[Object] = []
         job_events: list[Object] = []
@@ -211,16 +205,17 @@ class UiApp:
             earlier = [pod for pod in self.cache.earlier_pods(namespace, name)
                        if pod["metadata"].get("uid") not in current]
             recreated = recreated_exits(job)  # the exits of pods tfop recreated, which may be gone
-            context["replicas"] = replica_rows(pods, recreated)
+            context["replicas"] = replica_rows(pods, recreated, earlier)
+            context["summary"] = summary(job, pods, earlier, recreated, self.cache.metric_history(namespace, name))
             # Without the right to list events, what the pods and the status say is still told.
             context["happenings"] = happenings([*earlier, *pods], job_events, job)
             context["timeline"] = layout([*earlier, *pods], conditions, _timeline_now(self.now()),
                                          context["happenings"], recreated)
         if may_list_events:
-            events = list(job_events)
-            for pod in pods:
-                events += self.cache.events_of(namespace, "Pod", pod["metadata"]["name"])
-            context["events"] = event_rows(events)
+            # Its pods' events by their names, so that a deleted pod's stay while the apiserver keeps them.
+            rid = runtime_id(str(job["metadata"].get("uid", "")))
+            context["events"] = event_rows([*job_events, *(event for event in self.cache.pod_events_of_job(
+                namespace, name) if pod_event_of_job(event, rid))])
         return job, context
 
     def job_page(self, request: Request) -> Response:
@@ -236,20 +231,7 @@ class UiApp:
         namespace, name = request.path_params["namespace"], request.path_params["name"]
 
         def pieces() -> list[Piece]:
-            context = self._job_context(viewer, namespace, name)[1]
-            macros = self._job_macros
-            replicas = [Piece("replica-rows", f"replica:{row.pod}", str(macros.replica_row(row, context["pod_url"])))
-                        for row in context["replicas"] or []]
-            events = [Piece("event-rows", f"event:{row.key}", str(macros.event_row(row)))
-                      for row in context["events"] or []]
-            return [Piece("", "job-state-line", str(macros.state_line(context["state"]))),
-                    Piece("", "job-links", str(macros.links_list(context["links"]))),
-                    Piece("", "conditions", str(macros.conditions_table(context["conditions"]))),
-                    *(replicas or [Piece("replica-rows", "replicas-none",
-                                         str(macros.replicas_none(context["replicas"], namespace)))]),
-                    Piece("", "timeline-part", str(macros.timeline_part(context["timeline"], context["happenings"]))),
-                    *(events or [Piece("event-rows", "events-none", str(macros.events_none(context["events"],
-                                                                                            namespace)))])]
+            return job_pieces(self._job_macros, self._job_context(viewer, namespace, name)[1], namespace)
 
         return await self._stream(pieces)
 
