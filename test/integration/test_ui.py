@@ -156,7 +156,7 @@ def test_the_page_tells_a_jobs_queue_links_and_happenings(cluster: LocalCluster,
                      and ui.cache.events_of(namespace, "TFJob", "queued"), message="the ui's cache to hold the job")
             status, page = ui.get("/", token=token)
             assert status == 200, page
-            queue_cells = re.findall(r'<td class="queue">([^<]*)</td>', page)
+            queue_cells = re.findall(r'<td class="queue col-queue">([^<]*)</td>', page)
             assert queue_cells == ["waiting for admission to queue team-a; PodGroup Pending"]
 
             status, page = ui.get(f"/namespaces/{namespace}/tfjobs/queued", token=token)

@@ -10,7 +10,7 @@ import json
 import time
 from pathlib import Path
 
-from selenium.common.exceptions import StaleElementReferenceException
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
@@ -158,6 +158,15 @@ def test_a_browser_follows_a_job_live_and_shows_markup_as_text(cluster: LocalClu
             ui.stop()
 
 
+def live_part_updated(driver: WebDriver, part: str) -> bool:
+    """Whether the page's live part had its first update: it sets every piece once, so an element read before
+    may be replaced; after it, only what changes is."""
+    try:
+        return int(driver.find_element(By.ID, part).get_attribute("data-updates") or 0) >= 1
+    except (StaleElementReferenceException, NoSuchElementException):
+        return False
+
+
 def row_names(driver: WebDriver) -> list[str]:
     return [name.split("/", 1)[1] for name in attributes_of(driver, "tr.job", "data-job")]
 
@@ -207,9 +216,16 @@ def test_the_list_reads_like_a_dashboard(cluster: LocalCluster, tfjob_crd: Path,
         driver = headless_chromium(tmp_path)
         try:
             driver.get(ui.url + "/login")
+            promised = text_of(driver, "#login-lasts")
             driver.find_element(By.ID, "token").send_keys(token)
             driver.find_element(By.ID, "login").click()
-            wait_for(lambda: len(row_names(driver)) == 12, message="the twelve jobs in the list")
+            # The login's words match its cookie: one that outlives the browser, for the hours they say.
+            expiry = wait_for(lambda: (driver.get_cookie("tfop-ui-token") or {}).get("expiry"),
+                              message="the login cookie's expiry")
+            hours = round((expiry - time.time()) / 3600)
+            assert promised.startswith(f"for {hours} hours, even if you close the browser"), (promised, hours)
+            wait_for(lambda: len(row_names(driver)) == 12 and live_part_updated(driver, "jobs"),
+                     message="the twelve jobs in the list, updated live once")
             # Newest first: mid, alpha, zeta, then the batch made before them.
             assert row_names(driver)[:4] == ["mid", "alpha", "zeta", "batch-8"], row_names(driver)
             zeta = 'tr.job[data-job$="/zeta"]'
@@ -226,7 +242,7 @@ def test_the_list_reads_like_a_dashboard(cluster: LocalCluster, tfjob_crd: Path,
                      message="the list sorted by name")
             assert driver.find_element(By.CSS_SELECTOR, "th.col-name").get_attribute("aria-sort") == "ascending"
             wait_for(lambda: clicked(driver, "#sort-name"), message="a second click on the Name header")
-            wait_for(lambda: row_names(driver)[0] == "zeta", message="the list sorted by name, the other way")
+            wait_for(lambda: row_names(driver)[:1] == ["zeta"], message="the list sorted by name, the other way")
 
             driver.find_element(By.ID, "q").send_keys("permanent")
             driver.find_element(By.ID, "filter").click()
@@ -234,18 +250,25 @@ def test_the_list_reads_like_a_dashboard(cluster: LocalCluster, tfjob_crd: Path,
 
             driver.get(ui.url + "/?per=10")
             wait_for(lambda: len(row_names(driver)) == 10, message="a page of ten")
-            assert text_of(driver, "#job-count") == "TFJobs 1 to 10 of 12"
+            wait_for(lambda: text_of(driver, "#job-count") == "TFJobs 1 to 10 of 12", message="page 1")
             wait_for(lambda: clicked(driver, "#page-next"), message="a click on next")
             wait_for(lambda: row_names(driver) == ["batch-1", "batch-0"], message="the last page: the two oldest")
-            assert text_of(driver, "#job-count") == "TFJobs 11 to 12 of 12"
+            wait_for(lambda: text_of(driver, "#job-count") == "TFJobs 11 to 12 of 12", message="page 2")
 
             # At 800 px the Why column keeps its words on lines, not a character per line.
             driver.set_window_size(800, 900)
             driver.get(ui.url + "/?q=zeta")
-            why = wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, f"{zeta} td.why"), message="zeta's Why")[0]
-            assert why.size["width"] >= 200, why.size
+            wait_for(lambda: live_part_updated(driver, "jobs"), message="the list updated live once")
+            why = driver.find_element(By.CSS_SELECTOR, f"{zeta} td.why")
+            # In view without scrolling, and wide enough for words.
+            assert why.size["width"] >= 150 and why.location["x"] + why.size["width"] <= 800, (why.location, why.size)
             driver.save_screenshot(str(tmp_path / "job-list-800.png"))
 
+            # The user's name and Log out on every page: a job's, and a refusal's.
+            for path in (f"/namespaces/{namespace}/tfjobs/zeta", f"/namespaces/{namespace}/tfjobs/zeta/pods/none"):
+                driver.get(ui.url + path)
+                assert (text_of(driver, "#user"), text_of(driver, "header form button")) == (
+                    f"system:serviceaccount:{namespace}:alice", "Log out"), path
             driver.find_element(By.CSS_SELECTOR, "header form button").click()  # Log out
             wait_for(lambda: driver.find_elements(By.ID, "token"), message="the login form after logging out")
             driver.find_element(By.ID, "token").send_keys(carol)
@@ -408,7 +431,8 @@ def test_the_job_page_summarizes_replicas_failures_and_progress(cluster: LocalCl
     kube_client.patch_status(TFJOBS, "trained", {"status": {"startTime": now, "conditions": [
         {"type": name, "status": "True", "reason": f"TFJob{name}", "message": "", "lastTransitionTime": now}
         for name in ("Created", "Running")]}}, namespace)
-    kube_client.patch_status(TFJOBS, "trained", trainer_status("0.9", now), namespace)
+    earlier = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 30))
+    kube_client.patch_status(TFJOBS, "trained", trainer_status("0.9", earlier), namespace)
     kube_client.create(EVENTS, gone_pod_event(job, namespace), namespace)
     token = reader_token(cluster, namespace, "alice")
     with ui_identity(cluster, namespace, tmp_path) as kubeconfig:
@@ -416,14 +440,13 @@ def test_the_job_page_summarizes_replicas_failures_and_progress(cluster: LocalCl
         driver = headless_chromium(tmp_path)
         try:
             wait_for(lambda: ui.cache.metric_history(namespace, "trained"), message="the ui to see the first report")
-            later = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 30))
-            kube_client.patch_status(TFJOBS, "trained", trainer_status("0.5", later), namespace)
+            kube_client.patch_status(TFJOBS, "trained", trainer_status("0.5", now), namespace)
             driver.get(ui.url + "/login")
             driver.find_element(By.ID, "token").send_keys(token)
             driver.find_element(By.ID, "login").click()
             driver.get(f"{ui.url}/namespaces/{namespace}/tfjobs/trained")
-            wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, 'figure.chart[data-metric="loss"] polyline'),
-                     message="the loss chart of two reports")
+            wait_for(lambda: live_part_updated(driver, "job-live") and driver.find_elements(
+                By.CSS_SELECTOR, 'figure.chart[data-metric="loss"] polyline'), message="the loss chart of two reports")
             assert text_of(driver, "#replica-phases") == "worker 2 Pending, 1 Failed"
             failures = texts_of(driver, "#last-failures tr.failure")
             assert len(failures) == 1 and failures[0].startswith("worker-2 trained-worker-2 1 Error (permanent) "), \

@@ -139,6 +139,7 @@ class UiApp:
     def render(self, template: str, http_status: int = 200, **context: Any) -> HTMLResponse:
         # The server's clock, against which the browser writes relative times (live.js): the two may disagree.
         context.setdefault("server_now", format_time(self.now()))
+        context.setdefault("login_hours", COOKIE_SECONDS // 3600)  # the login page's words match the cookie
         return HTMLResponse(self.templates.get_template(template).render(**context), status_code=http_status)
 
     def _job_list_context(self, viewer: Viewer, query: ListQuery, now: datetime | None) -> dict[str, Any]:
