@@ -155,6 +155,8 @@ CONDITION_SUCCEEDED: Final = "Succeeded"
 CONDITION_FAILED: Final = "Failed"
 CONDITION_SUSPENDED: Final = "Suspended"
 ConditionType = Literal["Created", "Running", "Restarting", "Succeeded", "Failed", "Suspended"]
+ConditionStatus = Literal["True", "False", "Unknown"]
+CONDITION_STATUSES: Final[tuple[ConditionStatus, ...]] = ("True", "False", "Unknown")
 FINAL_CONDITIONS: Final[tuple[ConditionType, ...]] = (CONDITION_SUCCEEDED, CONDITION_FAILED)  # True: the job ended
 
 # Condition and event reasons: CamelCase so `kubectl get events | grep` finds them.
