@@ -8,7 +8,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, quote, urlencode
+from urllib.parse import quote, urlencode
 
 import anyio.to_thread
 import structlog
@@ -25,6 +25,7 @@ from starlette.staticfiles import StaticFiles
 
 from tfop.api.constants import KIND
 from tfop.api.runtime_id import runtime_id
+from tfop.api.tensorboard import tensorboard_path
 from tfop.api.timestamps import format_time
 from tfop.kube.access_review import ReviewError
 from tfop.kube.client import KubeClient
@@ -32,10 +33,13 @@ from tfop.kube.errors import ApiError
 from tfop.kube.resource import PODS
 from tfop.kube.resource_access import ResourceAccess
 from tfop.objects import Object
+from tfop.ui import tensorboard_proxy as tb
 from tfop.ui.cache import UiCache, pod_event_of_job
 from tfop.ui.live import DELETED, DENIED, live_updates
 from tfop.ui.live_patch import Piece
-from tfop.ui.log_follow import MAX_LINE, follow_log
+from tfop.ui.log_follow import MAX_LINE, follow_log, tail_lines
+from tfop.ui.login import Login
+from tfop.ui.page_error import PageError
 from tfop.ui.pieces import COLUMNS, job_pieces, list_pieces
 from tfop.ui.row_cache import RowCache
 from tfop.ui.security import COOKIE_SECONDS, SecurityHeaders, same_origin
@@ -52,26 +56,15 @@ from tfop.ui.views.job_page import (
     tf_config_text,
 )
 from tfop.ui.views.links import job_links
-from tfop.ui.views.list_query import ListQuery
+from tfop.ui.views.list_query import ListQuery, empty_list_text
 from tfop.ui.views.summary import CHART_HEIGHT, CHART_WIDTH, summary
-from tfop.ui.views.timeline import layout
+from tfop.ui.views.timeline import layout, stepped_now
 
 log = structlog.get_logger("tfop.ui")
 HERE = Path(__file__).parent
 LOG_TIMEOUT = (3.0, 10.0)
 # A followed log may be quiet for long; a connection silent longer than this is taken for dead (the page says so).
 FOLLOW_TIMEOUT = (3.0, 600.0)
-DEFAULT_TAIL = 500
-MAX_TAIL = 5000
-MAX_LOGIN_BODY = 16384
-TIMELINE_STEP_SECONDS = 30
-
-class PageError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
 
 def job_url(namespace: str, name: str) -> str:
     return f"/namespaces/{quote(namespace, safe='')}/tfjobs/{quote(name, safe='')}"
@@ -92,6 +85,7 @@ class UiApp:
         self._job_macros: Any = self.templates.get_template("_job_live_pieces.html").module
         self.rows = RowCache(self._render_row)
         cache.jobs.add_event_handler(on_delete=self.rows.forget)
+        self.login = Login(self.render, lambda token: self._ask(lambda: self.access.authenticate(token)))
 
     def starlette(self) -> Starlette:
         routes = [
@@ -101,9 +95,13 @@ class UiApp:
             Route("/live/namespaces/{namespace}/tfjobs/{name}", self.job_live),
             Route("/namespaces/{namespace}/tfjobs/{name}/pods/{pod}", self.pod_page),
             Route("/live/namespaces/{namespace}/tfjobs/{name}/pods/{pod}/log", self.log_live),
-            Route("/login", self.login_page, methods=["GET"]),
-            Route("/login", self.login, methods=["POST"]),
-            Route("/logout", self.logout, methods=["POST"]),
+            Route("/namespaces/{namespace}/tfjobs/{name}/tensorboard",
+                  lambda request: RedirectResponse(f"{request.url.path}/", status_code=308)),
+            Route("/namespaces/{namespace}/tfjobs/{name}/tensorboard/{rest:path}", self.tensorboard,
+                  methods=["GET", "HEAD", "POST"]),
+            Route("/login", self.login.form, methods=["GET"]),
+            Route("/login", self.login.log_in, methods=["POST"]),
+            Route("/logout", self.login.log_out, methods=["POST"]),
             Route("/healthz", lambda _request: PlainTextResponse("ok\n")),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ]
@@ -162,7 +160,7 @@ class UiApp:
         shown = selected[page.first:page.last]
         return {"rows": [item.html(now) for item in shown], "query": query, "page": page,
                 "keys": [f"job:{item.row.namespace}/{item.row.name}" for item in shown],
-                "columns": COLUMNS, "empty": _empty_list_text(query, visible, bool(seen)),
+                "columns": COLUMNS, "empty": empty_list_text(query, visible, bool(seen)),
                 "namespaces": sorted({job["metadata"]["namespace"] for job in seen})}
 
     def _render_row(self, row: JobRow) -> tuple[Markup, Markup]:
@@ -192,6 +190,8 @@ class UiApp:
         conditions = (job.get("status") or {}).get("conditions") or []
         context: dict[str, Any] = {"namespace": namespace, "name": name, "conditions": condition_rows(job),
                                    "state": job_state(job)[0], "links": job_links(job),
+                                   "tensorboard_url": (f"{tensorboard_path(namespace, name)}/"
+                                                       if tb.service_name(job) is not None else None),
                                    "replicas": None, "timeline": None, "events": None, "happenings": None,
                                    "summary": summary(job, [], [], recreated_exits(job)),
                                    "pod_url": lambda pod: f"{job_url(namespace, name)}/pods/{quote(pod, safe='')}"}
@@ -210,7 +210,7 @@ class UiApp:
             context["summary"] = summary(job, pods, earlier, recreated, self.cache.metric_history(namespace, name))
             # Without the right to list events, what the pods and the status say is still told.
             context["happenings"] = happenings([*earlier, *pods], job_events, job)
-            context["timeline"] = layout([*earlier, *pods], conditions, _timeline_now(self.now()),
+            context["timeline"] = layout([*earlier, *pods], conditions, stepped_now(self.now()),
                                          context["happenings"], recreated)
         if may_list_events:
             # Its pods' events by their names, so that a deleted pod's stay while the apiserver keeps them.
@@ -253,7 +253,7 @@ class UiApp:
                 tf_config = f"(the apiserver gave no pod: {error})"
         previous = request.query_params.get("previous") == "1"
         follow = request.query_params.get("follow") == "1" and not previous
-        tail = _tail(request.query_params.get("tail"))
+        tail = tail_lines(request.query_params.get("tail"))
         container = str(main_container_status(pod).get("name") or "tensorflow")
         log_text, log_problem = "", ""
         follow_url = ""
@@ -297,39 +297,44 @@ class UiApp:
         pod = await anyio_run(pod_of_job)
         container = str(main_container_status(pod).get("name") or "tensorflow")
         query = [("container", container), ("follow", "true"),
-                 ("tailLines", str(_tail(request.query_params.get("tail"))))]
+                 ("tailLines", str(tail_lines(request.query_params.get("tail"))))]
         path = PODS.path(namespace, pod_name, "log")
         return StreamingResponse(
             follow_log(lambda: self.client.stream_lines(path, query=query, timeout=FOLLOW_TIMEOUT, max_line=MAX_LINE),
                        allowed),
             media_type="text/event-stream")
 
-    # -- login -------------------------------------------------------------------------------------------------
+    async def tensorboard(self, request: Request) -> Response:
+        """The job's TensorBoard (tensorboard_proxy.py), to whoever may get the job."""
+        namespace, name = request.path_params["namespace"], request.path_params["name"]
+        origin = f"{request.url.scheme}://{request.headers.get('host')}"
+        if request.method == "POST" and not same_origin(request.headers.get("origin"), request.url.scheme,
+                                                        request.headers.get("host")):
+            raise PageError(403, "TensorBoard takes a POST only from its own pages.")
+        if "service-worker" in request.headers:
+            raise PageError(403, "TensorBoard's pages may not install a service worker.")
+        length = request.headers.get("content-length", "0")
+        if not length.isdigit() or int(length) > tb.MAX_BODY:
+            raise PageError(400, "That request is too large for TensorBoard.")
+        body = await request.body() if request.method == "POST" else None
 
-    def login_page(self, request: Request) -> Response:
-        return self.render("login.html")
+        def ask() -> Response:
+            viewer = self.viewer(request)
+            self._require(self._ask(lambda: viewer.may_get_job(namespace, name)), f"get TFJob {namespace}/{name}")
+            job = self.cache.job(namespace, name)
+            service = tb.service_name(job) if job is not None else None
+            if service is None:
+                raise PageError(404, f"TFJob {namespace}/{name} has no TensorBoard: it asks for none "
+                                     f"(tfop.kubeflow.org/tensorboard).")
+            try:
+                return tb.answer(self.client, tb.Asked(namespace, name, service, request.method,
+                                                       request.path_params["rest"], request.url.query, body,
+                                                       tb.forwarded(request.headers), origin))
+            except tb.UnreachableError as error:
+                raise PageError(502, str(error)) from None
 
-    async def login(self, request: Request) -> Response:
-        if not same_origin(request.headers.get("origin"), request.url.scheme, request.headers.get("host")):
-            raise PageError(403, "A login is taken only from this page's own form.")
-        body = await request.body()
-        if len(body) > MAX_LOGIN_BODY:
-            raise PageError(400, "That is not a token.")
-        token = (parse_qs(body.decode("utf-8", errors="replace")).get("token") or [""])[0].strip()
-        user = None
-        if token and " " not in token:
-            user = await anyio_run(lambda: self._ask(lambda: self.access.authenticate(token)))
-        if user is None:
-            return self.render("login.html", 401, message="The apiserver does not accept this token.")
-        response = RedirectResponse("/", status_code=303)
-        response.set_cookie(TOKEN_COOKIE, token, max_age=COOKIE_SECONDS, httponly=True, samesite="strict",
-                            secure=request.url.scheme == "https", path="/")
-        return response
-
-    def logout(self, request: Request) -> Response:
-        response = RedirectResponse("/login", status_code=303)
-        response.delete_cookie(TOKEN_COOKIE, path="/", httponly=True, samesite="strict")
-        return response
+        result: Response = await anyio_run(ask)
+        return result
 
     # -- plumbing ----------------------------------------------------------------------------------------------
 
@@ -374,24 +379,3 @@ class UiApp:
 async def anyio_run(call: Callable[[], Any]) -> Any:
     """A blocking call (the apiserver's reviews) off the event loop."""
     return await anyio.to_thread.run_sync(call)
-
-
-def _timeline_now(now: datetime) -> datetime:
-    """The timeline's right end moves in steps of TIMELINE_STEP_SECONDS: a live update resends the timeline when
-    the job's pods change or a step passes, not on every change anywhere in the cluster."""
-    return datetime.fromtimestamp(now.timestamp() // TIMELINE_STEP_SECONDS * TIMELINE_STEP_SECONDS, now.tzinfo)
-
-
-def _empty_list_text(query: ListQuery, visible: set[str] | None, any_seen: bool) -> str:
-    """Why the list has no row: the filter, the namespace asked for, or no job the user may see."""
-    if any_seen and (query.state or query.words or query.namespace):
-        return "No TFJob matches the filter."
-    if query.namespace:
-        return f"There are no TFJobs in namespace {query.namespace}."
-    if visible is None:
-        return "There are no TFJobs in the cluster."
-    return "There are no TFJobs in the namespaces you may list."
-
-
-def _tail(text: str | None) -> int:
-    return min(int(text), MAX_TAIL) if text and text.isdigit() and int(text) > 0 else DEFAULT_TAIL

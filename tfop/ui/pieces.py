@@ -30,6 +30,7 @@ def job_pieces(macros: Any, context: dict[str, Any], namespace: str) -> list[Pie
                 for row in context["replicas"] or []]
     events = [Piece("event-rows", f"event:{row.key}", str(macros.event_row(row))) for row in context["events"] or []]
     return [Piece("", "job-state-line", str(macros.state_line(context["state"]))),
+            Piece("", "job-tensorboard", str(macros.tensorboard_link(context["tensorboard_url"]))),
             Piece("", "job-links", str(macros.links_list(context["links"]))),
             Piece("", "job-summary", str(macros.summary_part(context["summary"], context["replicas"]))),
             Piece("", "conditions", str(macros.conditions_table(context["conditions"]))),

@@ -58,3 +58,15 @@ class ListQuery:
         return "descending" if self.descending else "ascending"
 
 
+
+
+def empty_list_text(query: ListQuery, visible: set[str] | None, any_seen: bool) -> str:
+    """Why the list has no row: the filter, the namespace asked for, or no job the user may see (`visible`: the
+    namespaces whose jobs they may list, None for all; `any_seen`: whether they may see any job)."""
+    if any_seen and (query.state or query.words or query.namespace):
+        return "No TFJob matches the filter."
+    if query.namespace:
+        return f"There are no TFJobs in namespace {query.namespace}."
+    if visible is None:
+        return "There are no TFJobs in the cluster."
+    return "There are no TFJobs in the namespaces you may list."

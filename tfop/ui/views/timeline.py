@@ -29,6 +29,9 @@ MAX_TICKS = 8
 LANE_HEIGHT = 13  # a line of labels: conditions above the rows, happenings below
 CHAR_WIDTH = 6.5  # an 11 px label's average character, to tell where it ends
 LABEL_GAP = 4
+# The page draws a live job's timeline to now in steps of this: a live update resends the timeline when the job's
+# pods change or a step passes, not on every change anywhere in the cluster.
+NOW_STEP_SECONDS = 30
 
 
 @dataclass(frozen=True)
@@ -214,3 +217,7 @@ def _range(first: float, last: float, step: int) -> list[float]:
         values.append(value)
         value += step
     return values
+
+
+def stepped_now(now: datetime) -> datetime:
+    return datetime.fromtimestamp(now.timestamp() // NOW_STEP_SECONDS * NOW_STEP_SECONDS, now.tzinfo)
