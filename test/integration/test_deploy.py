@@ -140,7 +140,7 @@ def kustomize_base(cluster: LocalCluster, tfjob_crd: Path, monitoring_crds: None
     dry_run_and_apply(cluster, rendered)
     yield objects
     ours = [o for o in objects if o["kind"] != "CustomResourceDefinition"]
-    cluster.kubectl("delete", "--wait=true", "--timeout=120s", "-f", "-",
+    cluster.kubectl("delete", "--wait=true", f"--timeout={DEADLINE:.0f}s", "-f", "-",
                     input="\n---\n".join(json.dumps(o) for o in ours))
 
 
