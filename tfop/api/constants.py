@@ -16,8 +16,10 @@ REPLICA_MASTER: Final = "Master"
 REPLICA_WORKER: Final = "Worker"
 REPLICA_PS: Final = "PS"
 REPLICA_EVALUATOR: Final = "Evaluator"
-REPLICA_TYPES: Final = (REPLICA_CHIEF, REPLICA_MASTER, REPLICA_WORKER, REPLICA_PS, REPLICA_EVALUATOR)
-CHIEF_REPLICA_TYPES: Final = (REPLICA_CHIEF, REPLICA_MASTER)
+ReplicaType = Literal["Chief", "Master", "Worker", "PS", "Evaluator"]
+REPLICA_TYPES: Final[tuple[ReplicaType, ...]] = (REPLICA_CHIEF, REPLICA_MASTER, REPLICA_WORKER, REPLICA_PS,
+                                                 REPLICA_EVALUATOR)
+CHIEF_REPLICA_TYPES: Final[tuple[ReplicaType, ...]] = (REPLICA_CHIEF, REPLICA_MASTER)
 
 DEFAULT_CONTAINER_NAME: Final = "tensorflow"
 DEFAULT_PORT_NAME: Final = "tfjob-port"
@@ -153,6 +155,7 @@ CONDITION_SUCCEEDED: Final = "Succeeded"
 CONDITION_FAILED: Final = "Failed"
 CONDITION_SUSPENDED: Final = "Suspended"
 ConditionType = Literal["Created", "Running", "Restarting", "Succeeded", "Failed", "Suspended"]
+FINAL_CONDITIONS: Final[tuple[ConditionType, ...]] = (CONDITION_SUCCEEDED, CONDITION_FAILED)  # True: the job ended
 
 # Condition and event reasons: CamelCase so `kubectl get events | grep` finds them.
 REASON_CREATED: Final = "TFJobCreated"
@@ -194,6 +197,7 @@ STATUS_LAST_RESIZE: Final = "lastResize"  # the latest resize, as its Resized ev
 
 EVENT_NORMAL: Final = "Normal"
 EVENT_WARNING: Final = "Warning"
+EventType = Literal["Normal", "Warning"]
 
 # Summary fields the older API versions had (kubectl columns still show them).
 PHASE_CREATING: Final = "Creating"
@@ -215,3 +219,5 @@ POD_PENDING: Final = "Pending"
 POD_RUNNING: Final = "Running"
 POD_SUCCEEDED: Final = "Succeeded"
 POD_FAILED: Final = "Failed"
+PodPhase = Literal["Pending", "Running", "Succeeded", "Failed", "Unknown"]  # Unknown: the kubelet is not heard from
+POD_PHASES: Final[tuple[PodPhase, ...]] = (POD_PENDING, POD_RUNNING, POD_SUCCEEDED, POD_FAILED, "Unknown")

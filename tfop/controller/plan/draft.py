@@ -23,7 +23,9 @@ from tfop.api.constants import (
     REASON_PENDING,
     REASON_RESUMED,
     ConditionType,
+    EventType,
 )
+from tfop.api.exit_codes import ExitClassLabel
 from tfop.api.fields import integer, mapping, text
 from tfop.api.timestamps import as_utc
 from tfop.controller.plan.controller_config import ControllerConfig
@@ -74,7 +76,7 @@ class PlanDraft:
         self.requeue_after: float | None = None
         self.delete_job = False
         self.restarts = 0  # new restarts seen by this plan (in place and recreations)
-        self.restarts_by_exit_class: Counter[str] = Counter()
+        self.restarts_by_exit_class: Counter[ExitClassLabel] = Counter()
         self.restarted: list[ReplicaRestart] = []
         self.resizes: Counter[tuple[str, str]] = Counter()  # told by this plan, by (cause, strategy)
         self.disruptions: Counter[str] = Counter()  # recorded by this plan, by reason
@@ -106,7 +108,7 @@ class PlanDraft:
         condition = self.old_condition(condition_type) if before else self.condition(condition_type)
         return condition.message or "" if condition is not None else ""
 
-    def event(self, event_type: str, reason: str, message: str, *, only_this_plan: bool = False) -> None:
+    def event(self, event_type: EventType, reason: str, message: str, *, only_this_plan: bool = False) -> None:
         """`only_this_plan`: the event tells what this plan does (not a state a later plan would see again), so it
         must not be dropped with a status held back for a later plan."""
         self.events.append(JobEvent(event_type, reason, message))
@@ -200,7 +202,8 @@ class PlanDraft:
         )
         return [*before, *self.events, *after], counters
 
-    def _condition_event(self, condition_type: ConditionType, event_type: str, *, quiet: bool = False) -> JobEvent:
+    def _condition_event(self, condition_type: ConditionType, event_type: EventType, *,
+                         quiet: bool = False) -> JobEvent:
         condition = self.condition(condition_type)
         return JobEvent(event_type, condition.reason or "" if condition else "", condition.message or ""
                         if condition else "", quiet)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from tfop.api.constants import NAMINGS, REPLICA_BACKENDS, ChildNamingScheme, ReplicaBackendName
 from tfop.api.fields import integer, one_of
@@ -185,6 +185,12 @@ _RESIZE_KEYS: tuple[_Key[Any], ...] = (
 )
 
 
+# Who told tfop of a disruption: the pod's DisruptionTarget condition, a drain of its node, its node itself (lost,
+# unhealthy, reclaimed), or a peer's disruption breaking a synchronous job's collective (policies/disruptions.py).
+DisruptionSource = Literal["DisruptionTarget", "NodeDrain", "Node", "Peer"]
+DISRUPTION_SOURCES: tuple[DisruptionSource, ...] = ("DisruptionTarget", "NodeDrain", "Node", "Peer")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DisruptionRecord(_Json):
     """One entry of `disruptions`: a replica the cluster took, as its ReplicaDisrupted event told it
@@ -193,7 +199,7 @@ class DisruptionRecord(_Json):
     replica: str | None = None  # e.g. Worker 1
     pod_uid: str | None = None
     reason: str | None = None  # e.g. EvictionByEvictionAPI, NodeDrained, NodeLost, ReclaimNotice
-    source: str | None = None  # DisruptionTarget (the pod's condition), NodeDrain, Node
+    source: DisruptionSource | None = None
     message: str | None = None
     time: datetime | None = None  # when it began
     # Restart scope Job: until then, a peer's failure is this disruption's, not counted.
@@ -209,7 +215,8 @@ class DisruptionRecord(_Json):
 
 _DISRUPTION_KEYS: tuple[_Key[Any], ...] = (
     _Key("replica", "replica", _text, _same), _Key("podUID", "pod_uid", _text, _same),
-    _Key("reason", "reason", _text, _same), _Key("source", "source", _text, _same),
+    _Key("reason", "reason", _text, _same),
+    _Key("source", "source", lambda value: one_of(value, DISRUPTION_SOURCES), _same),
     _Key("message", "message", _text, _same), _Key("time", "time", parse_time, format_time),
     _Key("peersUntil", "peers_until", parse_time, format_time),
 )

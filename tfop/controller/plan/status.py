@@ -30,6 +30,7 @@ from tfop.api.constants import (
     STATE_RUNNING,
     STATE_SUCCEEDED,
     STATE_SUSPENDED,
+    ConditionType,
 )
 from tfop.api.fields import items, mapping_at
 from tfop.api.timestamps import as_utc
@@ -44,17 +45,17 @@ def conditions_of(status: object) -> tuple[Condition, ...]:
     return TFJobStatus.from_json(status).conditions or ()
 
 
-def find_condition(conditions: Iterable[Condition], condition_type: str) -> Condition | None:
+def find_condition(conditions: Iterable[Condition], condition_type: ConditionType) -> Condition | None:
     return next((condition for condition in conditions if condition.type == condition_type), None)
 
 
-def condition_is_true(conditions: Iterable[Condition], condition_type: str) -> bool:
+def condition_is_true(conditions: Iterable[Condition], condition_type: ConditionType) -> bool:
     condition = find_condition(conditions, condition_type)
     return condition is not None and condition.status == TRUE
 
 
-def set_condition(conditions: tuple[Condition, ...], condition_type: str, *, true: bool, reason: str, message: str,
-                  now: datetime, generation: int | None) -> tuple[Condition, ...]:
+def set_condition(conditions: tuple[Condition, ...], condition_type: ConditionType, *, true: bool, reason: str,
+                  message: str, now: datetime, generation: int | None) -> tuple[Condition, ...]:
     """The conditions with this one set. It keeps its place; lastTransitionTime moves only when the status flips
     and lastUpdateTime only when something changed, so repeating a call changes nothing."""
     status = TRUE if true else FALSE

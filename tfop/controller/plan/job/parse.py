@@ -15,6 +15,7 @@ from typing import TypeVar
 from tfop.api.constants import (
     CLEAN_POD_POLICIES,
     CLEAN_POD_POLICY_RUNNING,
+    REPLICA_TYPES,
     RESTART_POLICIES,
     SUCCESS_POLICIES,
     ReplicaBackendName,
@@ -99,7 +100,8 @@ def _spec(job: Object) -> TFJobSpec:
     spec = job["spec"]
     replicas = {replica_type: ReplicaSpec(replica_type, replica["replicas"],
                                           _valid(replica["restartPolicy"], RESTART_POLICIES), replica["template"])
-                for replica_type, replica in spec["tfReplicaSpecs"].items()}
+                for replica_type, replica in ((_valid(key, REPLICA_TYPES), value)
+                                              for key, value in spec["tfReplicaSpecs"].items())}
     elastic = spec.get("elasticPolicy")
     return TFJobSpec(replicas, _run_policy(spec["runPolicy"]), one_of(spec.get("successPolicy"), SUCCESS_POLICIES),
                      spec.get("enableDynamicWorker") is True,
