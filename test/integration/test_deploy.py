@@ -141,7 +141,7 @@ def kustomize_base(cluster: LocalCluster, tfjob_crd: Path, monitoring_crds: None
     yield objects
     ours = [o for o in objects if o["kind"] != "CustomResourceDefinition"]
     cluster.kubectl("delete", "--wait=true", f"--timeout={DEADLINE:.0f}s", "-f", "-",
-                    input="\n---\n".join(json.dumps(o) for o in ours))
+                    input="\n---\n".join(json.dumps(o) for o in ours), timeout=DEADLINE + 60)
 
 
 def served(cluster: LocalCluster, api: str) -> bool:
