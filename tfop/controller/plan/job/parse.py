@@ -146,6 +146,17 @@ def lenient_run_policy(job: Object) -> RunPolicy:
                      ttl if ttl is not None and ttl >= 0 else None)
 
 
+def template_restart_policies(parsed: TFJobModel | InvalidJob) -> list[tuple[str, str | None, str | None]]:
+    """(replica type, the pod template's restartPolicy, the replica's) of each replica; an invalid job's read
+    leniently."""
+    if isinstance(parsed, TFJobModel):
+        return [(replica_type, text(mapping(replica.template.get("spec")).get("restartPolicy")),
+                 replica.restart_policy) for replica_type, replica in parsed.spec.replica_specs.items()]
+    return [(str(replica_type), text(mapping_at(replica, "template", "spec").get("restartPolicy")),
+             text(mapping(replica).get("restartPolicy")))
+            for replica_type, replica in mapping_at(parsed.source, "spec", "tfReplicaSpecs").items()]
+
+
 def _valid(value: object, choices: tuple[_Choice, ...]) -> _Choice:
     """A field validation has checked (api/validation.py) and defaulting filled in, typed as its Literal."""
     choice = one_of(value, choices)
