@@ -154,7 +154,12 @@ CONDITION_RESTARTING: Final = "Restarting"
 CONDITION_SUCCEEDED: Final = "Succeeded"
 CONDITION_FAILED: Final = "Failed"
 CONDITION_SUSPENDED: Final = "Suspended"
-ConditionType = Literal["Created", "Running", "Restarting", "Succeeded", "Failed", "Suspended"]
+# Present, False, only while a job asks for a TensorBoard that cannot be made (plan/policies/tensorboard.py); it
+# never decides the job's state.
+CONDITION_TENSORBOARD: Final = "TensorBoard"
+ConditionType = Literal["Created", "Running", "Restarting", "Succeeded", "Failed", "Suspended", "TensorBoard"]
+ConditionStatus = Literal["True", "False", "Unknown"]
+CONDITION_STATUSES: Final[tuple[ConditionStatus, ...]] = ("True", "False", "Unknown")
 FINAL_CONDITIONS: Final[tuple[ConditionType, ...]] = (CONDITION_SUCCEEDED, CONDITION_FAILED)  # True: the job ended
 
 # Condition and event reasons: CamelCase so `kubectl get events | grep` finds them.
@@ -205,6 +210,8 @@ PHASE_RUNNING: Final = "Running"
 PHASE_CLEANUP: Final = "CleanUp"
 PHASE_FAILED: Final = "Failed"
 PHASE_DONE: Final = "Done"
+JobPhase = Literal["Creating", "Running", "CleanUp", "Failed", "Done"]
+JOB_PHASES: Final[tuple[JobPhase, ...]] = (PHASE_CREATING, PHASE_RUNNING, PHASE_CLEANUP, PHASE_FAILED, PHASE_DONE)
 # `state` is what `kubectl get tfjobs` shows in its STATE column: the one word a user wants to know.
 STATE_CREATED: Final = "Created"  # seen by the operator, no replica pod waited for yet
 STATE_PENDING: Final = "Pending"  # some replica pods do not run yet (being created, scheduled, pulling images)
@@ -213,6 +220,9 @@ STATE_RESTARTING: Final = "Restarting"  # a replica is being recreated after a r
 STATE_SUSPENDED: Final = "Suspended"
 STATE_SUCCEEDED: Final = "Succeeded"
 STATE_FAILED: Final = "Failed"
+JobState = Literal["Created", "Pending", "Running", "Restarting", "Suspended", "Succeeded", "Failed"]
+JOB_STATES: Final[tuple[JobState, ...]] = (STATE_CREATED, STATE_PENDING, STATE_RUNNING, STATE_RESTARTING,
+                                           STATE_SUSPENDED, STATE_SUCCEEDED, STATE_FAILED)
 
 # Pod phases, as the kubelet reports them.
 POD_PENDING: Final = "Pending"

@@ -93,6 +93,10 @@ class PlanDraft:
         if find_condition(self.conditions, condition_type) is not None:
             self.set_condition(condition_type, true=False, reason=reason, message=message)
 
+    def drop_condition(self, condition_type: ConditionType) -> None:
+        """Removes a condition that is only there while something is wrong (the TensorBoard's)."""
+        self.conditions = tuple(c for c in self.conditions if c.type != condition_type)
+
     def is_true(self, condition_type: ConditionType) -> bool:
         return condition_is_true(self.conditions, condition_type)
 
@@ -138,7 +142,7 @@ class PlanDraft:
         if self.conditions or self.status.conditions is not None or "conditions" in self.status.extra:
             self.status = replace(self.status, conditions=self.conditions)
         told = summary(self.conditions, cleaning_up=self.cleaning_up)
-        self.status = replace(self.status, phase=told["phase"], state=told["state"], reason=told["reason"])
+        self.status = replace(self.status, phase=told.phase, state=told.state, reason=told.reason)
         events, counters = self._transitions()
         status: TFJobStatus | None = None
         if not self.delete_job and (not self._stored or self.status.without_reconcile_time()

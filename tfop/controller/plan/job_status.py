@@ -17,7 +17,18 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Literal
 
-from tfop.api.constants import NAMINGS, REPLICA_BACKENDS, ChildNamingScheme, ReplicaBackendName
+from tfop.api.constants import (
+    CONDITION_STATUSES,
+    JOB_PHASES,
+    JOB_STATES,
+    NAMINGS,
+    REPLICA_BACKENDS,
+    ChildNamingScheme,
+    ConditionStatus,
+    JobPhase,
+    JobState,
+    ReplicaBackendName,
+)
 from tfop.api.fields import integer, one_of
 from tfop.api.timestamps import format_time, parse_time
 from tfop.controller.plan.frozen import replace
@@ -200,7 +211,7 @@ class Condition(JsonRecord):
     """One of the job's conditions (metav1.Condition's shape, plus lastUpdateTime); status.py sets them."""
 
     type: str  # Created, Running, Restarting, Suspended, Succeeded, Failed
-    status: str | None = None  # True or False
+    status: ConditionStatus | None = None
     reason: str | None = None
     message: str | None = None
     observed_generation: int | None = None  # the spec's metadata.generation the condition was computed from
@@ -216,7 +227,8 @@ class Condition(JsonRecord):
 
 
 _CONDITION_KEYS: tuple[Key[Any], ...] = (
-    Key("type", "type", text, same), Key("status", "status", text, same),
+    Key("type", "type", text, same),
+    Key("status", "status", lambda value: one_of(value, CONDITION_STATUSES), same),
     Key("reason", "reason", text, same), Key("message", "message", text, same),
     Key("observedGeneration", "observed_generation", integer, same),
     Key("lastTransitionTime", "last_transition_time", parse_time, format_time),
@@ -315,8 +327,8 @@ class TFJobStatus(JsonRecord):
     last_resize: LastResize | None = None
     disruptions: tuple[DisruptionRecord, ...] | None = None  # the latest, oldest first (policies/disruptions.py)
     pod_group_phase: str | None = None  # the job's PodGroup's phase, for kubectl get -o wide
-    phase: str | None = None  # the older API's phase
-    state: str | None = None  # the STATE column
+    phase: JobPhase | None = None  # the older API's phase
+    state: JobState | None = None  # the STATE column
     reason: str | None = None  # the reason of the condition that decided phase and state
     trainer_status: TrainerStatus | None = None  # the progress the job's pods report (policies/progress.py)
 
@@ -350,8 +362,8 @@ _STATUS_KEYS: tuple[Key[Any], ...] = (
     Key("lastResize", "last_resize", _resize, lambda resize: resize.to_json()),
     Key("disruptions", "disruptions", _disruptions, lambda entries: [entry.to_json() for entry in entries]),
     Key("podGroupPhase", "pod_group_phase", text, same),
-    Key("phase", "phase", text, same),
-    Key("state", "state", text, same),
+    Key("phase", "phase", lambda value: one_of(value, JOB_PHASES), same),
+    Key("state", "state", lambda value: one_of(value, JOB_STATES), same),
     Key("reason", "reason", text, same),
     Key("trainerStatus", "trainer_status", _trainer, lambda trainer: trainer.to_json()),
 )

@@ -7,7 +7,9 @@ unchanged status compares equal and is never re-patched.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Final
 
 from tfop.api.constants import (
     CONDITION_CREATED,
@@ -30,14 +32,17 @@ from tfop.api.constants import (
     STATE_RUNNING,
     STATE_SUCCEEDED,
     STATE_SUSPENDED,
+    ConditionStatus,
     ConditionType,
+    JobPhase,
+    JobState,
 )
 from tfop.api.fields import items, mapping_at
 from tfop.api.timestamps import as_utc
 from tfop.controller.plan.job_status import Condition, TFJobStatus
 
-TRUE = "True"
-FALSE = "False"
+TRUE: Final = "True"
+FALSE: Final = "False"
 
 
 def conditions_of(status: object) -> tuple[Condition, ...]:
@@ -58,7 +63,7 @@ def set_condition(conditions: tuple[Condition, ...], condition_type: ConditionTy
                   message: str, now: datetime, generation: int | None) -> tuple[Condition, ...]:
     """The conditions with this one set. It keeps its place; lastTransitionTime moves only when the status flips
     and lastUpdateTime only when something changed, so repeating a call changes nothing."""
-    status = TRUE if true else FALSE
+    status: ConditionStatus = TRUE if true else FALSE
     existing = find_condition(conditions, condition_type)
     if existing is not None and (existing.status, existing.reason, existing.message) == (status, reason, message) \
             and (generation is None or existing.observed_generation == generation):
@@ -83,7 +88,14 @@ def holds_finalizer(child: object) -> bool:
     return FINALIZER_REPLICA_TRACKING in items(mapping_at(child, "metadata").get("finalizers"))
 
 
-def summary(conditions: Iterable[Condition], *, cleaning_up: bool) -> dict[str, str]:
+@dataclass(frozen=True, slots=True)
+class Summary:
+    phase: JobPhase  # the older API's
+    state: JobState  # the STATE column
+    reason: str  # of the condition that decided them; "" when none did
+
+
+def summary(conditions: Iterable[Condition], *, cleaning_up: bool) -> Summary:
     """The summary fields, derived from the conditions alone (plus whether the children of a finished or suspended
     job are still being removed) so they never disagree with them: `state`, the STATE column of `kubectl get`
     (Created, Pending, Running, Restarting, Suspended, Succeeded, Failed); the older API's `phase`; and the
@@ -94,6 +106,8 @@ def summary(conditions: Iterable[Condition], *, cleaning_up: bool) -> dict[str, 
     restarting = find_condition(conditions, CONDITION_RESTARTING)
     running = find_condition(conditions, CONDITION_RUNNING)
     created = find_condition(conditions, CONDITION_CREATED)
+    phase: JobPhase
+    state: JobState
     deciding: Condition | None
     if _true(failed):
         phase, state, deciding = (PHASE_CLEANUP if cleaning_up else PHASE_FAILED), STATE_FAILED, failed
@@ -110,7 +124,7 @@ def summary(conditions: Iterable[Condition], *, cleaning_up: bool) -> dict[str, 
     else:
         phase, state, deciding = PHASE_CREATING, STATE_CREATED, running or created
     reason = deciding.reason if deciding is not None else None
-    return {"phase": phase, "state": state, "reason": reason or ""}
+    return Summary(phase, state, reason or "")
 
 
 def _true(condition: Condition | None) -> bool:
