@@ -23,7 +23,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from tfop.api.constants import ANNOTATION_TF_CLUSTER, FINALIZER_REPLICA_TRACKING
+from tfop.api.constants import ANNOTATION_LAST_CHECKPOINT_TIME, ANNOTATION_TF_CLUSTER, FINALIZER_REPLICA_TRACKING
 from tfop.controller.plan.job.model import REPLICAS_WRITERS
 from tfop.kube.shared_values import SharedValues, shared_text
 from tfop.objects import Object
@@ -31,6 +31,8 @@ from tfop.objects import Object
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 _METADATA = ("name", "namespace", "uid", "resourceVersion", "labels", "ownerReferences", "deletionTimestamp",
              "deletionGracePeriodSeconds", "creationTimestamp")
+# The only annotations of a child read: a pod's cluster (resizes) and the checkpoint time tfop wrote on it.
+_READ_ANNOTATIONS = (ANNOTATION_TF_CLUSTER, ANNOTATION_LAST_CHECKPOINT_TIME)
 # Of the finalizers only tfop's is read (whether a pod still holds it): one list for every object that has it.
 _TRACKED = [FINALIZER_REPLICA_TRACKING]
 _OWNER_REFERENCE = ("apiVersion", "kind", "name", "uid", "controller")
@@ -67,8 +69,10 @@ def slim_metadata(obj: Object) -> Object:
     if isinstance(kept.get("labels"), dict):
         kept["labels"] = SHARED.share(kept["labels"])
     annotations = metadata.get("annotations")
-    if isinstance(annotations, dict) and ANNOTATION_TF_CLUSTER in annotations:  # the only one read: resizes
-        kept["annotations"] = SHARED.share({ANNOTATION_TF_CLUSTER: shared_text(annotations[ANNOTATION_TF_CLUSTER])})
+    read = {key: shared_text(annotations[key]) for key in _READ_ANNOTATIONS
+            if key in annotations} if isinstance(annotations, dict) else None
+    if read:
+        kept["annotations"] = SHARED.share(read)
     finalizers = metadata.get("finalizers")
     if isinstance(finalizers, list) and FINALIZER_REPLICA_TRACKING in finalizers:
         kept["finalizers"] = _TRACKED
@@ -167,12 +171,13 @@ def slim_job(job: Object) -> Object:
 
 
 def slim_batch_job(batch_job: Object) -> Object:
-    """A Job backend's Job: whether it is suspended, and its status (conditions and counts, small); never its pod
-    template, which carries TF_CONFIG."""
+    """A Job backend's Job: whether it is suspended, its backoffLimit, and its status (conditions and counts,
+    small); never its pod template, which carries TF_CONFIG."""
     slim = slim_metadata(batch_job)
     spec = batch_job.get("spec")
-    if isinstance(spec, dict) and "suspend" in spec:
-        slim["spec"] = SHARED.share({"suspend": spec["suspend"]})
+    kept = _kept(spec, ("suspend", "backoffLimit")) if isinstance(spec, dict) else None
+    if kept:
+        slim["spec"] = SHARED.share(kept)
     if isinstance(batch_job.get("status"), dict):
         slim["status"] = SHARED.share(batch_job["status"])
     return slim
