@@ -140,8 +140,8 @@ def kustomize_base(cluster: LocalCluster, tfjob_crd: Path, monitoring_crds: None
     dry_run_and_apply(cluster, rendered)
     yield objects
     ours = [o for o in objects if o["kind"] != "CustomResourceDefinition"]
-    cluster.kubectl("delete", "--wait=true", "--timeout=120s", "-f", "-",
-                    input="\n---\n".join(json.dumps(o) for o in ours))
+    cluster.kubectl("delete", "--wait=true", f"--timeout={DEADLINE:.0f}s", "-f", "-",
+                    input="\n---\n".join(json.dumps(o) for o in ours), timeout=DEADLINE + 60)
 
 
 def served(cluster: LocalCluster, api: str) -> bool:
@@ -711,7 +711,7 @@ def test_dockerfile_runs_tfop_as_the_user_the_deployment_expects() -> None:
 
 
 @pytest.mark.parametrize(("gang", "group"), [("scheduler-plugins", "scheduling.x-k8s.io"),
-                                             ("volcano", "scheduling.volcano.sh")])
+                                             ("volcano", "scheduling.volcano.sh"), ("kubernetes", "scheduling.k8s.io")])
 def test_a_gang_scheduler_adds_exactly_its_pod_group_rule_in_helm_and_the_kustomize_component(
         cluster: LocalCluster, helm: Path, tmp_path: Path, gang: str, group: str) -> None:
     rule = {"apiGroups": [group], "resources": ["podgroups"], "verbs": ["list", "watch", "create", "patch", "delete"]}
