@@ -123,21 +123,27 @@ def _slim_container(entry: Any) -> Any:
     return kept
 
 
-def replicas_writers(managed_fields: object) -> dict[str, str]:
-    """Of a TFJob's managedFields, the field manager that last wrote each replica type's `replicas`, by replica
-    type: `kubectl` for `kubectl scale` or `kubectl edit` (the apiserver names a manager by the client's user agent
-    when it gives none), `kube-controller-manager` for an HPA (the scale subresource names the replicas field of
-    the job's spec), `tfop` for the capacity auto-scaler. The latest entry when several own it (a shared apply)."""
-    latest: dict[str, tuple[str, str]] = {}  # replica type: (time, manager)
+def replicas_writers(managed_fields: object) -> dict[str, dict[str, str]]:
+    """Of a TFJob's managedFields, the entry that last wrote each replica type's `replicas`, by replica type: its
+    manager, operation and subresource (ReplicasWriter). `kubectl scale` writes through the scale subresource as
+    `kubectl`, an HPA as `kube-controller-manager` (the apiserver names a manager by the client's user agent when
+    it gives none), the capacity auto-scaler a patch of the spec as `tfop`. The latest entry when several own it
+    (a shared apply)."""
+    latest: dict[str, tuple[str, dict[str, str]]] = {}  # replica type: (time, writer)
     for entry in managed_fields if isinstance(managed_fields, list) else []:
-        if not isinstance(entry, dict) or not isinstance(entry.get("manager"), str):
+        if not (isinstance(entry, dict) and isinstance(entry.get("manager"), str)
+                and isinstance(entry.get("operation"), str)):
             continue
         specs = ((entry.get("fieldsV1") or {}).get("f:spec") or {}).get("f:tfReplicaSpecs")
         for key, fields in (specs.items() if isinstance(specs, dict) else ()):
             if key.startswith("f:") and isinstance(fields, dict) and "f:replicas" in fields:
-                written = (str(entry.get("time") or ""), entry["manager"])
-                latest[key[2:]] = max(latest.get(key[2:], written), written)
-    return {replica_type: shared_text(manager) for replica_type, (_, manager) in latest.items()}
+                writer = {"manager": entry["manager"], "operation": entry["operation"],
+                          **({"subresource": entry["subresource"]} if isinstance(entry.get("subresource"), str)
+                             else {})}
+                written = (str(entry.get("time") or ""), writer)
+                if key[2:] not in latest or written[0] > latest[key[2:]][0]:
+                    latest[key[2:]] = written
+    return {replica_type: SHARED.share(writer) for replica_type, (_, writer) in latest.items()}
 
 
 def slim_job(job: Object) -> Object:
