@@ -36,6 +36,19 @@ def operator(cluster: LocalCluster, tfjob_crd: Path, namespace: str, tmp_path: P
 
 
 @pytest.fixture
+def adapter_operator(cluster: LocalCluster, tfjob_crd: Path, namespace: str, tmp_path: Path
+                     ) -> Iterator[OperatorProcess]:
+    """`tfop run` watching the test's namespace with Kueue's TFJob adapter chosen (kueue.integration: kueue)."""
+    from support.kueue import integration_config
+
+    process = OperatorProcess(cluster.kubeconfig, tmp_path / "operator.log", "--namespace", namespace, "--config",
+                              str(integration_config(tmp_path, "kueue"))).start()
+    yield process
+    process.terminate()
+    print(f"--- operator log ---\n{process.log_tail(80)}")
+
+
+@pytest.fixture
 def operators(cluster: LocalCluster, tmp_path: Path, namespace: str) -> Iterator[Callable[..., OperatorProcess]]:
     """Makes `tfop run --namespace <the test's> ARGS...` processes, stopped when the test ends."""
     made: list[OperatorProcess] = []

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from support.tfjobs import JOB_NAME_LABEL, TFJOBS
@@ -24,6 +25,14 @@ NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 GPU = "nvidia.com/gpu"
+
+
+def integration_config(directory: Path, integration: str) -> Path:
+    """A controller config file choosing the Kueue integration (`kueue`, Kueue's TFJob adapter, or `own`), for
+    `tfop run --config`: the tests name the integration they test rather than rely on what the start settles."""
+    path = directory / f"tfop-kueue-{integration}.yaml"
+    path.write_text(f"kueue:\n  integration: {integration}\n")
+    return path
 
 
 def flavor(name: str, node_labels: dict[str, str] | None = None,

@@ -279,20 +279,22 @@ def test_the_workload_goes_when_the_job_holds_no_quota(job: dict[str, Any], conf
 
 
 def test_with_kueues_adapter_tfop_makes_no_workload() -> None:
-    result = plan_with(queued_job(), [], config=ControllerConfig())
+    result = plan_with(queued_job(), [], config=ControllerConfig(kueue_integration="kueue"))
     assert result.creates(WORKLOAD) == [] and len(result.creates(POD)) == 3
 
 
-CONFIGS: dict[str, tuple[dict[str, Any], str]] = {
-    "left out: Kueue's adapter": ({}, "kueue"),
-    "own": ({"kueue": {"integration": "own"}}, "own"),
-    "kueue": ({"kueue": {"integration": "kueue"}}, "kueue"),
+CONFIGS: dict[str, tuple[dict[str, Any], str, bool]] = {
+    "left out: own, for the start to settle": ({}, "own", False),
+    "no integration key: the same": ({"kueue": {}}, "own", False),
+    "own": ({"kueue": {"integration": "own"}}, "own", True),
+    "kueue": ({"kueue": {"integration": "kueue"}}, "kueue", True),
 }
 
 
-@pytest.mark.parametrize(("document", "integration"), CONFIGS.values(), ids=CONFIGS.keys())
-def test_the_config_chooses_the_integration(document: dict[str, Any], integration: str) -> None:
-    assert parse_config(document).kueue_integration == integration
+@pytest.mark.parametrize(("document", "integration", "chosen"), CONFIGS.values(), ids=CONFIGS.keys())
+def test_the_config_chooses_the_integration(document: dict[str, Any], integration: str, chosen: bool) -> None:
+    config = parse_config(document)
+    assert (config.kueue_integration, config.kueue_integration_chosen) == (integration, chosen)
 
 
 def test_an_unknown_integration_is_refused() -> None:

@@ -56,6 +56,11 @@ and records Events.
 - apiGroups: [kubeflow.org]
   resources: [tfjobs]
   verbs: [get, list, watch, delete]
+# create only as a dry run at start (tfop/kueue_startup.py), nothing stored: whether Kueue's TFJob adapter is
+# enabled (its webhook suspends a TFJob that names a queue), which tfop's own Kueue integration must not meet.
+- apiGroups: [kubeflow.org]
+  resources: [tfjobs]
+  verbs: [create]
 {{- if .Values.capacityScaling.enabled }}
 # The capacity auto-scaler writes an elastic job's Worker count, with its reason as an annotation.
 - apiGroups: [kubeflow.org]
@@ -153,6 +158,9 @@ and records Events.
 {{- end -}}
 {{- if .Values.capacityScaling.enabled -}}
 {{- $_ := set $config "capacityScaling" .Values.capacityScaling -}}
+{{- end -}}
+{{- if .Values.kueueIntegration -}}
+{{- $_ := set $config "kueue" (dict "integration" .Values.kueueIntegration) -}}
 {{- end -}}
 {{- $config | toYaml -}}
 {{- end -}}
