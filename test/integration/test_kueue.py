@@ -23,13 +23,16 @@ from localcluster import LocalCluster
 from support.kueue import (
     CLUSTER_QUEUES,
     GPU,
+    KUEUE_NAMESPACE_LABEL,
     LOCAL_QUEUES,
     NODES,
     PRIORITY_CLASSES,
     QUEUE_LABEL,
     RESOURCE_FLAVORS,
+    WORKLOADS,
     Timeline,
     cluster_queue,
+    cover_namespace,
     flavor,
     integration_config,
     is_true,
@@ -316,3 +319,29 @@ def test_the_start_sees_kueues_adapter_and_never_runs_both(
     note = next(line for line in lines if line.get("event") == "kueue integration")
     assert (note["level"], note["integration"]) == ("warning", "kueue"), note
     assert "tfop leaves queueing to it (kueue.integration: kueue)" in note["note"], note
+
+
+def test_a_job_the_adapter_takes_after_the_start_gets_no_second_workload(
+        cluster: LocalCluster, kueue: Any, kube_client: KubeClient, namespace: str,
+        operators: Callable[..., OperatorProcess], tmp_path: Path) -> None:
+    """tfop's own integration chosen and started while Kueue's webhooks leave the namespace out (its dry run is not
+    suspended there); the namespace labelled for them afterwards, Kueue's adapter takes the next job and makes its
+    Workload. tfop makes none and no pods, and says why (Suspended KueueAdapterConflict, a Warning); with the
+    adapter's Workload deleted, and the adapter's suspension cleared, tfop queues the job itself."""
+    client, ns = kube_client, namespace
+    own = operators("--config", str(integration_config(tmp_path, "own"))).start()
+    cover_namespace(cluster, ns, KUEUE_NAMESPACE_LABEL)
+    job = client.create(TFJOBS, queued_tfjob("both", "nowhere", gpus_per_replica=1), ns)
+    assert job["spec"]["runPolicy"]["suspend"] is True  # Kueue's webhook took it
+    theirs = wait_for(lambda: workload_of(client, ns, job), DEADLINE, "Kueue's adapter to make the job's Workload")
+    assert "kueue.x-k8s.io/job-uid" in theirs["metadata"]["labels"]
+    held = wait_for(lambda: (c := condition(client, ns, "both", "Suspended")) and
+                    c.get("reason") == "KueueAdapterConflict" and c, DEADLINE, "tfop to say both integrations act")
+    print(f"held: {held['message']}")
+    assert f"its Workload {theirs['metadata']['name']}" in held["message"]
+    warned = [e for e in events_about(client, ns, "both") if e["reason"] == "KueueAdapterConflict"]
+    assert [e["type"] for e in warned] == ["Warning"], warned
+    workloads = client.list(WORKLOADS, ns)[0]
+    assert [w["metadata"]["name"] for w in workloads] == [theirs["metadata"]["name"]], "tfop made a Workload too"
+    assert live_pods(client, ns, "both") == []
+    assert own.process is not None and own.process.poll() is None

@@ -111,9 +111,14 @@ def test_the_workload_is_written_out() -> None:
 def test_the_cache_keeps_the_spec_and_kueues_status() -> None:
     stored = {**workload(RESERVED, admission=ADMISSION), "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload"}
     stored["metadata"]["managedFields"] = [{"manager": "kueue"}]
-    slim = child_kinds(None, own_kueue=True)[WORKLOAD].transform(stored)
+    stored["metadata"]["labels"] = {"training.kubeflow.org/operator-name": "tfjob-controller"}
+    kind = child_kinds(None, own_kueue=True)[WORKLOAD]
+    slim = kind.transform(stored)
     assert (slim["spec"], slim["status"], "managedFields" in slim["metadata"]) == (
         stored["spec"], stored["status"], False)
+    # Every Workload is watched (Kueue's adapter's for a job is a conflict), but of another's only its metadata.
+    theirs = {**stored, "metadata": {**stored["metadata"], "labels": {"kueue.x-k8s.io/job-uid": "uid-1"}}}
+    assert (kind.label_selector, sorted(kind.transform(theirs))) == (None, ["apiVersion", "kind", "metadata"])
 
 
 VIEWS: dict[str, tuple[dict[str, Any], bool, Eviction | None, str | None, dict[str, tuple[str, ...]]]] = {
