@@ -31,10 +31,10 @@ from prometheus_client import (
     disable_created_metrics,
 )
 
+from tfop.api.exit_codes import EXIT_CLASS_LABELS
 from tfop.kube.metrics import KubeMetrics
 
 _MINUTE = 60.0
-EXIT_CLASSES = ("retryable", "permanent", "succeeded", "unknown")
 OUTCOMES = ("succeeded", "failed")
 # A resize's (cause, strategy), as plan/policies/resize.py names them: who asked, and how TensorFlow followed.
 RESIZES = tuple((cause, strategy) for cause in ("User", "HPA", "Capacity") for strategy in ("Restart", "InPlace"))
@@ -86,7 +86,7 @@ class OperatorMetrics:
             counter.labels(namespace, FRAMEWORK)
         for counter in (*self.children_created.values(), *self.children_deleted.values(), self.finished_pods_gone):
             counter.labels(namespace)
-        for exit_class in EXIT_CLASSES:
+        for exit_class in EXIT_CLASS_LABELS:
             self.restarts.labels(namespace, exit_class)
         for cause, strategy in RESIZES:
             self.resizes.labels(namespace, cause, strategy)

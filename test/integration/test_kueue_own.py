@@ -1,12 +1,12 @@
-"""tfop's own Kueue integration (`kueue.integration: own`) against the newest Kueue pinned (KUEUE_OWN_VERSION,
-v0.19), configured as its release ships: its default integrations, which leave out kubeflow.org/tfjob, and tfop's
-kind named in integrations.externalFrameworks, so Kueue's pod webhook leaves tfop's pods to their owner.
+"""tfop's own Kueue integration (`kueue.integration: own`) against the newest Kueue pinned (KUEUE_OWN_VERSION, v0.19),
+configured as its release ships: its default integrations, which leave out kubeflow.org/tfjob, and tfop's kind named
+in integrations.externalFrameworks, so Kueue's pod webhook leaves tfop's pods to their owner.
 
-tfop, with its config's kueue section left out (own, the default), makes each queued job's Workload, holds the
-job (Suspended, reason QueuedByKueue, with Kueue's message) until Kueue admits it, puts the admitted flavor's node labels and toleration on the pods, and stops a job whose
-Workload is evicted (here by deactivating it), handing the quota back so the next job is admitted, without a
-restart counted. A job preempted by a higher WorkloadPriorityClass is requeued and runs again. No spec is edited:
-Kueue never writes the TFJob.
+tfop, with its config's kueue section left out (own, the default), makes each queued job's Workload, holds the job
+(Suspended, reason QueuedByKueue, with Kueue's message) until Kueue admits it, puts the admitted flavor's node
+labels and toleration on the pods, and stops a job whose Workload is evicted (here by deactivating it), handing the
+quota back so the next job is admitted, without a restart counted. A job preempted by a higher WorkloadPriorityClass
+is requeued and runs again. No spec is edited: Kueue never writes the TFJob.
 
 A cluster of its own (kwok nodes only), as the session's Kueue (v0.15, with its adapter) serves the shared one.
 """

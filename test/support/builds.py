@@ -13,10 +13,10 @@ import pytest
 HACK = Path(__file__).resolve().parents[2] / "hack"
 
 
-def built(script: str, what: str, timeout: float = 3600) -> Path:
-    """The path hack/`script` printed last."""
+def built(script: str, what: str, timeout: float = 3600, args: tuple[str, ...] = ()) -> Path:
+    """The path hack/`script` (given `args`) printed last."""
     started = time.monotonic()
-    result = subprocess.run(["bash", str(HACK / script)], capture_output=True, text=True, check=False,
+    result = subprocess.run(["bash", str(HACK / script), *args], capture_output=True, text=True, check=False,
                             timeout=timeout)
     if result.returncode != 0:
         pytest.fail(f"building {what} failed (exit {result.returncode}):\n{result.stderr[-3000:]}")

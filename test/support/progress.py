@@ -1,6 +1,6 @@
 """The progress endpoint from a test's side: an operator serving it, tokens the apiserver binds to a pod (the
 TokenRequest API, as the kubelet asks for a pod's projected token), and the Kubeflow SDK's own reporter
-(kubeflow.trainer.update_trainjob_status, in hack/trainer-sdk-venv.sh's virtualenv) run in a subprocess."""
+(kubeflow.trainer.update_trainjob_status, in the virtualenv of hack/sdk-venv.sh trainer) run in a subprocess."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ SDK_TIMEOUT = 120.0  # importing the SDK (kubernetes client, pydantic) on a load
 
 
 def trainer_sdk_python() -> Path:
-    return built("trainer-sdk-venv.sh", "the Kubeflow SDK (kubeflow.trainer) virtualenv", timeout=900)
+    return built("sdk-venv.sh", "the Kubeflow SDK (kubeflow.trainer) virtualenv", timeout=900, args=("trainer",))
 
 
 def progress_config(path: Path, port: int, host: str = "127.0.0.1", extra: str = "") -> Path:

@@ -24,8 +24,9 @@ PLAN = "tfop.controller.plan"
 PLAN_LAYERS: tuple[tuple[str, ...], ...] = (
     # What every rule reads and none decides: the operator's settings, the gang schedulers tfop knows, resource
     # quantities, a replica's slot (and how slots are told), conditions and object reads, the job's status as a
-    # typed value. At the bottom so that anything above may use them and they can never depend on a rule.
-    ("controller_config", "frozen", "gang_schedulers", "job_status", "quantity", "slots", "status"),
+    # typed value (on json_record.py's records). At the bottom so that anything above may use them and they can never
+    # depend on a rule.
+    ("controller_config", "frozen", "gang_schedulers", "job_status", "json_record", "quantity", "slots", "status"),
     # Typed views of what the cache shows (pods, nodes, Jobs): facts read once per pass, before anything is
     # decided on them; they need only the bottom layer.
     ("observed",),

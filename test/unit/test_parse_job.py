@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tfop.api.constants import ReplicaBackendName
+from tfop.api.constants import ReplicaBackendName, ReplicaType
 from tfop.api.errors import FieldError
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.job.legacy_gpu import GpuRename
@@ -56,7 +56,8 @@ CPU_METRIC = {"type": "Resource", "resource": {"name": "cpu", "target": {"type":
 SLOW_SCALE_DOWN = {"scaleDown": {"stabilizationWindowSeconds": 600,
                                  "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}]}}
 META = JobMeta("mnist", "ns", "uid-1", 2)
-ONE_WORKER = {"Worker": ReplicaSpec("Worker", 1, "ExitCode", worker_template(ports=[TF_PORT]))}
+ONE_WORKER: dict[ReplicaType, ReplicaSpec] = {
+    "Worker": ReplicaSpec("Worker", 1, "ExitCode", worker_template(ports=[TF_PORT]))}
 DEFAULT_SPEC = TFJobSpec(ONE_WORKER, RunPolicy("Running"))
 
 

@@ -12,8 +12,8 @@ import pytest
 from support.plan_builders import NOW, make_job, make_pod, plan_of, running, services_for
 from tfop.controller.cache_transforms import slim_job
 from tfop.controller.plan.controller_config import ControllerConfig
+from tfop.controller.plan.job_status import ResizeCause, ResizeStrategy
 from tfop.controller.plan.planner import plan
-from tfop.controller.plan.policies.resize import ResizeCause, ResizeStrategy
 from tfop.controller.plan.types import AUTOSCALER, POD, POD_GROUP, SERVICE, PlanContext
 from tfop.metrics import RESIZES
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from support.plan_builders import parsed
-from tfop.api.constants import ChildNamingScheme
+from tfop.api.constants import ChildNamingScheme, ReplicaType
 from tfop.api.defaults import apply_defaults
 from tfop.api.runtime_id import RUNTIME_ID_LENGTH, runtime_id
 from tfop.controller.plan.children.desired import (
@@ -28,9 +29,11 @@ from tfop.controller.plan.observed.child import Child
 from tfop.controller.plan.slots import ReplicaSlot
 
 RID = runtime_id("uid-1")
+# Replica counts by type: canonical (typed) or as a user may spell them.
+Counts = Mapping[ReplicaType, int] | Mapping[str, int]
 
 
-def make_job(replicas: dict[str, int], *, policy: str | None = None, **spec: Any) -> dict[str, Any]:
+def make_job(replicas: Counts, *, policy: str | None = None, **spec: Any) -> dict[str, Any]:
     """A TFJob as a user writes it (not defaulted)."""
     replica_specs = {replica_type: {"replicas": count, "template": {"spec": {"containers": [
         {"name": "tensorflow", "image": "tensorflow/tensorflow:2.16.1"}]}}} for replica_type, count in replicas.items()}
@@ -42,7 +45,7 @@ def make_job(replicas: dict[str, int], *, policy: str | None = None, **spec: Any
             "spec": {"tfReplicaSpecs": replica_specs, **spec}}
 
 
-def job(replicas: dict[str, int], **spec: Any) -> dict[str, Any]:
+def job(replicas: Counts, **spec: Any) -> dict[str, Any]:
     return apply_defaults(make_job(replicas, **spec))
 
 
@@ -94,7 +97,8 @@ def test_a_recreated_job_gets_a_new_runtime_id() -> None:
     ({"Chief": 0, "Worker": 2}, ReplicaSlot("Worker", 0)),
     ({"PS": 2}, None),
 ], ids=["chief", "master", "worker 0 without a chief", "chief with zero replicas", "only ps"])
-def test_job_role_master_is_on_the_chief_or_worker_0(replicas: dict[str, int], master: ReplicaSlot | None) -> None:
+def test_job_role_master_is_on_the_chief_or_worker_0(replicas: dict[ReplicaType, int],
+                                                     master: ReplicaSlot | None) -> None:
     tfjob = job(replicas)
     roles = {ReplicaSlot(replica_type, index)
              for replica_type, count in replicas.items() for index in range(count)
@@ -248,8 +252,8 @@ SPARSE: dict[str, tuple[dict[str, int], dict[tuple[str, int], dict[str, Any]]]] 
 
 
 @pytest.mark.parametrize(("replicas", "clusters"), list(SPARSE.values()), ids=list(SPARSE))
-def test_dynamic_workers_get_a_sparse_tf_config(replicas: dict[str, int],
-                                                clusters: dict[tuple[str, int], dict[str, Any]]) -> None:
+def test_dynamic_workers_get_a_sparse_tf_config(replicas: dict[ReplicaType, int],
+                                                clusters: dict[tuple[ReplicaType, int], dict[str, Any]]) -> None:
     tfjob = job(replicas)
     tfjob["spec"]["enableDynamicWorker"] = True
     for (replica_type, index), cluster in clusters.items():

@@ -9,12 +9,14 @@ from typing import Any
 import pytest
 
 from support.plan_builders import make_job, plan_of, running_pods
+from tfop.api.constants import JobPhase, JobState
 from tfop.api.exit_codes import ExitClass, classify_exit_code
 from tfop.controller.plan.job_status import Condition, ReplicaStatus
 from tfop.controller.plan.observed.pod import PodView, Termination
 from tfop.controller.plan.replicas.replica_status import replica_status
 from tfop.controller.plan.replicas.restart_ledger import RestartLedger, count_restarts
 from tfop.controller.plan.status import (
+    Summary,
     condition_is_true,
     conditions_of,
     find_condition,
@@ -171,9 +173,9 @@ def cond(condition_type: str, status: str, reason: str) -> dict[str, Any]:
 ], ids=["created", "pending", "running", "restarting", "succeeded, cleaning up", "done", "failed",
         "failed, cleaning up", "running after a corrected spec", "suspended", "suspending", "nothing",
         "pending again after a restart", "running after a resume"])
-def test_summary(conditions: list[dict[str, Any]], cleaning_up: bool, expected: tuple[str, str, str]) -> None:
-    expected_summary = dict(zip(("phase", "state", "reason"), expected, strict=True))
-    assert summary(tuple(map(Condition.from_json, conditions)), cleaning_up=cleaning_up) == expected_summary
+def test_summary(conditions: list[dict[str, Any]], cleaning_up: bool,
+                 expected: tuple[JobPhase, JobState, str]) -> None:
+    assert summary(tuple(map(Condition.from_json, conditions)), cleaning_up=cleaning_up) == Summary(*expected)
 
 
 # ---------------------------------------------------------------- pods

@@ -16,8 +16,10 @@ REPLICA_MASTER: Final = "Master"
 REPLICA_WORKER: Final = "Worker"
 REPLICA_PS: Final = "PS"
 REPLICA_EVALUATOR: Final = "Evaluator"
-REPLICA_TYPES: Final = (REPLICA_CHIEF, REPLICA_MASTER, REPLICA_WORKER, REPLICA_PS, REPLICA_EVALUATOR)
-CHIEF_REPLICA_TYPES: Final = (REPLICA_CHIEF, REPLICA_MASTER)
+ReplicaType = Literal["Chief", "Master", "Worker", "PS", "Evaluator"]
+REPLICA_TYPES: Final[tuple[ReplicaType, ...]] = (REPLICA_CHIEF, REPLICA_MASTER, REPLICA_WORKER, REPLICA_PS,
+                                                 REPLICA_EVALUATOR)
+CHIEF_REPLICA_TYPES: Final[tuple[ReplicaType, ...]] = (REPLICA_CHIEF, REPLICA_MASTER)
 
 DEFAULT_CONTAINER_NAME: Final = "tensorflow"
 DEFAULT_PORT_NAME: Final = "tfjob-port"
@@ -153,6 +155,7 @@ CONDITION_SUCCEEDED: Final = "Succeeded"
 CONDITION_FAILED: Final = "Failed"
 CONDITION_SUSPENDED: Final = "Suspended"
 ConditionType = Literal["Created", "Running", "Restarting", "Succeeded", "Failed", "Suspended"]
+FINAL_CONDITIONS: Final[tuple[ConditionType, ...]] = (CONDITION_SUCCEEDED, CONDITION_FAILED)  # True: the job ended
 
 # Condition and event reasons: CamelCase so `kubectl get events | grep` finds them.
 REASON_CREATED: Final = "TFJobCreated"
@@ -194,6 +197,7 @@ STATUS_LAST_RESIZE: Final = "lastResize"  # the latest resize, as its Resized ev
 
 EVENT_NORMAL: Final = "Normal"
 EVENT_WARNING: Final = "Warning"
+EventType = Literal["Normal", "Warning"]
 
 # Summary fields the older API versions had (kubectl columns still show them).
 PHASE_CREATING: Final = "Creating"
@@ -201,6 +205,8 @@ PHASE_RUNNING: Final = "Running"
 PHASE_CLEANUP: Final = "CleanUp"
 PHASE_FAILED: Final = "Failed"
 PHASE_DONE: Final = "Done"
+JobPhase = Literal["Creating", "Running", "CleanUp", "Failed", "Done"]
+JOB_PHASES: Final[tuple[JobPhase, ...]] = (PHASE_CREATING, PHASE_RUNNING, PHASE_CLEANUP, PHASE_FAILED, PHASE_DONE)
 # `state` is what `kubectl get tfjobs` shows in its STATE column: the one word a user wants to know.
 STATE_CREATED: Final = "Created"  # seen by the operator, no replica pod waited for yet
 STATE_PENDING: Final = "Pending"  # some replica pods do not run yet (being created, scheduled, pulling images)
@@ -209,9 +215,14 @@ STATE_RESTARTING: Final = "Restarting"  # a replica is being recreated after a r
 STATE_SUSPENDED: Final = "Suspended"
 STATE_SUCCEEDED: Final = "Succeeded"
 STATE_FAILED: Final = "Failed"
+JobState = Literal["Created", "Pending", "Running", "Restarting", "Suspended", "Succeeded", "Failed"]
+JOB_STATES: Final[tuple[JobState, ...]] = (STATE_CREATED, STATE_PENDING, STATE_RUNNING, STATE_RESTARTING,
+                                           STATE_SUSPENDED, STATE_SUCCEEDED, STATE_FAILED)
 
 # Pod phases, as the kubelet reports them.
 POD_PENDING: Final = "Pending"
 POD_RUNNING: Final = "Running"
 POD_SUCCEEDED: Final = "Succeeded"
 POD_FAILED: Final = "Failed"
+PodPhase = Literal["Pending", "Running", "Succeeded", "Failed", "Unknown"]  # Unknown: the kubelet is not heard from
+POD_PHASES: Final[tuple[PodPhase, ...]] = (POD_PENDING, POD_RUNNING, POD_SUCCEEDED, POD_FAILED, "Unknown")

@@ -17,13 +17,14 @@ from tfop.api.constants import (
     DEFAULT_PORT_NAME,
     REPLICA_TYPES,
     RESTART_POLICY_EXIT_CODE,
+    ReplicaType,
 )
 from tfop.api.fields import items, mapping, mapping_at
 
 _REPLICA_TYPES_BY_LOWER = {replica_type.lower(): replica_type for replica_type in REPLICA_TYPES}
 
 
-def canonical_replica_type(name: object) -> str | None:
+def canonical_replica_type(name: object) -> ReplicaType | None:
     """`worker`, `WORKER` -> `Worker`; the seeds wrote MASTER/WORKER/PS. None for an unknown type."""
     if not isinstance(name, str):
         return None

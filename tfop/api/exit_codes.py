@@ -5,6 +5,7 @@ shutdown). The planner decides restarts by it; the page shows it."""
 from __future__ import annotations
 
 import enum
+from typing import Final, Literal
 
 OOM_KILLED = "OOMKilled"  # the terminated reason the kubelet gives a container the OOM killer hit
 
@@ -13,6 +14,18 @@ class ExitClass(enum.Enum):
     SUCCEEDED = "Succeeded"
     PERMANENT = "Permanent"
     RETRYABLE = "Retryable"
+
+
+# How a restart is counted (the metrics' exit_class label, a plan's restarts): its exit's class in lower case, or
+# unknown where no container exit was seen (evicted, node lost).
+ExitClassLabel = Literal["retryable", "permanent", "succeeded", "unknown"]
+EXIT_CLASS_LABELS: Final[tuple[ExitClassLabel, ...]] = ("retryable", "permanent", "succeeded", "unknown")
+_LABELS: Final[dict[ExitClass, ExitClassLabel]] = {
+    ExitClass.RETRYABLE: "retryable", ExitClass.PERMANENT: "permanent", ExitClass.SUCCEEDED: "succeeded"}
+
+
+def exit_class_label(exit_class: ExitClass | None) -> ExitClassLabel:
+    return _LABELS[exit_class] if exit_class is not None else "unknown"
 
 
 def classify_exit_code(code: int) -> ExitClass:

@@ -22,6 +22,7 @@ from tfop.api.constants import (
     REPLICA_WORKER,
     RESTART_POLICIES,
     SUCCESS_POLICIES,
+    ReplicaType,
 )
 from tfop.api.defaults import canonical_replica_type
 from tfop.api.errors import FieldError
@@ -66,7 +67,7 @@ def _validate_replica_specs(spec: dict[str, Any], job_name: str | None, errors: 
     if not replica_specs:
         errors.append(FieldError("spec.tfReplicaSpecs", "must declare at least one replica type"))
         return None
-    keys_by_type: dict[str, list[str]] = defaultdict(list)
+    keys_by_type: dict[ReplicaType, list[str]] = defaultdict(list)
     total_replicas = 0
     longest_child: str | None = None
     for key, replica in replica_specs.items():

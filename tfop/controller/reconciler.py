@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 import structlog
 
-from tfop.api.constants import CONDITION_FAILED, CONDITION_SUCCEEDED, GROUP, KIND, LABEL_JOB_NAME, POD_SUCCEEDED
+from tfop.api.constants import FINAL_CONDITIONS, GROUP, KIND, LABEL_JOB_NAME, POD_SUCCEEDED
 from tfop.api.kueue import INTEGRATION_OWN, managed_elsewhere, priority_class
 from tfop.controller.apply.applier import PlanApplier
 from tfop.controller.cache_transforms import (
@@ -198,8 +198,7 @@ class TFJobController:
         slot = replica_slot_of(Child.of(pod))
         job = self.runtime.store(TFJOBS, key.partition("/")[0]).get(key)
         if slot is None or made_by_job(pod) or job is None or is_terminating(job) or any(
-                condition_is_true(conditions_of(job.get("status")), final)
-                for final in (CONDITION_SUCCEEDED, CONDITION_FAILED)):
+                condition_is_true(conditions_of(job.get("status")), final) for final in FINAL_CONDITIONS):
             return
         self.metrics.finished_pods_gone.labels(key.partition("/")[0]).inc()
         log.info("a finished replica's pod is gone; its end is kept in the status, it is not made again", job=key,

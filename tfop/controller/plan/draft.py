@@ -23,7 +23,9 @@ from tfop.api.constants import (
     REASON_PENDING,
     REASON_RESUMED,
     ConditionType,
+    EventType,
 )
+from tfop.api.exit_codes import ExitClassLabel
 from tfop.api.fields import integer, mapping, text
 from tfop.api.kueue import REASON_ADAPTER_CONFLICT
 from tfop.api.timestamps import as_utc
@@ -78,7 +80,7 @@ class PlanDraft:
         self.requeue_after: float | None = None
         self.delete_job = False
         self.restarts = 0  # new restarts seen by this plan (in place and recreations)
-        self.restarts_by_exit_class: Counter[str] = Counter()
+        self.restarts_by_exit_class: Counter[ExitClassLabel] = Counter()
         self.restarted: list[ReplicaRestart] = []
         self.resizes: Counter[tuple[str, str]] = Counter()  # told by this plan, by (cause, strategy)
         self.disruptions: Counter[str] = Counter()  # recorded by this plan, by reason
@@ -110,7 +112,7 @@ class PlanDraft:
         condition = self.old_condition(condition_type) if before else self.condition(condition_type)
         return condition.message or "" if condition is not None else ""
 
-    def event(self, event_type: str, reason: str, message: str, *, only_this_plan: bool = False) -> None:
+    def event(self, event_type: EventType, reason: str, message: str, *, only_this_plan: bool = False) -> None:
         """`only_this_plan`: the event tells what this plan does (not a state a later plan would see again), so it
         must not be dropped with a status held back for a later plan."""
         self.events.append(JobEvent(event_type, reason, message))
@@ -140,7 +142,7 @@ class PlanDraft:
         if self.conditions or self.status.conditions is not None or "conditions" in self.status.extra:
             self.status = replace(self.status, conditions=self.conditions)
         told = summary(self.conditions, cleaning_up=self.cleaning_up)
-        self.status = replace(self.status, phase=told["phase"], state=told["state"], reason=told["reason"])
+        self.status = replace(self.status, phase=told.phase, state=told.state, reason=told.reason)
         events, counters = self._transitions()
         status: TFJobStatus | None = None
         if not self.delete_job and (not self._stored or self.status.without_reconcile_time()
@@ -212,7 +214,8 @@ class PlanDraft:
         return (old is not None and new is not None and old.status == TRUE and new.status == TRUE
                 and old.reason != new.reason)
 
-    def _condition_event(self, condition_type: ConditionType, event_type: str, *, quiet: bool = False) -> JobEvent:
+    def _condition_event(self, condition_type: ConditionType, event_type: EventType, *,
+                         quiet: bool = False) -> JobEvent:
         condition = self.condition(condition_type)
         return JobEvent(event_type, condition.reason or "" if condition else "", condition.message or ""
                         if condition else "", quiet)

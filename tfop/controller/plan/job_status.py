@@ -10,88 +10,38 @@ read and written unchanged is the same JSON, byte for byte.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from types import MappingProxyType
-from typing import Any, Generic, TypeVar
+from typing import Any, Literal
 
-from tfop.api.constants import NAMINGS, REPLICA_BACKENDS, ChildNamingScheme, ReplicaBackendName
+from tfop.api.constants import (
+    JOB_PHASES,
+    JOB_STATES,
+    NAMINGS,
+    REPLICA_BACKENDS,
+    ChildNamingScheme,
+    JobPhase,
+    JobState,
+    ReplicaBackendName,
+)
 from tfop.api.fields import integer, one_of
 from tfop.api.timestamps import format_time, parse_time
-from tfop.controller.plan.frozen import make, replace
+from tfop.controller.plan.frozen import replace
+from tfop.controller.plan.json_record import (
+    NOTHING,
+    JsonRecord,
+    Key,
+    dump_record,
+    enum_of,
+    parse_record,
+    same,
+    text,
+    uids,
+)
 from tfop.objects import Object
-
-_NOTHING: Mapping[str, Any] = MappingProxyType({})
-_Value = TypeVar("_Value")
-_Record = TypeVar("_Record", "ReplicaStatus", "TFJobStatus", "LastResize", "Condition", "DisruptionRecord",
-                   "TrainerStatus")
-
-
-@dataclass(frozen=True, slots=True)
-class _Key(Generic[_Value]):
-    """One JSON key of a record: its attribute, and how a value is read (None: not of its type) and written."""
-
-    name: str
-    attribute: str
-    read: Callable[[object], _Value | None]
-    write: Callable[[_Value], object]
-
-
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _uids(value: object) -> tuple[str, ...] | None:
-    return tuple(uid for uid in value if isinstance(uid, str)) if isinstance(value, list) else None
-
-
-def _same(value: object) -> object:
-    return value
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Json:
-    # What the record does not type, as stored (another writer's fields, values not of their type).
-    extra: Mapping[str, Any] = field(default_factory=lambda: _NOTHING)
-    # The keys as the stored JSON had them: a record written back keeps that order, new keys after.
-    order: tuple[str, ...] = field(default=(), compare=False)
-    # Typed keys whose stored JSON is not what their value writes (read leniently), as stored.
-    stored: Mapping[str, Any] = field(default_factory=lambda: _NOTHING, compare=False)
-
-
-def _parse(cls: type[_Record], keys: tuple[_Key[Any], ...], raw: Object) -> _Record:
-    by_name = {key.name: key for key in keys}
-    values: dict[str, Any] = {}
-    extra: dict[str, Any] = {}
-    stored: dict[str, Any] = {}
-    for name, value in raw.items():
-        key = by_name.get(name)
-        typed = key.read(value) if key is not None else None
-        if key is None or typed is None:
-            extra[name] = value
-            continue
-        values[key.attribute] = typed
-        if key.write(typed) != value:
-            stored[name] = value
-    return make(cls, **values, extra=MappingProxyType(extra) if extra else _NOTHING, order=tuple(raw),
-                stored=MappingProxyType(stored) if stored else _NOTHING)
-
-
-def _dump(record: _Json, keys: tuple[_Key[Any], ...]) -> Object:
-    """The record's JSON: typed values written, what `extra` kept where no typed value replaces it, in the stored
-    order with new keys after."""
-    written = {key.name: record.stored[key.name] if key.name in record.stored and key.read(record.stored[key.name])
-               == value else key.write(value) for key in keys if (value := getattr(record, key.attribute)) is not None}
-    out: Object = {}
-    for name in (*record.order, *(key.name for key in keys), *record.extra):
-        if name in out:
-            continue
-        if name in written:
-            out[name] = written[name]
-        elif name in record.extra:
-            out[name] = record.extra[name]
-    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +60,7 @@ class RecreatedExit:
         index, code = integer(entry.get("index")), integer(entry.get("exitCode"))
         if index is None or code is None:
             return None
-        return cls(index, code, _text(entry.get("reason")) or "", _text(entry.get("finishedAt")) or "")
+        return cls(index, code, text(entry.get("reason")) or "", text(entry.get("finishedAt")) or "")
 
     def to_json(self) -> Object:
         exit_: Object = {"index": self.index, "exitCode": self.exit_code, "reason": self.reason}
@@ -125,7 +75,7 @@ def _exits(value: object) -> tuple[RecreatedExit, ...] | None:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ReplicaStatus(_Json):
+class ReplicaStatus(JsonRecord):
     """replicaStatuses[type]: one replica type's pods by state, its restarts and what the ledger keeps."""
 
     active: int | None = None
@@ -142,58 +92,80 @@ class ReplicaStatus(_Json):
 
     @classmethod
     def from_json(cls, raw: Object) -> ReplicaStatus:
-        return _parse(cls, _REPLICA_KEYS, raw)
+        return parse_record(cls, _REPLICA_KEYS, raw)
 
     def to_json(self) -> Object:
-        return _dump(self, _REPLICA_KEYS)
+        return dump_record(self, _REPLICA_KEYS)
 
 
-_REPLICA_KEYS: tuple[_Key[Any], ...] = (
-    *(_Key(name, name, integer, _same) for name in ("active", "succeeded", "failed", "restarts")),
-    _Key("succeededIndexes", "succeeded_indexes", _text, _same),
-    _Key("failedIndexes", "failed_indexes", _text, _same),
-    _Key("retiredRestarts", "retired_restarts", integer, _same),
-    _Key("retiredPodUIDs", "retired_pod_uids", _uids, list),
-    _Key("recreatedExits", "recreated_exits", _exits, lambda exits: [entry.to_json() for entry in exits]),
-    _Key("selector", "selector", _text, _same),
+_REPLICA_KEYS: tuple[Key[Any], ...] = (
+    *(Key(name, name, integer, same) for name in ("active", "succeeded", "failed", "restarts")),
+    Key("succeededIndexes", "succeeded_indexes", text, same),
+    Key("failedIndexes", "failed_indexes", text, same),
+    Key("retiredRestarts", "retired_restarts", integer, same),
+    Key("retiredPodUIDs", "retired_pod_uids", uids, list),
+    Key("recreatedExits", "recreated_exits", _exits, lambda exits: [entry.to_json() for entry in exits]),
+    Key("selector", "selector", text, same),
 )
 
 
+class ResizeCause(enum.Enum):
+    """Who changed the Worker count (policies/resize.py)."""
+
+    USER = "User"  # kubectl scale, an edit of the spec, any client of the scale subresource
+    HPA = "HPA"  # the HorizontalPodAutoscaler tfop made from the job's elasticPolicy
+    CAPACITY = "Capacity"  # the capacity auto-scaler (tfop/controller/capacity), its reason in the annotation
+
+
+class ResizeStrategy(enum.Enum):
+    """How TensorFlow followed a resize: every live replica restarted, or the workers added or removed in place."""
+
+    RESTART = "Restart"
+    IN_PLACE = "InPlace"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
-class LastResize(_Json):
+class LastResize(JsonRecord):
     """lastResize: the latest Worker count change, as its Resized event told it (policies/resize.py)."""
 
     from_: int | None = None
     to: int | None = None
-    cause: str | None = None  # User, HPA, Capacity
-    strategy: str | None = None  # Restart, InPlace
+    cause: ResizeCause | None = None
+    strategy: ResizeStrategy | None = None
     time: datetime | None = None
     message: str | None = None
 
     @classmethod
     def from_json(cls, raw: Object) -> LastResize:
-        return _parse(cls, _RESIZE_KEYS, raw)
+        return parse_record(cls, _RESIZE_KEYS, raw)
 
     def to_json(self) -> Object:
-        return _dump(self, _RESIZE_KEYS)
+        return dump_record(self, _RESIZE_KEYS)
 
 
-_RESIZE_KEYS: tuple[_Key[Any], ...] = (
-    _Key("from", "from_", integer, _same), _Key("to", "to", integer, _same),
-    _Key("cause", "cause", _text, _same), _Key("strategy", "strategy", _text, _same),
-    _Key("time", "time", parse_time, format_time), _Key("message", "message", _text, _same),
+_RESIZE_KEYS: tuple[Key[Any], ...] = (
+    Key("from", "from_", integer, same), Key("to", "to", integer, same),
+    Key("cause", "cause", enum_of(ResizeCause), lambda cause: cause.value),
+    Key("strategy", "strategy", enum_of(ResizeStrategy), lambda strategy: strategy.value),
+    Key("time", "time", parse_time, format_time), Key("message", "message", text, same),
 )
 
 
+# Who told tfop of a disruption: the pod's DisruptionTarget condition, a drain of its node, its node itself (lost,
+# unhealthy, reclaimed), or a peer's disruption breaking a synchronous job's collective (policies/disruptions.py).
+DisruptionSource = Literal["DisruptionTarget", "NodeDrain", "Node", "Peer"]
+DISRUPTION_SOURCES: tuple[DisruptionSource, ...] = ("DisruptionTarget", "NodeDrain", "Node", "Peer")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
-class DisruptionRecord(_Json):
+class DisruptionRecord(JsonRecord):
     """One entry of `disruptions`: a replica the cluster took, as its ReplicaDisrupted event told it
     (policies/disruptions.py). Kept while its pod is seen or its peers' window is open, and the latest few beyond."""
 
     replica: str | None = None  # e.g. Worker 1
     pod_uid: str | None = None
     reason: str | None = None  # e.g. EvictionByEvictionAPI, NodeDrained, NodeLost, ReclaimNotice
-    source: str | None = None  # DisruptionTarget (the pod's condition), NodeDrain, Node
+    source: DisruptionSource | None = None
     message: str | None = None
     time: datetime | None = None  # when it began
     # Restart scope Job: until then, a peer's failure is this disruption's, not counted.
@@ -201,17 +173,18 @@ class DisruptionRecord(_Json):
 
     @classmethod
     def from_json(cls, raw: Object) -> DisruptionRecord:
-        return _parse(cls, _DISRUPTION_KEYS, raw)
+        return parse_record(cls, _DISRUPTION_KEYS, raw)
 
     def to_json(self) -> Object:
-        return _dump(self, _DISRUPTION_KEYS)
+        return dump_record(self, _DISRUPTION_KEYS)
 
 
-_DISRUPTION_KEYS: tuple[_Key[Any], ...] = (
-    _Key("replica", "replica", _text, _same), _Key("podUID", "pod_uid", _text, _same),
-    _Key("reason", "reason", _text, _same), _Key("source", "source", _text, _same),
-    _Key("message", "message", _text, _same), _Key("time", "time", parse_time, format_time),
-    _Key("peersUntil", "peers_until", parse_time, format_time),
+_DISRUPTION_KEYS: tuple[Key[Any], ...] = (
+    Key("replica", "replica", text, same), Key("podUID", "pod_uid", text, same),
+    Key("reason", "reason", text, same),
+    Key("source", "source", lambda value: one_of(value, DISRUPTION_SOURCES), same),
+    Key("message", "message", text, same), Key("time", "time", parse_time, format_time),
+    Key("peersUntil", "peers_until", parse_time, format_time),
 )
 
 
@@ -232,7 +205,7 @@ def _replica_statuses(value: object) -> Mapping[str, ReplicaStatus] | None:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Condition(_Json):
+class Condition(JsonRecord):
     """One of the job's conditions (metav1.Condition's shape, plus lastUpdateTime); status.py sets them."""
 
     type: str  # Created, Running, Restarting, Suspended, Succeeded, Failed
@@ -245,18 +218,18 @@ class Condition(_Json):
 
     @classmethod
     def from_json(cls, raw: Object) -> Condition:
-        return _parse(cls, _CONDITION_KEYS, raw)
+        return parse_record(cls, _CONDITION_KEYS, raw)
 
     def to_json(self) -> Object:
-        return _dump(self, _CONDITION_KEYS)
+        return dump_record(self, _CONDITION_KEYS)
 
 
-_CONDITION_KEYS: tuple[_Key[Any], ...] = (
-    _Key("type", "type", _text, _same), _Key("status", "status", _text, _same),
-    _Key("reason", "reason", _text, _same), _Key("message", "message", _text, _same),
-    _Key("observedGeneration", "observed_generation", integer, _same),
-    _Key("lastTransitionTime", "last_transition_time", parse_time, format_time),
-    _Key("lastUpdateTime", "last_update_time", parse_time, format_time),
+_CONDITION_KEYS: tuple[Key[Any], ...] = (
+    Key("type", "type", text, same), Key("status", "status", text, same),
+    Key("reason", "reason", text, same), Key("message", "message", text, same),
+    Key("observedGeneration", "observed_generation", integer, same),
+    Key("lastTransitionTime", "last_transition_time", parse_time, format_time),
+    Key("lastUpdateTime", "last_update_time", parse_time, format_time),
 )
 
 
@@ -289,7 +262,7 @@ def _metrics(value: object) -> tuple[Metric, ...] | None:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TrainerStatus(_Json):
+class TrainerStatus(JsonRecord):
     """trainerStatus: the latest progress a pod of the job reported (tfop/progress/, docs/tfjob/progress.md), in
     the shape of Kubeflow Trainer's TrainJob field, plus what tfop derives from it (the step and epoch from the
     metrics of those names, when the job should end, and which pod said so)."""
@@ -307,26 +280,26 @@ class TrainerStatus(_Json):
 
     @classmethod
     def from_json(cls, raw: Object) -> TrainerStatus:
-        return _parse(cls, _TRAINER_KEYS, raw)
+        return parse_record(cls, _TRAINER_KEYS, raw)
 
     def to_json(self) -> Object:
-        return _dump(self, _TRAINER_KEYS)
+        return dump_record(self, _TRAINER_KEYS)
 
     def content(self) -> TrainerStatus:
         """The report without its JSON bookkeeping, to compare with another."""
-        return replace(self, extra=_NOTHING, order=(), stored=_NOTHING)
+        return replace(self, extra=NOTHING, order=(), stored=NOTHING)
 
 
-_TRAINER_KEYS: tuple[_Key[Any], ...] = (
-    *(_Key(name, attribute, integer, _same) for name, attribute in (
+_TRAINER_KEYS: tuple[Key[Any], ...] = (
+    *(Key(name, attribute, integer, same) for name, attribute in (
         ("progressPercentage", "progress_percentage"), ("estimatedRemainingSeconds", "estimated_remaining_seconds"))),
-    _Key("estimatedCompletionTime", "estimated_completion_time", parse_time, format_time),
-    *(_Key(name, attribute, integer, _same) for name, attribute in (
+    Key("estimatedCompletionTime", "estimated_completion_time", parse_time, format_time),
+    *(Key(name, attribute, integer, same) for name, attribute in (
         ("currentStep", "current_step"), ("totalSteps", "total_steps"), ("currentEpoch", "current_epoch"),
         ("totalEpochs", "total_epochs"))),
-    _Key("metrics", "metrics", _metrics, lambda metrics: [{"name": m.name, "value": m.value} for m in metrics]),
-    _Key("lastUpdatedTime", "last_updated_time", parse_time, format_time),
-    _Key("reportedBy", "reported_by", _text, _same),
+    Key("metrics", "metrics", _metrics, lambda metrics: [{"name": m.name, "value": m.value} for m in metrics]),
+    Key("lastUpdatedTime", "last_updated_time", parse_time, format_time),
+    Key("reportedBy", "reported_by", text, same),
 )
 
 
@@ -335,7 +308,7 @@ def _trainer(value: object) -> TrainerStatus | None:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TFJobStatus(_Json):
+class TFJobStatus(JsonRecord):
     """A TFJob's status. Each field None: the status does not have it."""
 
     conditions: tuple[Condition, ...] | None = None
@@ -351,18 +324,18 @@ class TFJobStatus(_Json):
     last_resize: LastResize | None = None
     disruptions: tuple[DisruptionRecord, ...] | None = None  # the latest, oldest first (policies/disruptions.py)
     pod_group_phase: str | None = None  # the job's PodGroup's phase, for kubectl get -o wide
-    phase: str | None = None  # the older API's phase
-    state: str | None = None  # the STATE column
+    phase: JobPhase | None = None  # the older API's phase
+    state: JobState | None = None  # the STATE column
     reason: str | None = None  # the reason of the condition that decided phase and state
     trainer_status: TrainerStatus | None = None  # the progress the job's pods report (policies/progress.py)
 
     @classmethod
     def from_json(cls, raw: object) -> TFJobStatus:
         """The status as stored; anything but a JSON object reads as an empty status."""
-        return _parse(cls, _STATUS_KEYS, raw) if isinstance(raw, dict) else cls()
+        return parse_record(cls, _STATUS_KEYS, raw) if isinstance(raw, dict) else cls()
 
     def to_json(self) -> Object:
-        return _dump(self, _STATUS_KEYS)
+        return dump_record(self, _STATUS_KEYS)
 
     def replica(self, replica_type: str) -> ReplicaStatus | None:
         return (self.replica_statuses or {}).get(replica_type)
@@ -371,23 +344,23 @@ class TFJobStatus(_Json):
         return replace(self, last_reconcile_time=None)
 
 
-_STATUS_KEYS: tuple[_Key[Any], ...] = (
-    _Key("conditions", "conditions", _conditions, lambda conditions: [entry.to_json() for entry in conditions]),
-    _Key("replicaStatuses", "replica_statuses", _replica_statuses,
+_STATUS_KEYS: tuple[Key[Any], ...] = (
+    Key("conditions", "conditions", _conditions, lambda conditions: [entry.to_json() for entry in conditions]),
+    Key("replicaStatuses", "replica_statuses", _replica_statuses,
          lambda statuses: {replica_type: entry.to_json() for replica_type, entry in statuses.items()}),
-    _Key("replicaSummary", "replica_summary", _text, _same),
-    _Key("startTime", "start_time", parse_time, format_time),
-    _Key("completionTime", "completion_time", parse_time, format_time),
-    _Key("lastReconcileTime", "last_reconcile_time", parse_time, format_time),
-    _Key("childNaming", "child_naming", lambda value: one_of(value, NAMINGS), _same),
-    _Key("replicaBackend", "replica_backend", lambda value: one_of(value, REPLICA_BACKENDS), _same),
-    _Key("runtimeId", "runtime_id", _text, _same),
-    _Key("workerReplicas", "worker_replicas", integer, _same),
-    _Key("lastResize", "last_resize", _resize, lambda resize: resize.to_json()),
-    _Key("disruptions", "disruptions", _disruptions, lambda entries: [entry.to_json() for entry in entries]),
-    _Key("podGroupPhase", "pod_group_phase", _text, _same),
-    _Key("phase", "phase", _text, _same),
-    _Key("state", "state", _text, _same),
-    _Key("reason", "reason", _text, _same),
-    _Key("trainerStatus", "trainer_status", _trainer, lambda trainer: trainer.to_json()),
+    Key("replicaSummary", "replica_summary", text, same),
+    Key("startTime", "start_time", parse_time, format_time),
+    Key("completionTime", "completion_time", parse_time, format_time),
+    Key("lastReconcileTime", "last_reconcile_time", parse_time, format_time),
+    Key("childNaming", "child_naming", lambda value: one_of(value, NAMINGS), same),
+    Key("replicaBackend", "replica_backend", lambda value: one_of(value, REPLICA_BACKENDS), same),
+    Key("runtimeId", "runtime_id", text, same),
+    Key("workerReplicas", "worker_replicas", integer, same),
+    Key("lastResize", "last_resize", _resize, lambda resize: resize.to_json()),
+    Key("disruptions", "disruptions", _disruptions, lambda entries: [entry.to_json() for entry in entries]),
+    Key("podGroupPhase", "pod_group_phase", text, same),
+    Key("phase", "phase", lambda value: one_of(value, JOB_PHASES), same),
+    Key("state", "state", lambda value: one_of(value, JOB_STATES), same),
+    Key("reason", "reason", text, same),
+    Key("trainerStatus", "trainer_status", _trainer, lambda trainer: trainer.to_json()),
 )

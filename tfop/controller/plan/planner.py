@@ -23,7 +23,6 @@ from tfop.api.constants import (
     REASON_TEMPLATE_RESTART_POLICY,
     RESTART_SCOPE_JOB,
 )
-from tfop.api.fields import mapping, mapping_at, text
 from tfop.api.kueue import INTEGRATION_OWN, REASON_ADAPTER_CONFLICT, REASON_NOT_QUEUED, managed_elsewhere
 from tfop.api.runtime_id import runtime_id
 from tfop.controller.plan.children.batch_job import made_by_job
@@ -35,7 +34,7 @@ from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.frozen import replace
 from tfop.controller.plan.job.legacy_gpu import REASON_GPU_RESOURCE_RENAMED, renamed_message
 from tfop.controller.plan.job.model import RunPolicy, TFJobModel, TFJobSpec
-from tfop.controller.plan.job.parse import InvalidJob, lenient_run_policy, parse_job
+from tfop.controller.plan.job.parse import InvalidJob, lenient_run_policy, parse_job, template_restart_policies
 from tfop.controller.plan.policies.backoff import fail_for_replicas
 from tfop.controller.plan.policies.cleanup import finish, keep_finished
 from tfop.controller.plan.policies.deadline import fail_past_deadline
@@ -148,7 +147,7 @@ def _note_created(draft: PlanDraft, parsed: TFJobModel | InvalidJob) -> None:
                             message=f"{draft.job_ref} is created.{said}")
         if unqueued:
             draft.event(EVENT_WARNING, REASON_NOT_QUEUED, f"{draft.job_ref} runs unqueued: {unqueued}.")
-        for replica_type, asked, policy in _restart_policies(parsed):
+        for replica_type, asked, policy in template_restart_policies(parsed):
             if asked and policy and asked != pod_restart_policy(policy):
                 given = "" if pod_restart_policy(policy) == policy else f": pods get {pod_restart_policy(policy)}"
                 draft.event(EVENT_WARNING, REASON_TEMPLATE_RESTART_POLICY,
@@ -156,17 +155,6 @@ def _note_created(draft: PlanDraft, parsed: TFJobModel | InvalidJob) -> None:
                             f"replaced by the replica's restartPolicy ({policy}{given}).")
     if draft.uid:
         draft.status = replace(draft.status, runtime_id=runtime_id(draft.uid))
-
-
-def _restart_policies(parsed: TFJobModel | InvalidJob) -> list[tuple[str, str | None, str | None]]:
-    """(replica type, the pod template's restartPolicy, the replica's) of each replica; an invalid job's read
-    leniently."""
-    if isinstance(parsed, TFJobModel):
-        return [(replica_type, text(mapping(replica.template.get("spec")).get("restartPolicy")),
-                 replica.restart_policy) for replica_type, replica in parsed.spec.replica_specs.items()]
-    return [(str(replica_type), text(mapping_at(replica, "template", "spec").get("restartPolicy")),
-             text(mapping(replica).get("restartPolicy")))
-            for replica_type, replica in mapping_at(parsed.source, "spec", "tfReplicaSpecs").items()]
 
 
 def _is_finished(draft: PlanDraft) -> bool:

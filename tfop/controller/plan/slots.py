@@ -10,12 +10,14 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from tfop.api.constants import ReplicaType
+
 
 @dataclass(frozen=True, order=True)
 class ReplicaSlot:
     """One replica of a job: the place a single Pod and Service fill."""
 
-    replica_type: str
+    replica_type: ReplicaType
     index: int
 
 

@@ -7,6 +7,7 @@ unchanged status compares equal and is never re-patched.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 
 from tfop.api.constants import (
@@ -30,6 +31,9 @@ from tfop.api.constants import (
     STATE_RUNNING,
     STATE_SUCCEEDED,
     STATE_SUSPENDED,
+    ConditionType,
+    JobPhase,
+    JobState,
 )
 from tfop.api.fields import items, mapping_at
 from tfop.api.timestamps import as_utc
@@ -44,17 +48,17 @@ def conditions_of(status: object) -> tuple[Condition, ...]:
     return TFJobStatus.from_json(status).conditions or ()
 
 
-def find_condition(conditions: Iterable[Condition], condition_type: str) -> Condition | None:
+def find_condition(conditions: Iterable[Condition], condition_type: ConditionType) -> Condition | None:
     return next((condition for condition in conditions if condition.type == condition_type), None)
 
 
-def condition_is_true(conditions: Iterable[Condition], condition_type: str) -> bool:
+def condition_is_true(conditions: Iterable[Condition], condition_type: ConditionType) -> bool:
     condition = find_condition(conditions, condition_type)
     return condition is not None and condition.status == TRUE
 
 
-def set_condition(conditions: tuple[Condition, ...], condition_type: str, *, true: bool, reason: str, message: str,
-                  now: datetime, generation: int | None) -> tuple[Condition, ...]:
+def set_condition(conditions: tuple[Condition, ...], condition_type: ConditionType, *, true: bool, reason: str,
+                  message: str, now: datetime, generation: int | None) -> tuple[Condition, ...]:
     """The conditions with this one set. It keeps its place; lastTransitionTime moves only when the status flips
     and lastUpdateTime only when something changed, so repeating a call changes nothing."""
     status = TRUE if true else FALSE
@@ -82,7 +86,14 @@ def holds_finalizer(child: object) -> bool:
     return FINALIZER_REPLICA_TRACKING in items(mapping_at(child, "metadata").get("finalizers"))
 
 
-def summary(conditions: Iterable[Condition], *, cleaning_up: bool) -> dict[str, str]:
+@dataclass(frozen=True, slots=True)
+class Summary:
+    phase: JobPhase  # the older API's
+    state: JobState  # the STATE column
+    reason: str  # of the condition that decided them; "" when none did
+
+
+def summary(conditions: Iterable[Condition], *, cleaning_up: bool) -> Summary:
     """The summary fields, derived from the conditions alone (plus whether the children of a finished or suspended
     job are still being removed) so they never disagree with them: `state`, the STATE column of `kubectl get`
     (Created, Pending, Running, Restarting, Suspended, Succeeded, Failed); the older API's `phase`; and the
@@ -93,6 +104,8 @@ def summary(conditions: Iterable[Condition], *, cleaning_up: bool) -> dict[str, 
     restarting = find_condition(conditions, CONDITION_RESTARTING)
     running = find_condition(conditions, CONDITION_RUNNING)
     created = find_condition(conditions, CONDITION_CREATED)
+    phase: JobPhase
+    state: JobState
     deciding: Condition | None
     if _true(failed):
         phase, state, deciding = (PHASE_CLEANUP if cleaning_up else PHASE_FAILED), STATE_FAILED, failed
@@ -109,7 +122,7 @@ def summary(conditions: Iterable[Condition], *, cleaning_up: bool) -> dict[str, 
     else:
         phase, state, deciding = PHASE_CREATING, STATE_CREATED, running or created
     reason = deciding.reason if deciding is not None else None
-    return {"phase": phase, "state": state, "reason": reason or ""}
+    return Summary(phase, state, reason or "")
 
 
 def _true(condition: Condition | None) -> bool:

@@ -10,6 +10,8 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Protocol
 
+from tfop.api.constants import EventType, ReplicaType
+from tfop.api.exit_codes import ExitClassLabel
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.job_status import TFJobStatus, TrainerStatus
 from tfop.controller.plan.observed.child import Child
@@ -151,7 +153,7 @@ class ChildRef:
 
 @dataclass(frozen=True)
 class JobEvent:
-    type: str  # Normal or Warning
+    type: EventType
     reason: str
     message: str
     # Told in the operator's log and by the job's condition only, not written as an Event: news that needs no
@@ -164,10 +166,10 @@ class ReplicaRestart:
     """A restart the plan saw, for the operator's log: a recreation of one pod, or containers of a replica type
     restarted in place by the kubelet (`in_place` times; the replica is the one that restarted last)."""
 
-    replica_type: str
+    replica_type: ReplicaType
     index: int | None
     exit_code: int | None  # None: the pod failed without a container exit (evicted, node lost)
-    exit_class: str  # retryable, permanent, succeeded, unknown
+    exit_class: ExitClassLabel
     restarts: int  # of this replica type so far, as counted against backoffLimit
     in_place: int = 0  # 0: the pod is recreated
 
@@ -184,7 +186,7 @@ class JobCounters:
     restarted: int = 0
     # The restarts above by how the container ended: retryable, permanent, succeeded, or unknown (no exit code:
     # evicted, node lost).
-    restarts_by_exit_class: tuple[tuple[str, int], ...] = ()
+    restarts_by_exit_class: tuple[tuple[ExitClassLabel, int], ...] = ()
     started_running: int = 0  # all replicas ran for the first time (never restarted before): start latency
     # Resizes the plan told (plan/policies/resize.py), by (cause, strategy).
     resizes: tuple[tuple[tuple[str, str], int], ...] = ()

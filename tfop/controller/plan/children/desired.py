@@ -28,6 +28,7 @@ from tfop.api.constants import (
     OPERATOR_NAME,
     REPLICA_WORKER,
     TF_CONFIG_ENV,
+    ReplicaType,
 )
 from tfop.api.fields import integer, items, mapping, mapping_at
 from tfop.api.runtime_id import child_name, runtime_id
@@ -135,7 +136,7 @@ class DesiredChildren:
             raise ValueError(f"{kind} is not a replica's child")
         return _REPLICA_CHILDREN[kind](self, slot.replica_type, slot.index)
 
-    def pod(self, replica_type: str, index: int) -> Object:
+    def pod(self, replica_type: ReplicaType, index: int) -> Object:
         pod = self._replica_pod(replica_type, index)
         # Held until the job's status records how the replica ended (replicas/finished.py); the Job backend's pods
         # are the Job controller's, which has a finalizer of its own.
@@ -144,7 +145,7 @@ class DesiredChildren:
             tolerate_node_loss(pod["spec"])
         return pod
 
-    def _replica_pod(self, replica_type: str, index: int) -> Object:
+    def _replica_pod(self, replica_type: ReplicaType, index: int) -> Object:
         """The pod of one replica, as the Pods backend creates it and as the Jobs backend's template; tfop's
         node-loss tolerations only for the former, whose pods it replaces under the same name."""
         replica = self._spec.replica_specs[replica_type]
@@ -175,12 +176,12 @@ class DesiredChildren:
             join_gang(pod, self._name, replica_type, self._gang)
         return pod
 
-    def batch_job(self, replica_type: str, index: int) -> Object:
+    def batch_job(self, replica_type: ReplicaType, index: int) -> Object:
         """The Job backend's Job of one replica: its pod as the template (controller/plan/children/batch_job.py)."""
         return replica_job(self._replica_pod(replica_type, index),
                            self._spec.replica_specs[replica_type].restart_policy, self._spec.run_policy.backoff_limit)
 
-    def service(self, replica_type: str, index: int) -> dict[str, Any]:
+    def service(self, replica_type: ReplicaType, index: int) -> dict[str, Any]:
         return {
             "apiVersion": "v1",
             "kind": "Service",
@@ -200,7 +201,7 @@ class DesiredChildren:
             },
         }
 
-    def _labels(self, replica_type: str, index: int) -> dict[str, str]:
+    def _labels(self, replica_type: ReplicaType, index: int) -> dict[str, str]:
         labels = {**selector_labels(self._name, replica_type, self._runtime_id, index),
                   **self._naming.selector(replica_type, index)}
         labels[LABEL_OPERATOR_NAME] = OPERATOR_NAME
@@ -216,7 +217,7 @@ class DesiredChildren:
                 return ReplicaSlot(replica_type, 0)
         return None
 
-    def _service_ports(self, replica_type: str) -> list[dict[str, Any]]:
+    def _service_ports(self, replica_type: ReplicaType) -> list[dict[str, Any]]:
         """The container's named ports, each number once (the apiserver refuses a Service that repeats one), and
         always the port TF_CONFIG names, so peers can reach it."""
         template = self._spec.replica_specs[replica_type].template
@@ -242,14 +243,14 @@ class DesiredChildren:
 
 
 # The body of each replica's kind, by the plan's name for it (plan/types.py); the job's own are its table's.
-_REPLICA_CHILDREN: dict[str, Callable[[DesiredChildren, str, int], Object]] = {
+_REPLICA_CHILDREN: dict[str, Callable[[DesiredChildren, ReplicaType, int], Object]] = {
     POD: DesiredChildren.pod, SERVICE: DesiredChildren.service, JOB: DesiredChildren.batch_job}
 
 
-def desired_pod(job: TFJobModel, replica_type: str, index: int,
+def desired_pod(job: TFJobModel, replica_type: ReplicaType, index: int,
                 service_domain: str = DEFAULT_SERVICE_DOMAIN) -> Object:
     return DesiredChildren(job, service_domain).pod(replica_type, index)
 
 
-def desired_service(job: TFJobModel, replica_type: str, index: int) -> Object:
+def desired_service(job: TFJobModel, replica_type: ReplicaType, index: int) -> Object:
     return DesiredChildren(job).service(replica_type, index)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from tfop.api.constants import LABEL_JOB_NAME, LABEL_REPLICA_TYPE
+from tfop.api.constants import LABEL_JOB_NAME, LABEL_REPLICA_TYPE, ReplicaType
 from tfop.api.fields import items, mapping
 from tfop.api.kueue import KUEUE_GROUP, KUEUE_VERSION
 from tfop.api.runtime_id import runtime_id
@@ -42,7 +42,7 @@ def pod_set_name(replica_type: str) -> str:
     return replica_type.lower()
 
 
-def pod_set_template(job: TFJobModel, replica_type: str) -> Object:
+def pod_set_template(job: TFJobModel, replica_type: ReplicaType) -> Object:
     """The pod template of one replica type as tfop makes its pods before an admission is applied: metadata
     only labels and annotations (all a Workload's template may have)."""
     replica = job.spec.replica_specs[replica_type]

@@ -18,6 +18,7 @@ from tfop.api.constants import (
     DisruptionBudgetPolicy,
     NodeLossPolicy,
     ReplicaBackendName,
+    ReplicaType,
     RestartPolicy,
     RestartScope,
     SuccessPolicy,
@@ -28,7 +29,7 @@ from tfop.objects import Object
 
 @dataclass(frozen=True, slots=True)
 class ReplicaSpec:
-    replica_type: str  # canonical: Chief, Master, PS, Worker, Evaluator
+    replica_type: ReplicaType
     replicas: int
     restart_policy: RestartPolicy
     template: Object  # the pod template, defaulted (TensorFlow's port) and rewritten (default PS server, GPU name)
@@ -67,13 +68,13 @@ class ElasticPolicy:
 
 @dataclass(frozen=True, slots=True)
 class TFJobSpec:
-    replica_specs: Mapping[str, ReplicaSpec]  # by replica type, in the order the spec lists them
+    replica_specs: Mapping[ReplicaType, ReplicaSpec]  # by replica type, in the order the spec lists them
     run_policy: RunPolicy
     success_policy: SuccessPolicy | None = None  # AllWorkers, or the default (the chief, else worker 0)
     enable_dynamic_worker: bool = False
     elastic_policy: ElasticPolicy | None = None
 
-    def replicas(self, replica_type: str) -> int:
+    def replicas(self, replica_type: ReplicaType) -> int:
         """How many replicas of `replica_type` the job asks for; 0 for a type it does not have."""
         replica = self.replica_specs.get(replica_type)
         return replica.replicas if replica is not None else 0

@@ -15,6 +15,7 @@ from typing import TypeVar
 from tfop.api.constants import (
     CLEAN_POD_POLICIES,
     CLEAN_POD_POLICY_RUNNING,
+    REPLICA_TYPES,
     RESTART_POLICIES,
     SUCCESS_POLICIES,
     ReplicaBackendName,
@@ -99,7 +100,8 @@ def _spec(job: Object) -> TFJobSpec:
     spec = job["spec"]
     replicas = {replica_type: ReplicaSpec(replica_type, replica["replicas"],
                                           _valid(replica["restartPolicy"], RESTART_POLICIES), replica["template"])
-                for replica_type, replica in spec["tfReplicaSpecs"].items()}
+                for replica_type, replica in ((_valid(key, REPLICA_TYPES), value)
+                                              for key, value in spec["tfReplicaSpecs"].items())}
     elastic = spec.get("elasticPolicy")
     return TFJobSpec(replicas, _run_policy(spec["runPolicy"]), one_of(spec.get("successPolicy"), SUCCESS_POLICIES),
                      spec.get("enableDynamicWorker") is True,
@@ -139,6 +141,17 @@ def lenient_run_policy(job: Object) -> RunPolicy:
     ttl = integer(run_policy.get("ttlSecondsAfterFinished"))
     return RunPolicy(policy if policy is not None else CLEAN_POD_POLICY_RUNNING,
                      ttl if ttl is not None and ttl >= 0 else None)
+
+
+def template_restart_policies(parsed: TFJobModel | InvalidJob) -> list[tuple[str, str | None, str | None]]:
+    """(replica type, the pod template's restartPolicy, the replica's) of each replica; an invalid job's read
+    leniently."""
+    if isinstance(parsed, TFJobModel):
+        return [(replica_type, text(mapping(replica.template.get("spec")).get("restartPolicy")),
+                 replica.restart_policy) for replica_type, replica in parsed.spec.replica_specs.items()]
+    return [(str(replica_type), text(mapping_at(replica, "template", "spec").get("restartPolicy")),
+             text(mapping(replica).get("restartPolicy")))
+            for replica_type, replica in mapping_at(parsed.source, "spec", "tfReplicaSpecs").items()]
 
 
 def _valid(value: object, choices: tuple[_Choice, ...]) -> _Choice:

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
 
-from tfop.api.constants import DEFAULT_CONTAINER_NAME, POD_FAILED, POD_PENDING, POD_SUCCEEDED
-from tfop.api.exit_codes import ExitClass, classify_termination
-from tfop.api.fields import integer, items, mapping, text
+from tfop.api.constants import DEFAULT_CONTAINER_NAME, POD_FAILED, POD_PENDING, POD_PHASES, POD_SUCCEEDED, PodPhase
+from tfop.api.exit_codes import ExitClass, ExitClassLabel, classify_termination, exit_class_label
+from tfop.api.fields import integer, items, mapping, one_of, text
 from tfop.api.timestamps import parse_time
 from tfop.controller.plan.frozen import make
+from tfop.controller.plan.job_status import DisruptionSource
 from tfop.controller.plan.observed.child import Child, child_fields
 from tfop.objects import Object
 
@@ -80,9 +80,6 @@ class ContainerRun:
         return ""
 
 
-DisruptionSource = Literal["DisruptionTarget", "NodeDrain", "Node", "Peer"]
-
-
 @dataclass(frozen=True, slots=True)
 class Disruption:
     """Why the cluster, not the program, ended the pod. As the cache shows it, the pod's DisruptionTarget condition
@@ -106,7 +103,7 @@ class PodCondition:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PodView(Child):
     node_name: str | None = None
-    phase: str = POD_PENDING
+    phase: PodPhase = POD_PENDING
     reason: str = ""  # e.g. Evicted
     message: str = ""
     # PodScheduled, which the cache keeps only while it is not True: why the pod is not scheduled.
@@ -124,8 +121,9 @@ class PodView(Child):
         disrupted = next((entry for entry in conditions
                           if entry.get("type") == DISRUPTION_TARGET and entry.get("status") == "True"), None)
         return make(cls, **child_fields(pod), node_name=text(mapping(pod.get("spec")).get("nodeName")) or None,
-                   phase=text(status.get("phase")) or POD_PENDING, reason=text(status.get("reason")) or "",
-                   message=text(status.get("message")) or "", scheduled=scheduled,
+                   phase=one_of(status.get("phase"), POD_PHASES) or POD_PENDING,
+                   reason=text(status.get("reason")) or "", message=text(status.get("message")) or "",
+                   scheduled=scheduled,
                    disruption=None if disrupted is None else Disruption(
                        text(disrupted.get("reason")) or "", text(disrupted.get("message")) or "",
                        at=parse_time(disrupted.get("lastTransitionTime"))),
@@ -172,10 +170,10 @@ class PodView(Child):
         return termination.exit_code if termination is not None else None
 
     @property
-    def exit_class_name(self) -> str:
+    def exit_class_name(self) -> ExitClassLabel:
         """For metrics: how the tensorflow container last ended, or `unknown` (evicted, node lost)."""
         termination = self.termination
-        return termination.exit_class.value.lower() if termination is not None else "unknown"
+        return exit_class_label(termination.exit_class if termination is not None else None)
 
     @property
     def finished_at(self) -> str:

@@ -56,9 +56,9 @@ from tfop.controller.plan.children.batch_job import made_by_job
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.frozen import replace
 from tfop.controller.plan.job.model import TFJobModel
-from tfop.controller.plan.job_status import DisruptionRecord, TFJobStatus
+from tfop.controller.plan.job_status import DisruptionRecord, DisruptionSource, TFJobStatus
 from tfop.controller.plan.observed.node import NodeView
-from tfop.controller.plan.observed.pod import Disruption, DisruptionSource, PodView
+from tfop.controller.plan.observed.pod import Disruption, PodView
 from tfop.controller.plan.policies.node_loss import ReplicaOnNode, Verdict, replica_name
 from tfop.controller.plan.types import PlanContext
 

@@ -136,7 +136,7 @@ def _held(reason: str, message: str) -> Admission:
 
 
 def _admitted(draft: PlanDraft, job: TFJobModel, workload: ObservedWorkload, context: PlanContext) -> Admission:
-    placements = {}
+    placements: dict[str, PodSetPlacement] = {}
     for replica_type, replica in job.spec.replica_specs.items():
         if replica.replicas == 0:
             continue

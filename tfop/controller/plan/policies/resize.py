@@ -22,7 +22,6 @@ metrics.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -42,7 +41,7 @@ from tfop.controller.plan.children.tf_config import cluster_key
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.frozen import replace
 from tfop.controller.plan.job.model import TFJobModel
-from tfop.controller.plan.job_status import LastResize
+from tfop.controller.plan.job_status import LastResize, ResizeCause, ResizeStrategy
 from tfop.controller.plan.observed.pod import PodView
 from tfop.controller.plan.types import PlanContext
 
@@ -52,17 +51,6 @@ from tfop.controller.plan.types import PlanContext
 # rest.AddUserAgent); its scale Update gives no fieldManager, so the apiserver takes the user agent up to its first
 # "/" (endpoints/handlers/create.go, prefixFromUserAgent). No other controller of it writes a TFJob's replicas.
 HPA_CONTROLLER = "kube-controller-manager"
-
-
-class ResizeCause(enum.Enum):
-    USER = "User"  # kubectl scale, an edit of the spec, any client of the scale subresource
-    HPA = "HPA"  # the HorizontalPodAutoscaler tfop made from the job's elasticPolicy
-    CAPACITY = "Capacity"  # the capacity auto-scaler (tfop/controller/capacity), its reason in the annotation
-
-
-class ResizeStrategy(enum.Enum):
-    RESTART = "Restart"
-    IN_PLACE = "InPlace"
 
 
 @dataclass(frozen=True)
@@ -119,7 +107,7 @@ def _announce(draft: PlanDraft, job: TFJobModel, context: PlanContext, *, unplac
                f"{_how(strategy, before, wanted, unplaced_gang)}.")
     draft.event(EVENT_NORMAL, REASON_RESIZED, message)
     draft.status = replace(draft.status, last_resize=LastResize(
-        from_=before, to=wanted, cause=cause.value, strategy=strategy.value, time=draft.stamp, message=message))
+        from_=before, to=wanted, cause=cause, strategy=strategy, time=draft.stamp, message=message))
     draft.resizes[(cause.value, strategy.value)] += 1
     _warn_below_min_available(draft, job, context, wanted)
     return wanted < before

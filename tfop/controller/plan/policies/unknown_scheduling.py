@@ -24,6 +24,7 @@ from tfop.api.constants import (
     POD_PENDING,
     REASON_PRIORITY_CLASS_NOT_FOUND,
     REASON_SCHEDULER_NOT_FOUND,
+    ReplicaType,
 )
 from tfop.api.fields import mapping, text
 from tfop.api.timestamps import format_time
@@ -135,7 +136,7 @@ def _untaken(pod: PodView) -> bool:
     return not pod.terminating and pod.phase == POD_PENDING and not pod.node_name and pod.scheduled is None
 
 
-def _scheduler_of(draft: PlanDraft, model: TFJobModel, replica_type: str) -> str:
+def _scheduler_of(draft: PlanDraft, model: TFJobModel, replica_type: ReplicaType) -> str:
     """The scheduler a replica's pods name: their template's, else the gang scheduler's, else the default."""
     named = text(mapping(model.spec.replica_specs[replica_type].template.get("spec")).get("schedulerName"))
     gang = draft.config.gang

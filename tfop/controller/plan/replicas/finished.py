@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from tfop.api.constants import MAX_REPLICAS, REPLICA_WORKER
+from tfop.api.constants import MAX_REPLICAS, REPLICA_WORKER, ReplicaType
 from tfop.api.fields import text
 from tfop.controller.plan.children.desired import replica_slot_of
 from tfop.controller.plan.frozen import replace
@@ -115,7 +115,7 @@ def recall_finished(spec: TFJobSpec, children: SortedChildren, record: FinishedR
     return replace(children, slots=[recalled(slot) for slot in children.slots])
 
 
-def pods_to_release(pods: Iterable[PodView], record: FinishedReplicas, replicas: Mapping[str, int], *,
+def pods_to_release(pods: Iterable[PodView], record: FinishedReplicas, replicas: Mapping[ReplicaType, int], *,
                     deleting: set[str], everything: bool) -> list[PodView]:
     """The pods holding tfop's finalizer that no longer need it once the plan whose `record` this is is stored:
     every one when `everything` (the job finished, its final tally written, or is being deleted); a pod the plan

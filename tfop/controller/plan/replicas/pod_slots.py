@@ -20,6 +20,7 @@ from tfop.api.constants import (
     RESTART_POLICY_ALWAYS,
     RESTART_POLICY_EXIT_CODE,
     RESTART_POLICY_ON_FAILURE,
+    ReplicaType,
 )
 from tfop.api.exit_codes import ExitClass
 from tfop.controller.plan.children.desired import replica_slot_of
@@ -71,7 +72,7 @@ class SortedChildren:
         return self.surplus.get(kind, [])
 
 
-def replica_types(spec: TFJobSpec) -> list[str]:
+def replica_types(spec: TFJobSpec) -> list[ReplicaType]:
     """The job's replica types in their canonical order."""
     return [replica_type for replica_type in REPLICA_TYPES if replica_type in spec.replica_specs]
 

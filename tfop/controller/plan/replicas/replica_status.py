@@ -17,6 +17,7 @@ from tfop.api.constants import (
     POD_RUNNING,
     POD_SUCCEEDED,
     REASON_RESTARTING,
+    ReplicaType,
 )
 from tfop.api.defaults import canonical_replica_type
 from tfop.api.runtime_id import runtime_id
@@ -164,7 +165,7 @@ def replica_name(pod: PodView) -> str:
             f"{pod.labels.get(LABEL_REPLICA_INDEX) or '?'}")
 
 
-def _restart_of(pod: PodView | None, replica_type: str, restarts: int, *, in_place: int) -> ReplicaRestart:
+def _restart_of(pod: PodView | None, replica_type: ReplicaType, restarts: int, *, in_place: int) -> ReplicaRestart:
     index = pod.labels.get(LABEL_REPLICA_INDEX, "") if pod is not None else ""
     return ReplicaRestart(replica_type, int(index) if index.isdigit() else None,
                           pod.exit_code if pod is not None else None,
