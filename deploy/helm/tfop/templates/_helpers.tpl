@@ -56,17 +56,17 @@ and records Events.
 - apiGroups: [kubeflow.org]
   resources: [tfjobs]
   verbs: [get, list, watch, delete]
-# create only as a dry run at start (tfop/kueue_startup.py), nothing stored: whether Kueue's TFJob adapter is
-# enabled (its webhook suspends a TFJob that names a queue), which tfop's own Kueue integration must not meet.
-- apiGroups: [kubeflow.org]
-  resources: [tfjobs]
-  verbs: [create]
 {{- if .Values.capacityScaling.enabled }}
 # The capacity auto-scaler writes an elastic job's Worker count, with its reason as an annotation.
 - apiGroups: [kubeflow.org]
   resources: [tfjobs]
   verbs: [patch]
 {{- end }}
+# create only as a dry run at start (tfop/kueue_startup.py), nothing stored: whether Kueue's TFJob adapter is
+# enabled (its webhook suspends a TFJob that names a queue), which tfop's own Kueue integration must not meet.
+- apiGroups: [kubeflow.org]
+  resources: [tfjobs]
+  verbs: [create]
 # The status is written with PUT; patch grants nothing update does not.
 - apiGroups: [kubeflow.org]
   resources: [tfjobs/status]
