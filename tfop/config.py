@@ -35,6 +35,9 @@ cluster the operator runs in rather than how one process runs (those are flags).
       certDir: /etc/tfop/progress-certs   # tls.crt, tls.key (and ca.crt); without: self-signed for the url's host
       reportsPerSecond: 1                 # per job, sustained, beyond a burst of `burst` (10)
       tokenSeconds: 3600                  # how long a pod's projected token lives
+    tensorboard:                          # a job's TensorBoard (docs/tfjob/tensorboard.md)
+      image: tensorflow/tensorflow:2.21.0 # with a `tensorboard` command; default: the job's own image
+      ttlSeconds: 3600                    # kept this long after the job finishes (default 3600)
     capacityScaling:                      # elastic jobs resized to the cluster's free capacity (off by default)
       enabled: true
       growAfterSeconds: 60                # capacity idle this long: elastic jobs grow into it
@@ -59,6 +62,7 @@ from tfop import yamlio
 from tfop.api.constants import NAMING_RUNTIME_ID, NAMINGS, NODE_LOSS_POLICIES, REPLICA_BACKEND_PODS, REPLICA_BACKENDS
 from tfop.api.fields import one_of
 from tfop.api.kueue import INTEGRATION_OWN, INTEGRATIONS, KueueIntegration
+from tfop.api.tensorboard import DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS
 from tfop.controller.plan.controller_config import (
     DEFAULT_EVALUATOR_GRACE_SECONDS,
     DEFAULT_GPU_RESOURCE,
@@ -73,6 +77,7 @@ from tfop.controller.plan.controller_config import (
     HostVolume,
     NodeLossSettings,
     ProgressSettings,
+    TensorBoardSettings,
 )
 from tfop.controller.plan.gang_schedulers import GANG_NONE, GANG_SCHEDULER_NAMES
 from tfop.controller.plan.job.legacy_gpu import LEGACY_GPU_RESOURCE, gpu_resource_problem
@@ -106,7 +111,7 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> ControllerConf
     _known(document, "the config",
            {"serviceDomain", "accelerators", "gangScheduler", "childNaming", "tfImage", "grpcServerFilePath",
             "replicaBackend", "nodeLoss", "disruptions", "gpuResource", "evaluatorGraceSeconds",
-            "unknownSchedulingGraceSeconds", "capacityScaling", "kueue", "progress"}, notes)
+            "unknownSchedulingGraceSeconds", "capacityScaling", "kueue", "progress", "tensorboard"}, notes)
     domain = document.get("serviceDomain", DEFAULT_SERVICE_DOMAIN)
     if not isinstance(domain, str) or not _DNS_SUFFIX.match(domain):
         raise ConfigError(f"serviceDomain {domain!r} is not a DNS suffix such as svc.cluster.local")
@@ -153,7 +158,22 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> ControllerConf
                             unknown_scheduling_grace_seconds=unknown_scheduling_grace,
                             capacity_scaling=_capacity_scaling(document.get("capacityScaling") or {}, notes),
                             kueue_integration=kueue_integration, kueue_integration_chosen=kueue_chosen,
-                            progress=_progress(document.get("progress") or {}, notes))
+                            progress=_progress(document.get("progress") or {}, notes),
+                            tensorboard=_tensorboard(document.get("tensorboard") or {}, notes))
+
+
+def _tensorboard(data: Any, notes: list[str]) -> TensorBoardSettings:
+    """tensorboard: {image, ttlSeconds}."""
+    spec = _mapping(data, "tensorboard")
+    _known(spec, "tensorboard", {"image", "ttlSeconds"}, notes)
+    image = spec.get("image", "")
+    if not isinstance(image, str) or image != image.strip():
+        raise ConfigError(f"tensorboard.image {image!r} must name an image with a tensorboard command")
+    ttl = spec.get("ttlSeconds", DEFAULT_TTL_SECONDS)
+    if isinstance(ttl, bool) or not isinstance(ttl, int) or not 0 <= ttl <= MAX_TTL_SECONDS:
+        raise ConfigError(f"tensorboard.ttlSeconds must be a whole number of seconds from 0 to {MAX_TTL_SECONDS}, "
+                          f"not {ttl!r}")
+    return TensorBoardSettings(image=image, ttl_seconds=ttl)
 
 
 def _progress(data: Any, notes: list[str]) -> ProgressSettings:

@@ -307,10 +307,11 @@ def granted(cluster: LocalCluster, user: str, namespace: str) -> set[tuple[str, 
 OPERATOR_RULES = {(resource, "", verb) for resource, verbs in [
     ("tfjobs.kubeflow.org", "get list watch delete create"), ("tfjobs.kubeflow.org/status", "update patch"),
     ("tfjobs.kubeflow.org/finalizers", "update"), ("pods", "list watch create patch delete"),
-    ("services", "list watch create delete"), ("jobs.batch", "list watch create patch delete"),
+    ("services", "list watch create patch delete"), ("jobs.batch", "list watch create patch delete"),
     ("networkpolicies.networking.k8s.io", "list watch create patch delete"),
     ("horizontalpodautoscalers.autoscaling", "list watch create patch delete"),
     ("poddisruptionbudgets.policy", "list watch create patch delete"),
+    ("deployments.apps", "list watch create patch delete"),
     ("workloads.kueue.x-k8s.io", "list watch create patch delete"), ("workloads.kueue.x-k8s.io/status", "patch"),
     ("resourceflavors.kueue.x-k8s.io", "list watch"), ("workloadpriorityclasses.kueue.x-k8s.io", "list watch"),
     ("events", "create patch"), ("configmaps", "create")]
@@ -373,7 +374,7 @@ def test_operator_service_account_is_denied_everything_it_does_not_use(
     for verb, resource in [("get", "secrets"), ("list", "secrets"), ("watch", "secrets"), ("list", "configmaps"),
                            ("update", "configmaps"), ("get", "configmaps/tf-job-operator-config"),
                            ("patch", "configmaps"), ("delete", "configmaps"),
-                           ("create", "deployments.apps"), ("update", "deployments.apps"), ("update", "nodes"),
+                           ("create", "statefulsets.apps"), ("update", "deployments.apps"), ("update", "nodes"),
                            ("patch", "nodes"), ("delete", "nodes"), ("update", "tfjobs.kubeflow.org"),
                            ("update", "pods"), ("create", "pods:exec"),
                            ("create", "serviceaccounts:token"), ("delete", "leases.coordination.k8s.io")]:

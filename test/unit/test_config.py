@@ -167,7 +167,7 @@ def test_unknown_keys_are_warnings_naming_them() -> None:
     assert warnings == [
         ("the config has unknown key 'cloud', ignored; known: accelerators, capacityScaling, childNaming, "
          "disruptions, evaluatorGraceSeconds, gangScheduler, gpuResource, grpcServerFilePath, kueue, nodeLoss, "
-         "progress, replicaBackend, serviceDomain, tfImage, unknownSchedulingGraceSeconds"),
+         "progress, replicaBackend, serviceDomain, tensorboard, tfImage, unknownSchedulingGraceSeconds"),
         "accelerators[nvidia.com/gpu] has unknown key 'driver', ignored; known: envVars, volumes"]
 
 

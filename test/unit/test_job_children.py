@@ -56,12 +56,18 @@ def test_the_table_in_the_order_they_are_made() -> None:
          {RUNNING, QUEUED, SUSPENDED, FINISHED, KEPT}),
         ("HorizontalPodAutoscaler", "autoscaling/v2", "horizontalpodautoscalers", ("spec",), {RUNNING}),
         ("PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", ("spec",), {RUNNING}),
+        ("TensorBoard", "apps/v1", "deployments", ("spec",), {RUNNING, FINISHED, KEPT}),
+        ("TensorBoardService", "v1", "services", ("spec",), {RUNNING, FINISHED, KEPT}),
     ]
     assert [kind.kind for kind in job_child_kinds(None)] == ["NetworkPolicy", "HorizontalPodAutoscaler",
-                                                             "PodDisruptionBudget"]
+                                                             "PodDisruptionBudget", "TensorBoard",
+                                                             "TensorBoardService"]
     assert [(kind.kind, kind.api_version, kind.plural, kind.cached, set(kind.kept_in))
             for kind in job_child_kinds(None, own_kueue=True)][-1] == (
         "Workload", "kueue.x-k8s.io/v1beta2", "workloads", ("spec", "status"), {RUNNING, QUEUED})
+
+
+OURS = "training.kubeflow.org/operator-name in (tfjob-controller,tfop)"
 
 
 def test_the_wiring_watches_each_entry_as_the_jobs_own() -> None:
@@ -72,6 +78,13 @@ def test_the_wiring_watches_each_entry_as_the_jobs_own() -> None:
         ("HorizontalPodAutoscaler", Resource("autoscaling", "v2", "horizontalpodautoscalers",
                                              "HorizontalPodAutoscaler"), Scope.JOB),
         ("PodDisruptionBudget", Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget"), Scope.JOB),
+        ("TensorBoard", Resource("apps", "v1", "deployments", "TensorBoard"), Scope.JOB),
+        ("TensorBoardService", Resource("", "v1", "services", "TensorBoardService"), Scope.JOB),
+    ]
+    # The replicas' Services and the TensorBoard's are apart: each informer selects only its own.
+    assert [(kind.kind, kind.label_selector) for kind in kinds if kind.resource.plural == "services"] == [
+        ("TensorBoardService", f"{OURS},tfop.kubeflow.org/tensorboard-of"),
+        ("Service", f"{OURS},!tfop.kubeflow.org/tensorboard-of"),
     ]
     served = {"apiVersion": "v1", "kind": "PodGroup", "metadata": {"name": "mnist", "generation": 3},
               "spec": {"minMember": 3}, "status": {"phase": "Running"}, "extra": {"a": 1}}

@@ -154,7 +154,12 @@ CONDITION_RESTARTING: Final = "Restarting"
 CONDITION_SUCCEEDED: Final = "Succeeded"
 CONDITION_FAILED: Final = "Failed"
 CONDITION_SUSPENDED: Final = "Suspended"
-ConditionType = Literal["Created", "Running", "Restarting", "Succeeded", "Failed", "Suspended"]
+# Present, False, only while a job asks for a TensorBoard that cannot be made (plan/policies/tensorboard.py); it
+# never decides the job's state.
+CONDITION_TENSORBOARD: Final = "TensorBoard"
+ConditionType = Literal["Created", "Running", "Restarting", "Succeeded", "Failed", "Suspended", "TensorBoard"]
+ConditionStatus = Literal["True", "False", "Unknown"]
+CONDITION_STATUSES: Final[tuple[ConditionStatus, ...]] = ("True", "False", "Unknown")
 FINAL_CONDITIONS: Final[tuple[ConditionType, ...]] = (CONDITION_SUCCEEDED, CONDITION_FAILED)  # True: the job ended
 
 # Condition and event reasons: CamelCase so `kubectl get events | grep` finds them.

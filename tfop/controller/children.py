@@ -29,6 +29,7 @@ from tfop.api.constants import (
     VERSION,
 )
 from tfop.api.kueue import KUEUE_GROUP, KUEUE_VERSION
+from tfop.api.tensorboard import LABEL_TENSORBOARD
 from tfop.controller.cache_transforms import slim_batch_job, slim_keeping, slim_metadata, slim_pod
 from tfop.controller.plan.children.job_child import JobChildKind
 from tfop.controller.plan.children.job_children import job_child_kinds
@@ -75,7 +76,8 @@ class ChildKind:
 
 REPLICA_KINDS: tuple[ChildKind, ...] = (
     ChildKind(POD, PODS, slim_pod),
-    ChildKind(SERVICE, SERVICES, slim_metadata),
+    # Not the TensorBoard's Service, a job's own child with an informer of its own (plan/children/tensorboard.py).
+    ChildKind(SERVICE, SERVICES, slim_metadata, label_selector=f"{CHILD_SELECTOR},!{LABEL_TENSORBOARD}"),
     # The Job backend's. Foreground: a Job being deleted stays, terminating, until its pods are gone, so the
     # planner sees the replica until nothing of it runs (and its pods' restarts stay countable).
     ChildKind(JOB, JOBS, slim_batch_job, propagation_policy="Foreground", grandchildren=POD),
@@ -84,12 +86,15 @@ REPLICA_KINDS: tuple[ChildKind, ...] = (
 
 def own_kind(kind: JobChildKind) -> ChildKind:
     """One kind of the job's own children, as its entry in the planner's table says (plan/children/job_child.py):
-    the same informer, cache and writer for each."""
-    if kind.others_seen:
+    the same informer, cache and writer for each. The resource is named by the plan's name for the kind, so one
+    that shares its REST collection with another kind (the TensorBoard's Service) has an informer of its own,
+    selecting on its marker label."""
+    selector = f"{CHILD_SELECTOR},{kind.marker_label}" if kind.marker_label else CHILD_SELECTOR
+    if kind.others_seen:  # every object of the kind; tfop's cached whole, the others' metadata only
         return ChildKind(kind.kind, Resource(kind.group, kind.version, kind.plural, kind.kind),
                          slim_keeping(kind.cached, only_if=made_by_tfop), scope=Scope.JOB, label_selector=None)
     return ChildKind(kind.kind, Resource(kind.group, kind.version, kind.plural, kind.kind), slim_keeping(kind.cached),
-                     scope=Scope.JOB)
+                     scope=Scope.JOB, label_selector=selector)
 
 
 def made_by_tfop(child: Object) -> bool:

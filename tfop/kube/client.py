@@ -13,7 +13,7 @@ import json
 import os
 import random
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 from urllib.parse import urlencode
@@ -136,6 +136,27 @@ class KubeClient:
         attempt, no retries: the caller decides whether to open it again."""
         return LineStream(self._send("GET", path, query, None, "application/json", timeout, 0, stream=True),
                           max_line)
+
+    def forward(self, method: str, path: str, *, query: str, body: bytes | None, headers: Mapping[str, str],
+                timeout: tuple[float, float]) -> urllib3.BaseHTTPResponse:
+        """One request passed through the apiserver to what it proxies (a Service's port): the caller's headers
+        with this client's credentials; the answer read whole and returned whatever its status, never retried
+        (the caller's own client retries what it wants to)."""
+        self._throttle.acquire()
+        started = time.monotonic()
+        sent = {**headers, "User-Agent": self.user_agent}
+        token = credentials.bearer_token(self._config)
+        if token:
+            sent["authorization"] = token
+        try:
+            response: urllib3.BaseHTTPResponse = self._rest.pool_manager.request(
+                method.upper(), self._host + path + (f"?{query}" if query else ""), body=body, headers=sent,
+                timeout=urllib3.Timeout(connect=timeout[0], read=timeout[1]), redirect=False, retries=False)
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            self._observe(method, "<error>", started)
+            raise TransportError(f"{method} {path}: {exc}") from exc
+        self._observe(method, str(response.status), started)
+        return response
 
     def _send(self, method: str, path: str, query: Sequence[tuple[str, str]], body: Any, content_type: str,
               timeout: tuple[float, float] | None, max_retries: int | None, *,

@@ -24,12 +24,14 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from tfop.api.constants import KIND
+from tfop.api.tensorboard import tensorboard_path
 from tfop.kube.access_review import ReviewError
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import ApiError
 from tfop.kube.resource import PODS
 from tfop.kube.resource_access import ResourceAccess
 from tfop.objects import Object
+from tfop.ui import tensorboard_proxy as tb
 from tfop.ui.cache import UiCache
 from tfop.ui.live import live_updates
 from tfop.ui.log_follow import MAX_LINE, follow_log
@@ -91,6 +93,10 @@ class UiApp:
             Route("/live/namespaces/{namespace}/tfjobs/{name}", self.job_live),
             Route("/namespaces/{namespace}/tfjobs/{name}/pods/{pod}", self.pod_page),
             Route("/live/namespaces/{namespace}/tfjobs/{name}/pods/{pod}/log", self.log_live),
+            Route("/namespaces/{namespace}/tfjobs/{name}/tensorboard",
+                  lambda request: RedirectResponse(f"{request.url.path}/", status_code=308)),
+            Route("/namespaces/{namespace}/tfjobs/{name}/tensorboard/{rest:path}", self.tensorboard,
+                  methods=["GET", "HEAD", "POST"]),
             Route("/login", self.login_page, methods=["GET"]),
             Route("/login", self.login, methods=["POST"]),
             Route("/logout", self.logout, methods=["POST"]),
@@ -171,6 +177,8 @@ class UiApp:
         conditions = (job.get("status") or {}).get("conditions") or []
         context: dict[str, Any] = {"namespace": namespace, "name": name, "conditions": condition_rows(job),
                                    "state": job_state(job)[0], "links": job_links(job),
+                                   "tensorboard_url": (f"{tensorboard_path(namespace, name)}/"
+                                                       if tb.service_name(job) is not None else None),
                                    "replicas": None, "timeline": None, "events": None, "happenings": None,
                                    "pod_url": lambda pod: f"{job_url(namespace, name)}/pods/{quote(pod, safe='')}"}
         pods: list[Object] = []
@@ -280,6 +288,38 @@ class UiApp:
             follow_log(lambda: self.client.stream_lines(path, query=query, timeout=FOLLOW_TIMEOUT, max_line=MAX_LINE),
                        allowed),
             media_type="text/event-stream")
+
+    async def tensorboard(self, request: Request) -> Response:
+        """The job's TensorBoard (tensorboard_proxy.py), to whoever may get the job."""
+        namespace, name = request.path_params["namespace"], request.path_params["name"]
+        origin = f"{request.url.scheme}://{request.headers.get('host')}"
+        if request.method == "POST" and not same_origin(request.headers.get("origin"), request.url.scheme,
+                                                        request.headers.get("host")):
+            raise PageError(403, "TensorBoard takes a POST only from its own pages.")
+        if "service-worker" in request.headers:
+            raise PageError(403, "TensorBoard's pages may not install a service worker.")
+        length = request.headers.get("content-length", "0")
+        if not length.isdigit() or int(length) > tb.MAX_BODY:
+            raise PageError(400, "That request is too large for TensorBoard.")
+        body = await request.body() if request.method == "POST" else None
+
+        def ask() -> Response:
+            viewer = self.viewer(request)
+            self._require(self._ask(lambda: viewer.may_get_job(namespace, name)), f"get TFJob {namespace}/{name}")
+            job = self.cache.job(namespace, name)
+            service = tb.service_name(job) if job is not None else None
+            if service is None:
+                raise PageError(404, f"TFJob {namespace}/{name} has no TensorBoard: it asks for none "
+                                     f"(tfop.kubeflow.org/tensorboard).")
+            try:
+                return tb.answer(self.client, tb.Asked(namespace, name, service, request.method,
+                                                       request.path_params["rest"], request.url.query, body,
+                                                       tb.forwarded(request.headers), origin))
+            except tb.UnreachableError as error:
+                raise PageError(502, str(error)) from None
+
+        result: Response = await anyio_run(ask)
+        return result
 
     # -- login -------------------------------------------------------------------------------------------------
 

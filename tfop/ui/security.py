@@ -2,7 +2,11 @@
 
 The Content-Security-Policy allows scripts, styles and connections from the page's own origin only: no inline
 script or style, no other origin, no framing. The templates keep to it (live.js is a file, the SVG is styled by
-classes). Answers are not cached: they are one user's view of the cluster."""
+classes). Answers are not cached: they are one user's view of the cluster.
+
+An answer the page passes through from elsewhere (a job's TensorBoard: tensorboard_proxy.py) names the policy
+that confines it in the CONFINED header instead: that policy is enforced beside the answer's own, in place of the
+page's, and it may be framed by the page's own origin (TensorBoard frames its plugins)."""
 
 from __future__ import annotations
 
@@ -19,6 +23,10 @@ HEADERS = (
     (b"x-frame-options", b"DENY"),
     (b"cache-control", b"no-store"),
 )
+CONFINED = b"x-tfop-confined-by"  # never sent: the policy of a passed-through answer
+PASSED_THROUGH = (*((name, value) for name, value in HEADERS
+                     if name not in (b"content-security-policy", b"x-frame-options")),
+                  (b"x-frame-options", b"SAMEORIGIN"))
 # A login lasts this long at most; the token's own expiry may end it first (the next TokenReview refuses it).
 COOKIE_SECONDS = 8 * 3600
 
@@ -34,9 +42,14 @@ class SecurityHeaders:
 
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                names = {name for name, _ in HEADERS}
-                message["headers"] = [*(h for h in message.get("headers", []) if h[0].lower() not in names),
-                                      *HEADERS]
+                headers = list(message.get("headers", []))
+                confined = [value for name, value in headers if name.lower() == CONFINED]
+                ours = (*PASSED_THROUGH, *((b"content-security-policy", value) for value in confined)) if confined \
+                    else HEADERS
+                names = {name for name, _ in HEADERS} | {CONFINED}
+                if confined:  # the answer's own policy stays, enforced beside the confining one
+                    names.discard(b"content-security-policy")
+                message["headers"] = [*(h for h in headers if h[0].lower() not in names), *ours]
             await send(message)
 
         await self.app(scope, receive, with_headers)

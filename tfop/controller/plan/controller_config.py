@@ -16,6 +16,7 @@ from tfop.api.constants import (
     ReplicaBackendName,
 )
 from tfop.api.kueue import INTEGRATION_OWN, KueueIntegration
+from tfop.api.tensorboard import DEFAULT_TTL_SECONDS
 from tfop.controller.plan.gang_schedulers import GANG_NONE, GangScheduler, gang_scheduler
 
 # "svc" resolves through every pod's DNS search path, whatever the cluster domain; "svc.cluster.local" names it.
@@ -112,6 +113,15 @@ class ProgressSettings:
 
 
 @dataclass(frozen=True)
+class TensorBoardSettings:
+    """What a job's TensorBoard runs (its config file's `tensorboard`; docs/tfjob/tensorboard.md)."""
+
+    # The image with a `tensorboard` command; "": the image of the job's container that mounts its log directory.
+    image: str = ""
+    ttl_seconds: int = DEFAULT_TTL_SECONDS  # kept this long after the job finishes, unless the job says
+
+
+@dataclass(frozen=True)
 class ControllerConfig:
     # Addresses in TF_CONFIG are `{child}.{namespace}.{service_domain}:{port}`.
     service_domain: str = DEFAULT_SERVICE_DOMAIN
@@ -144,6 +154,8 @@ class ControllerConfig:
     kueue_integration_chosen: bool = False
     # The progress endpoint: whether pods are given what reporting to it needs (plan/children/progress_reporting.py).
     progress: ProgressSettings = field(default_factory=ProgressSettings)
+    # A job's TensorBoard, for jobs that ask (plan/children/tensorboard.py).
+    tensorboard: TensorBoardSettings = field(default_factory=TensorBoardSettings)
 
     @property
     def gang(self) -> GangScheduler | None:

@@ -97,6 +97,10 @@ class PlanDraft:
         if find_condition(self.conditions, condition_type) is not None:
             self.set_condition(condition_type, true=False, reason=reason, message=message)
 
+    def drop_condition(self, condition_type: ConditionType) -> None:
+        """Removes a condition that is only there while something is wrong (the TensorBoard's)."""
+        self.conditions = tuple(c for c in self.conditions if c.type != condition_type)
+
     def is_true(self, condition_type: ConditionType) -> bool:
         return condition_is_true(self.conditions, condition_type)
 

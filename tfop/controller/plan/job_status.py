@@ -18,11 +18,13 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from tfop.api.constants import (
+    CONDITION_STATUSES,
     JOB_PHASES,
     JOB_STATES,
     NAMINGS,
     REPLICA_BACKENDS,
     ChildNamingScheme,
+    ConditionStatus,
     JobPhase,
     JobState,
     ReplicaBackendName,
@@ -209,7 +211,7 @@ class Condition(JsonRecord):
     """One of the job's conditions (metav1.Condition's shape, plus lastUpdateTime); status.py sets them."""
 
     type: str  # Created, Running, Restarting, Suspended, Succeeded, Failed
-    status: str | None = None  # True or False
+    status: ConditionStatus | None = None
     reason: str | None = None
     message: str | None = None
     observed_generation: int | None = None  # the spec's metadata.generation the condition was computed from
@@ -225,7 +227,8 @@ class Condition(JsonRecord):
 
 
 _CONDITION_KEYS: tuple[Key[Any], ...] = (
-    Key("type", "type", text, same), Key("status", "status", text, same),
+    Key("type", "type", text, same),
+    Key("status", "status", lambda value: one_of(value, CONDITION_STATUSES), same),
     Key("reason", "reason", text, same), Key("message", "message", text, same),
     Key("observedGeneration", "observed_generation", integer, same),
     Key("lastTransitionTime", "last_transition_time", parse_time, format_time),

@@ -60,6 +60,7 @@ from tfop.controller.plan.policies.restart_scope import restarted_with
 from tfop.controller.plan.policies.running import update_running
 from tfop.controller.plan.policies.success import settle_remaining, succeeded
 from tfop.controller.plan.policies.suspension import resume_if_suspended, suspend
+from tfop.controller.plan.policies.tensorboard import tell_tensorboard
 from tfop.controller.plan.policies.unknown_scheduling import MissingWait, fail_for_missing, give_up_note, missing_waits
 from tfop.controller.plan.replicas.backends import BACKENDS, ReplicaBackend, settled_backend
 from tfop.controller.plan.replicas.finished import FinishedReplicas, pods_to_release, recall_finished
@@ -255,9 +256,10 @@ def _run(p: _Planning) -> None:
     node_note = move_off_bad_nodes(draft, on_bad_nodes, already_deleted=draft.deleted_uids(POD))
     p.backend.resume(draft, children)
     own = keep_job_children(draft, p.model, p.context)
+    tell_tensorboard(draft, p.model)
     gang = plan_pod_group(draft, p.model, p.context, own.get(POD_GROUP, OwnChild()),
                           pods=[(slot.slot, slot.pod) for slot in children.slots if slot.pod is not None])
-    _create_missing(p, hold_pods=gang.hold_pods is not None or waiting_for_a_name(own)
+    _create_missing(p, hold_pods=gang.hold_pods is not None or waiting_for_a_name(own, p.context)
                     or _restart_together_pending(p, resize),
                     placements=admission.placements if admission is not None else MappingProxyType({}))
     replaced = p.backend.replaced(retryable, counts)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Final
 
 from tfop.api.constants import (
     CONDITION_CREATED,
@@ -31,6 +32,7 @@ from tfop.api.constants import (
     STATE_RUNNING,
     STATE_SUCCEEDED,
     STATE_SUSPENDED,
+    ConditionStatus,
     ConditionType,
     JobPhase,
     JobState,
@@ -39,8 +41,8 @@ from tfop.api.fields import items, mapping_at
 from tfop.api.timestamps import as_utc
 from tfop.controller.plan.job_status import Condition, TFJobStatus
 
-TRUE = "True"
-FALSE = "False"
+TRUE: Final = "True"
+FALSE: Final = "False"
 
 
 def conditions_of(status: object) -> tuple[Condition, ...]:
@@ -61,7 +63,7 @@ def set_condition(conditions: tuple[Condition, ...], condition_type: ConditionTy
                   message: str, now: datetime, generation: int | None) -> tuple[Condition, ...]:
     """The conditions with this one set. It keeps its place; lastTransitionTime moves only when the status flips
     and lastUpdateTime only when something changed, so repeating a call changes nothing."""
-    status = TRUE if true else FALSE
+    status: ConditionStatus = TRUE if true else FALSE
     existing = find_condition(conditions, condition_type)
     if existing is not None and (existing.status, existing.reason, existing.message) == (status, reason, message) \
             and (generation is None or existing.observed_generation == generation):

@@ -29,6 +29,8 @@ JOB = "Job"  # a batch/v1 Job per replica, with the Job backend; the pods it mak
 NETWORK_POLICY = "NetworkPolicy"  # one per job that asks for it (plan/children/network_policy.py)
 AUTOSCALER = "HorizontalPodAutoscaler"  # one per job whose elasticPolicy has metrics (plan/children/autoscaler.py)
 DISRUPTION_BUDGET = "PodDisruptionBudget"  # one per job that asks for it (plan/children/disruption_budget.py)
+TENSORBOARD = "TensorBoard"  # a Deployment, one per job that asks for it (plan/children/tensorboard.py)
+TENSORBOARD_SERVICE = "TensorBoardService"  # its Service, apart from the replicas' (plan/children/tensorboard.py)
 WORKLOAD = "Workload"  # Kueue's, one per queued job with tfop's own Kueue integration (plan/children/workload.py)
 
 

@@ -76,9 +76,10 @@ and records Events.
 - apiGroups: [kubeflow.org]
   resources: [tfjobs/finalizers]
   verbs: [update]
+# Services are patched too: a job's TensorBoard Service brought back in line (tfop.kubeflow.org/tensorboard).
 - apiGroups: [""]
   resources: [services]
-  verbs: [list, watch, create, delete]
+  verbs: [list, watch, create, patch, delete]
 # Pods are patched too: tfop's finalizer removed once the job's status records how the replica ended.
 - apiGroups: [""]
   resources: [pods]
@@ -101,6 +102,11 @@ and records Events.
 # the job runs, patched back to its replica count, deleted when it ends or is suspended.
 - apiGroups: [policy]
   resources: [poddisruptionbudgets]
+  verbs: [list, watch, create, patch, delete]
+# A job's TensorBoard, for jobs that ask (tfop.kubeflow.org/tensorboard): a Deployment created while the job runs,
+# patched back to what the job asks, deleted when it is suspended and once its TTL after finishing has passed.
+- apiGroups: [apps]
+  resources: [deployments]
   verbs: [list, watch, create, patch, delete]
 # tfop's own Kueue integration (kueue.integration: own): a queued job's Workload, created while it is queued or
 # runs, deleted when it finishes, is suspended or changes shape; its status written to hand an evicted job's quota

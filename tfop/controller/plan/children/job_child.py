@@ -26,6 +26,7 @@ from tfop.api.constants import (
     OPERATOR_NAME,
 )
 from tfop.api.runtime_id import runtime_id
+from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.job.model import JobMeta, TFJobModel
 from tfop.objects import Object
 
@@ -65,6 +66,17 @@ class JobChildKind:
     # others' metadata only): one controlled by the job that tfop did not make is a conflict (Kueue's adapter's
     # Workload), which the planner is told of (PlanContext.foreign), never a stray it deletes.
     others_seen: bool = False
+    # The objects' kind where the plan's name differs (the TensorBoard's Deployment and Service).
+    object_kind: str = ""
+    # A label, with the job's name, that tells these children from others of the same resource (the TensorBoard's
+    # Service from the replicas' Services): the wiring's informer selects on it, the replicas' exclude it.
+    marker_label: str = ""
+    # Kept in a finished state for this many seconds after the job's completionTime (read from the raw job and
+    # the config), then deleted. None: kept there as long as the job.
+    finished_ttl: Callable[[Object, ControllerConfig], int] | None = None
+    # Whether the replicas' children wait while one of these waits for its name (a child being deleted holds it):
+    # those the training depends on (a PodGroup), not those beside it (the TensorBoard).
+    replicas_wait: bool = True
 
     @property
     def api_version(self) -> str:
@@ -76,10 +88,12 @@ class JobChildKind:
         if spec is None:
             raise ValueError(f"{job.metadata.name} wants no {self.kind}")
         metadata = job.metadata
-        return {"apiVersion": self.api_version, "kind": self.kind,
-                "metadata": {"name": self.name(metadata), "namespace": metadata.namespace,
-                             "labels": {LABEL_JOB_NAME: metadata.name, LABEL_RUNTIME_ID: runtime_id(metadata.uid),
-                                        LABEL_OPERATOR_NAME: OPERATOR_NAME, LABEL_MANAGED_BY: MANAGED_BY},
+        labels = {LABEL_JOB_NAME: metadata.name, LABEL_RUNTIME_ID: runtime_id(metadata.uid),
+                  LABEL_OPERATOR_NAME: OPERATOR_NAME, LABEL_MANAGED_BY: MANAGED_BY}
+        if self.marker_label:
+            labels[self.marker_label] = metadata.name
+        return {"apiVersion": self.api_version, "kind": self.object_kind or self.kind,
+                "metadata": {"name": self.name(metadata), "namespace": metadata.namespace, "labels": labels,
                              "ownerReferences": [owner_reference(metadata)]},
                 "spec": spec}
 

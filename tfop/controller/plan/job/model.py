@@ -24,6 +24,7 @@ from tfop.api.constants import (
     SuccessPolicy,
 )
 from tfop.controller.plan.job.legacy_gpu import GpuRename
+from tfop.controller.plan.job.tensorboard import TensorBoardAsk
 from tfop.objects import Object
 
 
@@ -139,6 +140,7 @@ class JobOptions:
     own_priority: int | None = None
     capacity_resize: CapacityResize | None = None  # plan/policies/resize.py
     disruption_budget: DisruptionBudgetPolicy = "None"  # plan/children/disruption_budget.py
+    tensorboard: TensorBoardAsk | None = None  # plan/job/tensorboard.py; None: the job asks for none
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,6 +40,7 @@ from tfop.controller.plan.job.model import (
     TFJobModel,
     TFJobSpec,
 )
+from tfop.controller.plan.job.tensorboard import tensorboard_ask
 from tfop.objects import Object
 
 _Choice = TypeVar("_Choice", bound=str)
@@ -73,18 +74,20 @@ def parse_job(raw: Object, config: ControllerConfig, *,
         annotations, config.unknown_scheduling_grace_seconds)
     isolation, isolation_errors = parse_annotation.network_isolation(annotations)
     budget, budget_errors = parse_annotation.disruption_budget(annotations)
+    tensorboard, tensorboard_errors = tensorboard_ask(job, config.tensorboard)
     # Kueue's adapter counts only TitleCase keys; tfop's own integration names pod sets itself.
     own = config.kueue_integration == INTEGRATION_OWN
     errors = (*validate(job), *([] if own else kueue_key_problems(raw)), *node_policy_errors, *scope_errors,
               *backend_errors, *rewrite.problems, *grace_errors, *unknown_grace_errors, *isolation_errors,
-              *budget_errors)
+              *budget_errors, *tensorboard_errors)
     if errors or backend is None:
         return InvalidJob(errors, backend, job)
     options = JobOptions(backend, scope, node_policy, grace, unknown_grace, isolation, rewrite.renamed,
                          unqueued=None if own else not_queued_by_kueue(raw),
                          capacity_resize=parse_annotation.capacity_resize(annotations),
                          own_queue=queue_name(raw) if own else None,
-                         own_priority_class=priority_class(raw) if own else None, disruption_budget=budget)
+                         own_priority_class=priority_class(raw) if own else None, disruption_budget=budget,
+                         tensorboard=tensorboard)
     return TFJobModel(_metadata(job), _spec(job), options)
 
 

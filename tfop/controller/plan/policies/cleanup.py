@@ -45,13 +45,13 @@ def keep_finished(draft: PlanDraft, run_policy: RunPolicy, context: PlanContext,
     # A deadline is about resources as much as time: nothing of the job may keep running past it.
     deadline = failed is not None and failed.reason == REASON_DEADLINE_EXCEEDED
     policy = CLEAN_POD_POLICY_ALL if deadline else run_policy.clean_pod_policy
-    settle_job_children(draft, context, JobState.FINISHED_PODS_KEPT if policy == CLEAN_POD_POLICY_NONE
-                        else JobState.FINISHED)
-    clean_up(draft, context, policy)
     completion = draft.status.completion_time
     if completion is None:  # a status written by someone else; finishing now is the best we know
         draft.status = replace(draft.status, completion_time=draft.stamp)
         completion = draft.now
+    settle_job_children(draft, context, JobState.FINISHED_PODS_KEPT if policy == CLEAN_POD_POLICY_NONE
+                        else JobState.FINISHED, completion)
+    clean_up(draft, context, policy)
     ttl = run_policy.ttl_seconds_after_finished
     if ttl is None:
         return

@@ -1,7 +1,8 @@
-"""The one policy for a job's own children (its PodGroup, NetworkPolicy, HPA: the table of
+"""The one policy for a job's own children (its PodGroup, NetworkPolicy, HPA, TensorBoard: the table of
 children/job_children.py): while the job runs, each kind the job wants is made, kept in line by its in-line check,
 and every other of that kind deleted (a stray, one of an old name, one no longer wanted); in any other state, the
-kinds not kept in it are deleted and the others left as they are.
+kinds not kept in it are deleted and the others left as they are, but for a finished job's kinds kept for a TTL
+after it finished (the TensorBoard), deleted once it has passed.
 
 A name still held by a child being deleted is waited for: nothing is made under it until it is gone (the delete
 wakes the job), and meanwhile no replica's child is made either, since the job's own come first.
@@ -10,6 +11,7 @@ wakes the job), and meanwhile no replica's child is made either, since the job's
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from tfop.api.kueue import INTEGRATION_OWN
 from tfop.controller.plan.children.job_child import JobChildKind, JobState
@@ -42,18 +44,30 @@ def keep_job_children(draft: PlanDraft, job: TFJobModel, context: PlanContext) -
             if kind.kind != WORKLOAD}
 
 
-def settle_job_children(draft: PlanDraft, context: PlanContext, state: JobState) -> None:
-    """For a job that does not run (suspended, finished, rejected): deletes the kinds it keeps none of now."""
+def settle_job_children(draft: PlanDraft, context: PlanContext, state: JobState,
+                        completed: datetime | None = None) -> None:
+    """For a job that does not run (suspended, finished, rejected): deletes the kinds it keeps none of now, and, of
+    a job that finished at `completed`, those kept for a TTL once it has passed (looking again when it will)."""
     for kind in kinds_of(context):
-        if state not in kind.kept_in:
-            for child in context.observed.own_of(kind.kind):
-                if not child.terminating:
-                    draft.delete_child(kind.kind, child)
+        children = [child for child in context.observed.own_of(kind.kind) if not child.terminating]
+        if not children:
+            continue
+        if state in kind.kept_in:
+            if completed is None or kind.finished_ttl is None:
+                continue
+            remaining = (completed - draft.now).total_seconds() + kind.finished_ttl(context.job, draft.config)
+            if remaining > 0:
+                draft.requeue(remaining)
+                continue
+        for child in children:
+            draft.delete_child(kind.kind, child)
 
 
-def waiting_for_a_name(own: dict[str, OwnChild]) -> bool:
-    """Whether a child the job wants waits for its name: the replicas' children wait with it."""
-    return any(child.name_taken for child in own.values())
+def waiting_for_a_name(own: dict[str, OwnChild], context: PlanContext) -> bool:
+    """Whether a child the job wants waits for its name: the replicas' children wait with it, unless the kind is
+    beside the training (the TensorBoard)."""
+    beside = {kind.kind for kind in kinds_of(context) if not kind.replicas_wait}
+    return any(child.name_taken for kind, child in own.items() if kind not in beside)
 
 
 def keep_job_child(draft: PlanDraft, job: TFJobModel, context: PlanContext, kind: JobChildKind) -> OwnChild:
