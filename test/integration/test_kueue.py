@@ -339,7 +339,9 @@ def test_a_job_the_adapter_takes_after_the_start_gets_no_second_workload(
                     c.get("reason") == "KueueAdapterConflict" and c, DEADLINE, "tfop to say both integrations act")
     print(f"held: {held['message']}")
     assert f"its Workload {theirs['metadata']['name']}" in held["message"]
-    warned = [e for e in events_about(client, ns, "both") if e["reason"] == "KueueAdapterConflict"]
+    # Events follow the status that announces them (the applier records them once it is stored).
+    warned = wait_for(lambda: [e for e in events_about(client, ns, "both") if e["reason"] == "KueueAdapterConflict"],
+                      DEADLINE, "the KueueAdapterConflict event")
     assert [e["type"] for e in warned] == ["Warning"], warned
     workloads = client.list(WORKLOADS, ns)[0]
     assert [w["metadata"]["name"] for w in workloads] == [theirs["metadata"]["name"]], "tfop made a Workload too"
