@@ -17,9 +17,13 @@ from jinja2 import Environment, FileSystemLoader
 from markupsafe import Markup
 
 from tfop.ui.app import HERE, job_url
+from tfop.ui.pieces import COLUMNS
 from tfop.ui.row_cache import RowCache
-from tfop.ui.views.job_list import JobRow, select_rows
+from tfop.ui.views.clock_text import time_html
+from tfop.ui.views.job_list import JobRow, Page, page_of, select_rows
 from tfop.ui.views.job_page import condition_rows, event_rows, recreated_exits, replica_rows
+from tfop.ui.views.list_query import ListQuery
+from tfop.ui.views.summary import summary
 from tfop.ui.views.timeline import layout
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
@@ -72,7 +76,7 @@ def measure(name: str, render: Callable[[], str]) -> None:
 
 def main() -> None:
     templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True)
-    templates.globals["job_url"] = job_url
+    templates.globals.update(job_url=job_url, time_html=lambda moment: time_html(moment, None))
     listed, replicas, recorded = jobs(2000), pods(500), events(1000)
     job = {"metadata": {"namespace": "a", "name": "big"}, "status": {"conditions": CONDITIONS}}
 
@@ -81,21 +85,28 @@ def main() -> None:
     def render_row(row: JobRow) -> tuple[Markup, Markup]:
         return Markup(macros.head(row)), Markup(macros.tail(row))
 
-    def job_list(cache: RowCache) -> str:
-        rows = [rendered.html(NOW) for rendered in
-                select_rows([cache.row(job, NOW) for job in listed], lambda rendered: rendered.row)]
-        return templates.get_template("_job_table.html").render(rows=rows, namespace="", state="")
+    def job_list(cache: RowCache, per: str = "") -> str:
+        """As the app does it: every row selected and sorted (newest first), then one page of them written."""
+        query = ListQuery.parse({"per": per})
+        selected = select_rows([cache.row(job) for job in listed], lambda rendered: rendered.row, NOW)
+        page = page_of(len(selected), "1", per) if per else Page(1, 1, len(selected), len(selected))
+        rows = [rendered.html(NOW) for rendered in selected[page.first:page.last]]
+        return templates.get_template("_job_table.html").render(rows=rows, query=query, page=page, columns=COLUMNS,
+                                                                empty="")
 
     measure("the list of 2,000 jobs, every row rendered", lambda: job_list(RowCache(render_row)))
     warm = RowCache(render_row)
     job_list(warm)
     measure("the list of 2,000 jobs, rows cached", lambda: job_list(warm))
+    measure("the first page (50) of 2,000 jobs, no row kept yet", lambda: job_list(RowCache(render_row), "50"))
+    measure("the first page (50) of 2,000 jobs, rows cached", lambda: job_list(warm, "50"))
     def job_page(job: dict[str, Any], replicas: list[dict[str, Any]]) -> str:
         recreated = recreated_exits(job)
         return templates.get_template("_job_live.html").render(
             namespace="a", name="big", state="Running", conditions=condition_rows(job),
             replicas=replica_rows(replicas, recreated), timeline=layout(replicas, CONDITIONS, NOW, (), recreated),
-            events=event_rows(recorded), pod_url=lambda pod: f"/p/{pod}")
+            events=event_rows(recorded), pod_url=lambda pod: f"/p/{pod}", links=[],
+            summary=summary(job, replicas, [], recreated))
 
     measure("a job of 500 replicas and 1,000 events", lambda: job_page(job, replicas))
     recreated_job = {**job, "status": {"conditions": CONDITIONS, "replicaStatuses": {"Worker": {"recreatedExits": [

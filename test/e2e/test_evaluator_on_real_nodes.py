@@ -19,7 +19,7 @@ from localcluster import LocalCluster
 from support.node_loss import STEP, LogLine, Stages, container_logs, tf_pod, timestamp
 from support.operator_process import OperatorProcess
 from support.real_node_jobs import apply, get, job_pods
-from support.waiting import KUBECTL_INTERVAL, wait_for
+from support.waiting import DEADLINE, KUBECTL_INTERVAL, wait_for
 from tfop.kube.client import KubeClient
 from tfop.kube.resource import PODS
 
@@ -145,7 +145,7 @@ class ContainerEnds:
 
     def close(self) -> None:
         self._stream.close()
-        self._reader.join(timeout=10)
+        self._reader.join(timeout=DEADLINE)
         self._client.close()
 
 

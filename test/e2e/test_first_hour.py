@@ -171,7 +171,8 @@ def test_a_ca_that_does_not_verify_the_apiserver_ends_tfop_with_exit_1(cluster: 
 def test_a_cluster_without_the_crd_ends_tfop_with_exit_1_and_the_install_command(
         cluster: LocalCluster, tfjob_crd: Path, tmp_path: Path) -> None:
     """The CRD is deleted for this test and put back: tests run one at a time, and none has a job left."""
-    cluster.kubectl("delete", "crd", "tfjobs.kubeflow.org", "--wait=true", "--timeout=120s")
+    cluster.kubectl("delete", "crd", "tfjobs.kubeflow.org", "--wait=true", f"--timeout={DEADLINE:.0f}s",
+                    timeout=DEADLINE + 60)
     try:
         result = subprocess.run([sys.executable, "-m", "tfop", "run", "--kubeconfig", str(cluster.kubeconfig),
                                  "--log-format", "json", "--metrics-addr", "127.0.0.1:0", "--health-addr",

@@ -58,7 +58,8 @@ def deployed(real_node: LocalCluster, tfjob_crd: Path, tmp_path: Path) -> Iterat
     finally:
         # Pods on a real node stop for real: up to the grace period, so wait, and the later tests find no
         # leftover operator watching every namespace.
-        real_node.kubectl("delete", "-k", str(kustomization), "--wait=true", "--timeout=120s", check=False)
+        real_node.kubectl("delete", "-k", str(kustomization), "--wait=true", f"--timeout={DEADLINE:.0f}s",
+                          check=False, timeout=DEADLINE + 60)
 
 
 def test_the_kustomize_base_runs_the_operator_in_cluster_and_it_runs_a_job_to_success(

@@ -63,6 +63,8 @@ def test_distributed_example_runs_to_success_and_sigterm_stops_the_operator(
     finally:
         process.terminate()
         try:
+            # Not the suite's DEADLINE: what this proves is that tfop does not outlast the grace, after which the
+            # kubelet would kill it.
             code: int | None = process.wait(timeout=STOP_GRACE)
         except subprocess.TimeoutExpired:
             process.kill()

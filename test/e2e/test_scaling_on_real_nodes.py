@@ -131,7 +131,7 @@ class JobLogs:
 
     def close(self) -> None:
         self.done.set()
-        self.poller.join(timeout=10)
+        self.poller.join(timeout=DEADLINE)
         with self.lock:
             for follower in self.followers.values():
                 if follower.poll() is None:

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from localcluster import LocalCluster
 from support.operator_process import OperatorProcess
-from support.tfjobs import TFJOBS, condition, job_status, replica, tfjob
+from support.tfjobs import TFJOBS, condition, events_about, job_status, replica, tfjob
 from support.waiting import DEADLINE, wait_for
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import ApiError, NotFound
@@ -77,33 +78,60 @@ def test_the_hpa_follows_the_elastic_policy_and_reads_the_scale(backend: str, ku
     wait_for(lambda: hpa(kube_client, namespace, "auto") is None, DEADLINE, "the HPA deleted while suspended")
 
 
-def workers_writer(client: KubeClient, namespace: str, name: str) -> list[str]:
-    """The field managers the apiserver records as owning the job's Worker count."""
+def workers_writer(client: KubeClient, namespace: str, name: str) -> list[tuple[str, str, str | None]]:
+    """The managedFields entries the apiserver records as owning the job's Worker count: (manager, operation,
+    subresource)."""
     entries = client.get(TFJOBS, name, namespace)["metadata"].get("managedFields") or []
-    return [entry["manager"] for entry in entries
+    return [(entry["manager"], entry["operation"], entry.get("subresource")) for entry in entries
             if "f:replicas" in entry.get("fieldsV1", {}).get("f:spec", {}).get("f:tfReplicaSpecs", {})
             .get("f:Worker", {})]
 
 
-def test_a_users_scale_of_a_job_with_an_hpa_is_told_as_the_users(operator: OperatorProcess, kube_client: KubeClient,
-                                                                   namespace: str) -> None:
-    """`kubectl scale` as kubectl sends it (a GET and a PUT of the scale subresource, field manager `kubectl`) on a
-    job that has an HPA: who wrote the count is read from managedFields, so the resize is the user's, not the
-    HPA's."""
+# The user agent of kube-controller-manager's HPA client (client-go appends the controller's name), which writes
+# the scale subresource with no fieldManager: the apiserver names the manager by the agent up to its first "/".
+HPA_USER_AGENT = "kube-controller-manager/v1.36.3 (linux/amd64) kubernetes/0000000/horizontal-pod-autoscaler"
+
+
+def test_who_resized_a_job_with_an_hpa_is_read_from_who_wrote_the_count(
+        operator: OperatorProcess, cluster: LocalCluster, kube_client: KubeClient, namespace: str) -> None:
+    """On a job that has an HPA: `kubectl scale` (the real kubectl) is told as kubectl's, a write of the scale
+    subresource as the HPA controller sends it as the HPA's, and a patch of the spec by another client as that
+    client's; each in the Resized event and status.lastResize."""
     job = tfjob("scaled", Worker=replica(2), PS=replica())
-    job["spec"]["elasticPolicy"] = {"minReplicas": 1, "maxReplicas": 3, "metrics": [CPU]}
+    job["spec"]["elasticPolicy"] = {"minReplicas": 1, "maxReplicas": 5, "metrics": [CPU]}
     kube_client.create(TFJOBS, job, namespace)
     wait_for(lambda: hpa(kube_client, namespace, "scaled"), DEADLINE, "the job's HPA")
     wait_for(lambda: job_status(kube_client, namespace, "scaled").get("workerReplicas") == 2, DEADLINE,
              "tfop to plan for 2 workers")
 
-    path = TFJOBS.path(namespace, "scaled", subresource="scale")
-    scale = kube_client.request("GET", path)
-    kube_client.request("PUT", path, query=[("fieldManager", "kubectl")],
-                        body={**scale, "spec": {"replicas": 3}})
-    assert workers_writer(kube_client, namespace, "scaled") == ["kubectl"]
+    def resized_to(count: int) -> tuple[dict[str, Any], str]:
+        told = wait_for(lambda: (last := job_status(kube_client, namespace, "scaled").get("lastResize") or {})
+                        .get("to") == count and last, DEADLINE, f"the resize to {count} told")
+        event = wait_for(lambda: next((e["message"] for e in events_about(kube_client, namespace, "scaled")
+                                       if e["reason"] == "Resized" and f" -> {count}," in e["message"]), None),
+                         DEADLINE, f"the Resized event of {count}")
+        assert event == told["message"]
+        return told, event
 
-    resized = wait_for(lambda: job_status(kube_client, namespace, "scaled").get("lastResize"), DEADLINE,
-                       "the resize told")
-    assert (resized["from"], resized["to"], resized["cause"]) == (2, 3, "User"), resized
-    assert "asked by a user (the scale subresource or an edit of the spec)" in resized["message"]
+    cluster.kubectl("scale", "tfjob/scaled", "--replicas=3", "-n", namespace)
+    [(manager, operation, subresource)] = workers_writer(kube_client, namespace, "scaled")
+    assert (manager.startswith("kubectl"), operation, subresource) == (True, "Update", "scale"), manager
+    told, _ = resized_to(3)
+    assert (told["from"], told["cause"]) == (2, "User"), told
+    assert f"Worker 2 -> 3, asked by {manager} (the scale subresource);" in told["message"]
+
+    hpa_client = KubeClient.from_kubeconfig(str(cluster.kubeconfig), user_agent=HPA_USER_AGENT)
+    path = TFJOBS.path(namespace, "scaled", subresource="scale")
+    hpa_client.request("PUT", path, body={**hpa_client.request("GET", path), "spec": {"replicas": 4}})
+    assert workers_writer(kube_client, namespace, "scaled") == [("kube-controller-manager", "Update", "scale")]
+    told, _ = resized_to(4)
+    assert (told["from"], told["cause"]) == (3, "HPA"), told
+    assert "Worker 3 -> 4, asked by the job's HorizontalPodAutoscaler;" in told["message"]
+
+    kube_client.request("PATCH", TFJOBS.path(namespace, "scaled"), query=[("fieldManager", "sweeper")],
+                        body={"spec": {"tfReplicaSpecs": {"Worker": {"replicas": 5}}}},
+                        content_type="application/merge-patch+json")
+    assert workers_writer(kube_client, namespace, "scaled") == [("sweeper", "Update", None)]
+    told, _ = resized_to(5)
+    assert (told["from"], told["cause"]) == (4, "User"), told
+    assert "Worker 4 -> 5, asked by sweeper (an update of the spec);" in told["message"]

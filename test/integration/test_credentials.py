@@ -29,7 +29,7 @@ UNREACHABLE = "https://127.0.0.1:1"  # nothing listens on port 1 of loopback
 # An exec credential counts as expired 5 minutes before its expirationTimestamp (kube_config's skew guard).
 EXEC_EXPIRY_SKEW = 300
 # How long the exec plugin's first credential is fresh: long enough for the client to load and make its first
-# requests on a loaded machine before it expires; the test then waits it out.
+# requests on a loaded machine before it expires; the test then waits until the client uses the next one.
 FRESH = 20
 
 
@@ -116,8 +116,8 @@ def test_an_exec_plugin_runs_once_and_again_when_its_credential_expires(
                     f"--serviceaccount={namespace}:first", f"--serviceaccount={namespace}:second")
     try:
         # What `tfop run --kubeconfig` does before its informers start.
+        began = time.time()  # the plugin runs after this, so its credential expires no sooner than FRESH s after it
         client = make_client(path, qps=100, burst=100, metrics=KubeMetrics.create())
-        loaded = time.time()  # the plugin ran before this, so its credential counts as expired FRESH s after it
         check_cluster(client, [namespace])
         assert who(client) == first
         calls = (directory / "calls").read_text().splitlines()
@@ -126,8 +126,10 @@ def test_an_exec_plugin_runs_once_and_again_when_its_credential_expires(
 
         (directory / "token").write_text(second_token)
         (directory / "ttl").write_text("3600")
-        time.sleep(max(0.0, loaded + FRESH + 1 - time.time()))  # (its expirationTimestamp has whole seconds)
-        assert who(client) == second
+        # Still the first credential until it expires; then the plugin's next one.
+        switched = wait_for(lambda: who(client) == second and time.time(), FRESH + DEADLINE,
+                            "the client to run the plugin again once its credential expired", interval=1.0)
+        assert switched >= began + FRESH - 1, "the credential was replaced while fresh"  # (whole seconds)
         assert who(client) == second
         assert len((directory / "calls").read_text().splitlines()) == 2, "once more when it expired, then cached"
     finally:

@@ -140,8 +140,8 @@ def kustomize_base(cluster: LocalCluster, tfjob_crd: Path, monitoring_crds: None
     dry_run_and_apply(cluster, rendered)
     yield objects
     ours = [o for o in objects if o["kind"] != "CustomResourceDefinition"]
-    cluster.kubectl("delete", "--wait=true", "--timeout=120s", "-f", "-",
-                    input="\n---\n".join(json.dumps(o) for o in ours))
+    cluster.kubectl("delete", "--wait=true", f"--timeout={DEADLINE:.0f}s", "-f", "-",
+                    input="\n---\n".join(json.dumps(o) for o in ours), timeout=DEADLINE + 60)
 
 
 def served(cluster: LocalCluster, api: str) -> bool:

@@ -121,7 +121,8 @@ def test_kubectl_drain_restarts_a_synchronous_job_together_uncounted(
     taken = sorted(pod_name for pod_name, pod in before.items() if pod["spec"]["nodeName"] == node)
     assert taken == [worker_1["metadata"]["name"]]
 
-    cluster.kubectl("drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=120s")
+    cluster.kubectl("drain", node, "--ignore-daemonsets", "--delete-emptydir-data", f"--timeout={DEADLINE:.0f}s",
+                    timeout=DEADLINE + 60)
 
     after = all_made_again(kube_client, namespace, "drained", before)
     assert node not in {pod["spec"]["nodeName"] for pod in after.values()}

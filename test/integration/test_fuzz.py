@@ -413,7 +413,7 @@ def test_fuzzed_jobs_each_reach_an_outcome_and_the_operator_survives(
                          f"{sorted({e['reason'] for e in events_about(kube_client, namespace, name)})}")
 
     canary.stop.set()
-    scaler.join(40)
+    scaler.join(DEADLINE)
     # The canary finishes when its chief does.
     chief = next(p["metadata"]["name"] for p in canary.pods() if "-chief-" in p["metadata"]["name"])
     exit_pod(kube_client, canary_namespace, chief, 0)

@@ -17,12 +17,16 @@ from localcluster.addons.coscheduler import CoScheduler
 from support.gang import GPU, PLUGIN_GROUPS, bound, gpu_replica, pods_of, running
 from support.operator_process import OperatorProcess
 from support.tfjobs import TFJOBS, condition, job_status
-from support.waiting import consistently, wait_for
+from support.waiting import DEADLINE, consistently, wait_for
 from tfop.kube.client import KubeClient
 
-# The product's promise for parked pods: placed well before the scheduler's own 5-minute flush of its
-# unschedulable pods (podMaxInUnschedulablePodsDuration), with room for a loaded machine.
-PARKED_DEADLINE = 120.0
+# The scheduler's own flush of its unschedulable pods (podMaxInUnschedulablePodsDuration): a pod parked this long
+# is tried again whatever changed. The minMember is lowered PARKED_FOR after the pods are seen parked (looked for
+# every 0.1 s), so no flush comes sooner than FLUSH - PARKED_FOR after it: pods placed within the suite's DEADLINE
+# of it were placed by the group's update, not the flush, and a loaded machine still has the whole deadline.
+FLUSH = 300.0
+PARKED_FOR = 15.0
+assert DEADLINE < FLUSH - PARKED_FOR, "a placement within the wait could be the flush's"
 TF_CLUSTER = "tfop.kubeflow.org/tf-cluster"
 
 
@@ -106,13 +110,13 @@ def wait_parked_then_time_placement(client: KubeClient, namespace: str, job: str
     Returns the seconds from `lower` to the group's new minMember being stored, and to the pods being bound."""
     wait_for(lambda: parked(client, namespace, job, pods), message=f"the co-scheduler to refuse {job}'s {pods} pods")
     before = group_spec(client, namespace, job)["minMember"]
-    consistently(lambda: bound(pods_of(client, namespace, job)) == 0, 15, f"no pod of {job} placed")
+    consistently(lambda: bound(pods_of(client, namespace, job)) == 0, PARKED_FOR, f"no pod of {job} placed")
     started = time.monotonic()
     lower()
     wait_for(lambda: group_spec(client, namespace, job)["minMember"] != before, message="the group's new minMember",
              interval=0.05)
     patched = time.monotonic() - started
-    wait_for(lambda: bound(pods_of(client, namespace, job)) == placed, PARKED_DEADLINE,
+    wait_for(lambda: bound(pods_of(client, namespace, job)) == placed, DEADLINE,
              f"{placed} pods of {job} placed after the group's minMember was lowered", interval=0.05)
     return patched, time.monotonic() - started
 

@@ -162,7 +162,7 @@ def started() -> Iterator[Callable[[Informer], Informer]]:
     def start(informer: Informer) -> Informer:
         informers.append(informer)
         informer.start()
-        assert informer.wait_for_sync(30), "informer did not sync"
+        assert informer.wait_for_sync(DEADLINE), "informer did not sync"
         return informer
 
     yield start
@@ -256,7 +256,7 @@ def test_stop_closes_the_open_watch_promptly(kube_client: KubeClient, namespace:
                                               widgets_crd: Resource) -> None:
     informer = Informer(kube_client, widgets_crd, namespace=namespace, watch_timeout_range=(600, 600))
     informer.start()
-    assert informer.wait_for_sync(30)
+    assert informer.wait_for_sync(DEADLINE)
     # An object created after the sync reaches the cache only through the watch, so once it is there the watch
     # is open (it would otherwise stay open 300-600 s).
     kube_client.create(widgets_crd, body_for(widgets_crd, "probe"), namespace)

@@ -22,7 +22,7 @@ from prometheus_client import CollectorRegistry
 
 from localcluster import LocalCluster
 from support.proxy import TcpProxy
-from support.waiting import wait_for
+from support.waiting import DEADLINE, wait_for
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import Conflict
 from tfop.kube.leaderelection import LeaderElector
@@ -43,9 +43,9 @@ SHORT = Timings(3.0, 2.0, 0.5)
 STEADY = Timings(6.0, 4.5, 0.5)
 # A renew deadline well inside the lease: stepping down at the deadline leaves 7 s before anyone could take over.
 CUT = Timings(10.0, 3.0, 0.5)
-# Far beyond every wait below: what happens within them was no expiry and no renew deadline.
-FAR = Timings(120.0, 90.0, 0.5)
-WAIT = 60.0  # the deadline of the waits for what the elector does within a retry period or two
+# Far beyond every wait below (each gives the suite's DEADLINE): what happens within one was no expiry and no
+# renew deadline, which the tests' assertions then check from the writes' times.
+FAR = Timings(2 * DEADLINE, 1.5 * DEADLINE, 0.5)
 LEASE_NAME = "tfop-test-lock"
 POLL = 0.02  # how often the tests look
 
@@ -95,8 +95,8 @@ class Candidate:
 
     def halt(self) -> None:
         self.stop.set()
-        self.thread.join(WAIT)
-        assert not self.thread.is_alive(), f"{self.elector.identity}'s elector still runs {WAIT:g} s after stop"
+        self.thread.join(DEADLINE)
+        assert not self.thread.is_alive(), f"{self.elector.identity}'s elector still runs {DEADLINE:g} s after stop"
 
     def last_write_before(self, moment: float) -> float:
         return max(began for began in self.client.writes if began < moment)
@@ -118,7 +118,7 @@ def candidates(cluster: LocalCluster, namespace: str) -> Iterator[Callable[..., 
     for candidate in made:
         candidate.stop.set()
     for candidate in made:
-        candidate.thread.join(WAIT)
+        candidate.thread.join(DEADLINE)
         candidate.client.close()
 
 
@@ -131,7 +131,7 @@ def leader_of(candidates: list[Candidate]) -> Candidate:
 def test_exactly_one_of_two_leads(candidates: Callable[..., Candidate], kube_client: KubeClient,
                                   namespace: str) -> None:
     both = [candidates("a", STEADY), candidates("b", STEADY)]
-    wait_for(lambda: any(c.elector.is_leader() for c in both), WAIT, "a leader", POLL)
+    wait_for(lambda: any(c.elector.is_leader() for c in both), DEADLINE, "a leader", POLL)
     leader = leader_of(both)
 
     def renewed_for_two_lease_durations() -> bool:
@@ -141,7 +141,7 @@ def test_exactly_one_of_two_leads(candidates: Callable[..., Candidate], kube_cli
         held = datetime.fromisoformat(spec["renewTime"]) - datetime.fromisoformat(spec["acquireTime"])
         return held.total_seconds() >= 2 * STEADY.lease
 
-    wait_for(renewed_for_two_lease_durations, 2 * STEADY.lease + WAIT, "two lease durations of renewals", POLL)
+    wait_for(renewed_for_two_lease_durations, 2 * STEADY.lease + DEADLINE, "two lease durations of renewals", POLL)
     lease = kube_client.get(LEASES, LEASE_NAME, namespace)
     assert lease["spec"]["holderIdentity"] == leader.elector.identity
     assert lease["spec"]["leaseDurationSeconds"] == int(STEADY.lease)
@@ -155,14 +155,14 @@ def test_exactly_one_of_two_leads(candidates: Callable[..., Candidate], kube_cli
 def test_the_other_takes_over_when_the_leader_dies(candidates: Callable[..., Candidate], kube_client: KubeClient,
                                                    namespace: str) -> None:
     first = candidates("first", release_on_cancel=False)
-    wait_for(first.elector.is_leader, WAIT, "the first leader", POLL)
+    wait_for(first.elector.is_leader, DEADLINE, "the first leader", POLL)
     second = candidates("second")
-    wait_for(lambda: second.elector.observed_holder == "first", WAIT, "the second to see the lease", POLL)
+    wait_for(lambda: second.elector.observed_holder == "first", DEADLINE, "the second to see the lease", POLL)
     transitions = kube_client.get(LEASES, LEASE_NAME, namespace)["spec"].get("leaseTransitions", 0)
     first.halt()  # stops renewing without releasing: as far as the lease shows, a crash
     assert first.stopped_at is not None and not first.elector.is_leader()
     # on_started_leading, which runs just after is_leader() turns true.
-    wait_for(lambda: second.started_at is not None, SHORT.lease + WAIT,
+    wait_for(lambda: second.started_at is not None, SHORT.lease + DEADLINE,
              f"the takeover, due {SHORT.lease:g} s after the first's last renewal", POLL)
     assert second.elector.is_leader()
     # Not before the lease could have expired: the second saw the last renewal no sooner than that write began,
@@ -175,15 +175,15 @@ def test_the_other_takes_over_when_the_leader_dies(candidates: Callable[..., Can
 
 def test_graceful_release_hands_over_before_the_lease_would_expire(candidates: Callable[..., Candidate],
                                                                    kube_client: KubeClient, namespace: str) -> None:
-    """With a lease of two minutes, a handover within the wait can only be the release."""
+    """With a lease twice the wait's deadline, a handover within the wait can only be the release."""
     first = candidates("first", FAR)
-    wait_for(first.elector.is_leader, WAIT, "the first leader", POLL)
+    wait_for(first.elector.is_leader, DEADLINE, "the first leader", POLL)
     second = candidates("second", FAR)
-    wait_for(lambda: second.elector.observed_holder == "first", WAIT, "the second to see the lease", POLL)
+    wait_for(lambda: second.elector.observed_holder == "first", DEADLINE, "the second to see the lease", POLL)
     released = time.monotonic()
     first.halt()
     assert first.stopped_at is not None
-    wait_for(lambda: second.started_at is not None, WAIT,
+    wait_for(lambda: second.started_at is not None, DEADLINE,
              f"the handover at the second's next attempt (the {FAR.lease:g}-s lease released)", POLL)
     assert second.elector.is_leader()
     assert second.client.writes[0] < first.last_write_before(released) + FAR.lease
@@ -193,9 +193,9 @@ def test_graceful_release_hands_over_before_the_lease_would_expire(candidates: C
 
 def test_a_leader_whose_lease_is_taken_stops_at_once(candidates: Callable[..., Candidate],
                                                      kube_client: KubeClient, namespace: str) -> None:
-    """At its next renewal, not at its renew deadline: that is 90 s past its last renewal, beyond the wait."""
+    """At its next renewal, not at its renew deadline: that is FAR.renew past its last renewal, beyond the wait."""
     leader = candidates("leader", FAR)
-    wait_for(leader.elector.is_leader, WAIT, "the leader", POLL)
+    wait_for(leader.elector.is_leader, DEADLINE, "the leader", POLL)
     while True:  # the leader renews every period, so our write may race with one of its renewals
         lease = kube_client.get(LEASES, LEASE_NAME, namespace)
         lease["spec"].update({"holderIdentity": "intruder", "leaseDurationSeconds": 60})
@@ -205,11 +205,11 @@ def test_a_leader_whose_lease_is_taken_stops_at_once(candidates: Callable[..., C
         except Conflict:
             continue
     taken = time.monotonic()
-    wait_for(lambda: leader.stopped_at is not None, WAIT, "on_stopped_leading at the leader's next renewal", POLL)
+    wait_for(lambda: leader.stopped_at is not None, DEADLINE, "on_stopped_leading at the leader's next renewal", POLL)
     assert leader.stopped_at is not None
     assert leader.stopped_at < leader.last_write_before(taken) + FAR.renew  # not the deadline
     assert not leader.elector.is_leader()
-    leader.thread.join(WAIT)
+    leader.thread.join(DEADLINE)
     assert not leader.thread.is_alive()  # run() returns after a loss
     assert kube_client.get(LEASES, LEASE_NAME, namespace)["spec"]["holderIdentity"] == "intruder"  # not released
 
@@ -220,11 +220,11 @@ def test_a_leader_that_cannot_renew_within_the_deadline_steps_down(candidates: C
     proxy = TcpProxy((server.hostname or "127.0.0.1", server.port or 443))
     try:
         leader = candidates("leader", CUT, server=f"https://127.0.0.1:{proxy.port}")
-        wait_for(leader.elector.is_leader, WAIT, "the leader", POLL)
+        wait_for(leader.elector.is_leader, DEADLINE, "the leader", POLL)
         # Cut the leader's connection to the apiserver: every renewal now fails, as in a network partition.
         proxy.cut()
         cut = time.monotonic()
-        wait_for(lambda: leader.stopped_at is not None, CUT.renew + WAIT,
+        wait_for(lambda: leader.stopped_at is not None, CUT.renew + DEADLINE,
                  f"on_stopped_leading at the {CUT.renew:g}-s renew deadline", POLL)
     finally:
         proxy.close()

@@ -92,7 +92,8 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Side, Side,
         wait_for(lambda: condition_true(manager.client.get(MULTIKUEUE_CLUSTERS, "worker"), "Active"), DEADLINE,
                  "the MultiKueueCluster to connect to the worker cluster")
         for side in sides:
-            side.cluster.kubectl("wait", "--for=condition=Active", "--timeout=60s", "clusterqueue/team")
+            side.cluster.kubectl("wait", "--for=condition=Active", f"--timeout={DEADLINE:.0f}s", "clusterqueue/team",
+                                 timeout=DEADLINE + 60)
             side.operator = OperatorProcess(side.cluster.kubeconfig, side.cluster.directory / "tfop.log",
                                             "--namespace", namespace, "--config",
                                             str(integration_config(side.cluster.directory, "kueue"))).start()

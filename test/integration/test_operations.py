@@ -54,7 +54,7 @@ def test_two_replicas_one_leads_and_a_sigterm_hands_over_without_duplicates(
         kube_client.create(TFJOBS, tfjob("ha", Worker=replica(3, image="tf")), namespace)
         pods = wait_for_count(lambda: job_pods(kube_client, namespace, "ha"), 3, message="pods")
 
-        assert leader.terminate(timeout=30) == 0
+        assert leader.terminate() == 0
         wait_for(lambda: metric(standby, "tf_operator_is_leader") == 1, timeout=DEADLINE,
                  message="the standby to lead (the lease is released on SIGTERM)")
         # A retryable exit (SIGKILL) is restarted by the new leader; then worker 0 decides the job (without a

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import ssl
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -117,6 +118,28 @@ def test_tfops_shipped_reporter_sends_the_request_the_sdk_does(endpoint: Endpoin
         "currentStep") == 700 and job_status(kube_client, namespace, JOB)["trainerStatus"],
         message="the shipped reporter's step in the status")
     assert (progress["progressPercentage"], progress["totalSteps"]) == (70, 1000)
+
+
+def test_a_checkpoint_the_sdk_reports_is_in_the_status_and_on_the_pods(endpoint: Endpoint, sdk: Path,
+                                                                       kube_client: KubeClient, namespace: str,
+                                                                       tmp_path: Path) -> None:
+    """The Kubeflow SDK's reporter unchanged, the time as time.time() gives it: a metric like any other."""
+    token = pod_token(kube_client, namespace, endpoint.pod, audience(namespace, JOB))
+    name = endpoint.pod["metadata"]["name"]
+    first = int(time.time()) - 120
+    for saved in (first, first + 60):  # 60 s apart: the second is written on the pod at once too
+        sent = report(sdk, endpoint.url, endpoint.ca, token, tmp_path, progress_percent=50,
+                      metrics={"loss": 0.3, "lastCheckpointTime": saved + 0.25})
+        assert sent.returned is True, sent.log
+        said = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(saved))
+        wait_for(lambda said=said: job_status(kube_client, namespace, JOB).get("lastCheckpointTime") == said,
+                 message=f"status.lastCheckpointTime {said}")
+        wait_for(lambda said=said: (kube_client.get(PODS, name, namespace)["metadata"].get("annotations") or {}).get(
+            "volcano.sh/last-checkpoint-time") == said, message=f"the pod's volcano.sh/last-checkpoint-time {said}")
+    # A time that is none is refused, and says why; the status keeps the last.
+    sent = report(sdk, endpoint.url, endpoint.ca, token, tmp_path, metrics={"lastCheckpointTime": "just now"})
+    assert sent.returned is False and refused(sent.log, 422), sent.log
+    assert job_status(kube_client, namespace, JOB)["lastCheckpointTime"] == said
 
 
 def refused(sent_log: str, code: int) -> bool:

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from fake_kubelet import exit_pod, restart_in_place, terminated_status
 from localcluster import LocalCluster
 from support.operator_process import OperatorProcess
@@ -168,6 +170,35 @@ def test_a_disruption_that_exited_1_is_replaced_uncounted_and_told(backend: str,
             "it is replaced.")
     assert told == {("Normal", said)}
     assert not any(event["reason"] == "TFJobRestarting" for event in events)
+    # The status says which disruption too, with either backend.
+    records = job_status(kube_client, namespace, "drained")["disruptions"]
+    assert [(r["replica"], r["podUID"], r["reason"], r["source"], r["message"]) for r in records] == [
+        ("Worker 0", pod["metadata"]["uid"], "EvictionByEvictionAPI", "DisruptionTarget", "Eviction API: evicting")]
+
+
+@pytest.mark.parametrize("policy", ["OnFailure", "Always"])
+def test_disruptions_past_the_budget_fail_no_job_without_a_pod_failure_policy(
+        backend: str, policy: str, kube_client: KubeClient, namespace: str) -> None:
+    """Under OnFailure and Always a replica's Job can have no podFailurePolicy (Kubernetes allows one only with the
+    pod restartPolicy Never), so its Job controller counts a disrupted pod as failed: the Job's own backoffLimit
+    must not be what ends the job. Two drains of a backoffLimit 0 job: replaced each time, never failed."""
+    name = f"drained-{policy.lower()}"
+    create_job(kube_client, namespace, name, run_policy={"backoffLimit": 0}, Worker=replica(restart_policy=policy))
+    seen: set[str] = set()
+    for _ in range(2):
+        pod = wait_for(lambda: (found := the_pod(kube_client, namespace, name)) and found["metadata"]["uid"]
+                       not in seen and found, REPLACEMENT_TIMEOUT, "a new pod running")
+        seen.add(pod["metadata"]["uid"])
+        disrupt(kube_client, namespace, pod["metadata"]["name"], 1, "EvictionByEvictionAPI", "Eviction API: evicting")
+    wait_for(lambda: (found := the_pod(kube_client, namespace, name)) and found["metadata"]["uid"] not in seen,
+             REPLACEMENT_TIMEOUT, "the twice-disrupted replica replaced")
+    wait_for(lambda: condition(kube_client, namespace, name, "Running"), DEADLINE, "Running again")
+    assert not condition(kube_client, namespace, name, "Failed")
+    assert job_status(kube_client, namespace, name)["replicaStatuses"]["Worker"]["restarts"] == 0
+    if backend == "jobs":
+        [job] = children(kube_client, JOBS, namespace, name)
+        assert "Failed" not in {c["type"] for c in job.get("status", {}).get("conditions", [])
+                                if c.get("status") == "True"}
 
 
 def test_with_tfop_stopped_the_job_controller_replaces_a_killed_replica(

@@ -12,9 +12,12 @@ from support.tfjobs import TFJOBS, create_job, events_about, job_status, pods_by
 from support.waiting import wait_for
 from tfop.kube.client import KubeClient
 
+RESIZER = "resize-test"  # the field manager of the tests' resizes, which the Resized event names
+
 
 def scale(client: KubeClient, namespace: str, name: str, workers: int) -> None:
-    client.patch(TFJOBS, name, {"spec": {"tfReplicaSpecs": {"Worker": {"replicas": workers}}}}, namespace)
+    client.patch(TFJOBS, name, {"spec": {"tfReplicaSpecs": {"Worker": {"replicas": workers}}}}, namespace,
+                 field_manager=RESIZER)
 
 
 def running_pods(client: KubeClient, namespace: str, job: str, count: int) -> dict[str, dict[str, Any]]:
@@ -66,7 +69,7 @@ def test_a_resize_by_restart_replaces_every_replica_together_with_the_new_tf_con
         assert len(tf_config(pod)["cluster"]["worker"]) == 3, pod["metadata"]["name"]
         assert pod["metadata"]["annotations"]["tfop.kubeflow.org/tf-cluster"] == "Worker=3,PS=1"
     assert resized_events(kube_client, namespace, "mwms", 1) == [(
-        f"TFJob {namespace}/mwms: Worker 2 -> 3, asked by a user (the scale subresource or an edit of the spec); "
+        f"TFJob {namespace}/mwms: Worker 2 -> 3, asked by {RESIZER} (an update of the spec); "
         "every replica stops gracefully and starts again together with the new TF_CONFIG.")]
     status = job_status(kube_client, namespace, "mwms")
     assert (status["workerReplicas"], status["lastResize"]["cause"], status["lastResize"]["strategy"]) == (

@@ -6,6 +6,7 @@ queue, links and happenings) shows on its page."""
 
 from __future__ import annotations
 
+import json
 import re
 import urllib.error
 import urllib.request
@@ -37,7 +38,7 @@ def listed_jobs(body: str) -> list[str]:
 
 
 def first_live_update(url: str, token: str) -> str:
-    """The data of the first `update` event of a live stream."""
+    """The HTML of every piece the first `patch` event of a live stream sets."""
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
     with urllib.request.urlopen(request, timeout=60) as response:
         assert response.headers["Content-Type"].startswith("text/event-stream")
@@ -47,8 +48,8 @@ def first_live_update(url: str, token: str) -> str:
             if not line:
                 break
             lines.append(line)
-    assert lines[0] == "event: update", lines[:2]
-    return "\n".join(line.removeprefix("data: ") for line in lines[1:])
+    assert lines[0] == "event: patch", lines[:2]
+    return "\n".join(html for _, _, html in json.loads(lines[1].removeprefix("data: "))["set"])
 
 
 def test_a_user_sees_on_the_page_what_kubectl_shows_them(cluster: LocalCluster, tfjob_crd: Path,
@@ -57,6 +58,11 @@ def test_a_user_sees_on_the_page_what_kubectl_shows_them(cluster: LocalCluster, 
     kube_client.create(TFJOBS, tfjob("visible", Worker=replica()), namespace)
     kube_client.create(TFJOBS, tfjob("hidden", Worker=replica()), other_namespace)
     tokens = {"alice": reader_token(cluster, namespace, "alice"), "bob": reader_token(cluster, other_namespace, "bob")}
+    cluster.kubectl("create", "serviceaccount", "nobody", "-n", namespace)
+    nobody = cluster.kubectl("create", "token", "nobody", "-n", namespace, "--duration=30m").stdout.strip()
+    empty_namespace = f"{other_namespace}-empty"
+    cluster.kubectl("create", "namespace", empty_namespace)
+    empty_reader = reader_token(cluster, empty_namespace, "dave")
     alice = f"system:serviceaccount:{namespace}:alice"
     # kubectl's answer for the same user, which the page must agree with.
     assert can_i(cluster, alice, "get", "tfjobs.kubeflow.org/visible", "-n", namespace)
@@ -78,6 +84,13 @@ def test_a_user_sees_on_the_page_what_kubectl_shows_them(cluster: LocalCluster, 
             assert listed_jobs(body) == [f"{namespace}/visible"]
             status, body = ui.get("/", token=tokens["bob"])
             assert listed_jobs(body) == [f"{other_namespace}/hidden"]
+            # No rights at all is told apart from namespaces that have no job (the ui knows every namespace).
+            status, body = ui.get("/", token=nobody)
+            assert status == 403 and "You may not list TFJobs in any namespace." in body, body
+            wait_for(lambda: empty_namespace in ui.cache.namespace_names(), message="the ui to see the namespace")
+            status, body = ui.get("/", token=empty_reader)
+            assert status == 200 and "There are no TFJobs in the namespaces you may list." in body, body
+            assert listed_jobs(body) == []
 
             status, body = ui.get(f"/namespaces/{namespace}/tfjobs/visible", token=tokens["alice"])
             assert status == 200 and 'id="job-name">visible<' in body and 'id="timeline"' in body
@@ -107,6 +120,7 @@ def test_a_user_sees_on_the_page_what_kubectl_shows_them(cluster: LocalCluster, 
                 assert headers["X-Content-Type-Options"] == "nosniff"
         finally:
             ui.stop()
+            cluster.kubectl("delete", "namespace", empty_namespace, "--wait=false", check=False)
 
 
 def test_the_page_tells_a_jobs_queue_links_and_happenings(cluster: LocalCluster, tfjob_crd: Path,
@@ -142,7 +156,7 @@ def test_the_page_tells_a_jobs_queue_links_and_happenings(cluster: LocalCluster,
                      and ui.cache.events_of(namespace, "TFJob", "queued"), message="the ui's cache to hold the job")
             status, page = ui.get("/", token=token)
             assert status == 200, page
-            queue_cells = re.findall(r'<td class="queue">([^<]*)</td>', page)
+            queue_cells = re.findall(r'<td class="queue col-queue">([^<]*)</td>', page)
             assert queue_cells == ["waiting for admission to queue team-a; PodGroup Pending"]
 
             status, page = ui.get(f"/namespaces/{namespace}/tfjobs/queued", token=token)

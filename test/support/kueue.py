@@ -169,7 +169,7 @@ class Timeline:
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join(10)
+        self._thread.join(DEADLINE)
 
     def first(self, job: str, event: str) -> float | None:
         with self._lock:

@@ -108,7 +108,8 @@ def make_pod(replica_type: str, index: int, phase: str = "Running", *, exit_code
 
 
 def batch_job(replica_type: str, index: int, *, failed: int = 0, outcome: tuple[str, str] | None = None,
-              suspend: bool | None = None, terminating: bool = False) -> dict[str, Any]:
+              suspend: bool | None = None, terminating: bool = False,
+              backoff_limit: int | None = None) -> dict[str, Any]:
     """A replica's Job as the cache keeps it (controller/cache_transforms.py: no template)."""
     name = name_of(replica_type, index)
     metadata: dict[str, Any] = {"name": name, "namespace": "ns", "uid": f"job-{name}",
@@ -123,6 +124,8 @@ def batch_job(replica_type: str, index: int, *, failed: int = 0, outcome: tuple[
     result: dict[str, Any] = {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "status": status}
     if suspend is not None:
         result["spec"] = {"suspend": suspend}
+    if backoff_limit is not None:
+        result["spec"] = {**result.get("spec", {}), "backoffLimit": backoff_limit}
     return result
 
 

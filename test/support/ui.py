@@ -104,14 +104,14 @@ class UiServer:
 
     def start(self) -> UiServer:
         self.cache.start()
-        assert self.cache.wait_for_sync(120), "the ui's caches did not sync"
+        assert self.cache.wait_for_sync(DEADLINE), "the ui's caches did not sync"
         self._thread.start()
         wait_for(lambda: self._server.started, DEADLINE, "uvicorn to start")
         return self
 
     def stop(self) -> None:
         self._server.should_exit = True
-        self._thread.join(30)
+        self._thread.join(DEADLINE)
         self.cache.stop()
         self._socket.close()
 

@@ -71,7 +71,7 @@ class WebhookProcess:
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.terminate()
-            self.process.wait(10)
+            self.process.wait(DEADLINE)
 
 
 def apply_until_converted(cluster: LocalCluster, namespace: str, manifest: str, timeout: float = DEADLINE) -> str:

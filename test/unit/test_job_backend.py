@@ -184,6 +184,19 @@ ROWS = {
         on_jobs(make_job({"Worker": 1})), all_jobs({"Worker": 2}), running_job_pods({"Worker": 2}),
         services=services_for({"Worker": 2}), delete=[(JOB, W1), (SERVICE, W1)],
         status={"replicaSummary": "1/1"}),
+    "OnFailure: a Job an earlier tfop gave a limit of its own (which counted disruptions) is given none": Row(
+        on_jobs(make_job({"Worker": 1}, policy="OnFailure", run_policy=BACKOFF_1)),
+        [batch_job("Worker", 0, backoff_limit=2)], [job_pod("Worker", 0, "a")],
+        patch=[(JOB, W0, {"spec": {"backoffLimit": MAX_BACKOFF_LIMIT}})]),
+    "ExitCode: an edited backoffLimit moves the Jobs' with it": Row(
+        on_jobs(make_job({"Worker": 1}, run_policy={"backoffLimit": 3})),
+        [batch_job("Worker", 0, backoff_limit=1)], [job_pod("Worker", 0, "a")],
+        patch=[(JOB, W0, {"spec": {"backoffLimit": 3}})]),
+    "a Job whose limit is in line, or one that has ended, is not patched": Row(
+        on_jobs(make_job(CHIEF_WORKER, run_policy=BACKOFF_1)),
+        [batch_job("Chief", 0, backoff_limit=1),
+         batch_job("Worker", 0, backoff_limit=5, outcome=("Complete", "CompletionsReached"))],
+        [job_pod("Chief", 0, "a"), job_pod("Worker", 0, "a", "Succeeded", exit_code=0)], patch=[]),
     "a Job being deleted is waited for": Row(
         on_jobs(make_job({"Worker": 1})), [batch_job("Worker", 0, terminating=True)], [job_pod("Worker", 0, "a")],
         conditions={"Running": ("False", "TFJobPending",
@@ -224,8 +237,9 @@ def test_job_backend(row: Row) -> None:
 @pytest.mark.parametrize(("policy", "run_policy", "restart_policy", "backoff_limit", "failure_rules"), [
     ("ExitCode", {"backoffLimit": 3}, "Never", 3, ["Ignore", "FailJob"]),
     ("ExitCode", {}, "Never", MAX_BACKOFF_LIMIT, ["Ignore", "FailJob"]),
-    ("OnFailure", {"backoffLimit": 3}, "OnFailure", 4, None),
-    ("Always", {"backoffLimit": 0}, "OnFailure", 1, None),
+    # No podFailurePolicy can leave disruptions out of a limit of the Job's own: tfop alone holds the budget.
+    ("OnFailure", {"backoffLimit": 3}, "OnFailure", MAX_BACKOFF_LIMIT, None),
+    ("Always", {"backoffLimit": 0}, "OnFailure", MAX_BACKOFF_LIMIT, None),
     ("Never", {"backoffLimit": 3}, "Never", 0, None),
 ])
 def test_a_replicas_job_maps_its_restart_policy(policy: str, run_policy: dict[str, Any], restart_policy: str,

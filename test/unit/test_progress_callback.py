@@ -6,6 +6,8 @@ the metric made from it (controller/progress_reports.py, progress/metrics.py).""
 from __future__ import annotations
 
 import json
+import math
+import os
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -191,3 +193,83 @@ def test_a_tls_client_of_the_shipped_module_verifies_the_endpoint(endpoint: tupl
     monkeypatch.setenv(reporter.ENV_TOKEN, str(token))
     assert reporter.update_trainjob_status(10, force=True) is False
     assert received.requests == []
+
+
+class Saver:
+    """What the callback reads of Keras's checkpointing callbacks: where they save."""
+
+    def __init__(self, **where: str) -> None:
+        self.__dict__.update(where)
+
+
+PLACES: dict[str, tuple[list[Any], list[str] | None]] = {
+    "BackupAndRestore: its backup_dir": ([Saver(backup_dir="/ckpt/backup")], ["/ckpt/backup"]),
+    "ModelCheckpoint: the directory of its pattern": ([Saver(filepath="/ckpt/model-{epoch:02d}.keras")], ["/ckpt"]),
+    "a file in the working directory": ([Saver(filepath="model.keras")], ["."]),
+    "a path as it is": (["/ckpt/manager", Path("/ckpt/other")], ["/ckpt/manager", "/ckpt/other"]),
+    "something that saves nowhere": ([Saver(name="x")], None),
+}
+
+
+@pytest.mark.parametrize(("given", "expected"), PLACES.values(), ids=PLACES.keys())
+def test_where_the_checkpoints_are_saved(given: list[Any], expected: list[str] | None) -> None:
+    if expected is None:
+        with pytest.raises(TypeError, match="names no place it saves to"):
+            reporter.checkpoint_paths(given)
+    else:
+        assert reporter.checkpoint_paths(given) == expected
+
+
+def test_the_newest_file_one_directory_down_is_the_last_save(tmp_path: Path) -> None:
+    (tmp_path / "chief").mkdir()
+    (tmp_path / "chief" / "deep").mkdir()
+    for name, written in (("training_metadata.json", 1000), ("chief/ckpt-1.index", 3000),
+                          ("chief/deep/ignored", 9000)):
+        (tmp_path / name).write_text("x")
+        os.utime(tmp_path / name, (written, written))
+    assert reporter.last_saved([str(tmp_path)]) == 3000
+    assert reporter.last_saved([str(tmp_path / "training_metadata.json")]) == 1000
+    assert reporter.last_saved([str(tmp_path / "missing")]) is None
+
+
+def test_a_checkpoint_time_given_as_seconds_is_sent_as_rfc3339() -> None:
+    status = reporter.trainer_status(None, None, {"lastCheckpointTime": 1795255100.9, "loss": 1795255100.9})
+    assert status["metrics"] == [{"name": "lastCheckpointTime", "value": "2026-11-21T09:58:20Z"},
+                                 {"name": "loss", "value": "1.79526e+09"}]
+
+
+def test_the_callback_reports_each_save_once_the_pacing_lets_it(
+        endpoint: tuple[str, Path, Received], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    url, ca, received = endpoint
+    token = tmp_path / "token"
+    token.write_text("t")
+    for name, value in ((reporter.ENV_URL, url), (reporter.ENV_CA_CERT, str(ca)), (reporter.ENV_TOKEN, str(token))):
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    monkeypatch.setattr(reporter._Sent, "last", -math.inf)
+    backup = tmp_path / "backup"
+    backup.mkdir()
+    callback = reporter.ProgressCallback(every_seconds=3600, checkpoints=[Saver(backup_dir=str(backup))])
+    callback.params = {"epochs": 2, "steps": 10}
+    callback.on_train_begin()
+
+    def save(written: int) -> None:
+        (backup / "latest.weights.h5").write_text("w")
+        os.utime(backup / "latest.weights.h5", (written, written))
+
+    def told() -> list[str | None]:
+        return [next((m["value"] for m in body["trainerStatus"].get("metrics", ())
+                      if m["name"] == "lastCheckpointTime"), None) for _, _, body in received.requests]
+
+    callback.on_train_batch_end(0)  # no save yet, and no report due
+    save(1795255100)
+    callback.on_epoch_end(0, {"loss": 0.5})  # the epoch's report says the save
+    assert told() == ["2026-11-21T09:58:20Z"]
+    save(1795255160)
+    callback._checked = -math.inf  # the next batch looks again
+    callback.on_train_batch_end(3)  # seen, but the report within 5 s of the last is held back
+    assert told() == ["2026-11-21T09:58:20Z"] and callback.last_checkpoint == 1795255160
+    monkeypatch.setattr(reporter._Sent, "last", -math.inf)  # the 5 s have passed
+    callback.on_train_batch_end(4)
+    callback.on_train_batch_end(5)  # told once: nothing more is due
+    assert told() == ["2026-11-21T09:58:20Z", "2026-11-21T09:59:20Z"]

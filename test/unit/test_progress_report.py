@@ -55,6 +55,12 @@ BODIES: dict[str, tuple[bytes, TrainerStatus | Refusal | None]] = {
                                                  {"name": "step", "value": "7"}]), TrainerStatus(
         current_step=7, metrics=(Metric("currentStep", "1.5"), Metric("step", "7")), last_updated_time=STAMP,
         reported_by=POD)),
+    "a checkpoint time is a metric like any other": (body(metrics=[
+        {"name": "lastCheckpointTime", "value": "2026-12-02T07:59:00Z"}]), TrainerStatus(
+        metrics=(Metric("lastCheckpointTime", "2026-12-02T07:59:00Z"),), last_updated_time=STAMP, reported_by=POD)),
+    "a checkpoint time that is no time": (body(metrics=[{"name": "lastCheckpointTime", "value": "just now"}]), Refusal(
+        422, "Invalid",
+        "the metric lastCheckpointTime must be an RFC 3339 time or seconds since 1970, not 'just now'")),
     "no trainerStatus": (b'{"dataInitializerStatus": {}}', None),
     "trainerStatus null": (b'{"trainerStatus": null}', None),
     "not JSON": (b"progress=45", Refusal(400, "BadRequest", "the body is not JSON")),

@@ -34,24 +34,32 @@ def applied(manager: str, time: str) -> dict[str, Any]:
             "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:tfReplicaSpecs": {"f:Worker": {"f:replicas": {}}}}}}
 
 
-ROWS: dict[str, tuple[object, dict[str, str]]] = {
+KUBECTL_CREATE = {"manager": "kubectl-create", "operation": "Update"}
+HPA = {"manager": "kube-controller-manager", "operation": "Update", "subresource": "scale"}
+
+ROWS: dict[str, tuple[object, dict[str, dict[str, str]]]] = {
     "as created: the creator wrote every count": (
-        [CREATED, STATUS], {"PS": "kubectl-create", "Worker": "kubectl-create"}),
+        [CREATED, STATUS], {"PS": KUBECTL_CREATE, "Worker": KUBECTL_CREATE}),
     "the HPA scaled the workers": (
         [CREATED_BUT_WORKERS, scaled("kube-controller-manager", "2026-11-21T09:30:00Z"), STATUS],
-        {"PS": "kubectl-create", "Worker": "kube-controller-manager"}),
+        {"PS": KUBECTL_CREATE, "Worker": HPA}),
     "then a user's kubectl scale: the field is kubectl's, the HPA's entry gone with it": (
         [CREATED_BUT_WORKERS, STATUS, scaled("kubectl", "2026-11-21T09:50:00Z")],
-        {"PS": "kubectl-create", "Worker": "kubectl"}),
+        {"PS": KUBECTL_CREATE, "Worker": {"manager": "kubectl", "operation": "Update", "subresource": "scale"}}),
+    "a patch of the spec by another client: no subresource": (
+        [CREATED_BUT_WORKERS, {**CREATED, "manager": "sweeper", "time": "2026-11-21T09:55:00Z", "fieldsV1": {
+            "f:spec": {"f:tfReplicaSpecs": {"f:Worker": {"f:replicas": {}}}}}}],
+        {"PS": KUBECTL_CREATE, "Worker": {"manager": "sweeper", "operation": "Update"}}),
     "two appliers of one value share the field: the later one": (
         [applied("team-b", "2026-11-21T10:00:00Z"), applied("team-a", "2026-11-21T09:00:00Z")],
-        {"Worker": "team-b"}),
+        {"Worker": {"manager": "team-b", "operation": "Apply"}}),
     "no managedFields": (None, {}),
-    "entries without a manager or fields are passed over": (
-        [{"operation": "Update", "fieldsV1": CREATED["fieldsV1"]}, {"manager": "kubectl"}, "not an entry"], {}),
+    "entries without a manager, an operation or fields are passed over": (
+        [{"operation": "Update", "fieldsV1": CREATED["fieldsV1"]}, {"manager": "kubectl"},
+         {"manager": "kubectl", "fieldsV1": CREATED["fieldsV1"]}, "not an entry"], {}),
 }
 
 
 @pytest.mark.parametrize(("managed_fields", "writers"), list(ROWS.values()), ids=list(ROWS))
-def test_who_wrote_each_replica_count(managed_fields: object, writers: dict[str, str]) -> None:
+def test_who_wrote_each_replica_count(managed_fields: object, writers: dict[str, dict[str, str]]) -> None:
     assert replicas_writers(managed_fields) == writers

@@ -38,15 +38,17 @@ def pod_group(min_member: int) -> dict[str, Any]:
 
 
 def job(replicas: dict[str, int], *, planned: int | None, dynamic: bool = False,
-        resize_reason: str | None = None, workers_by: str | None = None) -> dict[str, Any]:
+        resize_reason: str | None = None, workers_by: str | None = None, operation: str = "Update",
+        subresource: str | None = "scale") -> dict[str, Any]:
     """A running job that asks for `replicas` now; its status says its pods were planned for `planned` workers;
-    `resize_reason`: the capacity auto-scaler's note on it; `workers_by`: the field manager whose write through the
-    scale subresource set the Worker count, as the job cache keeps it of managedFields."""
+    `resize_reason`: the capacity auto-scaler's note on it; `workers_by`: the field manager whose write (`operation`,
+    through `subresource`) set the Worker count, as the job cache keeps it of managedFields."""
     made = running(make_job(replicas, policy="ExitCode"))
     if workers_by is not None:
         made["metadata"]["managedFields"] = [{
-            "manager": workers_by, "operation": "Update", "apiVersion": "kubeflow.org/v1",
-            "time": "2026-11-21T09:59:00Z", "fieldsType": "FieldsV1", "subresource": "scale",
+            "manager": workers_by, "operation": operation, "apiVersion": "kubeflow.org/v1",
+            "time": "2026-11-21T09:59:00Z", "fieldsType": "FieldsV1",
+            **({"subresource": subresource} if subresource else {}),
             "fieldsV1": {"f:spec": {"f:tfReplicaSpecs": {"f:Worker": {"f:replicas": {}}}}}}]
         made = slim_job(made)
     if dynamic:
@@ -187,11 +189,30 @@ ROWS = {
         children={AUTOSCALER: [{
             "metadata": {"name": "mnist", "namespace": "ns", "uid": "hpa-1"},
             "spec": {"scaleTargetRef": {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": "mnist"}}}]}),
-    "a user's kubectl scale on a job with an HPA is the user's": Row(
+    "a user's kubectl scale on a job with an HPA is the user's, named": Row(
         job({"Worker": 3, "PS": 1}, planned=2, workers_by="kubectl"),
         [pod("Worker", 0, OLD), pod("Worker", 1, OLD), pod("PS", 0, OLD)],
         deleted=["mnist-worker-jje2-0", "mnist-worker-jje2-1", "mnist-ps-jje2-0"], created=[],
-        event=RESTART_2_3, restarting="Resizing",
+        event=("TFJob ns/mnist: Worker 2 -> 3, asked by kubectl (the scale subresource); every replica stops "
+               "gracefully and starts again together with the new TF_CONFIG."), restarting="Resizing",
+        children={AUTOSCALER: [{
+            "metadata": {"name": "mnist", "namespace": "ns", "uid": "hpa-1"},
+            "spec": {"scaleTargetRef": {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": "mnist"}}}]}),
+    "kube-controller-manager writing the spec itself is not the HPA, which writes through the scale": Row(
+        job({"Worker": 3, "PS": 1}, planned=2, workers_by="kube-controller-manager", subresource=None),
+        [pod("Worker", 0, OLD), pod("Worker", 1, OLD), pod("PS", 0, OLD)],
+        deleted=["mnist-worker-jje2-0", "mnist-worker-jje2-1", "mnist-ps-jje2-0"], created=[],
+        event=("TFJob ns/mnist: Worker 2 -> 3, asked by kube-controller-manager (an update of the spec); every "
+               "replica stops gracefully and starts again together with the new TF_CONFIG."), restarting="Resizing",
+        children={AUTOSCALER: [{
+            "metadata": {"name": "mnist", "namespace": "ns", "uid": "hpa-1"},
+            "spec": {"scaleTargetRef": {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": "mnist"}}}]}),
+    "a server-side apply by another manager is told as that manager's": Row(
+        job({"Worker": 3, "PS": 1}, planned=2, workers_by="argocd-controller", operation="Apply", subresource=None),
+        [pod("Worker", 0, OLD), pod("Worker", 1, OLD), pod("PS", 0, OLD)],
+        deleted=["mnist-worker-jje2-0", "mnist-worker-jje2-1", "mnist-ps-jje2-0"], created=[],
+        event=("TFJob ns/mnist: Worker 2 -> 3, asked by argocd-controller (a server-side apply of the spec); every "
+               "replica stops gracefully and starts again together with the new TF_CONFIG."), restarting="Resizing",
         children={AUTOSCALER: [{
             "metadata": {"name": "mnist", "namespace": "ns", "uid": "hpa-1"},
             "spec": {"scaleTargetRef": {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": "mnist"}}}]}),

@@ -134,7 +134,7 @@ def test_a_resize_whose_event_expired_comes_from_the_status() -> None:
     ]
 
 
-def test_a_row_is_rendered_once_per_resource_version_and_its_age_moves() -> None:
+def test_a_row_is_rendered_once_per_resource_version_and_its_times_move() -> None:
     rendered: list[str] = []
 
     def render(row: JobRow) -> tuple[Markup, Markup]:
@@ -143,19 +143,30 @@ def test_a_row_is_rendered_once_per_resource_version_and_its_age_moves() -> None
 
     cache = RowCache(render)
     first = {"metadata": {"namespace": "a", "name": "j", "resourceVersion": "7",
-                          "creationTimestamp": "2026-03-01T11:55:00Z"}, "status": {}}
-    assert cache.row(first, NOW).html(NOW) == "<j><td>5m</td></j>"
+                          "creationTimestamp": "2026-03-01T11:55:00Z"}, "status": {"startTime": "2026-03-01T11:56:00Z"}}
+    created = ('<td class="time col-created"><time datetime="2026-03-01T11:55:00Z" title="2026-03-01T11:55:00Z" '
+               'data-rel>{}</time></td>')
+    started = ('<td class="time col-started"><time datetime="2026-03-01T11:56:00Z" title="2026-03-01T11:56:00Z" '
+               'data-rel>{}</time></td>')
+    unfinished = '<td class="time col-finished"></td>'
+    running = '<td class="time col-duration"><span data-since="2026-03-01T11:56:00Z">{}</span></td>'
+    assert cache.row(first).html(NOW) == ("<j>" + created.format("5m ago") + started.format("4m ago") + unfinished
+                                          + running.format("4m") + "</j>")
     later = datetime(2026, 3, 1, 12, 1, 3, tzinfo=UTC)
-    assert cache.row(first, later).html(later) == "<j><td>6m3s</td></j>"
+    assert cache.row(first).html(later) == ("<j>" + created.format("6m3s ago") + started.format("5m3s ago")
+                                            + unfinished + running.format("5m3s") + "</j>")
+    # Without a moment, the row's HTML is the same whenever it is asked: the browser writes its times.
+    assert cache.row(first).html(None) == ("<j>" + created.format("") + started.format("") + unfinished
+                                           + running.format("") + "</j>")
     assert rendered == ["j@New"]
     changed = {**first, "metadata": {**first["metadata"], "resourceVersion": "8"},
                "status": {"conditions": [{"type": "Running", "status": "True"}]}}
-    row = cache.row(changed, NOW)
+    row = cache.row(changed)
     assert (row.row.state, str(row.head), str(row.tail)) == ("Running", "<j>", "</j>")
     assert rendered == ["j@New", "j@Running"]
     unversioned = {"metadata": {"namespace": "a", "name": "k"}, "status": {}}
-    cache.row(unversioned, NOW)
-    cache.row(unversioned, NOW)
+    cache.row(unversioned)
+    cache.row(unversioned)
     assert rendered == ["j@New", "j@Running", "k@New", "k@New"]
     assert len(cache) == 1
     cache.forget(changed)

@@ -13,11 +13,13 @@ from tfop.ui.views.timeline import (
     AXIS_HEIGHT,
     HAPPENING_HEIGHT,
     LABEL_WIDTH,
+    LANE_HEIGHT,
     PLOT_WIDTH,
     ROW_HEIGHT,
     Bar,
     Marker,
     Tick,
+    label_lanes,
     layout,
     tick_step,
 )
@@ -119,3 +121,33 @@ def test_happenings_are_markers_below_the_rows_with_their_reason() -> None:
     )
     assert timeline.height == rows_bottom + HAPPENING_HEIGHT
     assert layout(pods, [], NOW).height == rows_bottom
+
+
+@pytest.mark.parametrize(("starts", "expected"), [
+    ([], []),
+    # "Created" is 7 characters: 2 + 45.5 px from its x, and 4 px apart from the next.
+    ([(140.0, "Created"), (200.0, "Running")], [0, 0]),
+    ([(140.0, "Created"), (190.0, "Running")], [0, 1]),
+    ([(140.0, "Created"), (140.0, "Running"), (140.0, "Succeeded")], [0, 1, 2]),
+    # A lane is taken again once its last label has ended.
+    ([(140.0, "Created"), (150.0, "Running"), (192.0, "Restarting")], [0, 1, 0]),
+])
+def test_labels_go_on_lines_where_they_do_not_overlap(starts: list[tuple[float, str]], expected: list[int]) -> None:
+    assert label_lanes(starts) == expected
+
+
+def test_conditions_and_happenings_at_one_moment_get_a_line_each() -> None:
+    conditions = [{"type": name, "status": "True", "lastTransitionTime": at(1)}
+                  for name in ("Created", "Running", "Restarting")]
+    told = [Happening(datetime(2026, 3, 1, 12, 0, 1, tzinfo=UTC), "node-loss", "node lost", "n1"),
+            Happening(datetime(2026, 3, 1, 12, 0, 2, tzinfo=UTC), "resize", "resized", "Worker 2 -> 3")]
+    timeline = layout([pod("j-worker-0", "worker", "0", 0)], conditions, NOW, told)
+    top = AXIS_HEIGHT + 2 * LANE_HEIGHT  # the rows start below three lines of condition labels
+    assert [(m.label, m.y) for m in timeline.conditions] == [
+        ("Created", AXIS_HEIGHT - 4), ("Running", AXIS_HEIGHT - 4 + LANE_HEIGHT),
+        ("Restarting", AXIS_HEIGHT - 4 + 2 * LANE_HEIGHT)]
+    assert timeline.rows == ((top + ROW_HEIGHT / 2 + 4, "worker-0"),)
+    bottom = top + ROW_HEIGHT
+    assert [(m.label, m.y) for m in timeline.happenings] == [("node lost", bottom + 12),
+                                                             ("resized", bottom + 12 + LANE_HEIGHT)]
+    assert timeline.height == bottom + HAPPENING_HEIGHT + LANE_HEIGHT

@@ -118,6 +118,12 @@ ANNOTATION_DISRUPTION_BUDGET: Final = "tfop.kubeflow.org/disruption-budget"
 # with enableDynamicWorker only the PS, which is all a worker's sparse cluster names). A live pod whose value is
 # not the job's current one has an out-of-date TF_CONFIG: the job was resized (docs/tfjob/scaling.md).
 ANNOTATION_TF_CLUSTER: Final = "tfop.kubeflow.org/tf-cluster"
+# On each live pod of a job whose program reports its checkpoints: when the job last saved one (RFC 3339, UTC), for
+# schedulers that prefer as victims the pods that would lose the least work (Volcano); written by tfop alone, from
+# the job's status.lastCheckpointTime (plan/policies/checkpoints.py, docs/tfjob/disruptions.md).
+ANNOTATION_LAST_CHECKPOINT_TIME: Final = "volcano.sh/last-checkpoint-time"
+# The progress report's metric that says when the program last saved a checkpoint (tfop/progress/).
+METRIC_LAST_CHECKPOINT_TIME: Final = "lastCheckpointTime"
 # On a TFJob, written by the capacity auto-scaler with the Worker count it sets, in the same patch: why, e.g.
 # "Worker 4 -> 2: ns/b's pods waited 30 s for cpu". The resize to that count is then told as caused by Capacity.
 ANNOTATION_RESIZE_REASON: Final = "tfop.kubeflow.org/resize-reason"

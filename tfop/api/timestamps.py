@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 from datetime import UTC, datetime
 
 _FORMAT = "%Y-%m-%dT%H:%M:%SZ"
@@ -36,3 +37,16 @@ def _parse_text(value: str) -> datetime | None:
     except ValueError:
         return None
     return as_utc(parsed)
+
+
+def parse_moment(value: str) -> datetime | None:
+    """A time a program wrote: RFC3339 (with an offset or Z), or seconds since 1970 (what time.time() gives, as
+    text), to the whole second; None for anything else."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        parsed = _parse_text(value)
+        return None if parsed is None else parsed.replace(microsecond=0)
+    if not math.isfinite(seconds) or not 0 <= seconds < 253402300800:  # year 10000
+        return None
+    return datetime.fromtimestamp(int(seconds), UTC)

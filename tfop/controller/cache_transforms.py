@@ -23,7 +23,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from tfop.api.constants import ANNOTATION_TF_CLUSTER, FINALIZER_REPLICA_TRACKING
+from tfop.api.constants import ANNOTATION_LAST_CHECKPOINT_TIME, ANNOTATION_TF_CLUSTER, FINALIZER_REPLICA_TRACKING
 from tfop.controller.plan.job.model import REPLICAS_WRITERS
 from tfop.kube.shared_values import SharedValues, shared_text
 from tfop.objects import Object
@@ -31,6 +31,8 @@ from tfop.objects import Object
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 _METADATA = ("name", "namespace", "uid", "resourceVersion", "labels", "ownerReferences", "deletionTimestamp",
              "deletionGracePeriodSeconds", "creationTimestamp")
+# The only annotations of a child read: a pod's cluster (resizes) and the checkpoint time tfop wrote on it.
+_READ_ANNOTATIONS = (ANNOTATION_TF_CLUSTER, ANNOTATION_LAST_CHECKPOINT_TIME)
 # Of the finalizers only tfop's is read (whether a pod still holds it): one list for every object that has it.
 _TRACKED = [FINALIZER_REPLICA_TRACKING]
 _OWNER_REFERENCE = ("apiVersion", "kind", "name", "uid", "controller")
@@ -67,8 +69,10 @@ def slim_metadata(obj: Object) -> Object:
     if isinstance(kept.get("labels"), dict):
         kept["labels"] = SHARED.share(kept["labels"])
     annotations = metadata.get("annotations")
-    if isinstance(annotations, dict) and ANNOTATION_TF_CLUSTER in annotations:  # the only one read: resizes
-        kept["annotations"] = SHARED.share({ANNOTATION_TF_CLUSTER: shared_text(annotations[ANNOTATION_TF_CLUSTER])})
+    read = {key: shared_text(annotations[key]) for key in _READ_ANNOTATIONS
+            if key in annotations} if isinstance(annotations, dict) else None
+    if read:
+        kept["annotations"] = SHARED.share(read)
     finalizers = metadata.get("finalizers")
     if isinstance(finalizers, list) and FINALIZER_REPLICA_TRACKING in finalizers:
         kept["finalizers"] = _TRACKED
@@ -119,21 +123,27 @@ def _slim_container(entry: Any) -> Any:
     return kept
 
 
-def replicas_writers(managed_fields: object) -> dict[str, str]:
-    """Of a TFJob's managedFields, the field manager that last wrote each replica type's `replicas`, by replica
-    type: `kubectl` for `kubectl scale` or `kubectl edit` (the apiserver names a manager by the client's user agent
-    when it gives none), `kube-controller-manager` for an HPA (the scale subresource names the replicas field of
-    the job's spec), `tfop` for the capacity auto-scaler. The latest entry when several own it (a shared apply)."""
-    latest: dict[str, tuple[str, str]] = {}  # replica type: (time, manager)
+def replicas_writers(managed_fields: object) -> dict[str, dict[str, str]]:
+    """Of a TFJob's managedFields, the entry that last wrote each replica type's `replicas`, by replica type: its
+    manager, operation and subresource (ReplicasWriter). `kubectl scale` writes through the scale subresource as
+    `kubectl`, an HPA as `kube-controller-manager` (the apiserver names a manager by the client's user agent when
+    it gives none), the capacity auto-scaler a patch of the spec as `tfop`. The latest entry when several own it
+    (a shared apply)."""
+    latest: dict[str, tuple[str, dict[str, str]]] = {}  # replica type: (time, writer)
     for entry in managed_fields if isinstance(managed_fields, list) else []:
-        if not isinstance(entry, dict) or not isinstance(entry.get("manager"), str):
+        if not (isinstance(entry, dict) and isinstance(entry.get("manager"), str)
+                and isinstance(entry.get("operation"), str)):
             continue
         specs = ((entry.get("fieldsV1") or {}).get("f:spec") or {}).get("f:tfReplicaSpecs")
         for key, fields in (specs.items() if isinstance(specs, dict) else ()):
             if key.startswith("f:") and isinstance(fields, dict) and "f:replicas" in fields:
-                written = (str(entry.get("time") or ""), entry["manager"])
-                latest[key[2:]] = max(latest.get(key[2:], written), written)
-    return {replica_type: shared_text(manager) for replica_type, (_, manager) in latest.items()}
+                writer = {"manager": entry["manager"], "operation": entry["operation"],
+                          **({"subresource": entry["subresource"]} if isinstance(entry.get("subresource"), str)
+                             else {})}
+                written = (str(entry.get("time") or ""), writer)
+                if key[2:] not in latest or written[0] > latest[key[2:]][0]:
+                    latest[key[2:]] = written
+    return {replica_type: SHARED.share(writer) for replica_type, (_, writer) in latest.items()}
 
 
 def slim_job(job: Object) -> Object:
@@ -161,12 +171,13 @@ def slim_job(job: Object) -> Object:
 
 
 def slim_batch_job(batch_job: Object) -> Object:
-    """A Job backend's Job: whether it is suspended, and its status (conditions and counts, small); never its pod
-    template, which carries TF_CONFIG."""
+    """A Job backend's Job: whether it is suspended, its backoffLimit, and its status (conditions and counts,
+    small); never its pod template, which carries TF_CONFIG."""
     slim = slim_metadata(batch_job)
     spec = batch_job.get("spec")
-    if isinstance(spec, dict) and "suspend" in spec:
-        slim["spec"] = SHARED.share({"suspend": spec["suspend"]})
+    kept = _kept(spec, ("suspend", "backoffLimit")) if isinstance(spec, dict) else None
+    if kept:
+        slim["spec"] = SHARED.share(kept)
     if isinstance(batch_job.get("status"), dict):
         slim["status"] = SHARED.share(batch_job["status"])
     return slim

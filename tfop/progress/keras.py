@@ -9,6 +9,10 @@ of a job, next to the token, when the progress endpoint is on, so a training scr
     from tfop_progress import ProgressCallback, update_trainjob_status
     model.fit(dataset, epochs=10, callbacks=[ProgressCallback()])
 
+With `checkpoints` (the BackupAndRestore or ModelCheckpoint callbacks, or the directories a program saves to), the
+callback also reports when the last checkpoint was saved, as the metric lastCheckpointTime: tfop writes it in the
+job's status and on its pods, for schedulers that choose as victims the pods that lose the least work.
+
 Outside a pod tfop gave the variables to, reporting does nothing and returns False; it never raises, so a training
 never stops for a report that could not be sent.
 """
@@ -42,6 +46,8 @@ MIN_INTERVAL_SECONDS = 5.0  # as the Kubeflow SDK: the endpoint's rate per job i
 MAX_METRICS = 256
 MAX_TEXT = 64
 TIMEOUT_SECONDS = 5.0
+CHECKPOINT_METRIC = "lastCheckpointTime"  # an RFC 3339 time, or seconds since 1970
+CHECK_SECONDS = 1.0  # how often, within an epoch, the checkpoints' files are looked at
 
 log = logging.getLogger("tfop_progress")
 
@@ -95,15 +101,61 @@ def trainer_status(progress_percent: int | None, estimated_remaining_seconds: in
     if estimated_remaining_seconds is not None:
         status["estimatedRemainingSeconds"] = max(0, int(estimated_remaining_seconds))
     if metrics:
-        status["metrics"] = [{"name": str(name)[:MAX_TEXT], "value": _text(value)}
+        status["metrics"] = [{"name": str(name)[:MAX_TEXT], "value": _text(str(name), value)}
                              for name, value in list(metrics.items())[:MAX_METRICS]]
     return status
 
 
-def _text(value: float | int | str) -> str:
+def _text(name: str, value: float | int | str) -> str:
+    if name == CHECKPOINT_METRIC and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return _rfc3339(float(value))  # time.time(): to the second, where 6 digits would be off by minutes
     if isinstance(value, float):
         return f"{value:.6g}"
     return str(value)[:MAX_TEXT] or "-"
+
+
+def _rfc3339(seconds: float) -> str:
+    return datetime.fromtimestamp(int(seconds), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def last_saved(paths: list[str]) -> float | None:
+    """When the newest file under `paths` (each a file, or a directory and the directories in it: Keras's
+    BackupAndRestore writes either level) was last written, as seconds since 1970; None when there is none."""
+    times = [written for path in paths for written in _written(path)]
+    return max(times) if times else None
+
+
+def _written(path: str, depth: int = 1) -> list[float]:
+    try:
+        if not os.path.isdir(path):
+            return [os.stat(path).st_mtime]
+        with os.scandir(path) as entries:
+            found = list(entries)
+    except OSError:  # not there (yet, or any more), or replaced while we looked
+        return []
+    times: list[float] = []
+    for entry in found:
+        if entry.is_dir(follow_symlinks=False):
+            times.extend(_written(entry.path, depth - 1) if depth > 0 else [])
+        else:
+            times.extend(_written(entry.path))
+    return times
+
+
+def checkpoint_paths(checkpoints: list[Any]) -> list[str]:
+    """Where each checkpoint saves: a BackupAndRestore's backup_dir, the directory of a ModelCheckpoint's filepath
+    (a pattern of the epoch), or a path given as it is."""
+    paths = []
+    for checkpoint in checkpoints:
+        if isinstance(checkpoint, (str, os.PathLike)):
+            paths.append(os.fspath(checkpoint))
+        elif getattr(checkpoint, "backup_dir", None):
+            paths.append(str(checkpoint.backup_dir))
+        elif getattr(checkpoint, "filepath", None):
+            paths.append(os.path.dirname(str(checkpoint.filepath)) or ".")
+        else:
+            raise TypeError(f"{checkpoint!r} names no place it saves to (backup_dir, filepath, or a path)")
+    return paths
 
 
 def _read(path: str) -> str:
@@ -133,12 +185,22 @@ def reports_here(tf_config: str | None) -> bool:
 class ProgressCallback(_Callback):  # type: ignore[misc]
     """Reports how far `model.fit` is: after every epoch, and within one every `every_seconds` (by steps when
     Keras knows the steps per epoch), then 100 % at the end. The metrics are the epoch's logs (loss, accuracy,
-    val_*), with currentEpoch, totalEpochs, currentStep and totalSteps beside them."""
+    val_*), with currentEpoch, totalEpochs, currentStep and totalSteps beside them.
 
-    def __init__(self, every_seconds: float = 30.0, *, all_replicas: bool = False) -> None:
+    `checkpoints`: the callbacks that save (BackupAndRestore, ModelCheckpoint) or the paths saved to. A save is
+    seen by its files' modification time, looked at after each epoch and every CHECK_SECONDS within one (list this
+    callback after them, so that it looks right after they save), and reported as lastCheckpointTime as soon as
+    the pacing lets a report go; every report after it says it too."""
+
+    def __init__(self, every_seconds: float = 30.0, *, all_replicas: bool = False,
+                 checkpoints: list[Any] | tuple[Any, ...] = ()) -> None:
         super().__init__()
         self.every_seconds = every_seconds
         self.active = all_replicas or reports_here(os.environ.get("TF_CONFIG"))
+        self._checkpoint_paths = checkpoint_paths(list(checkpoints))
+        self._checked = -math.inf
+        self.last_checkpoint: float | None = None  # seconds since 1970 of the last save seen
+        self._checkpoint_told = True  # whether a report has said last_checkpoint
         self._started = 0.0
         self._last = 0.0
         self._epoch = 0
@@ -159,7 +221,9 @@ class ProgressCallback(_Callback):  # type: ignore[misc]
     def on_train_batch_end(self, batch: int, logs: Mapping[str, Any] | None = None) -> None:
         _, steps = self._params()
         self._step = self._epoch * steps + batch + 1 if steps else self._step + 1
-        if time.monotonic() - self._last >= self.every_seconds:
+        if time.monotonic() - self._checked >= CHECK_SECONDS:
+            self.look_for_checkpoint()
+        if time.monotonic() - self._last >= self.every_seconds or not self._checkpoint_told:
             self.report(logs)
 
     def on_epoch_end(self, epoch: int, logs: Mapping[str, Any] | None = None) -> None:
@@ -167,10 +231,21 @@ class ProgressCallback(_Callback):  # type: ignore[misc]
         _, steps = self._params()
         if steps:
             self._step = self._epoch * steps
+        self.look_for_checkpoint()
         self.report(logs, force=True)
 
     def on_train_end(self, logs: Mapping[str, Any] | None = None) -> None:
         self.report(logs, force=True, done=True)
+
+    def look_for_checkpoint(self) -> None:
+        """Notes a save newer than the last one seen, to be reported."""
+        self._checked = time.monotonic()
+        if not self.active or not self._checkpoint_paths:
+            return
+        saved = last_saved(self._checkpoint_paths)
+        if saved is not None and (self.last_checkpoint is None or saved > self.last_checkpoint):
+            self.last_checkpoint = saved
+            self._checkpoint_told = False
 
     def progress(self) -> tuple[int | None, int | None]:
         """(percent done, seconds left), from the steps when Keras knows them, else the epochs."""
@@ -195,4 +270,8 @@ class ProgressCallback(_Callback):  # type: ignore[misc]
         counts = {"currentEpoch": self._epoch, "totalEpochs": epochs, "currentStep": self._step,
                   "totalSteps": epochs * steps if epochs and steps else None}
         metrics = {**self._logs, **{name: value for name, value in counts.items() if value is not None}}
-        return update_trainjob_status(percent, left, metrics, force=force)
+        if self.last_checkpoint is not None:
+            metrics[CHECKPOINT_METRIC] = _rfc3339(self.last_checkpoint)
+        sent = update_trainjob_status(percent, left, metrics, force=force)
+        self._checkpoint_told = self._checkpoint_told or sent
+        return sent

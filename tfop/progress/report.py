@@ -5,7 +5,8 @@ The request is Kubeflow Trainer's (KEP-2779): POST {url}{status_path} with a bea
 "lastUpdatedTime"}}. Keys it does not name are ignored, as Kubeflow's server ignores them; a request without
 trainerStatus is answered and records nothing. The bounds are those of Kubeflow's TrainJob schema, so a report one
 accepts the other does too. The step and epoch come from the metrics of those names (KEP-2779's example reports
-currentEpoch and totalEpochs as metrics); the time is tfop's, so a pod's clock never says when it reported.
+currentEpoch and totalEpochs as metrics); the time is tfop's, so a pod's clock never says when it reported. The
+metric lastCheckpointTime, when the program last saved (plan/policies/checkpoints.py), must read as a time.
 
 Who may report for a job: only a pod of that job. The token must be one the apiserver issued for the job's own
 audience and bound to a pod (TokenReview names it); that pod, as cached (same name and uid: not a pod that took a
@@ -21,8 +22,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from tfop.api.constants import KIND
-from tfop.api.timestamps import as_utc
+from tfop.api.constants import KIND, METRIC_LAST_CHECKPOINT_TIME
+from tfop.api.timestamps import as_utc, parse_moment
 from tfop.controller.plan.job_status import Metric, TrainerStatus
 from tfop.controller.reconciler import owner_key
 from tfop.objects import Object
@@ -150,6 +151,10 @@ def read_report(body: bytes, now: datetime, pod_name: str) -> TrainerStatus | Re
         return metrics
     stamp = as_utc(now).replace(microsecond=0)
     values = {metric.name: metric.value for metric in metrics}
+    checkpoint = values.get(METRIC_LAST_CHECKPOINT_TIME)
+    if checkpoint is not None and parse_moment(checkpoint) is None:
+        return _invalid(f"the metric {METRIC_LAST_CHECKPOINT_TIME} must be an RFC 3339 time or seconds since 1970, "
+                        f"not {checkpoint!r}")
     return TrainerStatus(
         progress_percentage=percent, estimated_remaining_seconds=remaining,
         estimated_completion_time=None if remaining is None else stamp + timedelta(seconds=remaining),

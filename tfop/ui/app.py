@@ -8,7 +8,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, quote, urlencode
+from urllib.parse import quote, urlencode
 
 import anyio.to_thread
 import structlog
@@ -24,7 +24,9 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from tfop.api.constants import KIND
+from tfop.api.runtime_id import runtime_id
 from tfop.api.tensorboard import tensorboard_path
+from tfop.api.timestamps import format_time
 from tfop.kube.access_review import ReviewError
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import ApiError
@@ -32,14 +34,19 @@ from tfop.kube.resource import PODS
 from tfop.kube.resource_access import ResourceAccess
 from tfop.objects import Object
 from tfop.ui import tensorboard_proxy as tb
-from tfop.ui.cache import UiCache
-from tfop.ui.live import live_updates
-from tfop.ui.log_follow import MAX_LINE, follow_log
+from tfop.ui.cache import UiCache, pod_event_of_job
+from tfop.ui.live import DELETED, DENIED, live_updates
+from tfop.ui.live_patch import Piece
+from tfop.ui.log_follow import MAX_LINE, follow_log, tail_lines
+from tfop.ui.login import Login
+from tfop.ui.page_error import PageError
+from tfop.ui.pieces import COLUMNS, job_pieces, list_pieces
 from tfop.ui.row_cache import RowCache
 from tfop.ui.security import COOKIE_SECONDS, SecurityHeaders, same_origin
 from tfop.ui.viewer import TOKEN_COOKIE, Viewer, request_token
+from tfop.ui.views.clock_text import time_html
 from tfop.ui.views.happenings import happenings
-from tfop.ui.views.job_list import STATES, JobRow, job_state, select_rows
+from tfop.ui.views.job_list import PAGE_SIZES, STATES, JobRow, job_state, page_of, select_rows
 from tfop.ui.views.job_page import (
     condition_rows,
     event_rows,
@@ -49,24 +56,15 @@ from tfop.ui.views.job_page import (
     tf_config_text,
 )
 from tfop.ui.views.links import job_links
-from tfop.ui.views.timeline import layout
+from tfop.ui.views.list_query import ListQuery, empty_list_text
+from tfop.ui.views.summary import CHART_HEIGHT, CHART_WIDTH, summary
+from tfop.ui.views.timeline import layout, stepped_now
 
 log = structlog.get_logger("tfop.ui")
 HERE = Path(__file__).parent
 LOG_TIMEOUT = (3.0, 10.0)
 # A followed log may be quiet for long; a connection silent longer than this is taken for dead (the page says so).
 FOLLOW_TIMEOUT = (3.0, 600.0)
-DEFAULT_TAIL = 500
-MAX_TAIL = 5000
-MAX_LOGIN_BODY = 16384
-
-
-class PageError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
 
 def job_url(namespace: str, name: str) -> str:
     return f"/namespaces/{quote(namespace, safe='')}/tfjobs/{quote(name, safe='')}"
@@ -80,10 +78,14 @@ class UiApp:
         self.client = client
         self.now = now
         self.templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True)
-        self.templates.globals["job_url"] = job_url
+        self.templates.globals.update(job_url=job_url, time_html=lambda moment: time_html(moment, None),
+                                      chart_width=CHART_WIDTH, chart_height=CHART_HEIGHT)
         self._row_macros: Any = self.templates.get_template("_job_row.html").module
+        self._list_macros: Any = self.templates.get_template("_job_table_pieces.html").module
+        self._job_macros: Any = self.templates.get_template("_job_live_pieces.html").module
         self.rows = RowCache(self._render_row)
         cache.jobs.add_event_handler(on_delete=self.rows.forget)
+        self.login = Login(self.render, lambda token: self._ask(lambda: self.access.authenticate(token)))
 
     def starlette(self) -> Starlette:
         routes = [
@@ -97,9 +99,9 @@ class UiApp:
                   lambda request: RedirectResponse(f"{request.url.path}/", status_code=308)),
             Route("/namespaces/{namespace}/tfjobs/{name}/tensorboard/{rest:path}", self.tensorboard,
                   methods=["GET", "HEAD", "POST"]),
-            Route("/login", self.login_page, methods=["GET"]),
-            Route("/login", self.login, methods=["POST"]),
-            Route("/logout", self.logout, methods=["POST"]),
+            Route("/login", self.login.form, methods=["GET"]),
+            Route("/login", self.login.log_in, methods=["POST"]),
+            Route("/logout", self.login.log_out, methods=["POST"]),
             Route("/healthz", lambda _request: PlainTextResponse("ok\n")),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ]
@@ -115,7 +117,9 @@ class UiApp:
         user = self._ask(lambda: self.access.authenticate(token))
         if user is None:
             raise PageError(401, "The apiserver does not accept this token (expired or made up?).")
-        return Viewer(user, self.access)
+        viewer = Viewer(user, self.access)
+        request.state.viewer = viewer  # a refusal's page names the user too
+        return viewer
 
     def _ask(self, question: Callable[[], Any]) -> Any:
         try:
@@ -131,43 +135,52 @@ class UiApp:
     # -- pages -------------------------------------------------------------------------------------------------
 
     def render(self, template: str, http_status: int = 200, **context: Any) -> HTMLResponse:
+        # The server's clock, against which the browser writes relative times (live.js): the two may disagree.
+        context.setdefault("server_now", format_time(self.now()))
+        context.setdefault("login_hours", COOKIE_SECONDS // 3600)  # the login page's words match the cookie
         return HTMLResponse(self.templates.get_template(template).render(**context), status_code=http_status)
 
-    def _job_list_context(self, viewer: Viewer, namespace: str, state: str) -> dict[str, Any]:
+    def _job_list_context(self, viewer: Viewer, query: ListQuery, now: datetime | None) -> dict[str, Any]:
+        """The rows of the page asked for; `now` writes their relative times (None: the browser writes them)."""
         jobs = self.cache.all_jobs()
         visible = self._ask(lambda: viewer.job_namespaces(job["metadata"]["namespace"] for job in jobs))
-        if namespace:
-            self._require(self._ask(lambda: viewer.may("list", "tfjobs", namespace, group="kubeflow.org")),
-                          f"list TFJobs in namespace {namespace}")
+        if query.namespace:
+            self._require(self._ask(lambda: viewer.may("list", "tfjobs", query.namespace, group="kubeflow.org")),
+                          f"list TFJobs in namespace {query.namespace}")
+        elif visible is not None and not visible:
+            # None of the namespaces with jobs: a user who may list in another one is shown an empty list.
+            others = [name for name in self.cache.namespace_names() if name not in {j["metadata"]["namespace"]
+                                                                                    for j in jobs}]
+            self._require(self._ask(lambda: viewer.may_list_jobs_in_any(others)), "list TFJobs in any namespace")
         seen = [job for job in jobs if visible is None or job["metadata"]["namespace"] in visible]
-        return {"rows": self._rows(seen, namespace, state), "namespace": namespace,
-                "state": state, "namespaces": sorted({job["metadata"]["namespace"] for job in seen})}
-
-    def _rows(self, jobs: list[Object], namespace: str, state: str) -> list[Markup]:
-        """The rows of the jobs that pass the filters ("" passes all), by namespace and then name."""
-        now = self.now()
-        rows = [self.rows.row(job, now) for job in jobs if not namespace or job["metadata"]["namespace"] == namespace]
-        return [rendered.html(now) for rendered in select_rows(rows, lambda rendered: rendered.row, state=state)]
+        rendered = [self.rows.row(job) for job in seen]
+        selected = select_rows(rendered, lambda item: item.row, now or self.now(), namespace=query.namespace,
+                               state=query.state, words=query.words, sort=query.sort, descending=query.descending)
+        page = page_of(len(selected), query.page, query.per)
+        shown = selected[page.first:page.last]
+        return {"rows": [item.html(now) for item in shown], "query": query, "page": page,
+                "keys": [f"job:{item.row.namespace}/{item.row.name}" for item in shown],
+                "columns": COLUMNS, "empty": empty_list_text(query, visible, bool(seen)),
+                "namespaces": sorted({job["metadata"]["namespace"] for job in seen})}
 
     def _render_row(self, row: JobRow) -> tuple[Markup, Markup]:
         return Markup(self._row_macros.head(row)), Markup(self._row_macros.tail(row))
 
     def jobs_page(self, request: Request) -> Response:
         viewer = self.viewer(request)
-        namespace, state = request.query_params.get("namespace", ""), request.query_params.get("state", "")
-        context = self._job_list_context(viewer, namespace, state)
-        live_url = "/live/jobs?" + urlencode({"namespace": namespace, "state": state})
-        return self.render("jobs.html", user=viewer.user.name, states=STATES, live_url=live_url, **context)
+        query = ListQuery.parse(request.query_params)
+        context = self._job_list_context(viewer, query, self.now())
+        return self.render("jobs.html", user=viewer.user.name, states=STATES, page_sizes=PAGE_SIZES,
+                           live_url=query.url("/live/jobs"), **context)
 
     async def jobs_live(self, request: Request) -> Response:
         viewer = await self._viewer_async(request)
-        namespace, state = request.query_params.get("namespace", ""), request.query_params.get("state", "")
+        query = ListQuery.parse(request.query_params)
 
-        def fragment() -> str:
-            return self.templates.get_template("_job_table.html").render(
-                **self._job_list_context(viewer, namespace, state))
+        def pieces() -> list[Piece]:
+            return list_pieces(self._list_macros, self._job_list_context(viewer, query, None), query)
 
-        return await self._stream(fragment)
+        return await self._stream(pieces)
 
     def _job_context(self, viewer: Viewer, namespace: str, name: str) -> tuple[Object, dict[str, Any]]:
         self._require(self._ask(lambda: viewer.may_get_job(namespace, name)), f"get TFJob {namespace}/{name}")
@@ -180,6 +193,7 @@ class UiApp:
                                    "tensorboard_url": (f"{tensorboard_path(namespace, name)}/"
                                                        if tb.service_name(job) is not None else None),
                                    "replicas": None, "timeline": None, "events": None, "happenings": None,
+                                   "summary": summary(job, [], [], recreated_exits(job)),
                                    "pod_url": lambda pod: f"{job_url(namespace, name)}/pods/{quote(pod, safe='')}"}
         pods: list[Object] = []
         job_events: list[Object] = []
@@ -192,15 +206,17 @@ class UiApp:
             earlier = [pod for pod in self.cache.earlier_pods(namespace, name)
                        if pod["metadata"].get("uid") not in current]
             recreated = recreated_exits(job)  # the exits of pods tfop recreated, which may be gone
-            context["replicas"] = replica_rows(pods, recreated)
+            context["replicas"] = replica_rows(pods, recreated, earlier)
+            context["summary"] = summary(job, pods, earlier, recreated, self.cache.metric_history(namespace, name))
             # Without the right to list events, what the pods and the status say is still told.
             context["happenings"] = happenings([*earlier, *pods], job_events, job)
-            context["timeline"] = layout([*earlier, *pods], conditions, self.now(), context["happenings"], recreated)
+            context["timeline"] = layout([*earlier, *pods], conditions, stepped_now(self.now()),
+                                         context["happenings"], recreated)
         if may_list_events:
-            events = list(job_events)
-            for pod in pods:
-                events += self.cache.events_of(namespace, "Pod", pod["metadata"]["name"])
-            context["events"] = event_rows(events)
+            # Its pods' events by their names, so that a deleted pod's stay while the apiserver keeps them.
+            rid = runtime_id(str(job["metadata"].get("uid", "")))
+            context["events"] = event_rows([*job_events, *(event for event in self.cache.pod_events_of_job(
+                namespace, name) if pod_event_of_job(event, rid))])
         return job, context
 
     def job_page(self, request: Request) -> Response:
@@ -215,11 +231,10 @@ class UiApp:
         viewer = await self._viewer_async(request)
         namespace, name = request.path_params["namespace"], request.path_params["name"]
 
-        def fragment() -> str:
-            return self.templates.get_template("_job_live.html").render(
-                **self._job_context(viewer, namespace, name)[1])
+        def pieces() -> list[Piece]:
+            return job_pieces(self._job_macros, self._job_context(viewer, namespace, name)[1], namespace)
 
-        return await self._stream(fragment)
+        return await self._stream(pieces)
 
     def pod_page(self, request: Request) -> Response:
         viewer = self.viewer(request)
@@ -238,7 +253,7 @@ class UiApp:
                 tf_config = f"(the apiserver gave no pod: {error})"
         previous = request.query_params.get("previous") == "1"
         follow = request.query_params.get("follow") == "1" and not previous
-        tail = _tail(request.query_params.get("tail"))
+        tail = tail_lines(request.query_params.get("tail"))
         container = str(main_container_status(pod).get("name") or "tensorflow")
         log_text, log_problem = "", ""
         follow_url = ""
@@ -282,7 +297,7 @@ class UiApp:
         pod = await anyio_run(pod_of_job)
         container = str(main_container_status(pod).get("name") or "tensorflow")
         query = [("container", container), ("follow", "true"),
-                 ("tailLines", str(_tail(request.query_params.get("tail"))))]
+                 ("tailLines", str(tail_lines(request.query_params.get("tail"))))]
         path = PODS.path(namespace, pod_name, "log")
         return StreamingResponse(
             follow_log(lambda: self.client.stream_lines(path, query=query, timeout=FOLLOW_TIMEOUT, max_line=MAX_LINE),
@@ -321,52 +336,26 @@ class UiApp:
         result: Response = await anyio_run(ask)
         return result
 
-    # -- login -------------------------------------------------------------------------------------------------
-
-    def login_page(self, request: Request) -> Response:
-        return self.render("login.html")
-
-    async def login(self, request: Request) -> Response:
-        if not same_origin(request.headers.get("origin"), request.url.scheme, request.headers.get("host")):
-            raise PageError(403, "A login is taken only from this page's own form.")
-        body = await request.body()
-        if len(body) > MAX_LOGIN_BODY:
-            raise PageError(400, "That is not a token.")
-        token = (parse_qs(body.decode("utf-8", errors="replace")).get("token") or [""])[0].strip()
-        user = None
-        if token and " " not in token:
-            user = await anyio_run(lambda: self._ask(lambda: self.access.authenticate(token)))
-        if user is None:
-            return self.render("login.html", 401, message="The apiserver does not accept this token.")
-        response = RedirectResponse("/", status_code=303)
-        response.set_cookie(TOKEN_COOKIE, token, max_age=COOKIE_SECONDS, httponly=True, samesite="strict",
-                            secure=request.url.scheme == "https", path="/")
-        return response
-
-    def logout(self, request: Request) -> Response:
-        response = RedirectResponse("/login", status_code=303)
-        response.delete_cookie(TOKEN_COOKIE, path="/", httponly=True, samesite="strict")
-        return response
-
     # -- plumbing ----------------------------------------------------------------------------------------------
 
     async def _viewer_async(self, request: Request) -> Viewer:
         result: Viewer = await anyio_run(lambda: self.viewer(request))
         return result
 
-    async def _stream(self, fragment: Callable[[], str]) -> Response:
-        """A live stream of `fragment`, which raises PageError when the user may not see it: the first render
-        answers the request (a 403 or 404 as the page would), later ones end the stream."""
+    async def _stream(self, pieces: Callable[[], list[Piece]]) -> Response:
+        """A live stream of `pieces`, which raise PageError when the user may not see them: the first render
+        answers the request (a 403 or 404 as the page would), a later one ends the stream saying which."""
         generation = self.cache.changes.generation
-        first = await anyio_run(fragment)
+        first = await anyio_run(pieces)
 
-        def later() -> str | None:
+        def later() -> list[Piece] | str:
             try:
-                return fragment()
-            except PageError:
-                return None
+                return pieces()
+            except PageError as error:
+                return DELETED if error.status == 404 else DENIED
 
-        return StreamingResponse(live_updates(self.cache.changes, later, first, generation),
+        return StreamingResponse(live_updates(self.cache.changes, later, first, generation,
+                                              lambda: format_time(self.now())),
                                  media_type="text/event-stream")
 
     async def _denied(self, request: Request, exc: Exception) -> Response:
@@ -378,8 +367,9 @@ class UiApp:
                 response.delete_cookie(TOKEN_COOKIE, path="/", httponly=True, samesite="strict")
             return response
         titles = {400: "Bad Request", 403: "Forbidden", 404: "Not Found"}
+        viewer = getattr(request.state, "viewer", None)
         return self.render("error.html", exc.status, status=exc.status, title=titles.get(exc.status, ""),
-                           message=exc.message)
+                           message=exc.message, user=viewer.user.name if isinstance(viewer, Viewer) else "")
 
     async def _http_error(self, request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
@@ -389,7 +379,3 @@ class UiApp:
 async def anyio_run(call: Callable[[], Any]) -> Any:
     """A blocking call (the apiserver's reviews) off the event loop."""
     return await anyio.to_thread.run_sync(call)
-
-
-def _tail(text: str | None) -> int:
-    return min(int(text), MAX_TAIL) if text and text.isdigit() and int(text) > 0 else DEFAULT_TAIL

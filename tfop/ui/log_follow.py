@@ -127,3 +127,12 @@ async def follow_log(open_lines: Callable[[], Lines], still_allowed: Callable[[]
     finally:
         stop.set()
         lines.close()
+
+
+DEFAULT_TAIL = 500
+MAX_TAIL = 5000
+
+
+def tail_lines(text: str | None) -> int:
+    """The lines of a log to show (?tail=N): DEFAULT_TAIL unless asked, MAX_TAIL at most."""
+    return min(int(text), MAX_TAIL) if text and text.isdigit() and int(text) > 0 else DEFAULT_TAIL

@@ -1,6 +1,7 @@
 """The job list's rows, rendered once per version of their job: a list of 2,000 jobs is sent again on every
 change anywhere (live.py), and escaping its strings was most of its time. A row is HTML in two parts around its
-age, the one cell that moves without the job changing, so a cached row stays right as time passes.
+times (created, started, finished, duration), the cells that move without the job changing, so a cached row stays
+right as time passes.
 
 Callers may rely on: `row(job)` is the row of exactly that resourceVersion of the job (a job without one is
 rendered each time); entries are dropped with `forget` when a job is deleted, so the cache holds at most one row
@@ -13,24 +14,28 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
-from tfop.api.timestamps import parse_time
 from tfop.objects import Object
-from tfop.ui.views.clock_text import age_text
+from tfop.ui.views.clock_text import duration_html, time_html
 from tfop.ui.views.job_list import JobRow, job_row
 
 
 @dataclass(frozen=True)
 class RenderedRow:
-    row: JobRow  # its age is as when it was rendered: `html` writes the age at the moment asked
-    created: datetime | None
-    head: Markup  # the cells before the age
-    tail: Markup  # the cells after it
+    row: JobRow
+    head: Markup  # the cells before the times
+    tail: Markup  # the cells after them
 
-    def html(self, now: datetime) -> Markup:
-        age = age_text((now - self.created).total_seconds()) if self.created else ""
-        return Markup(f"{self.head}<td>{escape(age)}</td>{self.tail}")
+    def html(self, now: datetime | None) -> Markup:
+        """The row with its relative times as at `now`; None leaves them for the browser to write (live.js), so
+        that the row's HTML changes only with its job."""
+        row = self.row
+        times = "".join(f'<td class="time col-{name}">{cell}</td>' for name, cell in (
+            ("created", time_html(row.created, now)), ("started", time_html(row.started, now)),
+            ("finished", time_html(row.finished, now)),
+            ("duration", duration_html(row.started, row.finished, now))))
+        return Markup(f"{self.head}{times}{self.tail}")
 
 
 RenderRow = Callable[[JobRow], tuple[Markup, Markup]]
@@ -45,7 +50,7 @@ class RowCache:
     def __len__(self) -> int:
         return len(self._rows)
 
-    def row(self, job: Object, now: datetime) -> RenderedRow:
+    def row(self, job: Object) -> RenderedRow:
         meta = job.get("metadata") or {}
         key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
         version = str(meta.get("resourceVersion") or "")
@@ -53,9 +58,9 @@ class RowCache:
             cached = self._rows.get(key)
         if cached is not None and version and cached[0] == version:
             return cached[1]
-        row = job_row(job, now)
+        row = job_row(job)
         head, tail = self._render(row)
-        rendered = RenderedRow(row, parse_time(meta.get("creationTimestamp")), head, tail)
+        rendered = RenderedRow(row, head, tail)
         if version:
             with self._lock:
                 self._rows[key] = (version, rendered)

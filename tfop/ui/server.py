@@ -55,7 +55,7 @@ def run_ui(args: argparse.Namespace) -> int:
     cache = UiCache(client)
     cache.start()
     if not cache.wait_for_sync(SYNC_SECONDS):
-        log.error("the caches did not sync; can this ServiceAccount list and watch tfjobs, pods and events?")
+        log.error("the caches did not sync; may this ServiceAccount list and watch tfjobs, pods, events, namespaces?")
         cache.stop()
         return 1
     host, port = sock.getsockname()[:2]

@@ -52,3 +52,7 @@ class Viewer:
         if self.may("list", PLURAL, "", group=GROUP):
             return None
         return {namespace for namespace in set(namespaces) if self.may("list", PLURAL, namespace, group=GROUP)}
+
+    def may_list_jobs_in_any(self, namespaces: Iterable[str]) -> bool:
+        """Whether the user may list TFJobs in one of `namespaces` (asked in order, until one says yes)."""
+        return any(self.may("list", PLURAL, namespace, group=GROUP) for namespace in namespaces)

@@ -22,6 +22,7 @@ from tfop.controller.plan.types import (
     CreateRefusal,
     Creation,
     Plan,
+    PodAnnotation,
 )
 from tfop.controller.ps_server_configmap import ConfigMapData, ConfigMapKeeper, server_script_keeper
 from tfop.kube.client import KubeClient, removed_by_delete
@@ -104,6 +105,7 @@ class ChildWriter:
         group always fits the pods there are."""
         changes = ChildChanges()
         self._patch_children(job, plan.patch, changes)
+        changes.errors.extend(self._annotate(key, job, plan.annotate))
         # A pod force-deleted (its node lost) is released first, so that the delete removes it and its replacement
         # goes in this pass; the others wait for the status (PlanApplier.record).
         forced = {ref.uid for ref in plan.delete if ref.grace_period_seconds == 0}
@@ -134,6 +136,28 @@ class ChildWriter:
 
         answers = list(self._requests.flow(key).map(release_one, refs)) if len(refs) > 1 else [release_one(refs[0])]
         log.debug("released pods", job=key, names=[ref.name for ref in refs])
+        return [answer for answer in answers if answer is not None]
+
+    def _annotate(self, key: str, job: Object, annotations: list[PodAnnotation]) -> list[ApiError]:
+        """Sets each pod's annotation, sent together, without an event; only on the pod with the uid planned.
+        Returns the errors worth retrying."""
+        if not annotations:
+            return []
+        namespace = job["metadata"]["namespace"]
+        pods = self.kinds[POD].resource
+
+        def annotate_one(annotation: PodAnnotation) -> ApiError | None:
+            patch = {"metadata": {"uid": annotation.uid, "annotations": {annotation.key: annotation.value}}}
+            try:
+                self.client.patch(pods, annotation.name, patch, namespace)
+            except (NotFound, Invalid, Conflict):
+                return None  # gone, or another pod has the name now
+            except ApiError as error:
+                return error
+            return None
+
+        answers = list(self._requests.flow(key).map(annotate_one, annotations))
+        log.debug("annotated pods", job=key, names=[annotation.name for annotation in annotations])
         return [answer for answer in answers if answer is not None]
 
     def _create_children(self, key: str, job: Object, plan: Plan, changes: ChildChanges) -> None:

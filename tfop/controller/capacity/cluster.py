@@ -16,6 +16,7 @@ Unschedulable. Only those whose scheduler message names resources ("Insufficient
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
@@ -36,6 +37,7 @@ from tfop.controller.plan.job.model import TFJobModel
 from tfop.controller.plan.job.parse import parse_job
 from tfop.controller.plan.status import condition_is_true, conditions_of, is_terminating
 from tfop.controller.reconciler import owner_key
+from tfop.kube.shared_values import SharedValues, shared_text
 from tfop.objects import Object
 
 ENDED = ("Succeeded", "Failed")
@@ -54,22 +56,33 @@ def slim_node(node: Object) -> Object:
     return slim
 
 
-def slim_pod(pod: Object) -> Object:
-    slim = slim_metadata(pod)
-    if owner_key(slim) is None:  # not a TFJob's: only its node, phase and requests count, never who made it
-        slim["metadata"] = {key: value for key, value in slim["metadata"].items() if key in _FOREIGN_POD_METADATA}
+def slim_pod(pod: Object, shared: SharedValues = SHARED) -> Object:
+    """What the cache keeps of a pod; `shared`: the table its capacity part is shared through (a test's own)."""
+    # Not a TFJob's: only its node, phase and requests count, never who made it.
+    slim = _foreign_pod(pod) if owner_key(pod) is None else slim_metadata(pod)
     spec, status = pod.get("spec") or {}, pod.get("status") or {}
     unscheduled = next((c for c in status.get("conditions") or () if isinstance(c, dict)
                         and c.get("type") == "PodScheduled" and c.get("status") == "False"
                         and c.get("reason") == "Unschedulable"), None)
     # The scheduler's message names every node's reasons ("0/5000 nodes are available: ..."): only the resources
     # it says are short are kept. Pods of one template on one node share one value.
-    slim["capacity"] = SHARED.share({
+    slim["capacity"] = shared.share({
         "node": spec.get("nodeName"), "phase": status.get("phase"), "request": pod_request(spec),
         "unscheduled": None if unscheduled is None else {
             "since": unscheduled.get("lastTransitionTime"),
             "short_of": sorted({name.rstrip(",.;") for name in _SHORT_OF.findall(unscheduled.get("message") or "")})}})
     return slim
+
+
+def _foreign_pod(pod: Object) -> Object:
+    """Another workload's pod: its identity for the cache, nothing shared or interned that is its own. Its name and
+    resourceVersion are unique, so interning them would only add to the interpreter's table, and its labels and
+    owner references, dropped, would stay in the shared table until its next sweep."""
+    metadata = pod.get("metadata") or {}
+    kept = {sys.intern(key): metadata[key] for key in _FOREIGN_POD_METADATA if key in metadata}
+    if "namespace" in kept:
+        kept["namespace"] = shared_text(kept["namespace"])
+    return {"apiVersion": shared_text(pod.get("apiVersion")), "kind": shared_text(pod.get("kind")), "metadata": kept}
 
 
 def pod_node(pod: Object) -> list[str]:

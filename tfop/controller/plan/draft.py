@@ -49,6 +49,7 @@ from tfop.controller.plan.types import (
     JobCounters,
     JobEvent,
     Plan,
+    PodAnnotation,
     ReplicaRestart,
     StatusWait,
 )
@@ -74,6 +75,7 @@ class PlanDraft:
         self.create: list[Creation] = []
         self.delete: list[ChildRef] = []
         self.patch: list[ChildPatch] = []
+        self.annotate: list[PodAnnotation] = []
         self.release: list[ChildRef] = []
         self.desired: ChildBodies | None = None
         self.events: list[JobEvent] = []
@@ -154,7 +156,7 @@ class PlanDraft:
             # Stamped only alongside a real change, so an idle job is never re-patched.
             self.status = replace(self.status, last_reconcile_time=self.stamp)
             status = self.status
-        return Plan(create=self.create, delete=self.delete, patch=self.patch,
+        return Plan(create=self.create, delete=self.delete, patch=self.patch, annotate=self.annotate,
                     desired=self.desired if self.create or self.patch else None, status=status,
                     status_waits=self._status_wait(status, refused), events=events,
                     requeue_after=self.requeue_after, delete_job=self.delete_job, counters=counters,
@@ -235,15 +237,15 @@ def _first_and_pending(old: TFJobStatus, new: TFJobStatus) -> bool:
 
 def _progress_only(old: TFJobStatus, new: TFJobStatus) -> bool:
     """Whether `new` differs from `old` only in what pods' progress moves (replica counts, the summary, condition
-    messages, the training progress they report, and the older API's phase as a finished job's clean-up ends:
-    CleanUp -> Done): every condition keeps its status and reason, and every other field (times, restart counts,
-    ...) stays as it was."""
+    messages, the training progress and checkpoint time they report, and the older API's phase as a finished job's
+    clean-up ends: CleanUp -> Done): every condition keeps its status and reason, and every other field (times,
+    restart counts, ...) stays as it was."""
     def shape(status: TFJobStatus) -> tuple[object, ...]:
         conditions = [(c.type, c.status, c.reason, c.last_transition_time) for c in status.conditions or ()]
         replicas = {replica_type: replace(entry, active=None, succeeded=None, failed=None)
                     for replica_type, entry in (status.replica_statuses or {}).items()}
         rest = replace(status, last_reconcile_time=None, replica_summary=None, conditions=None,
-                       replica_statuses=None, phase=None, trainer_status=None)
+                       replica_statuses=None, phase=None, trainer_status=None, last_checkpoint_time=None)
         return conditions, replicas, rest
 
     return shape(old) == shape(new)

@@ -331,6 +331,7 @@ class TFJobStatus(JsonRecord):
     state: JobState | None = None  # the STATE column
     reason: str | None = None  # the reason of the condition that decided phase and state
     trainer_status: TrainerStatus | None = None  # the progress the job's pods report (policies/progress.py)
+    last_checkpoint_time: datetime | None = None  # when the program last saved, as reported (policies/checkpoints.py)
 
     @classmethod
     def from_json(cls, raw: object) -> TFJobStatus:
@@ -366,4 +367,5 @@ _STATUS_KEYS: tuple[Key[Any], ...] = (
     Key("state", "state", lambda value: one_of(value, JOB_STATES), same),
     Key("reason", "reason", text, same),
     Key("trainerStatus", "trainer_status", _trainer, lambda trainer: trainer.to_json()),
+    Key("lastCheckpointTime", "last_checkpoint_time", parse_time, format_time),
 )

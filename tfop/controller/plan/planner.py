@@ -36,6 +36,7 @@ from tfop.controller.plan.job.legacy_gpu import REASON_GPU_RESOURCE_RENAMED, ren
 from tfop.controller.plan.job.model import RunPolicy, TFJobModel, TFJobSpec
 from tfop.controller.plan.job.parse import InvalidJob, lenient_run_policy, parse_job, template_restart_policies
 from tfop.controller.plan.policies.backoff import fail_for_replicas
+from tfop.controller.plan.policies.checkpoints import annotate_checkpoint, record_checkpoint
 from tfop.controller.plan.policies.cleanup import finish, keep_finished
 from tfop.controller.plan.policies.deadline import fail_past_deadline
 from tfop.controller.plan.policies.disruptions import judge_disruptions
@@ -126,6 +127,9 @@ def plan(context: PlanContext) -> Plan:
         _run(_Planning(draft, context, parsed, naming, sorted_children, backend, on_bad_nodes))
     _release_pods(draft, context, spec)
     record_progress(draft, context.progress)
+    record_checkpoint(draft, context.progress)
+    if spec is not None and not _is_finished(draft):
+        annotate_checkpoint(draft, context.observed.pods)
     return draft.finalize(refused=bool(context.refusals))
 
 
@@ -255,6 +259,7 @@ def _run(p: _Planning) -> None:
             draft.delete_child(SERVICE, service)
     node_note = move_off_bad_nodes(draft, on_bad_nodes, already_deleted=draft.deleted_uids(POD))
     p.backend.resume(draft, children)
+    p.backend.keep_in_line(draft, p.model.spec, children)
     own = keep_job_children(draft, p.model, p.context)
     tell_tensorboard(draft, p.model)
     gang = plan_pod_group(draft, p.model, p.context, own.get(POD_GROUP, OwnChild()),

@@ -136,6 +136,17 @@ class ChildPatch:
 
 
 @dataclass(frozen=True)
+class PodAnnotation:
+    """An annotation to set on one pod, sent with the pod's uid as a precondition and without an event: the
+    checkpoint time on every live pod (policies/checkpoints.py), as frequent as it is unremarkable."""
+
+    name: str
+    uid: str
+    key: str
+    value: str
+
+
+@dataclass(frozen=True)
 class ChildRef:
     """A child to delete: the uid goes into the delete's precondition, so a newer object that took the same name
     is never deleted by mistake."""
@@ -213,6 +224,7 @@ class Plan:
     create: list[Creation] = field(default_factory=list)
     delete: list[ChildRef] = field(default_factory=list)
     patch: list[ChildPatch] = field(default_factory=list)
+    annotate: list[PodAnnotation] = field(default_factory=list)  # pods' annotations, of the status as stored
     desired: ChildBodies | None = None  # builds the bodies of `create`; None when there is nothing to create
     status: TFJobStatus | None = None  # the complete new status; None when it is unchanged
     status_waits: StatusWait = StatusWait.NO

@@ -1,8 +1,12 @@
-"""Times as the page writes them: ages as kubectl prints them, moments in UTC."""
+"""Times as the page writes them: ages as kubectl prints them, moments relative to now ("5m ago", "in 3m") with
+the moment itself in UTC on hover. live.js writes the relative texts again in the browser as time passes, with
+the same rules (age_text), so that a live update need not resend a row only because its age moved."""
 
 from __future__ import annotations
 
 from datetime import datetime
+
+from markupsafe import Markup, escape
 
 from tfop.api.timestamps import format_time
 
@@ -24,3 +28,27 @@ def age_text(seconds: float) -> str:
 
 def moment_text(moment: datetime | None) -> str:
     return format_time(moment) if moment is not None else ""
+
+
+def relative_text(moment: datetime, now: datetime) -> str:
+    seconds = (now - moment).total_seconds()
+    return f"{age_text(seconds)} ago" if seconds >= 0 else f"in {age_text(-seconds)}"
+
+
+def time_html(moment: datetime | None, now: datetime | None) -> Markup:
+    """A <time> the browser keeps relative (data-rel); its text as at `now`, or empty for live.js to write."""
+    if moment is None:
+        return Markup("")
+    absolute = escape(format_time(moment))
+    text = relative_text(moment, now) if now is not None else ""
+    return Markup(f'<time datetime="{absolute}" title="{absolute}" data-rel>{escape(text)}</time>')
+
+
+def duration_html(started: datetime | None, finished: datetime | None, now: datetime | None) -> Markup:
+    """How long it ran: fixed once finished; while it runs, a span live.js keeps growing (data-since)."""
+    if started is None:
+        return Markup("")
+    if finished is not None:
+        return Markup(escape(age_text((finished - started).total_seconds())))
+    text = age_text((now - started).total_seconds()) if now is not None else ""
+    return Markup(f'<span data-since="{escape(format_time(started))}">{escape(text)}</span>')

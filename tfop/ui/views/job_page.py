@@ -59,8 +59,9 @@ class ReplicaRow:
     pod: str
     node: str
     phase: str
-    restarts: int
+    restarts: int  # in place, and by recreating its pod: as the job's status counts them for the list
     last_exit: LastExit | None
+    recreated: int = 0  # of `restarts`, the times tfop recreated the replica's pod
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,7 @@ class EventRow:
     involved: str  # "TFJob/name" or "Pod/name"
     message: str
     count: int
+    key: str = ""  # the event's uid, for the page's live updates (else its place in the list)
 
 
 def condition_rows(job: Object) -> list[ConditionRow]:
@@ -126,13 +128,32 @@ def replica_order(pod: Object) -> tuple[int, str, int, str]:
             int(index) if index.isdigit() else -1, (pod.get("metadata") or {}).get("name", ""))
 
 
-def replica_rows(pods: Iterable[Object],
-                 recreated: Mapping[tuple[str, str], RecreatedExit] | None = None) -> list[ReplicaRow]:
-    """A row per pod; `recreated` (recreated_exits) gives the last exit of a replica whose new pod has none."""
+def _slot(pod: Object) -> tuple[str, str]:
+    labels = _labels(pod)
+    return labels.get(LABEL_REPLICA_TYPE, "").lower(), labels.get(LABEL_REPLICA_INDEX, "")
+
+
+def _ended_badly(pod: Object) -> bool:
+    found = last_exit(pod)
+    return (found is not None and found.code != 0) or (pod.get("status") or {}).get("phase") == "Failed"
+
+
+def replica_rows(pods: Iterable[Object], recreated: Mapping[tuple[str, str], RecreatedExit] | None = None,
+                 earlier: Iterable[Object] = ()) -> list[ReplicaRow]:
+    """A row per pod; `recreated` (recreated_exits) gives the last exit of a replica whose new pod has none;
+    `earlier`, the job's pods deleted since this process started. A replica's restarts are its pod's restarts in
+    place and the times its pod was recreated: the earlier pods of its slot that failed, and at least once when
+    the status keeps an exit of a pod tfop recreated (the page may have started after it)."""
+    current = list(pods)
+    uids = {(pod.get("metadata") or {}).get("uid") for pod in current}
+    failed_before: dict[tuple[str, str], int] = {}
+    for pod in earlier:
+        if (pod.get("metadata") or {}).get("uid") not in uids and _ended_badly(pod):
+            failed_before[_slot(pod)] = failed_before.get(_slot(pod), 0) + 1
     rows = []
-    for pod in sorted(pods, key=replica_order):
+    for pod in sorted(current, key=replica_order):
         labels = _labels(pod)
-        restarts = sum(s.get("restartCount", 0) for s in (pod.get("status") or {}).get("containerStatuses") or []
+        in_place = sum(s.get("restartCount", 0) for s in (pod.get("status") or {}).get("containerStatuses") or []
                        if isinstance(s, dict) and isinstance(s.get("restartCount"), int))
         phase = str((pod.get("status") or {}).get("phase", ""))
         if (pod.get("metadata") or {}).get("deletionTimestamp"):
@@ -143,8 +164,10 @@ def replica_rows(pods: Iterable[Object],
         if exit_ is None and before is not None:
             exit_ = LastExit(before.code, before.reason, classify_termination(before.code, before.reason).value,
                              of_recreated_pod=True)
+        times_recreated = max(failed_before.get(_slot(pod), 0), 1 if before is not None else 0)
         rows.append(ReplicaRow(replica_type, index, str((pod.get("metadata") or {}).get("name", "")),
-                               str((pod.get("spec") or {}).get("nodeName", "")), phase, restarts, exit_))
+                               str((pod.get("spec") or {}).get("nodeName", "")), phase, in_place + times_recreated,
+                               exit_, times_recreated))
     return rows
 
 
@@ -164,12 +187,13 @@ def event_rows(events: Iterable[Object]) -> list[EventRow]:
     dated = [(event_time(event), event) for event in events]
     dated.sort(key=lambda pair: (pair[0] is not None, pair[0] or datetime.min))
     rows = []
-    for moment, event in dated:
+    for place, (moment, event) in enumerate(dated):
         involved = event.get("involvedObject") or {}
         count = event.get("count") or (event.get("series") or {}).get("count") or 1
         rows.append(EventRow(moment_text(moment), str(event.get("type", "")), str(event.get("reason", "")),
                              f"{involved.get('kind', '')}/{involved.get('name', '')}", str(event.get("message", "")),
-                             count if isinstance(count, int) else 1))
+                             count if isinstance(count, int) else 1,
+                             str((event.get("metadata") or {}).get("uid") or f"at-{place}")))
     return rows
 
 

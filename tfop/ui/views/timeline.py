@@ -6,7 +6,7 @@ Pure geometry: the template draws what this computes."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -26,6 +26,12 @@ AXIS_HEIGHT = 34  # the time axis above the rows, and room for the condition lab
 HAPPENING_HEIGHT = 18  # the band below the rows that labels the happenings
 TICK_STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400)
 MAX_TICKS = 8
+LANE_HEIGHT = 13  # a line of labels: conditions above the rows, happenings below
+CHAR_WIDTH = 6.5  # an 11 px label's average character, to tell where it ends
+LABEL_GAP = 4
+# The page draws a live job's timeline to now in steps of this: a live update resends the timeline when the job's
+# pods change or a step passes, not on every change anywhere in the cluster.
+NOW_STEP_SECONDS = 30
 
 
 @dataclass(frozen=True)
@@ -112,6 +118,20 @@ def pod_span(pod: Object) -> PodSpan | None:
                    tuple(sorted(exits, key=lambda exit_: exit_[0])))
 
 
+def label_lanes(starts: Sequence[tuple[float, str]]) -> list[int]:
+    """The line each label goes on, so that no two overlap: labels start at their x (in the order given, which is
+    by x), each on the first line whose last label ends before it."""
+    ends: list[float] = []
+    lanes = []
+    for x, label in starts:
+        lane = next((index for index, end in enumerate(ends) if end + LABEL_GAP <= x), len(ends))
+        if lane == len(ends):
+            ends.append(0.0)
+        ends[lane] = x + 2 + len(label) * CHAR_WIDTH
+        lanes.append(lane)
+    return lanes
+
+
 def tick_step(seconds: float) -> int:
     """The smallest step of TICK_STEPS that puts at most MAX_TICKS ticks on `seconds`."""
     return next((step for step in TICK_STEPS if seconds / step <= MAX_TICKS), TICK_STEPS[-1])
@@ -143,8 +163,12 @@ def layout(pods: Iterable[Object], conditions: Iterable[Object], now: datetime,
     def x_of(moment: datetime) -> float:
         return round(LABEL_WIDTH + (moment - start).total_seconds() * scale, 1)
 
+    marks.sort(key=lambda mark: mark[0])
+    told.sort(key=lambda happening: happening.moment)
+    condition_lanes = label_lanes([(x_of(moment), name) for moment, name in marks])
+    top = AXIS_HEIGHT + max([0, *condition_lanes]) * LANE_HEIGHT
     replicas = list(dict.fromkeys(span.replica for span in spans))
-    row_y = {replica: AXIS_HEIGHT + index * ROW_HEIGHT for index, replica in enumerate(replicas)}
+    row_y = {replica: top + index * ROW_HEIGHT for index, replica in enumerate(replicas)}
     bars: list[Bar] = []
     markers: list[Marker] = []
     for span in spans:
@@ -167,12 +191,16 @@ def layout(pods: Iterable[Object], conditions: Iterable[Object], now: datetime,
         markers.append(Marker(x_of(moment), row_y[replica] + (ROW_HEIGHT - BAR_HEIGHT) / 2, str(kept.code),
                               f"exit-{exit_class}",
                               f"{replica} exited {kept.code}{reason} at {moment:%H:%M:%S}; tfop recreated its pod"))
-    rows_bottom = AXIS_HEIGHT + max(1, len(replicas)) * ROW_HEIGHT
-    happening_markers = tuple(Marker(x_of(h.moment), rows_bottom + 12, h.label, h.kind,
-                                     f"{h.label} at {h.moment:%H:%M:%S}: {h.reason}") for h in told)
-    height = rows_bottom + (HAPPENING_HEIGHT if told else 0)
-    condition_markers = tuple(Marker(x_of(moment), AXIS_HEIGHT - 4, name, "condition",
-                                     f"{name} at {moment:%H:%M:%S}") for moment, name in marks)
+    rows_bottom = top + max(1, len(replicas)) * ROW_HEIGHT
+    happening_lanes = label_lanes([(x_of(h.moment), h.label) for h in told])
+    happening_markers = tuple(Marker(x_of(h.moment), rows_bottom + 12 + lane * LANE_HEIGHT, h.label, h.kind,
+                                     f"{h.label} at {h.moment:%H:%M:%S}: {h.reason}")
+                              for h, lane in zip(told, happening_lanes, strict=True))
+    height = rows_bottom + (HAPPENING_HEIGHT + max(happening_lanes) * LANE_HEIGHT if told else 0)
+    # A condition's line starts under its label, whose line is counted down from the rows' top.
+    condition_markers = tuple(Marker(x_of(moment), top - 4 - (max([0, *condition_lanes]) - lane) * LANE_HEIGHT,
+                                     name, "condition", f"{name} at {moment:%H:%M:%S}")
+                              for (moment, name), lane in zip(marks, condition_lanes, strict=True))
     step = tick_step((end - start).total_seconds())
     first = start.timestamp() // step * step + step
     tick_moments = [datetime.fromtimestamp(t, start.tzinfo) for t in _range(first, end.timestamp(), step)]
@@ -189,3 +217,7 @@ def _range(first: float, last: float, step: int) -> list[float]:
         values.append(value)
         value += step
     return values
+
+
+def stepped_now(now: datetime) -> datetime:
+    return datetime.fromtimestamp(now.timestamp() // NOW_STEP_SECONDS * NOW_STEP_SECONDS, now.tzinfo)

@@ -7,12 +7,14 @@ template, with completions and parallelism 1. The replica's restartPolicy become
   exits with 1-127 (permanent), ignores pods disrupted (DisruptionTarget: evicted, preempted; they are replaced
   without counting) and counts every other failure (128-255, lost pods) against the Job's backoffLimit.
 - OnFailure and Always: the kubelet restarts the container in place (a Job's pod template allows only Never and
-  OnFailure, so Always runs as OnFailure; a container that exits 0 ends the replica either way).
+  OnFailure, so Always runs as OnFailure; a container that exits 0 ends the replica either way). Such a Job can
+  have no podFailurePolicy (Kubernetes allows one only with the pod restartPolicy Never), so its controller would
+  count a disrupted pod against a backoffLimit of its own: it has none (the largest), and tfop alone holds the
+  budget, leaving disruptions out, as the Pod backend's in-place restarts are held by tfop alone.
 - Never: no retry at all, backoffLimit 0.
 
-The TFJob's backoffLimit stays the budget of the whole job: the planner sums the restarts of all its Jobs. Each
-Job's own limit is set so that it cannot outlast that budget (OnFailure's one higher, because the Job controller
-fails such a Job once its restarts reach the limit, where the TFJob fails only past it).
+The TFJob's backoffLimit stays the budget of the whole job: the planner sums the restarts of all its Jobs. Under
+ExitCode each Job's own limit is that budget, so that it cannot outlast it while tfop is away.
 """
 
 from __future__ import annotations
@@ -45,10 +47,9 @@ def job_restart_policy(replica_policy: str) -> str:
 def job_backoff_limit(replica_policy: str, backoff_limit: int | None) -> int:
     if replica_policy == RESTART_POLICY_NEVER:
         return 0
-    if backoff_limit is None:
-        return MAX_BACKOFF_LIMIT
-    extra = 1 if job_restart_policy(replica_policy) == RESTART_POLICY_ON_FAILURE else 0
-    return min(backoff_limit + extra, MAX_BACKOFF_LIMIT)
+    if backoff_limit is None or job_restart_policy(replica_policy) == RESTART_POLICY_ON_FAILURE:
+        return MAX_BACKOFF_LIMIT  # no podFailurePolicy: its limit would count disruptions
+    return backoff_limit
 
 
 def pod_failure_policy(pod_spec: Object) -> Object:

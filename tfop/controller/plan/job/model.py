@@ -90,12 +90,23 @@ class JobMeta:
     namespace: str
     uid: str
     generation: int | None = None
-    # Who last wrote each replica type's `replicas` (its field manager, from managedFields), by replica type: the
-    # cache keeps only that of managedFields (controller/cache_transforms.py), as metadata[REPLICAS_WRITERS].
-    replicas_writers: Mapping[str, str] = field(default_factory=dict)
+    # Who last wrote each replica type's `replicas` (from managedFields), by replica type: the cache keeps only
+    # that of managedFields (controller/cache_transforms.py), as metadata[REPLICAS_WRITERS].
+    replicas_writers: Mapping[str, ReplicasWriter] = field(default_factory=dict)
 
 
 REPLICAS_WRITERS = "tfop.replicasWriters"  # not a Kubernetes field: the cache's own, never sent to the apiserver
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicasWriter:
+    """The managedFields entry that owns a replica count: its field manager (a client's fieldManager, else its user
+    agent up to the first "/"), its operation (Update or Apply) and its subresource ("scale" for a write of the
+    scale subresource, None for one of the TFJob itself)."""
+
+    manager: str
+    operation: str
+    subresource: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,6 +35,7 @@ from tfop.controller.plan.job.model import (
     JobMeta,
     JobOptions,
     ReplicaSpec,
+    ReplicasWriter,
     RunPolicy,
     SchedulingPolicy,
     TFJobModel,
@@ -93,8 +94,10 @@ def parse_job(raw: Object, config: ControllerConfig, *,
 
 def _metadata(job: Object) -> JobMeta:
     metadata = job["metadata"]
-    writers = {replica_type: writer for replica_type, writer in mapping(metadata.get(REPLICAS_WRITERS)).items()
-               if isinstance(writer, str)}
+    writers = {replica_type: ReplicasWriter(writer["manager"], writer["operation"], text(writer.get("subresource")))
+               for replica_type, writer in mapping(metadata.get(REPLICAS_WRITERS)).items()
+               if isinstance(writer, dict) and isinstance(writer.get("manager"), str)
+               and isinstance(writer.get("operation"), str)}
     return JobMeta(metadata["name"], metadata["namespace"], metadata["uid"], integer(metadata.get("generation")),
                    writers)
 

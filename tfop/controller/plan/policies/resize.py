@@ -40,7 +40,7 @@ from tfop.api.constants import (
 from tfop.controller.plan.children.tf_config import cluster_key
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.frozen import replace
-from tfop.controller.plan.job.model import TFJobModel
+from tfop.controller.plan.job.model import ReplicasWriter, TFJobModel
 from tfop.controller.plan.job_status import LastResize, ResizeCause, ResizeStrategy
 from tfop.controller.plan.observed.pod import PodView
 from tfop.controller.plan.types import PlanContext
@@ -49,7 +49,8 @@ from tfop.controller.plan.types import PlanContext
 # "horizontal-pod-autoscaler" (cmd/kube-controller-manager/app/autoscaling.go), which client-go appends to the
 # binary's user agent ("kube-controller-manager/v1.36.3 (linux/amd64) kubernetes/<commit>/horizontal-pod-autoscaler",
 # rest.AddUserAgent); its scale Update gives no fieldManager, so the apiserver takes the user agent up to its first
-# "/" (endpoints/handlers/create.go, prefixFromUserAgent). No other controller of it writes a TFJob's replicas.
+# "/" (endpoints/handlers/create.go, prefixFromUserAgent), as an Update of the scale subresource: only that entry
+# is the HPA's (another client named so, or writing the spec itself, is not).
 HPA_CONTROLLER = "kube-controller-manager"
 
 
@@ -134,10 +135,12 @@ def _warn_below_min_available(draft: PlanDraft, job: TFJobModel, context: PlanCo
 def _cause(job: TFJobModel, wanted: int) -> ResizeCause:
     """The capacity auto-scaler when its note names the count now asked (it writes both in one patch; a later
     change to another count is someone else's). Else whoever last wrote the Worker count, as managedFields name
-    it: the HPA controller, or anyone else, a user (`kubectl scale` and `kubectl edit` write as `kubectl`)."""
+    it: the HPA controller's Update of the scale subresource, or anyone else's write, a user's."""
     if job.options.capacity_resize is not None and job.options.capacity_resize.to == wanted:
         return ResizeCause.CAPACITY
-    if job.metadata.replicas_writers.get(REPLICA_WORKER) == HPA_CONTROLLER:
+    writer = job.metadata.replicas_writers.get(REPLICA_WORKER)
+    if writer is not None and (writer.manager, writer.operation, writer.subresource) == (HPA_CONTROLLER, "Update",
+                                                                                         "scale"):
         return ResizeCause.HPA
     return ResizeCause.USER
 
@@ -145,9 +148,18 @@ def _cause(job: TFJobModel, wanted: int) -> ResizeCause:
 def _asked_by(job: TFJobModel, cause: ResizeCause) -> str:
     if cause is ResizeCause.CAPACITY and job.options.capacity_resize is not None:
         return f"the capacity auto-scaler ({job.options.capacity_resize.reason})"
+    writer = job.metadata.replicas_writers.get(REPLICA_WORKER)
+    if cause is ResizeCause.USER and writer is not None:
+        return f"{writer.manager} ({_written_by(writer)})"
     return {ResizeCause.USER: "a user (the scale subresource or an edit of the spec)",
             ResizeCause.HPA: "the job's HorizontalPodAutoscaler",
             ResizeCause.CAPACITY: "the capacity auto-scaler"}[cause]
+
+
+def _written_by(writer: ReplicasWriter) -> str:
+    if writer.subresource == "scale":
+        return "the scale subresource"
+    return "a server-side apply of the spec" if writer.operation == "Apply" else "an update of the spec"
 
 
 def _how(strategy: ResizeStrategy, before: int, wanted: int, unplaced_gang: bool) -> str:

@@ -25,7 +25,7 @@ from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import TFJobSpec
 from tfop.controller.plan.job_status import TFJobStatus
 from tfop.controller.plan.observed.pod import PodView
-from tfop.controller.plan.replicas.job_slots import count_job_restarts, sort_job_children
+from tfop.controller.plan.replicas.job_slots import count_job_restarts, keep_job_limits, sort_job_children
 from tfop.controller.plan.replicas.pod_slots import Slot, SortedChildren, sort_children
 from tfop.controller.plan.replicas.removal import clean_up, resume_jobs, suspend_replica_jobs
 from tfop.controller.plan.replicas.replica_status import count_replica_restarts
@@ -63,6 +63,10 @@ class ReplicaBackend(ABC):
         """Undo what `suspend` kept, for a job running again."""
 
     @abstractmethod
+    def keep_in_line(self, draft: PlanDraft, spec: TFJobSpec, children: SortedChildren) -> None:
+        """Patches the replicas' children whose spec follows the job's and may change."""
+
+    @abstractmethod
     def replaced(self, retryable: list[Slot], counts: dict[str, RestartCount]) -> list[PodView]:
         """The failed pods being replaced in this pass, for the Restarting condition's message."""
 
@@ -98,6 +102,9 @@ class PodBackend(ReplicaBackend):
     def resume(self, draft: PlanDraft, children: SortedChildren) -> None:
         """Nothing was kept: the missing pods are simply made again."""
 
+    def keep_in_line(self, draft: PlanDraft, spec: TFJobSpec, children: SortedChildren) -> None:
+        """Nothing of a pod's spec follows the job's once it is made."""
+
     def replaced(self, retryable: list[Slot], counts: dict[str, RestartCount]) -> list[PodView]:
         return [pod for count in counts.values() for pod in count.recreated]
 
@@ -127,6 +134,9 @@ class JobBackend(ReplicaBackend):
 
     def resume(self, draft: PlanDraft, children: SortedChildren) -> None:
         resume_jobs(draft, children.batch_jobs.values())
+
+    def keep_in_line(self, draft: PlanDraft, spec: TFJobSpec, children: SortedChildren) -> None:
+        keep_job_limits(draft, spec, children)
 
     def replaced(self, retryable: list[Slot], counts: dict[str, RestartCount]) -> list[PodView]:
         return [slot.pod for slot in retryable if slot.pod is not None]

@@ -21,7 +21,12 @@ from tfop.api.constants import (
     RESTART_POLICY_EXIT_CODE,
     RESTART_POLICY_NEVER,
 )
-from tfop.controller.plan.children.batch_job import FAILED_BY_BACKOFF_LIMIT, controller_uid, made_by_job
+from tfop.controller.plan.children.batch_job import (
+    FAILED_BY_BACKOFF_LIMIT,
+    controller_uid,
+    job_backoff_limit,
+    made_by_job,
+)
 from tfop.controller.plan.children.desired import replica_slot_of
 from tfop.controller.plan.children.naming import ChildNaming
 from tfop.controller.plan.draft import PlanDraft
@@ -39,7 +44,7 @@ from tfop.controller.plan.replicas.pod_slots import (
 from tfop.controller.plan.replicas.replica_status import describe_failure
 from tfop.controller.plan.replicas.restart_ledger import RestartCount, RestartLedger, count_restarts
 from tfop.controller.plan.slots import ReplicaSlot
-from tfop.controller.plan.types import JOB, SERVICE, PlanContext, ReplicaRestart
+from tfop.controller.plan.types import JOB, SERVICE, ChildPatch, PlanContext, ReplicaRestart
 
 _NEVER = datetime.min.replace(tzinfo=UTC)  # a pod without a creationTimestamp sorts first
 
@@ -171,6 +176,19 @@ def count_job_restarts(draft: PlanDraft, spec: TFJobSpec, context: PlanContext, 
                                               latest.exit_code if latest is not None else None, exit_class,
                                               count.total, in_place=new))
     return counts
+
+
+def keep_job_limits(draft: PlanDraft, spec: TFJobSpec, children: SortedChildren) -> None:
+    """Each running replica's Job keeps the backoffLimit its restartPolicy maps to (children/batch_job.py), one of
+    the few fields of a Job that may change: a Job an earlier tfop made under OnFailure or Always had a limit of its
+    own that counted disruptions, and a TFJob whose backoffLimit is edited moves its Jobs' with it."""
+    for slot, batch_job in children.batch_jobs.items():
+        replica = spec.replica_specs.get(slot.replica_type)
+        if replica is None or batch_job.terminating or batch_job.outcome is not None or batch_job.backoff_limit is None:
+            continue
+        wanted = job_backoff_limit(replica.restart_policy, spec.run_policy.backoff_limit)
+        if batch_job.backoff_limit != wanted:
+            draft.patch.append(ChildPatch(JOB, batch_job.name, {"spec": {"backoffLimit": wanted}}))
 
 
 def _ignores_disruptions(spec: TFJobSpec, batch_job: BatchJobView) -> bool:
