@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from tfop import __version__
+from tfop.controller.plan.gang_schedulers import GANG_SCHEDULER_NAMES
 from tfop.startup import EXIT_USAGE, StartupError, report_startup_error
 
 # The client-side limit guards against our own runaway loops; the apiserver protects itself (priority and fairness).
@@ -79,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="auto = JSON unless stderr is a terminal")
     run.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     run.add_argument("--config", default=None, help="controller config file (YAML)")
-    run.add_argument("--gang-scheduler-name", choices=["none", "scheduler-plugins", "volcano"], default=None,
+    run.add_argument("--gang-scheduler-name", choices=list(GANG_SCHEDULER_NAMES), default=None,
                      help="gang-schedule each job as one PodGroup of this scheduler (default: the config file's "
                           "gangScheduler, else none)")
     run.add_argument("--replica-backend", choices=["pods", "jobs"], default=None,

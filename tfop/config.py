@@ -12,7 +12,8 @@ cluster the operator runs in rather than how one process runs (those are flags).
         - {name: LD_LIBRARY_PATH, value: /usr/lib/nvidia:/usr/lib/x86_64-linux-gnu}
         volumes:
         - {name: lib, mountPath: /usr/lib/nvidia, hostPath: /usr/lib/nvidia-384}
-    gangScheduler: scheduler-plugins      # none (default), scheduler-plugins or volcano: one PodGroup per job
+    gangScheduler: scheduler-plugins      # none (default), scheduler-plugins, volcano or kubernetes (the
+                                          # in-tree one, Kubernetes 1.37+): one PodGroup per job
     childNaming: RuntimeId                # new jobs' children: {job}-{type}-{runtimeId}-{index} (default), or
                                           # TypeIndex: {job}-{type}-{index}, as the Kubeflow training operator
     replicaBackend: pods                  # new jobs' replicas: Pods (default) or jobs, one batch/v1 Job each;

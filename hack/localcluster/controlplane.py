@@ -4,9 +4,10 @@ setting that is not a default with the reason it is there."""
 from __future__ import annotations
 
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from .feature_gates import gate_flags, pinned_kubernetes, runtime_config_flags
 from .node_layout import KWOK_NODE_IP, KWOK_POD_CIDR
 from .pki import FRONT_PROXY_CA, FRONT_PROXY_CLIENT
 from .supervisor import ClusterError
@@ -36,6 +37,8 @@ class ControlPlane:
     data: Path
     kubeconfig: Path
     service_cidr: str
+    # What the binaries are (hack/versions.env): the gates and API versions turned on depend on it.
+    kubernetes_version: str = field(default_factory=pinned_kubernetes)
 
     @property
     def etcd_url(self) -> str:
@@ -43,6 +46,8 @@ class ControlPlane:
 
     def args(self, component: str) -> list[str]:
         p, pki, data = self.ports, self.pki, self.data
+        # Beta APIs tfop uses and their gates, on the releases that have them (hack/localcluster/feature_gates.py).
+        gates = gate_flags(self.kubernetes_version)
         if component == "etcd":
             peer = f"http://127.0.0.1:{p['etcd-peer']}"
             return [
@@ -89,7 +94,7 @@ class ControlPlane:
                 "--disable-admission-plugins=TaintNodesByCondition",
                 # The `kubernetes` Service's endpoints would be a loopback address, which validation rejects.
                 "--endpoint-reconciler-type=none",
-                "--profiling=false",
+                "--profiling=false", *gates, *runtime_config_flags(self.kubernetes_version),
             ]
         common = [f"--kubeconfig={self.kubeconfig}", "--bind-address=127.0.0.1", "--leader-elect=false"]
         if component == "kube-controller-manager":
@@ -103,13 +108,13 @@ class ControlPlane:
                 # unreachable taints; its pods are evicted after the apiserver's default 300 s toleration. Node
                 # CIDRs, cloud nodes, load balancers and routes have nothing to do here.
                 "--controllers=*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-route",
-                "--profiling=false",
+                "--profiling=false", *gates,
             ]
         if component == "kube-scheduler":
             return [
                 *common, f"--secure-port={p['scheduler']}",
                 f"--authentication-kubeconfig={self.kubeconfig}", f"--authorization-kubeconfig={self.kubeconfig}",
-                "--profiling=false",
+                "--profiling=false", *gates,
             ]
         if component == "kwok":
             return [

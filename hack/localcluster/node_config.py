@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .feature_gates import kubelet_gates, pinned_kubernetes
 from .node_layout import CLUSTER_DOMAIN, NODE_LABEL, PODS_PER_NODE, ClusterNetwork, NodeLayout
 
 # Debian packages the node needs at run time; hack/build-node.sh installs them.
@@ -105,8 +106,10 @@ def cni_config(node: NodeLayout) -> dict[str, object]:
     }
 
 
-def kubelet_config(node: NodeLayout) -> str:
+def kubelet_config(node: NodeLayout, kubernetes_version: str | None = None) -> str:
+    """`kubernetes_version`: kubelet's (hack/versions.env's unless given), for the gates the cluster turns on."""
     net, pki = node.network, node.pki
+    gates = kubelet_gates(kubernetes_version or pinned_kubernetes())
     return f"""apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: {net.ip}
@@ -144,7 +147,7 @@ crashLoopBackOff: {{maxContainerRestartPeriod: 2s}}
 serializeImagePulls: false
 # As many pods as the node has addresses (its IPAM range).
 maxPods: {PODS_PER_NODE}
-"""
+{gates}"""
 
 
 def corefile(net: ClusterNetwork, kubeconfig: Path) -> str:

@@ -710,7 +710,7 @@ def test_dockerfile_runs_tfop_as_the_user_the_deployment_expects() -> None:
 
 
 @pytest.mark.parametrize(("gang", "group"), [("scheduler-plugins", "scheduling.x-k8s.io"),
-                                             ("volcano", "scheduling.volcano.sh")])
+                                             ("volcano", "scheduling.volcano.sh"), ("kubernetes", "scheduling.k8s.io")])
 def test_a_gang_scheduler_adds_exactly_its_pod_group_rule_in_helm_and_the_kustomize_component(
         cluster: LocalCluster, helm: Path, tmp_path: Path, gang: str, group: str) -> None:
     rule = {"apiGroups": [group], "resources": ["podgroups"], "verbs": ["list", "watch", "create", "patch", "delete"]}

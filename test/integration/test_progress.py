@@ -199,7 +199,7 @@ def test_a_job_past_its_rate_and_a_body_past_its_bound_are_refused(endpoint: End
                                                                     namespace: str) -> None:
     token = pod_token(kube_client, namespace, endpoint.pod, audience(namespace, JOB))
     big = json.dumps({"trainerStatus": {"metrics": [{"name": "m", "value": "x" * 64}] * 1200}}).encode()
-    assert post(endpoint.url, endpoint.ca, token, big)[0] == 413  # refused unread, before the rate counts it
+    assert post(endpoint.url, endpoint.ca, token, big)[0] == 413  # refused unparsed, before the rate counts it
     report_of = json.dumps({"trainerStatus": {"progressPercentage": 10}}).encode()
     codes = [post(endpoint.url, endpoint.ca, token, report_of)[0] for _ in range(3)]
     code, answer = post(endpoint.url, endpoint.ca, token, report_of)

@@ -346,5 +346,4 @@ def gang_scheduler_problem(client: KubeClient, gang: GangScheduler | None) -> st
     if any(isinstance(entry, dict) and entry.get("name") == resource.plural for entry in served.get("resources", ())):
         return None
     return (f"gang scheduler {gang.name} is configured but the apiserver does not serve {resource.kind} "
-            f"{resource.api_version} (CRD {gang.crd_name} is not installed): jobs wait until it is installed and "
-            f"the operator restarted")
+            f"{resource.api_version} ({gang.missing}): jobs wait until it does and the operator is restarted")

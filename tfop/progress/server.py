@@ -17,6 +17,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler
+from io import BufferedIOBase
 from typing import Any, Protocol
 
 import structlog
@@ -125,6 +126,19 @@ class ProgressHandling:
         return refusal.code, status_body(refusal)
 
 
+DISCARD_AT = 1 << 20  # an oversized body read and dropped so its sender sees the 413; larger ones are cut off
+DISCARD_CHUNK = 64 * 1024
+
+
+def discard(stream: BufferedIOBase, length: int) -> None:
+    """Reads `length` bytes of `stream` and drops them, a chunk at a time (the handler's timeout bounds a slow one)."""
+    while length > 0:
+        chunk = stream.read(min(length, DISCARD_CHUNK))
+        if not chunk:
+            return
+        length -= len(chunk)
+
+
 class ProgressServer:
     def __init__(self, settings: ProgressSettings, handling: ProgressHandling, contexts: ContextSource) -> None:
         class Handler(BaseHTTPRequestHandler):
@@ -136,7 +150,11 @@ class ProgressServer:
                     self._send(411, status_body(Refusal(411, "BadRequest", "say the body's Content-Length")))
                     return
                 if int(length) > MAX_BODY:
-                    self.close_connection = True  # the body is left unread
+                    # Read past unparsed: closing on a client still sending makes its TLS stack fail on the write
+                    # (EOF, reset) before it reads the 413. Beyond DISCARD_AT the refusal is only best effort.
+                    self.close_connection = True
+                    if int(length) <= DISCARD_AT:
+                        discard(self.rfile, int(length))
                     self._send(413, status_body(Refusal(413, "RequestEntityTooLarge",
                                                         f"a report is at most {MAX_BODY} bytes")))
                     return

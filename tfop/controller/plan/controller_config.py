@@ -129,7 +129,7 @@ class ControllerConfig:
     accelerators: Accelerators = field(default_factory=lambda: MappingProxyType({}))
     # What pods ask for where a template asks for the legacy alpha.kubernetes.io/nvidia-gpu (plan/job/legacy_gpu.py).
     gpu_resource: str = DEFAULT_GPU_RESOURCE
-    # Which gang scheduler places the job's pods as one PodGroup: none, scheduler-plugins or volcano.
+    # Which gang scheduler places the job's pods as one PodGroup: none, scheduler-plugins, volcano or kubernetes.
     gang_scheduler: str = GANG_NONE
     # How new jobs name their children (controller/plan/children/naming.py); adopted jobs keep the naming they have.
     child_naming: ChildNamingScheme = NAMING_RUNTIME_ID

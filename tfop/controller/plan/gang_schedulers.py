@@ -1,8 +1,10 @@
 """The gang schedulers tfop knows, as settings: which one the operator config names is part of the cluster it runs
 in (ControllerConfig.gang_scheduler). What a PodGroup of theirs holds is children/pod_group.py's business.
 
-Two are known: the Coscheduling plugin of scheduler-plugins (PodGroup scheduling.x-k8s.io/v1alpha1, a pod joins by
-a label) and Volcano (PodGroup scheduling.volcano.sh/v1beta1, a pod joins by an annotation).
+Three are known: the Coscheduling plugin of scheduler-plugins (PodGroup scheduling.x-k8s.io/v1alpha1, a pod joins
+by a label), Volcano (PodGroup scheduling.volcano.sh/v1beta1, a pod joins by an annotation) and kube-scheduler's own
+GangScheduling plugin (PodGroup scheduling.k8s.io/v1beta1, beta in Kubernetes 1.37 behind the GenericWorkload gate, a
+pod joins by its spec.schedulingGroup).
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from dataclasses import dataclass
 GANG_NONE = "none"
 GANG_SCHEDULER_PLUGINS = "scheduler-plugins"
 GANG_VOLCANO = "volcano"
-GANG_SCHEDULER_NAMES = (GANG_NONE, GANG_SCHEDULER_PLUGINS, GANG_VOLCANO)
+GANG_KUBERNETES = "kubernetes"
+GANG_SCHEDULER_NAMES = (GANG_NONE, GANG_SCHEDULER_PLUGINS, GANG_VOLCANO, GANG_KUBERNETES)
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,9 @@ class GangScheduler:
     # so setting one it lacks would look like a change on every reconcile).
     schedule_timeout: bool  # scheduleTimeoutSeconds
     queues: bool  # queue and priorityClassName
+    # Kubernetes' own PodGroup: a built-in API (no CRD), whose spec is a gang policy with minCount, and which a pod
+    # names in its spec.schedulingGroup (children/native_gang.py).
+    native: bool = False
 
     kind = "PodGroup"
     plural = "podgroups"
@@ -37,8 +43,12 @@ class GangScheduler:
         return f"{self.group}/{self.version}"
 
     @property
-    def crd_name(self) -> str:
-        return f"{self.plural}.{self.group}"
+    def missing(self) -> str:
+        """What a cluster lacks when the apiserver does not serve its PodGroups."""
+        if self.native:
+            return (f"Kubernetes 1.37 or later with the GenericWorkload feature gate on the apiserver, scheduler and "
+                    f"controller-manager, and --runtime-config={self.api_version}=true on the apiserver")
+        return f"CRD {self.plural}.{self.group} is not installed"
 
 
 GANG_SCHEDULERS: dict[str, GangScheduler] = {
@@ -49,6 +59,9 @@ GANG_SCHEDULERS: dict[str, GangScheduler] = {
     GANG_VOLCANO: GangScheduler(
         GANG_VOLCANO, "scheduling.volcano.sh", "v1beta1",
         "volcano", pods_wait_for_admission=True, schedule_timeout=False, queues=True),
+    GANG_KUBERNETES: GangScheduler(
+        GANG_KUBERNETES, "scheduling.k8s.io", "v1beta1",
+        "default-scheduler", pods_wait_for_admission=False, schedule_timeout=False, queues=False, native=True),
 }
 
 

@@ -132,7 +132,7 @@ and records Events.
   resources: [configmaps]
   resourceNames: [tfop-grpc-server]
   verbs: [get, update]
-{{- with (get (dict "scheduler-plugins" "scheduling.x-k8s.io" "volcano" "scheduling.volcano.sh") .Values.gangScheduler) }}
+{{- with (get (dict "scheduler-plugins" "scheduling.x-k8s.io" "volcano" "scheduling.volcano.sh" "kubernetes" "scheduling.k8s.io") .Values.gangScheduler) }}
 # Gang scheduling: one PodGroup per job, created before its pods, patched when the job's schedulingPolicy
 # changes, deleted when it finishes or is suspended.
 - apiGroups: [{{ . }}]

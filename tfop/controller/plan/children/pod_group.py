@@ -1,7 +1,8 @@
 """Gang scheduling: the PodGroup a job's pods are scheduled as one, and what its pods carry to join it.
 
-The gang schedulers tfop knows are plan/gang_schedulers.py's; both read the group's minMember (how many pods must
-fit at once) and minResources (what they need together). The group is one entry of the job's own children
+The gang schedulers tfop knows are plan/gang_schedulers.py's; the two out of tree read the group's minMember (how
+many pods must fit at once) and minResources (what they need together), Kubernetes' own its gang minCount
+(children/native_gang.py). The group is one entry of the job's own children
 (children/job_child.py): the shared policy makes it, keeps it in line and deletes it; what its phase means is
 policies/gang.py's.
 """
@@ -18,6 +19,7 @@ from tfop.api.constants import (
 )
 from tfop.api.fields import items, mapping, text
 from tfop.controller.plan.children.job_child import JobChildKind, JobState
+from tfop.controller.plan.children.native_gang import join_native_gang, native_drift, native_replaced, native_spec
 from tfop.controller.plan.gang_schedulers import GANG_SCHEDULER_PLUGINS, GangScheduler
 from tfop.controller.plan.job.model import SchedulingPolicy, TFJobSpec
 from tfop.controller.plan.observed.own_child import OwnedView
@@ -36,12 +38,20 @@ def pod_group_name(job_name: str) -> str:
     return job_name
 
 
+def gang_size(job: TFJobSpec) -> int:
+    """How many pods must fit at once: schedulingPolicy.minAvailable, else every replica (so it follows a resize)."""
+    policy = job.run_policy.scheduling_policy or SchedulingPolicy()
+    min_available = policy.min_available
+    return min_available if min_available is not None and min_available > 0 else len(_pods_in_order(job))
+
+
 def pod_group_spec(job: TFJobSpec, gang: GangScheduler) -> Object:
     """The spec the job's PodGroup should have."""
+    if gang.native:
+        return native_spec(gang_size(job), _template_priority_class(job))
     policy = job.run_policy.scheduling_policy or SchedulingPolicy()
     pods = _pods_in_order(job)
-    min_available = policy.min_available
-    min_member = min_available if min_available is not None and min_available > 0 else len(pods)
+    min_member = gang_size(job)
     spec: Object = {"minMember": min_member}
     given = policy.min_resources
     if given:
@@ -70,7 +80,8 @@ def pod_group_kind(gang: GangScheduler) -> JobChildKind:
         cached=("spec", "status"),  # its status: the phase and what the scheduler says (policies/gang.py)
         kept_in=frozenset({JobState.RUNNING, JobState.FINISHED_PODS_KEPT}),
         name=lambda job: pod_group_name(job.name), wanted=lambda job: pod_group_spec(job.spec, gang),
-        drift=lambda stored, wanted: spec_drift(wanted, stored))
+        drift=native_drift if gang.native else lambda stored, wanted: spec_drift(wanted, stored),
+        replaced=native_replaced if gang.native else None)
 
 
 def spec_drift(wanted: Object, current: Mapping[str, Any]) -> Object | None:
@@ -95,7 +106,9 @@ def join_gang(pod: Object, job_name: str, replica_type: str, gang: GangScheduler
     if not spec.get("schedulerName"):
         spec["schedulerName"] = gang.scheduler_name
     metadata = pod["metadata"]
-    if gang.name == GANG_SCHEDULER_PLUGINS:
+    if gang.native:
+        join_native_gang(pod, pod_group_name(job_name))
+    elif gang.name == GANG_SCHEDULER_PLUGINS:
         metadata["labels"][POD_GROUP_LABEL] = job_name
     else:
         metadata["annotations"] = {**mapping(metadata.get("annotations")), VOLCANO_GROUP_ANNOTATION: job_name,

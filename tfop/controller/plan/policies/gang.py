@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tfop.api.constants import CONDITION_RUNNING, EVENT_WARNING
-from tfop.controller.plan.children.pod_group import admission_wait, pod_group_name, pod_group_spec
+from tfop.controller.plan.children.pod_group import admission_wait, gang_size, pod_group_name
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.frozen import replace
 from tfop.controller.plan.gang_schedulers import GangScheduler
@@ -60,12 +60,11 @@ def plan_pod_group(draft: PlanDraft, job: TFJobModel, context: PlanContext, grou
     if group.name_taken:
         return GangState(hold_pods=f"{ref} is being deleted; a new one is made once it is gone",
                          note=f"; {ref} is being deleted")
-    if current is not None and current.phase:
-        draft.status = replace(draft.status, pod_group_phase=current.phase)
     reported: GangPhase | None = None
     if current is not None:
-        min_member = int(pod_group_spec(job.spec, gang)["minMember"])
-        reported = gang_phase(current, gang, min_member, pods, draft.now)
+        reported = gang_phase(current, gang, gang_size(job.spec), pods, draft.now)
+        if reported.phase:
+            draft.status = replace(draft.status, pod_group_phase=reported.phase)
         if reported.recheck_after is not None:
             draft.requeue(reported.recheck_after)  # the grace ends with no change to wake the job
     wait = admission_wait(current, gang)

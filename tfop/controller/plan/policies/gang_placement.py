@@ -14,6 +14,8 @@ What the schedulers write (scheduler-plugins v0.32.7, Volcano v1.12):
   Coscheduling plugin writes nothing to the group: what it says goes into each pod's PodScheduled condition.
 - Volcano's scheduler sets Pending (not admitted), Inqueue (admitted: the pods may be created), Running, Unknown
   (part of the gang placed) and Completed, and writes conditions (type Unschedulable, with a message) on the group.
+- kube-scheduler (1.37) writes no phase: its condition PodGroupInitiallyScheduled, True once it bound the whole
+  gang, False with its reason while it cannot, is told as a phase (children/native_gang.py).
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from datetime import datetime
 from typing import Any
 
 from tfop.api.constants import REASON_GANG_UNSCHEDULABLE
-from tfop.controller.plan.gang_schedulers import GANG_SCHEDULER_PLUGINS, GANG_VOLCANO, GangScheduler
+from tfop.controller.plan.children.native_gang import PHASE_SCHEDULED, PHASE_UNSCHEDULABLE, native_phase
+from tfop.controller.plan.gang_schedulers import GANG_KUBERNETES, GANG_SCHEDULER_PLUGINS, GANG_VOLCANO, GangScheduler
 from tfop.controller.plan.observed.own_child import OwnedView
 from tfop.controller.plan.observed.pod import PodView
 from tfop.controller.plan.policies.troubles import UNSCHEDULABLE, Trouble, describe, pod_trouble
@@ -49,9 +52,15 @@ _PHASE_WORDS: dict[str, dict[str, str]] = {
         "Unknown": "part of the gang is placed, the rest cannot be",
         "Completed": "its pods are done",
     },
+    GANG_KUBERNETES: {
+        PHASE_SCHEDULED: "kube-scheduler placed the whole gang",
+        PHASE_UNSCHEDULABLE: "kube-scheduler cannot place the whole gang yet, so it binds none of its pods",
+    },
 }
+# What a group without a phase means, by scheduler.
+_NO_PHASE = {GANG_KUBERNETES: "kube-scheduler has not tried the whole gang yet"}
 # Phases in which the scheduler has placed the gang (or is done with it): nothing is unplaceable there.
-_PLACED = frozenset({"Running", "Finished", "Failed", "Completed"})
+_PLACED = frozenset({"Running", "Finished", "Failed", "Completed", PHASE_SCHEDULED})
 
 
 @dataclass(frozen=True)
@@ -71,7 +80,7 @@ class GangPhase:
     def summary(self) -> str:
         """e.g. `PodGroup ns/mnist is Scheduling (its pods wait to be placed together)`."""
         if not self.phase:
-            return f"{self.ref} has no phase yet (its scheduler's controller has not written one)"
+            return f"{self.ref} has no phase yet ({self.words})"
         said = f"; {self.scheduler_says}" if self.scheduler_says else ""
         return f"{self.ref} is {self.phase} ({self.words}{said})"
 
@@ -92,8 +101,9 @@ def gang_phase(group: OwnedView, gang: GangScheduler, min_member: int, pods: Ite
                now: datetime) -> GangPhase:
     """`pods`: the job's pods with their replica slots. `min_member`: the group's minMember as tfop wants it."""
     ref = f"PodGroup {group.namespace}/{group.name}"
-    phase = group.phase
-    words = _PHASE_WORDS.get(gang.name, {}).get(phase, "a phase tfop does not know")
+    phase = native_phase(group) if gang.native else group.phase
+    words = (_PHASE_WORDS.get(gang.name, {}).get(phase, "a phase tfop does not know") if phase else
+             _NO_PHASE.get(gang.name, "its scheduler's controller has not written one"))
     said = [condition.message for condition in group.conditions if condition.message]
     volcano_unschedulable = next(
         (condition.message or "the scheduler marks it Unschedulable" for condition in group.conditions

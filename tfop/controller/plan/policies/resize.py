@@ -125,9 +125,10 @@ def _warn_below_min_available(draft: PlanDraft, job: TFJobModel, context: PlanCo
     if pods >= policy.min_available:
         return
     others = pods - workers
+    field = "gang minCount" if context.config.gang.native else "minMember"
     draft.event(EVENT_WARNING, REASON_RESIZED_BELOW_MIN_AVAILABLE,
                 f"{draft.job_ref} now has {pods} pods, fewer than spec.runPolicy.schedulingPolicy.minAvailable "
-                f"({policy.min_available}), which stays its PodGroup's minMember: the {context.config.gang.name} "
+                f"({policy.min_available}), which stays its PodGroup's {field}: the {context.config.gang.name} "
                 f"scheduler places no pod of it (a pod started again for the resize or replaced after a failure) "
                 f"until minAvailable is lowered or the job has at least {policy.min_available - others} workers.")
 
