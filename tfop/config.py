@@ -24,9 +24,11 @@ cluster the operator runs in rather than how one process runs (those are flags).
                                           # the cluster lacks, then fails; a job's
                                           # tfop.kubeflow.org/unknown-scheduling-grace-seconds wins
     kueue:
-      integration: kueue                  # who queues a job labelled kueue.x-k8s.io/queue-name: Kueue's TFJob
-                                          # adapter (kueue, default), or tfop itself with a Workload it makes
-                                          # and follows (own), for a Kueue without the kubeflow.org/tfjob adapter
+      integration: own                    # who queues a job labelled kueue.x-k8s.io/queue-name: tfop itself with
+                                          # a Workload it makes and follows (own, default: any Kueue from v0.15,
+                                          # with or without its kubeflow.org/tfjob adapter), or Kueue's TFJob
+                                          # adapter (kueue). Unset: own, unless the start finds Kueue's adapter
+                                          # enabled (then the adapter) or no Kueue (then none)
     progress:                             # the progress endpoint pods report training progress to (off by default;
       enabled: true                       # docs/tfjob/progress.md)
       url: https://tfop.tfop-system.svc:8444   # how pods reach it (required when enabled)
@@ -60,7 +62,7 @@ import yaml
 from tfop import yamlio
 from tfop.api.constants import NAMING_RUNTIME_ID, NAMINGS, NODE_LOSS_POLICIES, REPLICA_BACKEND_PODS, REPLICA_BACKENDS
 from tfop.api.fields import one_of
-from tfop.api.kueue import INTEGRATION_ADAPTER, INTEGRATIONS, KueueIntegration
+from tfop.api.kueue import INTEGRATION_OWN, INTEGRATIONS, KueueIntegration
 from tfop.api.tensorboard import DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS
 from tfop.controller.plan.controller_config import (
     DEFAULT_EVALUATOR_GRACE_SECONDS,
@@ -147,6 +149,7 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> ControllerConf
     unknown_scheduling_grace = _seconds(document.get("unknownSchedulingGraceSeconds",
                                                      DEFAULT_UNKNOWN_SCHEDULING_GRACE_SECONDS),
                                         "unknownSchedulingGraceSeconds")
+    kueue_integration, kueue_chosen = _kueue_integration(document.get("kueue") or {}, notes)
     return ControllerConfig(service_domain=domain, accelerators=MappingProxyType(accelerators), gang_scheduler=gang,
                             gpu_resource=str(gpu_resource), child_naming=naming, tf_image=image,
                             grpc_server_file_path=posixpath.normpath(server_path), replica_backend=backend,
@@ -155,7 +158,7 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> ControllerConf
                             evaluator_grace_seconds=evaluator_grace,
                             unknown_scheduling_grace_seconds=unknown_scheduling_grace,
                             capacity_scaling=_capacity_scaling(document.get("capacityScaling") or {}, notes),
-                            kueue_integration=_kueue_integration(document.get("kueue") or {}, notes),
+                            kueue_integration=kueue_integration, kueue_integration_chosen=kueue_chosen,
                             progress=_progress(document.get("progress") or {}, notes),
                             tensorboard=_tensorboard(document.get("tensorboard") or {}, notes))
 
@@ -210,15 +213,16 @@ def _progress(data: Any, notes: list[str]) -> ProgressSettings:
                             token_seconds=token_seconds)
 
 
-def _kueue_integration(data: Any, notes: list[str]) -> KueueIntegration:
-    """kueue: {integration: own | kueue}."""
+def _kueue_integration(data: Any, notes: list[str]) -> tuple[KueueIntegration, bool]:
+    """kueue: {integration: own | kueue}; whether the file chose it is kept, since the start resolves an unset one
+    by the cluster (tfop/kueue_startup.py) and refuses a chosen one the cluster cannot honour."""
     spec = _mapping(data, "kueue")
     _known(spec, "kueue", {"integration"}, notes)
-    asked = spec.get("integration", INTEGRATION_ADAPTER)
+    asked = spec.get("integration", INTEGRATION_OWN)
     integration = one_of(asked, INTEGRATIONS)
     if integration is None:
         raise ConfigError(f"kueue.integration {asked!r} is not one of {', '.join(INTEGRATIONS)}")
-    return integration
+    return integration, "integration" in spec
 
 
 def _capacity_scaling(data: Any, notes: list[str]) -> CapacityScalingSettings:

@@ -22,7 +22,6 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from tfop import logs
-from tfop.api.kueue import INTEGRATION_OWN
 from tfop.config import ConfigError, load_config
 from tfop.controller.capacity.scaler import CapacityScaler
 from tfop.controller.children import TFJOBS
@@ -32,10 +31,11 @@ from tfop.health import Checks, EndpointServer
 from tfop.kube.client import KubeClient
 from tfop.kube.events import EventRecorder
 from tfop.kube.leaderelection import LeaderElector
+from tfop.kueue_startup import settle_kueue_integration
 from tfop.malloc_arenas import limit_malloc_arenas
 from tfop.metrics import OperatorMetrics, create_registry
 from tfop.metrics_serving import MetricsServing, in_a_pod, metrics_serving, secure_endpoint
-from tfop.preflight import check_cluster, check_kueue, make_client
+from tfop.preflight import check_cluster, make_client
 from tfop.progress.metrics import ProgressCollector
 from tfop.progress.server import ProgressServer
 from tfop.progress.serving import certificate, configmap_data, progress_server
@@ -81,8 +81,7 @@ def _run(args: argparse.Namespace) -> int:
     metrics = OperatorMetrics.create(registry, namespaces=args.namespace)
     client = make_client(args.kubeconfig, qps=args.qps, burst=args.burst, metrics=metrics.kube)
     check_cluster(client, args.namespace)
-    if config.kueue_integration == INTEGRATION_OWN:
-        check_kueue(client)
+    config = settle_kueue_integration(client, config, args.namespace)
     recorder = EventRecorder(client, "tfop", metrics=metrics.kube)
     gang_problem = gang_scheduler_problem(client, config.gang)
     if gang_problem is not None:

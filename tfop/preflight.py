@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tfop.api.constants import GROUP, PLURAL, VERSION
-from tfop.controller.children import RESOURCE_FLAVORS, TFJOBS, WORKLOAD_PRIORITY_CLASSES, WORKLOADS
+from tfop.controller.children import TFJOBS
 from tfop.kube import credentials
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import ApiError, NotFound, TLSVerificationError, TransportError
@@ -71,21 +71,3 @@ def check_cluster(client: KubeClient, namespaces: Sequence[str]) -> None:
         else:
             problem, fix = f"answered {error}", "check the apiserver's health (kubectl get --raw /readyz)"
         raise StartupError(EXIT_UNREACHABLE, "cluster not ready", f"the apiserver at {server} {problem}", fix) from None
-
-
-def check_kueue(client: KubeClient) -> None:
-    """With tfop's own Kueue integration (kueue.integration: own): raises StartupError (exit 1) unless the apiserver
-    serves Kueue's Workloads, ResourceFlavors and WorkloadPriorityClasses, whose informers would otherwise never
-    sync, and the operator never get ready."""
-    wanted = {WORKLOADS.plural, RESOURCE_FLAVORS.plural, WORKLOAD_PRIORITY_CLASSES.plural}
-    try:
-        group = client.request("GET", f"/apis/{WORKLOADS.group}/{WORKLOADS.version}", max_retries=PREFLIGHT_RETRIES)
-        served = {r.get("name") for r in (group or {}).get("resources") or ()}
-    except NotFound:
-        served = set()
-    missing = sorted(wanted - served)
-    if missing:
-        raise StartupError(EXIT_UNREACHABLE, "Kueue missing",
-                           f"kueue.integration is own, but the apiserver does not serve {', '.join(missing)} of "
-                           f"{WORKLOADS.api_version}",
-                           "install Kueue (v0.15 or later), or set kueue.integration: kueue in the config")

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,6 +29,19 @@ def helm() -> Path:
 def operator(cluster: LocalCluster, tfjob_crd: Path, namespace: str, tmp_path: Path) -> Iterator[OperatorProcess]:
     """`tfop run` as a process watching the test's namespace; its log's tail is printed afterwards."""
     process = OperatorProcess(cluster.kubeconfig, tmp_path / "operator.log", "--namespace", namespace).start()
+    yield process
+    process.terminate()
+    print(f"--- operator log ---\n{process.log_tail(80)}")
+
+
+@pytest.fixture
+def adapter_operator(cluster: LocalCluster, tfjob_crd: Path, namespace: str, tmp_path: Path
+                     ) -> Iterator[OperatorProcess]:
+    """`tfop run` watching the test's namespace with Kueue's TFJob adapter chosen (kueue.integration: kueue)."""
+    from support.kueue import integration_config
+
+    process = OperatorProcess(cluster.kubeconfig, tmp_path / "operator.log", "--namespace", namespace, "--config",
+                              str(integration_config(tmp_path, "kueue"))).start()
     yield process
     process.terminate()
     print(f"--- operator log ---\n{process.log_tail(80)}")
@@ -73,7 +85,6 @@ def coscheduler(cluster: LocalCluster) -> Iterator[CoScheduler]:
     scheduler.stop()
 
 
-KUEUE_NAMESPACE_LABEL = ("tfop.test/kueue", "on")
 
 
 @pytest.fixture(scope="session")
@@ -82,6 +93,7 @@ def kueue(cluster: LocalCluster, tfjob_crd: Path) -> Iterator[Kueue]:
     Its TFJob webhooks see only namespaces labelled KUEUE_NAMESPACE_LABEL (the `kueue_namespace` fixture), so the
     other tests' TFJobs never depend on it."""
     from localcluster.addons.kueue import Kueue
+    from support.kueue import KUEUE_NAMESPACE_LABEL
 
     instance = Kueue(cluster, namespace_labels=dict([KUEUE_NAMESPACE_LABEL]))
     instance.start()
@@ -91,22 +103,10 @@ def kueue(cluster: LocalCluster, tfjob_crd: Path) -> Iterator[Kueue]:
 
 @pytest.fixture
 def kueue_namespace(kueue: Kueue, cluster: LocalCluster, namespace: str) -> str:
-    """The test's namespace, labelled for Kueue's webhooks; ready once the apiserver sends a TFJob there through
-    them (it sees the label through its own namespace cache, a moment after the label is written)."""
-    from support.tfjobs import tfjob
-    from support.waiting import DEADLINE, wait_for
+    """The test's namespace, labelled for Kueue's webhooks (support/kueue.py's cover_namespace)."""
+    from support.kueue import KUEUE_NAMESPACE_LABEL, cover_namespace
 
-    cluster.kubectl("label", "namespace", namespace, "=".join(KUEUE_NAMESPACE_LABEL))
-    probe = tfjob("webhook-probe", Worker={"replicas": 1, "template": {"spec": {"containers": [
-        {"name": "tensorflow", "image": "tensorflow/tensorflow"}]}}})
-    probe["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "probe"}
-
-    def suspended_by_kueue() -> bool:
-        result = cluster.kubectl("create", "--dry-run=server", "-o", "json", "-n", namespace, "-f", "-",
-                                 input=json.dumps(probe))
-        return json.loads(result.stdout)["spec"]["runPolicy"].get("suspend") is True
-
-    wait_for(suspended_by_kueue, DEADLINE, f"Kueue's TFJob webhook to see namespace {namespace}", interval=0.3)
+    cover_namespace(cluster, namespace, KUEUE_NAMESPACE_LABEL)
     return namespace
 
 

@@ -305,7 +305,7 @@ def granted(cluster: LocalCluster, user: str, namespace: str) -> set[tuple[str, 
 
 
 OPERATOR_RULES = {(resource, "", verb) for resource, verbs in [
-    ("tfjobs.kubeflow.org", "get list watch delete"), ("tfjobs.kubeflow.org/status", "update patch"),
+    ("tfjobs.kubeflow.org", "get list watch delete create"), ("tfjobs.kubeflow.org/status", "update patch"),
     ("tfjobs.kubeflow.org/finalizers", "update"), ("pods", "list watch create patch delete"),
     ("services", "list watch create patch delete"), ("jobs.batch", "list watch create patch delete"),
     ("networkpolicies.networking.k8s.io", "list watch create patch delete"),
@@ -375,8 +375,7 @@ def test_operator_service_account_is_denied_everything_it_does_not_use(
                            ("update", "configmaps"), ("get", "configmaps/tf-job-operator-config"),
                            ("patch", "configmaps"), ("delete", "configmaps"),
                            ("create", "statefulsets.apps"), ("update", "deployments.apps"), ("update", "nodes"),
-                           ("patch", "nodes"), ("delete", "nodes"), ("create", "tfjobs.kubeflow.org"),
-                           ("update", "tfjobs.kubeflow.org"),
+                           ("patch", "nodes"), ("delete", "nodes"), ("update", "tfjobs.kubeflow.org"),
                            ("update", "pods"), ("create", "pods:exec"),
                            ("create", "serviceaccounts:token"), ("delete", "leases.coordination.k8s.io")]:
         for scope in (namespace, SYSTEM_NAMESPACE, None):

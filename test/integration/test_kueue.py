@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +23,18 @@ from localcluster import LocalCluster
 from support.kueue import (
     CLUSTER_QUEUES,
     GPU,
+    KUEUE_NAMESPACE_LABEL,
     LOCAL_QUEUES,
     NODES,
     PRIORITY_CLASSES,
     QUEUE_LABEL,
     RESOURCE_FLAVORS,
+    WORKLOADS,
     Timeline,
     cluster_queue,
+    cover_namespace,
     flavor,
+    integration_config,
     is_true,
     live_pods,
     local_queue,
@@ -98,11 +102,11 @@ def finish_chief(client: KubeClient, namespace: str, job: str) -> None:
 
 
 def test_quota_admits_two_of_three_jobs_and_the_third_runs_when_one_succeeds(
-        kube_client: KubeClient, kueue_namespace: str, operator: OperatorProcess,
+        kube_client: KubeClient, kueue_namespace: str, adapter_operator: OperatorProcess,
         cluster_objects: list[tuple[Any, str]]) -> None:
     ns, client = kueue_namespace, kube_client
     make_queue(client, cluster_objects, ns, 8, flavor(f"{ns}-gpu"))
-    timeline = Timeline(KubeClient.from_kubeconfig(str(operator.kubeconfig)), ns).start()
+    timeline = Timeline(KubeClient.from_kubeconfig(str(adapter_operator.kubeconfig)), ns).start()
     try:
         jobs = {}
         for name in ("job-a", "job-b", "job-c"):
@@ -178,7 +182,7 @@ def gpu_nodes(client: KubeClient, made: list[tuple[Any, str]], pool: str, count:
 
 
 def test_flavor_places_the_pods_and_a_preempted_job_resumes_without_counting_a_restart(
-        kube_client: KubeClient, kueue_namespace: str, operator: OperatorProcess,
+        kube_client: KubeClient, kueue_namespace: str, adapter_operator: OperatorProcess,
         cluster_objects: list[tuple[Any, str]]) -> None:
     ns, client = kueue_namespace, kube_client
     nodes = gpu_nodes(client, cluster_objects, ns, 2)
@@ -189,7 +193,7 @@ def test_flavor_places_the_pods_and_a_preempted_job_resumes_without_counting_a_r
         make(client, cluster_objects, PRIORITY_CLASSES, {
             "apiVersion": PRIORITY_CLASSES.api_version, "kind": "WorkloadPriorityClass",
             "metadata": {"name": f"{ns}-{level}"}, "value": value})
-    timeline = Timeline(KubeClient.from_kubeconfig(str(operator.kubeconfig)), ns).start()
+    timeline = Timeline(KubeClient.from_kubeconfig(str(adapter_operator.kubeconfig)), ns).start()
     try:
         low = submit(client, ns, timeline, queued_tfjob("low", "queue", 2, priority_class=f"{ns}-low"))
         wait_for(lambda: condition(client, ns, "low", "Running"), DEADLINE, "low to be admitted and Running")
@@ -251,14 +255,14 @@ def test_the_readmes_kueue_examples_pass_kueues_webhooks(cluster: LocalCluster, 
 
 
 def test_a_resize_of_an_admitted_job_is_admitted_again_at_the_new_size(
-        cluster: LocalCluster, kube_client: KubeClient, kueue_namespace: str, operator: OperatorProcess,
+        cluster: LocalCluster, kube_client: KubeClient, kueue_namespace: str, adapter_operator: OperatorProcess,
         cluster_objects: list[tuple[Any, str]]) -> None:
     """Kueue v0.15 compares the job's pod sets with its Workload's: a Worker count changed under an admitted job
     matches no Workload, so Kueue suspends the job, deletes the Workload, makes one of the new size and admits it
     as it would a new job. The suspension is not a failure and counts no restart."""
     ns, client = kueue_namespace, kube_client
     make_queue(client, cluster_objects, ns, 8, flavor(f"{ns}-gpu"))
-    timeline = Timeline(KubeClient.from_kubeconfig(str(operator.kubeconfig)), ns).start()
+    timeline = Timeline(KubeClient.from_kubeconfig(str(adapter_operator.kubeconfig)), ns).start()
     try:
         job = submit(client, ns, timeline, queued_tfjob("grow", "queue", 2))
         wait_for(lambda: condition(client, ns, "grow", "Running"), DEADLINE, "grow to be admitted and Running")
@@ -296,3 +300,50 @@ def test_a_resize_of_an_admitted_job_is_admitted_again_at_the_new_size(
 
 def pod_set_counts(workload: dict[str, Any]) -> dict[str, int]:
     return {pod_set["name"]: pod_set["count"] for pod_set in workload["spec"]["podSets"]}
+
+
+def test_the_start_sees_kueues_adapter_and_never_runs_both(
+        kueue_namespace: str, operators: Callable[..., OperatorProcess], tmp_path: Path) -> None:
+    """Kueue's TFJob adapter covers the namespace (its webhook suspends a queued TFJob there, on a dry run): a tfop
+    whose config chose its own integration refuses to start, saying why and what to change; one whose config
+    leaves the integration out gives way to the adapter, and says so."""
+    refused = operators("--config", str(integration_config(tmp_path, "own")))
+    process = refused.start(wait_ready=False).process
+    assert process is not None and process.wait(DEADLINE) == 1, refused.log_tail(20)
+    said = refused.log_tail(20)
+    assert (f"kueue.integration is own, but Kueue's kubeflow.org/tfjob adapter is enabled (its webhook suspended a "
+            f"TFJob naming a queue in namespace {kueue_namespace}, on a dry run)") in said, said
+
+    settled = operators().start()
+    lines = [json.loads(line) for line in settled.log_path.read_text().splitlines() if line.startswith("{")]
+    note = next(line for line in lines if line.get("event") == "kueue integration")
+    assert (note["level"], note["integration"]) == ("warning", "kueue"), note
+    assert "tfop leaves queueing to it (kueue.integration: kueue)" in note["note"], note
+
+
+def test_a_job_the_adapter_takes_after_the_start_gets_no_second_workload(
+        cluster: LocalCluster, kueue: Any, kube_client: KubeClient, namespace: str,
+        operators: Callable[..., OperatorProcess], tmp_path: Path) -> None:
+    """tfop's own integration chosen and started while Kueue's webhooks leave the namespace out (its dry run is not
+    suspended there); the namespace labelled for them afterwards, Kueue's adapter takes the next job and makes its
+    Workload. tfop makes none and no pods, and says why (Suspended KueueAdapterConflict, a Warning); with the
+    adapter's Workload deleted, and the adapter's suspension cleared, tfop queues the job itself."""
+    client, ns = kube_client, namespace
+    own = operators("--config", str(integration_config(tmp_path, "own"))).start()
+    cover_namespace(cluster, ns, KUEUE_NAMESPACE_LABEL)
+    job = client.create(TFJOBS, queued_tfjob("both", "nowhere", gpus_per_replica=1), ns)
+    assert job["spec"]["runPolicy"]["suspend"] is True  # Kueue's webhook took it
+    theirs = wait_for(lambda: workload_of(client, ns, job), DEADLINE, "Kueue's adapter to make the job's Workload")
+    assert "kueue.x-k8s.io/job-uid" in theirs["metadata"]["labels"]
+    held = wait_for(lambda: (c := condition(client, ns, "both", "Suspended")) and
+                    c.get("reason") == "KueueAdapterConflict" and c, DEADLINE, "tfop to say both integrations act")
+    print(f"held: {held['message']}")
+    assert f"its Workload {theirs['metadata']['name']}" in held["message"]
+    # Events follow the status that announces them (the applier records them once it is stored).
+    warned = wait_for(lambda: [e for e in events_about(client, ns, "both") if e["reason"] == "KueueAdapterConflict"],
+                      DEADLINE, "the KueueAdapterConflict event")
+    assert [e["type"] for e in warned] == ["Warning"], warned
+    workloads = client.list(WORKLOADS, ns)[0]
+    assert [w["metadata"]["name"] for w in workloads] == [theirs["metadata"]["name"]], "tfop made a Workload too"
+    assert live_pods(client, ns, "both") == []
+    assert own.process is not None and own.process.poll() is None

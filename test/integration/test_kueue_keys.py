@@ -12,7 +12,16 @@ from typing import Any
 import pytest
 
 from localcluster import LocalCluster
-from support.kueue import CLUSTER_QUEUES, LOCAL_QUEUES, QUEUE_LABEL, RESOURCE_FLAVORS, is_true, live_pods, workload_of
+from support.kueue import (
+    CLUSTER_QUEUES,
+    LOCAL_QUEUES,
+    QUEUE_LABEL,
+    RESOURCE_FLAVORS,
+    integration_config,
+    is_true,
+    live_pods,
+    workload_of,
+)
 from support.operator_process import OperatorProcess
 from support.tfjobs import TFJOBS, condition
 from support.waiting import DEADLINE, wait_for
@@ -62,7 +71,8 @@ def test_kueue_counts_only_titlecase_keys_and_tfop_refuses_the_others(
     wait_for(lambda: kube_client.get(TFJOBS, "mixed", namespace)["spec"]["runPolicy"]["suspend"] is False, DEADLINE,
              "Kueue to unsuspend the admitted job")
 
-    operator = OperatorProcess(cluster.kubeconfig, tmp_path / "operator.log", "--namespace", namespace).start()
+    operator = OperatorProcess(cluster.kubeconfig, tmp_path / "operator.log", "--namespace", namespace, "--config",
+                               str(integration_config(tmp_path, "kueue"))).start()
     try:
         failed = wait_for(lambda: condition(kube_client, namespace, "mixed", "Failed"),
                           message="tfop to refuse the job")

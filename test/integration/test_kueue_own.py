@@ -1,12 +1,12 @@
-"""tfop's own Kueue integration (`kueue.integration: own`) against the newest Kueue pinned (KUEUE_OWN_VERSION,
-v0.19), configured as its release ships: its default integrations, which leave out kubeflow.org/tfjob, and tfop's
-kind named in integrations.externalFrameworks, so Kueue's pod webhook leaves tfop's pods to their owner.
+"""tfop's own Kueue integration (`kueue.integration: own`) against the newest Kueue pinned (KUEUE_OWN_VERSION, v0.19),
+configured as its release ships: its default integrations, which leave out kubeflow.org/tfjob, and tfop's kind named
+in integrations.externalFrameworks, so Kueue's pod webhook leaves tfop's pods to their owner.
 
-tfop makes each queued job's Workload, holds the job (Suspended, reason QueuedByKueue, with Kueue's message)
-until Kueue admits it, puts the admitted flavor's node labels and toleration on the pods, and stops a job whose
-Workload is evicted (here by deactivating it), handing the quota back so the next job is admitted, without a
-restart counted. A job preempted by a higher WorkloadPriorityClass is requeued and runs again. No spec is edited:
-Kueue never writes the TFJob.
+tfop, with its config's kueue section left out (own, the default), makes each queued job's Workload, holds the job
+(Suspended, reason QueuedByKueue, with Kueue's message) until Kueue admits it, puts the admitted flavor's node
+labels and toleration on the pods, and stops a job whose Workload is evicted (here by deactivating it), handing the
+quota back so the next job is admitted, without a restart counted. A job preempted by a higher WorkloadPriorityClass
+is requeued and runs again. No spec is edited: Kueue never writes the TFJob.
 
 A cluster of its own (kwok nodes only), as the session's Kueue (v0.15, with its adapter) serves the shared one.
 """
@@ -104,9 +104,10 @@ def own_integration(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]
         client.create(CLUSTER_QUEUES, cluster_queue("team", pool, 4, namespace))
         client.create(LOCAL_QUEUES, local_queue("queue", "team"), namespace)
         wait_for(lambda: is_true(client.get(CLUSTER_QUEUES, "team"), "Active"), message="the ClusterQueue to be Active")
-        operator = OperatorProcess(cluster.kubeconfig, cluster.directory / "tfop.log", "--namespace", namespace,
-                                   "--config", str(config))
+        # No config: own is the default, and the start's dry run finds no TFJob adapter in this Kueue.
+        operator = OperatorProcess(cluster.kubeconfig, cluster.directory / "tfop.log", "--namespace", namespace)
         operator.start()
+        assert '"kueue integration"' not in operator.log_tail(200), operator.log_tail(200)
         yield Setup(client, namespace, pool)
     finally:
         if operator is not None:

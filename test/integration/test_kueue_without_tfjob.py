@@ -26,6 +26,7 @@ from support.kueue import (
     WORKLOADS,
     cluster_queue,
     flavor,
+    integration_config,
     is_true,
     live_pods,
     local_queue,
@@ -66,7 +67,8 @@ def without_integration(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Se
         client.create(CLUSTER_QUEUES, cluster_queue("team", "gpu", 8, namespace))
         client.create(LOCAL_QUEUES, local_queue("queue", "team"), namespace)
         wait_for(lambda: is_true(client.get(CLUSTER_QUEUES, "team"), "Active"), message="the ClusterQueue to be Active")
-        operator = OperatorProcess(cluster.kubeconfig, cluster.directory / "tfop.log", "--namespace", namespace)
+        operator = OperatorProcess(cluster.kubeconfig, cluster.directory / "tfop.log", "--namespace", namespace,
+                                   "--config", str(integration_config(cluster.directory, "kueue")))
         operator.start()
         yield Setup(cluster, client, namespace)
     finally:

@@ -25,6 +25,7 @@ from fake_kubelet import exit_pod
 from localcluster import LocalCluster
 from localcluster.addons.kueue import Kueue
 from support.crds import crd_established
+from support.kueue import integration_config
 from support.operator_process import OperatorProcess
 from support.tfjobs import TFJOBS, children, events_about, job_status, pods_by_name
 from support.waiting import DEADLINE, wait_for
@@ -94,7 +95,8 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Side, Side,
             side.cluster.kubectl("wait", "--for=condition=Active", f"--timeout={DEADLINE:.0f}s", "clusterqueue/team",
                                  timeout=DEADLINE + 60)
             side.operator = OperatorProcess(side.cluster.kubeconfig, side.cluster.directory / "tfop.log",
-                                            "--namespace", namespace).start()
+                                            "--namespace", namespace, "--config",
+                                            str(integration_config(side.cluster.directory, "kueue"))).start()
         yield manager, worker, namespace
     finally:
         for side in sides:

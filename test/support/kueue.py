@@ -5,11 +5,14 @@ Spelt out here rather than imported: the tests state the Kueue API (kueue.x-k8s.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
-from support.tfjobs import JOB_NAME_LABEL, TFJOBS
+from localcluster import LocalCluster
+from support.tfjobs import JOB_NAME_LABEL, TFJOBS, tfjob
 from support.waiting import DEADLINE, wait_for
 from tfop.kube.client import KubeClient
 from tfop.kube.resource import PODS, Resource
@@ -24,6 +27,33 @@ NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 GPU = "nvidia.com/gpu"
+# The label the session's Kueue (test/integration/conftest.py) serves its TFJob webhooks in namespaces with.
+KUEUE_NAMESPACE_LABEL = ("tfop.test/kueue", "on")
+
+
+def integration_config(directory: Path, integration: str) -> Path:
+    """A controller config file choosing the Kueue integration (`kueue`, Kueue's TFJob adapter, or `own`), for
+    `tfop run --config`: the tests name the integration they test rather than rely on what the start settles."""
+    path = directory / f"tfop-kueue-{integration}.yaml"
+    path.write_text(f"kueue:\n  integration: {integration}\n")
+    return path
+
+
+def cover_namespace(cluster: LocalCluster, namespace: str, label: tuple[str, str]) -> None:
+    """Labels the namespace for Kueue's webhooks, and waits until the apiserver sends a TFJob there through them
+    (it sees the label through its own namespace cache, a moment after the label is written): a dry-run create of
+    a TFJob naming a queue comes back suspended."""
+    cluster.kubectl("label", "namespace", namespace, "=".join(label))
+    probe = tfjob("webhook-probe", Worker={"replicas": 1, "template": {"spec": {"containers": [
+        {"name": "tensorflow", "image": "tensorflow/tensorflow"}]}}})
+    probe["metadata"]["labels"] = {QUEUE_LABEL: "probe"}
+
+    def suspended_by_kueue() -> bool:
+        result = cluster.kubectl("create", "--dry-run=server", "-o", "json", "-n", namespace, "-f", "-",
+                                 input=json.dumps(probe))
+        return json.loads(result.stdout)["spec"]["runPolicy"].get("suspend") is True
+
+    wait_for(suspended_by_kueue, DEADLINE, f"Kueue's TFJob webhook to see namespace {namespace}", interval=0.3)
 
 
 def flavor(name: str, node_labels: dict[str, str] | None = None,

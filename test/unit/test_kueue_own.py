@@ -111,9 +111,14 @@ def test_the_workload_is_written_out() -> None:
 def test_the_cache_keeps_the_spec_and_kueues_status() -> None:
     stored = {**workload(RESERVED, admission=ADMISSION), "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload"}
     stored["metadata"]["managedFields"] = [{"manager": "kueue"}]
-    slim = child_kinds(None, own_kueue=True)[WORKLOAD].transform(stored)
+    stored["metadata"]["labels"] = {"training.kubeflow.org/operator-name": "tfjob-controller"}
+    kind = child_kinds(None, own_kueue=True)[WORKLOAD]
+    slim = kind.transform(stored)
     assert (slim["spec"], slim["status"], "managedFields" in slim["metadata"]) == (
         stored["spec"], stored["status"], False)
+    # Every Workload is watched (Kueue's adapter's for a job is a conflict), but of another's only its metadata.
+    theirs = {**stored, "metadata": {**stored["metadata"], "labels": {"kueue.x-k8s.io/job-uid": "uid-1"}}}
+    assert (kind.label_selector, sorted(kind.transform(theirs))) == (None, ["apiVersion", "kind", "metadata"])
 
 
 VIEWS: dict[str, tuple[dict[str, Any], bool, Eviction | None, str | None, dict[str, tuple[str, ...]]]] = {
@@ -279,20 +284,22 @@ def test_the_workload_goes_when_the_job_holds_no_quota(job: dict[str, Any], conf
 
 
 def test_with_kueues_adapter_tfop_makes_no_workload() -> None:
-    result = plan_with(queued_job(), [], config=ControllerConfig())
+    result = plan_with(queued_job(), [], config=ControllerConfig(kueue_integration="kueue"))
     assert result.creates(WORKLOAD) == [] and len(result.creates(POD)) == 3
 
 
-CONFIGS: dict[str, tuple[dict[str, Any], str]] = {
-    "left out: Kueue's adapter": ({}, "kueue"),
-    "own": ({"kueue": {"integration": "own"}}, "own"),
-    "kueue": ({"kueue": {"integration": "kueue"}}, "kueue"),
+CONFIGS: dict[str, tuple[dict[str, Any], str, bool]] = {
+    "left out: own, for the start to settle": ({}, "own", False),
+    "no integration key: the same": ({"kueue": {}}, "own", False),
+    "own": ({"kueue": {"integration": "own"}}, "own", True),
+    "kueue": ({"kueue": {"integration": "kueue"}}, "kueue", True),
 }
 
 
-@pytest.mark.parametrize(("document", "integration"), CONFIGS.values(), ids=CONFIGS.keys())
-def test_the_config_chooses_the_integration(document: dict[str, Any], integration: str) -> None:
-    assert parse_config(document).kueue_integration == integration
+@pytest.mark.parametrize(("document", "integration", "chosen"), CONFIGS.values(), ids=CONFIGS.keys())
+def test_the_config_chooses_the_integration(document: dict[str, Any], integration: str, chosen: bool) -> None:
+    config = parse_config(document)
+    assert (config.kueue_integration, config.kueue_integration_chosen) == (integration, chosen)
 
 
 def test_an_unknown_integration_is_refused() -> None:

@@ -163,12 +163,13 @@ ROWS: dict[str, Row] = {
         [FieldError("spec.tfReplicaSpecs[Worker].restartPolicy",
                     "must be one of 'Always', 'OnFailure', 'Never', 'ExitCode'"),
          FieldError("spec.runPolicy.backoffLimit", "must not be negative")]),
-    "a queued job's keys must be TitleCase for Kueue": Row(
+    "a job queued by Kueue's adapter: its keys must be TitleCase": Row(
         tfjob(labels={"kueue.x-k8s.io/queue-name": "q"}, replicas={"worker": {"template": worker_template()}}),
         [FieldError("spec.tfReplicaSpecs[worker]",
                     "must be spelt Worker in a job queued by Kueue (label kueue.x-k8s.io/queue-name=q): Kueue counts "
                     "quota only for the keys Chief, Master, Worker, PS, Evaluator, so its pods would run outside the "
-                    "queue's quota")]),
+                    "queue's quota")],
+        config=ControllerConfig(kueue_integration="kueue")),
     # --- each annotation: valid, then invalid -----------------------------------------------------------------
     "replica-backend jobs": Row(
         tfjob({"tfop.kubeflow.org/replica-backend": "jobs"}),

@@ -65,6 +65,7 @@ class Case:
     unchanged_status: bool = False
     refusals: tuple[CreateRefusal, ...] = ()
     restarts: Any = KEEP  # expected plan.restarts (what the operator logs)
+    config: ControllerConfig = field(default_factory=ControllerConfig)
 
 
 def at(minutes: float) -> datetime:
@@ -403,6 +404,7 @@ UNQUEUED = ("TFJob ns/mnist is created. It runs unqueued: it names the Kueue que
 LOWER_WORKER = ("spec.tfReplicaSpecs[worker]: must be spelt Worker in a job queued by Kueue (label "
                 "kueue.x-k8s.io/queue-name=team-a): Kueue counts quota only for the keys Chief, Master, Worker, PS, "
                 "Evaluator, so its pods would run outside the queue's quota")
+ADAPTER = ControllerConfig(kueue_integration="kueue")  # Kueue's TFJob adapter queues the job
 MANAGED_BY = {
     "a job another controller runs (MultiKueue's manager copy) gets no child, no status, no event": Case(
         make_job(run_policy=MULTIKUEUE), services=[], create_pods=[], create_services=[], events=[],
@@ -421,16 +423,18 @@ MANAGED_BY = {
     "a queued job whose key Kueue cannot count fails, creating nothing": Case(
         {**make_job({"worker": 2}), **QUEUED}, services=[], create_pods=[], create_services=[],
         events=["TFJobCreated", "InvalidSpec"], conditions={"Failed": ("True", "InvalidSpec")},
-        messages={"Failed": [LOWER_WORKER]}, status={"state": "Failed"}),
+        messages={"Failed": [LOWER_WORKER]}, status={"state": "Failed"}, config=ADAPTER),
     "a queued job with TitleCase keys runs once Kueue admits it (unsuspended: generation 2)": Case(
         {**make_job(generation=2), "metadata": {**QUEUED["metadata"], "generation": 2}}, services=[],
-        create_pods=ALL3, events=["TFJobCreated"], messages={"Created": ["TFJob ns/mnist is created."]}),
+        create_pods=ALL3, events=["TFJobCreated"],
+        messages={"Created": ["TFJob ns/mnist is created."]}, config=ADAPTER),
     "a job naming a queue stored unsuspended as created: Kueue does not manage it; it runs, and says so": Case(
         {**make_job(), **QUEUED}, services=[], create_pods=ALL3, events=["TFJobCreated", "NotQueuedByKueue"],
-        messages={"Created": [UNQUEUED]}),
+        messages={"Created": [UNQUEUED]}, config=ADAPTER),
     "a job naming a queue, created suspended: Kueue's or the user's doing, nothing said": Case(
         {**make_job(run_policy={"suspend": True}), **QUEUED}, services=[], create_pods=[],
-        events=["TFJobCreated", "TFJobSuspended"], messages={"Created": ["TFJob ns/mnist is created."]}),
+        events=["TFJobCreated", "TFJobSuspended"],
+        messages={"Created": ["TFJob ns/mnist is created."]}, config=ADAPTER),
     "lowercase keys are fine without a Kueue queue": Case(
         make_job({"worker": 1}), services=[], create_pods=[W0], events=["TFJobCreated"]),
     # Kueue frees a suspended job's quota once no replica is active: a pod holds its node until it is gone.
@@ -751,7 +755,7 @@ def test_plan(case: Case) -> None:
                              if isinstance(value.get("replicas"), int) and value["replicas"] >= 0}
                             ) if case.services is None else case.services
     before = copy.deepcopy((case.job, case.pods, services))
-    result = plan_of(case.job, case.pods, services, case.now, refusals=case.refusals)
+    result = plan_of(case.job, case.pods, services, case.now, config=case.config, refusals=case.refusals)
     assert (case.job, case.pods, services) == before, "plan() must not mutate its input"
     for attribute, actual in (("create_pods", result.creates(POD)), ("create_services", result.creates(SERVICE)),
                               ("delete_pods", result.deletes(POD)), ("delete_services", result.deletes(SERVICE))):
@@ -795,11 +799,11 @@ def test_planning_again_on_the_written_status_changes_nothing(case: Case) -> Non
     services = case.services if case.services is not None else services_for(
         {key: value["replicas"] for key, value in case.job["spec"]["tfReplicaSpecs"].items()
          if isinstance(value.get("replicas"), int) and value["replicas"] >= 0})
-    first = plan_of(case.job, case.pods, services, case.now, refusals=case.refusals)
+    first = plan_of(case.job, case.pods, services, case.now, config=case.config, refusals=case.refusals)
     job = copy.deepcopy(case.job)
     if first.status is not None:
         job["status"] = first.status.to_json()
-    second = plan_of(job, case.pods, services, case.now, refusals=case.refusals)
+    second = plan_of(job, case.pods, services, case.now, config=case.config, refusals=case.refusals)
     assert second.status is None
     assert second.events == []
     assert second.counters == JobCounters()
@@ -842,9 +846,10 @@ def test_the_cache_keeps_all_the_planner_reads(case: Case) -> None:
         {key: value["replicas"] for key, value in case.job["spec"]["tfReplicaSpecs"].items()
          if isinstance(value.get("replicas"), int) and value["replicas"] >= 0})
     whole = plan_of(case.job, [as_served(pod) for pod in case.pods], [as_served(svc) for svc in services], case.now,
-                    refusals=case.refusals)
+                    config=case.config, refusals=case.refusals)
     cached = plan_of(case.job, [slim_pod(as_served(pod)) for pod in case.pods],
-                     [slim_metadata(as_served(svc)) for svc in services], case.now, refusals=case.refusals)
+                     [slim_metadata(as_served(svc)) for svc in services], case.now, config=case.config,
+                     refusals=case.refusals)
     assert (cached.create, cached.delete, cached.status, cached.events, cached.counters, cached.requeue_after) == (
         whole.create, whole.delete, whole.status, whole.events, whole.counters, whole.requeue_after)
 

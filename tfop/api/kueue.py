@@ -31,6 +31,10 @@ QUEUE_NAME: Final = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS: Final = "kueue.x-k8s.io/priority-class"
 TFJOB_INTEGRATION: Final = "kubeflow.org/tfjob"
 REASON_NOT_QUEUED: Final = "NotQueuedByKueue"  # a Warning event's reason
+# Kueue's TFJob adapter queues a job tfop's own integration queues too: the Suspended condition's reason, and a
+# Warning event's. Kueue marks the Workloads it makes for a job with the job's uid under this label.
+REASON_ADAPTER_CONFLICT: Final = "KueueAdapterConflict"
+JOB_UID_LABEL: Final = "kueue.x-k8s.io/job-uid"
 
 # Who queues a job that names a Kueue queue (the operator config's `kueue.integration`): tfop itself, creating and
 # following the job's Workload (Kueue's "external framework" pattern, for Kueue releases without the TFJob

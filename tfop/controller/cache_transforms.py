@@ -199,11 +199,15 @@ def slim_flavor(flavor: Object) -> Object:
     return slim
 
 
-def slim_keeping(fields: tuple[str, ...]) -> Callable[[Object], Object]:
+def slim_keeping(fields: tuple[str, ...], only_if: Callable[[Object], bool] | None = None
+                 ) -> Callable[[Object], Object]:
     """A job's own child (its PodGroup, NetworkPolicy, HPA) is small: the metadata and the fields its entry names
-    (plan/children/job_child.py's `cached`), which the planner compares with what the job wants."""
+    (plan/children/job_child.py's `cached`), which the planner compares with what the job wants. `only_if`: the
+    fields are kept only of the objects it accepts, the metadata of the others (another controller's)."""
     def slim(child: Object) -> Object:
         kept = slim_metadata(child)
+        if only_if is not None and not only_if(child):
+            return kept
         for key in fields:
             if isinstance(child.get(key), dict):
                 kept[key] = child[key]

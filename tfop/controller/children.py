@@ -37,6 +37,7 @@ from tfop.controller.plan.gang_schedulers import GangScheduler
 from tfop.controller.plan.types import JOB, POD, SERVICE
 from tfop.kube.informer import Transform
 from tfop.kube.resource import JOBS, PODS, SERVICES, Resource
+from tfop.objects import Object
 
 TFJOBS = Resource(GROUP, VERSION, PLURAL, KIND)  # the owner of every child below
 WORKLOADS = Resource(KUEUE_GROUP, KUEUE_VERSION, "workloads", "Workload")
@@ -64,7 +65,7 @@ class ChildKind:
     resource: Resource
     transform: Transform  # what the cache keeps of each object (controller/cache_transforms.py)
     scope: Scope = Scope.REPLICA
-    label_selector: str = CHILD_SELECTOR
+    label_selector: str | None = CHILD_SELECTOR  # None: every object of the kind (JobChildKind.others_seen)
     owner_index: str = BY_OWNER
     # Background: the delete returns at once and the garbage collector removes what the child owns.
     propagation_policy: str = "Background"
@@ -89,8 +90,17 @@ def own_kind(kind: JobChildKind) -> ChildKind:
     that shares its REST collection with another kind (the TensorBoard's Service) has an informer of its own,
     selecting on its marker label."""
     selector = f"{CHILD_SELECTOR},{kind.marker_label}" if kind.marker_label else CHILD_SELECTOR
+    if kind.others_seen:  # every object of the kind; tfop's cached whole, the others' metadata only
+        return ChildKind(kind.kind, Resource(kind.group, kind.version, kind.plural, kind.kind),
+                         slim_keeping(kind.cached, only_if=made_by_tfop), scope=Scope.JOB, label_selector=None)
     return ChildKind(kind.kind, Resource(kind.group, kind.version, kind.plural, kind.kind), slim_keeping(kind.cached),
                      scope=Scope.JOB, label_selector=selector)
+
+
+def made_by_tfop(child: Object) -> bool:
+    """Whether tfop (or the Go operator it replaces) made the child: what CHILD_SELECTOR selects."""
+    labels = (child.get("metadata") or {}).get("labels") or {}
+    return labels.get(LABEL_OPERATOR_NAME) in (OPERATOR_NAME, LEGACY_OPERATOR_NAME)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from tfop.controller.children import (
     ChildKind,
     child_id,
     child_kinds,
+    made_by_tfop,
     pod_group_resource,
 )
 from tfop.controller.plan.children.batch_job import made_by_job
@@ -245,6 +246,13 @@ class TFJobController:
         self._release_strays(key, namespace, owner_uid=uid)
         children = {kind.kind: self._cache_of(kind.kind, namespace).by_index(kind.owner_index, uid)
                     for kind in self.kinds}
+        foreign: dict[str, tuple[str, ...]] = {}
+        for kind in self.kinds:
+            if kind.label_selector is None:  # others' objects of the kind cached too: never the job's children
+                others = sorted(child["metadata"]["name"] for child in children[kind.kind] if not made_by_tfop(child))
+                if others:
+                    foreign[kind.kind] = tuple(others)
+                    children[kind.kind] = [child for child in children[kind.kind] if made_by_tfop(child)]
         for kind in self.kinds:
             if kind.grandchildren is not None:
                 grand = self.kinds[kind.grandchildren]
@@ -256,7 +264,8 @@ class TFJobController:
         context = PlanContext(job, children, now, self.config, refusals=self.refusals.pop(key, ()),
                               gang_problem=self.gang_problem, nodes=self._nodes_of(children.get(POD, [])),
                               flavors=self._flavors_of(children.get(WORKLOAD, [])),
-                              priority_classes=self._priority_classes_of(job), progress=self.progress.latest(key))
+                              priority_classes=self._priority_classes_of(job), progress=self.progress.latest(key),
+                              foreign=foreign)
         plan = plan_job(context)
         changes = self.applier.change_children(key, job, plan)
         held = self.applier.record(key, job, plan, now)

@@ -15,7 +15,7 @@ from tfop.api.constants import (
     NodeLossPolicy,
     ReplicaBackendName,
 )
-from tfop.api.kueue import INTEGRATION_ADAPTER, KueueIntegration
+from tfop.api.kueue import INTEGRATION_OWN, KueueIntegration
 from tfop.api.tensorboard import DEFAULT_TTL_SECONDS
 from tfop.controller.plan.gang_schedulers import GANG_NONE, GangScheduler, gang_scheduler
 
@@ -147,9 +147,11 @@ class ControllerConfig:
     unknown_scheduling_grace_seconds: float = DEFAULT_UNKNOWN_SCHEDULING_GRACE_SECONDS
     # Elastic jobs resized to the cluster's free capacity (tfop/controller/capacity); not read by the planner.
     capacity_scaling: CapacityScalingSettings = field(default_factory=CapacityScalingSettings)
-    # Who queues a job that names a Kueue queue: Kueue's TFJob adapter (kueue), or tfop with a Workload of its own
-    # (own: plan/policies/kueue_admission.py).
-    kueue_integration: KueueIntegration = INTEGRATION_ADAPTER
+    # Who queues a job that names a Kueue queue: tfop with a Workload of its own (own: plan/policies/
+    # kueue_admission.py), or Kueue's TFJob adapter (kueue). Not chosen in the file (own by default), the start
+    # decides by the cluster (tfop/kueue_startup.py): the adapter where Kueue's is enabled, nothing without Kueue.
+    kueue_integration: KueueIntegration = INTEGRATION_OWN
+    kueue_integration_chosen: bool = False
     # The progress endpoint: whether pods are given what reporting to it needs (plan/children/progress_reporting.py).
     progress: ProgressSettings = field(default_factory=ProgressSettings)
     # A job's TensorBoard, for jobs that ask (plan/children/tensorboard.py).

@@ -27,6 +27,7 @@ from tfop.api.constants import (
 )
 from tfop.api.exit_codes import ExitClassLabel
 from tfop.api.fields import integer, mapping, text
+from tfop.api.kueue import REASON_ADAPTER_CONFLICT
 from tfop.api.timestamps import as_utc
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.frozen import replace
@@ -52,6 +53,9 @@ from tfop.controller.plan.types import (
     ReplicaRestart,
     StatusWait,
 )
+
+# A suspension the user did not ask for and must act on: told as a Warning.
+WARNED_SUSPENSIONS = frozenset({REASON_ADAPTER_CONFLICT})
 
 
 class PlanDraft:
@@ -178,8 +182,10 @@ class PlanDraft:
         after: list[JobEvent] = []
         if CONDITION_CREATED in became:
             before.append(self._condition_event(CONDITION_CREATED, EVENT_NORMAL, quiet=True))
-        if CONDITION_SUSPENDED in became:
-            before.append(self._condition_event(CONDITION_SUSPENDED, EVENT_NORMAL))
+        if CONDITION_SUSPENDED in became or self._suspended_for_another_reason():
+            suspended = self._condition_event(CONDITION_SUSPENDED, EVENT_NORMAL)
+            warned = suspended.reason in WARNED_SUSPENSIONS
+            before.append(replace(suspended, type=EVENT_WARNING) if warned else suspended)
         elif condition_is_true(self._old_conditions, CONDITION_SUSPENDED) and not self.is_true(CONDITION_SUSPENDED):
             before.append(JobEvent(EVENT_NORMAL, REASON_RESUMED, f"{self.job_ref} is resumed."))
         if CONDITION_RUNNING in became:
@@ -207,6 +213,12 @@ class PlanDraft:
                                 and find_condition(self._old_conditions, CONDITION_RESTARTING) is None),
         )
         return [*before, *self.events, *after], counters
+
+    def _suspended_for_another_reason(self) -> bool:
+        """Still suspended, for a new reason: Kueue evicted a queued job, or queued an evicted one again."""
+        old, new = find_condition(self._old_conditions, CONDITION_SUSPENDED), self.condition(CONDITION_SUSPENDED)
+        return (old is not None and new is not None and old.status == TRUE and new.status == TRUE
+                and old.reason != new.reason)
 
     def _condition_event(self, condition_type: ConditionType, event_type: EventType, *,
                          quiet: bool = False) -> JobEvent:

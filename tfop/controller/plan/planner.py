@@ -23,7 +23,7 @@ from tfop.api.constants import (
     REASON_TEMPLATE_RESTART_POLICY,
     RESTART_SCOPE_JOB,
 )
-from tfop.api.kueue import INTEGRATION_OWN, REASON_NOT_QUEUED, managed_elsewhere
+from tfop.api.kueue import INTEGRATION_OWN, REASON_ADAPTER_CONFLICT, REASON_NOT_QUEUED, managed_elsewhere
 from tfop.api.runtime_id import runtime_id
 from tfop.controller.plan.children.batch_job import made_by_job
 from tfop.controller.plan.children.desired import DesiredChildren, pod_restart_policy
@@ -47,7 +47,7 @@ from tfop.controller.plan.policies.evaluator import (
 )
 from tfop.controller.plan.policies.gang import plan_pod_group
 from tfop.controller.plan.policies.job_children import OwnChild, keep_job_children, waiting_for_a_name
-from tfop.controller.plan.policies.kueue_admission import admit, with_workload_priority
+from tfop.controller.plan.policies.kueue_admission import adapter_conflict, admit, with_workload_priority
 from tfop.controller.plan.policies.node_loss import (
     ReplicaOnNode,
     Verdict,
@@ -190,10 +190,15 @@ def _run(p: _Planning) -> None:
         counts = p.backend.count_restarts(draft, p.model.spec, p.context, children, deleting=set(), recreating=set())
         finish_training(draft, p.model, p.context, children, counts)
         return
+    own_kueue = draft.config.kueue_integration == INTEGRATION_OWN
+    conflict = adapter_conflict(draft, p.context) if own_kueue else None
+    if conflict is not None:  # before the user's suspend: the adapter's webhook suspended the job as it came
+        suspend(draft, p.model.spec, p.context, children, p.backend, reason=REASON_ADAPTER_CONFLICT, message=conflict)
+        return
     if p.model.spec.run_policy.suspend:
         suspend(draft, p.model.spec, p.context, children, p.backend)
         return
-    admission = admit(draft, p.model, p.context) if draft.config.kueue_integration == INTEGRATION_OWN else None
+    admission = admit(draft, p.model, p.context) if own_kueue else None
     if admission is not None and admission.held:
         if draft.create:  # the Workload
             p.draft.desired = _desired(p, MappingProxyType({}))

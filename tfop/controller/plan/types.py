@@ -88,6 +88,9 @@ class PlanContext:
     priority_classes: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     # The latest progress a pod of the job reported (tfop/progress/), None when none was received since start.
     progress: TrainerStatus | None = None
+    # By kind, the names of the objects the job controls that another controller made (kinds whose entry has
+    # `others_seen`: Kueue's TFJob adapter's Workloads), sorted; never in `children`.
+    foreign: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
 
     def of_kind(self, kind: str) -> list[Object]:
         return self.children.get(kind, [])

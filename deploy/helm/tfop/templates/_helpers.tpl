@@ -62,6 +62,11 @@ and records Events.
   resources: [tfjobs]
   verbs: [patch]
 {{- end }}
+# create only as a dry run at start (tfop/kueue_startup.py), nothing stored: whether Kueue's TFJob adapter is
+# enabled (its webhook suspends a TFJob that names a queue), which tfop's own Kueue integration must not meet.
+- apiGroups: [kubeflow.org]
+  resources: [tfjobs]
+  verbs: [create]
 # The status is written with PUT; patch grants nothing update does not.
 - apiGroups: [kubeflow.org]
   resources: [tfjobs/status]
@@ -159,6 +164,9 @@ and records Events.
 {{- end -}}
 {{- if .Values.capacityScaling.enabled -}}
 {{- $_ := set $config "capacityScaling" .Values.capacityScaling -}}
+{{- end -}}
+{{- if .Values.kueueIntegration -}}
+{{- $_ := set $config "kueue" (dict "integration" .Values.kueueIntegration) -}}
 {{- end -}}
 {{- $config | toYaml -}}
 {{- end -}}

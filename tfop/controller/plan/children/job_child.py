@@ -62,6 +62,10 @@ class JobChildKind:
     # (stored spec, wanted spec) -> whether it differs where it cannot change (a Kueue Workload's pod sets): it
     # is deleted and made again under its name once it is gone. None: every kind of drift can be patched.
     replaced: Callable[[Mapping[str, Any], Object], bool] | None = None
+    # Whether the informer sees the objects of this kind other controllers made too (tfop's cached whole, the
+    # others' metadata only): one controlled by the job that tfop did not make is a conflict (Kueue's adapter's
+    # Workload), which the planner is told of (PlanContext.foreign), never a stray it deletes.
+    others_seen: bool = False
     # The objects' kind where the plan's name differs (the TensorBoard's Deployment and Service).
     object_kind: str = ""
     # A label, with the job's name, that tells these children from others of the same resource (the TensorBoard's

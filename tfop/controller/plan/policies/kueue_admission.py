@@ -29,7 +29,7 @@ from types import MappingProxyType
 
 from tfop.api.constants import CONDITION_RUNNING
 from tfop.api.fields import mapping_at
-from tfop.api.kueue import PRIORITY_CLASS
+from tfop.api.kueue import PRIORITY_CLASS, TFJOB_INTEGRATION
 from tfop.api.timestamps import format_time
 from tfop.controller.plan.children.workload import WORKLOAD_KIND, PodSetPlacement, pod_set_name, workload_name
 from tfop.controller.plan.draft import PlanDraft
@@ -76,6 +76,19 @@ def with_workload_priority(job: TFJobModel, context: PlanContext) -> TFJobModel:
     if name is None:
         return job
     return replace(job, options=replace(job.options, own_priority=context.priority_classes.get(name)))
+
+
+def adapter_conflict(draft: PlanDraft, context: PlanContext) -> str | None:
+    """Why the job is held when Kueue's TFJob adapter made a Workload for it too (its webhooks cover a namespace
+    the start's dry run did not see, or Kueue's Configuration changed since): tfop makes none of its own (the
+    suspension path deletes one it made), so Kueue never counts the job twice; None when there is none."""
+    theirs = context.foreign.get(WORKLOAD, ())
+    if not theirs:
+        return None
+    return (f"{draft.job_ref} is queued by Kueue's {TFJOB_INTEGRATION} adapter too (its Workload "
+            f"{', '.join(theirs)}), and tfop's own Kueue integration makes no second Workload for it, so it does not "
+            f"run: take {TFJOB_INTEGRATION} out of integrations.frameworks in Kueue's Configuration and delete that "
+            f"Workload (tfop then queues the job), or run tfop with kueue.integration: kueue.")
 
 
 def admit(draft: PlanDraft, job: TFJobModel, context: PlanContext) -> Admission | None:
