@@ -7,7 +7,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .feature_gates import gate_flags, pinned_kubernetes, runtime_config_flags
+from .feature_gates import controllers_flag, gate_flags, pinned_kubernetes, runtime_config_flags
 from .node_layout import KWOK_NODE_IP, KWOK_POD_CIDR
 from .pki import FRONT_PROXY_CA, FRONT_PROXY_CLIENT
 from .supervisor import ClusterError
@@ -107,7 +107,7 @@ class ControlPlane:
                 # its Lease nor its status for --node-monitor-grace-period (50 s) goes Ready Unknown and gets the
                 # unreachable taints; its pods are evicted after the apiserver's default 300 s toleration. Node
                 # CIDRs, cloud nodes, load balancers and routes have nothing to do here.
-                "--controllers=*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-route",
+                controllers_flag(self.kubernetes_version),
                 "--profiling=false", *gates,
             ]
         if component == "kube-scheduler":

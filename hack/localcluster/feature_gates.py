@@ -51,3 +51,11 @@ def kubelet_gates(version: str) -> str:
     if not gates:
         return ""
     return "featureGates:\n" + "".join(f"  {name}: {str(on).lower()}\n" for name, on in gates.items())
+
+
+def controllers_flag(version: str) -> str:
+    """kube-controller-manager's --controllers: all but those with nothing to do here (node CIDRs; before 1.37 also
+    cloud nodes, load balancers and routes, which 1.37 no longer has and whose names it refuses)."""
+    if minor(version) >= WORKLOAD_API_SINCE:
+        return "--controllers=*,-nodeipam"
+    return "--controllers=*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-route"

@@ -54,3 +54,12 @@ def test_the_default_is_the_pinned_release() -> None:
     pinned = next(line.split("=", 1)[1] for line in text.splitlines() if line.startswith("KUBERNETES_VERSION="))
     made = ControlPlane({}, Path("/pki"), Path("/data"), Path("/kubeconfig"), "10.0.0.0/24")
     assert made.kubernetes_version == pinned == pinned_kubernetes()
+
+
+@pytest.mark.parametrize(("version", "flag"), [
+    ("v1.36.3", "--controllers=*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-route"),
+    ("v1.37.2", "--controllers=*,-nodeipam"),  # 1.37 refuses the names of the cloud controllers it dropped
+])
+def test_the_controllers_the_controller_manager_runs(version: str, flag: str) -> None:
+    flags = control_plane(version).args("kube-controller-manager")
+    assert [f for f in flags if f.startswith("--controllers=")] == [flag]
