@@ -13,6 +13,7 @@ from pathlib import Path
 
 VERSIONS = Path(__file__).resolve().parents[1] / "versions.env"
 WORKLOAD_API_SINCE = (1, 37)
+CLOUD_CONTROLLERS_GONE_SINCE = (1, 37)  # kube-controller-manager no longer knows their names
 WORKLOAD_API = "scheduling.k8s.io/v1beta1"
 GATES = ("GenericWorkload",)
 
@@ -56,6 +57,6 @@ def kubelet_gates(version: str) -> str:
 def controllers_flag(version: str) -> str:
     """kube-controller-manager's --controllers: all but those with nothing to do here (node CIDRs; before 1.37 also
     cloud nodes, load balancers and routes, which 1.37 no longer has and whose names it refuses)."""
-    if minor(version) >= WORKLOAD_API_SINCE:
+    if minor(version) >= CLOUD_CONTROLLERS_GONE_SINCE:
         return "--controllers=*,-nodeipam"
     return "--controllers=*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-route"
