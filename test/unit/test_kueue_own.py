@@ -1,6 +1,7 @@
 """tfop's own Kueue integration, planned (plan/policies/kueue_admission.py): the Workload of a queued job written
 out, the job held until Kueue admits it, the admission's flavor put on the pods tfop makes, an eviction stopping
-the job and handing the quota back, and the Workload gone with a suspended, finished or unqueued job."""
+the job and handing the quota back, the replicas ended for good reported
+as reclaimable pods, and the Workload gone with a suspended, finished or unqueued job."""
 
 from __future__ import annotations
 
@@ -342,3 +343,62 @@ def test_the_workload_carries_the_priority_class_the_job_names() -> None:
     other["spec"]["priorityClassRef"] = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "low"}
     result = plan(PlanContext(job, {**children, WORKLOAD: [other]}, NOW, OWN, priority_classes={"high": 1000}))
     assert result.deletes(WORKLOAD) == [ChildRef(WORKLOAD, WL, "wl-1")]
+
+
+def finished_worker(**worker_status: Any) -> dict[str, Any]:
+    job = queued_job()
+    job["status"] = {"replicaStatuses": {"Worker": {"active": 1, "succeeded": 1, **worker_status},
+                                         "PS": {"active": 1}}}
+    return job
+
+
+PODS_ONE_DONE = [make_pod("Worker", 0), make_pod("Worker", 1, "Succeeded", exit_code=0), make_pod("PS", 0)]
+
+
+def test_an_admitted_job_reports_its_succeeded_worker() -> None:
+    result = plan_with(finished_worker(succeededIndexes="1"), [workload(RESERVED, ADMITTED, admission=ADMISSION)],
+                       pods=PODS_ONE_DONE)
+    assert result.patch == [ChildPatch(WORKLOAD, WL, {
+        "metadata": {"resourceVersion": "7"},
+        "status": {"reclaimablePods": [{"name": "worker", "count": 1}]}}, subresource="status")]
+    assert result.creates(WORKLOAD) == [] and result.deletes(WORKLOAD) == []
+
+
+def reclaiming(*entries: dict[str, Any], **given: Any) -> dict[str, Any]:
+    stored = workload(RESERVED, ADMITTED, **given)
+    stored["status"]["reclaimablePods"] = list(entries)
+    return stored
+
+
+PATCHES: dict[str, tuple[dict[str, Any], dict[str, Any], list[ChildPatch]]] = {
+    "told already: nothing written": (
+        finished_worker(succeededIndexes="1"), reclaiming({"name": "worker", "count": 1}, admission=ADMISSION), []),
+    "not recorded yet (the pod just ended): nothing before the status says so": (
+        finished_worker(), workload(RESERVED, ADMITTED, admission=ADMISSION), []),
+    "a worker failed for good and one succeeded: both": (
+        finished_worker(succeededIndexes="1", failedIndexes="0"), workload(RESERVED, ADMITTED, admission=ADMISSION),
+        [ChildPatch(WORKLOAD, WL, {"metadata": {"resourceVersion": "7"},
+                                   "status": {"reclaimablePods": [{"name": "worker", "count": 2}]}},
+                    subresource="status")]),
+    "quota reserved, not admitted yet: nothing written": (
+        finished_worker(succeededIndexes="1"), workload(RESERVED, admission=ADMISSION), []),
+}
+
+
+@pytest.mark.parametrize(("job", "stored", "patches"), PATCHES.values(), ids=PATCHES.keys())
+def test_the_reclaimable_pods_patch(job: dict[str, Any], stored: dict[str, Any], patches: list[ChildPatch]) -> None:
+    assert plan_with(job, [stored], pods=PODS_ONE_DONE).patch == patches
+
+
+def test_pods_ready_and_reclaimable_pods_go_in_one_patch() -> None:
+    job = finished_worker(succeededIndexes="1")
+    job["status"]["conditions"] = [{"type": "Running", "status": "True", "reason": "TFJobRunning",
+                                    "message": "TFJob ns/mnist is running.",
+                                    "lastTransitionTime": "2026-11-21T09:58:00Z"}]
+    patches = plan_with(job, [workload(RESERVED, ADMITTED, admission=ADMISSION)], pods=PODS_ONE_DONE).patch
+    assert [(p.name, sorted(p.patch["status"])) for p in patches] == [(WL, ["conditions", "reclaimablePods"])]
+
+
+def test_the_observed_reclaimable_pods() -> None:
+    stored = reclaiming({"name": "worker", "count": 1}, {"name": "ps", "count": 0}, admission=ADMISSION)
+    assert observe_workload(stored).reclaimable == (("worker", 1), ("ps", 0))

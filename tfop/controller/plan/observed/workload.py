@@ -72,6 +72,7 @@ class ObservedWorkload:
     eviction: Eviction | None  # Evicted is True
     waiting: str | None  # why it has no quota yet: QuotaReserved False's message, as Kueue says it
     pods_ready: bool  # PodsReady is True (written by the job's integration: tfop's)
+    reclaimable: tuple[tuple[str, int], ...]  # status.reclaimablePods: (pod set, count), as stored
     assignments: Mapping[str, PodSetAdmission]
     conditions: tuple[Object, ...]
 
@@ -110,6 +111,8 @@ def observe_workload(workload: Object) -> ObservedWorkload:
         waiting=(text(reserved.get("message")) if reserved is not None and reserved.get("status") != "True"
                  else None),
         pods_ready=_is_true(conditions, PODS_READY),
+        reclaimable=tuple((text(entry.get("name")) or "", integer(entry.get("count")) or 0)
+                          for entry in map(mapping, items(status.get("reclaimablePods")))),
         assignments=MappingProxyType(assignments), conditions=conditions)
 
 

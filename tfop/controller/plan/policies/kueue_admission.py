@@ -17,6 +17,8 @@ What callers may rely on:
   False otherwise, which Kueue turns True when the job may queue again, e.g. on reactivation).
 - Admitted, once the job is Running (every replica's pod runs), the Workload's PodsReady condition says so, which
   is what Kueue's `waitForPodsReady` waits for before it admits the next job.
+- Admitted, the replicas that ended for good are reported in the Workload's reclaimablePods, so Kueue releases
+  their quota while the others run (policies/kueue_reclaimable.py).
 - A job that is suspended by its user, finished or rejected keeps no Workload (the entry is kept only in the
   running and queued states).
 """
@@ -46,6 +48,8 @@ from tfop.controller.plan.observed.workload import (
     observe_workload,
 )
 from tfop.controller.plan.policies.job_children import keep_job_child
+from tfop.controller.plan.policies.kueue_reclaimable import wanted_reclaimable
+from tfop.controller.plan.replicas.finished import FinishedReplicas
 from tfop.controller.plan.types import POD, WORKLOAD, ChildPatch, PlanContext
 from tfop.objects import Object
 
@@ -112,8 +116,10 @@ def admit(draft: PlanDraft, job: TFJobModel, context: PlanContext) -> Admission 
         raise ValueError(f"no cached Workload {own.current.name}")
     current = observe_workload(stored)
     if current.admitted:
-        if draft.is_true(CONDITION_RUNNING) and not current.pods_ready:  # as of the previous pass's status
-            draft.patch.append(ChildPatch(WORKLOAD, current.name, _pods_ready(current, draft), subresource="status"))
+        status = _admitted_status(current, draft)
+        if status:  # one patch: a second one guarded by the same resourceVersion would always fail
+            draft.patch.append(ChildPatch(WORKLOAD, current.name, {
+                "metadata": {"resourceVersion": current.resource_version}, "status": status}, subresource="status"))
         return _admitted(draft, job, current, context)
     eviction = current.eviction
     if eviction is not None and current.quota_reserved:  # being stopped; the quota is handed back once it is
@@ -188,10 +194,19 @@ def _requeue(workload: ObservedWorkload, draft: PlanDraft) -> Object:
             "status": {"admission": None, "conditions": conditions}}
 
 
-def _pods_ready(workload: ObservedWorkload, draft: PlanDraft) -> Object:
-    conditions = _set_condition(list(workload.conditions), PODS_READY, "True", "Started",
-                                "All pods reached readiness and the workload is running", draft)
-    return {"metadata": {"resourceVersion": workload.resource_version}, "status": {"conditions": conditions}}
+def _admitted_status(workload: ObservedWorkload, draft: PlanDraft) -> Object:
+    """What an admitted Workload's status lacks, as of the previous pass's job status (stored, so what it says
+    holds): PodsReady once the job is Running, and the replicas ended for good as reclaimable pods."""
+    status: Object = {}
+    if draft.is_true(CONDITION_RUNNING) and not workload.pods_ready:
+        status["conditions"] = _set_condition(list(workload.conditions), PODS_READY, "True", "Started",
+                                              "All pods reached readiness and the workload is running", draft)
+    finished = FinishedReplicas.of_status(draft.previous)
+    ended = {pod_set_name(replica_type): len(finished.ended(replica_type)) for replica_type in finished.succeeded}
+    wanted = wanted_reclaimable(workload.pod_sets, ended, workload.reclaimable)
+    if wanted != workload.reclaimable:
+        status["reclaimablePods"] = [{"name": name, "count": count} for name, count in wanted]
+    return status
 
 
 def _set_condition(conditions: list[Object], condition_type: str, status: str, reason: str, message: str,
