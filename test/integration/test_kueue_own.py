@@ -6,7 +6,8 @@ tfop, with its config's kueue section left out (own, the default), makes each qu
 (Suspended, reason QueuedByKueue, with Kueue's message) until Kueue admits it, puts the admitted flavor's node
 labels and toleration on the pods, and stops a job whose Workload is evicted (here by deactivating it), handing the
 quota back so the next job is admitted, without a restart counted. A job preempted by a higher WorkloadPriorityClass
-is requeued and runs again. No spec is edited: Kueue never writes the TFJob.
+is requeued and runs again. A worker that ends while its job runs is reported in the Workload's reclaimablePods,
+and the quota it frees admits the next job. No spec is edited: Kueue never writes the TFJob.
 
 A cluster of its own (kwok nodes only), as the session's Kueue (v0.15, with its adapter) serves the shared one.
 """
@@ -51,6 +52,7 @@ CRD_FILE = Path(__file__).resolve().parents[2] / "crd" / "kubeflow.org_tfjobs.ya
 POOL_LABEL = "tfop.test/gpu-pool"
 NAMESPACE_LABEL = ("tfop.test/kueue-own", "on")
 REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
+REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
 
 
 @dataclass
@@ -236,3 +238,31 @@ def test_a_preempted_job_is_requeued_and_runs_again_without_a_restart_counted(ow
     running_pods(client, ns, "low", 2)
     assert restarts(client, ns, "low") == {"Chief": 0, "Worker": 0}
     assert condition(client, ns, "low", "Failed") is None
+
+
+def test_a_worker_ended_for_good_gives_its_quota_back_while_the_job_runs(own_integration: Setup) -> None:
+    client, ns = own_integration.client, own_integration.namespace
+    wait_for(lambda: not client.list(WORKLOADS, ns)[0], DEADLINE, "no Workload left from another test")
+    # 3 of the queue's 4 GPUs: a job of two more waits until a worker's share is reclaimable.
+    job = client.create(TFJOBS, queued_tfjob("partly", "queue", gpus_per_replica=1, workers=2), ns)
+    wait_for(lambda: condition(client, ns, "partly", "Running"), DEADLINE, "the job to be Running")
+    pods = running_pods(client, ns, "partly", 3)
+    client.create(TFJOBS, queued_tfjob("next", "queue", gpus_per_replica=1), ns)
+    wait_for(lambda: suspended(client, ns, "next"), DEADLINE, "the next job to be held")
+
+    worker = next(p for p in pods if p["metadata"]["labels"][REPLICA_TYPE_LABEL] == "worker"
+                  and p["metadata"]["labels"][REPLICA_INDEX_LABEL] == "1")
+    exit_pod(client, ns, worker["metadata"]["name"], 0)
+    reclaimable = wait_for(lambda: (workload_of(client, ns, job) or {}).get("status", {}).get("reclaimablePods"),
+                           DEADLINE, "the Workload to report the ended worker as reclaimable")
+    print(f"reclaimablePods: {reclaimable}")
+    assert reclaimable == [{"name": "worker", "count": 1}]
+    # Kueue counts 2 GPUs for it now, so the next job (2 GPUs) is admitted beside it.
+    wait_for(lambda: condition(client, ns, "next", "Running"), DEADLINE, "the next job to be admitted and run")
+    assert is_true(workload_of(client, ns, job), "Admitted") and condition(client, ns, "partly", "Running")
+    ended = [p for p in live_pods(client, ns, "partly") if p["metadata"]["labels"][REPLICA_TYPE_LABEL] == "worker"
+             and p["metadata"]["labels"][REPLICA_INDEX_LABEL] == "1"]
+    assert [p["status"]["phase"] for p in ended] == ["Succeeded"]  # kept, and not made again
+    assert restarts(client, ns, "partly") == {"Chief": 0, "Worker": 0}
+    client.delete(TFJOBS, "next", ns)
+    client.delete(TFJOBS, "partly", ns)

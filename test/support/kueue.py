@@ -93,16 +93,16 @@ def gpu_replica(gpus: int, replicas: int = 1) -> dict[str, Any]:
 
 
 def queued_tfjob(name: str, queue: str, gpus_per_replica: int, priority_class: str | None = None,
-                 backoff_limit: int = 0) -> dict[str, Any]:
-    """A Chief and a Worker of `gpus_per_replica` GPUs each, sent to LocalQueue `queue`. backoffLimit 0: a single
-    restart counted against it would fail the job."""
+                 backoff_limit: int = 0, workers: int = 1) -> dict[str, Any]:
+    """A Chief and `workers` Workers of `gpus_per_replica` GPUs each, sent to LocalQueue `queue`. backoffLimit 0: a
+    single restart counted against it would fail the job."""
     labels = {QUEUE_LABEL: queue}
     if priority_class:
         labels[PRIORITY_LABEL] = priority_class
     return {"apiVersion": TFJOBS.api_version, "kind": "TFJob", "metadata": {"name": name, "labels": labels},
             "spec": {"runPolicy": {"backoffLimit": backoff_limit},
                      "tfReplicaSpecs": {"Chief": gpu_replica(gpus_per_replica),
-                                        "Worker": gpu_replica(gpus_per_replica)}}}
+                                        "Worker": gpu_replica(gpus_per_replica, workers)}}}
 
 
 def workload_of(client: KubeClient, namespace: str, job: dict[str, Any]) -> dict[str, Any] | None:
