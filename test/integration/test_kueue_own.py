@@ -44,7 +44,7 @@ from support.kueue import (
     workload_of,
 )
 from support.operator_process import OperatorProcess
-from support.tfjobs import TFJOBS, condition, job_status
+from support.tfjobs import TFJOBS, condition, events_about, job_status
 from support.waiting import DEADLINE, wait_for
 from tfop.kube.client import KubeClient
 
@@ -126,6 +126,11 @@ def suspended(client: KubeClient, namespace: str, job: str) -> dict[str, Any] | 
     return found if found is not None and found.get("status") == "True" else None
 
 
+def evicted_event(client: KubeClient, namespace: str, job: str) -> dict[str, Any] | None:
+    """The job's EvictedByKueue event: its Suspended condition says so only until the pods are gone, which on kwok
+    nodes can be a few milliseconds, too short for a poll to see."""
+    return next((e for e in events_about(client, namespace, job) if e.get("reason") == "EvictedByKueue"), None)
+
 
 def restarts(client: KubeClient, namespace: str, job: str) -> dict[str, int]:
     return {t: s.get("restarts", 0) for t, s in job_status(client, namespace, job)["replicaStatuses"].items()}
@@ -181,8 +186,7 @@ def test_a_deactivated_job_stops_gracefully_and_its_quota_goes_to_the_next(own_i
     workload = workload_of(client, ns, evicted)
     assert workload is not None
     client.patch(WORKLOADS, workload["metadata"]["name"], {"spec": {"active": False}}, ns)
-    stopped = wait_for(lambda: (c := suspended(client, ns, "evicted")) and c.get("reason") == "EvictedByKueue" and c,
-                       DEADLINE, "the job to say Kueue evicted it")
+    stopped = wait_for(lambda: evicted_event(client, ns, "evicted"), DEADLINE, "the job to say Kueue evicted it")
     print(f"evicted: {stopped['message']}")
     assert "Deactivated" in stopped["message"]
     # Stopped by deleting its pods with their own grace period (SIGTERM first), none counted as a restart.
@@ -221,8 +225,8 @@ def test_a_preempted_job_is_requeued_and_runs_again_without_a_restart_counted(ow
     running_pods(client, ns, "low", 2)
     assert (workload_of(client, ns, low) or {})["spec"]["priority"] == 10
     client.create(TFJOBS, queued_tfjob("high", "urgent", 2, priority_class=f"{ns}-high"), ns)
-    stopped = wait_for(lambda: (c := suspended(client, ns, "low")) and c.get("reason") == "EvictedByKueue" and c,
-                       DEADLINE, "the low-priority job to say Kueue evicted it")
+    stopped = wait_for(lambda: evicted_event(client, ns, "low"), DEADLINE,
+                       "the low-priority job to say Kueue evicted it")
     print(f"preempted: {stopped['message']}")
     assert "Preempted" in stopped["message"]
     wait_for(lambda: condition(client, ns, "high", "Running"), DEADLINE, "the high-priority job to run")
@@ -238,6 +242,7 @@ def test_a_preempted_job_is_requeued_and_runs_again_without_a_restart_counted(ow
     running_pods(client, ns, "low", 2)
     assert restarts(client, ns, "low") == {"Chief": 0, "Worker": 0}
     assert condition(client, ns, "low", "Failed") is None
+    client.delete(TFJOBS, "low", ns)
 
 
 def test_a_worker_ended_for_good_gives_its_quota_back_while_the_job_runs(own_integration: Setup) -> None:
