@@ -24,7 +24,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from localcluster import LocalCluster
-from support.browser import clicked, headless_chromium, text_of, texts_of
+from support.browser import clicked, headless_chromium, keep_failed_page, text_of, texts_of
 from support.operator_process import OperatorProcess
 from support.real_node_jobs import apply, get, job_pods, pods_now, shell_container, story, tfjob
 from support.ui import UiServer, reader_token, ui_identity
@@ -69,9 +69,8 @@ def browsing(cluster: LocalCluster, namespace: str, token: str, tmp_path: Path) 
             yield browser
             print("screenshots: " + " ".join(str(path) for path in browser.screenshots))
         except BaseException:
-            (tmp_path / "failed.html").write_text(driver.page_source)
-            driver.save_screenshot(str(tmp_path / "failed.png"))
-            print(f"at {driver.current_url}, the page: {tmp_path / 'failed.html'}; screenshots: {browser.screenshots}")
+            keep_failed_page(driver, tmp_path)
+            print(f"screenshots: {browser.screenshots}")
             raise
         finally:
             driver.quit()
