@@ -62,6 +62,7 @@ class Sampler(threading.Thread):
         self.stopped = threading.Event()
         self._files: dict[int, int] = {}  # native thread id -> open schedstat
         self._seen: dict[int, int] = {}  # native thread id -> its CPU ns at the last look
+        self.looks = 0  # samples taken so far
 
     def _cpu_ns(self, native: int) -> int | None:
         fd = self._files.get(native)
@@ -74,9 +75,20 @@ class Sampler(threading.Thread):
                 os.close(self._files.pop(native))
             return None
 
+    def start(self) -> None:
+        # What the threads alive now spent before is nobody's; a thread born later starts from 0 CPU, so its first
+        # look already counts (a short thread seen once would otherwise weigh nothing).
+        for thread in threading.enumerate():
+            if thread.native_id is not None:
+                spent = self._cpu_ns(thread.native_id)
+                if spent is not None:
+                    self._seen[thread.native_id] = spent
+        super().start()
+
     def run(self) -> None:
         while not self.stopped.wait(self.interval):
             self.sample()
+            self.looks += 1
 
     def sample(self) -> None:
         threads = {thread.ident: thread for thread in threading.enumerate()}
@@ -87,9 +99,9 @@ class Sampler(threading.Thread):
             spent = self._cpu_ns(thread.native_id)
             if spent is None:
                 continue
-            before = self._seen.get(thread.native_id)
+            before = self._seen.get(thread.native_id, 0)
             self._seen[thread.native_id] = spent
-            if before is None or spent <= before:
+            if spent <= before:
                 continue
             self.stacks[_codes(frame)] += spent - before
             self.by_thread[_group(thread.name)] += spent - before

@@ -16,6 +16,7 @@ from tfop.controller.reconciler import TFJobController
 from tfop.health import Checks, EndpointServer
 from tfop.kube.client import KubeClient
 from tfop.kube.events import EventRecorder
+from tfop.kueue_startup import settle_kueue_integration
 
 
 def metric(process: OperatorProcess, metric_name: str, **labels: str) -> float | None:
@@ -103,7 +104,9 @@ def test_two_replicas_one_leads_and_a_sigterm_hands_over_without_duplicates(
 def test_healthz_fails_when_an_informer_dies_and_readyz_follows_the_caches(
         cluster: LocalCluster, tfjob_crd: Path, kube_client: KubeClient, namespace: str) -> None:
     recorder = EventRecorder(kube_client, "tfop-test")
-    controller = TFJobController(kube_client, recorder, config=ControllerConfig(), namespaces=[namespace])
+    # Settled as the operator settles it at start: this cluster has no Kueue, so no Workload informer waits on it.
+    config = settle_kueue_integration(kube_client, ControllerConfig(), [namespace])
+    controller = TFJobController(kube_client, recorder, config=config, namespaces=[namespace])
     liveness, readiness = Checks(), Checks()
     liveness.add("controller", controller.health_problem)
     readiness.add("caches", controller.readiness_problem)

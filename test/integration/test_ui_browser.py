@@ -16,7 +16,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 
 from fake_kubelet import exit_pod, restart_in_place
 from localcluster import LocalCluster
-from support.browser import clicked, headless_chromium, text_of, texts_of
+from support.browser import clicked, headless_chromium, keep_failed_page, text_of, texts_of
 from support.operator_process import OperatorProcess
 from support.tfjobs import TFJOBS, pods_by_name, replica, tfjob
 from support.ui import UiServer, reader_token, ui_identity
@@ -149,9 +149,7 @@ def test_a_browser_follows_a_job_live_and_shows_markup_as_text(cluster: LocalClu
             print(f"screenshots: {tmp_path / 'job-list.png'} {tmp_path / 'job-page.png'} {tmp_path / 'pod-page.png'} "
                   f"{tmp_path / 'job-page-recreated.png'}")
         except BaseException:
-            (tmp_path / "failed.html").write_text(driver.page_source)
-            driver.save_screenshot(str(tmp_path / "failed.png"))
-            print(f"at {driver.current_url}, the page: {tmp_path / 'failed.html'}")
+            keep_failed_page(driver, tmp_path)
             raise
         finally:
             driver.quit()
@@ -279,9 +277,7 @@ def test_the_list_reads_like_a_dashboard(cluster: LocalCluster, tfjob_crd: Path,
             assert text_of(driver, "#user") == f"system:serviceaccount:{namespace}:carol"
             print(f"screenshots: {tmp_path / 'job-list-800.png'}")
         except BaseException:
-            (tmp_path / "failed.html").write_text(driver.page_source)
-            driver.save_screenshot(str(tmp_path / "failed.png"))
-            print(f"at {driver.current_url}, the page: {tmp_path / 'failed.html'}")
+            keep_failed_page(driver, tmp_path)
             raise
         finally:
             driver.quit()
@@ -367,9 +363,7 @@ def test_live_updates_change_only_what_changed_and_say_why_they_stopped(
                      message="the badge to say the page lost the ui")
             print(f"badge once the ui stopped: {badge(driver)!r}; screenshot: {tmp_path / 'job-deleted.png'}")
         except BaseException:
-            (tmp_path / "failed.html").write_text(driver.page_source)
-            driver.save_screenshot(str(tmp_path / "failed.png"))
-            print(f"at {driver.current_url}, the page: {tmp_path / 'failed.html'}")
+            keep_failed_page(driver, tmp_path)
             raise
         finally:
             driver.quit()
@@ -461,9 +455,7 @@ def test_the_job_page_summarizes_replicas_failures_and_progress(cluster: LocalCl
             driver.save_screenshot(str(tmp_path / "job-summary.png"))
             print(f"screenshot: {tmp_path / 'job-summary.png'}")
         except BaseException:
-            (tmp_path / "failed.html").write_text(driver.page_source)
-            driver.save_screenshot(str(tmp_path / "failed.png"))
-            print(f"at {driver.current_url}, the page: {tmp_path / 'failed.html'}")
+            keep_failed_page(driver, tmp_path)
             raise
         finally:
             driver.quit()

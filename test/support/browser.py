@@ -41,6 +41,13 @@ def headless_chromium(download_dir: Path) -> webdriver.Chrome:
 # then, and the caller's wait_for reads again at its next poll.
 
 
+def keep_failed_page(driver: WebDriver, where: Path) -> None:
+    """A failed browser test's page, as HTML and a screenshot in `where`, for whoever reads the failure."""
+    (where / "failed.html").write_text(driver.page_source)
+    driver.save_screenshot(str(where / "failed.png"))
+    print(f"at {driver.current_url}, the page: {where / 'failed.html'}")
+
+
 def text_of(driver: WebDriver, css: str) -> str:
     """The text of the first element `css` selects, "" when there is none or it was replaced while read."""
     try:

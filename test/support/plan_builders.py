@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from tfop.api.runtime_id import child_name, runtime_id
 from tfop.controller.plan.children.desired import selector_labels
@@ -285,3 +285,25 @@ def message(result: Plan, condition_type: str) -> str:
 
 
 KEEP = object()  # "do not check this field"
+
+
+class GangRow(Protocol):
+    """What a gang table's row expects of its plan (test_gang.py, test_native_gang.py)."""
+    create: list[tuple[str, str]]  # (kind, name), in the order sent
+    delete: list[tuple[str, str]]
+    patch: list[dict[str, Any]]
+    message: list[str]  # fragments of the Running condition's message
+    phase: Any  # status.podGroupPhase expected (None: absent; KEEP: not checked)
+
+
+def check_gang_row(result: Plan, row: GangRow) -> None:
+    assert [(creation.kind, creation.name) for creation in result.create] == row.create
+    assert [(ref.kind, ref.name) for ref in result.delete] == row.delete
+    assert [patch.patch for patch in result.patch] == row.patch
+    if row.phase is not KEEP:
+        assert result.status is not None
+        assert result.status.to_json().get("podGroupPhase") == row.phase
+    if row.message:
+        running_message = message(result, "Running")
+        for fragment in row.message:
+            assert fragment in running_message

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 
 from bench.cpu_sampler import Sampler, Stack, read_folded, report
 
 
-def burn() -> int:
+def burn(sampler: Sampler) -> int:
     total = 0
     for number in range(3_000_000):  # a fixed amount of work, however long the machine takes for it
         total += number % 7
+    # Alive (and idle) until the sampler has looked once more: on a loaded machine it may not have looked while
+    # the loop ran, and a thread's CPU is read only while it lives.
+    looked = sampler.looks
+    while sampler.looks <= looked + 1:
+        time.sleep(0.001)
     return total
 
 
@@ -23,7 +29,7 @@ def test_cpu_goes_to_the_thread_that_spends_it(tmp_path) -> None:  # type: ignor
     sampler = Sampler(0.002)
     done = threading.Event()
     waiter = threading.Thread(target=wait, args=(done,), name="waiter-1")
-    burner = threading.Thread(target=burn, name="burner-1")
+    burner = threading.Thread(target=burn, args=(sampler,), name="burner-1")
     sampler.start()
     waiter.start()
     burner.start()
