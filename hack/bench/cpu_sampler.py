@@ -63,6 +63,7 @@ class Sampler(threading.Thread):
         self._files: dict[int, int] = {}  # native thread id -> open schedstat
         self._seen: dict[int, int] = {}  # native thread id -> its CPU ns at the last look
         self.looks = 0  # samples taken so far
+        self.looked = threading.Condition()  # notified after each sample
 
     def _cpu_ns(self, native: int) -> int | None:
         fd = self._files.get(native)
@@ -88,7 +89,9 @@ class Sampler(threading.Thread):
     def run(self) -> None:
         while not self.stopped.wait(self.interval):
             self.sample()
-            self.looks += 1
+            with self.looked:
+                self.looks += 1
+                self.looked.notify_all()
 
     def sample(self) -> None:
         threads = {thread.ident: thread for thread in threading.enumerate()}

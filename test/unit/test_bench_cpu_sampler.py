@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections import Counter
 
 from bench.cpu_sampler import Sampler, Stack, read_folded, report
@@ -15,9 +14,9 @@ def burn(sampler: Sampler) -> int:
         total += number % 7
     # Alive (and idle) until the sampler has looked once more: on a loaded machine it may not have looked while
     # the loop ran, and a thread's CPU is read only while it lives.
-    looked = sampler.looks
-    while sampler.looks <= looked + 1:
-        time.sleep(0.001)
+    with sampler.looked:
+        looked = sampler.looks
+        sampler.looked.wait_for(lambda: sampler.looks > looked + 1)
     return total
 
 

@@ -26,7 +26,7 @@ ROWS: dict[str, dict[str, list[str]]] = {
 
 def control_plane(version: str) -> ControlPlane:
     ports = dict.fromkeys(("etcd", "etcd-peer", "apiserver", "controller-manager", "scheduler", "kwok"), 1)
-    return ControlPlane(ports, Path("/pki"), Path("/data"), Path("/kubeconfig"), "10.0.0.0/24", version)
+    return ControlPlane(ports, Path("/pki"), Path("/data"), Path("/kubeconfig"), "198.18.96.0/24", version)
 
 
 @pytest.mark.parametrize(("version", "component"), [(v, c) for v, row in ROWS.items() for c in row])
@@ -52,7 +52,7 @@ def test_minor(version: str, expected: tuple[int, int]) -> None:
 def test_the_default_is_the_pinned_release() -> None:
     text = (Path(__file__).resolve().parents[2] / "hack" / "versions.env").read_text()
     pinned = next(line.split("=", 1)[1] for line in text.splitlines() if line.startswith("KUBERNETES_VERSION="))
-    made = ControlPlane({}, Path("/pki"), Path("/data"), Path("/kubeconfig"), "10.0.0.0/24")
+    made = ControlPlane({}, Path("/pki"), Path("/data"), Path("/kubeconfig"), "198.18.96.0/24")
     assert made.kubernetes_version == pinned == pinned_kubernetes()
 
 

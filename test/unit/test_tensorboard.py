@@ -171,7 +171,7 @@ def test_the_deployment_and_the_service_as_sent() -> None:
         "spec": SERVICE_SPEC}
 
 
-STORED_SERVICE = {**SERVICE_SPEC, "clusterIP": "10.0.0.7", "sessionAffinity": "None",
+STORED_SERVICE = {**SERVICE_SPEC, "clusterIP": "198.18.96.7", "sessionAffinity": "None",
                   "ports": [{"name": "http", "port": 6006, "targetPort": "http", "protocol": "TCP"}]}
 DRIFTS: dict[str, tuple[dict[str, Any], bool]] = {
     "as made, with what the apiserver adds": (STORED_SERVICE, False),
