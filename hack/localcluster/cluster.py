@@ -27,7 +27,7 @@ from . import pod_network
 from .addons.firewall_state import stop_firewall
 from .api_objects import AdminAPI, get_text
 from .controlplane import COMPONENTS, ControlPlane, build_controlplane
-from .host import HostError, bridge_owner
+from .host import HostError, bridge_owner, claim_bridge, slot_lock
 from .listeners import Address
 from .node_layout import NODE_LABEL, ClusterNetwork, NodeError, NodeLayout, slot_for
 from .pki import PKIError, kubeconfig, make_pki
@@ -152,11 +152,10 @@ class LocalCluster(Supervisor):
         started = time.monotonic()
         if self.bin_dir is None or not (self.bin_dir / "kube-apiserver").exists():
             self.bin_dir = build_controlplane()
-        if self.slot is None:
-            self.slot = slot_for(self.directory, lambda slot: bridge_owner(ClusterNetwork(slot).bridge) is not None)
+        wanted = self.real_nodes or 0
+        self.claim_slot(wanted > 0)
         for sub in ("run", "logs", "data", "shared"):
             (self.directory / sub).mkdir(parents=True, exist_ok=True)
-        wanted = self.real_nodes or 0
         had = int(self._saved().get("real_nodes", 0))
         net = self.network
         try:
@@ -188,6 +187,25 @@ class LocalCluster(Supervisor):
             self._pod_network_down()
         self.start(WATCHDOG)
         log(f"cluster up in {time.monotonic() - started:.1f}s; kubeconfig: {self.kubeconfig}")
+
+    def claim_slot(self, real_nodes: bool) -> None:
+        """A cluster with real nodes holds its slot by its bridge from the moment it picks it, under the machine's
+        slot lock: two clusters starting at once (two test lanes) could otherwise pick one slot, and the one whose
+        bridge came second would, tearing down, remove the other's cgroups. A cluster without real nodes puts
+        nothing on the host, so its pick claims nothing."""
+        with slot_lock():
+            if self.slot is None:
+                self.slot = slot_for(self.directory, lambda slot: bridge_owner(ClusterNetwork(slot).bridge) is not None)
+            if real_nodes:
+                try:
+                    claim_bridge(self.network.bridge, str(self.directory))
+                except HostError as error:
+                    raise ClusterError(str(error)) from error
+
+    def _owns_slot(self) -> bool:
+        """Whether the host objects named by this cluster's slot (cgroup roots, node addresses) are its own: they
+        are not when another cluster's bridge holds the slot."""
+        return bridge_owner(self.network.bridge) in (None, "", str(self.directory))
 
     def _nodes_up(self, images: list[tuple[str, Path]]) -> None:
         network = self.pods_network
@@ -235,9 +253,15 @@ class LocalCluster(Supervisor):
         try:
             self._thaw_if_partitioned(node)
             self.stop(kubelet)
-            node.kill_containers()
+            owned = self._owns_slot()
+            if owned:
+                node.kill_containers()
             self.stop(containerd)
-            node.teardown_host()
+            if owned:
+                node.teardown_host()
+            else:
+                log(f"{node.name}: the slot's bridge {self.network.bridge} belongs to another cluster, so its "
+                    f"cgroups and addresses are left alone")
             node.mark_powered_off(False)  # down and up again is a fresh start
         except (NodeError, HostError) as error:
             raise ClusterError(f"tearing the real node {node.name} down: {error}") from error

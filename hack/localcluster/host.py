@@ -8,15 +8,20 @@ tearing one cluster down leaves another cluster's node alone.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 CGROUP_MOUNT = Path("/sys/fs/cgroup")
+# Held while a cluster picks a slot and creates its bridge, so two clusters starting at once cannot pick one slot
+# (on tmpfs, like the bridges it guards: both are gone after a reboot).
+SLOT_LOCK = Path("/run/tfop-slots.lock")
 # Chains kubelet creates (pkg/kubelet/kubelet_network_linux.go) and the built-in chains that jump to them.
 KUBELET_CHAINS = {
     "filter": ["KUBE-FIREWALL", "KUBE-KUBELET-CANARY"],
@@ -46,6 +51,25 @@ def bridge_owner(bridge: str) -> str | None:
     return path.read_text().strip() if path.exists() else ""
 
 
+@contextlib.contextmanager
+def slot_lock() -> Iterator[None]:
+    with SLOT_LOCK.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def claim_bridge(bridge: str, owner: str) -> None:
+    """Creates the bridge with `owner` as its alias, the claim on its slot, or refuses if another cluster has it.
+    The caller holds slot_lock, so nobody sees the bridge before its alias is set."""
+    current = bridge_owner(bridge)
+    if current is not None and current != owner:
+        raise HostError(f"the bridge {bridge} belongs to the cluster in {current or '(unknown)'}; stop or destroy "
+                        f"that cluster first (two clusters' nodes cannot share one address slot)")
+    if current is None:
+        run("ip", "link", "add", bridge, "type", "bridge")
+        run("ip", "link", "set", "dev", bridge, "alias", owner)
+
+
 def bridge_mac(bridge: str) -> str:
     """A fixed, locally administered MAC address for the bridge, from its name."""
     return ":".join(["02", *(f"{b:02x}" for b in hashlib.sha256(bridge.encode()).digest()[:5])])
@@ -59,13 +83,8 @@ def ensure_bridge(bridge: str, owner: str, addresses: list[str]) -> None:
     so a pod's veth joining or leaving changes it, and every other pod's ARP entry for the gateway (CoreDNS, the
     apiserver relay) then points at an address nobody answers until it expires: a minute of failed DNS lookups
     ("Temporary failure in name resolution") in the middle of training."""
-    current = bridge_owner(bridge)
-    if current is not None and current != owner:
-        raise HostError(f"the bridge {bridge} belongs to the cluster in {current or '(unknown)'}; stop or destroy "
-                        f"that cluster first (two clusters' nodes cannot share one address slot)")
-    if current is None:
-        run("ip", "link", "add", bridge, "type", "bridge")
-        run("ip", "link", "set", "dev", bridge, "alias", owner)
+    with slot_lock():
+        claim_bridge(bridge, owner)
     run("ip", "link", "set", "dev", bridge, "address", bridge_mac(bridge))
     for address in addresses:
         ensure_address(bridge, address)
@@ -86,12 +105,13 @@ def remove_address(device: str, address: str) -> None:
 
 def delete_bridge(bridge: str, owner: str) -> None:
     """Deletes the veths still on the bridge, then the bridge, if it is ours."""
-    if bridge_owner(bridge) not in ("", owner):
-        return
-    lower = Path(f"/sys/class/net/{bridge}/brif")
-    for port in (sorted(p.name for p in lower.iterdir()) if lower.exists() else []):
-        run("ip", "link", "delete", port, check=False)
-    run("ip", "link", "delete", bridge, check=False)
+    with slot_lock():
+        if bridge_owner(bridge) not in ("", owner):
+            return
+        lower = Path(f"/sys/class/net/{bridge}/brif")
+        for port in (sorted(p.name for p in lower.iterdir()) if lower.exists() else []):
+            run("ip", "link", "delete", port, check=False)
+        run("ip", "link", "delete", bridge, check=False)
 
 
 # --- mounts -----------------------------------------------------------------------------------------------------

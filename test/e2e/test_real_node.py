@@ -4,14 +4,17 @@ other through their headless Services' DNS names. tfop runs as a process on the 
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from localcluster import LocalCluster
-from localcluster.host import bridge_mac
+from localcluster.host import bridge_mac, bridge_owner, delete_bridge
+from localcluster.node_layout import SLOTS
 from support.operator_process import OperatorProcess
 from support.real_node_jobs import apply, get, job_pods, shell_container, tfjob, wait_for_condition
 from support.waiting import DEADLINE, KUBECTL_INTERVAL, wait_for
@@ -194,3 +197,41 @@ def test_a_second_cluster_runs_its_own_node_beside_and_leaves_nothing_behind(
         assert {real_node.status()[f"node {name}"] for name in real_node.node_names} == {"Ready"}
     finally:
         other.destroy()
+
+
+def test_two_clusters_starting_at_once_with_one_first_choice_take_two_slots(cluster_dir: Callable[[str], Path]) -> None:
+    """Two test lanes start a cluster each at the same moment, and their directories hash to the same first slot:
+    the slot is picked and its bridge claimed under one lock, so the second sees the first's bridge and moves on
+    (picked apart, both took one slot, and the loser's teardown removed the winner's node cgroups)."""
+    root = cluster_dir("slots")
+    by_first_slot: dict[int, Path] = {}
+    for index in range(SLOTS + 1):  # pigeonhole: two of 17 directories share a first choice
+        directory = (root / f"c{index}").resolve()
+        first = int(hashlib.sha256(str(directory).encode()).hexdigest(), 16) % SLOTS
+        if first in by_first_slot:
+            pair = [LocalCluster(by_first_slot[first]), LocalCluster(directory)]
+            break
+        by_first_slot[first] = directory
+    start = threading.Barrier(len(pair))
+    errors: list[BaseException] = []
+
+    def claim(cluster: LocalCluster) -> None:
+        start.wait()
+        try:
+            cluster.claim_slot(True)
+        except BaseException as error:  # noqa: BLE001 - reported below, with the other thread's outcome
+            errors.append(error)
+
+    threads = [threading.Thread(target=claim, args=(cluster,)) for cluster in pair]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == []
+        assert pair[0].slot != pair[1].slot
+        assert [bridge_owner(c.network.bridge) for c in pair] == [str(c.directory) for c in pair]
+    finally:
+        for cluster in pair:
+            if cluster.slot is not None:
+                delete_bridge(cluster.network.bridge, str(cluster.directory))
