@@ -77,6 +77,9 @@ class JobChildKind:
     # Whether the replicas' children wait while one of these waits for its name (a child being deleted holds it):
     # those the training depends on (a PodGroup), not those beside it (the TensorBoard).
     replicas_wait: bool = True
+    # Whether a rule of its own keeps it (with the shared policy's keep_job_child), before the others: the
+    # Workload, on which whether the job runs at all depends (policies/kueue_admission.py).
+    kept_first: bool = False
 
     @property
     def api_version(self) -> str:

@@ -19,7 +19,7 @@ from tfop.controller.plan.children.job_children import job_child_kinds
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import TFJobModel
 from tfop.controller.plan.observed.own_child import OwnedView
-from tfop.controller.plan.types import WORKLOAD, ChildPatch, Creation, PlanContext
+from tfop.controller.plan.types import ChildPatch, Creation, PlanContext
 
 
 @dataclass(frozen=True)
@@ -38,10 +38,10 @@ def kinds_of(context: PlanContext) -> tuple[JobChildKind, ...]:
 
 
 def keep_job_children(draft: PlanDraft, job: TFJobModel, context: PlanContext) -> dict[str, OwnChild]:
-    """For a job that runs: by kind, what there is of each. Not the Workload, kept first, since whether the job
-    runs at all depends on it (policies/kueue_admission.py)."""
+    """For a job that runs: by kind, what there is of each. Not those a rule of their own keeps first
+    (JobChildKind.kept_first: the Workload, since whether the job runs at all depends on it)."""
     return {kind.kind: keep_job_child(draft, job, context, kind) for kind in kinds_of(context)
-            if kind.kind != WORKLOAD}
+            if not kind.kept_first}
 
 
 def settle_job_children(draft: PlanDraft, context: PlanContext, state: JobState,
