@@ -46,21 +46,28 @@ def keep_job_children(draft: PlanDraft, job: TFJobModel, context: PlanContext) -
 
 def settle_job_children(draft: PlanDraft, context: PlanContext, state: JobState,
                         completed: datetime | None = None) -> None:
-    """For a job that does not run (suspended, finished, rejected): deletes the kinds it keeps none of now, and, of
-    a job that finished at `completed`, those kept for a TTL once it has passed (looking again when it will)."""
+    """For a job that does not run (suspended, finished, rejected): each kind settled (settle_job_child)."""
     for kind in kinds_of(context):
-        children = [child for child in context.observed.own_of(kind.kind) if not child.terminating]
-        if not children:
-            continue
-        if state in kind.kept_in:
-            if completed is None or kind.finished_ttl is None:
-                continue
-            remaining = (completed - draft.now).total_seconds() + kind.finished_ttl(context.job, draft.config)
-            if remaining > 0:
-                draft.requeue(remaining)
-                continue
-        for child in children:
-            draft.delete_child(kind.kind, child)
+        settle_job_child(draft, context, kind, state, completed)
+
+
+def settle_job_child(draft: PlanDraft, context: PlanContext, kind: JobChildKind, state: JobState,
+                     completed: datetime | None = None) -> None:
+    """One kind of the children of a job that does not run: deleted unless the kind is kept in `state`, and, of a
+    job that finished at `completed`, once its TTL has passed (looking again when it will); nothing is made or
+    patched."""
+    children = [child for child in context.observed.own_of(kind.kind) if not child.terminating]
+    if not children:
+        return
+    if state in kind.kept_in:
+        if completed is None or kind.finished_ttl is None:
+            return
+        remaining = (completed - draft.now).total_seconds() + kind.finished_ttl(context.job, draft.config)
+        if remaining > 0:
+            draft.requeue(remaining)
+            return
+    for child in children:
+        draft.delete_child(kind.kind, child)
 
 
 def waiting_for_a_name(own: dict[str, OwnChild], context: PlanContext) -> bool:
