@@ -13,7 +13,7 @@ import yaml
 
 import gen_rbac
 from support.plan_builders import NOW, RID, T0, make_job, make_pod, name_of, running, running_pods, services_for
-from tfop.controller.children import Scope, child_kinds
+from tfop.controller.children import Scope, child_kinds, replicas_selector
 from tfop.controller.plan.children.job_child import JobState
 from tfop.controller.plan.children.job_children import job_child_kinds
 from tfop.controller.plan.controller_config import ControllerConfig
@@ -29,7 +29,7 @@ from tfop.controller.plan.types import (
     Plan,
     PlanContext,
 )
-from tfop.kube.resource import Resource
+from tfop.kube.resource import PODS, SERVICES, Resource
 
 RUNNING, QUEUED, SUSPENDED, FINISHED, KEPT = (JobState.RUNNING, JobState.QUEUED, JobState.SUSPENDED,
                                               JobState.FINISHED, JobState.FINISHED_PODS_KEPT)
@@ -95,6 +95,18 @@ def test_the_wiring_watches_each_entry_as_the_jobs_own() -> None:
     assert kinds[AUTOSCALER].transform(served) == {"apiVersion": "v1", "kind": "PodGroup",
                                                    "metadata": {"name": "mnist"}, "spec": {"minMember": 3}}
 
+
+
+def test_the_replicas_informers_leave_out_the_marker_labels_of_entries_on_their_resource() -> None:
+    by_name = {kind.kind: kind for kind in job_child_kinds(None)}
+    board, service = by_name["TensorBoard"], by_name["TensorBoardService"]
+    second = replace(service, kind="DashboardService", marker_label="example.test/dashboard-of")
+    assert replicas_selector(SERVICES, (board, service, second)) == (
+        f"{OURS},!tfop.kubeflow.org/tensorboard-of,!example.test/dashboard-of")
+    assert replicas_selector(PODS, (board, service)) == OURS
+    unmarked = replace(service, kind="DashboardService", marker_label="")
+    with pytest.raises(ValueError, match="DashboardService shares services with a replica's children"):
+        replicas_selector(SERVICES, (board, unmarked))
 
 def own(kind: str, name: str, *, terminating: bool = False, spec: dict[str, Any] | None = None) -> dict[str, Any]:
     metadata: dict[str, Any] = {"name": name, "namespace": "ns", "uid": f"{kind.lower()}-{name}"}

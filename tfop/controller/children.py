@@ -73,12 +73,13 @@ class ChildKind:
     grandchildren: str | None = None
 
 
-def replicas_selector(resource: Resource) -> str:
-    """The selector of a replica kind's informer: tfop's children, less the job's own of the same resource, which
-    have an informer of their own selecting on their entry's marker label (the TensorBoard's Service). A job's own
-    kind on a replica's resource without a marker label could not be told from the replicas'."""
+def replicas_selector(resource: Resource, table: tuple[JobChildKind, ...] | None = None) -> str:
+    """The selector of a replica kind's informer: tfop's children, less the job's own of the same resource (of the
+    table, or of `table`), which have an informer of their own selecting on their entry's marker label (the
+    TensorBoard's Service). A job's own kind on a replica's resource without a marker label could not be told from
+    the replicas'."""
     markers = []
-    for kind in job_child_kinds(None, own_kueue=True):
+    for kind in job_child_kinds(None, own_kueue=True) if table is None else table:
         if (kind.group, kind.plural) == (resource.group, resource.plural):
             if not kind.marker_label:
                 raise ValueError(f"{kind.kind} shares {resource.plural} with a replica's children: it needs a "
