@@ -206,7 +206,7 @@ def scale_benches(args: argparse.Namespace) -> int:
             rounds=args.rounds, code=code), bigjob.summary))
     failed = False
     for name, run, summarize in benches:
-        cluster = BenchCluster(REPO / ".local" / "bench-memory-cluster")
+        cluster = BenchCluster(args.state_dir)
         print(f"[bench-memory] {name}: a fresh bench cluster", file=sys.stderr, flush=True)
         cluster.up()
         try:
@@ -253,6 +253,8 @@ def main(argv: list[str] | None = None) -> int:
     scale.add_argument("--big-ps", type=int, default=10, help="the big job's PS; workers for the rest")
     scale.add_argument("--restart-together", type=int, default=0,
                        help="a restart together of one job of this many replicas beside the limit's")
+    scale.add_argument("--state-dir", type=Path, default=REPO / ".local" / "bench-memory-cluster",
+                       help="the bench cluster's directory (another one lets two benches run at once)")
     args = parser.parse_args(argv)
     if args.pile or args.big_job or args.restart_together:
         return scale_benches(args)
