@@ -23,6 +23,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from tfop import logs
 from tfop.api.constants import FINALIZER_REPLICA_TRACKING, LABEL_JOB_NAME, REPLICA_TYPES
 from tfop.controller.plan.children.desired import DesiredChildren
 from tfop.controller.plan.controller_config import ControllerConfig
@@ -48,6 +49,7 @@ def children(job: dict[str, Any]) -> list[tuple[Resource, dict[str, Any]]]:
 
 def restart(argv: list[str]) -> int:
     kubeconfig, namespace, concurrency = argv[0], argv[1], int(argv[2])
+    logs.configure("console", "warning")  # the informer logs with structlog, whose default is stdout: ours
     client = KubeClient.from_kubeconfig(kubeconfig, qps=0, user_agent="tfop-bench-limit")
     pods = Informer(client, PODS, namespace=namespace)
     pods.start()

@@ -5,7 +5,8 @@ namespace; 50: spread evenly over 50).
 How the finished jobs are made: one job of the bench's workload (1 Chief + 4 Workers + 2 PS, cleanPodPolicy All)
 is run to Succeeded by tfop on kwok, its pods ended with exit 0 as a kubelet would write it, and tfop cleans its
 children; that job, as tfop left it (its spec, the labels, annotations and finalizers tfop put on it, and its whole
-status, with the template's name replaced by each job's own), is then written N times: a create, and a merge patch
+status, with the template's name and runtime id, which tfop derives from the uid, replaced by each job's own), is
+then written N times: a create, and a merge patch
 of the status subresource, the write tfop's own status update is. So every piled job is byte for byte what tfop
 leaves behind, without making and deleting 7 N pods (70,000 at N = 10,000, an hour on two cores). A fresh
 operator over the pile reconciles each job once and writes nothing (the report counts its writes to prove it).
@@ -43,7 +44,8 @@ from bench.targets import PILE_RSS_TARGET, PILE_TARGET, check, verdict
 from bench.timeline import Timeline
 from bench.workload import CHIEF_TYPES, CLIENT_CONCURRENCY, PODS_PER_JOB, create_jobs, tfjob
 from fake_kubelet import exit_pod
-from tfop.api.constants import LABEL_JOB_NAME, LABEL_REPLICA_TYPE
+from tfop.api.constants import LABEL_JOB_NAME, LABEL_REPLICA_TYPE, LABEL_RUNTIME_ID
+from tfop.api.runtime_id import runtime_id
 from tfop.controller.children import TFJOBS
 from tfop.kube.informer import strip_managed_fields
 from tfop.kube.resource import PODS, SERVICES
@@ -76,17 +78,28 @@ def spread(count: int, namespaces: int, prefix: str = "pile") -> list[tuple[str,
     return [(f"{prefix}-{namespaces}-{index:02d}", each + (index < more)) for index in range(namespaces)]
 
 
-def piled(template: dict[str, Any], name: str, namespace: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The create body and the status patch of one piled job: the finished template's metadata (less what the
-    apiserver sets per object), spec and status, with the template's name replaced by `name` (conditions and
-    messages name their job)."""
+def piled(template: dict[str, Any], name: str, namespace: str) -> dict[str, Any]:
+    """The create body of one piled job: the finished template's metadata (less what the apiserver sets per
+    object) and spec."""
     metadata = {key: copy.deepcopy(value) for key, value in template["metadata"].items()
                 if key not in SERVER_METADATA}
     metadata.update(name=name, namespace=namespace)
-    body = {"apiVersion": template.get("apiVersion", TFJOBS.api_version), "kind": TFJOBS.kind,
+    return {"apiVersion": template.get("apiVersion", TFJOBS.api_version), "kind": TFJOBS.kind,
             "metadata": metadata, "spec": copy.deepcopy(template["spec"])}
+
+
+def piled_status(template: dict[str, Any], name: str, uid: str) -> dict[str, Any]:
+    """The status patch of one piled job, made `uid`: the template's status with its name replaced by `name`
+    (conditions name their job) and its runtime id, which tfop derives from the uid (the replicas' selectors and
+    `runtimeId`), by the job's own; anything else would be a status tfop rewrites."""
+    old, new = runtime_id(template["metadata"]["uid"]), runtime_id(uid)
     status = json.loads(json.dumps(template.get("status") or {}).replace(template["metadata"]["name"], name))
-    return body, {"status": status}
+    if status.get("runtimeId") == old:
+        status["runtimeId"] = new
+    for replica in (status.get("replicaStatuses") or {}).values():
+        if isinstance(replica.get("selector"), str):
+            replica["selector"] = replica["selector"].replace(f"{LABEL_RUNTIME_ID}={old}", f"{LABEL_RUNTIME_ID}={new}")
+    return {"status": status}
 
 
 def finished_template(cluster: BenchCluster, results: Path, code: Path | None, timeout: float) -> dict[str, Any]:
@@ -128,9 +141,8 @@ def make_pile(cluster: BenchCluster, template: dict[str, Any], layout: list[tupl
 
     def write(entry: tuple[str, str]) -> None:
         namespace, name = entry
-        body, status = piled(template, name, namespace)
-        admin.create(TFJOBS, body, namespace)
-        admin.patch_status(TFJOBS, name, status, namespace)
+        made = admin.create(TFJOBS, piled(template, name, namespace), namespace)
+        admin.patch_status(TFJOBS, name, piled_status(template, name, made["metadata"]["uid"]), namespace)
 
     with ThreadPoolExecutor(CLIENT_CONCURRENCY, thread_name_prefix="pile") as pool:
         list(pool.map(write, names))

@@ -10,11 +10,12 @@ from typing import Any
 
 from bench.bigjob import big_job, order, restart_job
 from bench.bigjob import summary as big_summary
-from bench.pile import pile_job, piled, rounds_order, spread
+from bench.pile import pile_job, piled, piled_status, rounds_order, spread
 from bench.pile import summary as pile_summary
 from bench.replicas import Replicas
 from bench.targets import DEPLOYMENT_MEMORY_MB
 from tfop import yamlio
+from tfop.api.runtime_id import runtime_id
 from tfop.api.validation import validate
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.job.model import TFJobModel
@@ -30,7 +31,8 @@ def test_a_pile_spreads_evenly_over_its_namespaces() -> None:
     assert len(layout) == 50 and {count for _, count in layout} == {200}
 
 
-def test_a_piled_job_is_the_finished_template_under_its_own_name() -> None:
+def test_a_piled_job_is_the_finished_template_under_its_own_name_and_uid() -> None:
+    old, new = runtime_id("u-1"), runtime_id("u-2")
     template: dict[str, Any] = {
         "apiVersion": "kubeflow.org/v1", "kind": "TFJob",
         "metadata": {"name": "job-template", "namespace": "pile-template", "uid": "u-1", "resourceVersion": "9",
@@ -39,16 +41,18 @@ def test_a_piled_job_is_the_finished_template_under_its_own_name() -> None:
         "spec": {"runPolicy": {"cleanPodPolicy": "All"}},
         "status": {"conditions": [{"type": "Succeeded", "status": "True",
                                    "message": "TFJob pile-template/job-template successfully completed."}],
-                   "completionTime": "2026-12-03T07:01:00Z"}}
-    body, status = piled(template, "job-00042", "pile-1-00")
-    assert body == {"apiVersion": "kubeflow.org/v1", "kind": "TFJob",
-                    "metadata": {"name": "job-00042", "namespace": "pile-1-00", "labels": {"team": "a"},
-                                 "finalizers": ["f"]},
-                    "spec": {"runPolicy": {"cleanPodPolicy": "All"}}}
-    assert status == {"status": {"conditions": [{
-        "type": "Succeeded", "status": "True", "message": "TFJob pile-template/job-00042 successfully completed."}],
-        "completionTime": "2026-12-03T07:01:00Z"}}
-    assert template["metadata"]["name"] == "job-template"  # the template is left as it was
+                   "runtimeId": old, "replicaStatuses": {"PS": {"succeeded": 2, "selector": (
+                       f"training.kubeflow.org/job-name=job-template,training.kubeflow.org/runtime-id={old}")}}}}
+    assert piled(template, "job-00042", "pile-1-00") == {
+        "apiVersion": "kubeflow.org/v1", "kind": "TFJob",
+        "metadata": {"name": "job-00042", "namespace": "pile-1-00", "labels": {"team": "a"}, "finalizers": ["f"]},
+        "spec": {"runPolicy": {"cleanPodPolicy": "All"}}}
+    assert piled_status(template, "job-00042", "u-2") == {"status": {
+        "conditions": [{"type": "Succeeded", "status": "True",
+                        "message": "TFJob pile-template/job-00042 successfully completed."}],
+        "runtimeId": new, "replicaStatuses": {"PS": {"succeeded": 2, "selector": (
+            f"training.kubeflow.org/job-name=job-00042,training.kubeflow.org/runtime-id={new}")}}}}
+    assert template["metadata"]["name"] == "job-template" and template["status"]["runtimeId"] == old  # as it was
     assert pile_job("j")["spec"]["runPolicy"] == {"cleanPodPolicy": "All"}
 
 
