@@ -289,8 +289,9 @@ def summary(report: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
             ratio = _median(over, "start_p99_s") / _median(beside, "start_p99_s")
             ratios.append((entry["layout"], ratio))
             where = f", {entry['namespaces']} namespace{'s' if entry['namespaces'] > 1 else ''}"
-            checks.append(check(PILE_TARGET, ratio, name="tfop", where=where))
-            checks.append(check(PILE_RSS_TARGET, _median(over, "rss_settled_mb"), name="tfop", where=where))
+            names = {"name": "tfop", "where": where, "pile": f"{pile:,}", "burst": str(report["burst"])}
+            checks.append(check(PILE_TARGET, ratio, **names))
+            checks.append(check(PILE_RSS_TARGET, _median(over, "rss_settled_mb"), **names))
     if ratios:
         lines += ["", "Burst start p99 over the pile / beside it: "
                   + ", ".join(f"{layout} {ratio:.2f}x" for layout, ratio in ratios)]
