@@ -251,26 +251,30 @@ class RestartBench:
 
 
 def measure(cluster: BenchCluster, results: Path, *, replicas: int, ps: int, restart: int, rounds: int,
-            code: Path | None, timeout: float = 3600.0) -> dict[str, Any]:
-    report: dict[str, Any] = {"big_replicas": replicas, "restart_replicas": restart, "rounds": rounds, "runs": []}
+            restart_rounds: int, code: Path | None, timeout: float = 3600.0) -> dict[str, Any]:
+    """The restarts first (a few minutes), then the big job's rounds (each creates and deletes 20,000 children)."""
+    report: dict[str, Any] = {"big_replicas": replicas, "restart_replicas": restart, "rounds": rounds,
+                              "restart_rounds": restart_rounds, "runs": []}
     path = results / "bigjob.json"
-    for index, side in order(rounds) if replicas else ():
-        log(f"{side}: one job of {replicas:,} replicas, round {index + 1}/{rounds}")
-        report["runs"].append(big_run(cluster, results, side, index, replicas, ps, code, timeout))
-        log("  " + json.dumps({k: v for k, v in report["runs"][-1].items() if k != "limit"}))
+
+    def keep(run: dict[str, Any]) -> None:
+        report["runs"].append(run)
+        log("  " + json.dumps({k: v for k, v in run.items() if k != "limit"}))
         path.write_text(json.dumps(report, indent=1))
+
     if restart:
         bench = RestartBench(cluster, results, restart, code, timeout)
         try:
             log(f"one job of {restart:,} replicas made running by tfop for the restarts")
             report["restart_populate_s"] = bench.populate()
-            for index, side in order(rounds):
-                log(f"{side}: restart together of {restart:,} pods, round {index + 1}/{rounds}")
-                report["runs"].append(bench.round(side, index))
-                log("  " + json.dumps({k: v for k, v in report["runs"][-1].items() if k != "limit"}))
-                path.write_text(json.dumps(report, indent=1))
+            for index, side in order(restart_rounds):
+                log(f"{side}: restart together of {restart:,} pods, round {index + 1}/{restart_rounds}")
+                keep(bench.round(side, index))
         finally:
             bench.close()
+    for index, side in order(rounds) if replicas else ():
+        log(f"{side}: one job of {replicas:,} replicas, round {index + 1}/{rounds}")
+        keep(big_run(cluster, results, side, index, replicas, ps, code, timeout))
     return report
 
 
