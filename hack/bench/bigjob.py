@@ -251,8 +251,12 @@ class RestartBench:
 
 
 def measure(cluster: BenchCluster, results: Path, *, replicas: int, ps: int, restart: int, rounds: int,
-            restart_rounds: int, code: Path | None, timeout: float = 3600.0) -> dict[str, Any]:
-    """The restarts first (a few minutes), then the big job's rounds (each creates and deletes 20,000 children)."""
+            restart_rounds: int, code: Path | None, sides: tuple[str, ...] = SIDES,
+            timeout: float = 3600.0) -> dict[str, Any]:
+    """The restarts first (a few minutes), then the big job's rounds (each creates and deletes 20,000 children);
+    of the big job only `sides` (one side each in two benches at once, on clusters of their own, is what a
+    loaded machine leaves time for: both under the same moment's load; bigjob.json of each, merged, is one
+    report)."""
     report: dict[str, Any] = {"big_replicas": replicas, "restart_replicas": restart, "rounds": rounds,
                               "restart_rounds": restart_rounds, "runs": []}
     path = results / "bigjob.json"
@@ -272,7 +276,7 @@ def measure(cluster: BenchCluster, results: Path, *, replicas: int, ps: int, res
                 keep(bench.round(side, index))
         finally:
             bench.close()
-    for index, side in order(rounds) if replicas else ():
+    for index, side in [(index, side) for index, side in order(rounds) if side in sides] if replicas else []:
         log(f"{side}: one job of {replicas:,} replicas, round {index + 1}/{rounds}")
         keep(big_run(cluster, results, side, index, replicas, ps, code, timeout))
     return report

@@ -203,7 +203,8 @@ def scale_benches(args: argparse.Namespace) -> int:
     if args.big_job or args.restart_together:
         benches.append(("bigjob", lambda cluster: bigjob.measure(
             cluster, results, replicas=args.big_job, ps=args.big_ps, restart=args.restart_together,
-            rounds=args.rounds, restart_rounds=args.restart_rounds or args.rounds, code=code), bigjob.summary))
+            rounds=args.rounds, restart_rounds=args.restart_rounds or args.rounds, code=code,
+            sides=tuple(args.big_sides.split(","))), bigjob.summary))
     failed = False
     for name, run, summarize in benches:
         cluster = BenchCluster(args.state_dir)
@@ -253,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     scale.add_argument("--big-ps", type=int, default=10, help="the big job's PS; workers for the rest")
     scale.add_argument("--restart-together", type=int, default=0,
                        help="a restart together of one job of this many replicas beside the limit's")
+    scale.add_argument("--big-sides", default="limit,tfop",
+                       help="the big job's sides this bench runs (one each in two benches at once: --state-dir)")
     scale.add_argument("--restart-rounds", type=int, help="rounds of the restart (default: --rounds)")
     scale.add_argument("--state-dir", type=Path, default=REPO / ".local" / "bench-memory-cluster",
                        help="the bench cluster's directory (another one lets two benches run at once)")
