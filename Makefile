@@ -252,7 +252,9 @@ bench-large: venv controlplane $(VENV)/.bench-installed ## N=2,000 jobs (28,000 
 		--idle-jobs 0 --delete-each-run $(BENCH_ARGS)
 
 # Extra arguments for the memory benchmark, e.g. make bench-memory BENCH_MEMORY_ARGS="--code ../old --replicas 1000,2000";
-# issue 25's figures, two checkouts side by side: BENCH_MEMORY_ARGS="--finished 1000 --peak-jobs 2000 --code ../old --code ."
+# issue 25's figures, two checkouts side by side: BENCH_MEMORY_ARGS="--finished 1000 --peak-jobs 2000 --code ../old --code .";
+# issue 53's scale: BENCH_MEMORY_ARGS="--pile 10000 --pile-namespaces 1,50 --rounds 3" (10,000 finished jobs kept) and
+# BENCH_MEMORY_ARGS="--big-job 10000 --restart-together 1000" (beside the limit client; docs/benchmarks/index.md)
 BENCH_MEMORY_ARGS ?=
 .PHONY: bench-memory
 

@@ -21,6 +21,16 @@ for each `--code` (repeat it) side by side:
     PYTHONPATH=hack .venv/bin/python -m bench.memory --finished 1000 --peak-jobs 2000 --code ../old --code .
 
 Without --kubeconfig it starts a cluster of its own in .local/bench-memory-cluster and destroys it afterwards.
+
+Issue 53's scale, each on a bench cluster of its own (bench/cluster.py), tfop beside a reference in alternating
+rounds (`--rounds`), every figure printed beside its target (bench/targets.py):
+
+    # 10,000 finished jobs kept: a burst of 100 over them and beside them, RSS, relist, kubectl, the page's list
+    PYTHONPATH=hack .venv/bin/python -m bench.memory --pile 10000 --pile-namespaces 1,50 --burst 100 --rounds 3
+    # one job of 10,000 replicas, and a restart together of 1,000 pods, beside the limit client
+    PYTHONPATH=hack .venv/bin/python -m bench.memory --big-job 10000 --restart-together 1000 --rounds 1
+
+(bench/pile.py and bench/bigjob.py say what each measures and how.)
 """
 
 from __future__ import annotations
@@ -40,7 +50,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import memory_jobs
+from bench import bigjob, memory_jobs, pile
+from bench.cluster import BenchCluster, destroy_keeping_logs, end_on_sigterm
 from localcluster import LocalCluster
 from tfop import logs
 from tfop.kube.client import KubeClient
@@ -174,6 +185,52 @@ def run_scenario(client: KubeClient, kubeconfig: Path, code: Path, logs: Path, s
     return Result(scenario, pods, seconds, peak, rss)
 
 
+def scale_benches(args: argparse.Namespace) -> int:
+    """--pile, then --big-job and --restart-together, each on a fresh bench cluster."""
+    end_on_sigterm()
+    logs.configure("console", "warning")
+    code = args.code[0].resolve() if args.code else None
+    results = (args.results / time.strftime("scale-%Y%m%d-%H%M%S")).resolve()
+    (results / "logs").mkdir(parents=True, exist_ok=True)
+    texts: list[str] = [f"load average at the start: {os.getloadavg()}"]
+    benches: list[tuple[str, Callable[[BenchCluster], dict[str, Any]],
+                        Callable[[dict[str, Any]], tuple[str, list[dict[str, Any]]]]]] = []
+    if args.pile:
+        layouts = [int(n) for n in args.pile_namespaces.split(",") if n.strip()]
+        benches.append(("pile", lambda cluster: pile.measure(
+            cluster, results, pile=args.pile, layouts=layouts, burst=args.burst, rounds=args.rounds, code=code),
+            pile.summary))
+    if args.big_job or args.restart_together:
+        benches.append(("bigjob", lambda cluster: bigjob.measure(
+            cluster, results, replicas=args.big_job, ps=args.big_ps, restart=args.restart_together,
+            rounds=args.rounds, restart_rounds=args.restart_rounds or args.rounds, code=code,
+            sides=tuple(args.big_sides.split(","))), bigjob.summary))
+    failed = False
+    for name, run, summarize in benches:
+        cluster = BenchCluster(args.state_dir)
+        print(f"[bench-memory] {name}: a fresh bench cluster", file=sys.stderr, flush=True)
+        cluster.up()
+        try:
+            cluster.install_crd(CRD_FILE)
+            report = run(cluster)
+        except Exception as error:  # noqa: BLE001 - the next bench still runs; this one's partial JSON is kept
+            failed = True
+            texts.append(f"{name} FAILED: {error}")
+            print(f"[bench-memory] {name} FAILED: {error}", file=sys.stderr, flush=True)
+            continue
+        finally:
+            destroy_keeping_logs(cluster, results / name)
+        report["load_average_at_end"] = os.getloadavg()
+        (results / f"{name}.json").write_text(json.dumps(report, indent=1))
+        text, _ = summarize(report)
+        texts.append(text)
+        (results / f"{name}.txt").write_text(text + "\n")
+    texts.append(f"load average at the end: {os.getloadavg()}")
+    print("\n\n".join(texts))
+    print(f"\nresults: {results}/")
+    return 1 if failed else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kubeconfig", type=Path, help="a running cluster (default: start one of our own)")
@@ -187,7 +244,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=500, help="ordinary jobs (Chief + 2 Workers + PS); 0: none")
     parser.add_argument("--timeout", type=float, default=900, help="seconds for each scenario to run")
     parser.add_argument("--results", type=Path, default=REPO / "bench-results" / "memory")
+    scale = parser.add_argument_group("issue 53's scale (each on a bench cluster of its own; --rounds alternates)")
+    scale.add_argument("--pile", type=int, default=0, help="this many finished TFJobs kept (bench/pile.py)")
+    scale.add_argument("--pile-namespaces", default="1,50",
+                       help="the pile's layouts, one after the other: namespaces it is spread over")
+    scale.add_argument("--burst", type=int, default=100, help="new jobs started over the pile and beside it")
+    scale.add_argument("--big-job", type=int, default=0,
+                       help="one job of this many replicas (enableDynamicWorker: up to 10000) beside the limit")
+    scale.add_argument("--big-ps", type=int, default=10, help="the big job's PS; workers for the rest")
+    scale.add_argument("--restart-together", type=int, default=0,
+                       help="a restart together of one job of this many replicas beside the limit's")
+    scale.add_argument("--big-sides", default="limit,tfop",
+                       help="the big job's sides this bench runs (one each in two benches at once: --state-dir)")
+    scale.add_argument("--restart-rounds", type=int, help="rounds of the restart (default: --rounds)")
+    scale.add_argument("--state-dir", type=Path, default=REPO / ".local" / "bench-memory-cluster",
+                       help="the bench cluster's directory (another one lets two benches run at once)")
     args = parser.parse_args(argv)
+    if args.pile or args.big_job or args.restart_together:
+        return scale_benches(args)
 
     args.results.mkdir(parents=True, exist_ok=True)
     if args.finished or args.peak_jobs:

@@ -49,12 +49,11 @@ def _slim(pod: Object) -> Object:
                                       if entry.get("type") == TAINT_EVICTION[0]]}}
 
 
-class ReplicaWatch:
-    """The namespace's pods by name, kept current by an informer (its thread calls `_apply` in event order)."""
+class Replicas:
+    """Pods by name as their events tell them (`apply`, in event order), and what became of the replicas since a
+    baseline (`lose`, `restart_all`)."""
 
-    def __init__(self, client: KubeClient, namespace: str) -> None:
-        self.client = client
-        self.namespace = namespace
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self.pods: dict[str, PodSeen] = {}
         self._baseline: dict[str, PodSeen] = {}  # the pods when the rack was lost
@@ -62,18 +61,12 @@ class ReplicaWatch:
         self._lost_nodes: frozenset[str] = frozenset()
         self.created_at: dict[str, float] = {}  # name -> time.time() its replacement was first seen
         self.replaced_at: dict[str, float] = {}  # name -> time.time() its replacement was first seen running
+        self.marked_at: dict[str, float] = {}  # name -> time.time() its pod at the baseline was seen deleting or gone
         self.touched: set[str] = set()  # names of replicas elsewhere that were deleted or changed uid
         # Of those, the ones Kubernetes' taint eviction controller deleted: a timer it set for an earlier rack's
         # pod fires on the replacement of the same name (kube-controller-manager v1.36, tainteviction).
         self.evicted: set[str] = set()
-        self._informer = Informer(client, PODS, namespace=namespace, transform=_slim)
-        self._informer.add_event_handler(on_add=lambda pod: self._apply("ADDED", pod),
-                                         on_update=lambda _old, pod: self._apply("MODIFIED", pod),
-                                         on_delete=lambda pod, _stale: self._apply("DELETED", pod))
-        self._informer.start()
-        if not self._informer.wait_for_sync(SYNC_SECONDS):
-            self._informer.stop()
-            raise RuntimeError(f"the pods of {namespace} were not listed in {SYNC_SECONDS:.0f} s")
+
 
     def running(self) -> int:
         with self._lock:
@@ -85,12 +78,27 @@ class ReplicaWatch:
         with self._lock:
             self.created_at.clear()
             self.replaced_at.clear()
+            self.marked_at.clear()
             self.touched.clear()
             self.evicted.clear()
             self._lost_nodes = nodes
             self._baseline = dict(self.pods)
             self._lost = {name for name, pod in self.pods.items() if pod.node in nodes}
             return {name: self.pods[name] for name in self._lost}
+
+    def restart_all(self) -> dict[str, PodSeen]:
+        """From now on, count replacements of every replica (a restart together: the same name, a new uid,
+        running on any node) and when each one's pod of now was marked for deletion; returns them as they are."""
+        with self._lock:
+            self.created_at.clear()
+            self.replaced_at.clear()
+            self.marked_at.clear()
+            self.touched.clear()
+            self.evicted.clear()
+            self._lost_nodes = frozenset()
+            self._baseline = dict(self.pods)
+            self._lost = set(self.pods)
+            return dict(self.pods)
 
     def replaced(self) -> int:
         with self._lock:
@@ -104,15 +112,13 @@ class ReplicaWatch:
                        for name, pod in others.items())
             return same, len(others)
 
-    def close(self) -> None:
-        self._informer.stop()
-
-    def _apply(self, kind: str, pod: dict[str, Any]) -> None:
+    def apply(self, kind: str, pod: dict[str, Any]) -> None:
         name, now = pod["metadata"]["name"], time.time()
         with self._lock:
             if kind == "DELETED":
                 if name in self.pods and self.pods[name].uid == pod["metadata"]["uid"]:
                     self._forget(name)
+                self._mark(name, pod["metadata"]["uid"], now)
                 return
             seen = _seen(pod)
             self.pods[name] = seen
@@ -120,12 +126,20 @@ class ReplicaWatch:
                 return
             before = self._baseline.get(name)
             if name in self._lost:
+                if seen.deleting:
+                    self._mark(name, seen.uid, now)
                 if before is not None and seen.uid != before.uid:
                     self.created_at.setdefault(name, now)  # by the operator: the rest is the scheduler's and kwok's
                     if seen.running and not seen.deleting and seen.node not in self._lost_nodes:
                         self.replaced_at.setdefault(name, now)
             elif before is not None and (seen.uid != before.uid or seen.deleting):
                 self._touch(name, seen)
+
+    def _mark(self, name: str, uid: str, now: float) -> None:
+        """The replica's pod at the baseline is going (marked for deletion, or gone): when first seen so."""
+        before = self._baseline.get(name)
+        if before is not None and name in self._lost and uid == before.uid:
+            self.marked_at.setdefault(name, now)
 
     def _forget(self, name: str) -> None:
         last = self.pods.pop(name)
@@ -136,3 +150,23 @@ class ReplicaWatch:
         self.touched.add(name)
         if seen.evicted:
             self.evicted.add(name)
+
+
+class ReplicaWatch(Replicas):
+    """The namespace's pods by name, kept current by an informer (its thread calls `apply` in event order)."""
+
+    def __init__(self, client: KubeClient, namespace: str) -> None:
+        super().__init__()
+        self.client = client
+        self.namespace = namespace
+        self._informer = Informer(client, PODS, namespace=namespace, transform=_slim)
+        self._informer.add_event_handler(on_add=lambda pod: self.apply("ADDED", pod),
+                                         on_update=lambda _old, pod: self.apply("MODIFIED", pod),
+                                         on_delete=lambda pod, _stale: self.apply("DELETED", pod))
+        self._informer.start()
+        if not self._informer.wait_for_sync(SYNC_SECONDS):
+            self._informer.stop()
+            raise RuntimeError(f"the pods of {namespace} were not listed in {SYNC_SECONDS:.0f} s")
+
+    def close(self) -> None:
+        self._informer.stop()

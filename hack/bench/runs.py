@@ -256,9 +256,9 @@ class _Feed:
             self.process.stdin.write(line)
             self.process.stdin.flush()
 
-    def finish(self) -> dict[str, Any]:
+    def finish(self, timeout: float = 600.0) -> dict[str, Any]:
         assert self.process is not None
-        output, _ = self.process.communicate(timeout=600)  # closes its stdin: no more jobs
+        output, _ = self.process.communicate(timeout=timeout)  # closes its stdin: no more jobs
         summary: dict[str, Any] = json.loads(output.strip().splitlines()[-1])
         if self.process.returncode != 0:
             raise RuntimeError(f"the limit client failed: {summary}")

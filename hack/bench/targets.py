@@ -14,6 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 ROW, IDLE, FAIRNESS, NODE_LOSS = "make bench", "make bench (idle)", "make bench-fairness", "make bench-nodeloss"
+PILE, BIG_JOB = "make bench-memory (--pile)", "make bench-memory (--big-job)"
+# The operator's memory limit in the Deployment (deploy/manifests/deployment.yaml, the Helm chart's values.yaml;
+# test_bench_targets checks both say this), in MiB as the benches print RSS.
+DEPLOYMENT_MEMORY_MB = 512.0
 
 
 @dataclass(frozen=True)
@@ -86,12 +90,35 @@ FAIRNESS_TARGET = Target("fairness", "{name} small jobs' start p99 beside the bi
 NODE_LOSS_MARGIN_S = 30.0
 NODE_LOSS_TARGET = Target("rack", "{name} every replica of the lost nodes replaced at most 30 s after the grace",
                           "all_replaced_over_grace_s", NODE_LOSS_MARGIN_S, " s", 36, bench=NODE_LOSS)
-ALL_TARGETS = (*RUN_TARGETS, *IDLE_TARGETS, FAIRNESS_TARGET, NODE_LOSS_TARGET)
+# Issue 53's scale: 10,000 finished jobs kept ({where}: the layout, e.g. ", 50 namespaces"), one job of 10,000
+# replicas, and a restart together of 1,000 pods. The issue bounds the burst and the big job; the restart's 1.2x
+# (the issue says "beside the limit's") and the memory bounds (the Deployment's limit) are this file's.
+PILE_TARGET = Target("pile_burst", "{name} burst of {burst} jobs' start p99 over {pile} finished jobs within 1.1x of "
+                     "beside them{where}", "burst_p99_pile_vs_empty", 1.1, "x", 53, bench=PILE)
+PILE_RSS_TARGET = Target("pile_rss", "{name} RSS over {pile} finished jobs within the Deployment's memory "
+                         "limit{where}", "rss_settled_mb", DEPLOYMENT_MEMORY_MB, " MB", 53, bench=PILE)
+BIG_JOB_TARGET = Target("big_job", "{name} one job of {replicas} replicas Running within 1.2x of the limit's pods "
+                        "running", "running_s_vs_limit", 1.2, "x", 53, bench=BIG_JOB, reference="limit")
+BIG_JOB_RSS_TARGET = Target("big_job_rss", "{name} peak RSS with one job of {replicas} replicas within the "
+                            "Deployment's memory limit", "peak_rss_mb", DEPLOYMENT_MEMORY_MB, " MB", 53,
+                            bench=BIG_JOB)
+RESTART_TARGET = Target("restart_together", "{name} restart together of {replicas} pods, decision to every pod "
+                        "running, within 1.2x of the limit's delete-and-create", "restart_s_vs_limit", 1.2, "x",
+                        53, bench=BIG_JOB, reference="limit")
+SCALE_TARGETS = (PILE_TARGET, PILE_RSS_TARGET, BIG_JOB_TARGET, BIG_JOB_RSS_TARGET, RESTART_TARGET)
+ALL_TARGETS = (*RUN_TARGETS, *IDLE_TARGETS, FAIRNESS_TARGET, NODE_LOSS_TARGET, *SCALE_TARGETS)
+
+
+class _Blank(dict[str, str]):
+    """A goal's names that a table row has no value for: left out."""
+
+    def __missing__(self, key: str) -> str:
+        return ""
 
 
 def check(target: Target, value: float | None, **names: Any) -> dict[str, Any]:
     """One target against its figure, as the JSON report keeps it."""
-    return {"key": target.key, "goal": target.goal.format(**names), "value": value, "threshold": target.bound,
+    return {"key": target.key, "goal": target.goal.format_map(_Blank(names)), "value": value, "threshold": target.bound,
             "unit": target.unit, "met": None if value is None else value <= target.bound}
 
 
@@ -112,7 +139,8 @@ def markdown() -> str:
     """The table on the benchmarks page."""
     lines = ["| bench | target | at most | figure | set in issue |", "| --- | --- | --- | --- | --- |"]
     for target in ALL_TARGETS:
-        goal = target.goal.format(name="tfop", jobs="N").replace(", N=N", "")
+        names = _Blank(name="tfop", jobs="N", replicas="N", burst="100", pile="10,000")
+        goal = target.goal.format_map(names).replace(", N=N", "")
         where = f"N >= {target.min_jobs:,}" if target.min_jobs else ""
         if target.max_jobs is not None:
             where += f", N < {target.max_jobs:,}"

@@ -3,10 +3,12 @@ row rendered, as on the first view; and with each row kept from an earlier rende
 per resourceVersion, tfop/ui/row_cache.py), and a job of 500 replicas with 1,000 events (issue 35's figures), also
 with every replica's pod recreated once (its exit read from the job's status, on the table and the timeline).
 The apiserver's reviews are left out: they are cached per user for 5 s.
-Run: PYTHONPATH=hack:. python -m bench.ui_render"""
+Run: PYTHONPATH=hack:. python -m bench.ui_render [--jobs 10000] (`bench.memory --pile` times the same list over
+the jobs it piled up, as the apiserver returns them)."""
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import time
 from collections.abc import Callable
@@ -63,24 +65,36 @@ def events(count: int) -> list[dict[str, Any]]:
             for i in range(count)]
 
 
-def measure(name: str, render: Callable[[], str]) -> None:
+def measure(name: str, render: Callable[[], str], runs: int = RUNS, echo: bool = True) -> dict[str, Any]:
+    """Median, min and max seconds of `runs` renders (after a first one, which gives the HTML's size)."""
     size = len(render())
     times = []
-    for _ in range(RUNS):
+    for _ in range(runs):
         started = time.perf_counter()
         render()
         times.append(time.perf_counter() - started)
-    print(f"{name}: median {statistics.median(times) * 1000:.0f} ms (min {min(times) * 1000:.0f}, "
-          f"max {max(times) * 1000:.0f}; {RUNS} runs), {size / 1e6:.2f} MB of HTML")
+    median = statistics.median(times)
+    if echo:
+        print(f"{name}: median {median * 1000:.0f} ms (min {min(times) * 1000:.0f}, "
+              f"max {max(times) * 1000:.0f}; {runs} runs), {size / 1e6:.2f} MB of HTML")
+    return {"name": name, "median_s": median, "min_s": min(times), "max_s": max(times), "runs": runs,
+            "html_mb": size / 1e6}
 
 
-def main() -> None:
+def templates_env() -> Environment:
     templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True)
     templates.globals.update(job_url=job_url, time_html=lambda moment: time_html(moment, None))
-    listed, replicas, recorded = jobs(2000), pods(500), events(1000)
-    job = {"metadata": {"namespace": "a", "name": "big"}, "status": {"conditions": CONDITIONS}}
+    return templates
 
+
+def list_timings(listed: list[dict[str, Any]], now: datetime, runs: int = RUNS,
+                 echo: bool = True) -> list[dict[str, Any]]:
+    """The job list over `listed` (jobs as the page's cache holds them), as the app renders it: every job's row
+    made (or kept from an earlier render), all sorted newest first, then the rows of one page written; and the
+    whole list in one page."""
+    templates = templates_env()
     macros: Any = templates.get_template("_job_row.html").module
+    count = f"{len(listed):,}"
 
     def render_row(row: JobRow) -> tuple[Markup, Markup]:
         return Markup(macros.head(row)), Markup(macros.tail(row))
@@ -88,18 +102,31 @@ def main() -> None:
     def job_list(cache: RowCache, per: str = "") -> str:
         """As the app does it: every row selected and sorted (newest first), then one page of them written."""
         query = ListQuery.parse({"per": per})
-        selected = select_rows([cache.row(job) for job in listed], lambda rendered: rendered.row, NOW)
+        selected = select_rows([cache.row(job) for job in listed], lambda rendered: rendered.row, now)
         page = page_of(len(selected), "1", per) if per else Page(1, 1, len(selected), len(selected))
-        rows = [rendered.html(NOW) for rendered in selected[page.first:page.last]]
+        rows = [rendered.html(now) for rendered in selected[page.first:page.last]]
         return templates.get_template("_job_table.html").render(rows=rows, query=query, page=page, columns=COLUMNS,
                                                                 empty="")
 
-    measure("the list of 2,000 jobs, every row rendered", lambda: job_list(RowCache(render_row)))
     warm = RowCache(render_row)
     job_list(warm)
-    measure("the list of 2,000 jobs, rows cached", lambda: job_list(warm))
-    measure("the first page (50) of 2,000 jobs, no row kept yet", lambda: job_list(RowCache(render_row), "50"))
-    measure("the first page (50) of 2,000 jobs, rows cached", lambda: job_list(warm, "50"))
+    return [
+        measure(f"the list of {count} jobs, every row rendered", lambda: job_list(RowCache(render_row)), runs, echo),
+        measure(f"the list of {count} jobs, rows cached", lambda: job_list(warm), runs, echo),
+        measure(f"the first page (50) of {count} jobs, no row kept yet", lambda: job_list(RowCache(render_row), "50"),
+                runs, echo),
+        measure(f"the first page (50) of {count} jobs, rows cached", lambda: job_list(warm, "50"), runs, echo)]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--jobs", type=int, default=2000, help="jobs in the list")
+    args = parser.parse_args(argv)
+    templates = templates_env()
+    replicas, recorded = pods(500), events(1000)
+    job = {"metadata": {"namespace": "a", "name": "big"}, "status": {"conditions": CONDITIONS}}
+    list_timings(jobs(args.jobs), NOW)
+
     def job_page(job: dict[str, Any], replicas: list[dict[str, Any]]) -> str:
         recreated = recreated_exits(job)
         return templates.get_template("_job_live.html").render(
