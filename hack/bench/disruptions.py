@@ -24,20 +24,15 @@ after that, then its row says what had not happened.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from bench.cluster import end_on_sigterm
-from bench.operators import GoOperatorProcess, build_go_operator
-from localcluster import LocalCluster
-from localcluster.busybox_image import build as busybox_image
-from localcluster.operator_config import write as write_operator_config
-from support.crds import crd_established
-from support.disruption import (
+from bench.disruption_scenarios import (
     DISRUPTED,
     HEADER,
     Row,
@@ -59,9 +54,11 @@ from support.disruption import (
     uncordoned_after,
     wait_until_training,
 )
-from support.namespaces import make_namespace, release_tracked_pods
-from support.operator_process import OperatorProcess
-from support.waiting import DEADLINE, KUBECTL_INTERVAL, wait_for
+from bench.operators import GoOperatorProcess, OperatorProcess, TfopProcess, build_go_operator
+from bench.real_jobs import STEP_DEADLINE, wait_until
+from localcluster import LocalCluster
+from localcluster.busybox_image import build as busybox_image
+from localcluster.operator_config import write as write_operator_config
 from tfop.kube.client import KubeClient
 
 REPO = Path(__file__).resolve().parents[2]
@@ -98,8 +95,8 @@ class Bench:
         watched = self.keras_pair("keras-drained", budget=True)
         try:
             wait_until_training(self.cluster, watched)
-            wait_for(lambda: budget_allows(self.cluster, self.tfop_ns, "keras-drained", 1), DEADLINE,
-                     "tfop's job's budget to allow one eviction", interval=KUBECTL_INTERVAL)
+            wait_until(lambda: budget_allows(self.cluster, self.tfop_ns, "keras-drained", 1), STEP_DEADLINE,
+                       "tfop's job's budget to allow one eviction")
             with uncordoned_after(self.cluster):
                 return self.rows("kubectl drain", watched, drain(self.cluster))
         finally:
@@ -127,6 +124,10 @@ class Bench:
         finally:
             close(watched)
             bring_back(self.cluster)
+
+
+def has_default_account(cluster: LocalCluster, namespace: str) -> bool:
+    return cluster.kubectl("get", "serviceaccount", "default", "-n", namespace, check=False).returncode == 0
 
 
 def close(watched: list[Watched]) -> None:
@@ -161,23 +162,24 @@ def main(argv: list[str] | None = None) -> int:
     cluster = LocalCluster(directory, real_nodes=2)
     logs = directory / "operators"
     rows: list[Row] = []
-    operators: list[OperatorProcess | GoOperatorProcess] = []
+    operators: list[OperatorProcess] = []
     try:
         cluster.up()
         logs.mkdir(exist_ok=True)
         cluster.kubectl("apply", "-f", str(CRD))
-        wait_for(lambda: crd_established(cluster, "tfjobs.kubeflow.org"), DEADLINE, "the TFJob CRD")
-        client = KubeClient.from_kubeconfig(str(cluster.kubeconfig))
+        cluster.admin.wait_established("tfjobs.kubeflow.org", timeout=STEP_DEADLINE)
         tfop_ns, go_ns = "disrupt-tfop", "disrupt-go"
         for namespace in (tfop_ns, go_ns):
-            make_namespace(client, namespace)
-        tfop = OperatorProcess(cluster.kubeconfig, logs / "tfop.log", "--namespace", tfop_ns,
-                               "--config", str(write_operator_config(cluster.directory)))
-        operators.append(tfop.start())
-        go = GoOperatorProcess(built[0], client, cluster.kubeconfig, logs / "go-operator.log",
-                               [f"--namespace={go_ns}"])
-        operators.append(go)
-        go.start(timeout=300)
+            cluster.kubectl("create", "namespace", namespace)
+            # Pods are refused until the controller-manager has made the namespace's default ServiceAccount.
+            wait_until(partial(has_default_account, cluster, namespace), STEP_DEADLINE,
+                       f"the default ServiceAccount of {namespace}")
+        operators.append(TfopProcess(cluster.kubeconfig, logs / "tfop.log", [
+            "--namespace", tfop_ns, "--config", str(write_operator_config(cluster.directory))]))
+        operators.append(GoOperatorProcess(built[0], KubeClient.from_kubeconfig(str(cluster.kubeconfig)),
+                                           cluster.kubeconfig, logs / "go-operator.log", [f"--namespace={go_ns}"]))
+        for operator in operators:
+            operator.start(timeout=300)
         log(f"both operators up; cluster {directory}, their logs in {logs}")
         bench = Bench(cluster, tfop_ns, go_ns, args.window, args.go_grace)
         for name in scenarios:
@@ -188,15 +190,10 @@ def main(argv: list[str] | None = None) -> int:
                 log(each.line())
     finally:
         for operator in operators:
-            if isinstance(operator, GoOperatorProcess):
-                operator.stop()
-            else:
-                operator.kill()
+            operator.stop()
         if args.keep:
             log(f"cluster kept: python3 hack/local_cluster.py destroy --dir {directory}")
         else:
-            with contextlib.suppress(Exception):
-                release_tracked_pods(KubeClient.from_kubeconfig(str(cluster.kubeconfig)), "disrupt-tfop")
             cluster.destroy()
     print(HEADER)
     for each in rows:

@@ -25,9 +25,7 @@ from typing import Any
 
 import pytest
 
-from localcluster import LocalCluster
-from localcluster.operator_config import write as write_operator_config
-from support.disruption import (
+from bench.disruption_scenarios import (
     DISRUPTED,
     HEADER,
     KEPT,
@@ -54,6 +52,8 @@ from support.disruption import (
     uncordoned_after,
     wait_until_training,
 )
+from localcluster import LocalCluster
+from localcluster.operator_config import write as write_operator_config
 from support.namespaces import make_namespace, release_tracked_pods
 from support.operator_process import OperatorProcess
 from support.real_node_jobs import get, story

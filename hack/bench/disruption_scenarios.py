@@ -2,7 +2,7 @@
 tables show them, for whichever operator runs the job: `kubectl drain` of the node holding a worker, a
 higher-priority job that preempts a worker through the scheduler, and a spot reclaim (the termination handler's
 notice taint, then the node powered off 30 s later). test/e2e/test_disruption_on_real_nodes.py proves tfop's
-promises with it; hack/bench/disruptions.py puts the Go operator's rows beside tfop's.
+promises with it; bench.disruptions (hack/bench/disruptions.py) puts the Go operator's rows beside tfop's.
 
 Every job has its Chief pinned to real-0 and its one Worker preferring real-1, so a disruption of real-1 takes
 exactly the worker. The Keras job (examples/train_keras.py: `model.fit` under MultiWorkerMirroredStrategy with
@@ -22,14 +22,25 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
+from bench.real_jobs import (
+    STEP_DEADLINE,
+    JobLogs,
+    LogLine,
+    apply,
+    condition_at,
+    get,
+    job_pods,
+    started_at,
+    story,
+    tf_pod,
+    timestamp,
+    wait_until,
+)
 from localcluster import LocalCluster
 from localcluster.node_layout import NODE_LABEL
-from support.job_logs import JobLogs
-from support.node_loss import LogLine, condition_at, started_at, tf_pod, timestamp
-from support.real_node_jobs import apply, get, job_pods, story
-from support.waiting import DEADLINE, KUBECTL_INTERVAL, wait_for
 
 KEPT, DISRUPTED = "real-0", "real-1"  # the chief's node, and the node the disruption takes (the worker's)
 SLOT = "tfop.kubeflow.org/e2e-slot"  # an extended resource only real-1 offers, for the preemption
@@ -138,8 +149,8 @@ def wait_until_training(cluster: LocalCluster, watched: list[Watched]) -> None:
 
     for w in watched:
         try:
-            wait_for(lambda w=w: trained(w), TRAINING_DEADLINE, f"{w.target.job}'s chief to train past its first "
-                     "save", interval=KUBECTL_INTERVAL)
+            wait_until(partial(trained, w), TRAINING_DEADLINE, f"{w.target.job}'s chief to train past its first "
+                     "save")
         except AssertionError as timed_out:
             chief = _lines_of_current(cluster, w, "chief:0")
             raise AssertionError(f"{timed_out}\nthe chief's last lines: {[line.text for line in chief][-20:]}\n"
@@ -159,7 +170,7 @@ def drain(cluster: LocalCluster, node: str = DISRUPTED) -> float:
     """`kubectl drain`: the node cordoned, then every pod on it evicted through the Eviction API (each job's own
     PodDisruptionBudget, if it has one, consulted); returns once the evicted pods are gone. The moment it began."""
     began = time.time()
-    cluster.kubectl("drain", node, *DRAIN_FLAGS, f"--timeout={DEADLINE:.0f}s", timeout=DEADLINE + 60)
+    cluster.kubectl("drain", node, *DRAIN_FLAGS, f"--timeout={STEP_DEADLINE:.0f}s", timeout=STEP_DEADLINE + 60)
     return began
 
 
@@ -247,7 +258,7 @@ def power_off_when_due(cluster: LocalCluster, noticed: float, moved: Callable[[]
             moved_at = time.time()
         return time.time() >= due
 
-    wait_for(due_yet, POWER_OFF_AFTER + DEADLINE, "the power-off time", interval=KUBECTL_INTERVAL)
+    wait_until(due_yet, POWER_OFF_AFTER + STEP_DEADLINE, "the power-off time")
     cluster.node_stop(node)
     return moved_at, time.time()
 
@@ -270,7 +281,7 @@ def bring_back(cluster: LocalCluster, node: str = DISRUPTED) -> None:
         taints = {t["key"] for t in spec.get("taints", [])}
         return (cluster.admin.node_ready_text(node) == "Ready" and not spec.get("unschedulable")
                 and not taints & {"node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready", SPOT_NOTICE})
-    wait_for(healthy, DEADLINE, f"{node} to be Ready again, schedulable and untainted", interval=KUBECTL_INTERVAL)
+    wait_until(healthy, STEP_DEADLINE, f"{node} to be Ready again, schedulable and untainted")
 
 
 # --- what happened ----------------------------------------------------------------------------------------------
@@ -325,7 +336,7 @@ def finish(cluster: LocalCluster, watched: list[Watched], window: float) -> dict
         return all(condition_at(job, "Succeeded") or condition_at(job, "Failed") for job in ends.values())
 
     with suppress(AssertionError):  # past the window: the rows say what had not happened
-        wait_for(all_ended, window, "every job to end", interval=KUBECTL_INTERVAL)
+        wait_until(all_ended, window, "every job to end")
     return ends
 
 
