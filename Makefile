@@ -296,7 +296,7 @@ BENCH_DISRUPTIONS_ARGS ?=
 .PHONY: bench-disruptions
 
 bench-disruptions: venv controlplane node images training-operator ## drain, preemption and spot reclaim of real TensorFlow on two real nodes: tfop's rows beside the Go operator's (docs/tfjob/disruptions.md)
-	PYTHONPATH=hack:test $(PY) -m bench.disruptions $(BENCH_DISRUPTIONS_ARGS)
+	PYTHONPATH=hack $(PY) -m bench.disruptions $(BENCH_DISRUPTIONS_ARGS)
 
 # The resize scenario's scale (make bench-resize RESIZE_JOBS=20 RESIZE_NODES=20 for a quick one) and extra arguments,
 # e.g. BENCH_RESIZE_ARGS="--modes inplace --no-down"; its own variables, as JOBS and NODES default to node loss's.

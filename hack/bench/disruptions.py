@@ -1,4 +1,4 @@
-"""`make bench-disruptions` (`PYTHONPATH=hack:test python -m bench.disruptions`): tfop and the Kubeflow training
+"""`make bench-disruptions` (`PYTHONPATH=hack python -m bench.disruptions`): tfop and the Kubeflow training
 operator v1.9.3 side by side under the same disruptions of real TensorFlow, on a local cluster of its own with two
 real nodes. Not part of `make test`: each scenario is minutes of TensorFlow for two jobs at once.
 
