@@ -27,6 +27,7 @@ import argparse
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -184,7 +185,11 @@ def main(argv: list[str] | None = None) -> int:
         bench = Bench(cluster, tfop_ns, go_ns, args.window, args.go_grace)
         for name in scenarios:
             log(f"scenario {name}")
-            found = SCENARIOS[name](bench)
+            try:
+                found = SCENARIOS[name](bench)
+            except Exception:  # one scenario's failure leaves the others' rows to be had
+                log(f"scenario {name} failed:\n{traceback.format_exc()}")
+                continue
             rows += found
             for each in found:
                 log(each.line())
