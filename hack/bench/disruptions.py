@@ -24,6 +24,7 @@ after that, then its row says what had not happened.
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 import tempfile
 import time
@@ -187,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
             log(f"scenario {name}")
             try:
                 found = SCENARIOS[name](bench)
-            except Exception:  # one scenario's failure leaves the others' rows to be had
+            # A wait timed out, kubectl or a node operation failed: the other scenarios' rows are still had.
+            except (AssertionError, RuntimeError, subprocess.SubprocessError, OSError):
                 log(f"scenario {name} failed:\n{traceback.format_exc()}")
                 continue
             rows += found
