@@ -295,6 +295,14 @@ BENCH_NODELOSS_ARGS ?=
 bench-nodeloss: venv controlplane ## NODES kwok nodes, JOBS running TFJobs, RACK nodes lost at once: tfop's replacements beside the Go operator's
 	PYTHONPATH=hack $(PY) -m bench.nodeloss --nodes $(NODES) --jobs $(JOBS) --rack $(RACK) $(BENCH_NODELOSS_ARGS)
 
+# The disruption scenarios on real TensorFlow, tfop beside the Go operator (about 30 min on 2 idle cores), e.g.
+# BENCH_DISRUPTIONS_ARGS="--scenarios drain,preemption --go-grace 120"
+BENCH_DISRUPTIONS_ARGS ?=
+.PHONY: bench-disruptions
+
+bench-disruptions: venv controlplane node images training-operator ## drain, preemption and spot reclaim of real TensorFlow on two real nodes: tfop's rows beside the Go operator's (docs/tfjob/disruptions.md)
+	PYTHONPATH=hack $(PY) -m bench.disruptions $(BENCH_DISRUPTIONS_ARGS)
+
 # The resize scenario's scale (make bench-resize RESIZE_JOBS=20 RESIZE_NODES=20 for a quick one) and extra arguments,
 # e.g. BENCH_RESIZE_ARGS="--modes inplace --no-down"; its own variables, as JOBS and NODES default to node loss's.
 RESIZE_JOBS ?= 500

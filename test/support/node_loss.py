@@ -1,6 +1,7 @@
-"""What the node-loss tests on real nodes read and build: TensorFlow replicas placed on chosen real nodes, the
-containers' own log files on each node's disk (timestamped by the runtime, readable while a node is cut off), and
-the timeline of one recovery (node failed, marked lost, replacement created, Running again, resumed, Succeeded)."""
+"""What the node-loss tests on real nodes read and build: TensorFlow replicas placed on chosen real nodes (tf_pod,
+kept in hack/bench/real_jobs.py with the other reads a benchmark shares), the containers' own log files on each
+node's disk (timestamped by the runtime, readable while a node is cut off), and the timeline of one recovery (node
+failed, marked lost, replacement created, Running again, resumed, Succeeded)."""
 
 from __future__ import annotations
 
@@ -8,55 +9,16 @@ import re
 import subprocess
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
 
+from bench.real_jobs import LogLine as LogLine
+from bench.real_jobs import condition_at as condition_at
+from bench.real_jobs import started_at as started_at
+from bench.real_jobs import tf_pod as tf_pod
+from bench.real_jobs import timestamp as timestamp
 from localcluster import LocalCluster
-from localcluster.node_layout import NODE_LABEL
-from localcluster.operator_config import tensorflow_image
 
 STEP = re.compile(r"^step (\d+) loss")
 RESUMED = re.compile(r"resumed from checkpoint at step (\d+)")
-
-
-def tf_pod(script: str, env: dict[str, str], *, node: str | None = None, prefer: str | None = None,
-           spread: str | None = None, shared: Path | None = None, grace: int = 5) -> dict[str, Any]:
-    """A pod spec running /opt/train/`script` on a real node: pinned to `node`, or preferring `prefer`, or spread
-    over the nodes away from the other pods of the TFJob `spread`; `shared` is mounted at /shared."""
-    affinity: dict[str, Any] = {}
-    if prefer:
-        affinity["nodeAffinity"] = {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "preference": {
-            "matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [prefer]}]}}]}
-    if spread:
-        affinity["podAntiAffinity"] = {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100,
-            "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname", "labelSelector": {
-                "matchLabels": {"training.kubeflow.org/job-name": spread}}}}]}
-    container: dict[str, Any] = {
-        "name": "tensorflow", "image": tensorflow_image(), "imagePullPolicy": "Never",
-        "command": ["python", f"/opt/train/{script}"], "env": [{"name": k, "value": v} for k, v in env.items()],
-        "resources": {"requests": {"cpu": "50m", "memory": "256Mi"}, "limits": {"memory": "2Gi"}},
-    }
-    spec: dict[str, Any] = {
-        "nodeSelector": {NODE_LABEL: "true", **({"kubernetes.io/hostname": node} if node else {})},
-        "tolerations": [{"key": NODE_LABEL, "operator": "Exists", "effect": "NoSchedule"}],
-        # Short by default, so a restart together is quick; long enough for a SIGTERM to reach TensorFlow.
-        "terminationGracePeriodSeconds": grace,
-        "containers": [container],
-    }
-    if affinity:
-        spec["affinity"] = affinity
-    if shared:
-        spec["volumes"] = [{"name": "shared", "hostPath": {"path": str(shared), "type": "Directory"}}]
-        container["volumeMounts"] = [{"name": "shared", "mountPath": "/shared"}]
-    return spec
-
-
-def timestamp(text: str) -> float:
-    """An RFC 3339 time (the apiserver's seconds, or the runtime's nanoseconds) as a Unix time."""
-    whole, _, fraction = text.rstrip("Z").partition(".")
-    seconds = datetime.strptime(whole, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC).timestamp()
-    return seconds + (float(f"0.{fraction}") if fraction else 0.0)
 
 
 class Stages:
@@ -68,12 +30,6 @@ class Stages:
 
     def mark(self, stage: str) -> None:
         print(f"\n[{self.scenario} +{time.monotonic() - self.began:.0f} s] {stage}", flush=True)
-
-
-@dataclass(frozen=True)
-class LogLine:
-    at: float
-    text: str
 
 
 def container_logs(cluster: LocalCluster, namespace: str, job: str) -> dict[str, list[LogLine]]:
@@ -132,18 +88,3 @@ def node_lost_at(cluster: LocalCluster, name: str) -> float | None:
     return None if ready["status"] == "True" else timestamp(ready["lastTransitionTime"])
 
 
-def started_at(pod: dict[str, Any]) -> float | None:
-    """When the pod's tensorflow container started, whether it runs still or has finished since."""
-    for status in pod.get("status", {}).get("containerStatuses", []):
-        state = status.get("state", {})
-        began = (state.get("running") or state.get("terminated") or {}).get("startedAt")
-        if status["name"] == "tensorflow" and began:
-            return timestamp(began)
-    return None
-
-
-def condition_at(job: dict[str, Any], kind: str) -> float | None:
-    for condition in job.get("status", {}).get("conditions", []):
-        if condition["type"] == kind and condition["status"] == "True":
-            return timestamp(condition["lastTransitionTime"])
-    return None

@@ -1,4 +1,5 @@
-"""TFJobs whose pods run on the local cluster's real node, and the few kubectl reads the tests make of them."""
+"""TFJobs whose pods run on the local cluster's real node, and the few kubectl reads the tests make of them (apply, get,
+job_pods and story kept in hack/bench/real_jobs.py, which a benchmark on real TensorFlow shares)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,10 @@ import json
 import time
 from typing import Any
 
+from bench.real_jobs import apply as apply
+from bench.real_jobs import get as get
+from bench.real_jobs import job_pods as job_pods
+from bench.real_jobs import story as story
 from localcluster import LocalCluster
 from localcluster.node_layout import NODE_LABEL
 from support.waiting import DEADLINE
@@ -33,14 +38,6 @@ def tfjob(name: str, replicas: dict[str, dict[str, Any]], backoff_limit: int = 3
     }
 
 
-def apply(cluster: LocalCluster, namespace: str, obj: dict[str, Any]) -> None:
-    cluster.kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(obj))
-
-
-def get(cluster: LocalCluster, namespace: str, kind: str, name: str) -> dict[str, Any]:
-    return json.loads(cluster.kubectl("get", kind, name, "-n", namespace, "-o", "json").stdout)  # type: ignore[no-any-return]
-
-
 def wait_for_condition(cluster: LocalCluster, namespace: str, name: str, wanted: set[str],
                        timeout: float = DEADLINE) -> dict[str, Any]:
     """Waits until one of the `wanted` condition types is True on the TFJob; returns the job."""
@@ -54,19 +51,6 @@ def wait_for_condition(cluster: LocalCluster, namespace: str, name: str, wanted:
         time.sleep(1.0)  # a kubectl run costs about 45 ms of CPU; jobs on real nodes take tens of seconds
     raise AssertionError(f"TFJob {name} reached none of {wanted} in {timeout:.0f}s; status: "
                          f"{json.dumps(job.get('status'), indent=1)}")
-
-
-def job_pods(cluster: LocalCluster, namespace: str, name: str) -> list[dict[str, Any]]:
-    items = json.loads(cluster.kubectl("get", "pods", "-n", namespace, "-o", "json",
-                                       "-l", f"training.kubeflow.org/job-name={name}").stdout)["items"]
-    return items  # type: ignore[no-any-return]
-
-
-def story(cluster: LocalCluster, namespace: str) -> str:
-    """The namespace's events in order, for an assertion's message: what tfop and the kubelets said happened."""
-    return str(cluster.kubectl("get", "events", "-n", namespace, "--sort-by=.lastTimestamp", "-o",
-                               "custom-columns=AT:.lastTimestamp,OBJECT:.involvedObject.name,REASON:.reason,"
-                               "MESSAGE:.message", check=False).stdout)
 
 
 def dns_denials(cluster: LocalCluster, namespace: str, lines: int = 40) -> str:
