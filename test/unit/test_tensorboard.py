@@ -101,6 +101,23 @@ def test_the_configs_image_wins_over_the_jobs() -> None:
     assert ask is not None and (ask.image, ask.ttl_seconds) == ("example.org/tensorboard:2", 60)
 
 
+REAL_NODES = {"tfop.local/real-node": "true"}
+TOLERATION = {"key": "tfop.local/real-node", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def test_the_configs_placement_wins_over_the_jobs_own() -> None:
+    """The job's nodeSelector and tolerations are for its training; the TensorBoard goes where the config says,
+    beside the pod fields it takes from the job."""
+    job = with_templates({"Worker": writing_to(MOUNT, nodeSelector={"accelerator": "a100"},
+                                               tolerations=[{"key": "gpu", "operator": "Exists"}],
+                                               securityContext={"runAsUser": 1000})}, {ASK: "/logs"})
+    ask, _ = tensorboard_ask(job, TensorBoardSettings(node_selector=REAL_NODES, tolerations=(TOLERATION,)))
+    assert ask == TensorBoardAsk("/logs", 3600, IMAGE, PVC, RO, {
+        "securityContext": {"runAsUser": 1000}, "nodeSelector": REAL_NODES, "tolerations": [TOLERATION]})
+    ask, _ = tensorboard_ask(job, SETTINGS)
+    assert ask == TensorBoardAsk("/logs", 3600, IMAGE, PVC, RO, {"securityContext": {"runAsUser": 1000}})
+
+
 def test_an_invalid_ask_fails_the_job_as_every_annotation_does() -> None:
     assert [str(e) for e in tensorboard_ask(with_templates({"Worker": writing_to(MOUNT)}, {ASK: "/a/../b"}),
                                             SETTINGS)[1]] == [str(FieldError(
@@ -111,6 +128,15 @@ def test_an_invalid_ask_fails_the_job_as_every_annotation_does() -> None:
 CONFIGS = {
     "left out": ({}, TensorBoardSettings("", 3600)),
     "both": ({"tensorboard": {"image": "tb:1", "ttlSeconds": 0}}, TensorBoardSettings("tb:1", 0)),
+    "a pool of nodes, its taint tolerated": (
+        {"tensorboard": {"nodeSelector": {"pool": "tools"}, "tolerations": [
+            {"key": "pool", "operator": "Equal", "value": "tools", "effect": "NoSchedule"},
+            {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
+             "tolerationSeconds": 30}]}},
+        TensorBoardSettings(node_selector={"pool": "tools"}, tolerations=(
+            {"key": "pool", "operator": "Equal", "value": "tools", "effect": "NoSchedule"},
+            {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
+             "tolerationSeconds": 30}))),
 }
 
 
@@ -124,6 +150,38 @@ def test_the_config_refuses_a_ttl_beyond_thirty_days() -> None:
         parse_config({"tensorboard": {"ttlSeconds": 2592001}})
     assert str(refused.value) == ("tensorboard.ttlSeconds must be a whole number of seconds from 0 to 2592000, "
                                   "not 2592001")
+
+
+REFUSED = {
+    "a selector's value that is no string": (
+        {"nodeSelector": {"pool": 1}},
+        "tensorboard.nodeSelector must map label names to values (strings), not 'pool': 1"),
+    "tolerations that are no list": ({"tolerations": {"key": "a"}}, "tensorboard.tolerations must be a list, not dict"),
+    "a toleration's unknown key": (
+        {"tolerations": [{"key": "a", "operater": "Exists"}]},
+        ("tensorboard.tolerations[0] has unknown key 'operater': a toleration has key, operator, value, effect "
+         "and tolerationSeconds")),
+    "an operator of neither kind": (
+        {"tolerations": [{"key": "a", "operator": "In"}]},
+        "tensorboard.tolerations[0].operator must be Equal or Exists, not 'In'"),
+    "Exists with a value": (
+        {"tolerations": [{"key": "a", "operator": "Exists", "value": "b"}]},
+        "tensorboard.tolerations[0] has operator Exists and a value: an Exists toleration takes none"),
+    "an effect Kubernetes has not": (
+        {"tolerations": [{"key": "a", "effect": "NoRun"}]},
+        "tensorboard.tolerations[0].effect must be NoSchedule, PreferNoSchedule or NoExecute, not 'NoRun'"),
+    "seconds that are no whole number": (
+        {"tolerations": [{"key": "a", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": "30"}]},
+        "tensorboard.tolerations[0].tolerationSeconds must be a whole number of seconds, not '30'"),
+}
+
+
+@pytest.mark.parametrize(("tensorboard", "message"), REFUSED.values(), ids=REFUSED.keys())
+def test_the_config_refuses_a_placement_that_would_fail_every_tensorboard(tensorboard: dict[str, Any],
+                                                                          message: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        parse_config({"tensorboard": tensorboard})
+    assert str(refused.value) == message
 
 
 def asking(**annotations: str) -> dict[str, Any]:

@@ -33,7 +33,7 @@ _SEARCH_ORDER = (*CHIEF_REPLICA_TYPES, REPLICA_WORKER, REPLICA_EVALUATOR, REPLIC
 # Volume sources that exist per pod: another pod mounting "the same" volume gets its own, empty.
 _PER_POD = {"emptyDir": "an emptyDir", "ephemeral": "an ephemeral volume"}
 # What the TensorBoard's pod takes from the template whose volume it mounts: to pull the same image, and to read
-# files as the replica's user and group wrote them.
+# files as the replica's user and group wrote them. Where it runs is the operator config's (_placement).
 _POD_FIELDS = ("imagePullSecrets", "securityContext")
 
 
@@ -102,12 +102,23 @@ def _found(log_dir: str, ttl: int, replicas: Mapping[str, object], settings: Ten
             elif mount.get("subPathExpr"):
                 problem = f"the {where} by subPathExpr, which names the replica's own variables"
             ask = TensorBoardAsk(log_dir, ttl, settings.image or text(container.get("image")) or "", volume,
-                                 _read_only(mount), {key: spec[key] for key in _POD_FIELDS if key in spec},
-                                 problem)
+                                 _read_only(mount), {**{key: spec[key] for key in _POD_FIELDS if key in spec},
+                                                     **_placement(settings)}, problem)
             return ask if not problem else TensorBoardAsk(log_dir, ttl, problem=problem)
     return TensorBoardAsk(log_dir, ttl, problem=(
         f"no replica's container mounts a volume at {log_dir} or above it: TensorBoard reads the log directory "
         f"from the volume the replicas write it to"))
+
+
+def _placement(settings: TensorBoardSettings) -> Object:
+    """Where the operator's config puts TensorBoards: the job's own nodeSelector and tolerations are for its
+    training (accelerator nodes, most often), which a TensorBoard has no use for."""
+    placement: Object = {}
+    if settings.node_selector:
+        placement["nodeSelector"] = dict(settings.node_selector)
+    if settings.tolerations:
+        placement["tolerations"] = [dict(entry) for entry in settings.tolerations]
+    return placement
 
 
 def _containers(spec: Mapping[str, object]) -> list[Mapping[str, object]]:
