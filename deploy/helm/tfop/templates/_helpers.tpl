@@ -108,6 +108,11 @@ and records Events.
 - apiGroups: [apps]
   resources: [deployments]
   verbs: [list, watch, create, patch, delete]
+# The claim a job's TensorBoard reads the logs from, for its access modes: one a single node holds puts the
+# TensorBoard beside the job's pods. Read only.
+- apiGroups: [""]
+  resources: [persistentvolumeclaims]
+  verbs: [list, watch]
 # tfop's own Kueue integration (kueue.integration: own): a queued job's Workload, created while it is queued or
 # runs, deleted when it finishes, is suspended or changes shape; its status written to hand an evicted job's quota
 # back; the ResourceFlavors an admission names, read for their node labels and tolerations, and the
