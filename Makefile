@@ -19,7 +19,7 @@ REAL_NODES ?= $(if $(filter 0,$(REAL_NODE)),0,1)
 NODE_FLAG := --real-nodes $(REAL_NODES)
 
 .PHONY: help venv controlplane node browser coscheduler kube-router test-artifacts test-builds builds-cached cluster-up cluster-down cluster-status cluster-destroy run test unit integration \
-	e2e lint docs crd constraints clean
+	e2e lint docs crd rbac constraints clean
 
 help: ## list the targets and the variables they take
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -135,6 +135,9 @@ constraints: ## re-resolve the image's pinned dependency set into constraints.tx
 
 crd: venv controlplane ## regenerate crd/ from hack/crd-template.yaml and the local apiserver's PodTemplateSpec
 	$(PY) hack/gen_crd.py
+
+rbac: venv ## rewrite the operator's RBAC rules for a job's own children (rbac.yaml, the chart's) from their table
+	$(PY) hack/gen_rbac.py
 
 clean: ## remove the virtualenv and local state (the control-plane cache in ~/.cache/tfop stays)
 	-$(PYTHON) hack/local_cluster.py destroy --dir $(CLUSTER_DIR)

@@ -14,7 +14,7 @@ from support.operator_process import OperatorProcess
 from support.tfjobs import TFJOBS, condition, events_about, job_status, replica, tfjob
 from support.waiting import DEADLINE, wait_for
 from tfop.kube.client import KubeClient
-from tfop.kube.errors import ApiError, NotFound
+from tfop.kube.errors import ApiError, Conflict, NotFound
 from tfop.kube.resource import Resource
 
 HPAS = Resource("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler")
@@ -122,7 +122,17 @@ def test_who_resized_a_job_with_an_hpa_is_read_from_who_wrote_the_count(
 
     hpa_client = KubeClient.from_kubeconfig(str(cluster.kubeconfig), user_agent=HPA_USER_AGENT)
     path = TFJOBS.path(namespace, "scaled", subresource="scale")
-    hpa_client.request("PUT", path, body={**hpa_client.request("GET", path), "spec": {"replicas": 4}})
+
+    def put_scale() -> bool:
+        """As the HPA controller writes: a read, then an update at that resourceVersion, again on its next pass
+        if tfop's status write came in between (409)."""
+        try:
+            hpa_client.request("PUT", path, body={**hpa_client.request("GET", path), "spec": {"replicas": 4}})
+        except Conflict:
+            return False
+        return True
+
+    wait_for(put_scale, DEADLINE, "the HPA's write of the scale subresource")
     assert workers_writer(kube_client, namespace, "scaled") == [("kube-controller-manager", "Update", "scale")]
     told, _ = resized_to(4)
     assert (told["from"], told["cause"]) == (3, "HPA"), told

@@ -4,15 +4,16 @@ being deleted does, and what the wiring makes of each entry. Every expected row 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+import gen_rbac
 from support.plan_builders import NOW, RID, T0, make_job, make_pod, name_of, running, running_pods, services_for
-from tfop.controller.children import Scope, child_kinds
+from tfop.controller.children import Scope, child_kinds, replicas_selector
 from tfop.controller.plan.children.job_child import JobState
 from tfop.controller.plan.children.job_children import job_child_kinds
 from tfop.controller.plan.controller_config import ControllerConfig
@@ -28,7 +29,7 @@ from tfop.controller.plan.types import (
     Plan,
     PlanContext,
 )
-from tfop.kube.resource import Resource
+from tfop.kube.resource import PODS, SERVICES, Resource
 
 RUNNING, QUEUED, SUSPENDED, FINISHED, KEPT = (JobState.RUNNING, JobState.QUEUED, JobState.SUSPENDED,
                                               JobState.FINISHED, JobState.FINISHED_PODS_KEPT)
@@ -94,6 +95,18 @@ def test_the_wiring_watches_each_entry_as_the_jobs_own() -> None:
     assert kinds[AUTOSCALER].transform(served) == {"apiVersion": "v1", "kind": "PodGroup",
                                                    "metadata": {"name": "mnist"}, "spec": {"minMember": 3}}
 
+
+
+def test_the_replicas_informers_leave_out_the_marker_labels_of_entries_on_their_resource() -> None:
+    by_name = {kind.kind: kind for kind in job_child_kinds(None)}
+    board, service = by_name["TensorBoard"], by_name["TensorBoardService"]
+    second = replace(service, kind="DashboardService", marker_label="example.test/dashboard-of")
+    assert replicas_selector(SERVICES, (board, service, second)) == (
+        f"{OURS},!tfop.kubeflow.org/tensorboard-of,!example.test/dashboard-of")
+    assert replicas_selector(PODS, (board, service)) == OURS
+    unmarked = replace(service, kind="DashboardService", marker_label="")
+    with pytest.raises(ValueError, match="DashboardService shares services with a replica's children"):
+        replicas_selector(SERVICES, (board, unmarked))
 
 def own(kind: str, name: str, *, terminating: bool = False, spec: dict[str, Any] | None = None) -> dict[str, Any]:
     metadata: dict[str, Any] = {"name": name, "namespace": "ns", "uid": f"{kind.lower()}-{name}"}
@@ -186,3 +199,45 @@ def test_the_operators_role_grants_each_child_kind_what_the_writer_does() -> Non
                for verb in ("list", "watch", "create", "delete", *(("patch",) if kind.scope is Scope.JOB else ()))
                if (kind.resource.group, kind.resource.plural, verb) not in granted]
     assert missing == []
+
+
+def test_the_rules_generated_from_a_table() -> None:
+    """One rule per resource, in the table's order, naming the kinds on it and the modules declaring them; none
+    for a resource a replica's children share (the hand-written Services rule grants what both need)."""
+    kinds = job_child_kinds(None, own_kueue=True)
+    by_name = {kind.kind: kind for kind in kinds}
+    second_deployment = replace(by_name["TensorBoard"], kind="Dashboard")
+    table = (by_name["HorizontalPodAutoscaler"], by_name["TensorBoard"], by_name["TensorBoardService"],
+             second_deployment, by_name["Workload"])
+    assert gen_rbac.rules(table) == (
+        "# A job's own HorizontalPodAutoscaler, as tfop/controller/plan/children/autoscaler.py declares it\n"
+        "- apiGroups: [autoscaling]\n"
+        "  resources: [horizontalpodautoscalers]\n"
+        "  verbs: [list, watch, create, patch, delete]\n"
+        "# A job's own TensorBoard and Dashboard, as tfop/controller/plan/children/tensorboard.py declares it\n"
+        "- apiGroups: [apps]\n"
+        "  resources: [deployments]\n"
+        "  verbs: [list, watch, create, patch, delete]\n"
+        "# A job's own Workload, as tfop/controller/plan/children/workload.py declares it\n"
+        "- apiGroups: [kueue.x-k8s.io]\n"
+        "  resources: [workloads]\n"
+        "  verbs: [list, watch, create, patch, delete]\n")
+
+
+def test_both_ways_of_deploying_grant_the_tables_rules_as_generated() -> None:
+    """`make rbac` writes them (hack/gen_rbac.py); a kind added to the table fails here until it is run."""
+    for path in gen_rbac.TARGETS:
+        text = path.read_text()
+        assert gen_rbac.rewritten(text, path) == text, f"{path} is stale: run make rbac"
+    assert gen_rbac.main(["--check"]) == 0
+
+
+def test_a_stale_file_is_found_and_rewritten(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    stale = tmp_path / "rbac.yaml"
+    stale.write_text(f"rules:\n{gen_rbac.BEGIN}\n- apiGroups: [old]\n{gen_rbac.END}\n- apiGroups: [kept]\n")
+    monkeypatch.setattr(gen_rbac, "TARGETS", (stale,))
+    monkeypatch.setattr(gen_rbac, "REPO", tmp_path)
+    assert gen_rbac.main(["--check"]) == 1
+    assert gen_rbac.main([]) == 0
+    assert stale.read_text() == f"rules:\n{gen_rbac.BEGIN}\n{gen_rbac.rules()}{gen_rbac.END}\n- apiGroups: [kept]\n"
+    assert gen_rbac.main(["--check"]) == 0

@@ -29,7 +29,6 @@ from tfop.api.constants import (
     VERSION,
 )
 from tfop.api.kueue import KUEUE_GROUP, KUEUE_VERSION
-from tfop.api.tensorboard import LABEL_TENSORBOARD
 from tfop.controller.cache_transforms import slim_batch_job, slim_keeping, slim_metadata, slim_pod
 from tfop.controller.plan.children.job_child import JobChildKind
 from tfop.controller.plan.children.job_children import job_child_kinds
@@ -74,13 +73,28 @@ class ChildKind:
     grandchildren: str | None = None
 
 
+def replicas_selector(resource: Resource, table: tuple[JobChildKind, ...] | None = None) -> str:
+    """The selector of a replica kind's informer: tfop's children, less the job's own of the same resource (of the
+    table, or of `table`), which have an informer of their own selecting on their entry's marker label (the
+    TensorBoard's Service). A job's own kind on a replica's resource without a marker label could not be told from
+    the replicas'."""
+    markers = []
+    for kind in job_child_kinds(None, own_kueue=True) if table is None else table:
+        if (kind.group, kind.plural) == (resource.group, resource.plural):
+            if not kind.marker_label:
+                raise ValueError(f"{kind.kind} shares {resource.plural} with a replica's children: it needs a "
+                                 "marker_label")
+            markers.append(f"!{kind.marker_label}")
+    return ",".join([CHILD_SELECTOR, *markers])
+
+
 REPLICA_KINDS: tuple[ChildKind, ...] = (
-    ChildKind(POD, PODS, slim_pod),
-    # Not the TensorBoard's Service, a job's own child with an informer of its own (plan/children/tensorboard.py).
-    ChildKind(SERVICE, SERVICES, slim_metadata, label_selector=f"{CHILD_SELECTOR},!{LABEL_TENSORBOARD}"),
+    ChildKind(POD, PODS, slim_pod, label_selector=replicas_selector(PODS)),
+    ChildKind(SERVICE, SERVICES, slim_metadata, label_selector=replicas_selector(SERVICES)),
     # The Job backend's. Foreground: a Job being deleted stays, terminating, until its pods are gone, so the
     # planner sees the replica until nothing of it runs (and its pods' restarts stay countable).
-    ChildKind(JOB, JOBS, slim_batch_job, propagation_policy="Foreground", grandchildren=POD),
+    ChildKind(JOB, JOBS, slim_batch_job, label_selector=replicas_selector(JOBS), propagation_policy="Foreground",
+              grandchildren=POD),
 )
 
 

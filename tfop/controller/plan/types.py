@@ -21,7 +21,9 @@ from tfop.controller.plan.slots import ReplicaSlot
 from tfop.objects import Object
 
 # The kinds of child a plan creates and deletes, by the `kind` of their objects. controller/children.py maps each
-# to its API resource; the planner only needs the names.
+# to its API resource; the planner only needs the names. A job's own kind is named by its entry's `kind`
+# (children/job_child.py); POD_GROUP and NETWORK_POLICY to WORKLOAD are those entries' names, here because rules and
+# tests name them; a new entry needs no line here.
 POD = "Pod"
 SERVICE = "Service"
 POD_GROUP = "PodGroup"  # one per job, when a gang scheduler is configured

@@ -88,38 +88,36 @@ and records Events.
 - apiGroups: [batch]
   resources: [jobs]
   verbs: [list, watch, create, patch, delete]
-# A job's own NetworkPolicy, for jobs that ask for isolation: created with the job, patched when its annotations
-# change, deleted when isolation is turned off.
+# BEGIN a job's own children: `make rbac` writes these from their table; do not edit by hand.
+# A job's own NetworkPolicy, as tfop/controller/plan/children/network_policy.py declares it
 - apiGroups: [networking.k8s.io]
   resources: [networkpolicies]
   verbs: [list, watch, create, patch, delete]
-# A job's own HorizontalPodAutoscaler, for jobs whose elasticPolicy has metrics: created while the job runs,
-# patched back to the policy, deleted while it is suspended, once it finished and when the metrics are removed.
+# A job's own HorizontalPodAutoscaler, as tfop/controller/plan/children/autoscaler.py declares it
 - apiGroups: [autoscaling]
   resources: [horizontalpodautoscalers]
   verbs: [list, watch, create, patch, delete]
-# A job's own PodDisruptionBudget, for jobs that ask for one (tfop.kubeflow.org/disruption-budget): created while
-# the job runs, patched back to its replica count, deleted when it ends or is suspended.
+# A job's own PodDisruptionBudget, as tfop/controller/plan/children/disruption_budget.py declares it
 - apiGroups: [policy]
   resources: [poddisruptionbudgets]
   verbs: [list, watch, create, patch, delete]
-# A job's TensorBoard, for jobs that ask (tfop.kubeflow.org/tensorboard): a Deployment created while the job runs,
-# patched back to what the job asks, deleted when it is suspended and once its TTL after finishing has passed.
+# A job's own TensorBoard, as tfop/controller/plan/children/tensorboard.py declares it
 - apiGroups: [apps]
   resources: [deployments]
   verbs: [list, watch, create, patch, delete]
+# A job's own Workload, as tfop/controller/plan/children/workload.py declares it
+- apiGroups: [kueue.x-k8s.io]
+  resources: [workloads]
+  verbs: [list, watch, create, patch, delete]
+# END a job's own children.
 # The claim a job's TensorBoard reads the logs from, for its access modes: one a single node holds puts the
 # TensorBoard beside the job's pods. Read only.
 - apiGroups: [""]
   resources: [persistentvolumeclaims]
   verbs: [list, watch]
-# tfop's own Kueue integration (kueue.integration: own): a queued job's Workload, created while it is queued or
-# runs, deleted when it finishes, is suspended or changes shape; its status written to hand an evicted job's quota
-# back; the ResourceFlavors an admission names, read for their node labels and tolerations, and the
-# WorkloadPriorityClasses jobs name, for their Workloads' priority.
-- apiGroups: [kueue.x-k8s.io]
-  resources: [workloads]
-  verbs: [list, watch, create, patch, delete]
+# tfop's own Kueue integration (kueue.integration: own), besides a queued job's Workload (above): its status
+# written to hand an evicted job's quota back; the ResourceFlavors an admission names, read for their node labels
+# and tolerations, and the WorkloadPriorityClasses jobs name, for their Workloads' priority.
 - apiGroups: [kueue.x-k8s.io]
   resources: [workloads/status]
   verbs: [patch]

@@ -5,7 +5,8 @@ name, the spec the job should have (a pure function of the job model: None when 
 it is kept in, and its in-line check (the merge patch that brings a stored one back in line). Everything else is
 shared: the body (its apiVersion and kind, the name, the job's labels and owner reference, the wanted spec),
 plan/policies/job_children.py's create-patch-delete policy, the wiring's informer and writer
-(controller/children.py). The table of entries is children/job_children.py.
+(controller/children.py), the operator's RBAC rule (`make rbac`: hack/gen_rbac.py). The table of entries is
+children/job_children.py; docs/development/adding-a-child-kind.md adds one.
 """
 
 from __future__ import annotations
@@ -77,6 +78,9 @@ class JobChildKind:
     # Whether the replicas' children wait while one of these waits for its name (a child being deleted holds it):
     # those the training depends on (a PodGroup), not those beside it (the TensorBoard).
     replicas_wait: bool = True
+    # Whether a rule of its own keeps it (with the shared policy's keep_job_child), before the others: the
+    # Workload, on which whether the job runs at all depends (policies/kueue_admission.py).
+    kept_first: bool = False
 
     @property
     def api_version(self) -> str:

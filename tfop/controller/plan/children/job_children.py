@@ -1,6 +1,7 @@
 """The table of a job's own children: the kinds of which it has at most one, each one entry
-(children/job_child.py). The planner's shared policy (policies/job_children.py), the bodies (children/desired.py)
-and the wiring's informers and writer (controller/children.py) all read it; adding such a kind is one entry here.
+(children/job_child.py). The planner's shared policy (policies/job_children.py), the bodies (children/desired.py),
+the wiring's informers and writer (controller/children.py) and the operator's RBAC rules (hack/gen_rbac.py) all
+read it; adding such a kind is its module and one line here.
 """
 
 from __future__ import annotations

@@ -95,7 +95,7 @@ WORKLOAD_KIND = JobChildKind(
     kept_in=frozenset({JobState.RUNNING, JobState.QUEUED}),
     name=workload_name, wanted=wanted_workload,
     drift=lambda stored, wanted: None,  # what may change (the priority's value) is Kueue's to keep in line
-    replaced=_replaced, others_seen=True)
+    replaced=_replaced, others_seen=True, kept_first=True)
 
 
 @dataclass(frozen=True, slots=True)

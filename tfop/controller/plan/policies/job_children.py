@@ -19,7 +19,7 @@ from tfop.controller.plan.children.job_children import job_child_kinds
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import TFJobModel
 from tfop.controller.plan.observed.own_child import OwnedView
-from tfop.controller.plan.types import WORKLOAD, ChildPatch, Creation, PlanContext
+from tfop.controller.plan.types import ChildPatch, Creation, PlanContext
 
 
 @dataclass(frozen=True)
@@ -38,29 +38,36 @@ def kinds_of(context: PlanContext) -> tuple[JobChildKind, ...]:
 
 
 def keep_job_children(draft: PlanDraft, job: TFJobModel, context: PlanContext) -> dict[str, OwnChild]:
-    """For a job that runs: by kind, what there is of each. Not the Workload, kept first, since whether the job
-    runs at all depends on it (policies/kueue_admission.py)."""
+    """For a job that runs: by kind, what there is of each. Not those a rule of their own keeps first
+    (JobChildKind.kept_first: the Workload, since whether the job runs at all depends on it)."""
     return {kind.kind: keep_job_child(draft, job, context, kind) for kind in kinds_of(context)
-            if kind.kind != WORKLOAD}
+            if not kind.kept_first}
 
 
 def settle_job_children(draft: PlanDraft, context: PlanContext, state: JobState,
                         completed: datetime | None = None) -> None:
-    """For a job that does not run (suspended, finished, rejected): deletes the kinds it keeps none of now, and, of
-    a job that finished at `completed`, those kept for a TTL once it has passed (looking again when it will)."""
+    """For a job that does not run (suspended, finished, rejected): each kind settled (settle_job_child)."""
     for kind in kinds_of(context):
-        children = [child for child in context.observed.own_of(kind.kind) if not child.terminating]
-        if not children:
-            continue
-        if state in kind.kept_in:
-            if completed is None or kind.finished_ttl is None:
-                continue
-            remaining = (completed - draft.now).total_seconds() + kind.finished_ttl(context.job, draft.config)
-            if remaining > 0:
-                draft.requeue(remaining)
-                continue
-        for child in children:
-            draft.delete_child(kind.kind, child)
+        settle_job_child(draft, context, kind, state, completed)
+
+
+def settle_job_child(draft: PlanDraft, context: PlanContext, kind: JobChildKind, state: JobState,
+                     completed: datetime | None = None) -> None:
+    """One kind of the children of a job that does not run: deleted unless the kind is kept in `state`, and, of a
+    job that finished at `completed`, once its TTL has passed (looking again when it will); nothing is made or
+    patched."""
+    children = [child for child in context.observed.own_of(kind.kind) if not child.terminating]
+    if not children:
+        return
+    if state in kind.kept_in:
+        if completed is None or kind.finished_ttl is None:
+            return
+        remaining = (completed - draft.now).total_seconds() + kind.finished_ttl(context.job, draft.config)
+        if remaining > 0:
+            draft.requeue(remaining)
+            return
+    for child in children:
+        draft.delete_child(kind.kind, child)
 
 
 def waiting_for_a_name(own: dict[str, OwnChild], context: PlanContext) -> bool:
