@@ -5,8 +5,8 @@
 #   <image-ref> <path-to-oci-archive.tar>
 #
 # ready for `ctr -n k8s.io images import --base-name <image-ref> <tar>`. Images (all by default):
-#   tensorflow  Debian minbase + python3, a virtualenv with the locked tensorflow-cpu and tf-keras, examples/train_*.py
-#               in /opt/train
+#   tensorflow  Debian minbase + python3, a virtualenv with the locked tensorflow-cpu, tf-keras and tensorboard (its
+#               `tensorboard` command on the PATH, for a job's TensorBoard), examples/train_*.py in /opt/train
 #   tfop        Debian minbase + python3, a virtualenv with tfop[ui] (from this checkout) and its locked
 #               dependencies; runs `tfop run` as 65532, like the Dockerfile, and `tfop ui` where a pod asks for it.
 #               Two layers: a base with everything but tfop (cached apart, keyed by its own inputs), and tfop's
@@ -239,6 +239,7 @@ build_tensorflow() {
     --customize-hook='chroot "$1" /opt/tensorflow/bin/pip install --quiet --disable-pip-version-check --no-index --find-links /tmp/in/wheels --require-hashes --no-deps -r /tmp/in/requirements.txt' \
     --customize-hook='rm -rf "$1"/opt/tensorflow/lib/python3*/site-packages/tensorflow/include' \
     --customize-hook='find "$1"/opt/tensorflow/lib/python3*/site-packages/tensorflow -type f -name "*.so*" -exec strip --strip-unneeded {} +' \
+    --customize-hook='chroot "$1" /opt/tensorflow/bin/tensorboard --version_tb >&2' \
     --customize-hook='mkdir -p "$1/opt/train" && cp "$1"/tmp/in/train/*.py "$1/opt/train/" && rm -rf "$1/tmp/in"'
   finish_image "${ref}" "${out}" \
     --config.env "PATH=/opt/tensorflow/bin:${BASE_PATH}" --config.env PYTHONUNBUFFERED=1 \

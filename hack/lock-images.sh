@@ -2,7 +2,8 @@
 # Resolves the Python packages of the images built by hack/build-images.sh into lock files, every package pinned
 # with its hashes, so that an image (and the TensorFlow virtualenv of the tests) is the same on every machine and
 # pip refuses a file that differs from the one locked:
-#   hack/images/tensorflow/requirements.txt   from hack/images/tensorflow/requirements.in (TENSORFLOW_VERSION),
+#   hack/images/tensorflow/requirements.txt   from hack/images/tensorflow/requirements.in (TENSORFLOW_VERSION,
+#                                             and the TensorBoard of its minor version),
 #                                             then hack/images/tensorflow/requirements-no-deps.in, unresolved
 #   hack/images/tfop/requirements.txt         from setup.cfg's install_requires and its ui extra (the image runs
 #                                             `tfop ui` as well as `tfop run`)
@@ -30,6 +31,9 @@ esac
 [[ -x "${IMAGE_PYTHON}" ]] || die "${IMAGE_PYTHON} (Debian's python3, which the images run) is missing: apt-get install python3-venv"
 grep -qx "tensorflow-cpu==${TENSORFLOW_VERSION}" "${IMAGES}/tensorflow/requirements.in" \
   || die "hack/images/tensorflow/requirements.in does not pin tensorflow-cpu==${TENSORFLOW_VERSION} (versions.env)"
+# TensorBoard's releases follow TensorFlow's minor versions (2.21.x with 2.21.x).
+grep -qE "^tensorboard==${TENSORFLOW_VERSION%.*}\.[0-9]+$" "${IMAGES}/tensorflow/requirements.in" \
+  || die "hack/images/tensorflow/requirements.in does not pin a tensorboard ${TENSORFLOW_VERSION%.*}.x (TensorFlow's minor version)"
 
 TOOLS="${CACHE_ROOT}/images/pip-tools-${PIP_TOOLS_VERSION}"
 if [[ ! -x "${TOOLS}/bin/pip-compile" ]]; then

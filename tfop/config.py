@@ -39,6 +39,9 @@ cluster the operator runs in rather than how one process runs (those are flags).
     tensorboard:                          # a job's TensorBoard (docs/tfjob/tensorboard.md)
       image: tensorflow/tensorflow:2.21.0 # with a `tensorboard` command; default: the job's own image
       ttlSeconds: 3600                    # kept this long after the job finishes (default 3600)
+      nodeSelector: {pool: tools}         # where its pod runs (default: anywhere), whatever the job's pods ask
+      tolerations:                        # taints of those nodes it tolerates (default: none)
+      - {key: pool, operator: Equal, value: tools, effect: NoSchedule}
     capacityScaling:                      # elastic jobs resized to the cluster's free capacity (off by default)
       enabled: true
       growAfterSeconds: 60                # capacity idle this long: elastic jobs grow into it
@@ -165,9 +168,9 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> ControllerConf
 
 
 def _tensorboard(data: Any, notes: list[str]) -> TensorBoardSettings:
-    """tensorboard: {image, ttlSeconds}."""
+    """tensorboard: {image, ttlSeconds, nodeSelector, tolerations}."""
     spec = _mapping(data, "tensorboard")
-    _known(spec, "tensorboard", {"image", "ttlSeconds"}, notes)
+    _known(spec, "tensorboard", {"image", "ttlSeconds", "nodeSelector", "tolerations"}, notes)
     image = spec.get("image", "")
     if not isinstance(image, str) or image != image.strip():
         raise ConfigError(f"tensorboard.image {image!r} must name an image with a tensorboard command")
@@ -175,7 +178,41 @@ def _tensorboard(data: Any, notes: list[str]) -> TensorBoardSettings:
     if isinstance(ttl, bool) or not isinstance(ttl, int) or not 0 <= ttl <= MAX_TTL_SECONDS:
         raise ConfigError(f"tensorboard.ttlSeconds must be a whole number of seconds from 0 to {MAX_TTL_SECONDS}, "
                           f"not {ttl!r}")
-    return TensorBoardSettings(image=image, ttl_seconds=ttl)
+    selector = _mapping(spec.get("nodeSelector") or {}, "tensorboard.nodeSelector")
+    for key, value in selector.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise ConfigError(f"tensorboard.nodeSelector must map label names to values (strings), "
+                              f"not {key!r}: {value!r}")
+    tolerations = tuple(MappingProxyType(_toleration(entry, f"tensorboard.tolerations[{i}]"))
+                        for i, entry in enumerate(_list(spec.get("tolerations"), "tensorboard.tolerations")))
+    return TensorBoardSettings(image=image, ttl_seconds=ttl, node_selector=MappingProxyType(dict(selector)),
+                               tolerations=tolerations)
+
+
+_TOLERATION_OPERATORS = ("Equal", "Exists")
+_TAINT_EFFECTS = ("", "NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+def _toleration(data: Any, where: str) -> dict[str, Any]:
+    """A pod's toleration as Kubernetes writes it; checked here, since a bad one would fail every TensorBoard."""
+    entry = _mapping(data, where)
+    unknown = sorted(map(str, set(entry) - {"key", "operator", "value", "effect", "tolerationSeconds"}))
+    if unknown:
+        raise ConfigError(f"{where} has unknown key {unknown[0]!r}: a toleration has key, operator, value, "
+                          f"effect and tolerationSeconds")
+    for name in ("key", "value"):
+        if not isinstance(entry.get(name, ""), str):
+            raise ConfigError(f"{where}.{name} must be a string, not {entry[name]!r}")
+    if entry.get("operator", "Equal") not in _TOLERATION_OPERATORS:
+        raise ConfigError(f"{where}.operator must be Equal or Exists, not {entry['operator']!r}")
+    if entry.get("operator") == "Exists" and entry.get("value"):
+        raise ConfigError(f"{where} has operator Exists and a value: an Exists toleration takes none")
+    if entry.get("effect", "") not in _TAINT_EFFECTS:
+        raise ConfigError(f"{where}.effect must be NoSchedule, PreferNoSchedule or NoExecute, not {entry['effect']!r}")
+    seconds = entry.get("tolerationSeconds")
+    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int)):
+        raise ConfigError(f"{where}.tolerationSeconds must be a whole number of seconds, not {seconds!r}")
+    return dict(entry)
 
 
 def _progress(data: Any, notes: list[str]) -> ProgressSettings:

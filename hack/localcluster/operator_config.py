@@ -3,7 +3,9 @@ the settings whose real-cluster defaults do not work here.
 
 tfImage, the default PS server's image, defaults to a registry's TensorFlow image; the real nodes pull nothing
 (they hold only what `up` imported), so that PS would never start. Here it is the project's TensorFlow image,
-which every real node holds. The defaults of tfop itself, for real clusters, stay as they are.
+which every real node holds. A job's TensorBoard runs on the real nodes too (their label selected, their taint
+tolerated): by default it would go to a kwok node, which runs nothing. The defaults of tfop itself, for real
+clusters, stay as they are.
 """
 
 from __future__ import annotations
@@ -12,8 +14,12 @@ import json
 import os
 from pathlib import Path
 
+from .node_layout import NODE_LABEL
+
 VERSIONS = Path(__file__).resolve().parents[1] / "versions.env"
 FILE_NAME = "tfop-config.yaml"
+TENSORBOARD_PLACEMENT = {"nodeSelector": {NODE_LABEL: "true"},
+                         "tolerations": [{"key": NODE_LABEL, "operator": "Exists", "effect": "NoSchedule"}]}
 
 
 def tensorflow_image() -> str:
@@ -28,7 +34,8 @@ def write(cluster_dir: Path) -> Path:
     path = cluster_dir / FILE_NAME
     # A JSON string is a YAML string: no YAML library is needed before `make venv`.
     text = (f"# Written by hack/local_cluster.py operator-config for an operator run against this cluster.\n"
-            f"tfImage: {json.dumps(tensorflow_image())}\n")
+            f"tfImage: {json.dumps(tensorflow_image())}\n"
+            f"tensorboard: {json.dumps(TENSORBOARD_PLACEMENT)}\n")
     cluster_dir.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{FILE_NAME}.{os.getpid()}")
     partial.write_text(text)

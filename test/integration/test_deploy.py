@@ -318,6 +318,7 @@ OPERATOR_RULES = {(resource, "", verb) for resource, verbs in [
     ("horizontalpodautoscalers.autoscaling", "list watch create patch delete"),
     ("poddisruptionbudgets.policy", "list watch create patch delete"),
     ("deployments.apps", "list watch create patch delete"),
+    ("persistentvolumeclaims", "list watch"),
     ("workloads.kueue.x-k8s.io", "list watch create patch delete"), ("workloads.kueue.x-k8s.io/status", "patch"),
     ("resourceflavors.kueue.x-k8s.io", "list watch"), ("workloadpriorityclasses.kueue.x-k8s.io", "list watch"),
     ("events", "create patch"), ("configmaps", "create")]

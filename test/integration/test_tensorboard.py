@@ -1,6 +1,8 @@
 """A job's TensorBoard on the real apiserver: the operator makes its Deployment and Service, keeps them while the
 job runs (the replicas' Service informer never takes the TensorBoard's for a stray), deletes them once the TTL
-after the job's end has passed and with the job, and tells a log directory no shareable volume holds. And the
+after the job's end has passed and with the job, and tells a log directory no shareable volume holds; reads the
+claim the logs are on, putting the TensorBoard beside the job's pods for a claim one node holds (also once the
+claim appears after the job) and making none for a claim one pod holds. And the
 page serves it through the apiserver's proxy of its Service: a stand-in TensorBoard (an HTTP server on this
 host's address, the Service's endpoint) answers the page's users who may get the job, and only them."""
 
@@ -30,7 +32,7 @@ from tfop.api.runtime_id import runtime_id
 from tfop.api.timestamps import parse_time
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import NotFound
-from tfop.kube.resource import PODS, SERVICES, Resource
+from tfop.kube.resource import PERSISTENT_VOLUME_CLAIMS, PODS, SERVICES, Resource
 
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
 ENDPOINTS = Resource("", "v1", "endpoints", "Endpoints")
@@ -115,6 +117,49 @@ def test_a_log_directory_no_other_pod_can_see_is_told_and_nothing_made(
     wait_for(lambda: len(pods_by_name(kube_client, namespace, "scratch")) == 1, DEADLINE, "the job runs as it would")
     assert get_or_none(kube_client, DEPLOYMENTS, f"scratch-tb-{runtime_id(made['metadata']['uid'])}",
                        namespace) is None
+
+
+def claim(name: str, *modes: str) -> dict[str, Any]:
+    """A claim no volume binds (the cluster has no provisioner): its asked access modes are what tfop reads."""
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name},
+            "spec": {"accessModes": list(modes), "resources": {"requests": {"storage": "1Gi"}}}}
+
+
+BESIDE = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+    "topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {
+        "training.kubeflow.org/job-name": "late"}}}]}}
+
+
+def test_a_claim_one_node_or_one_pod_holds_is_read_for_its_access_modes(
+        kube_client: KubeClient, namespace: str, operator: OperatorProcess) -> None:
+    kube_client.create(PERSISTENT_VOLUME_CLAIMS, claim("one-pod", "ReadWriteOncePod"), namespace)
+    held = kube_client.create(TFJOBS, job_with_logs("held", {"tfop.kubeflow.org/tensorboard": "/logs"}, {
+        "name": "logs", "persistentVolumeClaim": {"claimName": "one-pod"}}), namespace)
+
+    def told() -> dict[str, Any] | None:
+        return next((entry for entry in job_status(kube_client, namespace, "held").get("conditions", [])
+                     if entry["type"] == "TensorBoard"), None)
+
+    entry = wait_for(told, DEADLINE, "held's TensorBoard condition")
+    assert (entry["status"], entry["reason"]) == ("False", "TensorBoardLogDirNotShared")
+    assert "claim 'one-pod', ReadWriteOncePod, which only one pod may mount at a time" in entry["message"]
+    assert get_or_none(kube_client, DEPLOYMENTS, f"held-tb-{runtime_id(held['metadata']['uid'])}", namespace) is None
+
+    # The claim made after the job: the TensorBoard is made where the config puts it, then, once the claim is
+    # cached, moved beside the job's pods.
+    late = kube_client.create(TFJOBS, job_with_logs("late", {"tfop.kubeflow.org/tensorboard": "/logs"}, {
+        "name": "logs", "persistentVolumeClaim": {"claimName": "one-node"}}), namespace)
+    name = f"late-tb-{runtime_id(late['metadata']['uid'])}"
+    made = wait_for(lambda: get_or_none(kube_client, DEPLOYMENTS, name, namespace), DEADLINE,
+                    "late's TensorBoard Deployment")
+    assert "affinity" not in made["spec"]["template"]["spec"]
+    kube_client.create(PERSISTENT_VOLUME_CLAIMS, claim("one-node", "ReadWriteOnce"), namespace)
+    moved = wait_for(lambda: (d := get_or_none(kube_client, DEPLOYMENTS, name, namespace)) is not None
+                     and d["spec"]["template"]["spec"].get("affinity") == BESIDE and d, DEADLINE,
+                     "late's TensorBoard beside the job's pods", explain=lambda: str(
+                         get_or_none(kube_client, DEPLOYMENTS, name, namespace)))
+    assert moved["spec"]["template"]["spec"]["volumes"] == [
+        {"name": "logs", "persistentVolumeClaim": {"claimName": "one-node"}}]
 
 
 def host_address() -> str:

@@ -50,6 +50,10 @@ LONG: dict[str, str] = {
         "about 4 min (with the real nodes started): TensorFlow and the Kubeflow SDK imported in real pods to post "
         "their progress; the gate's "
         "test/integration/test_progress.py posts with the same SDK and pod-bound tokens on kwok pods",
+    "test/e2e/test_tensorboard_on_real_nodes.py":
+        "a Keras fit and a TensorBoard each importing TensorFlow in real pods (to be measured in CI's test-all); the "
+        "gate's test/integration/test_tensorboard.py serves a stand-in TensorBoard through the same page and "
+        "apiserver proxy, and makes the Deployment this one runs",
     "test/e2e/test_real_node.py::test_a_second_cluster_runs_its_own_node_beside_and_leaves_nothing_behind":
         "under 72 s, the whole module's with the gate's real-node tests: a second cluster with its own node, a "
         "developer tool's promise rather than the operator's",

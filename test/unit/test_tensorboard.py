@@ -101,6 +101,65 @@ def test_the_configs_image_wins_over_the_jobs() -> None:
     assert ask is not None and (ask.image, ask.ttl_seconds) == ("example.org/tensorboard:2", 60)
 
 
+REAL_NODES = {"tfop.local/real-node": "true"}
+TOLERATION = {"key": "tfop.local/real-node", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def test_the_configs_placement_wins_over_the_jobs_own() -> None:
+    """The job's nodeSelector and tolerations are for its training; the TensorBoard goes where the config says,
+    beside the pod fields it takes from the job."""
+    job = with_templates({"Worker": writing_to(MOUNT, nodeSelector={"accelerator": "a100"},
+                                               tolerations=[{"key": "gpu", "operator": "Exists"}],
+                                               securityContext={"runAsUser": 1000})}, {ASK: "/logs"})
+    ask, _ = tensorboard_ask(job, TensorBoardSettings(node_selector=REAL_NODES, tolerations=(TOLERATION,)))
+    assert ask == TensorBoardAsk("/logs", 3600, IMAGE, PVC, RO, {
+        "securityContext": {"runAsUser": 1000}, "nodeSelector": REAL_NODES, "tolerations": [TOLERATION]})
+    ask, _ = tensorboard_ask(job, SETTINGS)
+    assert ask == TensorBoardAsk("/logs", 3600, IMAGE, PVC, RO, {"securityContext": {"runAsUser": 1000}})
+
+
+def claim(asked: list[str], bound: list[str] | None = None) -> dict[str, Any]:
+    return {"metadata": {"name": "mnist-logs"}, "spec": {"accessModes": asked},
+            **({"status": {"accessModes": bound}} if bound is not None else {})}
+
+
+ON_GPUS = writing_to(MOUNT, nodeSelector={"accelerator": "a100"}, tolerations=[{"key": "gpu", "operator": "Exists"}])
+PLACED = TensorBoardSettings(node_selector=REAL_NODES, tolerations=(TOLERATION,))
+CONFIGS_NODES = TensorBoardAsk("/logs", 3600, IMAGE, PVC, RO, {"nodeSelector": REAL_NODES,
+                                                               "tolerations": [TOLERATION]})
+BESIDE_THE_JOB = TensorBoardAsk("/logs", 3600, IMAGE, PVC, RO, {
+    "affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+        "topologyKey": "kubernetes.io/hostname",
+        "labelSelector": {"matchLabels": {"training.kubeflow.org/job-name": "mnist"}}}]}},
+    "tolerations": [{"key": "gpu", "operator": "Exists"}]})
+CLAIMS: dict[str, tuple[dict[str, dict[str, Any]], TensorBoardAsk]] = {
+    "a claim the cache does not hold: the config's nodes": ({}, CONFIGS_NODES),
+    "ReadWriteMany: the config's nodes": ({"mnist-logs": claim(["ReadWriteMany"])}, CONFIGS_NODES),
+    "asked ReadWriteOnce, bound to a volume many nodes may mount: the config's nodes": (
+        {"mnist-logs": claim(["ReadWriteOnce"], ["ReadWriteOnce", "ReadWriteMany"])}, CONFIGS_NODES),
+    "ReadOnlyMany beside ReadWriteOnce: the config's nodes": (
+        {"mnist-logs": claim(["ReadWriteOnce", "ReadOnlyMany"])}, CONFIGS_NODES),
+    "ReadWriteOnce: beside the job's pods, tolerating what they do": (
+        {"mnist-logs": claim(["ReadWriteOnce"])}, BESIDE_THE_JOB),
+    "ReadWriteOnce as bound, though it asked for none (a claim made before its modes were checked)": (
+        {"mnist-logs": claim([], ["ReadWriteOnce"])}, BESIDE_THE_JOB),
+    "another claim of the namespace is no matter": ({"other": claim(["ReadWriteOncePod"])}, CONFIGS_NODES),
+    "ReadWriteOncePod: the replica holds it, so none is made": (
+        {"mnist-logs": claim(["ReadWriteOncePod"])},
+        TensorBoardAsk("/logs", 3600, problem="the Worker's container 'tensorflow' mounts volume 'logs' at /logs: "
+                                              "claim 'mnist-logs', ReadWriteOncePod, which only one pod may mount "
+                                              "at a time; put the log directory on a claim other pods can mount "
+                                              "too, such as a ReadWriteMany one")),
+}
+
+
+@pytest.mark.parametrize(("claims", "expected"), CLAIMS.values(), ids=CLAIMS.keys())
+def test_a_claim_one_node_holds_puts_the_tensorboard_beside_the_job(claims: dict[str, dict[str, Any]],
+                                                                    expected: TensorBoardAsk) -> None:
+    ask, errors = tensorboard_ask(with_templates({"Worker": ON_GPUS}, {ASK: "/logs"}), PLACED, claims)
+    assert (ask, errors) == (expected, [])
+
+
 def test_an_invalid_ask_fails_the_job_as_every_annotation_does() -> None:
     assert [str(e) for e in tensorboard_ask(with_templates({"Worker": writing_to(MOUNT)}, {ASK: "/a/../b"}),
                                             SETTINGS)[1]] == [str(FieldError(
@@ -111,6 +170,15 @@ def test_an_invalid_ask_fails_the_job_as_every_annotation_does() -> None:
 CONFIGS = {
     "left out": ({}, TensorBoardSettings("", 3600)),
     "both": ({"tensorboard": {"image": "tb:1", "ttlSeconds": 0}}, TensorBoardSettings("tb:1", 0)),
+    "a pool of nodes, its taint tolerated": (
+        {"tensorboard": {"nodeSelector": {"pool": "tools"}, "tolerations": [
+            {"key": "pool", "operator": "Equal", "value": "tools", "effect": "NoSchedule"},
+            {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
+             "tolerationSeconds": 30}]}},
+        TensorBoardSettings(node_selector={"pool": "tools"}, tolerations=(
+            {"key": "pool", "operator": "Equal", "value": "tools", "effect": "NoSchedule"},
+            {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
+             "tolerationSeconds": 30}))),
 }
 
 
@@ -124,6 +192,38 @@ def test_the_config_refuses_a_ttl_beyond_thirty_days() -> None:
         parse_config({"tensorboard": {"ttlSeconds": 2592001}})
     assert str(refused.value) == ("tensorboard.ttlSeconds must be a whole number of seconds from 0 to 2592000, "
                                   "not 2592001")
+
+
+REFUSED = {
+    "a selector's value that is no string": (
+        {"nodeSelector": {"pool": 1}},
+        "tensorboard.nodeSelector must map label names to values (strings), not 'pool': 1"),
+    "tolerations that are no list": ({"tolerations": {"key": "a"}}, "tensorboard.tolerations must be a list, not dict"),
+    "a toleration's unknown key": (
+        {"tolerations": [{"key": "a", "operater": "Exists"}]},
+        ("tensorboard.tolerations[0] has unknown key 'operater': a toleration has key, operator, value, effect "
+         "and tolerationSeconds")),
+    "an operator of neither kind": (
+        {"tolerations": [{"key": "a", "operator": "In"}]},
+        "tensorboard.tolerations[0].operator must be Equal or Exists, not 'In'"),
+    "Exists with a value": (
+        {"tolerations": [{"key": "a", "operator": "Exists", "value": "b"}]},
+        "tensorboard.tolerations[0] has operator Exists and a value: an Exists toleration takes none"),
+    "an effect Kubernetes has not": (
+        {"tolerations": [{"key": "a", "effect": "NoRun"}]},
+        "tensorboard.tolerations[0].effect must be NoSchedule, PreferNoSchedule or NoExecute, not 'NoRun'"),
+    "seconds that are no whole number": (
+        {"tolerations": [{"key": "a", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": "30"}]},
+        "tensorboard.tolerations[0].tolerationSeconds must be a whole number of seconds, not '30'"),
+}
+
+
+@pytest.mark.parametrize(("tensorboard", "message"), REFUSED.values(), ids=REFUSED.keys())
+def test_the_config_refuses_a_placement_that_would_fail_every_tensorboard(tensorboard: dict[str, Any],
+                                                                          message: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        parse_config({"tensorboard": tensorboard})
+    assert str(refused.value) == message
 
 
 def asking(**annotations: str) -> dict[str, Any]:
@@ -218,6 +318,7 @@ class Row:
     requeue_after: float | None = None
     condition: tuple[str, str] | None = None  # the TensorBoard condition's (status, reason)
     warning: str = ""  # the Warning event told
+    claims: dict[str, dict[str, Any]] = field(default_factory=dict)  # the cached claims the plan is handed
 
 
 NOT_SHARED = ("No TensorBoard is made for the log directory /logs: the Chief's container 'tensorflow' mounts volume "
@@ -257,6 +358,14 @@ ROWS = {
         with_condition(on_empty_dir(), NOT_SHARED), {}, condition=("False", "TensorBoardLogDirNotShared")),
     "running, the problem mended: the condition goes, both made": Row(
         with_condition(running(asking()), NOT_SHARED), {}, create=[(TENSORBOARD, TB), (TENSORBOARD_SERVICE, TB)]),
+    "running, its claim ReadWriteOncePod: none made, the condition and a Warning say why": Row(
+        running(asking()), {}, claims={"mnist-logs": claim(["ReadWriteOncePod"])},
+        condition=("False", "TensorBoardLogDirNotShared"), warning=(
+            "No TensorBoard is made for the log directory /logs: the Chief's container 'tensorflow' mounts volume "
+            "'logs' at /logs: claim 'mnist-logs', ReadWriteOncePod, which only one pod may mount at a time; put the "
+            "log directory on a claim other pods can mount too, such as a ReadWriteMany one.")),
+    "running, both there, its claim seen ReadWriteOnce since: the Deployment patched beside the job's pods": Row(
+        running(asking()), BOTH, claims={"mnist-logs": claim(["ReadWriteOnce"])}, patch=[TENSORBOARD]),
     "suspended: both go": Row(suspended(asking(), suspend=True), BOTH, pods=[],
                               delete=[(TENSORBOARD, TB), (TENSORBOARD_SERVICE, TB)]),
     "finished an hour ago, a TTL of two: kept, looked at again when it ends": Row(
@@ -271,7 +380,8 @@ ROWS = {
 
 def plan_row(row: Row) -> Plan:
     services = services_for(REPLICAS) if row.pods else []
-    return plan(PlanContext(row.job, {POD: row.pods, SERVICE: services, **row.own}, NOW, ControllerConfig()))
+    return plan(PlanContext(row.job, {POD: row.pods, SERVICE: services, **row.own}, NOW, ControllerConfig(),
+                            claims=row.claims))
 
 
 @pytest.mark.parametrize("row", ROWS.values(), ids=ROWS.keys())

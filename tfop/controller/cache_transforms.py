@@ -199,6 +199,17 @@ def slim_flavor(flavor: Object) -> Object:
     return slim
 
 
+def slim_claim(claim: Object) -> Object:
+    """A PersistentVolumeClaim: its access modes, asked and bound, are all tfop reads (where a job's TensorBoard
+    may mount it, plan/job/tensorboard.py)."""
+    slim = slim_metadata(claim)
+    for part in ("spec", "status"):
+        modes = (claim.get(part) or {}).get("accessModes")
+        if isinstance(modes, list):
+            slim[part] = {"accessModes": modes}
+    return slim
+
+
 def slim_keeping(fields: tuple[str, ...], only_if: Callable[[Object], bool] | None = None
                  ) -> Callable[[Object], Object]:
     """A job's own child (its PodGroup, NetworkPolicy, HPA) is small: the metadata and the fields its entry names

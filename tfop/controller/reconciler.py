@@ -12,12 +12,15 @@ from datetime import UTC, datetime
 import structlog
 
 from tfop.api.constants import FINAL_CONDITIONS, GROUP, KIND, LABEL_JOB_NAME, POD_SUCCEEDED
+from tfop.api.fields import items, mapping, mapping_at
 from tfop.api.kueue import INTEGRATION_OWN, managed_elsewhere, priority_class
+from tfop.api.tensorboard import ANNOTATION_TENSORBOARD
 from tfop.controller.apply.applier import PlanApplier
 from tfop.controller.cache_transforms import (
     BY_NODE,
     node_health_transform,
     pod_node,
+    slim_claim,
     slim_flavor,
     slim_job,
     slim_priority_class,
@@ -49,13 +52,22 @@ from tfop.kube.errors import NotFound
 from tfop.kube.events import EventRecorder
 from tfop.kube.expectations import Expectations
 from tfop.kube.lanes import Lane
-from tfop.kube.resource import NODES, PODS
+from tfop.kube.resource import NODES, PERSISTENT_VOLUME_CLAIMS, PODS
 from tfop.kube.runtime import Change, ControllerRuntime, FailedPassError, Result, Watch
 from tfop.kube.store import Store, by_controller_uid, object_key
 from tfop.metrics import OperatorMetrics
 from tfop.objects import Object
 
 log = structlog.get_logger("tfop.controller")
+
+
+def claim_names(job: Object) -> set[str]:
+    """The claims a job that asks for a TensorBoard names in its templates' volumes (none for any other job)."""
+    if ANNOTATION_TENSORBOARD not in mapping_at(job, "metadata", "annotations"):
+        return set()
+    return {str(claim["claimName"]) for replica in mapping_at(job, "spec", "tfReplicaSpecs").values()
+            for volume in items(mapping_at(replica, "template", "spec").get("volumes"))
+            if "claimName" in (claim := mapping(mapping(volume).get("persistentVolumeClaim")))}
 
 CONTROLLER_NAME = "tfjob"
 # A job's children change in bursts (its 14 pods and services created, then scheduled, then started): their
@@ -91,6 +103,11 @@ class TFJobController:
             # Nodes are watched, not owned: a node's change concerns the jobs with pods on it.
             watches.append(Watch(NODES, lambda node: None, keys_of=self._jobs_on_node,
                                  transform=node_health_transform(config.node_loss.unhealthy_conditions)))
+        # The access modes of the claim a job's TensorBoard reads its logs from (plan/job/tensorboard.py): watched,
+        # not owned; a claim's change (made, bound) concerns the jobs of its namespace that ask for a TensorBoard
+        # and name it.
+        watches.append(Watch(PERSISTENT_VOLUME_CLAIMS, lambda claim: None, keys_of=self._jobs_naming_claim,
+                             transform=slim_claim))
         if self.own_kueue:
             # Read when an admission names them, or a job names its priority; a job whose flavor or class is not
             # cached yet looks again shortly.
@@ -115,6 +132,22 @@ class TFJobController:
         name = node["metadata"]["name"]
         return {key for store in self.runtime.stores(PODS) for pod in store.by_index(BY_NODE, name)
                 if (key := owner_key(pod)) is not None}
+
+    def _claims_of(self, job: Object, namespace: str) -> dict[str, Object]:
+        """The cached claims the templates of a job that asks for a TensorBoard name, by name."""
+        names = claim_names(job)
+        if not names:
+            return {}
+        store = self.runtime.store(PERSISTENT_VOLUME_CLAIMS, namespace)
+        return {name: claim for name in names if (claim := store.get(f"{namespace}/{name}")) is not None}
+
+    def _jobs_naming_claim(self, claim: Object) -> list[str]:
+        namespace, name = claim["metadata"].get("namespace", ""), claim["metadata"]["name"]
+        try:
+            jobs = self.runtime.store(TFJOBS, namespace).list()
+        except LookupError:
+            return []
+        return [object_key(job) for job in jobs if name in claim_names(job)]
 
     def _flavors_of(self, workloads: list[Object]) -> dict[str, Object]:
         """The cached ResourceFlavors the admissions of the job's Workloads name, by name."""
@@ -265,7 +298,7 @@ class TFJobController:
                               gang_problem=self.gang_problem, nodes=self._nodes_of(children.get(POD, [])),
                               flavors=self._flavors_of(children.get(WORKLOAD, [])),
                               priority_classes=self._priority_classes_of(job), progress=self.progress.latest(key),
-                              foreign=foreign)
+                              foreign=foreign, claims=self._claims_of(job, namespace))
         plan = plan_job(context)
         changes = self.applier.change_children(key, job, plan)
         held = self.applier.record(key, job, plan, now)

@@ -119,6 +119,9 @@ class TensorBoardSettings:
     # The image with a `tensorboard` command; "": the image of the job's container that mounts its log directory.
     image: str = ""
     ttl_seconds: int = DEFAULT_TTL_SECONDS  # kept this long after the job finishes, unless the job says
+    # Where its pod may run, whatever the job's pods ask: a pool for such servers, tainted ones it tolerates.
+    node_selector: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    tolerations: tuple[Mapping[str, object], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -93,7 +93,8 @@ def plan(context: PlanContext) -> Plan:
     if is_terminating(job):  # the garbage collector removes its children, once tfop's finalizer has gone
         return Plan(release=[ChildRef.of(POD, pod) for pod in context.observed.pods if pod.tracked])
     draft = PlanDraft(job, context.now, context.config)
-    parsed = parse_job(job, context.config, settled_backend=settled_backend(draft.previous, context))
+    parsed = parse_job(job, context.config, settled_backend=settled_backend(draft.previous, context),
+                       claims=context.claims)
     if isinstance(parsed, TFJobModel):
         parsed = with_workload_priority(parsed, context)
     _note_created(draft, parsed)

@@ -93,6 +93,9 @@ class PlanContext:
     # By kind, the names of the objects the job controls that another controller made (kinds whose entry has
     # `others_seen`: Kueue's TFJob adapter's Workloads), sorted; never in `children`.
     foreign: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
+    # The cached PersistentVolumeClaims the job's templates name, by name (a name missing: not cached); read for a
+    # TensorBoard's log volume (plan/job/tensorboard.py).
+    claims: Mapping[str, Object] = field(default_factory=lambda: MappingProxyType({}))
 
     def of_kind(self, kind: str) -> list[Object]:
         return self.children.get(kind, [])

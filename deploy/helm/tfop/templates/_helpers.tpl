@@ -110,6 +110,11 @@ and records Events.
   resources: [workloads]
   verbs: [list, watch, create, patch, delete]
 # END a job's own children.
+# The claim a job's TensorBoard reads the logs from, for its access modes: one a single node holds puts the
+# TensorBoard beside the job's pods. Read only.
+- apiGroups: [""]
+  resources: [persistentvolumeclaims]
+  verbs: [list, watch]
 # tfop's own Kueue integration (kueue.integration: own), besides a queued job's Workload (above): its status
 # written to hand an evicted job's quota back; the ResourceFlavors an admission names, read for their node labels
 # and tolerations, and the WorkloadPriorityClasses jobs name, for their Workloads' priority.

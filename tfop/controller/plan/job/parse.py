@@ -57,10 +57,11 @@ class InvalidJob:
     source: Object  # the job defaulted and rewritten, as far as that went, for its clean-up
 
 
-def parse_job(raw: Object, config: ControllerConfig, *,
-              settled_backend: ReplicaBackendName | None = None) -> TFJobModel | InvalidJob:
+def parse_job(raw: Object, config: ControllerConfig, *, settled_backend: ReplicaBackendName | None = None,
+              claims: Mapping[str, Object] | None = None) -> TFJobModel | InvalidJob:
     """`settled_backend`: the replica backend the job already has (backends.settled_backend), which its
-    annotation no longer decides."""
+    annotation no longer decides. `claims`: the cached PersistentVolumeClaims its templates name, by name (for
+    where its TensorBoard may run, plan/job/tensorboard.py)."""
     rewrite = legacy_gpu.rewrite_legacy_gpu(with_default_ps_server(apply_defaults(raw), config), config.gpu_resource)
     job = rewrite.job
     annotations: Mapping[str, object] = mapping_at(raw, "metadata", "annotations")
@@ -75,7 +76,7 @@ def parse_job(raw: Object, config: ControllerConfig, *,
         annotations, config.unknown_scheduling_grace_seconds)
     isolation, isolation_errors = parse_annotation.network_isolation(annotations)
     budget, budget_errors = parse_annotation.disruption_budget(annotations)
-    tensorboard, tensorboard_errors = tensorboard_ask(job, config.tensorboard)
+    tensorboard, tensorboard_errors = tensorboard_ask(job, config.tensorboard, claims)
     # Kueue's adapter counts only TitleCase keys; tfop's own integration names pod sets itself.
     own = config.kueue_integration == INTEGRATION_OWN
     errors = (*validate(job, config.service_domain), *([] if own else kueue_key_problems(raw)), *node_policy_errors,

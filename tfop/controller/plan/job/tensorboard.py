@@ -8,6 +8,13 @@ Worker, Evaluator, PS, whose container (the `tensorflow` one first) mounts a vol
 the job's own path. A volume only its own pod can see (emptyDir, an ephemeral claim) or one mounted by the pod's
 own variables (subPathExpr) cannot be shared: the ask is kept with its problem, which the job's TensorBoard
 condition and a Warning event tell (plan/policies/tensorboard.py), and nothing is made.
+
+A PersistentVolumeClaim is read for its access modes, when the cache has it (the reconciler hands the job's
+claims over): one only a single pod may mount (ReadWriteOncePod) is such a problem too, since the replica holds
+it; one the pods of a single node may mount (ReadWriteOnce) is shared on the node of the job's pods only, so the
+TensorBoard goes there (required pod affinity to the job's pods, tolerating what their template tolerates) rather
+than to the config's nodes, where it would wait for a volume it cannot have. A claim the cache does not hold, or
+one many nodes may mount, leaves the TensorBoard where the config puts it.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from dataclasses import dataclass
 from tfop.api.constants import (
     CHIEF_REPLICA_TYPES,
     DEFAULT_CONTAINER_NAME,
+    LABEL_JOB_NAME,
     REPLICA_EVALUATOR,
     REPLICA_PS,
     REPLICA_WORKER,
@@ -33,8 +41,10 @@ _SEARCH_ORDER = (*CHIEF_REPLICA_TYPES, REPLICA_WORKER, REPLICA_EVALUATOR, REPLIC
 # Volume sources that exist per pod: another pod mounting "the same" volume gets its own, empty.
 _PER_POD = {"emptyDir": "an emptyDir", "ephemeral": "an ephemeral volume"}
 # What the TensorBoard's pod takes from the template whose volume it mounts: to pull the same image, and to read
-# files as the replica's user and group wrote them.
+# files as the replica's user and group wrote them. Where it runs is the operator config's (_placement).
 _POD_FIELDS = ("imagePullSecrets", "securityContext")
+# Access modes that let pods of more than one node mount a claim; without one, the claim is one node's at a time.
+_MANY_NODES = frozenset({"ReadWriteMany", "ReadOnlyMany"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,8 +58,10 @@ class TensorBoardAsk:
     problem: str = ""  # why no TensorBoard can be made; "" when it can
 
 
-def tensorboard_ask(job: Object, settings: TensorBoardSettings) -> tuple[TensorBoardAsk | None, list[FieldError]]:
-    """The ask of a defaulted job (None: it asks for no TensorBoard), or the annotation errors."""
+def tensorboard_ask(job: Object, settings: TensorBoardSettings, claims: Mapping[str, Object] | None = None
+                    ) -> tuple[TensorBoardAsk | None, list[FieldError]]:
+    """The ask of a defaulted job (None: it asks for no TensorBoard), or the annotation errors. `claims`: the
+    cached PersistentVolumeClaims of the job's namespace its templates name, by name."""
     annotations = mapping_at(job, "metadata", "annotations")
     asked = annotations.get(ANNOTATION_TENSORBOARD)
     if asked is None:
@@ -68,7 +80,8 @@ def tensorboard_ask(job: Object, settings: TensorBoardSettings) -> tuple[TensorB
     if errors:
         return None, errors
     return _found(posixpath.normpath(log_dir), settings.ttl_seconds if ttl is None else ttl,
-                  mapping_at(job, "spec", "tfReplicaSpecs"), settings), []
+                  mapping_at(job, "spec", "tfReplicaSpecs"), settings,
+                  text(mapping_at(job, "metadata").get("name")) or "", claims or {}), []
 
 
 def tensorboard_ttl(job: Object, settings: TensorBoardSettings) -> int:
@@ -82,7 +95,8 @@ def _ttl(value: object) -> int | None:
     return seconds if seconds is not None and 0 <= seconds <= MAX_TTL_SECONDS else None
 
 
-def _found(log_dir: str, ttl: int, replicas: Mapping[str, object], settings: TensorBoardSettings) -> TensorBoardAsk:
+def _found(log_dir: str, ttl: int, replicas: Mapping[str, object], settings: TensorBoardSettings, job_name: str,
+           claims: Mapping[str, Object]) -> TensorBoardAsk:
     for replica_type in (t for t in _SEARCH_ORDER if t in replicas):
         spec = mapping_at(replicas[replica_type], "template", "spec")
         for container in _containers(spec):
@@ -101,13 +115,55 @@ def _found(log_dir: str, ttl: int, replicas: Mapping[str, object], settings: Ten
                            f"a volume other pods can mount too, such as a PersistentVolumeClaim")
             elif mount.get("subPathExpr"):
                 problem = f"the {where} by subPathExpr, which names the replica's own variables"
+            modes = _access_modes(volume, claims)
+            if not problem and modes == {"ReadWriteOncePod"}:
+                problem = (f"the {where}: claim {_claim_name(volume)!r}, ReadWriteOncePod, which only one pod may "
+                           f"mount at a time; put the log directory on a claim other pods can mount too, such as a "
+                           f"ReadWriteMany one")
+            one_node = bool(modes) and not modes & _MANY_NODES
+            placement = _beside_the_job(job_name, spec) if one_node else _placement(settings)
             ask = TensorBoardAsk(log_dir, ttl, settings.image or text(container.get("image")) or "", volume,
-                                 _read_only(mount), {key: spec[key] for key in _POD_FIELDS if key in spec},
-                                 problem)
+                                 _read_only(mount), {**{key: spec[key] for key in _POD_FIELDS if key in spec},
+                                                     **placement}, problem)
             return ask if not problem else TensorBoardAsk(log_dir, ttl, problem=problem)
     return TensorBoardAsk(log_dir, ttl, problem=(
         f"no replica's container mounts a volume at {log_dir} or above it: TensorBoard reads the log directory "
         f"from the volume the replicas write it to"))
+
+
+def _claim_name(volume: Mapping[str, object] | None) -> str:
+    return text(mapping_at(volume or {}, "persistentVolumeClaim").get("claimName")) or ""
+
+
+def _access_modes(volume: Mapping[str, object] | None, claims: Mapping[str, Object]) -> frozenset[str]:
+    """The access modes of the cached claim the volume names: those it was bound with, else those it asks for;
+    empty for no claim, or one the cache does not hold."""
+    claim = claims.get(_claim_name(volume)) if _claim_name(volume) else None
+    if claim is None:
+        return frozenset()
+    bound, asked = (frozenset(mode for mode in items(mapping_at(claim, part).get("accessModes"))
+                              if isinstance(mode, str)) for part in ("status", "spec"))
+    return bound or asked
+
+
+def _beside_the_job(job_name: str, spec: Mapping[str, object]) -> Object:
+    """On a node of the job's pods, which hold the claim there, tolerating what their template tolerates."""
+    placement: Object = {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+        "topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {LABEL_JOB_NAME: job_name}}}]}}}
+    if "tolerations" in spec:
+        placement["tolerations"] = spec["tolerations"]
+    return placement
+
+
+def _placement(settings: TensorBoardSettings) -> Object:
+    """Where the operator's config puts TensorBoards: the job's own nodeSelector and tolerations are for its
+    training (accelerator nodes, most often), which a TensorBoard has no use for."""
+    placement: Object = {}
+    if settings.node_selector:
+        placement["nodeSelector"] = dict(settings.node_selector)
+    if settings.tolerations:
+        placement["tolerations"] = [dict(entry) for entry in settings.tolerations]
+    return placement
 
 
 def _containers(spec: Mapping[str, object]) -> list[Mapping[str, object]]:
