@@ -402,3 +402,75 @@ def test_pods_ready_and_reclaimable_pods_go_in_one_patch() -> None:
 def test_the_observed_reclaimable_pods() -> None:
     stored = reclaiming({"name": "worker", "count": 1}, {"name": "ps", "count": 0}, admission=ADMISSION)
     assert observe_workload(stored).reclaimable == (("worker", 1), ("ps", 0))
+
+
+def classed_job(label: str | None = None, scheduling: str | None = None, **templates: str) -> dict[str, Any]:
+    """A queued job of a Worker (2) and a PS (1), with the WorkloadPriorityClass label, the schedulingPolicy's
+    priorityClass and each named replica type's pod template priorityClassName given."""
+    job = queued_job(**({"schedulingPolicy": {"priorityClass": scheduling}} if scheduling else {}))
+    if label is not None:
+        job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = label
+    for replica_type, name in templates.items():
+        job["spec"]["tfReplicaSpecs"][replica_type]["template"]["spec"]["priorityClassName"] = name
+    return job
+
+
+WPC = "kueue.x-k8s.io", "WorkloadPriorityClass"
+PC = "scheduling.k8s.io", "PriorityClass"
+POD_CLASSES = {"batch-low": 100, "training": 5000, "cluster-default": 10}
+# (the job, the WorkloadPriorityClasses cached, the cluster's global default PriorityClass) -> the Workload's
+# priorityClassRef (group, kind, name) and priority; None: a Workload without either; a text: no Workload yet,
+# the job's Suspended message.
+Expected = tuple[str, str, str, int] | str | None
+PRIORITY_ROWS: dict[str, tuple[dict[str, Any], dict[str, int], str | None, Expected]] = {
+    "the label's WorkloadPriorityClass, before the pods' class": (
+        classed_job("high", Worker="training"), {"high": 1000}, "cluster-default", (*WPC, "high", 1000)),
+    "the pods' PriorityClass without the label": (
+        classed_job(Worker="training"), {}, "cluster-default", (*PC, "training", 5000)),
+    "the PS's class before the Worker's (the adapter's order)": (
+        classed_job(Worker="training", PS="batch-low"), {}, None, (*PC, "batch-low", 100)),
+    "the schedulingPolicy's class before the templates'": (
+        classed_job(scheduling="training", PS="batch-low"), {}, None, (*PC, "training", 5000)),
+    "no class named: the cluster's global default": (
+        classed_job(), {}, "cluster-default", (*PC, "cluster-default", 10)),
+    "no class named, no default: no priority": (classed_job(), {}, None, None),
+    "a PriorityClass not cached: no Workload yet": (
+        classed_job(Worker="missing"), {}, "cluster-default",
+        ("TFJob ns/mnist waits for the PriorityClass missing its pods name to exist: its Kueue Workload's priority "
+         "is that class's value.")),
+}
+
+
+@pytest.mark.parametrize(("job", "workload_classes", "default", "expected"), PRIORITY_ROWS.values(),
+                         ids=PRIORITY_ROWS.keys())
+def test_the_workloads_priority_comes_from_the_class_kueue_would_read(
+        job: dict[str, Any], workload_classes: dict[str, int], default: str | None,
+        expected: Expected) -> None:
+    children: dict[str, list[dict[str, Any]]] = {POD: [], SERVICE: [], WORKLOAD: []}
+    named = {name: value for name, value in POD_CLASSES.items() if default == name or name != "cluster-default"}
+    result = plan(PlanContext(job, children, NOW, OWN, priority_classes=workload_classes,
+                              pod_priority_classes=named, default_priority_class=default))
+    if isinstance(expected, str):
+        assert (result.create, result.requeue_after) == ([], 5.0)
+        assert suspended_as(result) == ("True", "QueuedByKueue", expected)
+        return
+    assert result.creates(WORKLOAD) == [Creation(WORKLOAD, None, WL)] and result.desired is not None
+    spec = result.desired.body(WORKLOAD, None)["spec"]
+    if expected is None:
+        assert "priorityClassRef" not in spec and "priority" not in spec
+    else:
+        group, kind, name, value = expected
+        assert (spec["priorityClassRef"], spec["priority"]) == ({"group": group, "kind": kind, "name": name}, value)
+
+
+def test_a_workload_of_a_priorityclass_is_kept_when_the_default_changes() -> None:
+    """Kueue reads a PriorityClass once, when it makes the Workload (a class's value cannot change): a new global
+    default, or the pods' class named later, does not replace a Workload, so the job is not stopped for it."""
+    stored = workload(RESERVED, ADMITTED, admission=ADMISSION)
+    stored["spec"]["priorityClassRef"] = {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": "old"}
+    stored["spec"]["priority"] = 1
+    job = classed_job()
+    result = plan(PlanContext(job, {POD: running_pods(), SERVICE: services_for(), WORKLOAD: [stored]}, NOW, OWN,
+                              pod_priority_classes={"cluster-default": 10}, default_priority_class="cluster-default",
+                              flavors={"gpu-a": GPU_FLAVOR}))
+    assert result.deletes(WORKLOAD) == [] and result.creates(WORKLOAD) == []

@@ -111,7 +111,7 @@ and records Events.
 # tfop's own Kueue integration (kueue.integration: own): a queued job's Workload, created while it is queued or
 # runs, deleted when it finishes, is suspended or changes shape; its status written to hand an evicted job's quota
 # back; the ResourceFlavors an admission names, read for their node labels and tolerations, and the
-# WorkloadPriorityClasses jobs name, for their Workloads' priority.
+# WorkloadPriorityClasses jobs name and the PriorityClasses their pods name, for their Workloads' priority.
 - apiGroups: [kueue.x-k8s.io]
   resources: [workloads]
   verbs: [list, watch, create, patch, delete]
@@ -120,6 +120,9 @@ and records Events.
   verbs: [patch]
 - apiGroups: [kueue.x-k8s.io]
   resources: [resourceflavors, workloadpriorityclasses]
+  verbs: [list, watch]
+- apiGroups: [scheduling.k8s.io]
+  resources: [priorityclasses]
   verbs: [list, watch]
 - apiGroups: [""]
   resources: [events]

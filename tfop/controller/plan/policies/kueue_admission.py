@@ -36,7 +36,12 @@ from tfop.api.timestamps import format_time
 from tfop.controller.plan.children.workload import WORKLOAD_KIND, PodSetPlacement, pod_set_name, workload_name
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.frozen import replace
-from tfop.controller.plan.job.model import TFJobModel
+from tfop.controller.plan.job.model import (
+    POD_PRIORITY_CLASS,
+    WORKLOAD_PRIORITY_CLASS,
+    PriorityClassRef,
+    TFJobModel,
+)
 from tfop.controller.plan.observed.workload import (
     ADMITTED,
     PODS_READY,
@@ -75,11 +80,19 @@ class Admission:
 
 
 def with_workload_priority(job: TFJobModel, context: PlanContext) -> TFJobModel:
-    """The job with the value of the WorkloadPriorityClass it names, as the cluster has it, for its Workload."""
-    name = job.options.own_priority_class
-    if name is None:
+    """The job with the class its Workload's priority comes from and that class's value, as the cluster has them:
+    the class the job names (its WorkloadPriorityClass, else its pods' PriorityClass), else the cluster's global
+    default PriorityClass (Kueue's job integrations alike); a job that names none on a cluster without a default
+    keeps no class, and its Workload no priority (Kueue counts it 0)."""
+    if job.options.own_queue is None:
         return job
-    return replace(job, options=replace(job.options, own_priority=context.priority_classes.get(name)))
+    ref = job.options.own_priority_class
+    if ref is None:
+        if context.default_priority_class is None:
+            return job
+        ref = PriorityClassRef(POD_PRIORITY_CLASS, context.default_priority_class)
+    values = context.priority_classes if ref.kind == WORKLOAD_PRIORITY_CLASS else context.pod_priority_classes
+    return replace(job, options=replace(job.options, own_priority_class=ref, own_priority=values.get(ref.name)))
 
 
 def adapter_conflict(draft: PlanDraft, context: PlanContext) -> str | None:
@@ -104,11 +117,14 @@ def admit(draft: PlanDraft, job: TFJobModel, context: PlanContext) -> Admission 
         return None
     name = workload_name(job.metadata)
     if own.current is None:
-        priority_class = job.options.own_priority_class
-        if priority_class is not None and job.options.own_priority is None:
+        ref = job.options.own_priority_class
+        if ref is not None and job.options.own_priority is None:
             draft.requeue(PRIORITY_CLASS_RETRY_SECONDS)
-            return _held(REASON_QUEUED, f"{draft.job_ref} waits for the Kueue WorkloadPriorityClass "
-                                        f"{priority_class} it names ({PRIORITY_CLASS}) to exist.")
+            if ref.kind == WORKLOAD_PRIORITY_CLASS:
+                return _held(REASON_QUEUED, f"{draft.job_ref} waits for the Kueue WorkloadPriorityClass "
+                                            f"{ref.name} it names ({PRIORITY_CLASS}) to exist.")
+            return _held(REASON_QUEUED, f"{draft.job_ref} waits for the PriorityClass {ref.name} its pods name "
+                                        f"to exist: its Kueue Workload's priority is that class's value.")
         return _held(REASON_QUEUED, f"{draft.job_ref} waits for its Kueue Workload {name} in LocalQueue {queue}.")
     stored = next((w for w in context.of_kind(WORKLOAD) if mapping_at(w, "metadata").get("uid") == own.current.uid),
                   None)
