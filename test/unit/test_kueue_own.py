@@ -474,3 +474,86 @@ def test_a_workload_of_a_priorityclass_is_kept_when_the_default_changes() -> Non
                               pod_priority_classes={"cluster-default": 10}, default_priority_class="cluster-default",
                               flavors={"gpu-a": GPU_FLAVOR}))
     assert result.deletes(WORKLOAD) == [] and result.creates(WORKLOAD) == []
+
+
+def held_job(reason: str, message: str) -> dict[str, Any]:
+    job = queued_job()
+    job["status"] = {"conditions": [{"type": "Suspended", "status": "True", "reason": reason, "message": message,
+                                     "lastTransitionTime": T1}]}
+    return job
+
+
+def evicted_before(*evictions: tuple[str, int]) -> dict[str, Any]:
+    admitted = workload(RESERVED, ADMITTED, admission=ADMISSION)
+    admitted["status"]["schedulingStats"] = {"evictions": [
+        {"reason": reason, "underlyingCause": "", "count": count} for reason, count in evictions]}
+    return admitted
+
+
+# (the job's Suspended condition, its Workload as admitted) -> the events of the pass that lets it run
+ADMITTED_EVENTS: dict[str, tuple[dict[str, Any], dict[str, Any], list[tuple[str, str, str]]]] = {
+    "first admission": (
+        held_job("QueuedByKueue", "queued"), workload(RESERVED, ADMITTED, admission=ADMISSION),
+        [("Normal", "AdmittedByKueue",
+          "TFJob ns/mnist is admitted by Kueue in ClusterQueue team-cq, flavors ps: gpu-a; worker: gpu-a.")]),
+    "admitted again after a preemption": (
+        held_job("QueuedByKueue", "queued again"), evicted_before(("Preempted", 1)),
+        [("Normal", "AdmittedByKueue", ("TFJob ns/mnist is admitted again after 1 eviction (Preempted) by Kueue in "
+                                        "ClusterQueue team-cq, flavors ps: gpu-a; worker: gpu-a."))]),
+    "admitted while still told evicted, after two": (
+        held_job("EvictedByKueue", "evicted"), evicted_before(("Preempted", 1), ("Deactivated", 1)),
+        [("Normal", "AdmittedByKueue", ("TFJob ns/mnist is admitted again after 2 evictions (Preempted, "
+                                        "Deactivated) by Kueue in ClusterQueue team-cq, flavors ps: gpu-a; "
+                                        "worker: gpu-a."))]),
+    "already running: nothing said": (queued_job(), evicted_before(("Preempted", 1)), []),
+}
+
+
+@pytest.mark.parametrize(("job", "admitted", "events"), ADMITTED_EVENTS.values(), ids=ADMITTED_EVENTS.keys())
+def test_an_admission_is_told_once_with_its_flavors(job: dict[str, Any], admitted: dict[str, Any],
+                                                    events: list[tuple[str, str, str]]) -> None:
+    result = plan_with(job, [admitted])
+    assert [(e.type, e.reason, e.message) for e in result.events if e.reason == "AdmittedByKueue"] == events
+    assert result.creates(POD) != []
+
+
+def running_as(running: bool) -> dict[str, Any]:
+    job = queued_job()
+    job["status"] = {"conditions": [{"type": "Running", "status": "True" if running else "False",
+                                     "reason": "TFJobRunning" if running else "TFJobRestarting", "message": "",
+                                     "lastTransitionTime": T1}]}
+    return job
+
+
+def pods_ready(status: str, reason: str) -> dict[str, Any]:
+    return kueue_condition("PodsReady", status, reason)
+
+
+# (whether the job ran as of its last status, the Workload's PodsReady) -> the PodsReady tfop writes, if any
+PODS_READY_ROWS: dict[str, tuple[bool, dict[str, Any] | None, tuple[str, str] | None]] = {
+    "running, none yet: Started": (True, None, ("True", "Started")),
+    "a replica restarts: waits for recovery": (False, pods_ready("True", "Started"), ("False", "WaitForRecovery")),
+    "still restarting: left as it is": (False, pods_ready("False", "WaitForRecovery"), None),
+    "running again: Recovered": (True, pods_ready("False", "WaitForRecovery"), ("True", "Recovered")),
+    "running, told already: left": (True, pods_ready("True", "Recovered"), None),
+    "not started yet: left to Kueue's wait": (False, None, None),
+}
+
+
+@pytest.mark.parametrize(("running", "stored", "written"), PODS_READY_ROWS.values(), ids=PODS_READY_ROWS.keys())
+def test_pods_ready_follows_the_job_as_kueues_wait_for_pods_ready_expects(
+        running: bool, stored: dict[str, Any] | None, written: tuple[str, str] | None) -> None:
+    admitted = workload(*(c for c in (RESERVED, ADMITTED, stored) if c is not None), admission=ADMISSION)
+    result = plan_with(running_as(running), [admitted], pods=running_pods())
+    found = [(c["status"], c["reason"]) for patch in result.patch for c in patch.patch["status"].get("conditions", [])
+             if c["type"] == "PodsReady"]
+    assert found == ([] if written is None else [written])
+
+
+def test_an_evicted_jobs_pods_ready_goes_false_with_its_quota() -> None:
+    result = plan_with(queued_job(), [workload(RESERVED, ADMITTED, pods_ready("True", "Started"), PREEMPTED,
+                                               admission=ADMISSION)])
+    written = {c["type"]: (c["status"], c["reason"]) for c in result.patch[0].patch["status"]["conditions"]}
+    assert written == {"QuotaReserved": ("False", "Pending"), "Admitted": ("False", "NoReservation"),
+                       "PodsReady": ("False", "WaitForStart"), "Evicted": ("True", "Preempted"),
+                       "Requeued": ("True", "Preempted")}

@@ -16,7 +16,10 @@ What callers may rely on:
   admission cleared, QuotaReserved and Admitted False, Requeued set (True after a preemption or node failure,
   False otherwise, which Kueue turns True when the job may queue again, e.g. on reactivation).
 - Admitted, once the job is Running (every replica's pod runs), the Workload's PodsReady condition says so, which
-  is what Kueue's `waitForPodsReady` waits for before it admits the next job.
+  is what Kueue's `waitForPodsReady` waits for before it admits the next job; while a replica restarts it is False
+  (WaitForRecovery, which Kueue's recoveryTimeout bounds), and an evicted job's is False until it runs again.
+- A held job let run tells so once, in an AdmittedByKueue event naming the ClusterQueue, each pod set's flavors
+  and, admitted again, the evictions Kueue counted.
 - Admitted, the replicas that ended for good are reported in the Workload's reclaimablePods, so Kueue releases
   their quota while the others run (policies/kueue_reclaimable.py).
 - A job that is suspended by its user, finished or rejected keeps no Workload (the entry is kept only in the
@@ -29,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from tfop.api.constants import CONDITION_RUNNING
+from tfop.api.constants import CONDITION_RUNNING, CONDITION_SUSPENDED, EVENT_NORMAL
 from tfop.api.fields import mapping_at
 from tfop.api.kueue import PRIORITY_CLASS, TFJOB_INTEGRATION
 from tfop.api.timestamps import format_time
@@ -60,6 +63,12 @@ from tfop.objects import Object
 
 REASON_QUEUED = "QueuedByKueue"  # the Suspended condition's reason while the Workload waits for quota
 REASON_EVICTED = "EvictedByKueue"  # ... once Kueue evicted it (its own reason is in the message)
+REASON_ADMITTED = "AdmittedByKueue"  # the Normal event as a held job's Workload is admitted (again)
+# The PodsReady condition's reasons, as Kueue's job integrations write them for its waitForPodsReady: True once
+# every pod runs (Started; Recovered after a wait for recovery), False again while a replica restarts
+# (WaitForRecovery, which recoveryTimeout bounds), and False until the pods start (WaitForStart) once evicted.
+PODS_STARTED, PODS_RECOVERED = "Started", "Recovered"
+WAIT_FOR_RECOVERY, WAIT_FOR_START = "WaitForRecovery", "WaitForStart"
 # Kueue requeues at once after these evictions; after any other it decides when (Kueue's job integrations alike).
 REQUEUED_AT_ONCE = ("Preempted", "NodeFailures")
 # A flavor not in the cache yet (created just before the admission): looked for again this soon.
@@ -136,7 +145,10 @@ def admit(draft: PlanDraft, job: TFJobModel, context: PlanContext) -> Admission 
         if status:  # one patch: a second one guarded by the same resourceVersion would always fail
             draft.patch.append(ChildPatch(WORKLOAD, current.name, {
                 "metadata": {"resourceVersion": current.resource_version}, "status": status}, subresource="status"))
-        return _admitted(draft, job, current, context)
+        admission = _admitted(draft, job, current, context)
+        if not admission.held:
+            _tell_admitted(draft, current)
+        return admission
     eviction = current.eviction
     if eviction is not None and current.quota_reserved:  # being stopped; the quota is handed back once it is
         if not context.of_kind(POD):
@@ -175,6 +187,23 @@ def _admitted(draft: PlanDraft, job: TFJobModel, workload: ObservedWorkload, con
     return Admission(MappingProxyType(placements))
 
 
+def _tell_admitted(draft: PlanDraft, workload: ObservedWorkload) -> None:
+    """One event as a held job is let run: the ClusterQueue and each pod set's flavors, and whether (and after
+    which evictions, as Kueue counts them) it is admitted again."""
+    held = draft.old_condition(CONDITION_SUSPENDED)
+    if held is None or held.status != "True" or held.reason not in (REASON_QUEUED, REASON_EVICTED):
+        return
+    flavors = "; ".join(f"{name}: {', '.join(assignment.flavors)}"
+                        for name, assignment in sorted(workload.assignments.items()))
+    again = ""
+    if workload.evictions:
+        total = sum(count for _, count in workload.evictions)
+        again = (f" again after {total} eviction{'' if total == 1 else 's'} "
+                 f"({', '.join(reason for reason, _ in workload.evictions)})")
+    draft.event(EVENT_NORMAL, REASON_ADMITTED, f"{draft.job_ref} is admitted{again} by Kueue in ClusterQueue "
+                                           f"{workload.cluster_queue}, flavors {flavors}.")
+
+
 def _placement(assignment: PodSetAdmission, flavors: Mapping[str, Object]) -> PodSetPlacement:
     node_selector: dict[str, str] = {}
     tolerations: list[Object] = []
@@ -201,6 +230,9 @@ def _requeue(workload: ObservedWorkload, draft: PlanDraft) -> Object:
     assert eviction is not None
     message = eviction.message or f"Evicted: {eviction.reason}"
     conditions = list(workload.conditions)
+    if workload.pods_ready:  # its pods are gone: the next admission's wait for them starts anew
+        conditions = _set_condition(conditions, PODS_READY, "False", WAIT_FOR_START,
+                                    "The job was stopped; its pods start again once it is admitted", draft)
     for condition_type, status, reason in (
             (QUOTA_RESERVED, "False", "Pending"),
             (ADMITTED, "False", "NoReservation"),
@@ -214,9 +246,15 @@ def _admitted_status(workload: ObservedWorkload, draft: PlanDraft) -> Object:
     """What an admitted Workload's status lacks, as of the previous pass's job status (stored, so what it says
     holds): PodsReady once the job is Running, and the replicas ended for good as reclaimable pods."""
     status: Object = {}
-    if draft.is_true(CONDITION_RUNNING) and not workload.pods_ready:
-        status["conditions"] = _set_condition(list(workload.conditions), PODS_READY, "True", "Started",
+    running = draft.is_true(CONDITION_RUNNING)
+    if running and not workload.pods_ready:
+        reason = PODS_RECOVERED if workload.pods_ready_reason == WAIT_FOR_RECOVERY else PODS_STARTED
+        status["conditions"] = _set_condition(list(workload.conditions), PODS_READY, "True", reason,
                                               "All pods reached readiness and the workload is running", draft)
+    elif not running and workload.pods_ready:  # a replica restarts (or the job is resized by restart)
+        status["conditions"] = _set_condition(list(workload.conditions), PODS_READY, "False", WAIT_FOR_RECOVERY,
+                                              f"{draft.job_ref} is not running: it waits for its replicas to run "
+                                              f"again", draft)
     finished = FinishedReplicas.of_status(draft.previous)
     ended = {pod_set_name(replica_type): len(finished.ended(replica_type)) for replica_type in finished.succeeded}
     wanted = wanted_reclaimable(workload.pod_sets, ended, workload.reclaimable)
