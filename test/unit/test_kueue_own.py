@@ -99,11 +99,13 @@ def test_the_workload_is_written_out() -> None:
                 "metadata": {"labels": {"team": "vision", "training.kubeflow.org/job-name": "mnist",
                                         "training.kubeflow.org/replica-type": "worker"},
                              "annotations": {"note": "x"}},
-                "spec": {"containers": [container], "restartPolicy": "Never"}}},
+                "spec": {"containers": [container], "restartPolicy": "Never"}},
+             "topologyRequest": {"podIndexLabel": "training.kubeflow.org/replica-index"}},
             {"name": "ps", "count": 1, "template": {
                 "metadata": {"labels": {"training.kubeflow.org/job-name": "mnist",
                                         "training.kubeflow.org/replica-type": "ps"}},
-                "spec": {"containers": [container], "restartPolicy": "Never"}}}]}}
+                "spec": {"containers": [container], "restartPolicy": "Never"}},
+             "topologyRequest": {"podIndexLabel": "training.kubeflow.org/replica-index"}}]}}
     kinds = child_kinds(None, own_kueue=True)
     assert kinds[WORKLOAD].scope is Scope.JOB and DesiredChildren(parsed(job, OWN)).body(WORKLOAD, None) == body
     assert WORKLOAD not in child_kinds(None).by_name
@@ -557,3 +559,53 @@ def test_an_evicted_jobs_pods_ready_goes_false_with_its_quota() -> None:
     assert written == {"QuotaReserved": ("False", "Pending"), "Admitted": ("False", "NoReservation"),
                        "PodsReady": ("False", "WaitForStart"), "Evicted": ("True", "Preempted"),
                        "Requeued": ("True", "Preempted")}
+
+
+# A template's annotations -> its pod set's topology request (the first of required, preferred, unconstrained)
+TOPOLOGY_REQUESTS: dict[str, tuple[dict[str, str], dict[str, Any]]] = {
+    "none asked": ({}, {"podIndexLabel": "training.kubeflow.org/replica-index"}),
+    "required": ({"kueue.x-k8s.io/podset-required-topology": "cloud/rack",
+                  "kueue.x-k8s.io/podset-preferred-topology": "cloud/block"},
+                 {"podIndexLabel": "training.kubeflow.org/replica-index", "required": "cloud/rack"}),
+    "preferred": ({"kueue.x-k8s.io/podset-preferred-topology": "cloud/block"},
+                  {"podIndexLabel": "training.kubeflow.org/replica-index", "preferred": "cloud/block"}),
+    "unconstrained": ({"kueue.x-k8s.io/podset-unconstrained-topology": "true"},
+                      {"podIndexLabel": "training.kubeflow.org/replica-index", "unconstrained": True}),
+}
+
+
+@pytest.mark.parametrize(("annotations", "request_"), TOPOLOGY_REQUESTS.values(), ids=TOPOLOGY_REQUESTS.keys())
+def test_a_pod_sets_topology_request_is_read_from_its_template(annotations: dict[str, str],
+                                                               request_: dict[str, Any]) -> None:
+    job = queued_job()
+    job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["metadata"] = {"annotations": annotations}
+    result = plan_with(job, [])
+    assert result.desired is not None
+    pod_sets = {s["name"]: s["topologyRequest"] for s in result.desired.body(WORKLOAD, None)["spec"]["podSets"]}
+    assert pod_sets == {"worker": request_, "ps": {"podIndexLabel": "training.kubeflow.org/replica-index"}}
+
+
+def test_a_topology_assignment_gates_the_pods_for_kueue_to_place() -> None:
+    job = queued_job()
+    job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["metadata"] = {
+        "annotations": {"kueue.x-k8s.io/podset-required-topology": "cloud/rack"}}
+    assignments: list[dict[str, Any]] = [
+        {"name": "ps", "flavors": {"cpu": "gpu-a"}, "count": 1},
+        {"name": "worker", "flavors": {"cpu": "gpu-a"}, "count": 2,
+         "topologyAssignment": {"levels": ["kubernetes.io/hostname"], "slices": []}}]
+    result = plan_with(job, [workload(RESERVED, ADMITTED, admission={**ADMISSION, "podSetAssignments": assignments})])
+    assert result.desired is not None
+    worker = result.desired.body(POD, ReplicaSlot("Worker", 1))
+    assert worker["spec"]["schedulingGates"] == [{"name": "kueue.x-k8s.io/topology"}]
+    assert worker["metadata"]["labels"]["kueue.x-k8s.io/podset"] == "worker"
+    assert {k: v for k, v in worker["metadata"]["annotations"].items() if k.startswith("kueue")} == {
+        "kueue.x-k8s.io/podset-required-topology": "cloud/rack", "kueue.x-k8s.io/workload": WL}
+    assert worker["spec"]["nodeSelector"] == {"cloud/gpu": "a100"}  # the flavor's; Kueue adds the domain's
+    ps = result.desired.body(POD, ReplicaSlot("PS", 0))  # no topology assigned: scheduled at once
+    assert "schedulingGates" not in ps["spec"] and "kueue.x-k8s.io/podset" not in ps["metadata"]["labels"]
+    # A topology the job did not ask for (the flavor's): unconstrained, as Kueue's integrations mark it.
+    result = plan_with(queued_job(), [workload(RESERVED, ADMITTED,
+                                               admission={**ADMISSION, "podSetAssignments": assignments})])
+    assert result.desired is not None
+    annotations = result.desired.body(POD, ReplicaSlot("Worker", 0))["metadata"]["annotations"]
+    assert annotations["kueue.x-k8s.io/podset-unconstrained-topology"] == "true"

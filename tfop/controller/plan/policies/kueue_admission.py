@@ -36,7 +36,18 @@ from tfop.api.constants import CONDITION_RUNNING, CONDITION_SUSPENDED, EVENT_NOR
 from tfop.api.fields import mapping_at
 from tfop.api.kueue import PRIORITY_CLASS, TFJOB_INTEGRATION
 from tfop.api.timestamps import format_time
-from tfop.controller.plan.children.workload import WORKLOAD_KIND, PodSetPlacement, pod_set_name, workload_name
+from tfop.controller.plan.children.workload import (
+    POD_SET_LABEL,
+    PREFERRED_TOPOLOGY,
+    REQUIRED_TOPOLOGY,
+    TOPOLOGY_GATE,
+    UNCONSTRAINED_TOPOLOGY,
+    WORKLOAD_ANNOTATION,
+    WORKLOAD_KIND,
+    PodSetPlacement,
+    pod_set_name,
+    workload_name,
+)
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.frozen import replace
 from tfop.controller.plan.job.model import (
@@ -183,7 +194,8 @@ def _admitted(draft: PlanDraft, job: TFJobModel, workload: ObservedWorkload, con
             draft.requeue(FLAVOR_RETRY_SECONDS)
             return _held(REASON_QUEUED, f"{draft.job_ref} is admitted by Kueue but waits to see ResourceFlavor "
                                         f"{', '.join(missing)}.")
-        placements[replica_type] = _placement(assignment, context.flavors)
+        placements[replica_type] = _placement(assignment, context.flavors, workload.name,
+                                              job.spec.replica_specs[replica_type].template)
     return Admission(MappingProxyType(placements))
 
 
@@ -204,11 +216,20 @@ def _tell_admitted(draft: PlanDraft, workload: ObservedWorkload) -> None:
                                            f"{workload.cluster_queue}, flavors {flavors}.")
 
 
-def _placement(assignment: PodSetAdmission, flavors: Mapping[str, Object]) -> PodSetPlacement:
+def _placement(assignment: PodSetAdmission, flavors: Mapping[str, Object], workload: str,
+               template: Object) -> PodSetPlacement:
     node_selector: dict[str, str] = {}
     tolerations: list[Object] = []
     labels: dict[str, str] = {}
     annotations: dict[str, str] = {}
+    gates: tuple[str, ...] = ()
+    if assignment.topology:  # Kueue's topology ungater places each pod in its domain, and lets it be scheduled
+        labels[POD_SET_LABEL] = assignment.name
+        annotations[WORKLOAD_ANNOTATION] = workload
+        gates = (TOPOLOGY_GATE,)
+        asked = mapping_at(template, "metadata", "annotations")
+        if not any(key in asked for key in (REQUIRED_TOPOLOGY, PREFERRED_TOPOLOGY, UNCONSTRAINED_TOPOLOGY)):
+            annotations[UNCONSTRAINED_TOPOLOGY] = "true"  # a flavor's topology the job did not ask for
     for flavor in assignment.flavors:
         flavor_labels, flavor_tolerations = flavor_placement(flavors[flavor])
         node_selector.update(flavor_labels)
@@ -219,7 +240,7 @@ def _placement(assignment: PodSetAdmission, flavors: Mapping[str, Object]) -> Po
         annotations.update(update.annotations)
         tolerations.extend(t for t in update.tolerations if t not in tolerations)
     return PodSetPlacement(MappingProxyType(node_selector), tuple(tolerations), MappingProxyType(labels),
-                           MappingProxyType(annotations))
+                           MappingProxyType(annotations), gates)
 
 
 def _requeue(workload: ObservedWorkload, draft: PlanDraft) -> Object:
