@@ -133,9 +133,10 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> ControllerConf
         str(resource): _accelerator(spec, f"accelerators[{resource}]", notes)
         for resource, spec in _mapping(document.get("accelerators") or {}, "accelerators").items()
     }, str(gpu_resource), notes)
-    gang = document.get("gangScheduler", GANG_NONE)
-    if gang not in GANG_SCHEDULER_NAMES:
-        raise ConfigError(f"gangScheduler {gang!r} is not one of {', '.join(GANG_SCHEDULER_NAMES)}")
+    asked_gang = document.get("gangScheduler", GANG_NONE)
+    gang = one_of(asked_gang, GANG_SCHEDULER_NAMES)
+    if gang is None:
+        raise ConfigError(f"gangScheduler {asked_gang!r} is not one of {', '.join(GANG_SCHEDULER_NAMES)}")
     asked_naming = document.get("childNaming", NAMING_RUNTIME_ID)
     naming = one_of(asked_naming, NAMINGS)
     if naming is None:

@@ -17,7 +17,7 @@ from tfop.api.constants import (
 )
 from tfop.api.kueue import INTEGRATION_OWN, KueueIntegration
 from tfop.api.tensorboard import DEFAULT_TTL_SECONDS
-from tfop.controller.plan.gang_schedulers import GANG_NONE, GangScheduler, gang_scheduler
+from tfop.controller.plan.gang_schedulers import GANG_NONE, GangScheduler, GangSchedulerName, gang_scheduler
 
 # "svc" resolves through every pod's DNS search path, whatever the cluster domain; "svc.cluster.local" names it.
 DEFAULT_SERVICE_DOMAIN = "svc"
@@ -130,7 +130,7 @@ class ControllerConfig:
     # What pods ask for where a template asks for the legacy alpha.kubernetes.io/nvidia-gpu (plan/job/legacy_gpu.py).
     gpu_resource: str = DEFAULT_GPU_RESOURCE
     # Which gang scheduler places the job's pods as one PodGroup: none, scheduler-plugins, volcano or kubernetes.
-    gang_scheduler: str = GANG_NONE
+    gang_scheduler: GangSchedulerName = GANG_NONE
     # How new jobs name their children (controller/plan/children/naming.py); adopted jobs keep the naming they have.
     child_naming: ChildNamingScheme = NAMING_RUNTIME_ID
     tf_image: str = DEFAULT_TF_IMAGE

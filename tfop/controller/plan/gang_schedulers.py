@@ -10,17 +10,20 @@ pod joins by its spec.schedulingGroup).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final, Literal
 
-GANG_NONE = "none"
-GANG_SCHEDULER_PLUGINS = "scheduler-plugins"
-GANG_VOLCANO = "volcano"
-GANG_KUBERNETES = "kubernetes"
-GANG_SCHEDULER_NAMES = (GANG_NONE, GANG_SCHEDULER_PLUGINS, GANG_VOLCANO, GANG_KUBERNETES)
+GangSchedulerName = Literal["none", "scheduler-plugins", "volcano", "kubernetes"]
+GANG_NONE: Final = "none"
+GANG_SCHEDULER_PLUGINS: Final = "scheduler-plugins"
+GANG_VOLCANO: Final = "volcano"
+GANG_KUBERNETES: Final = "kubernetes"
+GANG_SCHEDULER_NAMES: Final[tuple[GangSchedulerName, ...]] = (
+    GANG_NONE, GANG_SCHEDULER_PLUGINS, GANG_VOLCANO, GANG_KUBERNETES)
 
 
 @dataclass(frozen=True)
 class GangScheduler:
-    name: str  # the value of --gang-scheduler-name / gangScheduler
+    name: GangSchedulerName  # the value of --gang-scheduler-name / gangScheduler
     group: str  # the API group and version that serve its PodGroups
     version: str
     scheduler_name: str  # the pods' spec.schedulerName, unless their template names one
@@ -51,7 +54,7 @@ class GangScheduler:
         return f"CRD {self.plural}.{self.group} is not installed"
 
 
-GANG_SCHEDULERS: dict[str, GangScheduler] = {
+GANG_SCHEDULERS: dict[GangSchedulerName, GangScheduler] = {
     GANG_SCHEDULER_PLUGINS: GangScheduler(
         GANG_SCHEDULER_PLUGINS, "scheduling.x-k8s.io", "v1alpha1",
         # The name scheduler-plugins' own manifests give the co-scheduler when it runs beside the default one.
@@ -65,6 +68,6 @@ GANG_SCHEDULERS: dict[str, GangScheduler] = {
 }
 
 
-def gang_scheduler(name: str) -> GangScheduler | None:
-    """None for `none`; KeyError for a name that is neither."""
+def gang_scheduler(name: GangSchedulerName) -> GangScheduler | None:
+    """None for `none`."""
     return None if name == GANG_NONE else GANG_SCHEDULERS[name]
