@@ -293,12 +293,13 @@ def can_i(cluster: LocalCluster, user: str, verb: str, target: str, namespace: s
 
 def granted(cluster: LocalCluster, user: str, namespace: str) -> set[tuple[str, str, str]]:
     """Every (resource, resource name, verb) `user` may use in `namespace`, from `kubectl auth can-i --list`,
-    less the self-reviews every authenticated user has."""
+    less what every authenticated user has: the self-reviews and, from Kubernetes 1.37, reading
+    ClusterTrustBundles."""
     table = cluster.kubectl("auth", "can-i", "--list", "--as", user, "-n", namespace).stdout.splitlines()[1:]
     rules = set()
     for line in table:
         match = re.match(r"^(\S+)\s+\[(.*?)\]\s+\[(.*?)\]\s+\[(.*?)\]\s*$", line)
-        if match and not match[1].startswith("selfsubject"):
+        if match and not match[1].startswith(("selfsubject", "clustertrustbundles.")):
             for verb in match[4].split():
                 rules.add((match[1], match[3], verb))
     return rules
