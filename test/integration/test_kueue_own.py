@@ -14,28 +14,18 @@ A cluster of its own (kwok nodes only), as the session's Kueue (v0.15, with its 
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 import pytest
 
 from fake_kubelet import exit_pod
-from localcluster import LocalCluster
-from localcluster.addons.kueue import TFJOB_INTEGRATION, Kueue, module_dir, newest_version, release_integrations
-from support.crds import crd_established
 from support.kueue import (
     CLUSTER_QUEUES,
-    GPU,
     LOCAL_QUEUES,
-    NODES,
     PRIORITY_CLASSES,
-    RESOURCE_FLAVORS,
     WORKLOADS,
+    Timeline,
     cluster_queue,
-    flavor,
     is_true,
     live_pods,
     local_queue,
@@ -43,102 +33,32 @@ from support.kueue import (
     running_pods,
     workload_of,
 )
-from support.operator_process import OperatorProcess
-from support.tfjobs import TFJOBS, condition, events_about, job_status
+from support.kueue_own import (
+    POOL_LABEL,
+    REPLICA_INDEX_LABEL,
+    REPLICA_TYPE_LABEL,
+    Setup,
+    evicted_event,
+    markdown_table,
+    own_integration_cluster,
+    restarts,
+    suspended,
+)
+from support.tfjobs import TFJOBS, condition
 from support.waiting import DEADLINE, wait_for
-from tfop.kube.client import KubeClient
-
-CRD_FILE = Path(__file__).resolve().parents[2] / "crd" / "kubeflow.org_tfjobs.yaml"
-POOL_LABEL = "tfop.test/gpu-pool"
-NAMESPACE_LABEL = ("tfop.test/kueue-own", "on")
-REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
-REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
-
-
-@dataclass
-class Setup:
-    client: KubeClient
-    namespace: str
-    pool: str
 
 
 @pytest.fixture(scope="module")
 def own_integration(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
-    """Kueue v0.19 as released (no TFJob adapter) beside a cluster with two kwok nodes of 8 GPUs, labelled and
-    tainted for one pool; a flavor for that pool and a ClusterQueue of 4 GPUs (one job of two 2-GPU replicas);
-    tfop with `kueue.integration: own` watching the namespace."""
-    cluster = LocalCluster(tmp_path_factory.mktemp("kueueown"), real_nodes=0)
-    kueue: Kueue | None = None
-    operator: OperatorProcess | None = None
-    try:
-        cluster.up()
-        cluster.kubectl("apply", "-f", str(CRD_FILE))
-        wait_for(lambda: crd_established(cluster, "tfjobs.kubeflow.org"), DEADLINE, "the TFJob CRD to be Established")
-        config = cluster.directory / "tfop-own-kueue.yaml"
-        config.write_text("kueue:\n  integration: own\n")
-        # Before Kueue is installed, tfop's own integration refuses to start, saying why.
-        early = OperatorProcess(cluster.kubeconfig, cluster.directory / "tfop-early.log", "--config", str(config))
-        process = early.start(wait_ready=False).process
-        assert process is not None and process.wait(DEADLINE) == 1
-        assert "kueue.integration is own, but the apiserver does not serve" in early.log_tail(20), early.log_tail(20)
-        version = newest_version()
-        integrations = release_integrations(module_dir(version))
-        assert TFJOB_INTEGRATION not in integrations, integrations
-        kueue = Kueue(cluster, integrations, namespace_labels=dict([NAMESPACE_LABEL]), version=version,
-                      config_overrides={"integrations": {"externalFrameworks": ["TFJob.v1.kubeflow.org"]}})
-        kueue.start()
-        namespace = f"own-{uuid.uuid4().hex[:6]}"
-        cluster.kubectl("create", "namespace", namespace)
-        cluster.kubectl("label", "namespace", namespace, "=".join(NAMESPACE_LABEL))
-        client = KubeClient.from_kubeconfig(str(cluster.kubeconfig))
-        pool = f"{namespace}-pool"
-        for index in range(2):
-            name = f"{pool}-{index}"
-            client.create(NODES, {
-                "apiVersion": "v1", "kind": "Node",
-                "metadata": {"name": name, "annotations": {"kwok.x-k8s.io/node": "fake"},
-                             "labels": {"type": "kwok", "kubernetes.io/hostname": name, POOL_LABEL: pool}},
-                "spec": {"taints": [{"key": POOL_LABEL, "value": pool, "effect": "NoSchedule"}]},
-                "status": {"allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110", GPU: "8"},
-                           "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110", GPU: "8"}}})
-        toleration = {"key": POOL_LABEL, "operator": "Equal", "value": pool, "effect": "NoSchedule"}
-        client.create(RESOURCE_FLAVORS, flavor(pool, {POOL_LABEL: pool}, [toleration]))
-        client.create(CLUSTER_QUEUES, cluster_queue("team", pool, 4, namespace))
-        client.create(LOCAL_QUEUES, local_queue("queue", "team"), namespace)
-        wait_for(lambda: is_true(client.get(CLUSTER_QUEUES, "team"), "Active"), message="the ClusterQueue to be Active")
-        # No config: own is the default, and the start's dry run finds no TFJob adapter in this Kueue.
-        operator = OperatorProcess(cluster.kubeconfig, cluster.directory / "tfop.log", "--namespace", namespace)
-        operator.start()
-        assert '"kueue integration"' not in operator.log_tail(200), operator.log_tail(200)
-        yield Setup(client, namespace, pool)
-    finally:
-        if operator is not None:
-            operator.terminate()
-            print(f"--- tfop log ---\n{operator.log_tail(60)}")
-        if kueue is not None:
-            print(f"--- kueue log: {kueue.log_file}")
-            kueue.stop()
-        cluster.destroy()
-
-
-def suspended(client: KubeClient, namespace: str, job: str) -> dict[str, Any] | None:
-    found = condition(client, namespace, job, "Suspended")
-    return found if found is not None and found.get("status") == "True" else None
-
-
-def evicted_event(client: KubeClient, namespace: str, job: str) -> dict[str, Any] | None:
-    """The job's EvictedByKueue event: its Suspended condition says so only until the pods are gone, which on kwok
-    nodes can be a few milliseconds, too short for a poll to see."""
-    return next((e for e in events_about(client, namespace, job) if e.get("reason") == "EvictedByKueue"), None)
-
-
-def restarts(client: KubeClient, namespace: str, job: str) -> dict[str, int]:
-    return {t: s.get("restarts", 0) for t, s in job_status(client, namespace, job)["replicaStatuses"].items()}
+    with own_integration_cluster(tmp_path_factory.mktemp("kueueown")) as setup:
+        yield setup
 
 
 def test_one_job_waits_for_the_quota_and_the_admitted_one_runs_on_its_flavor(own_integration: Setup) -> None:
     client, ns, pool = own_integration.client, own_integration.namespace, own_integration.pool
+    timeline = Timeline(client, ns).start()
     first = client.create(TFJOBS, queued_tfjob("first", "queue", gpus_per_replica=2), ns)
+    timeline.created(first)
     assert first["spec"]["runPolicy"].get("suspend") is not True  # no Kueue webhook touches a TFJob
     wait_for(lambda: condition(client, ns, "first", "Running"), DEADLINE, "the first job to be Running")
     pods = running_pods(client, ns, "first", 2)
@@ -154,6 +74,7 @@ def test_one_job_waits_for_the_quota_and_the_admitted_one_runs_on_its_flavor(own
     assert [(s["name"], s["count"]) for s in workload["spec"]["podSets"]] == [("chief", 1), ("worker", 1)]
 
     second = client.create(TFJOBS, queued_tfjob("second", "queue", gpus_per_replica=2), ns)
+    timeline.created(second)
     held = wait_for(lambda: (c := suspended(client, ns, "second")) and "queued in Kueue LocalQueue queue" in
                     c.get("message", "") and c, DEADLINE, "the second job to say it is queued")
     print(f"second job held: {held['reason']}: {held['message']}")
@@ -170,6 +91,12 @@ def test_one_job_waits_for_the_quota_and_the_admitted_one_runs_on_its_flavor(own
     running_pods(client, ns, "second", 2)
     assert suspended(client, ns, "second") is None
     assert restarts(client, ns, "first") == {"Chief": 0, "Worker": 0}
+    wait_for(lambda: timeline.first("second", "running"), DEADLINE, "the timeline to see the second job run")
+    timeline.stop()
+    print(markdown_table("Quota: two jobs of 4 GPUs, a ClusterQueue of 4 (seconds since the first was created)",
+                         ("s", "job", "what"), timeline.rows()))
+    succeeded, admitted = timeline.first("first", "succeeded"), timeline.first("second", "admitted")
+    assert succeeded is not None and admitted is not None and admitted >= succeeded - timeline.interval
     client.delete(TFJOBS, "second", ns)
     wait_for(lambda: not client.list(WORKLOADS, ns)[0], DEADLINE, "the deleted job's Workload to go with it")
 

@@ -196,6 +196,7 @@ class Timeline:
         return {"workload": workload is not None, "admitted": is_true(workload, "Admitted"),
                 "pods": bool(live_pods(self.client, self.namespace, name)),
                 "suspended": current["spec"].get("runPolicy", {}).get("suspend") is True,
+                "held": is_true(current, "Suspended"),
                 "running": is_true(current, "Running"),
                 "succeeded": is_true(current, "Succeeded"),
                 "workload finished": is_true(workload, "Finished")}
@@ -203,3 +204,8 @@ class Timeline:
     def table(self) -> str:
         with self._lock:
             return "\n".join(f"{at:7.2f}s  {name:12} {what}" for at, name, what in self.events)
+
+    def rows(self) -> list[tuple[str, str, str]]:
+        """(seconds, job, what) of every note, in order, as a markdown table's rows."""
+        with self._lock:
+            return [(f"{at:.1f}", name, what) for at, name, what in self.events]

@@ -99,11 +99,13 @@ def test_the_workload_is_written_out() -> None:
                 "metadata": {"labels": {"team": "vision", "training.kubeflow.org/job-name": "mnist",
                                         "training.kubeflow.org/replica-type": "worker"},
                              "annotations": {"note": "x"}},
-                "spec": {"containers": [container], "restartPolicy": "Never"}}},
+                "spec": {"containers": [container], "restartPolicy": "Never"}},
+             "topologyRequest": {"podIndexLabel": "training.kubeflow.org/replica-index"}},
             {"name": "ps", "count": 1, "template": {
                 "metadata": {"labels": {"training.kubeflow.org/job-name": "mnist",
                                         "training.kubeflow.org/replica-type": "ps"}},
-                "spec": {"containers": [container], "restartPolicy": "Never"}}}]}}
+                "spec": {"containers": [container], "restartPolicy": "Never"}},
+             "topologyRequest": {"podIndexLabel": "training.kubeflow.org/replica-index"}}]}}
     kinds = child_kinds(None, own_kueue=True)
     assert kinds[WORKLOAD].scope is Scope.JOB and DesiredChildren(parsed(job, OWN)).body(WORKLOAD, None) == body
     assert WORKLOAD not in child_kinds(None).by_name
@@ -402,3 +404,208 @@ def test_pods_ready_and_reclaimable_pods_go_in_one_patch() -> None:
 def test_the_observed_reclaimable_pods() -> None:
     stored = reclaiming({"name": "worker", "count": 1}, {"name": "ps", "count": 0}, admission=ADMISSION)
     assert observe_workload(stored).reclaimable == (("worker", 1), ("ps", 0))
+
+
+def classed_job(label: str | None = None, scheduling: str | None = None, **templates: str) -> dict[str, Any]:
+    """A queued job of a Worker (2) and a PS (1), with the WorkloadPriorityClass label, the schedulingPolicy's
+    priorityClass and each named replica type's pod template priorityClassName given."""
+    job = queued_job(**({"schedulingPolicy": {"priorityClass": scheduling}} if scheduling else {}))
+    if label is not None:
+        job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = label
+    for replica_type, name in templates.items():
+        job["spec"]["tfReplicaSpecs"][replica_type]["template"]["spec"]["priorityClassName"] = name
+    return job
+
+
+WPC = "kueue.x-k8s.io", "WorkloadPriorityClass"
+PC = "scheduling.k8s.io", "PriorityClass"
+POD_CLASSES = {"batch-low": 100, "training": 5000, "cluster-default": 10}
+# (the job, the WorkloadPriorityClasses cached, the cluster's global default PriorityClass) -> the Workload's
+# priorityClassRef (group, kind, name) and priority; None: a Workload without either; a text: no Workload yet,
+# the job's Suspended message.
+Expected = tuple[str, str, str, int] | str | None
+PRIORITY_ROWS: dict[str, tuple[dict[str, Any], dict[str, int], str | None, Expected]] = {
+    "the label's WorkloadPriorityClass, before the pods' class": (
+        classed_job("high", Worker="training"), {"high": 1000}, "cluster-default", (*WPC, "high", 1000)),
+    "the pods' PriorityClass without the label": (
+        classed_job(Worker="training"), {}, "cluster-default", (*PC, "training", 5000)),
+    "the PS's class before the Worker's (the adapter's order)": (
+        classed_job(Worker="training", PS="batch-low"), {}, None, (*PC, "batch-low", 100)),
+    "the schedulingPolicy's class before the templates'": (
+        classed_job(scheduling="training", PS="batch-low"), {}, None, (*PC, "training", 5000)),
+    "no class named: the cluster's global default": (
+        classed_job(), {}, "cluster-default", (*PC, "cluster-default", 10)),
+    "no class named, no default: no priority": (classed_job(), {}, None, None),
+    "a PriorityClass not cached: no Workload yet": (
+        classed_job(Worker="missing"), {}, "cluster-default",
+        ("TFJob ns/mnist waits for the PriorityClass missing its pods name to exist: its Kueue Workload's priority "
+         "is that class's value.")),
+}
+
+
+@pytest.mark.parametrize(("job", "workload_classes", "default", "expected"), PRIORITY_ROWS.values(),
+                         ids=PRIORITY_ROWS.keys())
+def test_the_workloads_priority_comes_from_the_class_kueue_would_read(
+        job: dict[str, Any], workload_classes: dict[str, int], default: str | None,
+        expected: Expected) -> None:
+    children: dict[str, list[dict[str, Any]]] = {POD: [], SERVICE: [], WORKLOAD: []}
+    named = {name: value for name, value in POD_CLASSES.items() if default == name or name != "cluster-default"}
+    result = plan(PlanContext(job, children, NOW, OWN, priority_classes=workload_classes,
+                              pod_priority_classes=named, default_priority_class=default))
+    if isinstance(expected, str):
+        assert (result.create, result.requeue_after) == ([], 5.0)
+        assert suspended_as(result) == ("True", "QueuedByKueue", expected)
+        return
+    assert result.creates(WORKLOAD) == [Creation(WORKLOAD, None, WL)] and result.desired is not None
+    spec = result.desired.body(WORKLOAD, None)["spec"]
+    if expected is None:
+        assert "priorityClassRef" not in spec and "priority" not in spec
+    else:
+        group, kind, name, value = expected
+        assert (spec["priorityClassRef"], spec["priority"]) == ({"group": group, "kind": kind, "name": name}, value)
+
+
+def test_a_workload_of_a_priorityclass_is_kept_when_the_default_changes() -> None:
+    """Kueue reads a PriorityClass once, when it makes the Workload (a class's value cannot change): a new global
+    default, or the pods' class named later, does not replace a Workload, so the job is not stopped for it."""
+    stored = workload(RESERVED, ADMITTED, admission=ADMISSION)
+    stored["spec"]["priorityClassRef"] = {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": "old"}
+    stored["spec"]["priority"] = 1
+    job = classed_job()
+    result = plan(PlanContext(job, {POD: running_pods(), SERVICE: services_for(), WORKLOAD: [stored]}, NOW, OWN,
+                              pod_priority_classes={"cluster-default": 10}, default_priority_class="cluster-default",
+                              flavors={"gpu-a": GPU_FLAVOR}))
+    assert result.deletes(WORKLOAD) == [] and result.creates(WORKLOAD) == []
+
+
+def held_job(reason: str, message: str) -> dict[str, Any]:
+    job = queued_job()
+    job["status"] = {"conditions": [{"type": "Suspended", "status": "True", "reason": reason, "message": message,
+                                     "lastTransitionTime": T1}]}
+    return job
+
+
+def evicted_before(*evictions: tuple[str, int]) -> dict[str, Any]:
+    admitted = workload(RESERVED, ADMITTED, admission=ADMISSION)
+    admitted["status"]["schedulingStats"] = {"evictions": [
+        {"reason": reason, "underlyingCause": "", "count": count} for reason, count in evictions]}
+    return admitted
+
+
+# (the job's Suspended condition, its Workload as admitted) -> the events of the pass that lets it run
+ADMITTED_EVENTS: dict[str, tuple[dict[str, Any], dict[str, Any], list[tuple[str, str, str]]]] = {
+    "first admission": (
+        held_job("QueuedByKueue", "queued"), workload(RESERVED, ADMITTED, admission=ADMISSION),
+        [("Normal", "AdmittedByKueue",
+          "TFJob ns/mnist is admitted by Kueue in ClusterQueue team-cq, flavors ps: gpu-a; worker: gpu-a.")]),
+    "admitted again after a preemption": (
+        held_job("QueuedByKueue", "queued again"), evicted_before(("Preempted", 1)),
+        [("Normal", "AdmittedByKueue", ("TFJob ns/mnist is admitted again after 1 eviction (Preempted) by Kueue in "
+                                        "ClusterQueue team-cq, flavors ps: gpu-a; worker: gpu-a."))]),
+    "admitted while still told evicted, after two": (
+        held_job("EvictedByKueue", "evicted"), evicted_before(("Preempted", 1), ("Deactivated", 1)),
+        [("Normal", "AdmittedByKueue", ("TFJob ns/mnist is admitted again after 2 evictions (Preempted, "
+                                        "Deactivated) by Kueue in ClusterQueue team-cq, flavors ps: gpu-a; "
+                                        "worker: gpu-a."))]),
+    "already running: nothing said": (queued_job(), evicted_before(("Preempted", 1)), []),
+}
+
+
+@pytest.mark.parametrize(("job", "admitted", "events"), ADMITTED_EVENTS.values(), ids=ADMITTED_EVENTS.keys())
+def test_an_admission_is_told_once_with_its_flavors(job: dict[str, Any], admitted: dict[str, Any],
+                                                    events: list[tuple[str, str, str]]) -> None:
+    result = plan_with(job, [admitted])
+    assert [(e.type, e.reason, e.message) for e in result.events if e.reason == "AdmittedByKueue"] == events
+    assert result.creates(POD) != []
+
+
+def running_as(running: bool) -> dict[str, Any]:
+    job = queued_job()
+    job["status"] = {"conditions": [{"type": "Running", "status": "True" if running else "False",
+                                     "reason": "TFJobRunning" if running else "TFJobRestarting", "message": "",
+                                     "lastTransitionTime": T1}]}
+    return job
+
+
+def pods_ready(status: str, reason: str) -> dict[str, Any]:
+    return kueue_condition("PodsReady", status, reason)
+
+
+# (whether the job ran as of its last status, the Workload's PodsReady) -> the PodsReady tfop writes, if any
+PODS_READY_ROWS: dict[str, tuple[bool, dict[str, Any] | None, tuple[str, str] | None]] = {
+    "running, none yet: Started": (True, None, ("True", "Started")),
+    "a replica restarts: waits for recovery": (False, pods_ready("True", "Started"), ("False", "WaitForRecovery")),
+    "still restarting: left as it is": (False, pods_ready("False", "WaitForRecovery"), None),
+    "running again: Recovered": (True, pods_ready("False", "WaitForRecovery"), ("True", "Recovered")),
+    "running, told already: left": (True, pods_ready("True", "Recovered"), None),
+    "not started yet: left to Kueue's wait": (False, None, None),
+}
+
+
+@pytest.mark.parametrize(("running", "stored", "written"), PODS_READY_ROWS.values(), ids=PODS_READY_ROWS.keys())
+def test_pods_ready_follows_the_job_as_kueues_wait_for_pods_ready_expects(
+        running: bool, stored: dict[str, Any] | None, written: tuple[str, str] | None) -> None:
+    admitted = workload(*(c for c in (RESERVED, ADMITTED, stored) if c is not None), admission=ADMISSION)
+    result = plan_with(running_as(running), [admitted], pods=running_pods())
+    found = [(c["status"], c["reason"]) for patch in result.patch for c in patch.patch["status"].get("conditions", [])
+             if c["type"] == "PodsReady"]
+    assert found == ([] if written is None else [written])
+
+
+def test_an_evicted_jobs_pods_ready_goes_false_with_its_quota() -> None:
+    result = plan_with(queued_job(), [workload(RESERVED, ADMITTED, pods_ready("True", "Started"), PREEMPTED,
+                                               admission=ADMISSION)])
+    written = {c["type"]: (c["status"], c["reason"]) for c in result.patch[0].patch["status"]["conditions"]}
+    assert written == {"QuotaReserved": ("False", "Pending"), "Admitted": ("False", "NoReservation"),
+                       "PodsReady": ("False", "WaitForStart"), "Evicted": ("True", "Preempted"),
+                       "Requeued": ("True", "Preempted")}
+
+
+# A template's annotations -> its pod set's topology request (the first of required, preferred, unconstrained)
+TOPOLOGY_REQUESTS: dict[str, tuple[dict[str, str], dict[str, Any]]] = {
+    "none asked": ({}, {"podIndexLabel": "training.kubeflow.org/replica-index"}),
+    "required": ({"kueue.x-k8s.io/podset-required-topology": "cloud/rack",
+                  "kueue.x-k8s.io/podset-preferred-topology": "cloud/block"},
+                 {"podIndexLabel": "training.kubeflow.org/replica-index", "required": "cloud/rack"}),
+    "preferred": ({"kueue.x-k8s.io/podset-preferred-topology": "cloud/block"},
+                  {"podIndexLabel": "training.kubeflow.org/replica-index", "preferred": "cloud/block"}),
+    "unconstrained": ({"kueue.x-k8s.io/podset-unconstrained-topology": "true"},
+                      {"podIndexLabel": "training.kubeflow.org/replica-index", "unconstrained": True}),
+}
+
+
+@pytest.mark.parametrize(("annotations", "request_"), TOPOLOGY_REQUESTS.values(), ids=TOPOLOGY_REQUESTS.keys())
+def test_a_pod_sets_topology_request_is_read_from_its_template(annotations: dict[str, str],
+                                                               request_: dict[str, Any]) -> None:
+    job = queued_job()
+    job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["metadata"] = {"annotations": annotations}
+    result = plan_with(job, [])
+    assert result.desired is not None
+    pod_sets = {s["name"]: s["topologyRequest"] for s in result.desired.body(WORKLOAD, None)["spec"]["podSets"]}
+    assert pod_sets == {"worker": request_, "ps": {"podIndexLabel": "training.kubeflow.org/replica-index"}}
+
+
+def test_a_topology_assignment_gates_the_pods_for_kueue_to_place() -> None:
+    job = queued_job()
+    job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["metadata"] = {
+        "annotations": {"kueue.x-k8s.io/podset-required-topology": "cloud/rack"}}
+    assignments: list[dict[str, Any]] = [
+        {"name": "ps", "flavors": {"cpu": "gpu-a"}, "count": 1},
+        {"name": "worker", "flavors": {"cpu": "gpu-a"}, "count": 2,
+         "topologyAssignment": {"levels": ["kubernetes.io/hostname"], "slices": []}}]
+    result = plan_with(job, [workload(RESERVED, ADMITTED, admission={**ADMISSION, "podSetAssignments": assignments})])
+    assert result.desired is not None
+    worker = result.desired.body(POD, ReplicaSlot("Worker", 1))
+    assert worker["spec"]["schedulingGates"] == [{"name": "kueue.x-k8s.io/topology"}]
+    assert worker["metadata"]["labels"]["kueue.x-k8s.io/podset"] == "worker"
+    assert {k: v for k, v in worker["metadata"]["annotations"].items() if k.startswith("kueue")} == {
+        "kueue.x-k8s.io/podset-required-topology": "cloud/rack", "kueue.x-k8s.io/workload": WL}
+    assert worker["spec"]["nodeSelector"] == {"cloud/gpu": "a100"}  # the flavor's; Kueue adds the domain's
+    ps = result.desired.body(POD, ReplicaSlot("PS", 0))  # no topology assigned: scheduled at once
+    assert "schedulingGates" not in ps["spec"] and "kueue.x-k8s.io/podset" not in ps["metadata"]["labels"]
+    # A topology the job did not ask for (the flavor's): unconstrained, as Kueue's integrations mark it.
+    result = plan_with(queued_job(), [workload(RESERVED, ADMITTED,
+                                               admission={**ADMISSION, "podSetAssignments": assignments})])
+    assert result.desired is not None
+    annotations = result.desired.body(POD, ReplicaSlot("Worker", 0))["metadata"]["annotations"]
+    assert annotations["kueue.x-k8s.io/podset-unconstrained-topology"] == "true"

@@ -29,6 +29,10 @@ MANAGED_BY_OPERATOR: Final = "kubeflow.org/training-operator"
 QUEUE_NAME: Final = "kueue.x-k8s.io/queue-name"
 # A WorkloadPriorityClass, by name, as Kueue reads it from a job's label.
 PRIORITY_CLASS: Final = "kueue.x-k8s.io/priority-class"
+# Without that label, the pods' PriorityClass (scheduling.k8s.io) gives a queued job its priority, found as Kueue's
+# TFJob adapter finds it: runPolicy.schedulingPolicy.priorityClass, else the first replica type's in this order
+# whose pod template names one.
+PRIORITY_CLASS_ORDER: Final = ("chief", "master", "ps", "worker", "evaluator")
 TFJOB_INTEGRATION: Final = "kubeflow.org/tfjob"
 REASON_NOT_QUEUED: Final = "NotQueuedByKueue"  # a Warning event's reason
 # Kueue's TFJob adapter queues a job tfop's own integration queues too: the Suspended condition's reason, and a
@@ -63,6 +67,23 @@ def queue_name(job: object) -> str | None:
 def priority_class(job: object) -> str | None:
     """The WorkloadPriorityClass the job names (label kueue.x-k8s.io/priority-class), if any."""
     return text(mapping_at(job, "metadata", "labels").get(PRIORITY_CLASS)) or None
+
+
+def pod_priority_class(job: object) -> str | None:
+    """The scheduling.k8s.io PriorityClass the job's pods name, as Kueue's TFJob adapter reads it for the
+    Workload's priority (see PRIORITY_CLASS_ORDER), if any."""
+    spec = mapping_at(job, "spec")
+    given = text(mapping_at(spec, "runPolicy", "schedulingPolicy").get("priorityClass"))
+    if given:
+        return given
+    replicas = mapping_at(spec, "tfReplicaSpecs")
+    ranked = sorted((PRIORITY_CLASS_ORDER.index(key.lower()), key) for key in replicas
+                    if isinstance(key, str) and key.lower() in PRIORITY_CLASS_ORDER)
+    for _, key in ranked:
+        name = text(mapping_at(replicas, key, "template", "spec").get("priorityClassName"))
+        if name:
+            return name
+    return None
 
 
 def kueue_key_problems(job: object) -> list[FieldError]:

@@ -183,11 +183,28 @@ def slim_batch_job(batch_job: Object) -> Object:
     return slim
 
 
+GLOBAL_DEFAULT = "global-default"  # the PriorityClass cache's index of the classes marked globalDefault
+
+
 def slim_priority_class(priority_class: Object) -> Object:
     """A Kueue WorkloadPriorityClass: its value is all tfop reads."""
     slim = slim_metadata(priority_class)
     slim["value"] = priority_class.get("value")
     return slim
+
+
+def slim_pod_priority_class(priority_class: Object) -> Object:
+    """A scheduling.k8s.io PriorityClass: its value, and whether it is the global default, are all tfop reads."""
+    slim = slim_metadata(priority_class)
+    slim["value"] = priority_class.get("value")
+    if priority_class.get("globalDefault") is True:
+        slim["globalDefault"] = True
+    return slim
+
+
+def global_default(priority_class: Object) -> list[str]:
+    """The index of the PriorityClasses marked globalDefault (normally one, or none)."""
+    return ["true"] if priority_class.get("globalDefault") is True else []
 
 
 def slim_flavor(flavor: Object) -> Object:

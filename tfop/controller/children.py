@@ -45,6 +45,9 @@ WORKLOADS = Resource(KUEUE_GROUP, KUEUE_VERSION, "workloads", "Workload")
 RESOURCE_FLAVORS = Resource(KUEUE_GROUP, KUEUE_VERSION, "resourceflavors", "ResourceFlavor", namespaced=False)
 WORKLOAD_PRIORITY_CLASSES = Resource(KUEUE_GROUP, KUEUE_VERSION, "workloadpriorityclasses", "WorkloadPriorityClass",
                                      namespaced=False)
+# ... and a job that names no WorkloadPriorityClass takes its Workload's priority from its pods' PriorityClass, or
+# the cluster's global default one, as Kueue's job integrations do.
+POD_PRIORITY_CLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False)
 BY_OWNER = "controller-uid"  # the cache index a job's children are looked up by: its uid
 # The children the Kubeflow training operator's TFJob controller made, tfop's own (which carry the same value), and
 # those of tfop versions that wrote `tfop`: all are adopted by their controller ownerReference (the owner index).

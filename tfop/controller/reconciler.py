@@ -13,19 +13,23 @@ import structlog
 
 from tfop.api.constants import FINAL_CONDITIONS, GROUP, KIND, LABEL_JOB_NAME, POD_SUCCEEDED
 from tfop.api.fields import items, mapping, mapping_at
-from tfop.api.kueue import INTEGRATION_OWN, managed_elsewhere, priority_class
+from tfop.api.kueue import INTEGRATION_OWN, managed_elsewhere, pod_priority_class, priority_class, queue_name
 from tfop.api.tensorboard import ANNOTATION_TENSORBOARD
 from tfop.controller.apply.applier import PlanApplier
 from tfop.controller.cache_transforms import (
     BY_NODE,
+    GLOBAL_DEFAULT,
+    global_default,
     node_health_transform,
     pod_node,
     slim_claim,
     slim_flavor,
     slim_job,
+    slim_pod_priority_class,
     slim_priority_class,
 )
 from tfop.controller.children import (
+    POD_PRIORITY_CLASSES,
     RESOURCE_FLAVORS,
     TFJOBS,
     WORKLOAD_PRIORITY_CLASSES,
@@ -114,6 +118,8 @@ class TFJobController:
             watches.append(Watch(RESOURCE_FLAVORS, lambda flavor: None, transform=slim_flavor))
             watches.append(Watch(WORKLOAD_PRIORITY_CLASSES, lambda priority_class: None,
                                  transform=slim_priority_class))
+            watches.append(Watch(POD_PRIORITY_CLASSES, lambda priority_class: None,
+                                 indexers={GLOBAL_DEFAULT: global_default}, transform=slim_pod_priority_class))
         self.runtime = ControllerRuntime(client, CONTROLLER_NAME, self.reconcile, watches, namespaces=namespaces,
                                          threads=threads, stall_after=stall_after, metrics=self.metrics.kube,
                                          key_name="job")
@@ -163,9 +169,26 @@ class TFJobController:
         name = priority_class(job)
         if not self.own_kueue or name is None:
             return {}
-        found = self.runtime.store(WORKLOAD_PRIORITY_CLASSES, "").get(name)
-        value = None if found is None else found.get("value")
-        return {name: value} if isinstance(value, int) and not isinstance(value, bool) else {}
+        value = _class_value(self.runtime.store(WORKLOAD_PRIORITY_CLASSES, "").get(name))
+        return {name: value} if value is not None else {}
+
+    def _pod_priority_classes_of(self, job: Object) -> tuple[dict[str, int], str | None]:
+        """For a queued job that names no WorkloadPriorityClass: the values of the cached PriorityClasses its
+        Workload's priority may come from (its pods' class; with none named, the global default), by name, and
+        the name of the global default (the lowest valued, then first by name, of those so marked)."""
+        if not self.own_kueue or queue_name(job) is None or priority_class(job) is not None:
+            return {}, None
+        store = self.runtime.store(POD_PRIORITY_CLASSES, "")
+        named = pod_priority_class(job)
+        if named is not None:
+            value = _class_value(store.get(named))
+            return ({named: value} if value is not None else {}), None
+        defaults = sorted((value, found["metadata"]["name"]) for found in store.by_index(GLOBAL_DEFAULT, "true")
+                          if (value := _class_value(found)) is not None)
+        if not defaults:
+            return {}, None
+        value, name = defaults[0]
+        return {name: value}, name
 
     def _nodes_of(self, pods: list[Object]) -> dict[str, Object] | None:
         """The cached nodes the pods are on, by name (a node not in the cache is left out: deleted)."""
@@ -293,11 +316,13 @@ class TFJobController:
                 for child in children[kind.kind]:
                     children[grand.kind].extend(cache.by_index(grand.owner_index, child["metadata"]["uid"]))
         now = datetime.fromtimestamp(self.clock.wall(), UTC)
+        pod_classes, default_class = self._pod_priority_classes_of(job)
         # What the apiserver refused of the previous pass's plan is observed state, like what the cache holds.
         context = PlanContext(job, children, now, self.config, refusals=self.refusals.pop(key, ()),
                               gang_problem=self.gang_problem, nodes=self._nodes_of(children.get(POD, [])),
                               flavors=self._flavors_of(children.get(WORKLOAD, [])),
-                              priority_classes=self._priority_classes_of(job), progress=self.progress.latest(key),
+                              priority_classes=self._priority_classes_of(job), pod_priority_classes=pod_classes,
+                              default_priority_class=default_class, progress=self.progress.latest(key),
                               foreign=foreign, claims=self._claims_of(job, namespace))
         plan = plan_job(context)
         changes = self.applier.change_children(key, job, plan)
@@ -380,3 +405,9 @@ def gang_scheduler_problem(client: KubeClient, gang: GangScheduler | None) -> st
         return None
     return (f"gang scheduler {gang.name} is configured but the apiserver does not serve {resource.kind} "
             f"{resource.api_version} ({gang.missing}): jobs wait until it does and the operator is restarted")
+
+
+def _class_value(priority_class: Object | None) -> int | None:
+    """A cached (Workload)PriorityClass's value; None for none, or a value that is not an integer."""
+    value = None if priority_class is None else priority_class.get("value")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

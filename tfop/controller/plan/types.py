@@ -88,6 +88,12 @@ class PlanContext:
     flavors: Mapping[str, Object] = field(default_factory=lambda: MappingProxyType({}))
     # The cached value of the Kueue WorkloadPriorityClass the job names, by name (tfop's own Kueue integration).
     priority_classes: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    # The cached values of the scheduling.k8s.io PriorityClasses its Workload's priority may come from, by name
+    # (the one its pods name, and the cluster's global default), and the name of that default (the lowest valued
+    # of those marked globalDefault), if any: tfop's own Kueue integration, for a job that names no
+    # WorkloadPriorityClass.
+    pod_priority_classes: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    default_priority_class: str | None = None
     # The latest progress a pod of the job reported (tfop/progress/), None when none was received since start.
     progress: TrainerStatus | None = None
     # By kind, the names of the objects the job controls that another controller made (kinds whose entry has

@@ -117,12 +117,16 @@ and records Events.
   verbs: [list, watch]
 # tfop's own Kueue integration (kueue.integration: own), besides a queued job's Workload (above): its status
 # written to hand an evicted job's quota back; the ResourceFlavors an admission names, read for their node labels
-# and tolerations, and the WorkloadPriorityClasses jobs name, for their Workloads' priority.
+# and tolerations, and the WorkloadPriorityClasses jobs name and the PriorityClasses their pods name, for their
+# Workloads' priority.
 - apiGroups: [kueue.x-k8s.io]
   resources: [workloads/status]
   verbs: [patch]
 - apiGroups: [kueue.x-k8s.io]
   resources: [resourceflavors, workloadpriorityclasses]
+  verbs: [list, watch]
+- apiGroups: [scheduling.k8s.io]
+  resources: [priorityclasses]
   verbs: [list, watch]
 - apiGroups: [""]
   resources: [events]

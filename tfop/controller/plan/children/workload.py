@@ -10,7 +10,7 @@ node selectors.
 
 Named after the job and its runtime id, so a job deleted and created again never meets its predecessor's
 Workload; owned by the job (controller), so the garbage collector deletes it with the job. A Workload's pod sets
-cannot change once created (Kueue's webhook), so a job whose queue, priority class or replica counts change gets
+cannot change once created (Kueue's webhook), so a job whose queue, WorkloadPriorityClass or replica counts change gets
 a new one: the entry's `replaced` check (policies/job_children.py deletes it and makes it again once it is gone).
 """
 
@@ -22,17 +22,27 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from tfop.api.constants import LABEL_JOB_NAME, LABEL_REPLICA_TYPE, ReplicaType
-from tfop.api.fields import items, mapping
+from tfop.api.constants import LABEL_JOB_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE, ReplicaType
+from tfop.api.fields import items, mapping, mapping_at
 from tfop.api.kueue import KUEUE_GROUP, KUEUE_VERSION
 from tfop.api.runtime_id import runtime_id
 from tfop.controller.plan.children.job_child import JobChildKind, JobState
 from tfop.controller.plan.children.restart_policy import pod_restart_policy
-from tfop.controller.plan.job.model import JobMeta, TFJobModel
+from tfop.controller.plan.job.model import WORKLOAD_PRIORITY_CLASS, JobMeta, TFJobModel
 from tfop.controller.plan.types import WORKLOAD
 from tfop.objects import Object
 
-PRIORITY_CLASS_KIND = "WorkloadPriorityClass"
+POD_PRIORITY_GROUP = "scheduling.k8s.io"  # a PriorityClass's API group, as a Workload's priorityClassRef names it
+# Topology-aware scheduling: what a pod template asks (Kueue's annotations, read into the pod set's request), and
+# what the pods of a pod set whose admission has a topology assignment carry, so that Kueue's topology ungater
+# finds them (the pod set's label, the Workload's annotation), holds them (the gate) and, ungating each, puts the
+# node labels of its domain in its node selector.
+REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
+PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
+UNCONSTRAINED_TOPOLOGY = "kueue.x-k8s.io/podset-unconstrained-topology"
+POD_SET_LABEL = "kueue.x-k8s.io/podset"
+WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"
+TOPOLOGY_GATE = "kueue.x-k8s.io/topology"
 
 def workload_name(job: JobMeta) -> str:
     return f"tfjob-{job.name}-{runtime_id(job.uid)}"
@@ -60,27 +70,47 @@ def pod_set_template(job: TFJobModel, replica_type: ReplicaType) -> Object:
 
 def wanted_workload(job: TFJobModel) -> Object | None:
     """The Workload's spec for a job queued by tfop's own integration; None for any other job, and for one whose
-    WorkloadPriorityClass is not known yet (no Workload is made without its priority)."""
+    priority class is not known yet (no Workload is made without its priority)."""
     options = job.options
     if options.own_queue is None:
         return None
     spec: Object = {"queueName": options.own_queue}
-    if options.own_priority_class is not None:
+    ref = options.own_priority_class
+    if ref is not None:
         if options.own_priority is None:
             return None
-        spec["priorityClassRef"] = {"group": KUEUE_GROUP, "kind": PRIORITY_CLASS_KIND,
-                                    "name": options.own_priority_class}
+        group = KUEUE_GROUP if ref.kind == WORKLOAD_PRIORITY_CLASS else POD_PRIORITY_GROUP
+        spec["priorityClassRef"] = {"group": group, "kind": ref.kind, "name": ref.name}
         spec["priority"] = options.own_priority
     spec["podSets"] = [{"name": pod_set_name(replica_type), "count": replica.replicas,
-                        "template": pod_set_template(job, replica_type)}
+                        "template": (template := pod_set_template(job, replica_type)),
+                        "topologyRequest": topology_request(mapping_at(template, "metadata", "annotations"))}
                        for replica_type, replica in job.spec.replica_specs.items() if replica.replicas > 0]
     return spec
 
 
+def topology_request(annotations: Mapping[str, Any]) -> Object:
+    """A pod set's topology request, as Kueue's job integrations make it from the template's annotations: the
+    level its pods must (required) or should (preferred) share, or none at all (unconstrained), the first of those
+    the template has; and always the label that numbers its pods, by which Kueue ranks them into domains."""
+    request: Object = {"podIndexLabel": LABEL_REPLICA_INDEX}
+    if isinstance(required := annotations.get(REQUIRED_TOPOLOGY), str):
+        request["required"] = required
+    elif isinstance(preferred := annotations.get(PREFERRED_TOPOLOGY), str):
+        request["preferred"] = preferred
+    elif isinstance(unconstrained := annotations.get(UNCONSTRAINED_TOPOLOGY), str):
+        request["unconstrained"] = unconstrained.lower() == "true"
+    return request
+
+
 def workload_shape(spec: Mapping[str, Any]) -> tuple[object, ...]:
-    """What tfop cannot change in a stored Workload: its queue, priority class and pod sets (names, counts)."""
+    """What tfop cannot change in a stored Workload: its queue, WorkloadPriorityClass and pod sets (names,
+    counts). A PriorityClass is not part of it: like Kueue, tfop reads one when it makes the Workload and keeps
+    it (a PriorityClass's value cannot change; a new global default does not move a queued or running job)."""
     pod_sets = [mapping(pod_set) for pod_set in items(spec.get("podSets"))]
-    return (spec.get("queueName"), mapping(spec.get("priorityClassRef")).get("name"),
+    ref = mapping(spec.get("priorityClassRef"))
+    workload_class = ref.get("name") if ref.get("kind") == WORKLOAD_PRIORITY_CLASS else None
+    return (spec.get("queueName"), workload_class,
             tuple((pod_set.get("name"), pod_set.get("count")) for pod_set in pod_sets))
 
 
@@ -109,6 +139,7 @@ class PodSetPlacement:
     tolerations: tuple[Object, ...] = ()
     labels: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     annotations: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    scheduling_gates: tuple[str, ...] = ()  # the topology gate, for Kueue to lift once it placed the pod
 
 
 def place_pod(pod: Object, placement: PodSetPlacement) -> None:
@@ -121,3 +152,7 @@ def place_pod(pod: Object, placement: PodSetPlacement) -> None:
     if placement.tolerations:
         tolerations = list(items(spec.get("tolerations")))
         spec["tolerations"] = tolerations + [dict(t) for t in placement.tolerations if t not in tolerations]
+    if placement.scheduling_gates:
+        gates = list(items(spec.get("schedulingGates")))
+        spec["schedulingGates"] = gates + [{"name": gate} for gate in placement.scheduling_gates
+                                           if {"name": gate} not in gates]

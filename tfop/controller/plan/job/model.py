@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Final, Literal
 
 from tfop.api.constants import (
     CleanPodPolicy,
@@ -131,6 +132,19 @@ class CapacityResize:
     reason: str  # e.g. "Worker 4 -> 2: ns/b's pods waited 30 s for cpu"
 
 
+WORKLOAD_PRIORITY_CLASS: Final = "WorkloadPriorityClass"  # Kueue's, named by the job's label
+POD_PRIORITY_CLASS: Final = "PriorityClass"  # scheduling.k8s.io's, named by the job's pods
+
+
+@dataclass(frozen=True, slots=True)
+class PriorityClassRef:
+    """The class a queued job's Workload takes its priority from (tfop's own Kueue integration): a Kueue
+    WorkloadPriorityClass, or a scheduling.k8s.io PriorityClass (the pods', or the cluster's global default)."""
+
+    kind: Literal["WorkloadPriorityClass", "PriorityClass"]
+    name: str
+
+
 @dataclass(frozen=True, slots=True)
 class JobOptions:
     """What the job's annotations and the operator's defaults decide for it, one field per option."""
@@ -146,7 +160,10 @@ class JobOptions:
     # The Kueue LocalQueue tfop's own integration queues the job in (plan/policies/kueue_admission.py); None: the
     # job names none, or Kueue's adapter queues it.
     own_queue: str | None = None
-    own_priority_class: str | None = None  # the WorkloadPriorityClass it names, with the own integration
+    # The class its Workload's priority comes from, with the own integration: the WorkloadPriorityClass its label
+    # names, else the PriorityClass its pods name (api/kueue.py), else (filled in by the planner) the cluster's
+    # global default PriorityClass; None: none, priority 0.
+    own_priority_class: PriorityClassRef | None = None
     # That class's value, as the cluster has it: not in the job, so filled in by the planner (kueue_admission.py).
     own_priority: int | None = None
     capacity_resize: CapacityResize | None = None  # plan/policies/resize.py

@@ -23,17 +23,27 @@ from tfop.api.constants import (
 from tfop.api.defaults import apply_defaults
 from tfop.api.errors import FieldError
 from tfop.api.fields import integer, items, mapping, mapping_at, one_of, text
-from tfop.api.kueue import INTEGRATION_OWN, kueue_key_problems, not_queued_by_kueue, priority_class, queue_name
+from tfop.api.kueue import (
+    INTEGRATION_OWN,
+    kueue_key_problems,
+    not_queued_by_kueue,
+    pod_priority_class,
+    priority_class,
+    queue_name,
+)
 from tfop.api.validation import validate
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.job import annotations as parse_annotation
 from tfop.controller.plan.job import legacy_gpu
 from tfop.controller.plan.job.default_ps_server import with_default_ps_server
 from tfop.controller.plan.job.model import (
+    POD_PRIORITY_CLASS,
     REPLICAS_WRITERS,
+    WORKLOAD_PRIORITY_CLASS,
     ElasticPolicy,
     JobMeta,
     JobOptions,
+    PriorityClassRef,
     ReplicaSpec,
     ReplicasWriter,
     RunPolicy,
@@ -88,9 +98,19 @@ def parse_job(raw: Object, config: ControllerConfig, *, settled_backend: Replica
                          unqueued=None if own else not_queued_by_kueue(raw),
                          capacity_resize=parse_annotation.capacity_resize(annotations),
                          own_queue=queue_name(raw) if own else None,
-                         own_priority_class=priority_class(raw) if own else None, disruption_budget=budget,
+                         own_priority_class=_own_priority_class(raw) if own and queue_name(raw) else None,
+                         disruption_budget=budget,
                          tensorboard=tensorboard)
     return TFJobModel(_metadata(job), _spec(job), options)
+
+
+def _own_priority_class(raw: Object) -> PriorityClassRef | None:
+    """As Kueue's job integrations find it: the job's WorkloadPriorityClass label first, then its pods' class."""
+    workload_class = priority_class(raw)
+    if workload_class is not None:
+        return PriorityClassRef(WORKLOAD_PRIORITY_CLASS, workload_class)
+    pods_class = pod_priority_class(raw)
+    return PriorityClassRef(POD_PRIORITY_CLASS, pods_class) if pods_class is not None else None
 
 
 def _metadata(job: Object) -> JobMeta:

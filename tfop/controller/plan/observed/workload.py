@@ -75,6 +75,13 @@ class ObservedWorkload:
     reclaimable: tuple[tuple[str, int], ...]  # status.reclaimablePods: (pod set, count), as stored
     assignments: Mapping[str, PodSetAdmission]
     conditions: tuple[Object, ...]
+    # How often Kueue evicted it, by reason (status.schedulingStats.evictions, summed), in Kueue's order.
+    evictions: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def pods_ready_reason(self) -> str | None:
+        found = _condition(self.conditions, PODS_READY)
+        return None if found is None else text(found.get("reason"))
 
 
 def observe_workload(workload: Object) -> ObservedWorkload:
@@ -113,7 +120,16 @@ def observe_workload(workload: Object) -> ObservedWorkload:
         pods_ready=_is_true(conditions, PODS_READY),
         reclaimable=tuple((text(entry.get("name")) or "", integer(entry.get("count")) or 0)
                           for entry in map(mapping, items(status.get("reclaimablePods")))),
-        assignments=MappingProxyType(assignments), conditions=conditions)
+        assignments=MappingProxyType(assignments), conditions=conditions,
+        evictions=_evictions(mapping_at(status, "schedulingStats")))
+
+
+def _evictions(stats: Object) -> tuple[tuple[str, int], ...]:
+    counts: dict[str, int] = {}
+    for entry in map(mapping, items(stats.get("evictions"))):
+        reason = text(entry.get("reason")) or ""
+        counts[reason] = counts.get(reason, 0) + (integer(entry.get("count")) or 0)
+    return tuple((reason, count) for reason, count in counts.items() if count > 0)
 
 
 def _workload_priority_class(ref: Object) -> str | None:

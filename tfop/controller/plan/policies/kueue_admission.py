@@ -16,7 +16,10 @@ What callers may rely on:
   admission cleared, QuotaReserved and Admitted False, Requeued set (True after a preemption or node failure,
   False otherwise, which Kueue turns True when the job may queue again, e.g. on reactivation).
 - Admitted, once the job is Running (every replica's pod runs), the Workload's PodsReady condition says so, which
-  is what Kueue's `waitForPodsReady` waits for before it admits the next job.
+  is what Kueue's `waitForPodsReady` waits for before it admits the next job; while a replica restarts it is False
+  (WaitForRecovery, which Kueue's recoveryTimeout bounds), and an evicted job's is False until it runs again.
+- A held job let run tells so once, in an AdmittedByKueue event naming the ClusterQueue, each pod set's flavors
+  and, admitted again, the evictions Kueue counted.
 - Admitted, the replicas that ended for good are reported in the Workload's reclaimablePods, so Kueue releases
   their quota while the others run (policies/kueue_reclaimable.py).
 - A job that is suspended by its user, finished or rejected keeps no Workload (the entry is kept only in the
@@ -29,14 +32,30 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from tfop.api.constants import CONDITION_RUNNING
+from tfop.api.constants import CONDITION_RUNNING, CONDITION_SUSPENDED, EVENT_NORMAL
 from tfop.api.fields import mapping_at
 from tfop.api.kueue import PRIORITY_CLASS, TFJOB_INTEGRATION
 from tfop.api.timestamps import format_time
-from tfop.controller.plan.children.workload import WORKLOAD_KIND, PodSetPlacement, pod_set_name, workload_name
+from tfop.controller.plan.children.workload import (
+    POD_SET_LABEL,
+    PREFERRED_TOPOLOGY,
+    REQUIRED_TOPOLOGY,
+    TOPOLOGY_GATE,
+    UNCONSTRAINED_TOPOLOGY,
+    WORKLOAD_ANNOTATION,
+    WORKLOAD_KIND,
+    PodSetPlacement,
+    pod_set_name,
+    workload_name,
+)
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.frozen import replace
-from tfop.controller.plan.job.model import TFJobModel
+from tfop.controller.plan.job.model import (
+    POD_PRIORITY_CLASS,
+    WORKLOAD_PRIORITY_CLASS,
+    PriorityClassRef,
+    TFJobModel,
+)
 from tfop.controller.plan.observed.workload import (
     ADMITTED,
     PODS_READY,
@@ -55,6 +74,12 @@ from tfop.objects import Object
 
 REASON_QUEUED = "QueuedByKueue"  # the Suspended condition's reason while the Workload waits for quota
 REASON_EVICTED = "EvictedByKueue"  # ... once Kueue evicted it (its own reason is in the message)
+REASON_ADMITTED = "AdmittedByKueue"  # the Normal event as a held job's Workload is admitted (again)
+# The PodsReady condition's reasons, as Kueue's job integrations write them for its waitForPodsReady: True once
+# every pod runs (Started; Recovered after a wait for recovery), False again while a replica restarts
+# (WaitForRecovery, which recoveryTimeout bounds), and False until the pods start (WaitForStart) once evicted.
+PODS_STARTED, PODS_RECOVERED = "Started", "Recovered"
+WAIT_FOR_RECOVERY, WAIT_FOR_START = "WaitForRecovery", "WaitForStart"
 # Kueue requeues at once after these evictions; after any other it decides when (Kueue's job integrations alike).
 REQUEUED_AT_ONCE = ("Preempted", "NodeFailures")
 # A flavor not in the cache yet (created just before the admission): looked for again this soon.
@@ -75,11 +100,19 @@ class Admission:
 
 
 def with_workload_priority(job: TFJobModel, context: PlanContext) -> TFJobModel:
-    """The job with the value of the WorkloadPriorityClass it names, as the cluster has it, for its Workload."""
-    name = job.options.own_priority_class
-    if name is None:
+    """The job with the class its Workload's priority comes from and that class's value, as the cluster has them:
+    the class the job names (its WorkloadPriorityClass, else its pods' PriorityClass), else the cluster's global
+    default PriorityClass (Kueue's job integrations alike); a job that names none on a cluster without a default
+    keeps no class, and its Workload no priority (Kueue counts it 0)."""
+    if job.options.own_queue is None:
         return job
-    return replace(job, options=replace(job.options, own_priority=context.priority_classes.get(name)))
+    ref = job.options.own_priority_class
+    if ref is None:
+        if context.default_priority_class is None:
+            return job
+        ref = PriorityClassRef(POD_PRIORITY_CLASS, context.default_priority_class)
+    values = context.priority_classes if ref.kind == WORKLOAD_PRIORITY_CLASS else context.pod_priority_classes
+    return replace(job, options=replace(job.options, own_priority_class=ref, own_priority=values.get(ref.name)))
 
 
 def adapter_conflict(draft: PlanDraft, context: PlanContext) -> str | None:
@@ -104,11 +137,14 @@ def admit(draft: PlanDraft, job: TFJobModel, context: PlanContext) -> Admission 
         return None
     name = workload_name(job.metadata)
     if own.current is None:
-        priority_class = job.options.own_priority_class
-        if priority_class is not None and job.options.own_priority is None:
+        ref = job.options.own_priority_class
+        if ref is not None and job.options.own_priority is None:
             draft.requeue(PRIORITY_CLASS_RETRY_SECONDS)
-            return _held(REASON_QUEUED, f"{draft.job_ref} waits for the Kueue WorkloadPriorityClass "
-                                        f"{priority_class} it names ({PRIORITY_CLASS}) to exist.")
+            if ref.kind == WORKLOAD_PRIORITY_CLASS:
+                return _held(REASON_QUEUED, f"{draft.job_ref} waits for the Kueue WorkloadPriorityClass "
+                                            f"{ref.name} it names ({PRIORITY_CLASS}) to exist.")
+            return _held(REASON_QUEUED, f"{draft.job_ref} waits for the PriorityClass {ref.name} its pods name "
+                                        f"to exist: its Kueue Workload's priority is that class's value.")
         return _held(REASON_QUEUED, f"{draft.job_ref} waits for its Kueue Workload {name} in LocalQueue {queue}.")
     stored = next((w for w in context.of_kind(WORKLOAD) if mapping_at(w, "metadata").get("uid") == own.current.uid),
                   None)
@@ -120,7 +156,10 @@ def admit(draft: PlanDraft, job: TFJobModel, context: PlanContext) -> Admission 
         if status:  # one patch: a second one guarded by the same resourceVersion would always fail
             draft.patch.append(ChildPatch(WORKLOAD, current.name, {
                 "metadata": {"resourceVersion": current.resource_version}, "status": status}, subresource="status"))
-        return _admitted(draft, job, current, context)
+        admission = _admitted(draft, job, current, context)
+        if not admission.held:
+            _tell_admitted(draft, current)
+        return admission
     eviction = current.eviction
     if eviction is not None and current.quota_reserved:  # being stopped; the quota is handed back once it is
         if not context.of_kind(POD):
@@ -155,15 +194,42 @@ def _admitted(draft: PlanDraft, job: TFJobModel, workload: ObservedWorkload, con
             draft.requeue(FLAVOR_RETRY_SECONDS)
             return _held(REASON_QUEUED, f"{draft.job_ref} is admitted by Kueue but waits to see ResourceFlavor "
                                         f"{', '.join(missing)}.")
-        placements[replica_type] = _placement(assignment, context.flavors)
+        placements[replica_type] = _placement(assignment, context.flavors, workload.name,
+                                              job.spec.replica_specs[replica_type].template)
     return Admission(MappingProxyType(placements))
 
 
-def _placement(assignment: PodSetAdmission, flavors: Mapping[str, Object]) -> PodSetPlacement:
+def _tell_admitted(draft: PlanDraft, workload: ObservedWorkload) -> None:
+    """One event as a held job is let run: the ClusterQueue and each pod set's flavors, and whether (and after
+    which evictions, as Kueue counts them) it is admitted again."""
+    held = draft.old_condition(CONDITION_SUSPENDED)
+    if held is None or held.status != "True" or held.reason not in (REASON_QUEUED, REASON_EVICTED):
+        return
+    flavors = "; ".join(f"{name}: {', '.join(assignment.flavors)}"
+                        for name, assignment in sorted(workload.assignments.items()))
+    again = ""
+    if workload.evictions:
+        total = sum(count for _, count in workload.evictions)
+        again = (f" again after {total} eviction{'' if total == 1 else 's'} "
+                 f"({', '.join(reason for reason, _ in workload.evictions)})")
+    draft.event(EVENT_NORMAL, REASON_ADMITTED, f"{draft.job_ref} is admitted{again} by Kueue in ClusterQueue "
+                                           f"{workload.cluster_queue}, flavors {flavors}.")
+
+
+def _placement(assignment: PodSetAdmission, flavors: Mapping[str, Object], workload: str,
+               template: Object) -> PodSetPlacement:
     node_selector: dict[str, str] = {}
     tolerations: list[Object] = []
     labels: dict[str, str] = {}
     annotations: dict[str, str] = {}
+    gates: tuple[str, ...] = ()
+    if assignment.topology:  # Kueue's topology ungater places each pod in its domain, and lets it be scheduled
+        labels[POD_SET_LABEL] = assignment.name
+        annotations[WORKLOAD_ANNOTATION] = workload
+        gates = (TOPOLOGY_GATE,)
+        asked = mapping_at(template, "metadata", "annotations")
+        if not any(key in asked for key in (REQUIRED_TOPOLOGY, PREFERRED_TOPOLOGY, UNCONSTRAINED_TOPOLOGY)):
+            annotations[UNCONSTRAINED_TOPOLOGY] = "true"  # a flavor's topology the job did not ask for
     for flavor in assignment.flavors:
         flavor_labels, flavor_tolerations = flavor_placement(flavors[flavor])
         node_selector.update(flavor_labels)
@@ -174,7 +240,7 @@ def _placement(assignment: PodSetAdmission, flavors: Mapping[str, Object]) -> Po
         annotations.update(update.annotations)
         tolerations.extend(t for t in update.tolerations if t not in tolerations)
     return PodSetPlacement(MappingProxyType(node_selector), tuple(tolerations), MappingProxyType(labels),
-                           MappingProxyType(annotations))
+                           MappingProxyType(annotations), gates)
 
 
 def _requeue(workload: ObservedWorkload, draft: PlanDraft) -> Object:
@@ -185,6 +251,9 @@ def _requeue(workload: ObservedWorkload, draft: PlanDraft) -> Object:
     assert eviction is not None
     message = eviction.message or f"Evicted: {eviction.reason}"
     conditions = list(workload.conditions)
+    if workload.pods_ready:  # its pods are gone: the next admission's wait for them starts anew
+        conditions = _set_condition(conditions, PODS_READY, "False", WAIT_FOR_START,
+                                    "The job was stopped; its pods start again once it is admitted", draft)
     for condition_type, status, reason in (
             (QUOTA_RESERVED, "False", "Pending"),
             (ADMITTED, "False", "NoReservation"),
@@ -198,9 +267,15 @@ def _admitted_status(workload: ObservedWorkload, draft: PlanDraft) -> Object:
     """What an admitted Workload's status lacks, as of the previous pass's job status (stored, so what it says
     holds): PodsReady once the job is Running, and the replicas ended for good as reclaimable pods."""
     status: Object = {}
-    if draft.is_true(CONDITION_RUNNING) and not workload.pods_ready:
-        status["conditions"] = _set_condition(list(workload.conditions), PODS_READY, "True", "Started",
+    running = draft.is_true(CONDITION_RUNNING)
+    if running and not workload.pods_ready:
+        reason = PODS_RECOVERED if workload.pods_ready_reason == WAIT_FOR_RECOVERY else PODS_STARTED
+        status["conditions"] = _set_condition(list(workload.conditions), PODS_READY, "True", reason,
                                               "All pods reached readiness and the workload is running", draft)
+    elif not running and workload.pods_ready:  # a replica restarts (or the job is resized by restart)
+        status["conditions"] = _set_condition(list(workload.conditions), PODS_READY, "False", WAIT_FOR_RECOVERY,
+                                              f"{draft.job_ref} is not running: it waits for its replicas to run "
+                                              f"again", draft)
     finished = FinishedReplicas.of_status(draft.previous)
     ended = {pod_set_name(replica_type): len(finished.ended(replica_type)) for replica_type in finished.succeeded}
     wanted = wanted_reclaimable(workload.pod_sets, ended, workload.reclaimable)
