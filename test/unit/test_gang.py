@@ -28,7 +28,7 @@ from tfop.cli import build_parser
 from tfop.config import ConfigError, parse_config
 from tfop.controller.plan.children.pod_group import admission_wait, pod_group_spec, pod_requests, spec_drift
 from tfop.controller.plan.controller_config import ControllerConfig
-from tfop.controller.plan.gang_schedulers import GANG_SCHEDULERS
+from tfop.controller.plan.gang_schedulers import GANG_SCHEDULERS, GangSchedulerName
 from tfop.controller.plan.observed.own_child import OwnedView
 from tfop.controller.plan.planner import plan
 from tfop.controller.plan.quantity import format_quantity, parse_quantity
@@ -212,7 +212,7 @@ def test_admission_wait(group: dict[str, Any] | None, gang: Any, expected: str |
 
 # ---------------------------------------------------------------- pods join the gang
 
-def build_pod(gang_name: str, **template_spec: Any) -> dict[str, Any]:
+def build_pod(gang_name: GangSchedulerName, **template_spec: Any) -> dict[str, Any]:
     job = make_job({"Worker": 2})
     job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"].update(template_spec)
     result = plan(PlanContext(job, {}, NOW, ControllerConfig(gang_scheduler=gang_name)))
@@ -295,7 +295,7 @@ def resized(workers: int, *, dynamic: bool) -> dict[str, Any]:
 @dataclass
 class Row:
     job: dict[str, Any]
-    gang: str = "scheduler-plugins"
+    gang: GangSchedulerName = "scheduler-plugins"
     groups: list[dict[str, Any]] = field(default_factory=list)
     pods: list[dict[str, Any]] = field(default_factory=list)
     services: list[dict[str, Any]] | None = None
@@ -411,7 +411,7 @@ BELOW_3 = ("TFJob ns/mnist now has 2 pods, fewer than spec.runPolicy.schedulingP
            "stays its PodGroup's minMember: the scheduler-plugins scheduler places no pod of it (a pod started again "
            "for the resize or replaced after a failure) until minAvailable is lowered or the job has at least 2 "
            "workers.")
-WARNING_ROWS: dict[str, tuple[dict[str, Any], str, list[str]]] = {
+WARNING_ROWS: dict[str, tuple[dict[str, Any], GangSchedulerName, list[str]]] = {
     "2 -> 1 workers under minAvailable 3: warned": (with_min_available(resized(1, dynamic=False), 3),
                                                      "scheduler-plugins", [BELOW_3]),
     "in place too": (with_min_available(resized(1, dynamic=True), 3), "scheduler-plugins", [BELOW_3]),
@@ -424,7 +424,7 @@ WARNING_ROWS: dict[str, tuple[dict[str, Any], str, list[str]]] = {
 
 
 @pytest.mark.parametrize("row", WARNING_ROWS.values(), ids=WARNING_ROWS.keys())
-def test_a_resize_below_min_available_is_warned_once(row: tuple[dict[str, Any], str, list[str]]) -> None:
+def test_a_resize_below_min_available_is_warned_once(row: tuple[dict[str, Any], GangSchedulerName, list[str]]) -> None:
     job, gang, warnings = row
     result = plan(PlanContext(job, {POD: running_pods(), SERVICE: services_for(), POD_GROUP: [group()]}, NOW,
                               ControllerConfig(gang_scheduler=gang)))

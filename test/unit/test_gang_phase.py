@@ -13,7 +13,7 @@ from support.plan_builders import NOW, make_job, make_pod, running, running_pods
 from tfop.api.timestamps import format_time
 from tfop.controller.plan.children.desired import replica_slot_of
 from tfop.controller.plan.controller_config import ControllerConfig
-from tfop.controller.plan.gang_schedulers import GANG_SCHEDULERS
+from tfop.controller.plan.gang_schedulers import GANG_SCHEDULERS, GangSchedulerName
 from tfop.controller.plan.observed.own_child import OwnedView
 from tfop.controller.plan.observed.pod import PodView
 from tfop.controller.plan.planner import plan
@@ -57,7 +57,7 @@ def group(phase: str | None, conditions: list[dict[str, Any]] | None = None) -> 
 class Row:
     group: dict[str, Any]
     pods: list[dict[str, Any]] = field(default_factory=list)
-    gang: str = "scheduler-plugins"
+    gang: GangSchedulerName = "scheduler-plugins"
     min_member: int = 3
     note: str = ""  # the Running message's words for the group, exactly
     event: str | None = None  # the GangUnschedulable event's message, exactly (None: the gang is not unplaceable)

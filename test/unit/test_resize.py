@@ -12,6 +12,7 @@ import pytest
 from support.plan_builders import NOW, make_job, make_pod, plan_of, running, services_for
 from tfop.controller.cache_transforms import slim_job
 from tfop.controller.plan.controller_config import ControllerConfig
+from tfop.controller.plan.gang_schedulers import GangSchedulerName
 from tfop.controller.plan.job_status import ResizeCause, ResizeStrategy
 from tfop.controller.plan.planner import plan
 from tfop.controller.plan.types import AUTOSCALER, POD, POD_GROUP, SERVICE, PlanContext
@@ -70,7 +71,7 @@ class Row:
     event: str | None  # the Resized event's message, if one is told
     restarting: str | None = None  # the Restarting condition's reason, when it is True
     children: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    gang: str = "none"  # the gang scheduler the operator runs with
+    gang: GangSchedulerName = "none"  # the gang scheduler the operator runs with
 
 
 OLD = "Worker=2,PS=1"
