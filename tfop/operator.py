@@ -26,7 +26,7 @@ from tfop.config import ConfigError, load_config
 from tfop.controller.capacity.scaler import CapacityScaler
 from tfop.controller.children import TFJOBS
 from tfop.controller.plan.controller_config import ProgressSettings
-from tfop.controller.reconciler import TFJobController, gang_scheduler_problem
+from tfop.controller.reconciler import TFJobController
 from tfop.health import Checks, EndpointServer
 from tfop.kube.client import KubeClient
 from tfop.kube.events import EventRecorder
@@ -35,7 +35,7 @@ from tfop.kueue_startup import settle_kueue_integration
 from tfop.malloc_arenas import limit_malloc_arenas
 from tfop.metrics import OperatorMetrics, create_registry
 from tfop.metrics_serving import MetricsServing, in_a_pod, metrics_serving, secure_endpoint
-from tfop.preflight import check_cluster, make_client
+from tfop.preflight import check_cluster, gang_scheduler_problem, make_client
 from tfop.progress.metrics import ProgressCollector
 from tfop.progress.server import ProgressServer
 from tfop.progress.serving import certificate, configmap_data, progress_server

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tfop.api.constants import GROUP, PLURAL, VERSION
-from tfop.controller.children import TFJOBS
+from tfop.controller.children import TFJOBS, pod_group_resource
+from tfop.controller.plan.gang_schedulers import GangScheduler
 from tfop.kube import credentials
 from tfop.kube.client import KubeClient
 from tfop.kube.errors import ApiError, NotFound, TLSVerificationError, TransportError
@@ -71,3 +72,19 @@ def check_cluster(client: KubeClient, namespaces: Sequence[str]) -> None:
         else:
             problem, fix = f"answered {error}", "check the apiserver's health (kubectl get --raw /readyz)"
         raise StartupError(EXIT_UNREACHABLE, "cluster not ready", f"the apiserver at {server} {problem}", fix) from None
+
+
+def gang_scheduler_problem(client: KubeClient, gang: GangScheduler | None) -> str | None:
+    """Whether the apiserver serves the gang scheduler's PodGroups (its CRD is installed), asked once at start by
+    discovery: an informer on a missing resource would only ever get 404s. None when it does (or none is set)."""
+    if gang is None:
+        return None
+    resource = pod_group_resource(gang)
+    try:
+        served = client.request("GET", f"/apis/{resource.group}/{resource.version}")
+    except NotFound:
+        served = {}
+    if any(isinstance(entry, dict) and entry.get("name") == resource.plural for entry in served.get("resources", ())):
+        return None
+    return (f"gang scheduler {gang.name} is configured but the apiserver does not serve {resource.kind} "
+            f"{resource.api_version} ({gang.missing}): jobs wait until it does and the operator is restarted")

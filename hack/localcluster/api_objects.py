@@ -121,6 +121,14 @@ def _ready(node: dict[str, Any]) -> str:
     return f"NotReady: {ready[0].get('message', '') if ready else 'no Ready condition yet'}"
 
 
+def unverified_tls() -> ssl.SSLContext:
+    """For a health check of a component serving its own self-signed certificate (controller-manager, scheduler)."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
+
+
 def get_text(url: str, context: ssl.SSLContext | None) -> str:
     with urllib.request.urlopen(url, context=context, timeout=5) as response:
         return str(response.read().decode().strip())

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import ssl
 import subprocess
 import sys
 import time
@@ -25,12 +24,13 @@ from ports import free_port
 from . import node as real_node
 from . import pod_network
 from .addons.firewall_state import stop_firewall
-from .api_objects import AdminAPI, get_text
+from .api_objects import AdminAPI, get_text, unverified_tls
 from .controlplane import COMPONENTS, ControlPlane, build_controlplane
-from .host import HostError, bridge_owner, claim_bridge, slot_lock
+from .host import HostError
 from .listeners import Address
-from .node_layout import NODE_LABEL, ClusterNetwork, NodeError, NodeLayout, slot_for
+from .node_layout import NODE_LABEL, ClusterNetwork, NodeError, NodeLayout
 from .pki import PKIError, kubeconfig, make_pki
+from .slots import claim_slot, owns_slot
 from .supervisor import WATCHDOG, ClusterError, Supervisor, log
 
 HACK_DIR = Path(__file__).resolve().parents[1]
@@ -153,7 +153,7 @@ class LocalCluster(Supervisor):
         if self.bin_dir is None or not (self.bin_dir / "kube-apiserver").exists():
             self.bin_dir = build_controlplane()
         wanted = self.real_nodes or 0
-        self.claim_slot(wanted > 0)
+        self.slot = claim_slot(self.directory, self.slot, wanted > 0)
         for sub in ("run", "logs", "data", "shared"):
             (self.directory / sub).mkdir(parents=True, exist_ok=True)
         had = int(self._saved().get("real_nodes", 0))
@@ -187,25 +187,6 @@ class LocalCluster(Supervisor):
             self._pod_network_down()
         self.start(WATCHDOG)
         log(f"cluster up in {time.monotonic() - started:.1f}s; kubeconfig: {self.kubeconfig}")
-
-    def claim_slot(self, real_nodes: bool) -> None:
-        """A cluster with real nodes holds its slot by its bridge from the moment it picks it, under the machine's
-        slot lock: two clusters starting at once (two test lanes) could otherwise pick one slot, and the one whose
-        bridge came second would, tearing down, remove the other's cgroups. A cluster without real nodes puts
-        nothing on the host, so its pick claims nothing."""
-        with slot_lock():
-            if self.slot is None:
-                self.slot = slot_for(self.directory, lambda slot: bridge_owner(ClusterNetwork(slot).bridge) is not None)
-            if real_nodes:
-                try:
-                    claim_bridge(self.network.bridge, str(self.directory))
-                except HostError as error:
-                    raise ClusterError(str(error)) from error
-
-    def _owns_slot(self) -> bool:
-        """Whether the host objects named by this cluster's slot (cgroup roots, node addresses) are its own: they
-        are not when another cluster's bridge holds the slot."""
-        return bridge_owner(self.network.bridge) in (None, "", str(self.directory))
 
     def _nodes_up(self, images: list[tuple[str, Path]]) -> None:
         network = self.pods_network
@@ -253,15 +234,12 @@ class LocalCluster(Supervisor):
         try:
             self._thaw_if_partitioned(node)
             self.stop(kubelet)
-            owned = self._owns_slot()
+            owned = owns_slot(self.directory, self.network)  # not if another cluster's bridge holds the slot
             if owned:
                 node.kill_containers()
             self.stop(containerd)
             if owned:
                 node.teardown_host()
-            else:
-                log(f"{node.name}: the slot's bridge {self.network.bridge} belongs to another cluster, so its "
-                    f"cgroups and addresses are left alone")
             node.mark_powered_off(False)  # down and up again is a fresh start
         except (NodeError, HostError) as error:
             raise ClusterError(f"tearing the real node {node.name} down: {error}") from error
@@ -408,10 +386,7 @@ class LocalCluster(Supervisor):
             return get_text(f"{self.server}/readyz", self.admin.tls()) == "ok"
         if component in ("kube-controller-manager", "kube-scheduler"):
             port = self.ports["controller-manager" if component == "kube-controller-manager" else "scheduler"]
-            insecure = ssl.create_default_context()
-            insecure.check_hostname = False
-            insecure.verify_mode = ssl.CERT_NONE
-            return get_text(f"https://127.0.0.1:{port}/healthz", insecure) == "ok"
+            return get_text(f"https://127.0.0.1:{port}/healthz", unverified_tls()) == "ok"
         if component == "kwok":
             return get_text(f"http://127.0.0.1:{self.ports['kwok']}/healthz", None) == "ok"
         raise ValueError(component)

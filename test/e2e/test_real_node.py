@@ -15,6 +15,7 @@ from typing import Any
 from localcluster import LocalCluster
 from localcluster.host import bridge_mac, bridge_owner, delete_bridge
 from localcluster.node_layout import SLOTS
+from localcluster.slots import claim_slot
 from support.operator_process import OperatorProcess
 from support.real_node_jobs import apply, get, job_pods, shell_container, tfjob, wait_for_condition
 from support.waiting import DEADLINE, KUBECTL_INTERVAL, wait_for
@@ -218,7 +219,7 @@ def test_two_clusters_starting_at_once_with_one_first_choice_take_two_slots(clus
     def claim(cluster: LocalCluster) -> None:
         start.wait()
         try:
-            cluster.claim_slot(True)
+            cluster.slot = claim_slot(cluster.directory, cluster.slot, True)
         except BaseException as error:  # noqa: BLE001 - reported below, with the other thread's outcome
             errors.append(error)
 

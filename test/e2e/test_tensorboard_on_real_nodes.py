@@ -167,8 +167,6 @@ def test_the_page_serves_the_scalars_a_keras_fit_writes_to_whoever_may_get_the_j
             for path in (f"{base}/", f"{base}/data/plugin/scalars/tags"):
                 assert ui.get(path, token=mallory)[0] == 403, path
                 assert ui.get(path, token="made-up")[0] == 401, path
-            status, page = ui.get(f"{base}/", token=alice)
-            assert status == 200 and "<tb-webapp>" in page, page[:300]
 
             # Kept after the job succeeded, for its TTL: the same scalars still served.
             stop.touch()

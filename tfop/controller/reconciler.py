@@ -37,12 +37,10 @@ from tfop.controller.children import (
     child_id,
     child_kinds,
     made_by_tfop,
-    pod_group_resource,
 )
 from tfop.controller.plan.children.batch_job import made_by_job
 from tfop.controller.plan.children.desired import replica_slot_of
 from tfop.controller.plan.controller_config import ControllerConfig
-from tfop.controller.plan.gang_schedulers import GangScheduler
 from tfop.controller.plan.observed.child import Child
 from tfop.controller.plan.observed.workload import observe_workload
 from tfop.controller.plan.planner import plan as plan_job
@@ -52,7 +50,6 @@ from tfop.controller.progress_reports import ProgressReports
 from tfop.controller.ps_server_configmap import ConfigMapData
 from tfop.kube.client import KubeClient
 from tfop.kube.clock import SYSTEM_CLOCK, Clock
-from tfop.kube.errors import NotFound
 from tfop.kube.events import EventRecorder
 from tfop.kube.expectations import Expectations
 from tfop.kube.lanes import Lane
@@ -85,9 +82,10 @@ class TFJobController:
                  metrics: OperatorMetrics | None = None, namespaces: Sequence[str] = (), threads: int = 4,
                  create_concurrency: int = 16, stall_after: float = 900.0, clock: Clock = SYSTEM_CLOCK,
                  gang_problem: str | None = None, progress_files: ConfigMapData | None = None) -> None:
-        """`gang_problem` (from `gang_scheduler_problem`): why the configured gang scheduler cannot be used. Its
-        PodGroups are then not watched, and every job waits with that reason in its status. `progress_files`: the
-        progress endpoint's CA and callback for the namespaces' ConfigMap, with the endpoint on."""
+        """`gang_problem` (from `preflight.gang_scheduler_problem`): why the configured gang scheduler cannot be
+        used. Its PodGroups are then not watched, and every job waits with that reason in its status.
+        `progress_files`: the progress endpoint's CA and callback for the namespaces' ConfigMap, with the endpoint
+        on."""
         self.config = config
         # The latest progress each job's pods reported (tfop/progress/ puts them), read as an observation.
         self.progress = ProgressReports()
@@ -389,22 +387,6 @@ def held_by_job_name(pod: Object) -> list[str]:
 def controller_uid(child: Object) -> str | None:
     return next((ref.get("uid") for ref in child["metadata"].get("ownerReferences") or () if ref.get("controller")),
                 None)
-
-
-def gang_scheduler_problem(client: KubeClient, gang: GangScheduler | None) -> str | None:
-    """Whether the apiserver serves the gang scheduler's PodGroups (its CRD is installed), asked once at start by
-    discovery: an informer on a missing resource would only ever get 404s. None when it does (or none is set)."""
-    if gang is None:
-        return None
-    resource = pod_group_resource(gang)
-    try:
-        served = client.request("GET", f"/apis/{resource.group}/{resource.version}")
-    except NotFound:
-        served = {}
-    if any(isinstance(entry, dict) and entry.get("name") == resource.plural for entry in served.get("resources", ())):
-        return None
-    return (f"gang scheduler {gang.name} is configured but the apiserver does not serve {resource.kind} "
-            f"{resource.api_version} ({gang.missing}): jobs wait until it does and the operator is restarted")
 
 
 def _class_value(priority_class: Object | None) -> int | None:
