@@ -6,7 +6,9 @@ Every `interval` a thread of its own reads each thread's CPU time so far (`/proc
 nanoseconds) and gives the CPU a thread spent since the last look to the stack it has now
 (`sys._current_frames()`). A thread blocked in a read or a lock spends none, so it weighs nothing however long it
 waits: unlike a wall-clock sampler, this measures CPU, and unlike cProfile it neither slows every call nor sees
-only the main thread. CPU spent in C (json's decoder, ssl) goes to the Python frame that called it.
+only the main thread. CPU spent in C (json's decoder, ssl) goes to the Python frame that called it. All of the CPU
+between two looks goes to the stack of the second: a look made late (a loaded machine) gives the end of a loop to
+whatever its thread runs by then, so a stack's share is only as good as the number of looks it is made of.
 
 At exit it writes OUT.txt, the report (`report`), and OUT.txt.folded: one line per distinct stack with its CPU
 nanoseconds, root first, frames joined by `;` (the format flame graph tools read), which `report` reads again
