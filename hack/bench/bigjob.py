@@ -29,7 +29,7 @@ from bench.cluster import BenchCluster
 from bench.operators import TfopProcess
 from bench.replicas import ReplicaWatch
 from bench.runs import SEARCH_PATH, _Feed
-from bench.targets import BIG_JOB_RSS_TARGET, BIG_JOB_TARGET, RESTART_TARGET, check, verdict
+from bench.targets import BIG_JOB_RSS_TARGET, BIG_JOB_TARGET, RESTART_TARGET, Target, check, verdict
 from bench.workload import CLIENT_CONCURRENCY, tfjob
 from fake_kubelet import exit_pod
 from tfop.api.constants import ANNOTATION_RESTART_SCOPE, RESTART_SCOPE_JOB
@@ -291,6 +291,19 @@ def _cell(value: float | None, digits: int = 1) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
+def _sides(runs: list[dict[str, Any]], columns: tuple[tuple[str, int], ...], key: str, told: str, target: Target,
+           replicas: str) -> tuple[list[str], list[dict[str, Any]]]:
+    """A table row for each side that ran (its rounds, then the median of each column, as (key, digits)), and where
+    both ran, tfop's median `key` over the limit's, told as `told` and checked against `target`."""
+    sides = {side: [run for run in runs if run["side"] == side] for side in SIDES}
+    rows = [f"| {side} | {len(of)} | " + " | ".join(_cell(_median(of, column), digits) for column, digits in columns)
+            + " |" for side, of in sides.items() if of]
+    tfop, limit = _median(sides["tfop"], key), _median(sides["limit"], key)
+    if tfop is None or limit is None:
+        return rows, []
+    return [*rows, "", f"{told}: {tfop / limit:.2f}x"], [check(target, tfop / limit, name="tfop", replicas=replicas)]
+
+
 def summary(report: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
     """Medians over rounds for each side, tfop's over the limit's, and the targets."""
     checks: list[dict[str, Any]] = []
@@ -302,18 +315,12 @@ def summary(report: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
                   "the job's create"), "",
                   "| side | rounds | Running s (limit: its pods running) | pods running s | CPU s | peak RSS MB |",
                   "| --- | --- | --- | --- | --- | --- |"]
-        sides = {side: [run for run in big if run["side"] == side] for side in SIDES}
-        for side, runs in sides.items():
-            if runs:
-                lines.append(f"| {side} | {len(runs)} | {_cell(_median(runs, 'running_s'))} | "
-                             f"{_cell(_median(runs, 'pods_running_s'))} | {_cell(_median(runs, 'cpu_s'))} | "
-                             f"{_cell(_median(runs, 'peak_rss_mb'))} |")
-        tfop, limit = _median(sides["tfop"], "running_s"), _median(sides["limit"], "running_s")
-        if tfop is not None and limit is not None:
-            lines += ["", f"tfop Running / the limit's pods running: {tfop / limit:.2f}x"]
-            checks.append(check(BIG_JOB_TARGET, tfop / limit, name="tfop", replicas=replicas))
-        checks.append(check(BIG_JOB_RSS_TARGET, _median(sides["tfop"], "peak_rss_mb"), name="tfop",
-                            replicas=replicas))
+        rows, compared = _sides(big, (("running_s", 1), ("pods_running_s", 1), ("cpu_s", 1), ("peak_rss_mb", 1)),
+                                "running_s", "tfop Running / the limit's pods running", BIG_JOB_TARGET, replicas)
+        lines += rows
+        checks += compared
+        checks.append(check(BIG_JOB_RSS_TARGET, _median([run for run in big if run["side"] == "tfop"], "peak_rss_mb"),
+                            name="tfop", replicas=replicas))
     restarts = [run for run in report["runs"] if run["scenario"] == "restart together"]
     if restarts:
         replicas = f"{report['restart_replicas']:,}"
@@ -324,16 +331,10 @@ def summary(report: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
                   "deletion s | to the first new pod s | tfop: exit to decision s | tfop: exit to all running s "
                   "| CPU s |"),
                   "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-        sides = {side: [run for run in restarts if run["side"] == side] for side in SIDES}
-        for side, runs in sides.items():
-            if runs:
-                lines.append(f"| {side} | {len(runs)} | {_cell(_median(runs, 'restart_s'))} | "
-                             f"{_cell(_median(runs, 'last_marked_s'))} | {_cell(_median(runs, 'first_created_s'))} | "
-                             f"{_cell(_median(runs, 'decision_s'), 2)} | {_cell(_median(runs, 'from_exit_s'))} | "
-                             f"{_cell(_median(runs, 'cpu_s'))} |")
-        tfop, limit = _median(sides["tfop"], "restart_s"), _median(sides["limit"], "restart_s")
-        if tfop is not None and limit is not None:
-            lines += ["", f"tfop's restart / the limit's: {tfop / limit:.2f}x"]
-            checks.append(check(RESTART_TARGET, tfop / limit, name="tfop", replicas=replicas))
+        rows, compared = _sides(restarts, (("restart_s", 1), ("last_marked_s", 1), ("first_created_s", 1),
+                                           ("decision_s", 2), ("from_exit_s", 1), ("cpu_s", 1)),
+                                "restart_s", "tfop's restart / the limit's", RESTART_TARGET, replicas)
+        lines += rows
+        checks += compared
     lines += ["", "Targets (bench/targets.py):", *(verdict(entry) for entry in checks)]
     return "\n".join(lines), checks
