@@ -76,29 +76,27 @@ class Replicas:
         """From now on, count replacements of the replicas on `nodes`, and forget an earlier rack's; returns them
         as they are now."""
         with self._lock:
-            self.created_at.clear()
-            self.replaced_at.clear()
-            self.marked_at.clear()
-            self.touched.clear()
-            self.evicted.clear()
-            self._lost_nodes = nodes
-            self._baseline = dict(self.pods)
-            self._lost = {name for name, pod in self.pods.items() if pod.node in nodes}
-            return {name: self.pods[name] for name in self._lost}
+            return self._count_from(nodes, {name for name, pod in self.pods.items() if pod.node in nodes})
 
     def restart_all(self) -> dict[str, PodSeen]:
         """From now on, count replacements of every replica (a restart together: the same name, a new uid,
         running on any node) and when each one's pod of now was marked for deletion; returns them as they are."""
         with self._lock:
-            self.created_at.clear()
-            self.replaced_at.clear()
-            self.marked_at.clear()
-            self.touched.clear()
-            self.evicted.clear()
-            self._lost_nodes = frozenset()
-            self._baseline = dict(self.pods)
-            self._lost = set(self.pods)
-            return dict(self.pods)
+            return self._count_from(frozenset(), set(self.pods))
+
+    def _count_from(self, nodes: frozenset[str], lost: set[str]) -> dict[str, PodSeen]:
+        """A new baseline, the pods of now, with what was counted since the last one forgotten: from now on the
+        replicas `lost` (their pods on `nodes`, if any are named) are counted as they are replaced; returns their
+        pods of now. The lock is held."""
+        self.created_at.clear()
+        self.replaced_at.clear()
+        self.marked_at.clear()
+        self.touched.clear()
+        self.evicted.clear()
+        self._lost_nodes = nodes
+        self._baseline = dict(self.pods)
+        self._lost = lost
+        return {name: self.pods[name] for name in lost}
 
     def replaced(self) -> int:
         with self._lock:
