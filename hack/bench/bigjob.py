@@ -21,11 +21,11 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from bench.cluster import BenchCluster
+from bench.nodeloss import wait
 from bench.operators import TfopProcess
 from bench.replicas import ReplicaWatch
 from bench.runs import SEARCH_PATH, _Feed
@@ -81,14 +81,6 @@ def running(job: dict[str, Any]) -> bool:
                for c in (job.get("status") or {}).get("conditions") or [])
 
 
-def wait(condition: Callable[[], bool], timeout: float, what: str, every: float = 0.5) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(every)
-
-
 class Limit:
     """bench/limit.py in its own process, as `make bench` runs it."""
 
@@ -134,7 +126,7 @@ def big_run(cluster: BenchCluster, results: Path, side: str, index: int, replica
         wait(lambda: watch.running() >= replicas, timeout, f"{replicas} running pods", every=1.0)
         result["pods_running_s"] = time.monotonic() - began
         if operator is not None:
-            wait(lambda: running(admin.get(TFJOBS, "big", namespace)), timeout, "the job Running")
+            wait(lambda: running(admin.get(TFJOBS, "big", namespace)), timeout, "the job Running", every=0.5)
             result["running_s"] = time.monotonic() - began
             result["peak_rss_mb"] = operator.memory()["VmHWM"] / 2**20
             result["cpu_s"] = operator.cpu_seconds()
@@ -176,7 +168,8 @@ class RestartBench:
             began = time.monotonic()
             self.admin.create(TFJOBS, restart_job(self.NAME, self.replicas), self.NAMESPACE)
             wait(lambda: self.watch.running() >= self.replicas, self.timeout, f"{self.replicas} running pods", 1.0)
-            wait(lambda: running(self.admin.get(TFJOBS, self.NAME, self.NAMESPACE)), self.timeout, "the job Running")
+            wait(lambda: running(self.admin.get(TFJOBS, self.NAME, self.NAMESPACE)), self.timeout, "the job Running",
+                 every=0.5)
             return time.monotonic() - began
         finally:
             maker.stop()
