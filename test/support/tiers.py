@@ -21,6 +21,10 @@ LONG: dict[str, str] = {
     "test/e2e/test_node_loss_on_real_nodes.py":
         "about 14 min (820 s): nodes powered off and cut off under real TensorFlow, each waiting out the node "
         "lifecycle grace; the gate's test/integration/test_node_loss.py drives the same policy on kwok nodes",
+    "test/e2e/test_disruption_on_real_nodes.py":
+        "about 19 min (1,144 s, its first run, beside a cold make test at load 15-30): a drain, a preemption and "
+        "a spot reclaim under real TensorFlow, each restarting the job from its backup; the gate's "
+        "test/integration/test_disruptions.py drains, taints and budgets on kwok nodes",
     "test/e2e/test_scaling_on_real_nodes.py":
         "about 6 min (369 s) of TensorFlow resized while it trains; the gate's test/integration/test_resize.py and "
         "test_gang_resize.py resize on kwok nodes",
