@@ -122,13 +122,15 @@ def story(cluster: LocalCluster, namespace: str) -> str:
 
 class JobLogs:
     """Every pod's tensorflow log of one job, followed (`kubectl logs -f --timestamps`) from the moment its container
-    runs: a resize deletes pods, and a deleted pod's log goes with it, so it is read while the pod lives. Lines
-    carry the runtime's timestamps. Stopped by close(), or used as a context manager."""
+    runs: a resize deletes pods, and a deleted pod's log goes with it, so it is read while the pod lives. A container
+    restarted in place (its restartCount up) is followed again, its lines appended to its pod's. Lines carry the
+    runtime's timestamps. Stopped by close(), or used as a context manager."""
 
     def __init__(self, cluster: LocalCluster, namespace: str, job: str) -> None:
         self.cluster, self.namespace, self.job = cluster, namespace, job
         self.lines: dict[str, list[LogLine]] = {}
         self.followers: dict[str, subprocess.Popen[str]] = {}
+        self.instances: dict[str, tuple[int, int]] = {}  # uid -> (restartCount followed, its first line's index)
         self.lock = threading.Lock()
         self.done = threading.Event()
         self.poller = threading.Thread(target=self._poll, daemon=True)
@@ -154,29 +156,39 @@ class JobLogs:
             return list(self.lines)
 
     def of(self, uid: str) -> list[LogLine]:
+        """The pod's lines, of every container instance followed, oldest first."""
         with self.lock:
             return list(self.lines.get(uid, []))
 
     def _poll(self) -> None:
         while not self.done.wait(KUBECTL_INTERVAL):
             for pod in job_pods(self.cluster, self.namespace, self.job):
-                uid = pod["metadata"]["uid"]
+                uid, instance = pod["metadata"]["uid"], restart_count(pod)
                 with self.lock:
-                    if uid in self.followers and (self.followers[uid].poll() is None or self.lines.get(uid)):
-                        continue  # followed now, or followed to its end
+                    following = self.followers.get(uid)
+                    followed, first = self.instances.get(uid, (-1, 0))
+                    if following is not None and (following.poll() is None or (
+                            instance == followed and len(self.lines[uid]) > first)):
+                        continue  # followed now, or this instance followed to its end
                 if started_at(pod) is None:
                     continue  # `kubectl logs` of a container not started yet fails at once
-                self._follow(uid, pod["metadata"]["name"])
+                self._follow(uid, pod["metadata"]["name"], instance)
 
-    def _follow(self, uid: str, pod: str) -> None:
+    def _follow(self, uid: str, pod: str, instance: int) -> None:
         assert self.cluster.bin_dir is not None, "bin_dir is known once the control plane is built"
         follower = subprocess.Popen(
             [str(self.cluster.bin_dir / "kubectl"), "--kubeconfig", str(self.cluster.kubeconfig), "logs", "-f",
              "--timestamps", "-n", self.namespace, pod, "-c", "tensorflow"],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         with self.lock:
+            lines = self.lines.setdefault(uid, [])
+            followed, first = self.instances.get(uid, (-1, 0))
+            if instance == followed:
+                del lines[first:]  # a follower of this instance that failed early: its lines are read all again
+            else:
+                first = len(lines)
+            self.instances[uid] = (instance, first)
             self.followers[uid] = follower
-            self.lines[uid] = []  # from the container's start: a follower that failed early reads it all again
 
         def read() -> None:
             assert follower.stdout is not None
@@ -185,3 +197,9 @@ class JobLogs:
                 with self.lock:
                     self.lines[uid].append(LogLine(timestamp(when), text))
         threading.Thread(target=read, daemon=True).start()
+
+
+def restart_count(pod: dict[str, Any]) -> int:
+    """How often the pod's tensorflow container has restarted in place."""
+    return next((int(s.get("restartCount", 0)) for s in pod.get("status", {}).get("containerStatuses", [])
+                 if s["name"] == "tensorflow"), 0)

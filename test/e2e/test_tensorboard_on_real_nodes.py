@@ -124,13 +124,17 @@ def test_the_page_serves_the_scalars_a_keras_fit_writes_to_whoever_may_get_the_j
                                explain=explain)
             board_ready = time.monotonic() - applied
             [container] = board["spec"]["containers"]
-            assert container["command"] == ["tensorboard", "--logdir", log_dir, "--bind_all", "--port", "6006",
-                                            "--path_prefix", base]
+            assert container["command"][:2] == ["python", "-c"] and container["command"][3:] == [
+                "--logdir", log_dir, "--bind_all", "--port", "6006", "--path_prefix", base]
             assert container["image"] == tensorflow_image()
             # TensorBoard itself says what it is and what it reads.
             environment = wait_for(lambda: read_json(ui, f"{base}/data/environment", alice), DEADLINE,
                                    "TensorBoard's environment through the page", explain=explain)
             assert (environment["version"], environment["data_location"]) == ("2.21.0", log_dir), environment
+            # Its own page, what a user opens first: whole, its links kept under the job's TensorBoard path.
+            status, index = ui.get(f"{base}/", token=alice)
+            assert status == 200, (status, index[:3000])
+            assert "<tb-webapp>" in index and "/api/v1/namespaces/" not in index, index[:3000]
 
             def scalars(run: str, tag: str) -> list[list[float]] | None:
                 series: list[list[float]] | None = read_json(

@@ -67,8 +67,9 @@ def test_made_while_the_job_runs_kept_for_its_ttl_and_deleted_with_it(
     deployment = wait_for(lambda: get_or_none(kube_client, DEPLOYMENTS, kept_name, namespace), DEADLINE,
                           "kept's TensorBoard Deployment")
     [container] = deployment["spec"]["template"]["spec"]["containers"]
-    assert container["command"] == ["tensorboard", "--logdir", "/logs/run", "--bind_all", "--port", "6006",
-                                    "--path_prefix", f"/namespaces/{namespace}/tfjobs/kept/tensorboard"]
+    assert container["command"][:2] == ["python", "-c"] and container["command"][3:] == [
+        "--logdir", "/logs/run", "--bind_all", "--port", "6006", "--path_prefix",
+        f"/namespaces/{namespace}/tfjobs/kept/tensorboard"]
     assert container["volumeMounts"] == [{"name": "logs", "mountPath": "/logs", "readOnly": True}]
     assert deployment["spec"]["template"]["spec"]["volumes"] == [LOGS]
     assert deployment["metadata"]["ownerReferences"][0]["uid"] == made["metadata"]["uid"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bench.disruption_scenarios import Row
-from bench.real_jobs import KUBECTL_INTERVAL, STEP_DEADLINE
+from bench.real_jobs import KUBECTL_INTERVAL, STEP_DEADLINE, restart_count
 from support import waiting
 
 
@@ -38,3 +38,14 @@ def row(**changes: object) -> Row:
 def test_a_row_is_seconds_after_the_disruption(changes: dict[str, object], cells: list[str]) -> None:
     assert row(**changes).cells() == cells
     assert row(**changes).line() == f"| {' | '.join(cells)} |"
+
+
+@pytest.mark.parametrize(("pod", "count"), [
+    ({"status": {"containerStatuses": [{"name": "tensorflow", "restartCount": 2}]}}, 2),
+    # The count is the tensorflow container's, not a sidecar's.
+    ({"status": {"containerStatuses": [{"name": "sidecar", "restartCount": 5},
+                                        {"name": "tensorflow", "restartCount": 0}]}}, 0),
+    ({"status": {}}, 0),  # not started: no container statuses yet
+])
+def test_a_pods_in_place_restarts_are_its_tensorflow_containers(pod: dict[str, object], count: int) -> None:
+    assert restart_count(pod) == count

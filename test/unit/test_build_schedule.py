@@ -5,6 +5,7 @@ and that a silent stretch gets a line."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import textwrap
 from collections.abc import Callable
@@ -171,3 +172,15 @@ def test_a_silent_stretch_gets_a_line_naming_what_runs(tmp_path: Path) -> None:
 def test_a_lane_needing_a_build_the_schedule_lacks_is_refused() -> None:
     with pytest.raises(ValueError, match=r"lane e2e needs builds the schedule does not have: \['node'\]"):
         Schedule((Build("controlplane", ("true",)),), (ShellLane("e2e", ("node",), "true", Path()),), jobs=1)
+
+
+def test_a_build_runs_in_a_process_group_of_its_own_within_the_schedules_session(tmp_path: Path) -> None:
+    """Its group is what stop() ends; the session is the schedule's, so that a niced build's nice value weighs
+    against the other builds' (with autogroup scheduling, CPU is shared between sessions before nice counts)."""
+    probe = "import os; print(os.getpid(), os.getpgid(0), os.getsid(0))"
+    builds = (Build("niced", ("python3", "-c", probe), nice=15),)
+    lines: list[str] = []
+    Schedule(builds, (), jobs=1, write=lines.append).run()
+    pid, group, session = next(map(int, line.split()) for line in lines if line[:1].isdigit())
+    assert group == pid, "its own process group"
+    assert session == os.getsid(0), "the schedule's session"

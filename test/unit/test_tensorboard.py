@@ -5,6 +5,7 @@ expected row is written out."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -241,6 +242,8 @@ LABELS = {"training.kubeflow.org/job-name": "mnist", "training.kubeflow.org/runt
           "training.kubeflow.org/operator-name": "tfjob-controller", "app.kubernetes.io/managed-by": "tfop"}
 OWNER = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": "mnist", "uid": "uid-1", "controller": True,
          "blockOwnerDeletion": True}
+# TensorBoard's main as tfop ships it, run from its text (the file, read here as it is in the checkout).
+SERVER_TEXT = (Path(__file__).resolve().parents[2] / "tfop" / "psserver" / "tensorboard_server.py").read_text()
 POD_LABELS = {"tfop.kubeflow.org/tensorboard-of": "mnist", "training.kubeflow.org/runtime-id": RID}
 DEPLOYMENT_SPEC = {
     "replicas": 1, "selector": {"matchLabels": POD_LABELS},
@@ -248,7 +251,8 @@ DEPLOYMENT_SPEC = {
         "automountServiceAccountToken": False, "enableServiceLinks": False,
         "containers": [{
             "name": "tensorboard", "image": IMAGE,
-            "command": ["tensorboard", "--logdir", "/logs", "--bind_all", "--port", "6006", "--path_prefix", PREFIX],
+            "command": ["python", "-c", SERVER_TEXT, "--logdir", "/logs", "--bind_all", "--port", "6006",
+                        "--path_prefix", PREFIX],
             "ports": [{"name": "http", "containerPort": 6006}],
             "readinessProbe": {"httpGet": {"path": f"{PREFIX}/", "port": "http"}},
             "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}},

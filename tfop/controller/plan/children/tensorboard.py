@@ -1,5 +1,7 @@
-"""A job's TensorBoard: a Deployment of one pod running `tensorboard` on the job's log directory, and a ClusterIP
+"""A job's TensorBoard: a Deployment of one pod running TensorBoard on the job's log directory, and a ClusterIP
 Service in front of it, for jobs that ask (`tfop.kubeflow.org/tensorboard`, read by plan/job/tensorboard.py).
+TensorBoard runs as tfop/psserver/tensorboard_server.py starts it (the image's `python -c` on that file's text),
+which keeps its index page readable through the apiserver's proxy.
 
 TensorBoard serves under the page's own path for the job (`--path_prefix`, api/tensorboard.py), so the page's
 proxy forwards each path unchanged. It mounts the job's volume read-only at the replicas' own path, runs without a
@@ -16,6 +18,7 @@ in any case, its owner); deleted while the job is suspended or queued, made agai
 from __future__ import annotations
 
 from collections.abc import Mapping
+from importlib import resources
 from typing import Any
 
 from tfop.api.constants import LABEL_RUNTIME_ID
@@ -35,6 +38,8 @@ from tfop.controller.plan.types import TENSORBOARD, TENSORBOARD_SERVICE
 from tfop.objects import Object
 
 CONTAINER_NAME = "tensorboard"
+# TensorBoard's main with its answers filtered (the file says why), run from its text: nothing to mount.
+SERVER_SOURCE = resources.files("tfop.psserver").joinpath("tensorboard_server.py").read_text()
 # Enough for TensorBoard's server on a few runs' scalars; no limit, since what it needs grows with the logs.
 REQUESTS = {"cpu": "100m", "memory": "256Mi"}
 
@@ -55,8 +60,8 @@ def wanted_deployment(job: TFJobModel) -> Object | None:
     prefix = tensorboard_path(meta.namespace, meta.name)
     container = {
         "name": CONTAINER_NAME, "image": ask.image,
-        "command": ["tensorboard", "--logdir", ask.log_dir, "--bind_all", "--port", str(TENSORBOARD_PORT),
-                    "--path_prefix", prefix],
+        "command": ["python", "-c", SERVER_SOURCE, "--logdir", ask.log_dir, "--bind_all", "--port",
+                    str(TENSORBOARD_PORT), "--path_prefix", prefix],
         "ports": [{"name": TENSORBOARD_PORT_NAME, "containerPort": TENSORBOARD_PORT}],
         "readinessProbe": {"httpGet": {"path": f"{prefix}/", "port": TENSORBOARD_PORT_NAME}},
         "resources": {"requests": dict(REQUESTS)},
