@@ -182,8 +182,11 @@ def later_last(modules: list[str]) -> list[str]:
 # In `make test-all` the e2e lane was the longest by far (a CI run: node loss 820 s, scaling 369 s, then the
 # evaluator 120 s, the examples 101 s, ...: over 25 of test-all's 33 minutes), ending alone for its last 12
 # minutes. Those two scenarios, every test of them long, take a lane of their own there, with its own cluster and
-# real nodes; node loss mostly waits out the node lifecycle grace, so the two lanes share the cores well.
-E2E_LONG_MODULES = ("test/e2e/test_node_loss_on_real_nodes.py", "test/e2e/test_scaling_on_real_nodes.py")
+# real nodes; node loss mostly waits out the node lifecycle grace, so the two lanes share the cores well. The
+# disruptions (a drain, a preemption, a spot reclaim, each minutes of TensorFlow) join them: the e2e lane has
+# the rest of the long tier's TensorFlow, and would end alone again.
+E2E_LONG_MODULES = ("test/e2e/test_node_loss_on_real_nodes.py", "test/e2e/test_scaling_on_real_nodes.py",
+                    "test/e2e/test_disruption_on_real_nodes.py")
 
 
 def modules_of(suite: str) -> list[str]:

@@ -1,8 +1,8 @@
 """Disruptions of real TensorFlow on the local cluster's real nodes, measured the way docs/tfjob/disruptions.md's
 tables show them, for whichever operator runs the job: `kubectl drain` of the node holding a worker, a
 higher-priority job that preempts a worker through the scheduler, and a spot reclaim (the termination handler's
-notice taint, then the node powered off 30 s later). bench.disruptions (hack/bench/disruptions.py) puts the Go
-operator's rows beside tfop's. (Its real-node e2e test is not landed: its first runs, at load 50, failed.)
+notice taint, then the node powered off 30 s later). test/e2e/test_disruption_on_real_nodes.py proves tfop's
+promises with it; bench.disruptions (hack/bench/disruptions.py) puts the Go operator's rows beside tfop's.
 
 Every job has its Chief pinned to real-0 and its one Worker preferring real-1, so a disruption of real-1 takes
 exactly the worker. The Keras job (examples/train_keras.py: `model.fit` under MultiWorkerMirroredStrategy with

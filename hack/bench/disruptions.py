@@ -12,7 +12,7 @@ so the two rows are of one disruption:
 - `preemption`: a higher-priority job whose pod needs both slots real-1 offers, one held by each job's worker;
 - `reclaim`: the AWS handler's spot notice taint on real-1, real-1 powered off 30 s later.
 
-Each row is read as bench.disruption_scenarios reads tfop's: seconds after the disruption of the
+Each row is read as test/e2e/test_disruption_on_real_nodes.py reads tfop's: seconds after the disruption of the
 old chief's last backup, the replacements' start, the new chief's resumption (and from which epoch), and Succeeded;
 the restarts the operator counted (tfop's replicaStatuses; the Go operator, which keeps no count in its status, by
 its TFJobRestarting events). tfop's job is given `--window` seconds to end; the Go operator's `--go-grace` more

@@ -21,6 +21,10 @@ LONG: dict[str, str] = {
     "test/e2e/test_node_loss_on_real_nodes.py":
         "about 14 min (820 s): nodes powered off and cut off under real TensorFlow, each waiting out the node "
         "lifecycle grace; the gate's test/integration/test_node_loss.py drives the same policy on kwok nodes",
+    "test/e2e/test_disruption_on_real_nodes.py":
+        "about 19 min (1,144 s, its first run, beside a cold make test at load 15-30): a drain, a preemption and "
+        "a spot reclaim under real TensorFlow, each restarting the job from its backup; the gate's "
+        "test/integration/test_disruptions.py drains, taints and budgets on kwok nodes",
     "test/e2e/test_scaling_on_real_nodes.py":
         "about 6 min (369 s) of TensorFlow resized while it trains; the gate's test/integration/test_resize.py and "
         "test_gang_resize.py resize on kwok nodes",
@@ -53,6 +57,10 @@ LONG: dict[str, str] = {
     "test/e2e/test_real_node.py::test_a_second_cluster_runs_its_own_node_beside_and_leaves_nothing_behind":
         "under 72 s, the whole module's with the gate's real-node tests: a second cluster with its own node, a "
         "developer tool's promise rather than the operator's",
+    "test/e2e/test_native_gang_on_real_nodes.py":
+        "an estimated 3 min, not yet measured (about 50 s for each of its three gang scenarios): Kubernetes' own "
+        "gang scheduling on the real nodes, each gang watched unbound for 40 s (past tfop's 30-s grace) before "
+        "room appears; the gate's test/integration/test_native_gang.py runs the same scheduler on a kwok node",
     "test/integration/test_big_job.py":
         "about 6 min (365 s): a 2,000-replica job under the Deployment's memory limit",
     "test/integration/test_multikueue.py":
