@@ -324,15 +324,15 @@ HEADER = ("| scenario | operator | disruption at (after the job's creation) | la
           "running again | resumed | restarts counted | Succeeded |\n| --- | --- | --- | --- | --- | --- | --- | --- |")
 
 
-def finish(cluster: LocalCluster, watched: list[Watched], window: float) -> dict[str, dict[str, Any]]:
+def finish(cluster: LocalCluster, watched: list[Watched], window: float) -> dict[Target, dict[str, Any]]:
     """Each job once it Succeeded or Failed, or as it is `window` seconds on (a job an operator left stuck);
-    by job name."""
-    ends: dict[str, dict[str, Any]] = {}
+    by target: the bench gives both operators' jobs one name, each in its operator's namespace."""
+    ends: dict[Target, dict[str, Any]] = {}
 
     def all_ended() -> bool:
         for w in watched:
             job = get(cluster, w.target.namespace, "tfjob", w.target.job)
-            ends[w.target.job] = job
+            ends[w.target] = job
         return all(condition_at(job, "Succeeded") or condition_at(job, "Failed") for job in ends.values())
 
     with suppress(AssertionError):  # past the window: the rows say what had not happened

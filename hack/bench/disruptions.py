@@ -86,7 +86,7 @@ class Bench:
         ours, theirs = watched
         ends = finish(self.cluster, [ours], self.window)
         ends.update(finish(self.cluster, [theirs], self.go_grace))
-        return [row(self.cluster, scenario, w, ends[w.target.job], disrupted) for w in watched]
+        return [row(self.cluster, scenario, w, ends[w.target], disrupted) for w in watched]
 
     def keras_pair(self, job: str, *, slot: bool = False, budget: bool = False) -> list[Watched]:
         annotations = ONE_AT_A_TIME if budget else {}

@@ -98,7 +98,7 @@ def scenario_namespace(cluster: LocalCluster, base: str, logs: Path) -> Iterator
 def outcome(cluster: LocalCluster, namespace: str, scenario: str, watched: list[Watched], disrupted: float,
             **seen: Any) -> Outcome:
     ends = finish(cluster, watched, WINDOW)
-    rows = {w.target.job: row(cluster, scenario, w, ends[w.target.job], disrupted) for w in watched}
+    rows = {w.target.job: row(cluster, scenario, w, ends[w.target], disrupted) for w in watched}
     stories = {w.target.job: diagnosis(cluster, w) for w in watched}
     return Outcome(cluster, namespace, {w.target.job: w for w in watched}, rows, stories, seen)
 
