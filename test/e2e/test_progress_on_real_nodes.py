@@ -2,8 +2,8 @@
 the host's address on the pod network, and the pods of a TFJob post to it with the environment and the projected
 token tfop gave them. A custom loop reports with the Kubeflow SDK's own update_trainjob_status (PyPI kubeflow
 0.5.0, its virtualenv's site-packages mounted into the pod), and a Keras `model.fit` with tfop's shipped callback
-(from the projected volume, nothing installed): both show in the job's status and in `kubectl get tfjobs` while the
-pods run."""
+(from the projected volume, nothing installed): both show in the job's status, in `kubectl get tfjobs` and on the
+job's page (to a user who may read the job) while the pods run."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ from ports import free_port
 from support.operator_process import OperatorProcess
 from support.progress import progress_config, trainer_sdk_python
 from support.real_node_jobs import apply, get, on_real_node, pods_now
-from support.waiting import wait_for
+from support.ui import UiServer, reader_token, ui_identity
+from support.waiting import DEADLINE, wait_for
 
 IMPORT_DEADLINE = 900.0  # seconds for a pod to import TensorFlow (or the SDK) on a loaded 2-core machine
 SDK_MOUNT = "/opt/kubeflow-sdk"
@@ -65,6 +66,28 @@ def progress_operator(real_node: LocalCluster, tfjob_crd: Path, namespace: str,
     process.kill()
 
 
+@pytest.fixture
+def page(real_node: LocalCluster, namespace: str, tmp_path: Path) -> Iterator[tuple[UiServer, str]]:
+    """The page, under the shipped ui role, and the token of a user who may read the namespace's TFJobs."""
+    reader = reader_token(real_node, namespace, "reader")
+    with ui_identity(real_node, namespace, tmp_path) as kubeconfig:
+        ui = UiServer(kubeconfig).start()
+        try:
+            yield ui, reader
+        finally:
+            ui.stop()
+
+
+def shown_on_the_page(page: tuple[UiServer, str], namespace: str, name: str, *pieces: str) -> None:
+    """The job's page, as the reader gets it, once it has every piece (its cache follows the status)."""
+    ui, token = page
+
+    def body() -> str | None:
+        status, text = ui.get(f"/namespaces/{namespace}/tfjobs/{name}", token=token)
+        return text if status == 200 and all(piece in text for piece in pieces) else None
+    wait_for(body, DEADLINE, f"{name}'s page to show {pieces}")
+
+
 def job(name: str, script: str, **spec: Any) -> dict[str, Any]:
     env = [{"name": "TF_CPP_MIN_LOG_LEVEL", "value": "2"}]
     container: dict[str, Any] = {
@@ -98,7 +121,8 @@ def columns(cluster: LocalCluster, namespace: str, name: str) -> dict[str, str]:
 
 
 def test_a_custom_loop_reports_with_the_kubeflow_sdk_from_its_pod(real_node: LocalCluster, namespace: str,
-                                                                 progress_operator: OperatorProcess) -> None:
+                                                                 progress_operator: OperatorProcess,
+                                                                 page: tuple[UiServer, str]) -> None:
     site_packages = next(trainer_sdk_python().parent.parent.glob("lib/python3*/site-packages"))
     apply(real_node, namespace, job("custom-loop", CUSTOM_LOOP, volumes=[
         {"name": "kubeflow-sdk", "hostPath": {"path": str(site_packages), "type": "Directory"}}]))
@@ -108,10 +132,12 @@ def test_a_custom_loop_reports_with_the_kubeflow_sdk_from_its_pod(real_node: Loc
     assert progress["reportedBy"].startswith("custom-loop-worker-")
     shown = columns(real_node, namespace, "custom-loop")
     assert (shown["STATE"], shown["PROGRESS"], shown["ETA"]) == ("Running", "100", progress["estimatedCompletionTime"])
+    shown_on_the_page(page, namespace, "custom-loop", 'id="progress-percent">100 %', 'id="progress-eta">ETA ')
 
 
 def test_keras_fit_reports_with_the_shipped_callback(real_node: LocalCluster, namespace: str,
-                                                     progress_operator: OperatorProcess) -> None:
+                                                     progress_operator: OperatorProcess,
+                                                     page: tuple[UiServer, str]) -> None:
     apply(real_node, namespace, job("keras-fit", KERAS_FIT))
     progress = progress_when(real_node, namespace, "keras-fit", lambda p: p.get("progressPercentage") == 100)
     metrics = {metric["name"]: metric["value"] for metric in progress["metrics"]}
@@ -121,3 +147,4 @@ def test_keras_fit_reports_with_the_shipped_callback(real_node: LocalCluster, na
     assert float(metrics["loss"]) > 0
     shown = columns(real_node, namespace, "keras-fit")
     assert (shown["STATE"], shown["PROGRESS"]) == ("Running", "100")
+    shown_on_the_page(page, namespace, "keras-fit", 'id="progress-percent">100 %')
