@@ -97,11 +97,12 @@ test-builds: ## build (first time: 45-55 min on 2 cores) or reuse everything the
 builds-cached: ## exit 0 when everything test-builds builds is cached (builds nothing; names what is not); .ci/run asks
 	@TFOP_CHECK_CACHED=1 $(MAKE) --no-print-directory -k $(filter-out venv,$(TEST_BUILDS)) >/dev/null
 
-# make test and make test-all build the same (hack/run_tests.py's BUILD_ORDER, every build of TEST_BUILDS) but not
-# before the lanes: each lane of tests starts once the builds it needs first are done (the control plane, first and
-# at full priority; for the e2e lanes the node and the images too), the rest building niced beside them; a lane's
-# fixture asking for a build still in progress waits for it (the per-build lock, hack/lib.sh). The suites run as
-# pytest processes at once (hack/run_tests.py), each with its own cluster.
+# make test-all builds every build of TEST_BUILDS (hack/run_tests.py's BUILD_ORDER), make test all but those only the
+# long tier needs (LONG_ONLY_BUILDS: metrics-server), and neither before the lanes: each lane of tests starts once
+# the builds it needs first are done (the control plane, first and at full priority; for the e2e lanes the node and
+# the images too), the rest building niced beside them; a lane's fixture asking for a build still in progress waits
+# for it (the per-build lock, hack/lib.sh). The suites run as pytest processes at once (hack/run_tests.py), each
+# with its own cluster.
 test: venv ## the gate (12 min warm; CI's when a build is not cached): unit, integration and e2e against a real local control plane, all but the `long` scenarios (PYTEST_ARGS: one pytest with them, after every build)
 	TFOP_MAKE_STARTED=$(MAKE_STARTED) BUILD_JOBS=$(BUILD_JOBS) $(PY) hack/run_tests.py $(PYTEST_ARGS)
 

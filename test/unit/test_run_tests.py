@@ -149,16 +149,23 @@ def test_every_module_runs_in_one_lane_once() -> None:
         (run_tests.REPO / module).is_file() for module in run_tests.LATER_NEEDS)
 
 
-def test_make_test_builds_what_builds_cached_asks_for() -> None:
-    """make test's schedule builds every build of the Makefile's TEST_BUILDS (the virtualenv make has made), so a
-    machine a cold make test ran on is one .ci/run's `make builds-cached` finds complete."""
+def test_make_test_all_builds_what_builds_cached_asks_for_and_make_test_what_the_gate_needs() -> None:
+    """make test-all's schedule builds every build of the Makefile's TEST_BUILDS (the virtualenv make has made), so a
+    machine a session ran it on is one .ci/run's `make builds-cached` finds complete; make test leaves out
+    metrics-server, which only long tests' fixtures need."""
     import re
 
     import run_tests
+
+    from support.tiers import is_long
 
     makefile = (REPO / "Makefile").read_text()
     listed = re.search(r"^TEST_BUILDS := (.*?[^\\])$", makefile, re.MULTILINE | re.DOTALL)
     assert listed, "no TEST_BUILDS in the Makefile"
     test_builds = set(listed.group(1).replace("\\\n", " ").split()) - {"venv"}
-    assert {name for name, _, _ in run_tests.BUILD_ORDER} == test_builds
+    assert {build.name for build in run_tests.test_builds()} == test_builds
+    assert {build.name for build in run_tests.test_builds(everything=False)} == test_builds - {"metrics-server"}
     assert all(re.search(rf"^{name}:", makefile, re.MULTILINE) for name in test_builds)
+    long_only = [module for module, build in run_tests.LATER_NEEDS.items() if build in run_tests.LONG_ONLY_BUILDS]
+    assert long_only == ["test/e2e/test_resource_metrics_on_real_nodes.py"]
+    assert all(is_long(module) for module in long_only)
