@@ -154,9 +154,8 @@ training-operator: ## build (first time: tens of minutes on 2 cores) or reuse th
 # --- Kueue (job queueing; docs/scheduling/kueue.md) --------------------------------------------------------------
 .PHONY: kueue kueue-up kueue-down
 
-kueue: ## build (first time: ~6 min on 2 cores each) or reuse Kueue's managers (KUEUE_VERSION, for its TFJob adapter, and KUEUE_OWN_VERSION, for tfop's own integration: hack/versions.env)
+kueue: ## build (first time: 10-25 min on 2 cores) or reuse Kueue's manager (KUEUE_VERSION in hack/versions.env: both integrations' tests run it)
 	@bash hack/build-kueue.sh >/dev/null
-	@bash hack/build-kueue.sh --own >/dev/null
 
 kueue-up: venv kueue ## start Kueue beside the local cluster (CLUSTER_DIR) on loopback, with its TFJob integration
 	@$(PY) hack/local_cluster.py kueue up --dir $(CLUSTER_DIR)

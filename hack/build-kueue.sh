@@ -7,15 +7,10 @@
 #   hack/build-kueue.sh --module-dir  print the module's source directory in the Go module cache (hack/localcluster/addons/kueue.py
 #                                     installs Kueue's CRDs and webhook configurations from its config/components)
 #   hack/build-kueue.sh --version V [--module-dir]
-#                                     the same for Kueue V instead of KUEUE_VERSION (KUEUE_OWN_VERSION: the Kueue
-#                                     without a TFJob adapter that tfop's own integration is tested against); each
-#                                     version is cached apart
-#   hack/build-kueue.sh --own [--module-dir]
-#                                     the same for KUEUE_OWN_VERSION (make kueue builds both, so make test-builds
-#                                     and make builds-cached cover the Kueue the own integration's tests start)
+#                                     the same for Kueue V instead of KUEUE_VERSION; each version is cached apart
 #
-# It is built from a throwaway wrapper module that requires Kueue and restates its replaces (none in v0.15.0; `go
-# install pkg@version` would refuse any) with Kueue's own go.sum, so no checksum database lookup is needed.
+# It is built from a throwaway wrapper module that requires Kueue and restates its replaces (`go install
+# pkg@version` would refuse any) with Kueue's own go.sum, so no checksum database lookup is needed.
 set -euo pipefail
 
 LOG_NAME=build-kueue
@@ -23,11 +18,8 @@ LOG_NAME=build-kueue
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 VERSION="${KUEUE_VERSION}"
-if [[ "${1:-}" == "--own" ]]; then
-  VERSION="${KUEUE_OWN_VERSION}"
-  shift
-elif [[ "${1:-}" == "--version" ]]; then
-  [[ -n "${2:-}" ]] || die "--version needs a Kueue version, such as ${KUEUE_OWN_VERSION}"
+if [[ "${1:-}" == "--version" ]]; then
+  [[ -n "${2:-}" ]] || die "--version needs a Kueue version, such as ${KUEUE_VERSION}"
   VERSION="$2"
   shift 2
 fi

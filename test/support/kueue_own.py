@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from localcluster import LocalCluster
-from localcluster.addons.kueue import TFJOB_INTEGRATION, Kueue, module_dir, newest_version, release_integrations
+from localcluster.addons.kueue import TFJOB_INTEGRATION, Kueue, module_dir, release_integrations
 from support.crds import crd_established
 from support.kueue import CLUSTER_QUEUES, GPU, LOCAL_QUEUES, NODES, RESOURCE_FLAVORS, cluster_queue, flavor, is_true
 from support.kueue import local_queue as make_local_queue
@@ -64,10 +64,9 @@ def own_integration_cluster(directory: Path) -> Iterator[Setup]:
         process = early.start(wait_ready=False).process
         assert process is not None and process.wait(DEADLINE) == 1
         assert "kueue.integration is own, but the apiserver does not serve" in early.log_tail(20), early.log_tail(20)
-        version = newest_version()
-        integrations = release_integrations(module_dir(version))
+        integrations = release_integrations(module_dir())
         assert TFJOB_INTEGRATION not in integrations, integrations
-        kueue = Kueue(cluster, integrations, namespace_labels=dict([NAMESPACE_LABEL]), version=version,
+        kueue = Kueue(cluster, integrations, namespace_labels=dict([NAMESPACE_LABEL]),
                       config_overrides={"integrations": {"externalFrameworks": ["TFJob.v1.kubeflow.org"]}})
         kueue.start()
         namespace = f"own-{uuid.uuid4().hex[:6]}"

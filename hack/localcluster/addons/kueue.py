@@ -62,17 +62,6 @@ CORE_INTEGRATIONS = {"pod": ("", "pods"), "deployment": ("apps", "deployments"),
                      "statefulset": ("apps", "statefulsets")}
 
 
-VERSIONS = Path(__file__).resolve().parents[2] / "versions.env"
-
-
-def newest_version() -> str:
-    """The newest Kueue pinned (KUEUE_OWN_VERSION in hack/versions.env): a release without the TFJob adapter,
-    which tfop's own Kueue integration is tested against; KUEUE_VERSION stays the adapter's."""
-    pinned = dict(line.split("=", 1) for line in VERSIONS.read_text().splitlines()
-                  if "=" in line and not line.startswith("#"))
-    return pinned["KUEUE_OWN_VERSION"]
-
-
 def log(message: str) -> None:
     print(f"[kueue] {message}", file=sys.stderr, flush=True)
 
@@ -123,7 +112,7 @@ def render_crds(module: Path, url: str, ca_bundle: str) -> list[dict[str, Any]]:
         for doc in _documents(crd_dir / patch["path"]):
             conversion = doc.get("spec", {}).get("conversion")
             if not conversion:
-                continue  # a patch of something else than the conversion (none in v0.15.0)
+                continue  # a patch of something else than the conversion
             name = doc["metadata"]["name"]
             if name not in crds:
                 raise ClusterError(f"{crd_dir / patch['path']} patches {name}, which the kustomization lists not")
@@ -292,7 +281,7 @@ class Kueue:
         self._wait_ready(timeout)
 
     def _spawn(self, binary: Path) -> None:
-        """Kueue v0.15 reads its metrics serving certificate from the fixed /etc/kueue/metrics/certs when internal
+        """Kueue reads its metrics serving certificate from the fixed /etc/kueue/metrics/certs when internal
         certificate management is off (a release mounts a Secret there). So it runs in a mount namespace of its
         own whose /etc is an overlay holding that directory: the machine's /etc is left alone. unshare and sh exec
         in turn, so the pid written is Kueue's."""
