@@ -6,6 +6,8 @@ What callers may rely on:
   is an entry of the child-kind table (children/workload.py), kept by its one policy (policies/job_children.py),
   which deletes one of another shape, or a stray, first and makes the new one once it is gone, so Kueue never
   sees two for one job.
+- A copy of a job MultiKueue dispatched to this cluster has the Workload MultiKueue made for it, adopted rather
+  than made (policies/multikueue.py), and followed as any other.
 - Until the Workload is admitted (or once it is evicted or deactivated) the job is held: `Admission.held`, and the
   planner takes the suspension path (pods deleted with their grace period, so TensorFlow gets SIGTERM; restarts
   not counted; the clock stopped). Nothing in the user's spec is written.
@@ -56,6 +58,7 @@ from tfop.controller.plan.job.model import (
     PriorityClassRef,
     TFJobModel,
 )
+from tfop.controller.plan.observed.own_child import OwnedView
 from tfop.controller.plan.observed.workload import (
     ADMITTED,
     PODS_READY,
@@ -68,6 +71,7 @@ from tfop.controller.plan.observed.workload import (
 )
 from tfop.controller.plan.policies.job_children import keep_job_child
 from tfop.controller.plan.policies.kueue_reclaimable import wanted_reclaimable
+from tfop.controller.plan.policies.multikueue import follow_prebuilt
 from tfop.controller.plan.replicas.finished import FinishedReplicas
 from tfop.controller.plan.types import POD, WORKLOAD, ChildPatch, PlanContext
 from tfop.objects import Object
@@ -131,12 +135,18 @@ def adapter_conflict(draft: PlanDraft, context: PlanContext) -> str | None:
 def admit(draft: PlanDraft, job: TFJobModel, context: PlanContext) -> Admission | None:
     """The job's Workload kept (made, replaced, or a stray deleted: the child-kind table's policy), and whether
     the job may run now; None when tfop does not queue it (no queue label, or Kueue's adapter does)."""
-    own = keep_job_child(draft, job, context, WORKLOAD_KIND)
     queue = job.options.own_queue
+    if queue is not None and job.metadata.prebuilt_workload is not None:  # a copy MultiKueue dispatched here
+        prebuilt = follow_prebuilt(draft, job, context)
+        if isinstance(prebuilt, str):
+            return _held(REASON_QUEUED, prebuilt)
+        kept: OwnedView | None = prebuilt
+    else:
+        kept = keep_job_child(draft, job, context, WORKLOAD_KIND).current
     if queue is None:
         return None
     name = workload_name(job.metadata)
-    if own.current is None:
+    if kept is None:
         ref = job.options.own_priority_class
         if ref is not None and job.options.own_priority is None:
             draft.requeue(PRIORITY_CLASS_RETRY_SECONDS)
@@ -146,10 +156,9 @@ def admit(draft: PlanDraft, job: TFJobModel, context: PlanContext) -> Admission 
             return _held(REASON_QUEUED, f"{draft.job_ref} waits for the PriorityClass {ref.name} its pods name "
                                         f"to exist: its Kueue Workload's priority is that class's value.")
         return _held(REASON_QUEUED, f"{draft.job_ref} waits for its Kueue Workload {name} in LocalQueue {queue}.")
-    stored = next((w for w in context.of_kind(WORKLOAD) if mapping_at(w, "metadata").get("uid") == own.current.uid),
-                  None)
+    stored = next((w for w in context.of_kind(WORKLOAD) if mapping_at(w, "metadata").get("uid") == kept.uid), None)
     if stored is None:  # the view is made from these very objects
-        raise ValueError(f"no cached Workload {own.current.name}")
+        raise ValueError(f"no cached Workload {kept.name}")
     current = observe_workload(stored)
     if current.admitted:
         status = _admitted_status(current, draft)
