@@ -65,6 +65,9 @@ LONG: dict[str, str] = {
         "about 6 min (365 s): a 2,000-replica job under the Deployment's memory limit",
     "test/integration/test_multikueue.py":
         "about 74 s: a second cluster with Kueue as MultiKueue's worker; the gate's test_kueue.py admits jobs",
+    "test/integration/test_multikueue_own.py":
+        "about MEASURED s: the same two clusters with tfop's own Kueue integration (MultiKueue's generic adapter); "
+        "the gate's test_kueue_own.py admits jobs and test/unit/test_multikueue_own.py plans both sides",
 }
 
 

@@ -129,14 +129,15 @@ def test_on_the_manager_only_the_workload_is_kept(job: dict[str, Any], workloads
 ADOPT = {"metadata": {"resourceVersion": "7", "ownerReferences": [OWNER]}}
 HELD_REASON = "QueuedByKueue"
 
-# On a worker, the copy held: (prebuilt Workload as cached, unowned) -> (patches, the Suspended message, requeue).
+# On a worker, the copy held: (its prebuilt Workload as cached, unowned) -> (patches, the Suspended message,
+# requeue).
 WAITING: dict[str, tuple[dict[str, Any] | None, list[ChildPatch], str, float | None]] = {
     "not cached yet: waits, and looks again": (
         None, [],
         f"TFJob ns/mnist waits for its Kueue Workload {MANAGER_WL}, which MultiKueue makes for it ({PREBUILT}).", 1.0),
-    "there, owned by nobody: adopted": (
+    "there, owned by nobody, waiting for quota: adopted, and queued as Kueue says": (
         workload(MANAGER_WL, owned=False), [ChildPatch(WORKLOAD, MANAGER_WL, ADOPT)],
-        f"TFJob ns/mnist adopts its Kueue Workload {MANAGER_WL}, which MultiKueue made for it.", None),
+        "TFJob ns/mnist is queued in Kueue LocalQueue team.", None),
     "controlled by another object: waits": (
         workload(MANAGER_WL, owned=False, controller="other"), [],
         (f"TFJob ns/mnist waits: its Kueue Workload {MANAGER_WL} ({PREBUILT}) is controlled by Job other, not by "
@@ -153,6 +154,14 @@ def test_on_a_worker_the_copy_adopts_the_workload_multikueue_made(
     assert (result.create, result.delete, result.patch, (suspended["status"], suspended["reason"],
                                                          suspended["message"]), result.requeue_after) == (
         [], [], patches, ("True", HELD_REASON, message), requeue)
+
+
+def test_an_admitted_prebuilt_workload_is_adopted_and_the_pods_made_in_one_pass() -> None:
+    """The adoption is patched before any create: MultiKueue made the copy only once the Workload was admitted."""
+    admitted = workload(MANAGER_WL, RESERVED, ADMITTED, owned=False, admission=ADMISSION)
+    result = plan_with(queued(top=None, prebuilt=MANAGER_WL), [], prebuilt=admitted)
+    assert (result.patch, len(result.creates(POD)), result.creates(WORKLOAD)) == (
+        [ChildPatch(WORKLOAD, MANAGER_WL, ADOPT)], 3, [])
 
 
 def test_the_prebuilt_workload_is_named_by_the_annotation_or_the_label() -> None:

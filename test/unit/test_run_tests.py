@@ -156,7 +156,6 @@ def test_make_test_all_builds_what_builds_cached_asks_for_and_make_test_what_the
     import re
 
     import run_tests
-
     from support.tiers import is_long
 
     makefile = (REPO / "Makefile").read_text()

@@ -58,7 +58,6 @@ from tfop.controller.plan.job.model import (
     PriorityClassRef,
     TFJobModel,
 )
-from tfop.controller.plan.observed.own_child import OwnedView
 from tfop.controller.plan.observed.workload import (
     ADMITTED,
     PODS_READY,
@@ -140,29 +139,26 @@ def admit(draft: PlanDraft, job: TFJobModel, context: PlanContext) -> Admission 
         prebuilt = follow_prebuilt(draft, job, context)
         if isinstance(prebuilt, str):
             return _held(REASON_QUEUED, prebuilt)
-        kept: OwnedView | None = prebuilt
+        stored = prebuilt
     else:
-        kept = keep_job_child(draft, job, context, WORKLOAD_KIND).current
-    if queue is None:
-        return None
+        own = keep_job_child(draft, job, context, WORKLOAD_KIND)
+        if queue is None:
+            return None
+        if own.current is None:
+            return _waiting_for_workload(draft, job, queue)
+        found = next((w for w in context.of_kind(WORKLOAD) if mapping_at(w, "metadata").get("uid") == own.current.uid),
+                     None)
+        if found is None:  # the view is made from these very objects
+            raise ValueError(f"no cached Workload {own.current.name}")
+        stored = found
     name = workload_name(job.metadata)
-    if kept is None:
-        ref = job.options.own_priority_class
-        if ref is not None and job.options.own_priority is None:
-            draft.requeue(PRIORITY_CLASS_RETRY_SECONDS)
-            if ref.kind == WORKLOAD_PRIORITY_CLASS:
-                return _held(REASON_QUEUED, f"{draft.job_ref} waits for the Kueue WorkloadPriorityClass "
-                                            f"{ref.name} it names ({PRIORITY_CLASS}) to exist.")
-            return _held(REASON_QUEUED, f"{draft.job_ref} waits for the PriorityClass {ref.name} its pods name "
-                                        f"to exist: its Kueue Workload's priority is that class's value.")
-        return _held(REASON_QUEUED, f"{draft.job_ref} waits for its Kueue Workload {name} in LocalQueue {queue}.")
-    stored = next((w for w in context.of_kind(WORKLOAD) if mapping_at(w, "metadata").get("uid") == kept.uid), None)
-    if stored is None:  # the view is made from these very objects
-        raise ValueError(f"no cached Workload {kept.name}")
     current = observe_workload(stored)
+    # One patch of it per plan: a second one guarded by the same resourceVersion would always fail (an adoption's
+    # goes first; what the status lacks is written by the next pass).
+    patched = any(patch.kind == WORKLOAD and patch.name == current.name for patch in draft.patch)
     if current.admitted:
         status = _admitted_status(current, draft)
-        if status:  # one patch: a second one guarded by the same resourceVersion would always fail
+        if status and not patched:
             draft.patch.append(ChildPatch(WORKLOAD, current.name, {
                 "metadata": {"resourceVersion": current.resource_version}, "status": status}, subresource="status"))
         admission = _admitted(draft, job, current, context)
@@ -171,7 +167,7 @@ def admit(draft: PlanDraft, job: TFJobModel, context: PlanContext) -> Admission 
         return admission
     eviction = current.eviction
     if eviction is not None and current.quota_reserved:  # being stopped; the quota is handed back once it is
-        if not context.of_kind(POD):
+        if not context.of_kind(POD) and not patched:
             draft.patch.append(ChildPatch(WORKLOAD, current.name, _requeue(current, draft), subresource="status"))
         return _held(REASON_EVICTED, f"{draft.job_ref} was evicted by Kueue ({eviction.reason}: "
                                      f"{eviction.message.rstrip('.')}) and is queued again in LocalQueue {queue}.")
@@ -183,6 +179,20 @@ def admit(draft: PlanDraft, job: TFJobModel, context: PlanContext) -> Admission 
                                     f"eviction ({eviction.reason}).")
     waiting = f": {current.waiting.rstrip('.')}" if current.waiting else ""
     return _held(REASON_QUEUED, f"{draft.job_ref} is queued in Kueue LocalQueue {queue}{waiting}.")
+
+
+def _waiting_for_workload(draft: PlanDraft, job: TFJobModel, queue: str) -> Admission:
+    """Held while its Workload is made, or cannot be made yet: its priority class is not cached."""
+    ref = job.options.own_priority_class
+    if ref is not None and job.options.own_priority is None:
+        draft.requeue(PRIORITY_CLASS_RETRY_SECONDS)
+        if ref.kind == WORKLOAD_PRIORITY_CLASS:
+            return _held(REASON_QUEUED, f"{draft.job_ref} waits for the Kueue WorkloadPriorityClass "
+                                        f"{ref.name} it names ({PRIORITY_CLASS}) to exist.")
+        return _held(REASON_QUEUED, f"{draft.job_ref} waits for the PriorityClass {ref.name} its pods name "
+                                    f"to exist: its Kueue Workload's priority is that class's value.")
+    return _held(REASON_QUEUED, f"{draft.job_ref} waits for its Kueue Workload {workload_name(job.metadata)} in "
+                                f"LocalQueue {queue}.")
 
 
 def _held(reason: str, message: str) -> Admission:

@@ -12,9 +12,10 @@ the job again); a suspended job keeps none (MultiKueue then deletes the worker's
 On the worker (`follow_prebuilt`), MultiKueue makes the Workload first, which the worker's Kueue admits, then the
 copy of the job, without spec.managedBy and naming that Workload (api/kueue.py PREBUILT_WORKLOAD). tfop makes no
 Workload for such a copy: it adopts that one, setting the job as its controller (as Kueue's own job integrations
-do), then follows its admission as its own. Once the job's stored status says it finished, the Workload's
-Finished condition says so too (`report_finished`): the manager's MultiKueue waits for it, copies the job's status
-(final already, since it was stored first), finishes the manager's Workload and deletes the copy and its Workload.
+do), and follows its admission as its own from that pass on. Once the job's stored status says it finished, the
+Workload's Finished condition says so too (`report_finished`): the manager's MultiKueue waits for it, copies the
+job's status (final already, since it was stored first), finishes the manager's Workload and deletes the copy and
+its Workload.
 tfop never deletes that Workload (children/workload.py, handed_over).
 """
 
@@ -29,11 +30,11 @@ from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import TFJobModel
 from tfop.controller.plan.job_status import Condition
 from tfop.controller.plan.observed.child import Child
-from tfop.controller.plan.observed.own_child import OwnedView
 from tfop.controller.plan.observed.workload import FINISHED, observe_workload
 from tfop.controller.plan.policies.job_children import keep_job_child, settle_job_child
 from tfop.controller.plan.status import TRUE
 from tfop.controller.plan.types import WORKLOAD, ChildPatch, PlanContext
+from tfop.objects import Object
 
 # A copy whose prebuilt Workload the cache has not shown yet: its informer tells no job of an unowned Workload, so
 # the job looks again this soon.
@@ -65,16 +66,17 @@ def keep_dispatched_workload(draft: PlanDraft, job: TFJobModel, context: PlanCon
     keep_job_child(draft, job, context, WORKLOAD_KIND)
 
 
-def follow_prebuilt(draft: PlanDraft, job: TFJobModel, context: PlanContext) -> OwnedView | str:
-    """On a worker: the prebuilt Workload of a copy MultiKueue made, once the job controls it; until then, why the
-    job waits (the adoption is planned when the Workload is there and no other object controls it). Any other
-    Workload the job controls is deleted."""
+def follow_prebuilt(draft: PlanDraft, job: TFJobModel, context: PlanContext) -> Object | str:
+    """On a worker: the prebuilt Workload of a copy MultiKueue made, as cached, once the job controls it or as
+    this plan adopts it (the patch goes before any create, so the pods an admission lets this plan make are made
+    only if it took); else why the job waits. Any other Workload the job controls is deleted."""
     name = job.metadata.prebuilt_workload or ""
-    current: OwnedView | None = None
-    for child in context.observed.own_of(WORKLOAD):
-        if child.name == name and not child.terminating:
+    current: Object | None = None
+    for child in context.of_kind(WORKLOAD):
+        seen = Child.of(child)
+        if seen.name == name and not seen.terminating:
             current = child
-        elif not child.terminating:
+        elif not seen.terminating:
             draft.delete_child(WORKLOAD, child)
     if current is not None:
         return current
@@ -91,7 +93,7 @@ def follow_prebuilt(draft: PlanDraft, job: TFJobModel, context: PlanContext) -> 
                 f"{seen.controller.kind} {seen.controller.name}, not by the job.")
     draft.patch.append(ChildPatch(WORKLOAD, name, {"metadata": {
         "resourceVersion": seen.resource_version, "ownerReferences": [owner_reference(job.metadata)]}}))
-    return f"{draft.job_ref} adopts its Kueue Workload {name}, which MultiKueue made for it."
+    return found
 
 
 def report_finished(draft: PlanDraft, context: PlanContext) -> None:
