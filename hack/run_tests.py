@@ -149,7 +149,7 @@ LONG_ONLY_BUILDS = ("metrics-server",)
 E2E_NEEDS = ("controlplane", "node", "test-artifacts")
 
 
-def test_builds(everything: bool = True) -> tuple[Build, ...]:
+def test_builds(everything: bool = True) -> tuple[Build, ...]:  # noqa: PT028 - the builds of the tests, not a test
     """The builds of BUILD_ORDER, those only the long tier needs (LONG_ONLY_BUILDS) left out unless `everything`."""
     return tuple(Build(name, ("make", "-C", str(REPO), "--no-print-directory", name), after, nice)
                  for name, after, nice in BUILD_ORDER if everything or name not in LONG_ONLY_BUILDS)
