@@ -123,6 +123,8 @@ def test_a_job_queued_on_the_manager_runs_on_the_worker_and_succeeds_there(pair:
     succeeded = next(c for c in mirrored["conditions"] if c["type"] == "Succeeded")
     assert succeeded["status"] == "True" and succeeded["message"].startswith(f"TFJob {namespace}/dist")
     assert mirrored["replicaStatuses"]["Chief"]["succeeded"] == 1
+    # The copy adopted its admitted Workload and made its pods in one pass: it was never held (Suspended).
+    assert [c["type"] for c in mirrored["conditions"]] == ["Created", "Running", "Succeeded"], mirrored["conditions"]
     assert mirrored["runtimeId"] == runtime_id(remote["metadata"]["uid"]) != runtime_id(created["metadata"]["uid"])
     wait_for(lambda: condition_true(workload_of(manager.client, namespace, created), "Finished"), DEADLINE,
              "the manager's Workload to finish")

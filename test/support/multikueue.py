@@ -6,7 +6,8 @@ names the worker, reached through a Secret holding the worker's kubeconfig.
 Two Kueue configurations, one per tfop integration (`kueue.integration`):
 - `kueue`: Kueue's TFJob adapter (kubeflow.org/tfjob among its frameworks) queues the jobs; its webhook hands a
   queued job to MultiKueue through spec.runPolicy.managedBy.
-- `own`: Kueue's shipped frameworks (no kubeflow.org/tfjob), the TFJob kind named as an external framework both
+- `own`: Kueue's shipped frameworks (no kubeflow.org/tfjob; on the manager, those whose kinds the clusters serve),
+  the TFJob kind named as an external framework both
   to the job framework (integrations.externalFrameworks) and to MultiKueue's generic adapter
   (multiKueue.externalFrameworks, feature gate MultiKueueAdaptersForCustomJobs); tfop makes the Workloads, and the
   user hands a job to MultiKueue through spec.managedBy.
@@ -24,7 +25,14 @@ from typing import Any
 import pytest
 
 from localcluster import LocalCluster
-from localcluster.addons.kueue import TFJOB_INTEGRATION, Kueue, module_dir, release_integrations
+from localcluster.addons.kueue import (
+    TFJOB_INTEGRATION,
+    Kueue,
+    integration_resource,
+    module_dir,
+    release_integrations,
+)
+from localcluster.addons.process import tail
 from support.crds import crd_established
 from support.kueue import integration_config
 from support.operator_process import OperatorProcess
@@ -78,10 +86,26 @@ def kueue_of(cluster: LocalCluster, integration: str, manager: bool) -> Kueue:
         return Kueue(cluster, config_overrides={"multiKueue": multikueue} if manager else {})
     integrations = release_integrations(module_dir())
     assert TFJOB_INTEGRATION not in integrations, integrations
+    if manager:
+        integrations = served(cluster, integrations)
     return Kueue(cluster, integrations, config_overrides={
         "integrations": {"externalFrameworks": [TFJOB_KIND]},
         "multiKueue": {**multikueue, "externalFrameworks": [{"name": TFJOB_KIND}]},
         "featureGates": {"MultiKueueAdaptersForCustomJobs": True}})
+
+
+def served(cluster: LocalCluster, integrations: list[str]) -> list[str]:
+    """The integrations whose kind the cluster serves. MultiKueue connects to a worker only once it watches there
+    every kind of the manager's integrations it can dispatch (Kueue v0.19.0, multikueuecluster.go,
+    updateConfigAndRefreshWatchers): the release's list names JobSet, Ray, MPIJob... whose CRDs a bare cluster
+    lacks. The two clusters serve the same kinds, so the manager's own answer is the worker's."""
+    names = set(cluster.kubectl("api-resources", "-o", "name").stdout.split())
+    kept = []
+    for integration in integrations:
+        group, resource = integration_resource(integration)
+        if (f"{resource}.{group}" if group else resource) in names:
+            kept.append(integration)
+    return kept
 
 
 @contextmanager
@@ -110,7 +134,8 @@ def multikueue_pair(tmp_path_factory: pytest.TempPathFactory, integration: str) 
                                 "--from-file=kubeconfig=/dev/stdin", input=kubeconfig)
         apply_example(manager, "manager.yaml", namespace)
         wait_for(lambda: condition_true(manager.client.get(MULTIKUEUE_CLUSTERS, "worker"), "Active"), DEADLINE,
-                 "the MultiKueueCluster to connect to the worker cluster")
+                 "the MultiKueueCluster to connect to the worker cluster",
+                 explain=lambda: str(manager.client.get(MULTIKUEUE_CLUSTERS, "worker").get("status") or {}))
         for side in sides:
             side.cluster.kubectl("wait", "--for=condition=Active", f"--timeout={DEADLINE:.0f}s", "clusterqueue/team",
                                  timeout=DEADLINE + 60)
@@ -123,7 +148,7 @@ def multikueue_pair(tmp_path_factory: pytest.TempPathFactory, integration: str) 
             if side.operator is not None:
                 side.operator.terminate()
                 print(f"--- {side.name}'s tfop log ---\n{side.operator.log_tail(40)}")
-            print(f"--- {side.name}'s kueue log: {side.kueue.log_file}")
+            print(f"--- {side.name}'s kueue log ---\n{tail(side.kueue.log_file)}")
             side.kueue.stop()
             side.cluster.destroy()
 

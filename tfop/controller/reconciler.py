@@ -316,14 +316,15 @@ class TFJobController:
                     children[grand.kind].extend(cache.by_index(grand.owner_index, child["metadata"]["uid"]))
         now = datetime.fromtimestamp(self.clock.wall(), UTC)
         pod_classes, default_class = self._pod_priority_classes_of(job)
+        prebuilt = self._unowned_prebuilt(job, namespace, children.get(WORKLOAD, []))
         # What the apiserver refused of the previous pass's plan is observed state, like what the cache holds.
         context = PlanContext(job, children, now, self.config, refusals=self.refusals.pop(key, ()),
                               gang_problem=self.gang_problem, nodes=self._nodes_of(children.get(POD, [])),
-                              flavors=self._flavors_of(children.get(WORKLOAD, [])),
+                              flavors=self._flavors_of([*children.get(WORKLOAD, []), *filter(None, [prebuilt])]),
                               priority_classes=self._priority_classes_of(job), pod_priority_classes=pod_classes,
                               default_priority_class=default_class, progress=self.progress.latest(key),
                               foreign=foreign, claims=self._claims_of(job, namespace),
-                              prebuilt_workload=self._unowned_prebuilt(job, namespace, children.get(WORKLOAD, [])))
+                              prebuilt_workload=prebuilt)
         plan = plan_job(context)
         changes = self.applier.change_children(key, job, plan)
         held = self.applier.record(key, job, plan, now)
