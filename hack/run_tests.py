@@ -109,7 +109,7 @@ def modules_line(lane: str, times: list[tuple[str, float]], shown: int = 6) -> s
 # the chaos soak's short form (leader takeovers waiting out the Lease, apiserver restarts).
 WAITING_MODULES = tuple(f"test/integration/{name}.py" for name in (
     "test_gang", "test_big_job", "test_alerts_fire", "test_metrics_scraped", "test_credentials", "test_multikueue",
-    "test_kueue", "test_kueue_without_tfjob", "test_chaos"))
+    "test_multikueue_own", "test_kueue", "test_kueue_without_tfjob", "test_chaos"))
 
 # A fourth lane takes the costliest of the rest (helm and kubectl renders of every install variant, the fuzzed
 # jobs, the HPA, the webhook's certificates, the Go operator's takeover, TensorFlow's cluster specs): with them the
@@ -170,7 +170,8 @@ LATER_NEEDS: dict[str, str] = {
     "test/e2e/test_ui_on_real_nodes.py": "browser",
     **{f"test/integration/{name}.py": "coscheduler" for name in ("test_gang", "test_gang_resize")},
     **{f"test/integration/{name}.py": "kueue" for name in (
-        "test_kueue", "test_kueue_keys", "test_kueue_own", "test_kueue_without_tfjob", "test_multikueue")},
+        "test_kueue", "test_kueue_keys", "test_kueue_own", "test_kueue_without_tfjob", "test_multikueue",
+        "test_multikueue_own")},
     "test/e2e/test_network_policy_on_real_nodes.py": "kube-router",
     "test/e2e/test_resource_metrics_on_real_nodes.py": "metrics-server",
 }

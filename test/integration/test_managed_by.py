@@ -1,6 +1,6 @@
-"""runPolicy.managedBy against the real apiserver: the CRD keeps it as set at creation, and a job another
-controller runs (MultiKueue's copy on a manager cluster) is never touched by a running tfop: no children, no
-status, no events, no TTL delete, while a job beside it runs and is cleaned up as usual."""
+"""runPolicy.managedBy and spec.managedBy against the real apiserver: the CRD keeps them as set at creation, and a
+job another controller runs (MultiKueue's copy on a manager cluster) is never touched by a running tfop: no
+children, no status, no events, no TTL delete, while a job beside it runs and is cleaned up as usual."""
 
 from __future__ import annotations
 
@@ -51,6 +51,32 @@ def test_managed_by_is_kept_as_created_and_must_name_a_controller(kube_client: K
         name = f"ok-{len(value)}"
         created = create_job(kube_client, namespace, name, {"managedBy": value}, Worker=replica())
         assert created["spec"]["runPolicy"]["managedBy"] == value
+
+
+def top_level(name: str, manager: str, run_policy: dict[str, Any] | None = None) -> dict[str, Any]:
+    job = tfjob(name, run_policy, Worker=replica())
+    job["spec"]["managedBy"] = manager
+    return job
+
+
+def test_spec_managed_by_is_kept_as_created_and_names_one_controller(kube_client: KubeClient, namespace: str,
+                                                                     tfjob_crd: Path) -> None:
+    """The top-level field Kueue's generic MultiKueue adapter reads: kept (not pruned), immutable, validated as
+    runPolicy.managedBy is, and never naming another controller than runPolicy.managedBy does."""
+    created = kube_client.create(TFJOBS, top_level("top", MULTIKUEUE), namespace)
+    assert created["spec"]["managedBy"] == MULTIKUEUE
+    top_immutable = "spec.managedBy is immutable; it can only be set when the job is created"
+    change = {"spec": {"managedBy": "kubeflow.org/training-operator"}}
+    assert top_immutable in refused(lambda: kube_client.patch(TFJOBS, "top", change, namespace))
+    remove = [{"op": "remove", "path": "/spec/managedBy"}]
+    assert top_immutable in refused(lambda: kube_client.patch(TFJOBS, "top", remove, namespace, patch_type="json"))
+    assert "spec.managedBy must be empty or a domain-prefixed path such as kueue.x-k8s.io/multikueue" in refused(
+        lambda: kube_client.create(TFJOBS, top_level("typo", "kueue"), namespace))
+    assert "spec.managedBy and spec.runPolicy.managedBy name different controllers" in refused(
+        lambda: kube_client.create(TFJOBS, top_level("two", MULTIKUEUE, {"managedBy": "example.com/mine"}),
+                                   namespace))
+    for name, run_policy in (("same", {"managedBy": MULTIKUEUE}), ("one-empty", {"managedBy": ""})):
+        assert kube_client.create(TFJOBS, top_level(name, MULTIKUEUE, run_policy), namespace)["spec"]["managedBy"]
 
 
 def test_a_job_managed_elsewhere_is_left_alone_while_its_neighbour_runs(

@@ -13,103 +13,24 @@ from __future__ import annotations
 import json
 import sys
 import time
-import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 import pytest
 
 from fake_kubelet import exit_pod
-from localcluster import LocalCluster
-from localcluster.addons.kueue import Kueue
-from support.crds import crd_established
-from support.kueue import integration_config
-from support.operator_process import OperatorProcess
+from support.multikueue import EXAMPLES, MULTIKUEUE, Side, condition_true, multikueue_pair, workload_finished
 from support.tfjobs import TFJOBS, children, events_about, job_status, pods_by_name
 from support.waiting import DEADLINE, wait_for
 from tfop import yamlio
-from tfop.kube.client import KubeClient
 from tfop.kube.errors import NotFound
-from tfop.kube.resource import PODS, SERVICES, Resource
-
-REPO = Path(__file__).resolve().parents[2]
-CRD_FILE = REPO / "crd" / "kubeflow.org_tfjobs.yaml"
-EXAMPLES = REPO / "examples" / "multikueue"  # docs/scheduling/multikueue.md applies the same files
-WORKLOADS = Resource("kueue.x-k8s.io", "v1beta2", "workloads", "Workload")
-MULTIKUEUE_CLUSTERS = Resource("kueue.x-k8s.io", "v1beta2", "multikueueclusters", "MultiKueueCluster",
-                               namespaced=False)
-MULTIKUEUE = "kueue.x-k8s.io/multikueue"
-
-
-@dataclass
-class Side:
-    """One cluster of the pair, with its Kueue, its tfop and a client."""
-
-    name: str
-    cluster: LocalCluster
-    kueue: Kueue
-    client: KubeClient
-    operator: OperatorProcess | None = None
-
-
-def apply_example(side: Side, name: str, namespace: str) -> None:
-    side.cluster.kubectl("apply", "-n", namespace, "-f", str(EXAMPLES / name))
-
-
-def condition_true(obj: dict[str, Any] | None, condition_type: str) -> bool:
-    return any(c.get("type") == condition_type and c.get("status") == "True"
-               for c in ((obj or {}).get("status") or {}).get("conditions", []))
+from tfop.kube.resource import PODS, SERVICES
 
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Side, Side, str]]:
-    """A manager and a worker cluster (kwok nodes only, beside the session's cluster), Kueue on both, MultiKueue
-    set up on the manager, tfop on both watching one namespace that exists on both."""
-    sides: list[Side] = []
-    namespace = f"multikueue-{uuid.uuid4().hex[:6]}"
-    try:
-        for name in ("manager", "worker"):
-            cluster = LocalCluster(tmp_path_factory.mktemp(name), real_nodes=0)
-            cluster.up()
-            cluster.kubectl("apply", "-f", str(CRD_FILE))
-            wait_for(lambda c=cluster: crd_established(c, "tfjobs.kubeflow.org"), DEADLINE, f"the {name}'s TFJob CRD")
-            overrides = {"multiKueue": {"gcInterval": "5s", "origin": "tfop-manager"}} if name == "manager" else {}
-            side = Side(name, cluster, Kueue(cluster, config_overrides=overrides),
-                        KubeClient.from_kubeconfig(str(cluster.kubeconfig)))
-            sides.append(side)
-            side.kueue.start()
-            cluster.kubectl("create", "namespace", namespace)
-        manager, worker = sides
-        apply_example(worker, "worker.yaml", namespace)
-        # As docs/scheduling/multikueue.md says to: the worker's kubeconfig with its files inlined (MultiKueue refuses
-        # file paths).
-        kubeconfig = worker.cluster.kubectl("config", "view", "--flatten", "--raw").stdout
-        manager.cluster.kubectl("create", "secret", "generic", "worker-kubeconfig", "-n", "kueue-system",
-                                "--from-file=kubeconfig=/dev/stdin", input=kubeconfig)
-        apply_example(manager, "manager.yaml", namespace)
-        wait_for(lambda: condition_true(manager.client.get(MULTIKUEUE_CLUSTERS, "worker"), "Active"), DEADLINE,
-                 "the MultiKueueCluster to connect to the worker cluster")
-        for side in sides:
-            side.cluster.kubectl("wait", "--for=condition=Active", f"--timeout={DEADLINE:.0f}s", "clusterqueue/team",
-                                 timeout=DEADLINE + 60)
-            side.operator = OperatorProcess(side.cluster.kubeconfig, side.cluster.directory / "tfop.log",
-                                            "--namespace", namespace, "--config",
-                                            str(integration_config(side.cluster.directory, "kueue"))).start()
-        yield manager, worker, namespace
-    finally:
-        for side in sides:
-            if side.operator is not None:
-                side.operator.terminate()
-                print(f"--- {side.name}'s tfop log ---\n{side.operator.log_tail(40)}")
-            side.kueue.stop()
-            side.cluster.destroy()
-
-
-def workload_finished(client: KubeClient, namespace: str) -> bool:
-    items, _ = client.list(WORKLOADS, namespace)
-    return bool(items) and all(condition_true(item, "Finished") for item in items)
+    """The pair of support/multikueue.py, queued by Kueue's TFJob adapter."""
+    with multikueue_pair(tmp_path_factory, "kueue") as sides:
+        yield sides
 
 
 def test_a_job_sent_to_the_manager_runs_on_the_worker_only(pair: tuple[Side, Side, str]) -> None:

@@ -65,6 +65,10 @@ LONG: dict[str, str] = {
         "about 6 min (365 s): a 2,000-replica job under the Deployment's memory limit",
     "test/integration/test_multikueue.py":
         "about 74 s: a second cluster with Kueue as MultiKueue's worker; the gate's test_kueue.py admits jobs",
+    "test/integration/test_multikueue_own.py":
+        "about 100 s (89 and 100 s, its first two passing runs): the same two clusters with tfop's own Kueue "
+        "integration (MultiKueue's generic adapter); the gate's test_kueue_own.py admits jobs and "
+        "test/unit/test_multikueue_own.py plans both sides",
 }
 
 

@@ -3,7 +3,11 @@
 `runPolicy.managedBy` says which controller runs a job. Like the Kubeflow training operator, tfop runs a job whose
 value is absent, empty or that operator's own `kubeflow.org/training-operator` (tfop replaces it, so manifests
 and Kueue, which knows only that value, keep working); any other value, such as MultiKueue's on a manager
-cluster, hands the job to that controller, and tfop never touches it.
+cluster, hands the job to that controller, and tfop never touches it. The top-level `spec.managedBy` says the
+same (the CRD refuses the two naming different controllers): it is where Kueue's generic MultiKueue adapter for
+external kinds reads and removes it, so with tfop's own Kueue integration a job sent to MultiKueue names it there,
+and the manager cluster's tfop keeps only its Workload (plan/policies/multikueue.py). The copy MultiKueue makes
+on a worker names the Workload it made for it (PREBUILT_WORKLOAD), which that cluster's tfop follows.
 
 Kueue's TFJob integration looks replica types up by their TitleCase keys only (Chief, Master, PS, Worker,
 Evaluator): a `worker` key makes no pod set, so its pods would run outside the quota and without the flavor's
@@ -25,6 +29,11 @@ from tfop.api.errors import FieldError
 from tfop.api.fields import mapping_at, text
 
 MANAGED_BY_OPERATOR: Final = "kubeflow.org/training-operator"
+# MultiKueue's controller name: a job whose spec.managedBy is this is dispatched to a worker cluster by Kueue.
+MULTIKUEUE: Final = "kueue.x-k8s.io/multikueue"
+# The Workload MultiKueue made on a worker cluster for its copy of a job: named by an annotation (Kueue v0.18 and
+# later, feature gate WorkloadIdentifierAnnotations, on by default) or, as before, a label of the same key.
+PREBUILT_WORKLOAD: Final = "kueue.x-k8s.io/prebuilt-workload-name"
 # Kueue reads the queue from this label (and, deprecated, from an annotation of the same name).
 QUEUE_NAME: Final = "kueue.x-k8s.io/queue-name"
 # A WorkloadPriorityClass, by name, as Kueue reads it from a job's label.
@@ -53,9 +62,25 @@ KUEUE_VERSION: Final = "v1beta2"
 
 
 def managed_elsewhere(job: object) -> str | None:
-    """The controller that runs `job` instead of tfop, or None when tfop runs it."""
-    manager = text(mapping_at(job, "spec", "runPolicy").get("managedBy"))
+    """The controller that runs `job` instead of tfop (spec.managedBy, else spec.runPolicy.managedBy), or None when
+    tfop runs it."""
+    spec = mapping_at(job, "spec")
+    manager = text(spec.get("managedBy")) or text(mapping_at(spec, "runPolicy").get("managedBy"))
     return manager if manager and manager != MANAGED_BY_OPERATOR else None
+
+
+def dispatched_by_multikueue(job: object) -> bool:
+    """Whether the job's spec.managedBy hands it to MultiKueue: where Kueue's generic adapter for external kinds
+    looks (runPolicy.managedBy is what Kueue's own TFJob adapter reads)."""
+    return text(mapping_at(job, "spec").get("managedBy")) == MULTIKUEUE
+
+
+def prebuilt_workload(job: object) -> str | None:
+    """The name of the Workload MultiKueue made for this copy of a job on a worker cluster, if it is one: the
+    annotation first, then the label, as Kueue reads them."""
+    metadata = mapping_at(job, "metadata")
+    return (text(mapping_at(metadata, "annotations").get(PREBUILT_WORKLOAD))
+            or text(mapping_at(metadata, "labels").get(PREBUILT_WORKLOAD)) or None)
 
 
 def queue_name(job: object) -> str | None:

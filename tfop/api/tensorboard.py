@@ -7,6 +7,9 @@ from __future__ import annotations
 from typing import Final
 from urllib.parse import quote
 
+from tfop.api.fields import items, mapping, mapping_at
+from tfop.objects import Object
+
 # On a TFJob: the absolute log directory its replicas write, on a volume their template mounts; the job gets a
 # TensorBoard on it while it runs and for a while after it finishes.
 ANNOTATION_TENSORBOARD: Final = "tfop.kubeflow.org/tensorboard"
@@ -28,3 +31,12 @@ def tensorboard_path(namespace: str, name: str) -> str:
 def tensorboard_name(name: str, runtime_id: str) -> str:
     """The Deployment's and the Service's name: short, since a job's name and a replica's suffix share 63."""
     return f"{name}-tb-{runtime_id}"
+
+
+def claim_names(job: Object) -> set[str]:
+    """The claims a job that asks for a TensorBoard names in its templates' volumes (none for any other job)."""
+    if ANNOTATION_TENSORBOARD not in mapping_at(job, "metadata", "annotations"):
+        return set()
+    return {str(claim["claimName"]) for replica in mapping_at(job, "spec", "tfReplicaSpecs").values()
+            for volume in items(mapping_at(replica, "template", "spec").get("volumes"))
+            if "claimName" in (claim := mapping(mapping(volume).get("persistentVolumeClaim")))}

@@ -11,10 +11,10 @@ from datetime import UTC, datetime
 
 import structlog
 
+from tfop.api import kueue as kueue_api
 from tfop.api.constants import FINAL_CONDITIONS, GROUP, KIND, LABEL_JOB_NAME, POD_SUCCEEDED
-from tfop.api.fields import items, mapping, mapping_at
 from tfop.api.kueue import INTEGRATION_OWN, managed_elsewhere, pod_priority_class, priority_class, queue_name
-from tfop.api.tensorboard import ANNOTATION_TENSORBOARD
+from tfop.api.tensorboard import claim_names
 from tfop.controller.apply.applier import PlanApplier
 from tfop.controller.cache_transforms import (
     BY_NODE,
@@ -61,14 +61,6 @@ from tfop.objects import Object
 
 log = structlog.get_logger("tfop.controller")
 
-
-def claim_names(job: Object) -> set[str]:
-    """The claims a job that asks for a TensorBoard names in its templates' volumes (none for any other job)."""
-    if ANNOTATION_TENSORBOARD not in mapping_at(job, "metadata", "annotations"):
-        return set()
-    return {str(claim["claimName"]) for replica in mapping_at(job, "spec", "tfReplicaSpecs").values()
-            for volume in items(mapping_at(replica, "template", "spec").get("volumes"))
-            if "claimName" in (claim := mapping(mapping(volume).get("persistentVolumeClaim")))}
 
 CONTROLLER_NAME = "tfjob"
 # A job's children change in bursts (its 14 pods and services created, then scheduled, then started): their
@@ -188,6 +180,13 @@ class TFJobController:
         value, name = defaults[0]
         return {name: value}, name
 
+    def _unowned_prebuilt(self, job: Object, namespace: str, owned: list[Object]) -> Object | None:
+        """The cached Workload MultiKueue made for this copy of a job, until the job controls it (the plan adopts
+        it)."""
+        name = kueue_api.prebuilt_workload(job) if self.own_kueue else None
+        owns = name is None or any(workload["metadata"]["name"] == name for workload in owned)
+        return None if owns else self._cache_of(WORKLOAD, namespace).get(f"{namespace}/{name}")
+
     def _nodes_of(self, pods: list[Object]) -> dict[str, Object] | None:
         """The cached nodes the pods are on, by name (a node not in the cache is left out: deleted)."""
         if not self.config.node_loss.watch_nodes:
@@ -229,7 +228,9 @@ class TFJobController:
             self.metrics.know_namespace(key.partition("/")[0])
             manager = managed_elsewhere(job)  # immutable (CRD rule), so said once per job and operator start
             if manager is not None:
-                log.debug("job managed by another controller: leaving it alone", job=key, managed_by=manager)
+                dispatched = self.own_kueue and kueue_api.dispatched_by_multikueue(job)  # its Workload kept here
+                log.debug("job dispatched by MultiKueue" if dispatched else "job managed by another controller: "
+                          "leaving it alone", job=key, managed_by=manager)
         if change is Change.DELETED:
             self.expectations.forget(key)
             self.refusals.pop(key, None)
@@ -315,13 +316,15 @@ class TFJobController:
                     children[grand.kind].extend(cache.by_index(grand.owner_index, child["metadata"]["uid"]))
         now = datetime.fromtimestamp(self.clock.wall(), UTC)
         pod_classes, default_class = self._pod_priority_classes_of(job)
+        prebuilt = self._unowned_prebuilt(job, namespace, children.get(WORKLOAD, []))
         # What the apiserver refused of the previous pass's plan is observed state, like what the cache holds.
         context = PlanContext(job, children, now, self.config, refusals=self.refusals.pop(key, ()),
                               gang_problem=self.gang_problem, nodes=self._nodes_of(children.get(POD, [])),
-                              flavors=self._flavors_of(children.get(WORKLOAD, [])),
+                              flavors=self._flavors_of([*children.get(WORKLOAD, []), *filter(None, [prebuilt])]),
                               priority_classes=self._priority_classes_of(job), pod_priority_classes=pod_classes,
                               default_priority_class=default_class, progress=self.progress.latest(key),
-                              foreign=foreign, claims=self._claims_of(job, namespace))
+                              foreign=foreign, claims=self._claims_of(job, namespace),
+                              prebuilt_workload=prebuilt)
         plan = plan_job(context)
         changes = self.applier.change_children(key, job, plan)
         held = self.applier.record(key, job, plan, now)

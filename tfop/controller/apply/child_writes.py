@@ -247,10 +247,11 @@ class ChildWriter:
                 self.recorder.record(job, WARNING, f"FailedUpdate{patch.kind}",
                                      f"Error updating {patch.kind.lower()} {patch.name}: {error.message}")
                 continue
-            part = patch.subresource or "spec"
+            part = patch.subresource or ("spec" if "spec" in patch.patch else "metadata")
+            fields = sorted(set(patch.patch[part]) - {"resourceVersion"})  # a guard, not a change
             self.recorder.record(job, NORMAL, f"SuccessfulUpdate{patch.kind}",
-                                 f"Updated {patch.kind.lower()} {patch.name}: {', '.join(sorted(patch.patch[part]))}"
-                                 + (f" of its {part}" if patch.subresource else ""))
+                                 f"Updated {patch.kind.lower()} {patch.name}: {', '.join(fields)}"
+                                 + (f" of its {part}" if part != "spec" else ""))
 
     def _ensure_configmap(self, keeper: ConfigMapKeeper, job: Object, namespace: str, changes: ChildChanges) -> None:
         """The pods are created even when this fails: they wait for the ConfigMap, and the retry brings it."""

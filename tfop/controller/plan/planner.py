@@ -23,7 +23,13 @@ from tfop.api.constants import (
     REASON_TEMPLATE_RESTART_POLICY,
     RESTART_SCOPE_JOB,
 )
-from tfop.api.kueue import INTEGRATION_OWN, REASON_ADAPTER_CONFLICT, REASON_NOT_QUEUED, managed_elsewhere
+from tfop.api.kueue import (
+    INTEGRATION_OWN,
+    REASON_ADAPTER_CONFLICT,
+    REASON_NOT_QUEUED,
+    dispatched_by_multikueue,
+    managed_elsewhere,
+)
 from tfop.api.runtime_id import runtime_id
 from tfop.controller.plan.children.batch_job import made_by_job
 from tfop.controller.plan.children.desired import DesiredChildren, pod_restart_policy
@@ -48,6 +54,7 @@ from tfop.controller.plan.policies.evaluator import (
 from tfop.controller.plan.policies.gang import plan_pod_group
 from tfop.controller.plan.policies.job_children import OwnChild, keep_job_children, waiting_for_a_name
 from tfop.controller.plan.policies.kueue_admission import adapter_conflict, admit, with_workload_priority
+from tfop.controller.plan.policies.multikueue import keep_dispatched_workload, report_finished
 from tfop.controller.plan.policies.node_loss import (
     ReplicaOnNode,
     Verdict,
@@ -68,7 +75,7 @@ from tfop.controller.plan.replicas.finished import FinishedReplicas, pods_to_rel
 from tfop.controller.plan.replicas.pod_slots import SlotState, SortedChildren
 from tfop.controller.plan.replicas.replica_status import record_replicas
 from tfop.controller.plan.status import TRUE, is_terminating, listing
-from tfop.controller.plan.types import POD, POD_GROUP, SERVICE, ChildRef, Creation, Plan, PlanContext
+from tfop.controller.plan.types import POD, POD_GROUP, SERVICE, ChildRef, Creation, JobEvent, Plan, PlanContext
 
 __all__ = ["plan"]
 
@@ -89,6 +96,8 @@ class _Planning:
 def plan(context: PlanContext) -> Plan:
     job = context.job
     if managed_elsewhere(job):
+        if dispatched_by_multikueue(job) and context.config.kueue_integration == INTEGRATION_OWN:
+            return _dispatched(context)
         return Plan()  # another controller runs the job
     if is_terminating(job):  # the garbage collector removes its children, once tfop's finalizer has gone
         return Plan(release=[ChildRef.of(POD, pod) for pod in context.observed.pods if pod.tracked])
@@ -127,11 +136,33 @@ def plan(context: PlanContext) -> Plan:
                                           FinishedReplicas.of_status(draft.previous))
         _run(_Planning(draft, context, parsed, naming, sorted_children, backend, on_bad_nodes))
     _release_pods(draft, context, spec)
+    if context.config.kueue_integration == INTEGRATION_OWN:
+        report_finished(draft, context)
     record_progress(draft, context.progress)
     record_checkpoint(draft, context.progress)
     if spec is not None and not _is_finished(draft):
         annotate_checkpoint(draft, context.observed.pods)
     return draft.finalize(refused=bool(context.refusals))
+
+
+def _dispatched(context: PlanContext) -> Plan:
+    """A job MultiKueue sends to a worker cluster, with tfop's own Kueue integration: its Workload only
+    (policies/multikueue.py). No status (Kueue's adapter copies the worker's), no event but why it cannot be
+    queued."""
+    job = context.job
+    if is_terminating(job):
+        return Plan()
+    draft = PlanDraft(job, context.now, context.config)
+    parsed = parse_job(job, context.config, claims=context.claims)
+    if isinstance(parsed, InvalidJob):
+        errors = listing([str(error) for error in parsed.errors])
+        return Plan(events=[JobEvent(EVENT_WARNING, REASON_INVALID_SPEC,
+                                     f"{draft.job_ref} is not queued: it has an invalid spec: {errors}.")])
+    model = with_workload_priority(parsed, context)
+    keep_dispatched_workload(draft, model, context)
+    return Plan(create=draft.create, delete=draft.delete,
+                desired=DesiredChildren(model, context.config.service_domain) if draft.create else None,
+                requeue_after=draft.requeue_after)
 
 
 def _release_pods(draft: PlanDraft, context: PlanContext, spec: TFJobSpec | None) -> None:

@@ -102,6 +102,10 @@ class PlanContext:
     # The cached PersistentVolumeClaims the job's templates name, by name (a name missing: not cached); read for a
     # TensorBoard's log volume (plan/job/tensorboard.py).
     claims: Mapping[str, Object] = field(default_factory=lambda: MappingProxyType({}))
+    # The cached Workload a copy MultiKueue dispatched to this cluster names (api/kueue.py PREBUILT_WORKLOAD) while no
+    # controller owns it yet: tfop adopts it (plan/policies/multikueue.py). None once the job controls it (it is
+    # then among the children), or when there is none.
+    prebuilt_workload: Object | None = None
 
     def of_kind(self, kind: str) -> list[Object]:
         return self.children.get(kind, [])

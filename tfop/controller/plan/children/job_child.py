@@ -81,6 +81,9 @@ class JobChildKind:
     # Whether a rule of its own keeps it (with the shared policy's keep_job_child), before the others: the
     # Workload, on which whether the job runs at all depends (policies/kueue_admission.py).
     kept_first: bool = False
+    # The name of the one of these (read from the raw job) that another controller made and deletes, so the
+    # policy never deletes it in any state: the Workload MultiKueue made for its copy of a job on a worker cluster.
+    handed_over: Callable[[Object], str | None] | None = None
 
     @property
     def api_version(self) -> str:

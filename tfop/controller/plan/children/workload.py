@@ -24,7 +24,7 @@ from typing import Any
 
 from tfop.api.constants import LABEL_JOB_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE, ReplicaType
 from tfop.api.fields import items, mapping, mapping_at
-from tfop.api.kueue import KUEUE_GROUP, KUEUE_VERSION
+from tfop.api.kueue import KUEUE_GROUP, KUEUE_VERSION, prebuilt_workload
 from tfop.api.runtime_id import runtime_id
 from tfop.controller.plan.children.job_child import JobChildKind, JobState
 from tfop.controller.plan.children.restart_policy import pod_restart_policy
@@ -45,7 +45,14 @@ WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"
 TOPOLOGY_GATE = "kueue.x-k8s.io/topology"
 
 def workload_name(job: JobMeta) -> str:
-    return f"tfjob-{job.name}-{runtime_id(job.uid)}"
+    """A copy MultiKueue dispatched to this cluster has the Workload MultiKueue made for it (prebuilt)."""
+    return job.prebuilt_workload or f"tfjob-{job.name}-{runtime_id(job.uid)}"
+
+
+def handed_over_workload(job: Object) -> str | None:
+    """The prebuilt Workload of a copy MultiKueue dispatched here: MultiKueue deletes it once it read that the job
+    finished (its Finished condition, policies/multikueue.py), so tfop never does."""
+    return prebuilt_workload(job)
 
 
 def pod_set_name(replica_type: str) -> str:
@@ -125,7 +132,7 @@ WORKLOAD_KIND = JobChildKind(
     kept_in=frozenset({JobState.RUNNING, JobState.QUEUED}),
     name=workload_name, wanted=wanted_workload,
     drift=lambda stored, wanted: None,  # what may change (the priority's value) is Kueue's to keep in line
-    replaced=_replaced, others_seen=True, kept_first=True)
+    replaced=_replaced, others_seen=True, kept_first=True, handed_over=handed_over_workload)
 
 
 @dataclass(frozen=True, slots=True)

@@ -75,6 +75,7 @@ class TFJobSpec:
     success_policy: SuccessPolicy | None = None  # AllWorkers, or the default (the chief, else worker 0)
     enable_dynamic_worker: bool = False
     elastic_policy: ElasticPolicy | None = None
+    managed_by: str | None = None  # spec.managedBy: the controller that runs the job, as runPolicy.managedBy
 
     def replicas(self, replica_type: ReplicaType) -> int:
         """How many replicas of `replica_type` the job asks for; 0 for a type it does not have."""
@@ -94,6 +95,9 @@ class JobMeta:
     # Who last wrote each replica type's `replicas` (from managedFields), by replica type: the cache keeps only
     # that of managedFields (controller/cache_transforms.py), as metadata[REPLICAS_WRITERS].
     replicas_writers: Mapping[str, ReplicasWriter] = field(default_factory=dict)
+    # The Workload MultiKueue made for this job, a copy it dispatched to this (worker) cluster (api/kueue.py): the job's
+    # Workload is that one, never one tfop makes.
+    prebuilt_workload: str | None = None
 
 
 REPLICAS_WRITERS = "tfop.replicasWriters"  # not a Kubernetes field: the cache's own, never sent to the apiserver

@@ -28,6 +28,7 @@ from tfop.api.kueue import (
     kueue_key_problems,
     not_queued_by_kueue,
     pod_priority_class,
+    prebuilt_workload,
     priority_class,
     queue_name,
 )
@@ -120,7 +121,7 @@ def _metadata(job: Object) -> JobMeta:
                if isinstance(writer, dict) and isinstance(writer.get("manager"), str)
                and isinstance(writer.get("operation"), str)}
     return JobMeta(metadata["name"], metadata["namespace"], metadata["uid"], integer(metadata.get("generation")),
-                   writers)
+                   writers, prebuilt_workload(job))
 
 
 def _spec(job: Object) -> TFJobSpec:
@@ -132,7 +133,7 @@ def _spec(job: Object) -> TFJobSpec:
     elastic = spec.get("elasticPolicy")
     return TFJobSpec(replicas, _run_policy(spec["runPolicy"]), one_of(spec.get("successPolicy"), SUCCESS_POLICIES),
                      spec.get("enableDynamicWorker") is True,
-                     _elastic_policy(elastic) if isinstance(elastic, dict) else None)
+                     _elastic_policy(elastic) if isinstance(elastic, dict) else None, text(spec.get("managedBy")))
 
 
 def _elastic_policy(elastic: Object) -> ElasticPolicy:

@@ -22,6 +22,7 @@ QUOTA_RESERVED = "QuotaReserved"
 EVICTED = "Evicted"
 REQUEUED = "Requeued"
 PODS_READY = "PodsReady"
+FINISHED = "Finished"
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +78,7 @@ class ObservedWorkload:
     conditions: tuple[Object, ...]
     # How often Kueue evicted it, by reason (status.schedulingStats.evictions, summed), in Kueue's order.
     evictions: tuple[tuple[str, int], ...] = ()
+    finished: bool = False  # Finished is True (the job's integration says it ended)
 
     @property
     def pods_ready_reason(self) -> str | None:
@@ -121,7 +123,7 @@ def observe_workload(workload: Object) -> ObservedWorkload:
         reclaimable=tuple((text(entry.get("name")) or "", integer(entry.get("count")) or 0)
                           for entry in map(mapping, items(status.get("reclaimablePods")))),
         assignments=MappingProxyType(assignments), conditions=conditions,
-        evictions=_evictions(mapping_at(status, "schedulingStats")))
+        evictions=_evictions(mapping_at(status, "schedulingStats")), finished=_is_true(conditions, FINISHED))
 
 
 def _evictions(stats: Object) -> tuple[tuple[str, int], ...]:

@@ -55,8 +55,9 @@ def settle_job_child(draft: PlanDraft, context: PlanContext, kind: JobChildKind,
                      completed: datetime | None = None) -> None:
     """One kind of the children of a job that does not run: deleted unless the kind is kept in `state`, and, of a
     job that finished at `completed`, once its TTL has passed (looking again when it will); nothing is made or
-    patched."""
-    children = [child for child in context.observed.own_of(kind.kind) if not child.terminating]
+    patched. The one another controller deletes (JobChildKind.handed_over) is left alone."""
+    kept = kind.handed_over(context.job) if kind.handed_over is not None else None
+    children = [child for child in context.observed.own_of(kind.kind) if not child.terminating and child.name != kept]
     if not children:
         return
     if state in kind.kept_in:

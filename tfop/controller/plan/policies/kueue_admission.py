@@ -6,6 +6,8 @@ What callers may rely on:
   is an entry of the child-kind table (children/workload.py), kept by its one policy (policies/job_children.py),
   which deletes one of another shape, or a stray, first and makes the new one once it is gone, so Kueue never
   sees two for one job.
+- A copy of a job MultiKueue dispatched to this cluster has the Workload MultiKueue made for it, adopted rather
+  than made (policies/multikueue.py), and followed as any other.
 - Until the Workload is admitted (or once it is evicted or deactivated) the job is held: `Admission.held`, and the
   planner takes the suspension path (pods deleted with their grace period, so TensorFlow gets SIGTERM; restarts
   not counted; the clock stopped). Nothing in the user's spec is written.
@@ -68,6 +70,7 @@ from tfop.controller.plan.observed.workload import (
 )
 from tfop.controller.plan.policies.job_children import keep_job_child
 from tfop.controller.plan.policies.kueue_reclaimable import wanted_reclaimable
+from tfop.controller.plan.policies.multikueue import follow_prebuilt
 from tfop.controller.plan.replicas.finished import FinishedReplicas
 from tfop.controller.plan.types import POD, WORKLOAD, ChildPatch, PlanContext
 from tfop.objects import Object
@@ -131,29 +134,31 @@ def adapter_conflict(draft: PlanDraft, context: PlanContext) -> str | None:
 def admit(draft: PlanDraft, job: TFJobModel, context: PlanContext) -> Admission | None:
     """The job's Workload kept (made, replaced, or a stray deleted: the child-kind table's policy), and whether
     the job may run now; None when tfop does not queue it (no queue label, or Kueue's adapter does)."""
-    own = keep_job_child(draft, job, context, WORKLOAD_KIND)
     queue = job.options.own_queue
-    if queue is None:
-        return None
+    if queue is not None and job.metadata.prebuilt_workload is not None:  # a copy MultiKueue dispatched here
+        prebuilt = follow_prebuilt(draft, job, context)
+        if isinstance(prebuilt, str):
+            return _held(REASON_QUEUED, prebuilt)
+        stored = prebuilt
+    else:
+        own = keep_job_child(draft, job, context, WORKLOAD_KIND)
+        if queue is None:
+            return None
+        if own.current is None:
+            return _waiting_for_workload(draft, job, queue)
+        found = next((w for w in context.of_kind(WORKLOAD) if mapping_at(w, "metadata").get("uid") == own.current.uid),
+                     None)
+        if found is None:  # the view is made from these very objects
+            raise ValueError(f"no cached Workload {own.current.name}")
+        stored = found
     name = workload_name(job.metadata)
-    if own.current is None:
-        ref = job.options.own_priority_class
-        if ref is not None and job.options.own_priority is None:
-            draft.requeue(PRIORITY_CLASS_RETRY_SECONDS)
-            if ref.kind == WORKLOAD_PRIORITY_CLASS:
-                return _held(REASON_QUEUED, f"{draft.job_ref} waits for the Kueue WorkloadPriorityClass "
-                                            f"{ref.name} it names ({PRIORITY_CLASS}) to exist.")
-            return _held(REASON_QUEUED, f"{draft.job_ref} waits for the PriorityClass {ref.name} its pods name "
-                                        f"to exist: its Kueue Workload's priority is that class's value.")
-        return _held(REASON_QUEUED, f"{draft.job_ref} waits for its Kueue Workload {name} in LocalQueue {queue}.")
-    stored = next((w for w in context.of_kind(WORKLOAD) if mapping_at(w, "metadata").get("uid") == own.current.uid),
-                  None)
-    if stored is None:  # the view is made from these very objects
-        raise ValueError(f"no cached Workload {own.current.name}")
     current = observe_workload(stored)
+    # One patch of it per plan: a second one guarded by the same resourceVersion would always fail (an adoption's
+    # goes first; what the status lacks is written by the next pass).
+    patched = any(patch.kind == WORKLOAD and patch.name == current.name for patch in draft.patch)
     if current.admitted:
         status = _admitted_status(current, draft)
-        if status:  # one patch: a second one guarded by the same resourceVersion would always fail
+        if status and not patched:
             draft.patch.append(ChildPatch(WORKLOAD, current.name, {
                 "metadata": {"resourceVersion": current.resource_version}, "status": status}, subresource="status"))
         admission = _admitted(draft, job, current, context)
@@ -162,7 +167,7 @@ def admit(draft: PlanDraft, job: TFJobModel, context: PlanContext) -> Admission 
         return admission
     eviction = current.eviction
     if eviction is not None and current.quota_reserved:  # being stopped; the quota is handed back once it is
-        if not context.of_kind(POD):
+        if not context.of_kind(POD) and not patched:
             draft.patch.append(ChildPatch(WORKLOAD, current.name, _requeue(current, draft), subresource="status"))
         return _held(REASON_EVICTED, f"{draft.job_ref} was evicted by Kueue ({eviction.reason}: "
                                      f"{eviction.message.rstrip('.')}) and is queued again in LocalQueue {queue}.")
@@ -174,6 +179,20 @@ def admit(draft: PlanDraft, job: TFJobModel, context: PlanContext) -> Admission 
                                     f"eviction ({eviction.reason}).")
     waiting = f": {current.waiting.rstrip('.')}" if current.waiting else ""
     return _held(REASON_QUEUED, f"{draft.job_ref} is queued in Kueue LocalQueue {queue}{waiting}.")
+
+
+def _waiting_for_workload(draft: PlanDraft, job: TFJobModel, queue: str) -> Admission:
+    """Held while its Workload is made, or cannot be made yet: its priority class is not cached."""
+    ref = job.options.own_priority_class
+    if ref is not None and job.options.own_priority is None:
+        draft.requeue(PRIORITY_CLASS_RETRY_SECONDS)
+        if ref.kind == WORKLOAD_PRIORITY_CLASS:
+            return _held(REASON_QUEUED, f"{draft.job_ref} waits for the Kueue WorkloadPriorityClass "
+                                        f"{ref.name} it names ({PRIORITY_CLASS}) to exist.")
+        return _held(REASON_QUEUED, f"{draft.job_ref} waits for the PriorityClass {ref.name} its pods name "
+                                    f"to exist: its Kueue Workload's priority is that class's value.")
+    return _held(REASON_QUEUED, f"{draft.job_ref} waits for its Kueue Workload {workload_name(job.metadata)} in "
+                                f"LocalQueue {queue}.")
 
 
 def _held(reason: str, message: str) -> Admission:
