@@ -149,7 +149,7 @@ LONG_ONLY_BUILDS = ("metrics-server",)
 E2E_NEEDS = ("controlplane", "node", "test-artifacts")
 
 
-def test_builds(everything: bool = True) -> tuple[Build, ...]:
+def suite_builds(everything: bool = True) -> tuple[Build, ...]:
     """The builds of BUILD_ORDER, those only the long tier needs (LONG_ONLY_BUILDS) left out unless `everything`."""
     return tuple(Build(name, ("make", "-C", str(REPO), "--no-print-directory", name), after, nice)
                  for name, after, nice in BUILD_ORDER if everything or name not in LONG_ONLY_BUILDS)
@@ -332,17 +332,17 @@ def run_lanes(lanes: tuple[Lane, ...], everything: bool = False, builds: tuple[B
 
 def main(argv: list[str]) -> int:
     if argv == ["--all"]:
-        return run_lanes(tier_lanes(everything=True), everything=True, builds=test_builds())
+        return run_lanes(tier_lanes(everything=True), everything=True, builds=suite_builds())
     if argv:
         # One plain pytest (make test PYTEST_ARGS=...): whatever it selects may need any build, so all come first.
-        schedule = Schedule(test_builds(), (), build_jobs())
+        schedule = Schedule(suite_builds(), (), build_jobs())
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, lambda _signum, _frame: schedule.stop())
         outcome = schedule.run()
         if outcome.failed_builds:
             return 1
         return subprocess.call([sys.executable, "-m", "pytest", *argv], cwd=REPO)
-    return run_lanes(tier_lanes(everything=False), builds=test_builds(everything=False))
+    return run_lanes(tier_lanes(everything=False), builds=suite_builds(everything=False))
 
 
 if __name__ == "__main__":

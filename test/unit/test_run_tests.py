@@ -156,15 +156,14 @@ def test_make_test_all_builds_what_builds_cached_asks_for_and_make_test_what_the
     import re
 
     import run_tests
-
     from support.tiers import is_long
 
     makefile = (REPO / "Makefile").read_text()
     listed = re.search(r"^TEST_BUILDS := (.*?[^\\])$", makefile, re.MULTILINE | re.DOTALL)
     assert listed, "no TEST_BUILDS in the Makefile"
     test_builds = set(listed.group(1).replace("\\\n", " ").split()) - {"venv"}
-    assert {build.name for build in run_tests.test_builds()} == test_builds
-    assert {build.name for build in run_tests.test_builds(everything=False)} == test_builds - {"metrics-server"}
+    assert {build.name for build in run_tests.suite_builds()} == test_builds
+    assert {build.name for build in run_tests.suite_builds(everything=False)} == test_builds - {"metrics-server"}
     assert all(re.search(rf"^{name}:", makefile, re.MULTILINE) for name in test_builds)
     long_only = [module for module, build in run_tests.LATER_NEEDS.items() if build in run_tests.LONG_ONLY_BUILDS]
     assert long_only == ["test/e2e/test_resource_metrics_on_real_nodes.py"]
