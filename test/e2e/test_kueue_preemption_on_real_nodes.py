@@ -58,6 +58,7 @@ from support.kueue import (
     workload_priority_class,
 )
 from support.kueue_own import NAMESPACE_LABEL, event_of, markdown_table, released_kueue
+from support.namespaces import exists
 from support.real_node_jobs import apply, get, job_pods, scenario_namespace, shell_container, tfjob
 from support.tfjobs import events_about
 from support.waiting import DEADLINE, KUBECTL_INTERVAL, wait_for
@@ -85,6 +86,7 @@ class Preemption:
     row: Row
     high: dict[str, Any]  # the high job once it ended
     high_pod: dict[str, Any]  # its one replica's pod
+    preempted: dict[str, Any] | None  # Kueue's Preempted event of the low job's Workload
     evicted: dict[str, Any] | None  # tfop's EvictedByKueue event of the low job
     readmitted: dict[str, Any] | None  # its AdmittedByKueue event once admitted again
     priorities: dict[str, int | None]  # each job's Workload's spec.priority, as Kueue read it
@@ -115,6 +117,9 @@ def one_job_queue(client: KubeClient, namespace: str) -> Iterator[None]:
         for resource, name in reversed(made):
             with suppress(ApiError):  # gone already; a leftover must not hide the run's own failure
                 client.delete(resource, name)
+        with suppress(AssertionError):  # one still in use (a failed run's Workload) is left to the cluster's end
+            wait_for(lambda: not any(exists(client, resource, name) for resource, name in made), DEADLINE,
+                     "Kueue to let go of the queue's objects", interval=KUBECTL_INTERVAL)
 
 
 def queued(job: dict[str, Any], namespace: str, level: str) -> dict[str, Any]:
@@ -130,9 +135,8 @@ def high_job(busybox: str, namespace: str) -> dict[str, Any]:
         "terminationGracePeriodSeconds": 1, "containers": [container]}}}, backoff_limit=0), namespace, "high")
 
 
-def workload_priority(client: KubeClient, cluster: LocalCluster, namespace: str, job: str) -> int | None:
-    workload = workload_of(client, namespace, get(cluster, namespace, "tfjob", job))
-    return None if workload is None else workload["spec"].get("priority")
+def workload(client: KubeClient, cluster: LocalCluster, namespace: str, job: str) -> dict[str, Any] | None:
+    return workload_of(client, namespace, get(cluster, namespace, "tfjob", job))
 
 
 def ended(cluster: LocalCluster, namespace: str, name: str) -> dict[str, Any] | None:
@@ -147,7 +151,9 @@ def admitted_again(client: KubeClient, namespace: str) -> dict[str, Any] | None:
 
 
 def event_at(event: dict[str, Any]) -> float:
-    return timestamp(event.get("firstTimestamp") or event["eventTime"])
+    """When the event first happened: Kueue's (events.k8s.io) carry an eventTime of microseconds, tfop's a
+    firstTimestamp of seconds."""
+    return timestamp(event.get("eventTime") or event["firstTimestamp"])
 
 
 def finished_at(pod: dict[str, Any]) -> float | None:
@@ -179,19 +185,23 @@ def preempted(real_node: LocalCluster, tfjob_crd: Path, busybox: str,
         watched = start(cluster, target, queued(low, namespace, "low"))
         stack.callback(watched.logs.close)
         wait_until_training(cluster, [watched])
-        priorities = {"low": workload_priority(client, cluster, namespace, LOW)}
+        low_workload = workload(client, cluster, namespace, LOW)
+        assert low_workload is not None, diagnosis(cluster, watched)
 
         preempting = time.time()
         apply(cluster, namespace, high_job(busybox, namespace))
-        priorities["high"] = wait_for(lambda: workload_priority(client, cluster, namespace, HIGH), DEADLINE,
-                                      "the high job's Workload", interval=KUBECTL_INTERVAL)
+        high_workload = wait_for(lambda: workload(client, cluster, namespace, HIGH), DEADLINE,
+                                 "the high job's Workload", interval=KUBECTL_INTERVAL)
+        priorities = {level: w["spec"].get("priority") for level, w in (("low", low_workload),
+                                                                         ("high", high_workload))}
         high = wait_for(lambda: ended(cluster, namespace, HIGH), WINDOW, "the high job to end",
                         interval=KUBECTL_INTERVAL, explain=lambda: diagnosis(cluster, watched))
         low_end = finish(cluster, [watched], WINDOW)[target]
         yield Preemption(cluster, namespace, watched, row(cluster, "preempted through Kueue", watched, low_end,
                                                           preempting),
-                         high, job_pods(cluster, namespace, HIGH)[0], event_of(client, namespace, LOW,
-                                                                               "EvictedByKueue"),
+                         high, job_pods(cluster, namespace, HIGH)[0],
+                         event_of(client, namespace, low_workload["metadata"]["name"], "Preempted"),
+                         event_of(client, namespace, LOW, "EvictedByKueue"),
                          admitted_again(client, namespace), priorities, diagnosis(cluster, watched))
 
 
@@ -212,7 +222,8 @@ def table(result: Preemption) -> str:
         (f"last checkpoint saved before the stop (epoch {r.saved[1] if r.saved else '-'})",
          at(r.saved[0] if r.saved else None)),
         ("high job created (one replica; value 1000)", at(r.disrupted)),
-        ("low job preempted: `EvictedByKueue`", at(event_at(result.evicted) if result.evicted else None)),
+        ("low job preempted (its Workload's `Preempted` event, Kueue's)",
+         at(event_at(result.preempted) if result.preempted else None)),
         ("low job's chief stopped (SIGTERM: `told to stop`)", at(stopped_at(result))),
         ("high job ran (its replica started)", at(started_at(result.high_pod))),
         ("high job Succeeded", at(condition_at(result.high, "Succeeded"))),
@@ -230,9 +241,11 @@ def test_the_high_priority_job_preempts_the_running_one_through_kueue_and_succee
     result, why = preempted, preempted.why
     print(f"\n{table(result)}")
     assert result.priorities == PRIORITIES, result.priorities
+    assert result.preempted is not None and result.preempted["type"] == "Normal", (result.preempted, why)
     assert result.evicted is not None and "Preempted" in result.evicted["message"], (result.evicted, why)
     stopped = stopped_at(result)
-    assert stopped is not None and stopped > result.row.disrupted, (stopped, why)
+    # The chief stopped because Kueue preempted its Workload, after the high job came.
+    assert stopped is not None and result.row.disrupted < event_at(result.preempted) < stopped, (stopped, why)
     assert condition_at(result.high, "Succeeded"), (result.high.get("status"), why)
     # One job at a time: the high job's replica started only once the low job's chief had stopped.
     began = started_at(result.high_pod)
