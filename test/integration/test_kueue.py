@@ -1,5 +1,5 @@
-"""tfop under real Kueue (v0.15, hack/localcluster/addons/kueue.py): quota admission, the flavor's placement,
-preemption, and a resize (admitted again at the new size).
+"""tfop under real Kueue (v0.19 with kubeflow.org/tfjob enabled, hack/localcluster/addons/kueue.py): quota admission,
+the flavor's placement, preemption, and a resize (admitted again at the new size).
 
 Kueue drives a TFJob only through the kubeflow.org/v1 API: its webhook suspends a queued job at creation, its
 admission unsuspends it with the flavor's nodeSelector and tolerations in the pod templates, an eviction suspends
@@ -228,9 +228,9 @@ def test_flavor_places_the_pods_and_a_preempted_job_resumes_without_counting_a_r
 
         finish_chief(client, ns, "low")
         wait_for(lambda: condition(client, ns, "low", "Succeeded"), DEADLINE, "low to succeed after its preemption")
-        # Kueue says so in an event on the job: once the Workload's quota is released, Kueue v0.15 compares the
-        # job's templates (which still hold the flavor's nodeSelector) with the Workload's and deletes it as not
-        # matching, so the Workload itself may be gone by the time anyone looks.
+        # Kueue says so in an event on the job: once the Workload's quota is released, Kueue (v0.15 at least)
+        # compares the job's templates (which still hold the flavor's nodeSelector) with the Workload's and deletes
+        # it as not matching, so the Workload itself may be gone by the time anyone looks.
         for name in ("high", "low"):
             wait_for(lambda n=name: event_reasons(client, ns, n) & {"FinishedWorkload"}, DEADLINE,
                      f"Kueue to declare {name}'s Workload finished")
@@ -256,7 +256,7 @@ def test_the_readmes_kueue_examples_pass_kueues_webhooks(cluster: LocalCluster, 
 def test_a_resize_of_an_admitted_job_is_admitted_again_at_the_new_size(
         cluster: LocalCluster, kube_client: KubeClient, kueue_namespace: str, adapter_operator: OperatorProcess,
         cluster_objects: list[tuple[Any, str]]) -> None:
-    """Kueue v0.15 compares the job's pod sets with its Workload's: a Worker count changed under an admitted job
+    """Kueue compares the job's pod sets with its Workload's: a Worker count changed under an admitted job
     matches no Workload, so Kueue suspends the job, deletes the Workload, makes one of the new size and admits it
     as it would a new job. The suspension is not a failure and counts no restart."""
     ns, client = kueue_namespace, kube_client

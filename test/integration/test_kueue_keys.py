@@ -1,6 +1,7 @@
-"""Replica keys under real Kueue (v0.15): its TFJob integration looks replica types up by their TitleCase keys only,
-so a `worker` key is left out of the job's Workload, and Kueue would admit the job on a quota that does not count
-those pods. tfop refuses such a queued job (InvalidSpec, naming the key) before it creates a single pod."""
+"""Replica keys under real Kueue (v0.19, its TFJob integration enabled): its TFJob integration looks replica types up by
+their TitleCase keys only, so a `worker` key is left out of the job's Workload, and Kueue would admit the job on a quota
+that does not count those pods. tfop refuses such a queued job (InvalidSpec, naming the key) before it creates a single
+pod."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""tfop's own Kueue integration (`kueue.integration: own`) against the newest Kueue pinned (KUEUE_OWN_VERSION, v0.19),
+"""tfop's own Kueue integration (`kueue.integration: own`) against the newest Kueue pinned (KUEUE_VERSION, v0.19),
 configured as its release ships: its default integrations, which leave out kubeflow.org/tfjob, and tfop's kind named
 in integrations.externalFrameworks, so Kueue's pod webhook leaves tfop's pods to their owner.
 
@@ -9,7 +9,7 @@ quota back so the next job is admitted, without a restart counted. A job preempt
 is requeued and runs again. A worker that ends while its job runs is reported in the Workload's reclaimablePods,
 and the quota it frees admits the next job. No spec is edited: Kueue never writes the TFJob.
 
-A cluster of its own (kwok nodes only), as the session's Kueue (v0.15, with its adapter) serves the shared one.
+A cluster of its own (kwok nodes only), as the session's Kueue (its adapter enabled) serves the shared one.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Real Kueue (v0.15) with its TFJob integration off, as Kueue's releases from mid-2026 ship it: a TFJob that names
+"""Real Kueue (v0.19) with its TFJob integration off, as Kueue's releases from mid-2026 ship it: a TFJob that names
 a queue is not held. A release's manifests still register the TFJob webhooks, which a disabled integration answers
 without changing anything, so the job is stored as written (not suspended), no Workload is made, and tfop runs it
 at once; tfop says so in the Created condition and with a NotQueuedByKueue Warning.

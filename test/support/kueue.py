@@ -1,6 +1,7 @@
 """Kueue's objects as the tests write them, what they read back about a job's Workload, and a timeline of jobs.
 
-Spelt out here rather than imported: the tests state the Kueue API (kueue.x-k8s.io/v1beta2, v0.15) they expect.
+Spelt out here rather than imported: the tests state the Kueue API they expect (kueue.x-k8s.io/v1beta2, served from
+v0.15).
 """
 
 from __future__ import annotations
