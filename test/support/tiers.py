@@ -26,8 +26,9 @@ LONG: dict[str, str] = {
         "a spot reclaim under real TensorFlow, each restarting the job from its backup; the gate's "
         "test/integration/test_disruptions.py drains, taints and budgets on kwok nodes",
     "test/e2e/test_kueue_preemption_on_real_nodes.py":
-        "about 4 min (361 s alone, 141 s of it the session's cluster and real nodes starting; 316 s in another "
-        "run): a Keras job preempted through Kueue and resumed, TensorFlow imported twice on the real nodes; the "
+        "about 2-4 min besides the cluster's start (216-361 s in three runs alone, 95-141 s of each the session's "
+        "cluster and real nodes starting): a Keras job preempted through Kueue and resumed, TensorFlow imported "
+        "twice on the real nodes; the "
         "gate's test/integration/test_kueue_own.py preempts and readmits on kwok nodes",
     "test/e2e/test_scaling_on_real_nodes.py":
         "about 6 min (369 s) of TensorFlow resized while it trains; the gate's test/integration/test_resize.py and "
