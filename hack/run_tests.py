@@ -172,6 +172,7 @@ LATER_NEEDS: dict[str, str] = {
     **{f"test/integration/{name}.py": "kueue" for name in (
         "test_kueue", "test_kueue_keys", "test_kueue_own", "test_kueue_without_tfjob", "test_multikueue",
         "test_multikueue_own")},
+    "test/e2e/test_kueue_preemption_on_real_nodes.py": "kueue",
     "test/e2e/test_network_policy_on_real_nodes.py": "kube-router",
     "test/e2e/test_resource_metrics_on_real_nodes.py": "metrics-server",
 }
@@ -188,9 +189,10 @@ def later_last(modules: list[str]) -> list[str]:
 # minutes. Those two scenarios, every test of them long, take a lane of their own there, with its own cluster and
 # real nodes; node loss mostly waits out the node lifecycle grace, so the two lanes share the cores well. The
 # disruptions (a drain, a preemption, a spot reclaim, each minutes of TensorFlow) join them: the e2e lane has
-# the rest of the long tier's TensorFlow, and would end alone again.
+# the rest of the long tier's TensorFlow, and would end alone again. So does the Keras job preempted through Kueue,
+# the disruptions' scenario with Kueue as the disruption (it runs last, its Kueue build the latest).
 E2E_LONG_MODULES = ("test/e2e/test_node_loss_on_real_nodes.py", "test/e2e/test_scaling_on_real_nodes.py",
-                    "test/e2e/test_disruption_on_real_nodes.py")
+                    "test/e2e/test_disruption_on_real_nodes.py", "test/e2e/test_kueue_preemption_on_real_nodes.py")
 
 
 def modules_of(suite: str) -> list[str]:
@@ -222,7 +224,8 @@ def tier_lanes(everything: bool) -> tuple[Lane, ...]:
                                    *later_last(list(WAITING_MODULES))], nice=10, needs=("controlplane",)),
     ]
     if everything:
-        lanes.insert(1, Lane("e2e-long", ["-m", "e2e", "--durations=10", *E2E_LONG_MODULES], needs=E2E_NEEDS))
+        lanes.insert(1, Lane("e2e-long", ["-m", "e2e", "--durations=10", *later_last(list(E2E_LONG_MODULES))],
+                             needs=E2E_NEEDS))
     return tuple(lanes)
 
 

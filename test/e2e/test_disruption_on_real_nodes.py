@@ -15,9 +15,7 @@ prints the Go operator's beside them.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
@@ -54,14 +52,8 @@ from bench.disruption_scenarios import (
     wait_until_training,
 )
 from localcluster import LocalCluster
-from localcluster.operator_config import write as write_operator_config
-from support.namespaces import make_namespace, release_tracked_pods
-from support.operator_process import OperatorProcess
-from support.real_node_jobs import get, story
+from support.real_node_jobs import get, scenario_namespace, story
 from support.waiting import DEADLINE, KUBECTL_INTERVAL, wait_for
-from tfop.kube.client import KubeClient
-from tfop.kube.errors import ApiError
-from tfop.kube.resource import NAMESPACES
 
 WINDOW = 900.0  # seconds a disrupted job is given to end: the replacements import TensorFlow again, under load
 ONE_AT_A_TIME = {"tfop.kubeflow.org/disruption-budget": "OneAtATime"}
@@ -75,24 +67,6 @@ class Outcome:
     rows: dict[str, Row]
     stories: dict[str, str]  # by job name: its pods' last lines and the namespace's events, for a failure's message
     seen: dict[str, Any]  # what the scenario saw besides
-
-
-@contextlib.contextmanager
-def scenario_namespace(cluster: LocalCluster, base: str, logs: Path) -> Iterator[tuple[str, OperatorProcess]]:
-    """A namespace of its own and a tfop watching it; afterwards tfop is stopped, the finalizers it keeps on pods
-    are let go, and the namespace goes."""
-    client = KubeClient.from_kubeconfig(str(cluster.kubeconfig))
-    namespace = f"{base}-{uuid.uuid4().hex[:6]}"
-    make_namespace(client, namespace)
-    tfop = OperatorProcess(cluster.kubeconfig, logs / "tfop.log", "--namespace", namespace,
-                           "--config", str(write_operator_config(cluster.directory))).start()
-    try:
-        yield namespace, tfop
-    finally:
-        tfop.kill()
-        with contextlib.suppress(ApiError):
-            release_tracked_pods(client, namespace)
-            client.delete(NAMESPACES, namespace)
 
 
 def outcome(cluster: LocalCluster, namespace: str, scenario: str, watched: list[Watched], disrupted: float,

@@ -41,6 +41,7 @@ from support.kueue import (
     queued_tfjob,
     running_pods,
     workload_of,
+    workload_priority_class,
 )
 from support.operator_process import OperatorProcess
 from support.tfjobs import TFJOBS, condition, events_about, job_status
@@ -190,9 +191,7 @@ def test_flavor_places_the_pods_and_a_preempted_job_resumes_without_counting_a_r
     make_queue(client, cluster_objects, ns, 8, flavor(f"{ns}-pool", {POOL_LABEL: ns}, [toleration]),
                preemption=True)
     for level, value in (("low", 10), ("high", 1000)):
-        make(client, cluster_objects, PRIORITY_CLASSES, {
-            "apiVersion": PRIORITY_CLASSES.api_version, "kind": "WorkloadPriorityClass",
-            "metadata": {"name": f"{ns}-{level}"}, "value": value})
+        make(client, cluster_objects, PRIORITY_CLASSES, workload_priority_class(f"{ns}-{level}", value))
     timeline = Timeline(KubeClient.from_kubeconfig(str(adapter_operator.kubeconfig)), ns).start()
     try:
         low = submit(client, ns, timeline, queued_tfjob("low", "queue", 2, priority_class=f"{ns}-low"))

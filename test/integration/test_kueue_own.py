@@ -32,6 +32,7 @@ from support.kueue import (
     queued_tfjob,
     running_pods,
     workload_of,
+    workload_priority_class,
 )
 from support.kueue_own import (
     POOL_LABEL,
@@ -143,8 +144,7 @@ def test_a_preempted_job_is_requeued_and_runs_again_without_a_restart_counted(ow
     client.create(CLUSTER_QUEUES, cluster_queue("urgent", pool, 4, ns, preemption=True))
     client.create(LOCAL_QUEUES, local_queue("urgent", "urgent"), ns)
     for level, value in (("low", 10), ("high", 1000)):
-        client.create(PRIORITY_CLASSES, {"apiVersion": PRIORITY_CLASSES.api_version, "kind": "WorkloadPriorityClass",
-                                         "metadata": {"name": f"{ns}-{level}"}, "value": value})
+        client.create(PRIORITY_CLASSES, workload_priority_class(f"{ns}-{level}", value))
     wait_for(lambda: is_true(client.get(CLUSTER_QUEUES, "urgent"), "Active"), message="the ClusterQueue to be Active")
 
     low = client.create(TFJOBS, queued_tfjob("low", "urgent", 2, priority_class=f"{ns}-low"), ns)

@@ -70,15 +70,29 @@ def flavor(name: str, node_labels: dict[str, str] | None = None,
 
 def cluster_queue(name: str, flavor_name: str, gpus: int, namespace: str, preemption: bool = False) -> dict[str, Any]:
     """A ClusterQueue of `gpus` GPUs of one flavor, for one namespace; `preemption`: lower priorities give way."""
+    return quota_queue(name, flavor_name, {GPU: str(gpus)}, namespace, preemption)
+
+
+def quota_queue(name: str, flavor_name: str, quotas: dict[str, str], namespace: str,
+                preemption: bool = False) -> dict[str, Any]:
+    """A ClusterQueue of one flavor with a nominal quota of each resource named (e.g. {"cpu": "100m"}), for one
+    namespace; `preemption`: lower priorities give way."""
     spec: dict[str, Any] = {
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
-        "resourceGroups": [{"coveredResources": [GPU], "flavors": [
-            {"name": flavor_name, "resources": [{"name": GPU, "nominalQuota": str(gpus)}]}]}],
+        "resourceGroups": [{"coveredResources": list(quotas), "flavors": [
+            {"name": flavor_name, "resources": [{"name": resource, "nominalQuota": quota}
+                                                for resource, quota in quotas.items()]}]}],
     }
     if preemption:
         spec["preemption"] = {"withinClusterQueue": "LowerPriority"}
     return {"apiVersion": CLUSTER_QUEUES.api_version, "kind": "ClusterQueue", "metadata": {"name": name},
             "spec": spec}
+
+
+def workload_priority_class(name: str, value: int) -> dict[str, Any]:
+    """A Kueue WorkloadPriorityClass: the priority of the Workloads of jobs labelled PRIORITY_LABEL: `name`."""
+    return {"apiVersion": PRIORITY_CLASSES.api_version, "kind": "WorkloadPriorityClass", "metadata": {"name": name},
+            "value": value}
 
 
 def local_queue(name: str, cluster_queue_name: str) -> dict[str, Any]:

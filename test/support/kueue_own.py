@@ -49,6 +49,17 @@ def kwok_node(name: str, labels: dict[str, str], gpus: int, taint: dict[str, str
     return node
 
 
+def released_kueue(cluster: LocalCluster) -> Kueue:
+    """The cluster's Kueue (KUEUE_VERSION) configured as its release ships: the integrations its Configuration
+    enables, which leave out kubeflow.org/tfjob, and tfop's kind among its external frameworks, so that its pod
+    integration leaves tfop's pods to their owner. Its integrations' webhooks see only the namespaces labelled
+    NAMESPACE_LABEL (the other tests' pods never pass through Kueue)."""
+    integrations = release_integrations(module_dir())
+    assert TFJOB_INTEGRATION not in integrations, integrations
+    return Kueue(cluster, integrations, namespace_labels=dict([NAMESPACE_LABEL]),
+                 config_overrides={"integrations": {"externalFrameworks": ["TFJob.v1.kubeflow.org"]}})
+
+
 @contextmanager
 def own_integration_cluster(directory: Path) -> Iterator[Setup]:
     cluster = LocalCluster(directory, real_nodes=0)
@@ -64,10 +75,7 @@ def own_integration_cluster(directory: Path) -> Iterator[Setup]:
         process = early.start(wait_ready=False).process
         assert process is not None and process.wait(DEADLINE) == 1
         assert "kueue.integration is own, but the apiserver does not serve" in early.log_tail(20), early.log_tail(20)
-        integrations = release_integrations(module_dir())
-        assert TFJOB_INTEGRATION not in integrations, integrations
-        kueue = Kueue(cluster, integrations, namespace_labels=dict([NAMESPACE_LABEL]),
-                      config_overrides={"integrations": {"externalFrameworks": ["TFJob.v1.kubeflow.org"]}})
+        kueue = released_kueue(cluster)
         kueue.start()
         namespace = f"own-{uuid.uuid4().hex[:6]}"
         cluster.kubectl("create", "namespace", namespace)

@@ -1,10 +1,15 @@
-"""TFJobs whose pods run on the local cluster's real node, and the few kubectl reads the tests make of them (apply, get,
-job_pods and story kept in hack/bench/real_jobs.py, which a benchmark on real TensorFlow shares)."""
+"""TFJobs whose pods run on the local cluster's real node, the few kubectl reads the tests make of them (apply, get,
+job_pods and story kept in hack/bench/real_jobs.py, which a benchmark on real TensorFlow shares), and a scenario's
+namespace with a tfop of its own watching it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from bench.real_jobs import apply as apply
@@ -13,7 +18,13 @@ from bench.real_jobs import job_pods as job_pods
 from bench.real_jobs import story as story
 from localcluster import LocalCluster
 from localcluster.node_layout import NODE_LABEL
+from localcluster.operator_config import write as write_operator_config
+from support.namespaces import make_namespace, release_tracked_pods
+from support.operator_process import OperatorProcess
 from support.waiting import DEADLINE
+from tfop.kube.client import KubeClient
+from tfop.kube.errors import ApiError
+from tfop.kube.resource import NAMESPACES
 
 
 def on_real_node(spec: dict[str, Any]) -> dict[str, Any]:
@@ -36,6 +47,24 @@ def tfjob(name: str, replicas: dict[str, dict[str, Any]], backoff_limit: int = 3
                                            "template": {"spec": on_real_node(r["spec"])}}
                                     for kind, r in replicas.items()}},
     }
+
+
+@contextlib.contextmanager
+def scenario_namespace(cluster: LocalCluster, base: str, logs: Path) -> Iterator[tuple[str, OperatorProcess]]:
+    """A namespace of its own and a tfop watching it; afterwards tfop is stopped, the finalizers it keeps on pods
+    are let go, and the namespace goes."""
+    client = KubeClient.from_kubeconfig(str(cluster.kubeconfig))
+    namespace = f"{base}-{uuid.uuid4().hex[:6]}"
+    make_namespace(client, namespace)
+    tfop = OperatorProcess(cluster.kubeconfig, logs / "tfop.log", "--namespace", namespace,
+                           "--config", str(write_operator_config(cluster.directory))).start()
+    try:
+        yield namespace, tfop
+    finally:
+        tfop.kill()
+        with contextlib.suppress(ApiError):
+            release_tracked_pods(client, namespace)
+            client.delete(NAMESPACES, namespace)
 
 
 def wait_for_condition(cluster: LocalCluster, namespace: str, name: str, wanted: set[str],

@@ -25,6 +25,11 @@ LONG: dict[str, str] = {
         "about 19 min (1,144 s, its first run, beside a cold make test at load 15-30): a drain, a preemption and "
         "a spot reclaim under real TensorFlow, each restarting the job from its backup; the gate's "
         "test/integration/test_disruptions.py drains, taints and budgets on kwok nodes",
+    "test/e2e/test_kueue_preemption_on_real_nodes.py":
+        "about 2-4 min besides the cluster's start (216-361 s in three runs alone, 95-141 s of each the session's "
+        "cluster and real nodes starting): a Keras job preempted through Kueue and resumed, TensorFlow imported "
+        "twice on the real nodes; the "
+        "gate's test/integration/test_kueue_own.py preempts and readmits on kwok nodes",
     "test/e2e/test_scaling_on_real_nodes.py":
         "about 6 min (369 s) of TensorFlow resized while it trains; the gate's test/integration/test_resize.py and "
         "test_gang_resize.py resize on kwok nodes",
