@@ -88,7 +88,7 @@ TEST_BUILDS := controlplane test-artifacts prometheus kueue coscheduler metrics-
 # When make started (read as the Makefile is), so that run_tests.py's budget line counts the builds too.
 MAKE_STARTED := $(shell date +%s)
 
-test-builds: ## build (first time: 45-55 min on 2 cores) or reuse everything the tests run on, BUILD_JOBS (3) at once
+test-builds: ## build (first time: about 5,400 core-s, 45 min of 2 idle cores) or reuse everything the tests run on, BUILD_JOBS (3) at once
 	@$(MAKE) --no-print-directory -j$(BUILD_JOBS) $(TEST_BUILDS)
 
 # Whether every one of them is cached, building nothing: each build script runs its own cache checks and stops

@@ -7,8 +7,8 @@ minutes, the node lifecycle controller's grace several times over, thousands of 
 also covered, in the gate, by a cheaper test of the same code on kwok nodes (named in the reason). `make test-all`
 runs them too, before a release and for a change to the code they name, and CI (.ci/run) runs `make test-all` on
 every landing whose machine has every build cached (`make builds-cached`), as it has right after a session: 33
-minutes warm on 2 cores, within CI's 90. On a cold machine CI runs `make test` alone, as the builds (40-50 minutes)
-and the whole suite would not both fit.
+minutes warm on 2 cores, within CI's 90. On a cold machine CI runs `make test` alone, as the builds (45 minutes of
+2 busy cores) and the whole suite would not both fit.
 
 Keys are pytest node ids or their prefixes: a module's path takes all its tests. Each cost is the module's seconds
 in the last CI run of `make test-all` (its lanes' "modules, seconds" lines, 2 cores; a module's first test carries its
