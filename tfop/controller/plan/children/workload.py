@@ -43,6 +43,9 @@ UNCONSTRAINED_TOPOLOGY = "kueue.x-k8s.io/podset-unconstrained-topology"
 POD_SET_LABEL = "kueue.x-k8s.io/podset"
 WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"
 TOPOLOGY_GATE = "kueue.x-k8s.io/topology"
+# A priority class the job names and the cache lacks (a typo, or one not applied yet): the Workload, which needs
+# its value, is looked for again this soon, by a queued job and by one MultiKueue dispatches alike.
+PRIORITY_CLASS_RETRY_SECONDS = 5.0
 
 def workload_name(job: JobMeta) -> str:
     """A copy MultiKueue dispatched to this cluster has the Workload MultiKueue made for it (prebuilt)."""

@@ -41,6 +41,7 @@ from tfop.api.timestamps import format_time
 from tfop.controller.plan.children.workload import (
     POD_SET_LABEL,
     PREFERRED_TOPOLOGY,
+    PRIORITY_CLASS_RETRY_SECONDS,
     REQUIRED_TOPOLOGY,
     TOPOLOGY_GATE,
     UNCONSTRAINED_TOPOLOGY,
@@ -87,8 +88,6 @@ WAIT_FOR_RECOVERY, WAIT_FOR_START = "WaitForRecovery", "WaitForStart"
 REQUEUED_AT_ONCE = ("Preempted", "NodeFailures")
 # A flavor not in the cache yet (created just before the admission): looked for again this soon.
 FLAVOR_RETRY_SECONDS = 1.0
-# A WorkloadPriorityClass the job names and the cache lacks: most likely a typo or one not applied yet.
-PRIORITY_CLASS_RETRY_SECONDS = 5.0
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from tfop.api.constants import CONDITION_FAILED, CONDITION_SUCCEEDED
 from tfop.api.kueue import PREBUILT_WORKLOAD, prebuilt_workload
 from tfop.api.timestamps import format_time
 from tfop.controller.plan.children.job_child import JobState, owner_reference
-from tfop.controller.plan.children.workload import WORKLOAD_KIND
+from tfop.controller.plan.children.workload import PRIORITY_CLASS_RETRY_SECONDS, WORKLOAD_KIND
 from tfop.controller.plan.draft import PlanDraft
 from tfop.controller.plan.job.model import TFJobModel
 from tfop.controller.plan.job_status import Condition
@@ -39,7 +39,6 @@ from tfop.objects import Object
 # A copy whose prebuilt Workload the cache has not shown yet: its informer tells no job of an unowned Workload, so
 # the job looks again this soon.
 PREBUILT_RETRY_SECONDS = 1.0
-PRIORITY_CLASS_RETRY_SECONDS = 5.0
 # The Finished condition's reasons, as Kueue's job integrations write them.
 FINISHED_SUCCEEDED, FINISHED_FAILED = "Succeeded", "Failed"
 
