@@ -56,9 +56,12 @@ COMPONENTS: tuple[tuple[str, Callable[[str], bool]], ...] = (
 
 
 class Sampler(threading.Thread):
-    def __init__(self, interval: float) -> None:
+    def __init__(self, interval: float, cpu_ns: Callable[[int], int | None] | None = None) -> None:
+        """`cpu_ns`: a thread's CPU nanoseconds so far by its native id, None once it ended (its schedstat unless
+        given: a test gives made-up readings)."""
         super().__init__(name="cpu-sampler", daemon=True)
         self.interval = interval
+        self._cpu_ns: Callable[[int], int | None] = cpu_ns or self._schedstat_ns
         self.stacks: Counter[tuple[CodeType, ...]] = Counter()
         self.by_thread: Counter[str] = Counter()
         self.stopped = threading.Event()
@@ -67,7 +70,7 @@ class Sampler(threading.Thread):
         self.looks = 0  # samples taken so far
         self.looked = threading.Condition()  # notified after each sample
 
-    def _cpu_ns(self, native: int) -> int | None:
+    def _schedstat_ns(self, native: int) -> int | None:
         fd = self._files.get(native)
         try:
             if fd is None:
