@@ -10,6 +10,11 @@ only the main thread. CPU spent in C (json's decoder, ssl) goes to the Python fr
 between two looks goes to the stack of the second: a look made late (a loaded machine) gives the end of a loop to
 whatever its thread runs by then, so a stack's share is only as good as the number of looks it is made of.
 
+A thread's count starts at the sampler's first look at it: what it spent before (a thread born while sampling: its
+start-up, or the part of a loop the sampler was late for) was not spent in the stack it is found in, so it goes to
+no stack, and no thread's share; the report gives it apart, by thread, outside the total ("CPU sampled"). So a
+thread that lives for one look only is in that line alone, and one born and ended between two looks in none.
+
 At exit it writes OUT.txt, the report (`report`), and OUT.txt.folded: one line per distinct stack with its CPU
 nanoseconds, root first, frames joined by `;` (the format flame graph tools read), which `report` reads again
 (`python -m bench.cpu_sampler --report OUT.txt.folded`).
@@ -64,6 +69,7 @@ class Sampler(threading.Thread):
         self._cpu_ns: Callable[[int], int | None] = cpu_ns or self._schedstat_ns
         self.stacks: Counter[tuple[CodeType, ...]] = Counter()
         self.by_thread: Counter[str] = Counter()
+        self.before_first_look: Counter[str] = Counter()  # by thread, CPU ns in no stack (the module's docstring)
         self.stopped = threading.Event()
         self._files: dict[int, int] = {}  # native thread id -> open schedstat
         self._seen: dict[int, int] = {}  # native thread id -> its CPU ns at the last look
@@ -82,8 +88,7 @@ class Sampler(threading.Thread):
             return None
 
     def start(self) -> None:
-        # What the threads alive now spent before is nobody's; a thread born later starts from 0 CPU, so its first
-        # look already counts (a short thread seen once would otherwise weigh nothing).
+        # What the threads alive now spent before sampling is nobody's, not even before_first_look's.
         for thread in threading.enumerate():
             if thread.native_id is not None:
                 spent = self._cpu_ns(thread.native_id)
@@ -106,9 +111,13 @@ class Sampler(threading.Thread):
                 continue
             spent = self._cpu_ns(thread.native_id)
             if spent is None:
+                self._seen.pop(thread.native_id, None)  # a thread given its id later is another
                 continue
-            before = self._seen.get(thread.native_id, 0)
+            before = self._seen.get(thread.native_id)
             self._seen[thread.native_id] = spent
+            if before is None:
+                self.before_first_look[_group(thread.name)] += spent
+                continue
             if spent <= before:
                 continue
             self.stacks[_codes(frame)] += spent - before
@@ -152,9 +161,16 @@ def _group(thread_name: str) -> str:
     return thread_name.rstrip("0123456789").rstrip("-_ ") or thread_name
 
 
-def report(stacks: Counter[Stack], by_thread: Counter[str] | None = None, extra: Iterable[str] = ()) -> str:
+def report(stacks: Counter[Stack], by_thread: Counter[str] | None = None, extra: Iterable[str] = (),
+           before_first_look: Counter[str] | None = None) -> str:
     total = sum(stacks.values()) or 1
     lines = [*extra, f"CPU sampled: {total / 1e9:.2f} s", ""]
+    if before_first_look:
+        unseen = sum(before_first_look.values()) / 1e9
+        lines += [(f"not in it: {unseen:.2f} s a thread spent before the sampler's first look at it (its start-up; "
+                   "all of a thread seen once), in no stack"), *(
+            f"  {spent / 1e9:8.2f} s  {name}" for name, spent in before_first_look.most_common())]
+        lines.append("")
     if by_thread:
         lines += ["by thread (names without their numbers)", *(
             f"  {spent / 1e9:8.2f} s {100 * spent / total:5.1f}%  {name}" for name, spent in by_thread.most_common())]
@@ -199,7 +215,7 @@ def _write(sampler: Sampler, out: Path) -> None:
     process = os.times()
     extra = [(f"process CPU (user + system, all threads): {process.user + process.system:.2f} s; "
               f"the sampler's own: {own / 1e9:.2f} s; interval {sampler.interval * 1000:.1f} ms")]
-    out.write_text(report(stacks, sampler.by_thread, extra))
+    out.write_text(report(stacks, sampler.by_thread, extra, sampler.before_first_look))
 
 
 def main() -> None:

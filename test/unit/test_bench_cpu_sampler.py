@@ -8,15 +8,25 @@ from collections import Counter
 from bench.cpu_sampler import Sampler, Stack, read_folded, report
 
 
-def burn(sampler: Sampler) -> int:
-    total = 0
-    for number in range(3_000_000):  # a fixed amount of work, however long the machine takes for it
-        total += number % 7
-    # Alive (and idle) until the sampler has looked once more: on a loaded machine it may not have looked while
-    # the loop ran, and a thread's CPU is read only while it lives.
+def looks(sampler: Sampler) -> None:
+    """Until a look begun after the call has ended: two more ends, as the one under way may have listed the threads
+    before."""
     with sampler.looked:
         looked = sampler.looks
         sampler.looked.wait_for(lambda: sampler.looks > looked + 1)
+
+
+def burn(sampler: Sampler, burnt: threading.Event, done: threading.Event) -> int:
+    looks(sampler)  # seen before it burns: a thread's CPU counts from the first look at it
+    total = 0
+    for number in range(3_000_000):  # a fixed amount of work, however long the machine takes for it
+        total += number % 7
+    # Alive until looked at once more (on a loaded machine the sampler may not have looked while the loop ran, and
+    # a thread's CPU is read only while it lives), then in this function until the sampler stops: a look after it
+    # returned would give its last stretch to a stack without `burn`.
+    looks(sampler)
+    burnt.set()
+    done.wait()
     return total
 
 
@@ -26,17 +36,20 @@ def wait(done: threading.Event) -> None:
 
 def test_cpu_goes_to_the_thread_that_spends_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
     sampler = Sampler(0.002)
-    done = threading.Event()
+    burnt, done = threading.Event(), threading.Event()
     waiter = threading.Thread(target=wait, args=(done,), name="waiter-1")
-    burner = threading.Thread(target=burn, args=(sampler,), name="burner-1")
+    burner = threading.Thread(target=burn, args=(sampler, burnt, done), name="burner-1")
     sampler.start()
     waiter.start()
     burner.start()
-    burner.join()
-    done.set()
-    waiter.join()
-    sampler.stopped.set()
-    sampler.join()
+    try:
+        assert burnt.wait(timeout=120)
+    finally:
+        sampler.stopped.set()
+        sampler.join()
+        done.set()  # the waiter's and burner's wake-ups, after the last look: not counted
+        burner.join()
+        waiter.join()
     stacks = sampler.folded()
     burned = sum(ns for stack, ns in stacks.items() if any(frame.endswith("/test_bench_cpu_sampler.py:burn")
                                                            for frame in stack))
@@ -46,7 +59,8 @@ def test_cpu_goes_to_the_thread_that_spends_it(tmp_path) -> None:  # type: ignor
     # named so too, and the burner (in wait_for, above) and the main thread (in start) spend CPU under them; a
     # loop's last stretch the sampler did not see while it ran goes to the burner's stack at the next look.
     waited = sampler.by_thread["waiter"]
-    assert waited < burned / 10  # its start-up and few wake-ups, if any
+    assert waited < burned / 10  # the end of its start-up, after the first look (before it: in no stack)
+    assert sampler.before_first_look["waiter"] > 0
 
     folded = tmp_path / "out.folded"
     folded.write_text("".join(f"{';'.join(stack)} {ns}\n" for stack, ns in stacks.items()))
@@ -75,3 +89,29 @@ def test_the_components_overlap_and_the_modules_add_up() -> None:
     assert "    0.25 s   5.0%  logging (structlog, logging)" in text
     assert "    0.25 s   5.0%  metrics (prometheus_client)" in text
     assert "    3.00 s  60.0%  tfop/controller/plan/observed/pod.py" in text
+
+
+def test_a_thread_counts_from_the_first_look_at_it() -> None:
+    # A thread the sampler finds for the first time had spent CPU since it was born (its start-up, the part of a
+    # loop the sampler was late for) that the stack it is found in did not spend: that goes to no stack, only to
+    # the thread's line of what was spent before a first look. Made-up readings, so the numbers are exact.
+    done = threading.Event()
+    late = threading.Thread(target=wait, args=(done,), name="late-1")
+    late.start()
+    try:
+        assert late.native_id is not None
+        readings = {late.native_id: 40_000_000}  # no other thread is read (None: as if it had ended)
+        sampler = Sampler(1.0, readings.get)  # not started: the test makes its looks
+        sampler.sample()
+        readings[late.native_id] = 43_000_000
+        sampler.sample()
+    finally:
+        done.set()
+        late.join()
+    assert sum(sampler.stacks.values()) == 3_000_000
+    assert sampler.by_thread == Counter({"late": 3_000_000})
+    assert sampler.before_first_look == Counter({"late": 40_000_000})
+    text = report(sampler.folded(), sampler.by_thread, (), sampler.before_first_look)
+    assert "CPU sampled: 0.00 s" in text
+    assert "not in it: 0.04 s a thread spent before the sampler's first look at it" in text
+    assert "\n      0.04 s  late\n" in text
