@@ -94,7 +94,7 @@ def test_the_workload_is_written_out() -> None:
                                 "app.kubernetes.io/managed-by": "tfop"},
                      "ownerReferences": [{"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": "mnist",
                                           "uid": UID, "controller": True, "blockOwnerDeletion": True}]},
-        "spec": {"queueName": "team", "podSets": [
+        "spec": {"queueName": "team", "priority": 0, "podSets": [
             {"name": "worker", "count": 2, "template": {
                 "metadata": {"labels": {"team": "vision", "training.kubeflow.org/job-name": "mnist",
                                         "training.kubeflow.org/replica-type": "worker"},
@@ -459,7 +459,7 @@ WPC = "kueue.x-k8s.io", "WorkloadPriorityClass"
 PC = "scheduling.k8s.io", "PriorityClass"
 POD_CLASSES = {"batch-low": 100, "training": 5000, "cluster-default": 10}
 # (the job, the WorkloadPriorityClasses cached, the cluster's global default PriorityClass) -> the Workload's
-# priorityClassRef (group, kind, name) and priority; None: a Workload without either; a text: no Workload yet,
+# priorityClassRef (group, kind, name) and priority; None: a Workload of no class, priority 0; a text: no Workload yet,
 # the job's Suspended message.
 Expected = tuple[str, str, str, int] | str | None
 PRIORITY_ROWS: dict[str, tuple[dict[str, Any], dict[str, int], str | None, Expected]] = {
@@ -473,7 +473,7 @@ PRIORITY_ROWS: dict[str, tuple[dict[str, Any], dict[str, int], str | None, Expec
         classed_job(scheduling="training", PS="batch-low"), {}, None, (*PC, "training", 5000)),
     "no class named: the cluster's global default": (
         classed_job(), {}, "cluster-default", (*PC, "cluster-default", 10)),
-    "no class named, no default: no priority": (classed_job(), {}, None, None),
+    "no class named, no default: priority 0, as Kueue's integrations write it": (classed_job(), {}, None, None),
     "a PriorityClass not cached: no Workload yet": (
         classed_job(Worker="missing"), {}, "cluster-default",
         ("TFJob ns/mnist waits for the PriorityClass missing its pods name to exist: its Kueue Workload's priority "
@@ -497,7 +497,7 @@ def test_the_workloads_priority_comes_from_the_class_kueue_would_read(
     assert result.creates(WORKLOAD) == [Creation(WORKLOAD, None, WL)] and result.desired is not None
     spec = result.desired.body(WORKLOAD, None)["spec"]
     if expected is None:
-        assert "priorityClassRef" not in spec and "priority" not in spec
+        assert "priorityClassRef" not in spec and spec["priority"] == 0
     else:
         group, kind, name, value = expected
         assert (spec["priorityClassRef"], spec["priority"]) == ({"group": group, "kind": kind, "name": name}, value)

@@ -106,7 +106,7 @@ def with_workload_priority(job: TFJobModel, context: PlanContext) -> TFJobModel:
     """The job with the class its Workload's priority comes from and that class's value, as the cluster has them:
     the class the job names (its WorkloadPriorityClass, else its pods' PriorityClass), else the cluster's global
     default PriorityClass (Kueue's job integrations alike); a job that names none on a cluster without a default
-    keeps no class, and its Workload no priority (Kueue counts it 0)."""
+    keeps no class, and its Workload priority 0, as Kueue's own integrations write it."""
     if job.options.own_queue is None:
         return job
     ref = job.options.own_priority_class
