@@ -29,6 +29,8 @@ cluster the operator runs in rather than how one process runs (those are flags).
                                           # with or without its kubeflow.org/tfjob adapter), or Kueue's TFJob
                                           # adapter (kueue). Unset: own, unless the start finds Kueue's adapter
                                           # enabled (then the adapter) or no Kueue (then none)
+      positionsEverySeconds: 10           # own: how often a pending job's place in its queue is read from Kueue's
+                                          # visibility API into its Suspended message (0: never)
     progress:                             # the progress endpoint pods report training progress to (off by default;
       enabled: true                       # docs/tfjob/progress.md)
       url: https://tfop.tfop-system.svc:8444   # how pods reach it (required when enabled)
@@ -153,7 +155,7 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> ControllerConf
     unknown_scheduling_grace = _seconds(document.get("unknownSchedulingGraceSeconds",
                                                      DEFAULT_UNKNOWN_SCHEDULING_GRACE_SECONDS),
                                         "unknownSchedulingGraceSeconds")
-    kueue_integration, kueue_chosen = _kueue_integration(document.get("kueue") or {}, notes)
+    kueue_integration, kueue_chosen, kueue_positions_every = _kueue(document.get("kueue") or {}, notes)
     return ControllerConfig(service_domain=domain, accelerators=MappingProxyType(accelerators), gang_scheduler=gang,
                             gpu_resource=str(gpu_resource), child_naming=naming, tf_image=image,
                             grpc_server_file_path=posixpath.normpath(server_path), replica_backend=backend,
@@ -163,6 +165,7 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> ControllerConf
                             unknown_scheduling_grace_seconds=unknown_scheduling_grace,
                             capacity_scaling=_capacity_scaling(document.get("capacityScaling") or {}, notes),
                             kueue_integration=kueue_integration, kueue_integration_chosen=kueue_chosen,
+                            kueue_positions_every=kueue_positions_every,
                             progress=_progress(document.get("progress") or {}, notes),
                             tensorboard=_tensorboard(document.get("tensorboard") or {}, notes))
 
@@ -251,16 +254,19 @@ def _progress(data: Any, notes: list[str]) -> ProgressSettings:
                             token_seconds=token_seconds)
 
 
-def _kueue_integration(data: Any, notes: list[str]) -> tuple[KueueIntegration, bool]:
-    """kueue: {integration: own | kueue}; whether the file chose it is kept, since the start resolves an unset one
-    by the cluster (tfop/kueue_startup.py) and refuses a chosen one the cluster cannot honour."""
+def _kueue(data: Any, notes: list[str]) -> tuple[KueueIntegration, bool, float]:
+    """kueue: {integration: own | kueue, positionsEverySeconds}; whether the file chose the integration is kept,
+    since the start resolves an unset one by the cluster (tfop/kueue_startup.py) and refuses a chosen one the cluster
+    cannot honour."""
     spec = _mapping(data, "kueue")
-    _known(spec, "kueue", {"integration"}, notes)
+    _known(spec, "kueue", {"integration", "positionsEverySeconds"}, notes)
     asked = spec.get("integration", INTEGRATION_OWN)
     integration = one_of(asked, INTEGRATIONS)
     if integration is None:
         raise ConfigError(f"kueue.integration {asked!r} is not one of {', '.join(INTEGRATIONS)}")
-    return integration, "integration" in spec
+    every = _seconds(spec.get("positionsEverySeconds", ControllerConfig.kueue_positions_every),
+                     "kueue.positionsEverySeconds")
+    return integration, "integration" in spec, every
 
 
 def _capacity_scaling(data: Any, notes: list[str]) -> CapacityScalingSettings:

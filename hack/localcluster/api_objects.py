@@ -8,6 +8,7 @@ import ssl
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -132,3 +133,19 @@ def unverified_tls() -> ssl.SSLContext:
 def get_text(url: str, context: ssl.SSLContext | None) -> str:
     with urllib.request.urlopen(url, context=context, timeout=5) as response:
         return str(response.read().decode().strip())
+
+
+def apiservice_available(api: Callable[[str, str], dict[str, Any]], name: str) -> str:
+    """An APIService's Available condition, read with `api` (a cluster's admin call): its status, and the apiserver's
+    reason when not True."""
+    try:
+        service = api("GET", f"/apis/apiregistration.k8s.io/v1/apiservices/{name}")
+    except urllib.error.HTTPError as error:
+        return "not registered" if error.code == 404 else f"unknown ({error.code})"
+    except OSError as error:
+        return f"unknown ({error})"
+    for condition in service.get("status", {}).get("conditions", []):
+        if condition["type"] == "Available":
+            status = str(condition["status"])
+            return status if status == "True" else f"{status}: {condition.get('message', '')}"
+    return "no Available condition yet"

@@ -322,6 +322,7 @@ OPERATOR_RULES = {(resource, "", verb) for resource, verbs in [
     ("workloads.kueue.x-k8s.io", "list watch create patch delete"), ("workloads.kueue.x-k8s.io/status", "patch"),
     ("resourceflavors.kueue.x-k8s.io", "list watch"), ("workloadpriorityclasses.kueue.x-k8s.io", "list watch"),
     ("priorityclasses.scheduling.k8s.io", "list watch"),
+    ("localqueues.visibility.kueue.x-k8s.io/pendingworkloads", "get"),
     ("events", "create patch"), ("configmaps", "create")]
     for verb in verbs.split()} | {("configmaps", "tfop-grpc-server", verb) for verb in ("get", "update")}
 

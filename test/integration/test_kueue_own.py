@@ -2,8 +2,9 @@
 configured as its release ships: its default integrations, which leave out kubeflow.org/tfjob, and tfop's kind named
 in integrations.externalFrameworks, so Kueue's pod webhook leaves tfop's pods to their owner.
 
-tfop, with its config's kueue section left out (own, the default), makes each queued job's Workload, holds the job
-(Suspended, reason QueuedByKueue, with Kueue's message) until Kueue admits it, puts the admitted flavor's node
+tfop, with its config's kueue integration left out (own, the default), makes each queued job's Workload, holds the
+job (Suspended, reason QueuedByKueue, with Kueue's message and its place in the queue, read from Kueue's visibility
+API) until Kueue admits it, puts the admitted flavor's node
 labels and toleration on the pods, and stops a job whose Workload is evicted (here by deactivating it), handing the
 quota back so the next job is admitted, without a restart counted. A job preempted by a higher WorkloadPriorityClass
 is requeued and runs again. A worker that ends while its job runs is reported in the Workload's reclaimablePods,
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import pytest
 
@@ -48,6 +50,7 @@ from support.kueue_own import (
 )
 from support.tfjobs import TFJOBS, condition
 from support.waiting import DEADLINE, wait_for
+from tfop.kube.client import KubeClient
 from tfop.kube.errors import NotFound
 
 
@@ -118,6 +121,50 @@ def test_one_job_waits_for_the_quota_and_the_admitted_one_runs_on_its_flavor(own
     assert released is not None and admitted is not None and admitted >= released - timeline.interval
     client.delete(TFJOBS, "second", ns)
     wait_for(lambda: not client.list(WORKLOADS, ns)[0], DEADLINE, "the deleted job's Workload to go with it")
+
+
+def test_a_pending_job_tells_its_place_in_the_queue(own_integration: Setup) -> None:
+    """Read by tfop from Kueue's visibility API: two jobs behind a running one say they are 1st and 2nd, in Kueue's
+    order; the first admitted, the other moves up."""
+    client, ns = own_integration.client, own_integration.namespace
+    client.create(TFJOBS, queued_tfjob("head", "queue", gpus_per_replica=2), ns)
+    wait_for(lambda: condition(client, ns, "head", "Running"), DEADLINE, "the first job to be Running")
+    ahead = client.create(TFJOBS, queued_tfjob("ahead", "queue", gpus_per_replica=2), ns)
+    # Kueue orders equal priorities by creation time, to the second: the second job's Workload is made a second
+    # later, so the order is not a tie.
+    made = wait_for(lambda: workload_of(client, ns, ahead), DEADLINE, "the first waiting job's Workload")["metadata"]
+    wait_for(lambda: datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") > made["creationTimestamp"], DEADLINE,
+             "the clock's next second")
+    client.create(TFJOBS, queued_tfjob("behind", "queue", gpus_per_replica=2), ns)
+
+    def message(name: str) -> str:
+        held = suspended(client, ns, name)
+        return "" if held is None else str(held["message"])
+
+    for name, place in (("ahead", 1), ("behind", 2)):
+        told = wait_for(lambda name=name, place=place: (
+            f"queued in Kueue LocalQueue queue at position {place} ({place} in its ClusterQueue)" in message(name)
+            and message(name)), DEADLINE, f"{name} to say it is number {place} in the queue")
+        print(f"{name}: {told}")
+    assert kueue_order(client, ns) == ["ahead", "behind"]
+
+    pods = running_pods(client, ns, "head", 2)
+    chief = next(p for p in pods if p["metadata"]["labels"][REPLICA_TYPE_LABEL] == "chief")
+    exit_pod(client, ns, chief["metadata"]["name"], 0)
+    wait_for(lambda: condition(client, ns, "ahead", "Running"), DEADLINE, "the job first in line to run")
+    moved = wait_for(lambda: " at position 1 (1 in its ClusterQueue)" in message("behind") and message("behind"),
+                     DEADLINE, "the job behind to say it is first in line now")
+    print(f"behind, moved up: {moved}")
+    assert suspended(client, ns, "ahead") is None
+
+
+def kueue_order(client: KubeClient, namespace: str) -> list[str]:
+    """The jobs pending in LocalQueue `queue`, in Kueue's order, as its visibility API says (the owner of each
+    Workload listed)."""
+    answer = client.request("GET", f"/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/{namespace}/localqueues/queue/"
+                                   "pendingworkloads")
+    items = sorted(answer["items"], key=lambda item: item["positionInLocalQueue"])
+    return [item["metadata"]["ownerReferences"][0]["name"] for item in items]
 
 
 def test_a_deactivated_job_stops_gracefully_and_its_quota_goes_to_the_next(own_integration: Setup) -> None:

@@ -1,8 +1,8 @@
 """The cluster tfop's own Kueue integration is tested on (test_kueue_own*.py): Kueue v0.19 as released (no TFJob
-adapter) beside a cluster with two kwok nodes of 8 GPUs, labelled and tainted for one pool; a flavor for that pool
-and a ClusterQueue `team` of 4 GPUs (one job of two 2-GPU replicas) with its LocalQueue `queue`; tfop with
-`kueue.integration` left out (own, the default) watching the namespace. Before Kueue is installed, tfop's own
-integration chosen in the config refuses to start, saying why."""
+adapter, its visibility API served) beside a cluster with two kwok nodes of 8 GPUs, labelled and tainted for one
+pool; a flavor for that pool and a ClusterQueue `team` of 4 GPUs (one job of two 2-GPU replicas) with its LocalQueue
+`queue`; tfop with `kueue.integration` left out (own, the default) watching the namespace, reading queue positions
+every second. Before Kueue is installed, tfop's own integration chosen in the config refuses to start, saying why."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from localcluster import LocalCluster
-from localcluster.addons.kueue import TFJOB_INTEGRATION, Kueue, module_dir, release_integrations
+from localcluster.addons.kueue import TFJOB_INTEGRATION, Kueue, module_dir
+from localcluster.addons.kueue_manifests import release_integrations
 from support.crds import crd_established
 from support.kueue import CLUSTER_QUEUES, GPU, LOCAL_QUEUES, NODES, RESOURCE_FLAVORS, cluster_queue, flavor, is_true
 from support.kueue import local_queue as make_local_queue
@@ -28,6 +29,7 @@ POOL_LABEL = "tfop.test/gpu-pool"
 NAMESPACE_LABEL = ("tfop.test/kueue-own", "on")
 REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
 REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
+POSITIONS_EVERY = 1
 
 
 @dataclass
@@ -51,13 +53,13 @@ def kwok_node(name: str, labels: dict[str, str], gpus: int, taint: dict[str, str
 
 def released_kueue(cluster: LocalCluster) -> Kueue:
     """The cluster's Kueue (KUEUE_VERSION) configured as its release ships: the integrations its Configuration
-    enables, which leave out kubeflow.org/tfjob, and tfop's kind among its external frameworks, so that its pod
-    integration leaves tfop's pods to their owner. Its integrations' webhooks see only the namespaces labelled
-    NAMESPACE_LABEL (the other tests' pods never pass through Kueue)."""
+    enables, which leave out kubeflow.org/tfjob, tfop's kind among its external frameworks, so that its pod
+    integration leaves tfop's pods to their owner, and its visibility API served (on loopback). Its integrations'
+    webhooks see only the namespaces labelled NAMESPACE_LABEL (the other tests' pods never pass through Kueue)."""
     integrations = release_integrations(module_dir())
     assert TFJOB_INTEGRATION not in integrations, integrations
     return Kueue(cluster, integrations, namespace_labels=dict([NAMESPACE_LABEL]),
-                 config_overrides={"integrations": {"externalFrameworks": ["TFJob.v1.kubeflow.org"]}})
+                 config_overrides={"integrations": {"externalFrameworks": ["TFJob.v1.kubeflow.org"]}}, visibility=True)
 
 
 @contextmanager
@@ -90,8 +92,12 @@ def own_integration_cluster(directory: Path) -> Iterator[Setup]:
         client.create(CLUSTER_QUEUES, cluster_queue("team", pool, 4, namespace))
         client.create(LOCAL_QUEUES, make_local_queue("queue", "team"), namespace)
         wait_for(lambda: is_true(client.get(CLUSTER_QUEUES, "team"), "Active"), message="the ClusterQueue to be Active")
-        # No config: own is the default, and the start's dry run finds no TFJob adapter in this Kueue.
-        operator = OperatorProcess(cluster.kubeconfig, cluster.directory / "tfop.log", "--namespace", namespace)
+        # The integration left out: own is the default, and the start's dry run finds no TFJob adapter in this
+        # Kueue. Queue positions read every POSITIONS_EVERY seconds rather than 10, for the tests' waits.
+        settings = cluster.directory / "tfop-positions.yaml"
+        settings.write_text(f"kueue:\n  positionsEverySeconds: {POSITIONS_EVERY}\n")
+        operator = OperatorProcess(cluster.kubeconfig, cluster.directory / "tfop.log", "--namespace", namespace,
+                                   "--config", str(settings))
         operator.start()
         assert '"kueue integration"' not in operator.log_tail(200), operator.log_tail(200)
         yield Setup(client, namespace, pool)

@@ -25,13 +25,8 @@ from typing import Any
 import pytest
 
 from localcluster import LocalCluster
-from localcluster.addons.kueue import (
-    TFJOB_INTEGRATION,
-    Kueue,
-    integration_resource,
-    module_dir,
-    release_integrations,
-)
+from localcluster.addons.kueue import TFJOB_INTEGRATION, Kueue, module_dir
+from localcluster.addons.kueue_manifests import integration_resource, release_integrations
 from localcluster.addons.process import tail
 from support.crds import crd_established
 from support.kueue import integration_config

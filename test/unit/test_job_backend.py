@@ -21,12 +21,12 @@ from support.plan_builders import (
     services_for,
     with_selectors,
 )
+from tfop.controller.owners import owner_key
 from tfop.controller.plan.children.batch_job import MAX_BACKOFF_LIMIT
 from tfop.controller.plan.children.desired import DesiredChildren
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.planner import plan
 from tfop.controller.plan.types import JOB, POD, SERVICE, Plan, PlanContext
-from tfop.controller.reconciler import owner_key
 
 JOBS_CONFIG = ControllerConfig(replica_backend="jobs")
 W0, W1, PS0 = name_of("Worker", 0), name_of("Worker", 1), name_of("PS", 0)

@@ -14,7 +14,7 @@ from tfop.config import ConfigError, parse_config
 from tfop.controller.children import Scope, child_kinds
 from tfop.controller.plan.children.desired import DesiredChildren
 from tfop.controller.plan.controller_config import ControllerConfig
-from tfop.controller.plan.observed.workload import Eviction, observe_workload
+from tfop.controller.plan.observed.workload import Eviction, QueuePosition, observe_workload
 from tfop.controller.plan.planner import plan
 from tfop.controller.plan.slots import ReplicaSlot
 from tfop.controller.plan.types import POD, SERVICE, WORKLOAD, ChildPatch, ChildRef, Creation, Plan, PlanContext
@@ -94,7 +94,7 @@ def test_the_workload_is_written_out() -> None:
                                 "app.kubernetes.io/managed-by": "tfop"},
                      "ownerReferences": [{"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": "mnist",
                                           "uid": UID, "controller": True, "blockOwnerDeletion": True}]},
-        "spec": {"queueName": "team", "podSets": [
+        "spec": {"queueName": "team", "priority": 0, "podSets": [
             {"name": "worker", "count": 2, "template": {
                 "metadata": {"labels": {"team": "vision", "training.kubeflow.org/job-name": "mnist",
                                         "training.kubeflow.org/replica-type": "worker"},
@@ -195,6 +195,44 @@ def test_a_queued_job_is_held_until_admitted(job: dict[str, Any], workloads: lis
     assert (result.create, result.deletes(WORKLOAD), result.patch, suspended_as(result)) == (
         creates, deletes, [], suspended)
     assert condition_reason(result, "Running") == ("False", suspended[1])
+
+
+QUEUED_AT: dict[str, tuple[list[dict[str, Any]], QueuePosition | None, str]] = {
+    "pending, its position read": (
+        [workload(WAITING)], QueuePosition(2, 5, 100),
+        ("TFJob ns/mnist is queued in Kueue LocalQueue team at position 2 (5 in its ClusterQueue): couldn't assign "
+         "flavors to pod set worker: insufficient quota for nvidia.com/gpu.")),
+    "pending, next in line, Kueue says nothing more": (
+        [workload(kueue_condition("QuotaReserved", "False", "Pending"))], QueuePosition(1, 1, 100),
+        "TFJob ns/mnist is queued in Kueue LocalQueue team at position 1 (1 in its ClusterQueue)."),
+    "pending past the Workloads looked at": (
+        [workload(WAITING)], QueuePosition(None, None, 100),
+        ("TFJob ns/mnist is queued in Kueue LocalQueue team, behind at least 100 other Workloads: couldn't assign "
+         "flavors to pod set worker: insufficient quota for nvidia.com/gpu.")),
+    "queued again after a preemption, its position read": (
+        [workload(kueue_condition("QuotaReserved", "False", "Pending"), PREEMPTED)], QueuePosition(3, 3, 100),
+        ("TFJob ns/mnist is queued again in Kueue LocalQueue team at position 3 (3 in its ClusterQueue) after an "
+         "eviction (Preempted).")),
+    "pending, no position known (the visibility API not read)": (
+        [workload(WAITING)], None,
+        ("TFJob ns/mnist is queued in Kueue LocalQueue team: couldn't assign flavors to pod set worker: insufficient "
+         "quota for nvidia.com/gpu.")),
+    "admitted: a position left from before is not told": (
+        [workload(RESERVED, ADMITTED, admission=ADMISSION)], QueuePosition(1, 1, 100), ""),
+    "deactivated: the position is not told": (
+        [workload(WAITING, active=False)], QueuePosition(1, 1, 100),
+        f"TFJob ns/mnist waits: its Kueue Workload {WL} is deactivated (spec.active is false)."),
+}
+
+
+@pytest.mark.parametrize(("workloads", "position", "message"), QUEUED_AT.values(), ids=QUEUED_AT.keys())
+def test_a_pending_job_says_where_it_stands_in_its_queue(workloads: list[dict[str, Any]],
+                                                        position: QueuePosition | None, message: str) -> None:
+    children = {POD: [], SERVICE: services_for(), WORKLOAD: workloads}
+    result = plan(PlanContext(queued_job(), children, NOW, OWN, flavors={"gpu-a": GPU_FLAVOR},
+                              queue_position=position))
+    held = suspended_as(result)
+    assert (held[2] if held is not None and held[0] == "True" else "") == message
 
 
 def condition_reason(result: Plan, condition_type: str) -> tuple[str, str]:
@@ -421,7 +459,7 @@ WPC = "kueue.x-k8s.io", "WorkloadPriorityClass"
 PC = "scheduling.k8s.io", "PriorityClass"
 POD_CLASSES = {"batch-low": 100, "training": 5000, "cluster-default": 10}
 # (the job, the WorkloadPriorityClasses cached, the cluster's global default PriorityClass) -> the Workload's
-# priorityClassRef (group, kind, name) and priority; None: a Workload without either; a text: no Workload yet,
+# priorityClassRef (group, kind, name) and priority; None: a Workload of no class, priority 0; a text: no Workload yet,
 # the job's Suspended message.
 Expected = tuple[str, str, str, int] | str | None
 PRIORITY_ROWS: dict[str, tuple[dict[str, Any], dict[str, int], str | None, Expected]] = {
@@ -435,7 +473,7 @@ PRIORITY_ROWS: dict[str, tuple[dict[str, Any], dict[str, int], str | None, Expec
         classed_job(scheduling="training", PS="batch-low"), {}, None, (*PC, "training", 5000)),
     "no class named: the cluster's global default": (
         classed_job(), {}, "cluster-default", (*PC, "cluster-default", 10)),
-    "no class named, no default: no priority": (classed_job(), {}, None, None),
+    "no class named, no default: priority 0, as Kueue's integrations write it": (classed_job(), {}, None, None),
     "a PriorityClass not cached: no Workload yet": (
         classed_job(Worker="missing"), {}, "cluster-default",
         ("TFJob ns/mnist waits for the PriorityClass missing its pods name to exist: its Kueue Workload's priority "
@@ -459,7 +497,7 @@ def test_the_workloads_priority_comes_from_the_class_kueue_would_read(
     assert result.creates(WORKLOAD) == [Creation(WORKLOAD, None, WL)] and result.desired is not None
     spec = result.desired.body(WORKLOAD, None)["spec"]
     if expected is None:
-        assert "priorityClassRef" not in spec and "priority" not in spec
+        assert "priorityClassRef" not in spec and spec["priority"] == 0
     else:
         group, kind, name, value = expected
         assert (spec["priorityClassRef"], spec["priority"]) == ({"group": group, "kind": kind, "name": name}, value)

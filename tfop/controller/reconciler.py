@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 import structlog
 
 from tfop.api import kueue as kueue_api
-from tfop.api.constants import FINAL_CONDITIONS, GROUP, KIND, LABEL_JOB_NAME, POD_SUCCEEDED
+from tfop.api.constants import FINAL_CONDITIONS, POD_SUCCEEDED
 from tfop.api.kueue import INTEGRATION_OWN, managed_elsewhere, pod_priority_class, priority_class, queue_name
 from tfop.api.tensorboard import claim_names
 from tfop.controller.apply.applier import PlanApplier
@@ -38,13 +38,15 @@ from tfop.controller.children import (
     child_kinds,
     made_by_tfop,
 )
+from tfop.controller.kueue_positions import QueuePositions
+from tfop.controller.owners import HELD_BY_JOB_NAME, controller_uid, held_by_job_name, owner_key
 from tfop.controller.plan.children.batch_job import made_by_job
 from tfop.controller.plan.children.desired import replica_slot_of
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.observed.child import Child
-from tfop.controller.plan.observed.workload import observe_workload
+from tfop.controller.plan.observed.workload import QueuePosition, observe_workload
 from tfop.controller.plan.planner import plan as plan_job
-from tfop.controller.plan.status import condition_is_true, conditions_of, holds_finalizer, is_terminating
+from tfop.controller.plan.status import condition_is_true, conditions_of, is_terminating
 from tfop.controller.plan.types import POD, WORKLOAD, ChildRef, CreateRefusal, PlanContext
 from tfop.controller.progress_reports import ProgressReports
 from tfop.controller.ps_server_configmap import ConfigMapData
@@ -116,6 +118,10 @@ class TFJobController:
         self.applier = PlanApplier(client, recorder, self.expectations, self.metrics, self._cache_of,
                                    create_concurrency=create_concurrency, kinds=self.kinds, clock=clock,
                                    progress_files=progress_files)
+        # Where the pending Workloads stand in their queues: read while leading, told in the jobs' messages.
+        self.positions = (QueuePositions(client, self._cached_workloads, owner_key, self.runtime.queue.add,
+                                         every=config.kueue_positions_every)
+                          if self.own_kueue and config.kueue_positions_every > 0 else None)
 
     def _child_watch(self, kind: ChildKind) -> Watch:
         indexers = {kind.owner_index: by_controller_uid,
@@ -187,6 +193,15 @@ class TFJobController:
         owns = name is None or any(workload["metadata"]["name"] == name for workload in owned)
         return None if owns else self._cache_of(WORKLOAD, namespace).get(f"{namespace}/{name}")
 
+    def _cached_workloads(self) -> list[Object]:
+        return [workload for store in self.runtime.stores(self.kinds[WORKLOAD].resource) for workload in store.list()]
+
+    def _queue_position(self, namespace: str, workloads: list[Object]) -> QueuePosition | None:
+        if self.positions is None:
+            return None
+        return next((found for workload in workloads
+                     if (found := self.positions.of(namespace, workload["metadata"]["name"])) is not None), None)
+
     def _nodes_of(self, pods: list[Object]) -> dict[str, Object] | None:
         """The cached nodes the pods are on, by name (a node not in the cache is left out: deleted)."""
         if not self.config.node_loss.watch_nodes:
@@ -204,11 +219,15 @@ class TFJobController:
 
     def start_workers(self) -> None:
         self.runtime.start_workers()
+        if self.positions is not None:
+            self.positions.start()
         self.leading.set()
 
     def stop(self, drain_timeout: float = 20.0) -> None:
         """Stop taking jobs, let in-flight reconciles finish (bounded), then stop watching."""
         self.leading.clear()
+        if self.positions is not None:
+            self.positions.stop()
         drained = self.runtime.stop_workers(drain_timeout)
         self.applier.shutdown(wait=drained)
         self.runtime.stop_informers()
@@ -324,7 +343,8 @@ class TFJobController:
                               priority_classes=self._priority_classes_of(job), pod_priority_classes=pod_classes,
                               default_priority_class=default_class, progress=self.progress.latest(key),
                               foreign=foreign, claims=self._claims_of(job, namespace),
-                              prebuilt_workload=prebuilt)
+                              prebuilt_workload=prebuilt,
+                              queue_position=self._queue_position(namespace, children.get(WORKLOAD, [])))
         plan = plan_job(context)
         changes = self.applier.change_children(key, job, plan)
         held = self.applier.record(key, job, plan, now)
@@ -360,36 +380,6 @@ class TFJobController:
         state changes meanwhile (a pod fails) may have its next pass create in the priority lane; one worker per
         key bounds what that costs the others."""
         return Lane.NORMAL if deleted or self.expectations.outstanding(key)[1] else Lane.PRIORITY
-
-
-def owner_key(child: Object) -> str | None:
-    """The key of the TFJob that controls `child`, if any; for a pod a replica's Job controls, that Job's TFJob,
-    named by the job-name label the pod has from the Job's template; for a pod that holds tfop's finalizer with no
-    controller left (its job deleted, orphaning it), the job its label names, whose pass releases it."""
-    for ref in child["metadata"].get("ownerReferences") or ():
-        if ref.get("controller") and ref.get("kind") == KIND and ref.get("apiVersion", "").startswith(GROUP + "/"):
-            return f"{child['metadata']['namespace']}/{ref['name']}"
-    job_name = (child["metadata"].get("labels") or {}).get(LABEL_JOB_NAME)
-    if (made_by_job(child) or holds_finalizer(child)) and job_name:
-        return f"{child['metadata']['namespace']}/{job_name}"
-    return None
-
-
-HELD_BY_JOB_NAME = "held-by-job-name"  # the pod cache's index of the pods holding tfop's finalizer, by job key
-
-
-def held_by_job_name(pod: Object) -> list[str]:
-    """Only pods that hold tfop's finalizer are indexed: those a job's pass must find even when no job of the
-    name controls them (`TFJobController._release_strays`)."""
-    job_name = (pod["metadata"].get("labels") or {}).get(LABEL_JOB_NAME)
-    if not job_name or not holds_finalizer(pod):
-        return []
-    return [f"{pod['metadata'].get('namespace', '')}/{job_name}"]
-
-
-def controller_uid(child: Object) -> str | None:
-    return next((ref.get("uid") for ref in child["metadata"].get("ownerReferences") or () if ref.get("controller")),
-                None)
 
 
 def _class_value(priority_class: Object | None) -> int | None:

@@ -66,7 +66,7 @@ class LineStream(Iterator[bytes]):
                     raise TransportError(f"stream broken: {exc}") from exc
                 if chunk is None:
                     finished = True
-                    if self._buffer:  # a last line without its newline
+                    if self._buffer and not self._closed:  # a last line without its newline (closed: a fragment)
                         line = bytes(self._buffer)
                         self._buffer.clear()
                         return line
@@ -112,7 +112,10 @@ class WatchStream(Iterator[dict[str, Any]]):
         while True:
             line = next(self._lines)
             if line.strip():
-                event: dict[str, Any] = json.loads(line)
+                try:
+                    event: dict[str, Any] = json.loads(line)
+                except ValueError as exc:  # the apiserver ends every event with a newline: this one was cut short
+                    raise TransportError(f"stream broken: an event cut short after {len(line)} bytes") from exc
                 return event
 
     def close(self) -> None:

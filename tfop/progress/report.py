@@ -24,8 +24,8 @@ from typing import Any
 
 from tfop.api.constants import KIND, METRIC_LAST_CHECKPOINT_TIME
 from tfop.api.timestamps import as_utc, parse_moment
+from tfop.controller.owners import owner_key
 from tfop.controller.plan.job_status import Metric, TrainerStatus
-from tfop.controller.reconciler import owner_key
 from tfop.objects import Object
 
 MAX_BODY = 64 * 1024  # 256 metrics of 64-character names and values fit with room; Kubeflow's bound too

@@ -1,7 +1,7 @@
 """Kueue (job queueing, built by hack/build-kueue.sh) beside a local cluster, out of cluster on loopback.
 
     python3 hack/local_cluster.py kueue up|down|status|build [--dir .local/cluster] [--namespace-label KEY=VALUE]
-                                              [--integration kubeflow.org/tfjob ...]
+                                              [--integration kubeflow.org/tfjob ...] [--visibility]
 
 `--dir` is any cluster directory hack/local_cluster.py made (its kubeconfig and state.json): each directory gets a
 Kueue of its own, with its own ports, certificates, Configuration and log, so two clusters on one machine (a
@@ -15,10 +15,12 @@ webhooks of Kueue's own kinds and of the enabled integrations are installed (one
 only be a failure point for every such create); `--namespace-label` limits the integrations' webhooks to namespaces
 with that label (the tests' other TFJobs never pass through Kueue). Then it starts `kueue` with a Configuration
 (config.kueue.x-k8s.io/v1beta2): internal certificate management and leader election off; webhooks, health and
-metrics on 127.0.0.1; the on-demand visibility server off (it would bind 0.0.0.0:8082); the integrations on
-(`kubeflow.org/tfjob` by default). It waits for /readyz and for a webhook answer to the apiserver (a server-side
-dry run of a ResourceFlavor). `down` stops it and deletes its webhook configurations (with failurePolicy Fail they
-would refuse every TFJob while Kueue is down); CRDs and Kueue's objects stay.
+metrics on 127.0.0.1; the integrations on (`kubeflow.org/tfjob` by default). The on-demand visibility server (the
+`visibility.kueue.x-k8s.io` API: pending Workloads and their positions) is off unless asked for (`--visibility`), since
+by default it listens on every address; asked for, it listens on 127.0.0.1, its APIService is registered once it
+answers, and `down` unregisters it before Kueue stops. It waits for /readyz and for a webhook answer to the
+apiserver (a server-side dry run of a ResourceFlavor). `down` stops it and deletes its webhook configurations
+(with failurePolicy Fail they would refuse every TFJob while Kueue is down); CRDs and Kueue's objects stay.
 
 Without the TFJob CRD, Kueue sets its TFJob integration up once the CRD appears. State: <dir>/kueue/ (certificates,
 configuration, manifests, ports), <dir>/run/kueue.pid, <dir>/logs/kueue.log.
@@ -28,10 +30,10 @@ from __future__ import annotations
 
 import argparse
 import base64
-import copy
 import json
 import os
 import shutil
+import ssl
 import sys
 import time
 import urllib.error
@@ -43,23 +45,27 @@ from typing import Any
 import yaml
 
 from ports import free_port
-from tfop import yamlio
 
+from ..api_objects import apiservice_available, get_text
 from ..cluster import DEFAULT_DIR, LocalCluster
 from ..pki import PKIError, openssl
 from ..supervisor import ClusterError
+from .kueue_manifests import (
+    KUEUE_GROUP,
+    NAMESPACE,
+    VISIBILITY_API,
+    VISIBILITY_CERT_DIR,
+    VISIBILITY_SERVICE,
+    WEBHOOK_NAMES,
+    render_crds,
+    render_webhooks,
+    visibility_manifests,
+)
 from .process import AddOnProcess, describe, run_build_script, run_cli, tail
 
 BINARY = "kueue"
-NAMESPACE = "kueue-system"
 TFJOB_INTEGRATION = "kubeflow.org/tfjob"
 DEFAULT_INTEGRATIONS = (TFJOB_INTEGRATION,)
-KUEUE_GROUP = "kueue.x-k8s.io"
-WEBHOOK_NAMES = {"MutatingWebhookConfiguration": "kueue-mutating-webhook-configuration",
-                 "ValidatingWebhookConfiguration": "kueue-validating-webhook-configuration"}
-# The kinds of Kueue's integrations that live in the core or apps group, spelt without one.
-CORE_INTEGRATIONS = {"pod": ("", "pods"), "deployment": ("apps", "deployments"),
-                     "statefulset": ("apps", "statefulsets")}
 
 
 def log(message: str) -> None:
@@ -80,79 +86,6 @@ def module_dir(version: str | None = None) -> Path:
     return run_build_script("build-kueue.sh", *_version_args(version), "--module-dir")
 
 
-def integration_resource(name: str) -> tuple[str, str]:
-    """(API group, resource) an integration's webhooks are registered for: `kubeflow.org/tfjob` -> tfjobs."""
-    if name in CORE_INTEGRATIONS:
-        return CORE_INTEGRATIONS[name]
-    group, _, kind = name.rpartition("/")
-    return group, f"{kind}s"
-
-
-def release_integrations(module: Path) -> list[str]:
-    """The integrations a Kueue release enables (integrations.frameworks in the Configuration its manifests ship),
-    read from the module's own config/: what a user who installs that release runs."""
-    config = yamlio.load((module / "config" / "components" / "manager" / "controller_manager_config.yaml").read_text())
-    frameworks = (config.get("integrations") or {}).get("frameworks")
-    if not isinstance(frameworks, list) or not frameworks:
-        raise ClusterError(f"{module}'s shipped Configuration lists no integrations.frameworks")
-    return [str(framework) for framework in frameworks]
-
-
-def _documents(path: Path) -> list[dict[str, Any]]:
-    return [doc for doc in yamlio.load_all(path.read_text()) if doc]
-
-
-def render_crds(module: Path, url: str, ca_bundle: str) -> list[dict[str, Any]]:
-    """Kueue's CRDs as its kustomization lists them, with the conversion webhooks it enables pointed at `url`."""
-    crd_dir = module / "config" / "components" / "crd"
-    kustomization = yamlio.load((crd_dir / "kustomization.yaml").read_text())
-    crds = {doc["metadata"]["name"]: doc for resource in kustomization["resources"]
-            for doc in _documents(crd_dir / resource)}
-    for patch in kustomization.get("patches") or []:
-        for doc in _documents(crd_dir / patch["path"]):
-            conversion = doc.get("spec", {}).get("conversion")
-            if not conversion:
-                continue  # a patch of something else than the conversion
-            name = doc["metadata"]["name"]
-            if name not in crds:
-                raise ClusterError(f"{crd_dir / patch['path']} patches {name}, which the kustomization lists not")
-            crds[name]["spec"]["conversion"] = {
-                "strategy": "Webhook",
-                "webhook": {"conversionReviewVersions": conversion["webhook"]["conversionReviewVersions"],
-                            "clientConfig": {"url": url, "caBundle": ca_bundle}}}
-    return list(crds.values())
-
-
-def render_webhooks(module: Path, base_url: str, ca_bundle: str, integrations: Iterable[str],
-                    namespace_labels: Mapping[str, str]) -> list[dict[str, Any]]:
-    """Kueue's webhook configurations, keeping the webhooks of its own kinds and of `integrations`, called at
-    `base_url` + their path. `namespace_labels` (if any) select the namespaces the integrations' webhooks see."""
-    wanted = {integration_resource(name): name for name in integrations}
-    found: set[str] = set()
-    configurations = []
-    for doc in _documents(module / "config" / "components" / "webhook" / "manifests.yaml"):
-        kept = []
-        for original in doc["webhooks"]:
-            targets = {(group, resource) for rule in original["rules"] for group in rule["apiGroups"]
-                       for resource in rule["resources"]}
-            own = any(group == KUEUE_GROUP for group, _ in targets)
-            matched = {wanted[target] for target in targets if target in wanted}
-            if not own and not matched:
-                continue
-            found |= matched
-            webhook = copy.deepcopy(original)
-            path = webhook["clientConfig"]["service"]["path"]
-            webhook["clientConfig"] = {"url": f"{base_url}{path}", "caBundle": ca_bundle}
-            if matched and namespace_labels:
-                webhook["namespaceSelector"] = {"matchLabels": dict(namespace_labels)}
-            kept.append(webhook)
-        configurations.append({**doc, "metadata": {"name": WEBHOOK_NAMES[doc["kind"]]}, "webhooks": kept})
-    missing = set(wanted.values()) - found
-    if missing:
-        raise ClusterError(f"Kueue's webhook manifests have no webhook for the integration(s) {sorted(missing)}")
-    return configurations
-
-
 def _merge(base: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
     """`overrides` merged into `base`, mappings key by key, anything else replaced."""
     merged = dict(base)
@@ -170,11 +103,15 @@ class Kueue:
     def __init__(self, cluster: LocalCluster, integrations: Iterable[str] = DEFAULT_INTEGRATIONS,
                  namespace_labels: Mapping[str, str] | None = None,
                  config_overrides: Mapping[str, Any] | None = None,
-                 webhook_integrations: Iterable[str] | None = None, version: str | None = None) -> None:
+                 webhook_integrations: Iterable[str] | None = None, version: str | None = None,
+                 visibility: bool = False) -> None:
         """`webhook_integrations`: the integrations whose webhooks are installed, by default the enabled ones. A
         release's manifests install every integration's; Kueue answers a disabled one's with a webhook that
-        changes nothing. `version`: the Kueue to build and run (None: KUEUE_VERSION in hack/versions.env)."""
+        changes nothing. `version`: the Kueue to build and run (None: KUEUE_VERSION in hack/versions.env).
+        `visibility`: run its on-demand visibility server on loopback and register its APIService (see
+        VISIBILITY_API)."""
         self.cluster = cluster
+        self.visibility = visibility
         self.version = version
         self.integrations = list(integrations)
         self.webhook_integrations = list(self.integrations if webhook_integrations is None else webhook_integrations)
@@ -194,14 +131,16 @@ class Kueue:
         return self.state / "certs"
 
     def ports(self) -> dict[str, int]:
-        """Webhook, health and metrics ports, chosen once per cluster directory: the webhook configurations in the
-        apiserver name the webhook port, so a restarted Kueue must come back on it."""
+        """Webhook, health, metrics and visibility ports, chosen once per cluster directory: the webhook
+        configurations and the APIService in the apiserver name two of them, so a restarted Kueue must come back on
+        them."""
         saved = self.state / "ports.json"
-        if saved.exists():
-            return dict(json.loads(saved.read_text()))
-        ports = {"webhook": free_port(), "health": free_port(), "metrics": free_port()}
-        self.state.mkdir(parents=True, exist_ok=True)
-        saved.write_text(json.dumps(ports))
+        ports = dict(json.loads(saved.read_text())) if saved.exists() else {}
+        missing = {name: free_port() for name in ("webhook", "health", "metrics", "visibility") if name not in ports}
+        if missing:
+            ports.update(missing)
+            self.state.mkdir(parents=True, exist_ok=True)
+            saved.write_text(json.dumps(ports))
         return ports
 
     @property
@@ -213,7 +152,8 @@ class Kueue:
 
     # --- set-up ----------------------------------------------------------------------------------------------
     def make_certificates(self) -> str:
-        """A CA and a serving certificate for 127.0.0.1 (webhooks and metrics), made once; returns the CA, base64."""
+        """A CA and a serving certificate for 127.0.0.1 (webhooks, metrics, visibility), made once; returns the CA,
+        base64."""
         certs = self.certs
         certs.mkdir(parents=True, exist_ok=True)
         try:
@@ -221,8 +161,9 @@ class Kueue:
                 openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
                         "-days", "3650", "-subj", "/CN=tfop-kueue-ca", cwd=certs)
             if not (certs / "tls.crt").exists():
-                (certs / "tls.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n"
-                                               "extendedKeyUsage=serverAuth\n")
+                # The aggregator checks the visibility server's certificate for its Service's name.
+                (certs / "tls.ext").write_text(f"subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:{VISIBILITY_SERVICE}."
+                                               f"{NAMESPACE}.svc\nextendedKeyUsage=serverAuth\n")
                 openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "tls.key", "-out", "tls.csr",
                         "-subj", "/CN=kueue-webhook", cwd=certs)
                 openssl("x509", "-req", "-in", "tls.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
@@ -260,8 +201,11 @@ class Kueue:
             "metrics": {"bindAddress": f"127.0.0.1:{ports['metrics']}"},
             "clientConnection": {"qps": 50, "burst": 100},
             "integrations": {"frameworks": self.integrations},
-            "featureGates": {"VisibilityOnDemand": False},
         }
+        if self.visibility:
+            config["visibilityServer"] = {"bindAddress": "127.0.0.1", "bindPort": ports["visibility"]}
+        else:  # it would listen on every address of the machine, at 8082
+            config["featureGates"] = {"VisibilityOnDemand": False}
         (self.state / "config.yaml").write_text(yaml.safe_dump(_merge(config, self.config_overrides),
                                                                sort_keys=False))
 
@@ -278,7 +222,10 @@ class Kueue:
         if self.pid() is None:
             self.write_config()
             self._spawn(bin_dir / BINARY)
+        deadline = time.monotonic() + timeout
         self._wait_ready(timeout)
+        if self.visibility:
+            self._register_visibility(module, ca_bundle, deadline)
 
     def _spawn(self, binary: Path) -> None:
         """Kueue reads its metrics serving certificate from the fixed /etc/kueue/metrics/certs when internal
@@ -291,10 +238,19 @@ class Kueue:
         mount_point.mkdir(parents=True, exist_ok=True)
         script = ('set -e; mount -t tmpfs tmpfs "$1"; mkdir -p "$1/upper/kueue/metrics/certs" "$1/work"; '
                   'cp "$2/tls.crt" "$2/tls.key" "$1/upper/kueue/metrics/certs/"; '
-                  'mount -t overlay overlay -o "lowerdir=/etc,upperdir=$1/upper,workdir=$1/work" /etc; '
-                  'shift 2; exec "$@"')
+                  'mount -t overlay overlay -o "lowerdir=/etc,upperdir=$1/upper,workdir=$1/work" /etc; ')
+        if self.visibility:
+            # Its visibility server reads its certificate from the fixed /visibility: a tmpfs there in this mount
+            # namespace only; the host keeps the empty directory as a mount point.
+            VISIBILITY_CERT_DIR.mkdir(exist_ok=True)
+            script += (f'mount -t tmpfs tmpfs {VISIBILITY_CERT_DIR}; '
+                       f'cp "$2/tls.crt" "$2/tls.key" {VISIBILITY_CERT_DIR}/; ')
+        script += 'shift 2; exec "$@"'
+        # --kubeconfig too: the visibility server delegates authentication and authorization to the apiserver
+        # through the kubeconfig that flag names (in a pod, through its ServiceAccount).
         command = ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", str(mount_point),
-                   str(self.certs), str(binary), f"--config={self.state / 'config.yaml'}"]
+                   str(self.certs), str(binary), f"--config={self.state / 'config.yaml'}",
+                   f"--kubeconfig={self.cluster.kubeconfig}"]
         self.process.spawn(command, cwd=self.state, env={**os.environ, "KUBECONFIG": str(self.cluster.kubeconfig)})
 
     def _wait_ready(self, timeout: float) -> None:
@@ -317,7 +273,11 @@ class Kueue:
                            f"{self.log_file}:\n{tail(self.log_file)}")
 
     def stop(self, timeout: float = 15.0) -> None:
-        """Stops Kueue and removes its webhook configurations, which would refuse every create they see."""
+        """Unregisters its visibility API (an unavailable aggregated API fails discovery, and with it namespace
+        deletion and the garbage collector's work), stops Kueue and removes its webhook configurations, which would
+        refuse every create they see."""
+        if self.cluster.kubeconfig.exists():  # whether or not this one registered it
+            self.cluster.kubectl("delete", "apiservice", VISIBILITY_API, "--ignore-not-found", check=False)
         self.process.stop(timeout)
         if self.cluster.kubeconfig.exists():
             for kind, name in WEBHOOK_NAMES.items():
@@ -325,7 +285,32 @@ class Kueue:
 
     def status(self) -> str:
         pid = self.pid()
-        return describe(pid, f", webhooks on {self.webhook_url}" if pid else "")
+        visibility = (f", APIService {VISIBILITY_API} Available: "
+                      f"{apiservice_available(self.cluster.api, VISIBILITY_API)}" if self.visibility else "")
+        return describe(pid, f", webhooks on {self.webhook_url}{visibility}" if pid else "")
+
+    # --- the visibility API ----------------------------------------------------------------------------------
+    def _register_visibility(self, module: Path, ca_bundle: str, deadline: float) -> None:
+        """Once the visibility server answers, its Service and APIService as the release's manifests have them,
+        made over for a server on loopback (see visibility_manifests); returns once the apiserver reports the
+        APIService Available."""
+        readyz = f"https://127.0.0.1:{self.ports()['visibility']}/readyz"
+        tls = ssl.create_default_context(cafile=str(self.certs / "ca.crt"))
+        self.process.wait_until("kueue", "its visibility server's /readyz", deadline,
+                                lambda: _answers_ok(readyz, tls), state=self._visibility_state)
+        self._apply("visibility.yaml", visibility_manifests(module, self.ports()["visibility"], ca_bundle))
+        self.process.wait_until("kueue", f"the APIService {VISIBILITY_API} to be Available", deadline,
+                                lambda: self._visibility_state().endswith(": True"), state=self._visibility_state)
+
+    def _visibility_state(self) -> str:
+        return f"APIService {VISIBILITY_API}: {apiservice_available(self.cluster.api, VISIBILITY_API)}"
+
+
+def _answers_ok(url: str, context: ssl.SSLContext) -> bool:
+    try:
+        return get_text(url, context) == "ok"
+    except OSError:  # refused, or not ready (an HTTP error)
+        return False
 
 
 def _http_status(url: str) -> int:
@@ -347,6 +332,9 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"a Kueue integration to enable; repeatable (default {TFJOB_INTEGRATION})")
     parser.add_argument("--namespace-label", metavar="KEY=VALUE",
                         help="limit the integrations' webhooks to namespaces with this label")
+    parser.add_argument("--visibility", action="store_true",
+                        help="run the on-demand visibility server on loopback and register its APIService "
+                             "(`down` always unregisters it)")
     args = parser.parse_args(argv)
 
     def command() -> None:
@@ -354,7 +342,8 @@ def main(argv: list[str] | None = None) -> int:
             print(build())
             return
         labels = dict([args.namespace_label.split("=", 1)]) if args.namespace_label else {}
-        kueue = Kueue(LocalCluster(args.dir), args.integrations or DEFAULT_INTEGRATIONS, labels)
+        kueue = Kueue(LocalCluster(args.dir), args.integrations or DEFAULT_INTEGRATIONS, labels,
+                      visibility=args.visibility)
         if args.command == "up":
             kueue.start()
             log(f"kueue is running (pid {kueue.pid()}); log: {kueue.log_file}")

@@ -32,7 +32,6 @@ import base64
 import ssl
 import sys
 import time
-import urllib.error
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -41,12 +40,12 @@ import yaml
 
 from tfop import yamlio
 
-from ..api_objects import get_text
+from ..api_objects import apiservice_available, get_text
 from ..cluster import DEFAULT_DIR, LocalCluster
 from ..node_layout import NODE_LABEL
 from ..pki import CLIENT_EXT, PKIError, ensure_signed, kubeconfig
 from ..supervisor import ClusterError
-from .process import AddOnProcess, describe, kept_port, run_build_script, run_cli, tail
+from .process import AddOnProcess, describe, kept_port, run_build_script, run_cli
 
 BINARY = "metrics-server"
 NAMESPACE, NAME = "kube-system", "metrics-server"  # the release's Service and ServiceAccount
@@ -182,27 +181,11 @@ class MetricsServer:
         return ssl.create_default_context(cafile=str(self.cluster.pki / "ca.crt"))
 
     def _wait(self, what: str, deadline: float, check: Callable[[], bool]) -> None:
-        while not check():
-            if self.pid() is None:
-                raise self.process.exited("metrics-server")
-            if time.monotonic() > deadline:
-                raise ClusterError(f"metrics-server: gave up waiting for {what} (APIService: {self.available()}); "
-                                   f"see {self.log_file}:\n{tail(self.log_file)}")
-            time.sleep(0.5)
+        self.process.wait_until("metrics-server", what, deadline, check,
+                                state=lambda: f"APIService: {self.available()}", poll=0.5)
 
     def available(self) -> str:
-        """The APIService's Available condition: its status, and the apiserver's reason when not True."""
-        try:
-            service = self.cluster.api("GET", f"/apis/apiregistration.k8s.io/v1/apiservices/{API_SERVICE}")
-        except urllib.error.HTTPError as error:
-            return "not registered" if error.code == 404 else f"unknown ({error.code})"
-        except OSError as error:
-            return f"unknown ({error})"
-        for condition in service.get("status", {}).get("conditions", []):
-            if condition["type"] == "Available":
-                status = str(condition["status"])
-                return status if status == "True" else f"{status}: {condition.get('message', '')}"
-        return "no Available condition yet"
+        return apiservice_available(self.cluster.api, API_SERVICE)
 
     def stop(self, timeout: float = 15.0) -> None:
         """Unregisters the APIService, then stops metrics-server."""

@@ -102,6 +102,18 @@ class AddOnProcess:
     def exited(self, what: str) -> ClusterError:
         return ClusterError(f"{what} exited; see {self.log_file}:\n{tail(self.log_file)}")
 
+    def wait_until(self, what: str, waited_for: str, deadline: float, check: Callable[[], bool], *,
+                   state: Callable[[], str], poll: float = 0.3) -> None:
+        """Returns once `check()` holds; raises if the process exits first, or at `deadline` (time.monotonic()),
+        saying `state()` and the tail of its log."""
+        while not check():
+            if self.pid() is None:
+                raise self.exited(what)
+            if time.monotonic() > deadline:
+                raise ClusterError(f"{what}: gave up waiting for {waited_for} ({state()}); see {self.log_file}:\n"
+                                   f"{tail(self.log_file)}")
+            time.sleep(poll)
+
 
 def run_cli(action: Callable[[], None], log: Callable[[str], None]) -> int:
     """A command's exit code: 0, or 1 with the error logged if the cluster or an add-on failed it."""
@@ -115,3 +127,4 @@ def run_cli(action: Callable[[], None], log: Callable[[str], None]) -> int:
 
 def describe(pid: int | None, detail: str = "") -> str:
     return f"running (pid {pid}{detail})" if pid else "stopped"
+

@@ -32,11 +32,11 @@ from tfop.api.kueue import managed_elsewhere, queue_name
 from tfop.api.timestamps import parse_time
 from tfop.controller.cache_transforms import SHARED, slim_metadata
 from tfop.controller.capacity.model import ElasticJob, NodeRoom, Placement, Taint, WaitingPod, pod_request, quantities
+from tfop.controller.owners import owner_key
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.job.model import TFJobModel
 from tfop.controller.plan.job.parse import parse_job
 from tfop.controller.plan.status import condition_is_true, conditions_of, is_terminating
-from tfop.controller.reconciler import owner_key
 from tfop.kube.shared_values import SharedValues, shared_text
 from tfop.objects import Object
 

@@ -29,8 +29,8 @@ from tfop.controller.capacity.cluster import (
 from tfop.controller.capacity.decide import decide
 from tfop.controller.capacity.model import Memory, Resize
 from tfop.controller.children import TFJOBS
+from tfop.controller.owners import owner_key
 from tfop.controller.plan.controller_config import ControllerConfig
-from tfop.controller.reconciler import owner_key
 from tfop.kube.client import KubeClient
 from tfop.kube.clock import SYSTEM_CLOCK, Clock
 from tfop.kube.errors import ApiError

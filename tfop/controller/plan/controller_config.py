@@ -155,6 +155,9 @@ class ControllerConfig:
     # decides by the cluster (tfop/kueue_startup.py): the adapter where Kueue's is enabled, nothing without Kueue.
     kueue_integration: KueueIntegration = INTEGRATION_OWN
     kueue_integration_chosen: bool = False
+    # How often tfop's own integration reads where its pending Workloads stand in their queues (Kueue's visibility
+    # API, tfop/controller/kueue_positions.py); 0: never.
+    kueue_positions_every: float = 10.0
     # The progress endpoint: whether pods are given what reporting to it needs (plan/children/progress_reporting.py).
     progress: ProgressSettings = field(default_factory=ProgressSettings)
     # A job's TensorBoard, for jobs that ask (plan/children/tensorboard.py).

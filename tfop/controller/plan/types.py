@@ -17,6 +17,7 @@ from tfop.controller.plan.job_status import TFJobStatus, TrainerStatus
 from tfop.controller.plan.observed.child import Child
 from tfop.controller.plan.observed.observation import Observation
 from tfop.controller.plan.observed.pod import PodView
+from tfop.controller.plan.observed.workload import QueuePosition
 from tfop.controller.plan.slots import ReplicaSlot
 from tfop.objects import Object
 
@@ -106,6 +107,9 @@ class PlanContext:
     # controller owns it yet: tfop adopts it (plan/policies/multikueue.py). None once the job controls it (it is
     # then among the children), or when there is none.
     prebuilt_workload: Object | None = None
+    # Where the job's pending Workload stands in its queue, as Kueue's visibility API last said (tfop/controller/
+    # kueue_positions.py); None when it is not pending, or the API was not read (not served, not allowed).
+    queue_position: QueuePosition | None = None
 
     def of_kind(self, kind: str) -> list[Object]:
         return self.children.get(kind, [])

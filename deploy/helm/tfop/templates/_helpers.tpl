@@ -118,10 +118,13 @@ and records Events.
 # tfop's own Kueue integration (kueue.integration: own), besides a queued job's Workload (above): its status
 # written to hand an evicted job's quota back; the ResourceFlavors an admission names, read for their node labels
 # and tolerations, and the WorkloadPriorityClasses jobs name and the PriorityClasses their pods name, for their
-# Workloads' priority.
+# Workloads' priority; the pending Workloads of a LocalQueue, from Kueue's visibility API, for a pending job's place.
 - apiGroups: [kueue.x-k8s.io]
   resources: [workloads/status]
   verbs: [patch]
+- apiGroups: [visibility.kueue.x-k8s.io]
+  resources: [localqueues/pendingworkloads]
+  verbs: [get]
 - apiGroups: [kueue.x-k8s.io]
   resources: [resourceflavors, workloadpriorityclasses]
   verbs: [list, watch]

@@ -92,6 +92,10 @@ def wanted_workload(job: TFJobModel) -> Object | None:
         group = KUEUE_GROUP if ref.kind == WORKLOAD_PRIORITY_CLASS else POD_PRIORITY_GROUP
         spec["priorityClassRef"] = {"group": group, "kind": ref.kind, "name": ref.name}
         spec["priority"] = options.own_priority
+    else:
+        # Kueue's own job integrations always write a priority, 0 without a class, and Kueue relies on it: v0.19's
+        # visibility server dereferences it, and one Workload without it fails its LocalQueue's whole answer.
+        spec["priority"] = 0
     spec["podSets"] = [{"name": pod_set_name(replica_type), "count": replica.replicas,
                         "template": (template := pod_set_template(job, replica_type)),
                         "topologyRequest": topology_request(mapping_at(template, "metadata", "annotations"))}

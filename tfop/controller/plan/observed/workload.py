@@ -58,6 +58,18 @@ class PodSetAdmission:
 
 
 @dataclass(frozen=True, slots=True)
+class QueuePosition:
+    """Where a pending Workload stands, as Kueue's visibility API (pendingworkloads of its LocalQueue) last said:
+    counted from 1, the next to be admitted when quota allows, in its LocalQueue and in the ClusterQueue that
+    LocalQueue feeds. Both None when it is past the first `looked_at` pending Workloads of the LocalQueue, all the
+    API was asked for (tfop/controller/kueue_positions.py)."""
+
+    in_local_queue: int | None
+    in_cluster_queue: int | None
+    looked_at: int
+
+
+@dataclass(frozen=True, slots=True)
 class ObservedWorkload:
     name: str
     uid: str

@@ -66,6 +66,7 @@ from tfop.controller.plan.observed.workload import (
     REQUEUED,
     ObservedWorkload,
     PodSetAdmission,
+    QueuePosition,
     flavor_placement,
     observe_workload,
 )
@@ -105,7 +106,7 @@ def with_workload_priority(job: TFJobModel, context: PlanContext) -> TFJobModel:
     """The job with the class its Workload's priority comes from and that class's value, as the cluster has them:
     the class the job names (its WorkloadPriorityClass, else its pods' PriorityClass), else the cluster's global
     default PriorityClass (Kueue's job integrations alike); a job that names none on a cluster without a default
-    keeps no class, and its Workload no priority (Kueue counts it 0)."""
+    keeps no class, and its Workload priority 0, as Kueue's own integrations write it."""
     if job.options.own_queue is None:
         return job
     ref = job.options.own_priority_class
@@ -173,11 +174,23 @@ def admit(draft: PlanDraft, job: TFJobModel, context: PlanContext) -> Admission 
     if not current.active:
         return _held(REASON_QUEUED, f"{draft.job_ref} waits: its Kueue Workload {name} is deactivated "
                                     f"(spec.active is false).")
+    where = _position(context.queue_position)
     if eviction is not None:  # Kueue clears it when it admits the Workload again
-        return _held(REASON_QUEUED, f"{draft.job_ref} is queued again in Kueue LocalQueue {queue} after an "
+        return _held(REASON_QUEUED, f"{draft.job_ref} is queued again in Kueue LocalQueue {queue}{where} after an "
                                     f"eviction ({eviction.reason}).")
     waiting = f": {current.waiting.rstrip('.')}" if current.waiting else ""
-    return _held(REASON_QUEUED, f"{draft.job_ref} is queued in Kueue LocalQueue {queue}{waiting}.")
+    return _held(REASON_QUEUED, f"{draft.job_ref} is queued in Kueue LocalQueue {queue}{where}{waiting}.")
+
+
+def _position(position: QueuePosition | None) -> str:
+    """The words after the LocalQueue's name in a pending job's message; none when the position is not known."""
+    if position is None:
+        return ""
+    if position.in_local_queue is None:
+        return f", behind at least {position.looked_at} other Workloads"
+    cluster_queue = position.in_cluster_queue
+    return f" at position {position.in_local_queue}" + ("" if cluster_queue is None else
+                                                        f" ({cluster_queue} in its ClusterQueue)")
 
 
 def _waiting_for_workload(draft: PlanDraft, job: TFJobModel, queue: str) -> Admission:
