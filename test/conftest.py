@@ -64,7 +64,7 @@ def cluster_dir() -> Iterator[Callable[[str], Path]]:
 
 
 @pytest.fixture(scope="session")
-def cluster(cluster_dir: Callable[[str], Path]) -> Iterator[LocalCluster]:
+def cluster(cluster_dir: Callable[[str], Path], request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
     local = LocalCluster(cluster_dir("cluster"))
     try:
         local.up()
@@ -72,7 +72,26 @@ def cluster(cluster_dir: Callable[[str], Path]) -> Iterator[LocalCluster]:
         yield local
     finally:
         OperatorProcess.stop_all()
+        if request.session.testsfailed:
+            capture = request.config.pluginmanager.getplugin("capturemanager")
+            # Shown whatever the last test's outcome: a session fixture's teardown output is otherwise kept with it.
+            with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+                print_component_logs(local)
         local.destroy()
+
+
+# What a failed session's shared cluster leaves to read, since destroy() removes its logs: the controller-manager
+# (a cold run's e2e lane once waited 45 minutes for default ServiceAccounts it never made) and the watchdog.
+KEPT_LOGS = ("kube-controller-manager", "watchdog", "kube-apiserver")
+
+
+def print_component_logs(local: LocalCluster, lines: int = 40) -> None:
+    for component in KEPT_LOGS:
+        path = local.log_file(component)
+        with contextlib.suppress(OSError):
+            tail = path.read_text(errors="replace").splitlines()[-lines:]
+            print(f"--- the shared cluster's {component} log, its last {len(tail)} lines ({path}) ---", flush=True)
+            print("\n".join(tail), flush=True)
 
 
 @pytest.fixture(scope="session")
