@@ -135,6 +135,14 @@ def get_text(url: str, context: ssl.SSLContext | None) -> str:
         return str(response.read().decode().strip())
 
 
+def answers_ok(url: str, context: ssl.SSLContext) -> bool:
+    """Whether a server's health endpoint at `url` answers "ok" (refused, or an HTTP error while it gets ready: not)."""
+    try:
+        return get_text(url, context) == "ok"
+    except OSError:
+        return False
+
+
 def apiservice_available(api: Callable[[str, str], dict[str, Any]], name: str) -> str:
     """An APIService's Available condition, read with `api` (a cluster's admin call): its status, and the apiserver's
     reason when not True."""

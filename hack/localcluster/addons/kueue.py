@@ -46,7 +46,7 @@ import yaml
 
 from ports import free_port
 
-from ..api_objects import apiservice_available, get_text
+from ..api_objects import answers_ok, apiservice_available
 from ..cluster import DEFAULT_DIR, LocalCluster
 from ..pki import PKIError, openssl
 from ..supervisor import ClusterError
@@ -297,20 +297,14 @@ class Kueue:
         readyz = f"https://127.0.0.1:{self.ports()['visibility']}/readyz"
         tls = ssl.create_default_context(cafile=str(self.certs / "ca.crt"))
         self.process.wait_until("kueue", "its visibility server's /readyz", deadline,
-                                lambda: _answers_ok(readyz, tls), state=self._visibility_state)
+                                lambda: answers_ok(readyz, tls), state=self._visibility_state)
         self._apply("visibility.yaml", visibility_manifests(module, self.ports()["visibility"], ca_bundle))
         self.process.wait_until("kueue", f"the APIService {VISIBILITY_API} to be Available", deadline,
-                                lambda: self._visibility_state().endswith(": True"), state=self._visibility_state)
+                                lambda: apiservice_available(self.cluster.api, VISIBILITY_API) == "True",
+                                state=self._visibility_state)
 
     def _visibility_state(self) -> str:
         return f"APIService {VISIBILITY_API}: {apiservice_available(self.cluster.api, VISIBILITY_API)}"
-
-
-def _answers_ok(url: str, context: ssl.SSLContext) -> bool:
-    try:
-        return get_text(url, context) == "ok"
-    except OSError:  # refused, or not ready (an HTTP error)
-        return False
 
 
 def _http_status(url: str) -> int:

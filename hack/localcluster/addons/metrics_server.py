@@ -40,7 +40,7 @@ import yaml
 
 from tfop import yamlio
 
-from ..api_objects import apiservice_available, get_text
+from ..api_objects import answers_ok, apiservice_available
 from ..cluster import DEFAULT_DIR, LocalCluster
 from ..node_layout import NODE_LABEL
 from ..pki import CLIENT_EXT, PKIError, ensure_signed, kubeconfig
@@ -165,7 +165,7 @@ class MetricsServer:
         if self.pid() is None:
             self.process.spawn(self.command(bin_dir / BINARY, config), cwd=self.state)
         deadline = time.monotonic() + timeout
-        self._wait("its /readyz to say it holds metrics", deadline, lambda: _answers(f"{self.url}/readyz",
+        self._wait("its /readyz to say it holds metrics", deadline, lambda: answers_ok(f"{self.url}/readyz",
                                                                                      self._tls()))
         # The APIService once it can answer, so that discovery never meets it unavailable.
         self._apply("apiservice.yaml", [doc for doc in manifests if doc["kind"] == "APIService"])
@@ -197,13 +197,6 @@ class MetricsServer:
         pid = self.pid()
         return describe(pid, f", API on {self.url}, APIService {API_SERVICE} Available: {self.available()}"
                         if pid else "")
-
-
-def _answers(url: str, context: ssl.SSLContext) -> bool:
-    try:
-        return get_text(url, context) == "ok"
-    except OSError:  # refused, or not ready (an HTTP error)
-        return False
 
 
 def main(argv: list[str] | None = None) -> int:
