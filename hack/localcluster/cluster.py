@@ -30,7 +30,7 @@ from .host import HostError
 from .listeners import Address
 from .node_layout import NODE_LABEL, ClusterNetwork, NodeError, NodeLayout
 from .pki import PKIError, kubeconfig, make_pki
-from .slots import claim_slot, owns_slot
+from .slots import claim_slot, owns_slot, release_slot
 from .supervisor import WATCHDOG, ClusterError, Supervisor, log
 
 HACK_DIR = Path(__file__).resolve().parents[1]
@@ -264,6 +264,7 @@ class LocalCluster(Supervisor):
     def destroy(self) -> None:
         """Stops everything and removes the state directory (etcd data included)."""
         self.down()
+        release_slot(self.directory, self.slot)
         shutil.rmtree(self.directory, ignore_errors=True)
 
     # --- failing a node, the two ways real clusters see it ----------------------------------------------------

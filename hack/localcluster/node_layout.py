@@ -40,13 +40,14 @@ class NodeError(RuntimeError):
 
 
 def slot_for(directory: Path, taken: Callable[[int], bool]) -> int:
-    """A stable first choice from the directory's path, then the next slot nobody's bridge uses."""
+    """A stable first choice from the directory's path, then the next slot nobody else holds."""
     first = int(hashlib.sha256(str(directory).encode()).hexdigest(), 16) % SLOTS
     for i in range(SLOTS):
         slot = (first + i) % SLOTS
         if not taken(slot):
             return slot
-    raise NodeError(f"all {SLOTS} node slots have a bridge (tfop-br0..tfop-br{SLOTS - 1}); destroy a cluster")
+    raise NodeError(f"all {SLOTS} address slots are held by other clusters (their claims are in /run/tfop-slots, "
+                    f"their bridges tfop-br0..tfop-br{SLOTS - 1}); destroy one")
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from typing import Any
 from localcluster import LocalCluster
 from localcluster.host import bridge_mac, bridge_owner, delete_bridge
 from localcluster.node_layout import SLOTS
-from localcluster.slots import claim_slot
+from localcluster.slots import claim_slot, release_slot
 from support.operator_process import OperatorProcess
 from support.real_node_jobs import apply, get, job_pods, shell_container, tfjob, wait_for_condition
 from support.waiting import DEADLINE, KUBECTL_INTERVAL, wait_for
@@ -208,6 +208,7 @@ def test_two_clusters_starting_at_once_with_one_first_choice_take_two_slots(clus
     by_first_slot: dict[int, Path] = {}
     for index in range(SLOTS + 1):  # pigeonhole: two of 17 directories share a first choice
         directory = (root / f"c{index}").resolve()
+        directory.mkdir()  # a claim names a live cluster's directory
         first = int(hashlib.sha256(str(directory).encode()).hexdigest(), 16) % SLOTS
         if first in by_first_slot:
             pair = [LocalCluster(by_first_slot[first]), LocalCluster(directory)]
@@ -236,3 +237,4 @@ def test_two_clusters_starting_at_once_with_one_first_choice_take_two_slots(clus
         for cluster in pair:
             if cluster.slot is not None:
                 delete_bridge(cluster.network.bridge, str(cluster.directory))
+                release_slot(cluster.directory, cluster.slot)
