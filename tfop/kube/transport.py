@@ -18,6 +18,8 @@ from urllib.parse import urlsplit
 import urllib3
 from urllib3.connection import HTTPConnection, HTTPSConnection
 
+from tfop.kube.headers import FastHeadersResponse
+
 
 class _OneWrite:
     """A connection that sends a request's headers and body in one write: urllib3 sends them apart, two TLS records
@@ -44,11 +46,11 @@ class _OneWrite:
 
 
 class OneWriteHTTPSConnection(_OneWrite, HTTPSConnection):
-    pass
+    response_class = FastHeadersResponse
 
 
 class OneWriteHTTPConnection(_OneWrite, HTTPConnection):
-    pass
+    response_class = FastHeadersResponse
 
 
 class Transport:
