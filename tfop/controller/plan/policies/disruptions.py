@@ -116,7 +116,11 @@ def judge_disruptions(draft: PlanDraft, job: TFJobModel, context: PlanContext,
         windows = [*_windows(records.values()), *_windows(previous.values()),
                    *_suspect_windows(on_bad_nodes, job, window, silence)]
         pods = [_as_peer(pod, windows) for pod in pods]
-    draft.status = replace(draft.status, disruptions=_kept(previous, records, {pod.uid for pod in pods}, draft.now))
+    kept = _kept(previous, records, {pod.uid for pod in pods}, draft.now)
+    if kept != draft.status.disruptions:
+        draft.status = replace(draft.status, disruptions=kept)
+    if all(judged is seen for judged, seen in zip(pods, context.observed.pods, strict=True)):
+        return context  # nothing disrupted, as in most passes: no copy of the context and its views
     return context.with_pods(tuple(pods))
 
 
