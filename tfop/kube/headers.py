@@ -15,7 +15,6 @@ import re
 import types
 from typing import Any
 
-_END = (b"\r\n", b"\n", b"")
 # A header line as the email parser reads one: a name of printable characters but the colon, then the colon.
 _PLAIN = re.compile(r"[\041-\071\073-\176]+:")
 
@@ -24,9 +23,7 @@ def parse_headers(fp: Any, _class: type[http.client.HTTPMessage] = http.client.H
     """http.client.parse_headers's answer, from the same lines read within the same limits."""
     lines = http.client._read_headers(fp)  # type: ignore[attr-defined]  # the stdlib's own reader and its limits
     message = _class()
-    for raw in lines:
-        if raw in _END:
-            break
+    for raw in lines[:-1]:  # the last is the blank line (or end of stream) that ended the block
         line = raw.decode("iso-8859-1")
         plain = _PLAIN.match(line)
         if plain is None:  # folded, or not a header line: the email parser says what it means
