@@ -178,6 +178,36 @@ def chief_view(lines: list[LogLine]) -> tuple[int, dict[int, int]] | None:
     return None
 
 
+class JobFailedError(AssertionError):
+    """The TFJob failed while a test waited for a line that can then no longer come."""
+
+
+def line_unless_failed(cluster: LocalCluster, namespace: str, job: str, logs: JobLogs, uid: str,
+                       pattern: re.Pattern[str], what: str, timeout: float = 400) -> tuple[LogLine, re.Match[str]]:
+    """wait_for_line, ended at once by the TFJob failing: a line that can no longer come is not waited out, and the
+    failure's first line (most of what CI shows) says which replicas exited how (a PS's crash, the chief's exit)."""
+    def check() -> tuple[LogLine, re.Match[str]] | None:
+        if found := first(logs.of(uid), pattern):
+            return found
+        status = get(cluster, namespace, "tfjob", job).get("status", {})
+        failed = next((c for c in status.get("conditions", []) if c["type"] == "Failed" and c["status"] == "True"),
+                      None)
+        if failed:
+            exits = cluster.kubectl("get", "events", "-n", namespace, "--field-selector", "reason=ExitedWithCode",
+                                    "-o", "custom-columns=MESSAGE:.message", "--no-headers", check=False).stdout
+            raise JobFailedError(f"TFJob {job} failed while waiting for {what}: {failed.get('message')}; exits: "
+                            f"{'; '.join(line for line in exits.splitlines() if line)}\n"
+                            f"its last lines: {texts(logs.of(uid))}\n{story(cluster, namespace)}")
+        return None
+    try:
+        return wait_for(check, timeout, what, interval=KUBECTL_INTERVAL)
+    except JobFailedError:
+        raise
+    except AssertionError as timed_out:
+        raise AssertionError(f"{timed_out}\nits last lines: {texts(logs.of(uid))}\n"
+                             f"{story(cluster, namespace)}") from None
+
+
 def test_async_ps_scaled_2_to_4_to_1_in_place_keeps_the_chief_and_ps_training(
         real_node: LocalCluster, operator: OperatorProcess, namespace: str) -> None:
     cluster, job = real_node, "ps-resize"
@@ -195,8 +225,10 @@ def test_async_ps_scaled_2_to_4_to_1_in_place_keeps_the_chief_and_ps_training(
                          "the job's 4 pods", interval=KUBECTL_INTERVAL)
         kept = {task: start[task]["metadata"]["uid"] for task in ("chief:0", "ps:0")}
         chief = kept["chief:0"]
-        wait_for_line(logs, chief, re.compile(r"^chief: global step ([1-9]\d+) "),
-                      "the chief to see global step 10 or more")
+        # A replica's permanent exit fails the job; the wait ends then (CI once waited out 400 s on a chief that
+        # had exited 1 after its PS crashed with 139 under a load of 25), naming the exits.
+        line_unless_failed(cluster, namespace, job, logs, chief, re.compile(r"^chief: global step ([1-9]\d+) "),
+                           "the chief to see global step 10 or more")
 
         up = Resize("2 -> 4 workers, in place", scale(cluster, namespace, job, 4))
         table.resizes.append(up)

@@ -243,3 +243,23 @@ def test_a_plans_deletes_are_sent_together_and_each_answer_counts() -> None:
     expectations.deleted(KEY, "p0")
     expectations.deleted(KEY, "p1")
     assert expectations.satisfied(KEY, "7")
+
+
+def test_a_retired_pod_is_released_with_its_delete_and_the_others_after_the_status() -> None:
+    """A restart together: the peers' finalizers go with their deletes, so their pods can go (and the job start
+    again) without waiting for the status; the failed pod's waits for the status that counts its exit."""
+    client, clock, expectations = RecordingClient(), FakeClock(), Expectations()
+    apply, recorder = applier(client, clock, expectations)
+    failed, peer = ChildRef("Pod", "mnist-worker-x-1", "p1"), ChildRef("Pod", "mnist-worker-x-0", "p0")
+    plan = Plan(delete=[failed, peer], release=[failed, peer], release_with_delete=frozenset({"p0"}),
+                status=TFJobStatus.from_json({"state": "Restarting"}))
+    apply.change_children(KEY, JOB, plan)
+    apply.record(KEY, JOB, plan, NOW)
+    release = {"$deleteFromPrimitiveList/finalizers": ["tfop.kubeflow.org/replica-tracking"]}
+    writes = [(verb, what["metadata"]["uid"] if verb == "patch" and {
+        key: value for key, value in what["metadata"].items() if key != "uid"} == release else what)
+        for verb, plural, what in writes_after(recorder, client) if plural != "events"]
+    # The deletes go together, in either order; p0's release follows its own delete, all before the status.
+    assert writes[3:] == [("replace", {"state": "Restarting"}), ("patch", "p1")]
+    assert sorted(writes[:3]) == [("delete", "mnist-worker-x-0"), ("delete", "mnist-worker-x-1"), ("patch", "p0")]
+    assert writes.index(("delete", "mnist-worker-x-0")) < writes.index(("patch", "p0"))

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from support.plan_builders import make_job, make_pod, message, plan_of, running, services_for
+from tfop.api.constants import FINALIZER_REPLICA_TRACKING
 from tfop.controller.plan.controller_config import ControllerConfig
 from tfop.controller.plan.types import POD
 
@@ -60,6 +61,30 @@ def test_a_job_restarted_together_starts_again_only_once_every_old_pod_is_gone(
         scope: str, pods: list[dict[str, Any]], created: list[str]) -> None:
     result = plan_of(job_scoped(scope), pods, services_for())
     assert [creation.name for creation in result.create if creation.kind == POD] == created
+
+
+def tracked(pod: dict[str, Any]) -> dict[str, Any]:
+    pod["metadata"]["finalizers"] = [FINALIZER_REPLICA_TRACKING]
+    return pod
+
+
+@pytest.mark.parametrize(("scope", "replicas", "pods", "released", "with_delete"), [
+    # The failed one's exit is counted by the status, so it waits for it; its peers' ends count for nothing.
+    ("Job", {"Worker": 2, "PS": 1}, worker_1_killed(), [W0, W1, PS0], [W0, PS0]),
+    ("Replica", {"Worker": 2, "PS": 1}, worker_1_killed(), [W1], []),
+    # A worker scaled away is released with its delete; one that ended first keeps its finalizer until the status.
+    ("Replica", {"Worker": 1, "PS": 1}, [make_pod("Worker", 0), make_pod("PS", 0), make_pod("Worker", 1)],
+     [W1], [W1]),
+    ("Replica", {"Worker": 1, "PS": 1},
+     [make_pod("Worker", 0), make_pod("PS", 0), make_pod("Worker", 1, "Succeeded", exit_code=0)], [W1], []),
+])
+def test_a_live_pod_deleted_with_no_end_to_record_is_released_with_its_delete(
+        scope: str, replicas: dict[str, int], pods: list[dict[str, Any]], released: list[str],
+        with_delete: list[str]) -> None:
+    result = plan_of(job_scoped(scope, replicas=replicas), [tracked(pod) for pod in pods], services_for(replicas))
+    assert sorted(ref.name for ref in result.release) == sorted(released)
+    names = {ref.uid: ref.name for ref in result.release}
+    assert sorted(names[uid] for uid in result.release_with_delete) == sorted(with_delete)
 
 
 def test_nothing_restarts_together_while_every_replica_runs() -> None:

@@ -83,9 +83,11 @@ class PlanApplier:
                 self.recorder.record(job, event.type, event.reason, event.message)
         log_lifecycle(key, plan)
         count_transitions(self.metrics, job, plan, now)
-        # Only now is how the released pods' replicas ended stored; a force-deleted pod went before its delete.
+        # Only now is how the released pods' replicas ended stored; a force-deleted pod went before its delete, a
+        # retired one with it.
         forced = {ref.uid for ref in plan.delete if ref.grace_period_seconds == 0}
-        errors = self.children.release(key, job, [ref for ref in plan.release if ref.uid not in forced])
+        errors = self.children.release(key, job, [ref for ref in plan.release if ref.uid not in forced
+                                                  and ref.uid not in plan.release_with_delete])
         if plan.delete_job:
             self._delete_job(job)
         if errors:

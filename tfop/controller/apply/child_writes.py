@@ -110,7 +110,7 @@ class ChildWriter:
         # goes in this pass; the others wait for the status (PlanApplier.record).
         forced = {ref.uid for ref in plan.delete if ref.grace_period_seconds == 0}
         changes.errors.extend(self.release(key, job, [ref for ref in plan.release if ref.uid in forced]))
-        self._delete_children(key, job, plan.delete, changes)
+        self._delete_children(key, job, plan.delete, changes, release=plan.release_with_delete)
         self._create_children(key, job, plan, changes)
         return changes
 
@@ -122,21 +122,23 @@ class ChildWriter:
         if not refs:
             return []
         namespace = job["metadata"]["namespace"] if job is not None else namespace
-        pods = self.kinds[POD].resource
 
         def release_one(ref: ChildRef) -> ApiError | None:
-            patch = {"metadata": {"uid": ref.uid, RELEASE_DIRECTIVE: [FINALIZER_REPLICA_TRACKING]}}
-            try:
-                self.client.patch(pods, ref.name, patch, namespace, patch_type="strategic")
-            except (NotFound, Invalid, Conflict):
-                return None  # gone, or another pod has the name now
-            except ApiError as error:
-                return error
-            return None
+            return self._release_one(ref, namespace)
 
         answers = list(self._requests.flow(key).map(release_one, refs)) if len(refs) > 1 else [release_one(refs[0])]
         log.debug("released pods", job=key, names=[ref.name for ref in refs])
         return [answer for answer in answers if answer is not None]
+
+    def _release_one(self, ref: ChildRef, namespace: str) -> ApiError | None:
+        patch = {"metadata": {"uid": ref.uid, RELEASE_DIRECTIVE: [FINALIZER_REPLICA_TRACKING]}}
+        try:
+            self.client.patch(self.kinds[POD].resource, ref.name, patch, namespace, patch_type="strategic")
+        except (NotFound, Invalid, Conflict):
+            return None  # gone, or another pod has the name now
+        except ApiError as error:
+            return error
+        return None
 
     def _annotate(self, key: str, job: Object, annotations: list[PodAnnotation]) -> list[ApiError]:
         """Sets each pod's annotation, sent together, without an event; only on the pod with the uid planned.
@@ -272,7 +274,10 @@ class ChildWriter:
         log.info("create refused", job=object_key(job), kind=creation.kind, name=creation.name,
                  permanent=permanent, error=error.message)
 
-    def _delete_children(self, key: str, job: Object, refs: list[ChildRef], changes: ChildChanges) -> None:
+    def _delete_children(self, key: str, job: Object, refs: list[ChildRef], changes: ChildChanges, *,
+                         release: frozenset[str] = frozenset()) -> None:
+        """Deletes the children `refs` names; a pod whose uid is in `release` is released from tfop's finalizer
+        by the same request thread once its delete is sent (its end needs no status)."""
         if not refs:
             return
         namespace = job["metadata"]["namespace"]
@@ -281,11 +286,16 @@ class ChildWriter:
         def delete(ref: ChildRef) -> Object | ApiError:
             kind = self.kinds[ref.kind]
             try:
-                return self.client.delete(kind.resource, ref.name, namespace, uid=ref.uid,
-                                          propagation_policy=kind.propagation_policy,
-                                          grace_period_seconds=ref.grace_period_seconds)
+                deleted = self.client.delete(kind.resource, ref.name, namespace, uid=ref.uid,
+                                             propagation_policy=kind.propagation_policy,
+                                             grace_period_seconds=ref.grace_period_seconds)
             except ApiError as error:
                 return error
+            if ref.kind == POD and ref.uid in release and not removed_by_delete(deleted):
+                failed = self._release_one(ref, namespace)
+                if failed is not None:
+                    changes.errors.append(failed)  # the key is retried; its next plan releases the pod
+            return deleted
 
         # Sent together, as the job's flow in the request pool: a resize by restart deletes every pod of the job,
         # and one after another they took the worker seven round trips, while other jobs waited for a worker.

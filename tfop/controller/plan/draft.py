@@ -77,6 +77,7 @@ class PlanDraft:
         self.patch: list[ChildPatch] = []
         self.annotate: list[PodAnnotation] = []
         self.release: list[ChildRef] = []
+        self.retired: set[str] = set()  # uids of live pods deleted with nothing of their end to record
         self.desired: ChildBodies | None = None
         self.events: list[JobEvent] = []
         self.requeue_after: float | None = None
@@ -160,7 +161,8 @@ class PlanDraft:
                     desired=self.desired if self.create or self.patch else None, status=status,
                     status_waits=self._status_wait(status, refused), events=events,
                     requeue_after=self.requeue_after, delete_job=self.delete_job, counters=counters,
-                    restarts=tuple(self.restarted), release=self.release)
+                    restarts=tuple(self.restarted), release=self.release,
+                    release_with_delete=frozenset(ref.uid for ref in self.release if ref.uid in self.retired))
 
     def _status_wait(self, status: TFJobStatus | None, refused: bool) -> StatusWait:
         # Pods waiting to be released wait for this status: it is written at once.

@@ -286,6 +286,9 @@ def _run(p: _Planning) -> None:
 
     for child in [*(slot.pod for slot in recreate if slot.pod is not None), *scaled_down, *together]:
         draft.delete_child(p.backend.kind, child)  # a recreated pod is made once the old one is gone: its name is taken
+    if p.backend.kind == POD:  # the replicas of these pods restart with the job or are gone: no end to record
+        retired = {pod.uid for pod in together} | {child.uid for child in scaled_down}
+        draft.retired |= {pod.uid for pod in observed.pods if pod.uid in retired and not pod.ended}
     for service in children.surplus_of(SERVICE):
         if not service.terminating:
             draft.delete_child(SERVICE, service)

@@ -253,6 +253,9 @@ class Plan:
     # Pods whose tracking finalizer goes once this plan's status is stored (replicas/finished.py); a pod the plan
     # force-deletes is released just before its delete, so that the delete removes it.
     release: list[ChildRef] = field(default_factory=list)
+    # Of those, the live pods this plan deletes and whose end no status records (restarted with others, scaled
+    # away): each is released as soon as its delete is sent, so that a restart together waits for no status.
+    release_with_delete: frozenset[str] = frozenset()
     counters: JobCounters = field(default_factory=JobCounters)
     restarts: tuple[ReplicaRestart, ...] = ()  # seen by this plan, for the log
 
