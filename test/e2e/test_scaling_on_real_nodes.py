@@ -196,8 +196,8 @@ def line_unless_failed(cluster: LocalCluster, namespace: str, job: str, logs: Jo
             exits = cluster.kubectl("get", "events", "-n", namespace, "--field-selector", "reason=ExitedWithCode",
                                     "-o", "custom-columns=MESSAGE:.message", "--no-headers", check=False).stdout
             raise JobFailedError(f"TFJob {job} failed while waiting for {what}: {failed.get('message')}; exits: "
-                            f"{'; '.join(line for line in exits.splitlines() if line)}\n"
-                            f"its last lines: {texts(logs.of(uid))}\n{story(cluster, namespace)}")
+                                 f"{'; '.join(line for line in exits.splitlines() if line)}\n"
+                                 f"its last lines: {texts(logs.of(uid))}\n{story(cluster, namespace)}")
         return None
     try:
         return wait_for(check, timeout, what, interval=KUBECTL_INTERVAL)
