@@ -47,6 +47,7 @@ from fake_kubelet import exit_pod
 from tfop.api.constants import LABEL_JOB_NAME, LABEL_REPLICA_TYPE, LABEL_RUNTIME_ID
 from tfop.api.runtime_id import runtime_id
 from tfop.controller.children import TFJOBS
+from tfop.kube.errors import AlreadyExists, TransportError
 from tfop.kube.informer import strip_managed_fields
 from tfop.kube.resource import PODS, SERVICES
 
@@ -56,6 +57,7 @@ TEMPLATE_NAMESPACE = "pile-template"
 SERVER_METADATA = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields", "selfLink",
                    "deletionTimestamp", "deletionGracePeriodSeconds", "ownerReferences")
 WRITES = ("create", "update", "patch", "delete")
+PILE_ATTEMPTS = 3  # a create whose answer timed out is sent again; once it exists, the one there is the job
 
 
 def log(message: str) -> None:
@@ -88,12 +90,16 @@ def piled(template: dict[str, Any], name: str, namespace: str) -> dict[str, Any]
             "metadata": metadata, "spec": copy.deepcopy(template["spec"])}
 
 
-def piled_status(template: dict[str, Any], name: str, uid: str) -> dict[str, Any]:
-    """The status patch of one piled job, made `uid`: the template's status with its name replaced by `name`
-    (conditions name their job) and its runtime id, which tfop derives from the uid (the replicas' selectors and
-    `runtimeId`), by the job's own; anything else would be a status tfop rewrites."""
+def piled_status(template: dict[str, Any], name: str, namespace: str, uid: str) -> dict[str, Any]:
+    """The status patch of one piled job, made `uid`: the template's status with its namespace and name replaced
+    by the job's own (conditions name their job as `namespace/name`, the replicas' selectors by name) and its
+    runtime id, which tfop derives from the uid (the selectors and `runtimeId`), by the job's own; anything else
+    would be a status tfop rewrites."""
     old, new = runtime_id(template["metadata"]["uid"]), runtime_id(uid)
-    status = json.loads(json.dumps(template.get("status") or {}).replace(template["metadata"]["name"], name))
+    metadata = template["metadata"]
+    text = json.dumps(template.get("status") or {}).replace(f"{metadata['namespace']}/{metadata['name']}",
+                                                           f"{namespace}/{name}")
+    status = json.loads(text.replace(metadata["name"], name))
     if status.get("runtimeId") == old:
         status["runtimeId"] = new
     for replica in (status.get("replicaStatuses") or {}).values():
@@ -141,8 +147,17 @@ def make_pile(cluster: BenchCluster, template: dict[str, Any], layout: list[tupl
 
     def write(entry: tuple[str, str]) -> None:
         namespace, name = entry
-        made = admin.create(TFJOBS, piled(template, name, namespace), namespace)
-        admin.patch_status(TFJOBS, name, piled_status(template, name, made["metadata"]["uid"]), namespace)
+        for attempt in range(PILE_ATTEMPTS):
+            try:
+                made = admin.create(TFJOBS, piled(template, name, namespace), namespace)
+                break
+            except AlreadyExists:  # an earlier attempt's create landed after its answer timed out
+                made = admin.get(TFJOBS, name, namespace)
+                break
+            except TransportError:  # a loaded apiserver's answer later than the client's 30 s
+                if attempt == PILE_ATTEMPTS - 1:
+                    raise
+        admin.patch_status(TFJOBS, name, piled_status(template, name, namespace, made["metadata"]["uid"]), namespace)
 
     with ThreadPoolExecutor(CLIENT_CONCURRENCY, thread_name_prefix="pile") as pool:
         list(pool.map(write, names))

@@ -47,9 +47,9 @@ def test_a_piled_job_is_the_finished_template_under_its_own_name_and_uid() -> No
         "apiVersion": "kubeflow.org/v1", "kind": "TFJob",
         "metadata": {"name": "job-00042", "namespace": "pile-1-00", "labels": {"team": "a"}, "finalizers": ["f"]},
         "spec": {"runPolicy": {"cleanPodPolicy": "All"}}}
-    assert piled_status(template, "job-00042", "u-2") == {"status": {
+    assert piled_status(template, "job-00042", "pile-1-00", "u-2") == {"status": {
         "conditions": [{"type": "Succeeded", "status": "True",
-                        "message": "TFJob pile-template/job-00042 successfully completed."}],
+                        "message": "TFJob pile-1-00/job-00042 successfully completed."}],
         "runtimeId": new, "replicaStatuses": {"PS": {"succeeded": 2, "selector": (
             f"training.kubeflow.org/job-name=job-00042,training.kubeflow.org/runtime-id={new}")}}}}
     assert template["metadata"]["name"] == "job-template" and template["status"]["runtimeId"] == old  # as it was
